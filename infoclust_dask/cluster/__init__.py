@@ -1,0 +1,6 @@
+"""Estimators, one algorithm per module, scikit-learn conventions."""
+
+from ._kmeans import KMeans
+from ._soft_kmeans import SoftKMeans
+
+__all__ = ["KMeans", "SoftKMeans"]

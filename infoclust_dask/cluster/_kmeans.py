@@ -1,0 +1,299 @@
+"""K-means (Lloyd) as map-reduce passes over row blocks.
+
+MacKay, *Information Theory, Inference, and Learning Algorithms*, ch. 20
+(``../shared/papers/kmeans-soft-kmeans.txt``): assignment step (20.3)-(20.4),
+update step (20.5)-(20.6). Each iteration is ONE pass: every block reports
+per-cluster weights, per-cluster sums and its share of the inertia
+(:func:`infoclust_dask._kernels.lloyd_stats`); the driver divides.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils.validation import check_is_fitted
+
+from .. import engine
+from .._kernels import assign_labels, combine_lloyd, distances, lloyd_stats
+from .._validation import (
+    check_data,
+    check_n_clusters,
+    check_random_state,
+    check_sample_weight,
+    check_scalar_param,
+    param_error,
+)
+from ._init import init_kmeans_parallel, init_kmeanspp, init_random
+
+__all__ = ["KMeans", "EmptyClusterWarning", "lloyd"]
+
+
+class EmptyClusterWarning(UserWarning):
+    """A cluster lost all its points and was re-seeded."""
+
+
+def lloyd(X, w, centers, *, max_iter, tol, sched, verbose=0, label="", warn_empty=True):
+    """Lloyd iterations from ``centers``; the computational core of KMeans.
+
+    Stops when the centres no longer move (the partition is a fixed point)
+    or their total squared shift is ``<= tol`` (absolute), as scikit-learn's
+    ``algorithm="lloyd"`` does. Empty clusters are moved to the points
+    farthest from their centres, with an :class:`EmptyClusterWarning`.
+
+    Returns ``(centers, inertia, n_iter)``; the inertia is the weighted sum of
+    squared distances to the nearest final centre (a pass of its own unless
+    the last step left the centres unchanged). One pass per iteration.
+    """
+    k = centers.shape[0]
+    centers = np.array(centers, dtype=np.float64)
+    shift = np.inf
+    it = 0
+    for it in range(1, max_iter + 1):
+        t0 = time.perf_counter()
+        st = engine.map_reduce(
+            lloyd_stats, X, w, params={"centers": centers, "n_far": k},
+            combine=combine_lloyd, scheduler=sched,
+        )
+        counts = st["counts"]
+        empty = np.flatnonzero(counts <= 0)
+        new = np.empty_like(centers)
+        nz = counts > 0
+        new[nz] = st["sums"][nz] / counts[nz, None]
+        if empty.size:
+            far = st["far_x"]
+            for j, c in enumerate(empty):
+                new[c] = far[j % max(1, far.shape[0])]
+            if warn_empty:
+                warnings.warn(
+                    f"{empty.size} empty cluster(s) {empty.tolist()} at iteration {it}; "
+                    "re-seeded at the points farthest from their centres. Consider fewer "
+                    "clusters or another init.",
+                    EmptyClusterWarning,
+                    stacklevel=3,
+                )
+        shift = float(((new - centers) ** 2).sum())
+        inertia_old = float(st["inertia"])
+        centers = new
+        if verbose:
+            print(
+                f"[KMeans{label}] iteration {it:4d}/{max_iter}  inertia={inertia_old:.6g}  "
+                f"shift={shift:.3g}  ({time.perf_counter() - t0:.2f}s)",
+                flush=True,
+            )
+        if shift == 0.0 and not empty.size:
+            return centers, inertia_old, it
+        if shift <= tol:
+            break
+    st = engine.map_reduce(lloyd_stats, X, w, params={"centers": centers}, scheduler=sched)
+    return centers, float(st["inertia"]), it
+
+
+class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
+    """K-means clustering whose every pass is a map-reduce over row blocks.
+
+    Parameters
+    ----------
+    n_clusters : int, default=8
+        Number of clusters K.
+    init : {"k-means++", "k-means||", "random"} or array of shape (n_clusters, n_features), default="k-means++"
+        Seeding. ``"k-means++"``: exact D^2 sampling, one pass per centre.
+        ``"k-means||"``: oversampling rounds, better for large K on big data.
+        ``"random"``: distinct rows drawn uniformly. An array is used as is.
+    n_init : int or "auto", default="auto"
+        Number of seedings; the fit with the lowest inertia is kept. "auto"
+        is 1 for k-means++, k-means|| and an array, 10 for "random".
+    max_iter : int, default=300
+        Maximum number of Lloyd iterations (passes) per run.
+    tol : float, default=1e-4
+        Convergence when the total squared centre shift is at most ``tol``
+        times the mean per-feature variance of X (scikit-learn's rule).
+    oversampling_factor : float, default=2.0
+        k-means|| keeps about ``oversampling_factor * n_clusters`` rows per round.
+    init_max_iter : int, default=5
+        Rounds of k-means||.
+    random_state : int, numpy Generator or None, default=None
+    scheduler : None, str or distributed.Client, default=None
+        Where the passes run; see :mod:`infoclust_dask.engine`.
+    verbose : int, default=0
+        Print one line per iteration when > 0.
+
+    Attributes
+    ----------
+    cluster_centers_ : ndarray of shape (n_clusters, n_features)
+    labels_ : ndarray or dask array of shape (n_samples,)
+        Lazy (dask) when X was lazy.
+    inertia_ : float
+        Weighted sum of squared distances of samples to their nearest centre.
+    n_iter_ : int
+        Lloyd iterations of the best run.
+    n_features_in_ : int
+
+    Notes
+    -----
+    Passes over the data: the validation pass, the seeding (k for k-means++),
+    then one per iteration, plus one for the final inertia unless the
+    partition reached a fixed point. The driver holds only K x d arrays.
+
+    References
+    ----------
+    MacKay (2003), ch. 20, eq. (20.3)-(20.6).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from infoclust_dask import KMeans
+    >>> X = np.array([[0.0, 0.0], [0.1, 0.0], [5.0, 5.0], [5.1, 5.0]])
+    >>> km = KMeans(n_clusters=2, random_state=0).fit(X)
+    >>> sorted(km.cluster_centers_[:, 0].round(2).tolist())
+    [0.05, 5.05]
+    """
+
+    def __init__(
+        self,
+        n_clusters=8,
+        *,
+        init="k-means++",
+        n_init="auto",
+        max_iter=300,
+        tol=1e-4,
+        oversampling_factor=2.0,
+        init_max_iter=5,
+        random_state=None,
+        scheduler=None,
+        verbose=0,
+    ):
+        self.n_clusters = n_clusters
+        self.init = init
+        self.n_init = n_init
+        self.max_iter = max_iter
+        self.tol = tol
+        self.oversampling_factor = oversampling_factor
+        self.init_max_iter = init_max_iter
+        self.random_state = random_state
+        self.scheduler = scheduler
+        self.verbose = verbose
+
+    # ------------------------------------------------------------------
+    def _check_params(self, n_samples, n_features):
+        check_n_clusters(self, self.n_clusters, n_samples)
+        check_scalar_param(self, "max_iter", self.max_iter, kind="an int", low=1, integer=True)
+        check_scalar_param(self, "tol", self.tol, kind="a float", low=0)
+        check_scalar_param(self, "oversampling_factor", self.oversampling_factor, kind="a float", low=0, low_open=True)
+        check_scalar_param(self, "init_max_iter", self.init_max_iter, kind="an int", low=1, integer=True)
+        if isinstance(self.init, str):
+            if self.init not in ("k-means++", "k-means||", "random"):
+                raise param_error(self, "init", "'k-means++', 'k-means||', 'random' or an array", self.init)
+            n_init = self.n_init
+            if n_init == "auto":
+                n_init = 10 if self.init == "random" else 1
+        else:
+            init = np.asarray(self.init, dtype=np.float64)
+            if init.shape != (self.n_clusters, n_features):
+                raise ValueError(
+                    f"The shape of the initial centers {init.shape} does not match "
+                    f"(n_clusters, n_features) = ({self.n_clusters}, {n_features})."
+                )
+            if not np.all(np.isfinite(init)):
+                raise ValueError("The initial centers contain NaN or infinite values.")
+            n_init = 1
+        if not (self.n_init == "auto" or (isinstance(self.n_init, int) and self.n_init >= 1)):
+            raise param_error(self, "n_init", "an int in the range [1, inf) or 'auto'", self.n_init)
+        return n_init
+
+    def _seed(self, X, w, rng, sched):
+        k = self.n_clusters
+        if not isinstance(self.init, str):
+            return np.array(self.init, dtype=np.float64)
+        if self.init == "random":
+            return init_random(X, w, k, rng, sched)
+        if self.init == "k-means++":
+            return init_kmeanspp(X, w, k, rng, sched)
+
+        def refine(C, cw, c0):
+            return lloyd(C, cw, c0, max_iter=100, tol=0.0, sched="sync", warn_empty=False)[0]
+
+        return init_kmeans_parallel(
+            X, w, k, rng, sched, oversampling_factor=self.oversampling_factor,
+            rounds=self.init_max_iter, lloyd=refine,
+        )
+
+    def fit(self, X, y=None, sample_weight=None):
+        """Compute K-means clustering.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features), dask array, xarray DataArray or store path
+        y : ignored
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative weights; weight k acts like k repeats of a row.
+
+        Returns
+        -------
+        self
+        """
+        sched = engine.resolve_scheduler(self.scheduler)
+        X, info = check_data(self, X, reset=True, scheduler=sched, need_moments=True)
+        n_init = self._check_params(info.n, info.d)
+        w = check_sample_weight(sample_weight, X)
+        rng = check_random_state(self.random_state)
+        tol = float(np.mean(info.var)) * self.tol
+        best = None
+        for run in range(n_init):
+            c0 = self._seed(X, w, rng, sched)
+            centers, inertia, n_iter = lloyd(
+                X, w, c0, max_iter=self.max_iter, tol=tol, sched=sched, verbose=self.verbose,
+                label=f" run {run + 1}/{n_init}" if n_init > 1 else "",
+            )
+            if best is None or inertia < best[1]:
+                best = (centers, inertia, n_iter)
+        self.cluster_centers_, self.inertia_, self.n_iter_ = best
+        if self.n_iter_ >= self.max_iter and self.max_iter > 1:
+            warnings.warn(
+                f"KMeans stopped at max_iter={self.max_iter} before converging; increase "
+                "max_iter or tol.",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
+        self.labels_ = self._labels(X)
+        return self
+
+    def _labels(self, X):
+        return engine.map_blocks(
+            assign_labels, X, params={"centers": self.cluster_centers_}, dtype=np.int64
+        )
+
+    def predict(self, X):
+        """Index of the nearest centre (Voronoi region) for each sample.
+
+        Returns a dask array for lazy input, a numpy array otherwise."""
+        check_is_fitted(self)
+        X, _ = check_data(self, X, reset=False)
+        return self._labels(X)
+
+    def fit_predict(self, X, y=None, sample_weight=None):
+        """Fit and return ``labels_``."""
+        return self.fit(X, sample_weight=sample_weight).labels_
+
+    def transform(self, X):
+        """Euclidean distances to every centre, shape (n_samples, n_clusters)."""
+        check_is_fitted(self)
+        X, _ = check_data(self, X, reset=False)
+        return engine.map_blocks(
+            distances, X, params={"centers": self.cluster_centers_},
+            trailing_shape=(self.n_clusters,),
+        )
+
+    def score(self, X, y=None, sample_weight=None):
+        """Opposite of the (weighted) inertia of X under the fitted centres."""
+        check_is_fitted(self)
+        X, _ = check_data(self, X, reset=False)
+        w = check_sample_weight(sample_weight, X)
+        st = engine.map_reduce(
+            lloyd_stats, X, w, params={"centers": self.cluster_centers_}, scheduler=self.scheduler
+        )
+        return -float(st["inertia"])
+

@@ -1,0 +1,298 @@
+"""Soft K-means (MacKay algorithm 20.7) and deterministic annealing over beta.
+
+Responsibilities (20.7) ``r_k(x) ∝ exp(-beta d(m_k, x))`` with
+``d = ||x - m||^2 / 2`` (20.2), update (20.8)-(20.9). Each iteration is one
+map-reduce pass (:func:`infoclust_dask._kernels.soft_kmeans_stats`).
+
+Deterministic annealing runs the fixed-point iteration at each beta of an
+increasing schedule, starting from the previous beta's centres plus a tiny
+perturbation. For data of largest variance sigma_1^2 all centres sit at the
+data mean while ``beta < 1/sigma_1^2`` and split in a pitchfork bifurcation
+beyond it (MacKay §20.5, eq. 20.16-20.17, 20.22); ``centers_path_`` records the
+centres at every beta so the splits can be seen and located
+(:meth:`SoftKMeans.critical_betas`).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils.validation import check_is_fitted
+
+from .. import engine
+from .._kernels import assign_labels, responsibilities, soft_kmeans_stats, weighted_sum_stats
+from .._validation import (
+    check_data,
+    check_n_clusters,
+    check_random_state,
+    check_sample_weight,
+    check_scalar_param,
+    param_error,
+)
+from ._init import init_kmeanspp, init_random
+
+__all__ = ["SoftKMeans", "n_distinct"]
+
+
+def n_distinct(centers, tol):
+    """Number of groups of centres closer than ``tol`` (single linkage)."""
+    k = centers.shape[0]
+    parent = list(range(k))
+
+    def find(i):
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for i in range(k):
+        for j in range(i + 1, k):
+            if np.linalg.norm(centers[i] - centers[j]) <= tol:
+                parent[find(i)] = find(j)
+    return len({find(i) for i in range(k)})
+
+
+def _soft_iterate(X, w, centers, beta, *, max_iter, tol, sched):
+    """Fixed-point iteration (20.7)-(20.9) at one beta.
+
+    Returns ``(centers, free_energy, n_iter, converged)``; the free energy is
+    ``-(1/beta) sum_n w_n log sum_k exp(-beta d_nk)``. One pass per iteration.
+    """
+    free = np.nan
+    for it in range(1, max_iter + 1):
+        st = engine.map_reduce(
+            soft_kmeans_stats, X, w, params={"centers": centers, "beta": beta}, scheduler=sched
+        )
+        R = st["R"]
+        new = centers.copy()
+        ok = R > 0
+        new[ok] = st["S"][ok] / R[ok, None]
+        free = -float(st["log_z"]) / beta
+        shift = float(((new - centers) ** 2).sum())
+        centers = new
+        if shift <= tol:
+            return centers, free, it, True
+    return centers, free, max_iter, False
+
+
+class SoftKMeans(ClusterMixin, TransformerMixin, BaseEstimator):
+    """Soft K-means with stiffness beta, optionally annealed.
+
+    Parameters
+    ----------
+    n_clusters : int, default=8
+    beta : float, default=1.0
+        Stiffness (an inverse squared length, sigma = beta^-1/2). Used when
+        ``beta_schedule`` is None.
+    beta_schedule : array-like of increasing floats, optional
+        Deterministic annealing: the fixed point is followed from the first
+        to the last beta; centres start at the (weighted) data mean, which is
+        the fixed point for small beta. The final model is the last beta's.
+    init : {"k-means++", "random"} or array, default="k-means++"
+        Start of a single-beta fit (ignored when annealing, which starts at
+        the mean).
+    max_iter : int, default=1000
+        Iterations (passes) per beta.
+    tol : float, default=1e-10
+        Convergence when the total squared centre shift is at most ``tol``
+        times the mean feature variance. Small, because close to a
+        bifurcation the iteration moves slowly (critical slowing down).
+    perturbation : float, default=1e-2
+        When annealing, centres are displaced by
+        ``perturbation * sqrt(mean feature variance) * N(0, 1)`` before each
+        beta, so that merged centres can split.
+    random_state : int, Generator or None, default=None
+    scheduler : None, str or distributed.Client, default=None
+
+    Attributes
+    ----------
+    cluster_centers_ : ndarray of shape (n_clusters, n_features)
+    labels_ : ndarray or dask array of shape (n_samples,)
+        Nearest centre (the beta -> inf limit of the responsibilities).
+    betas_ : ndarray of shape (n_betas,)
+    centers_path_ : ndarray of shape (n_betas, n_clusters, n_features)
+        Centres at the fixed point of each beta.
+    free_energy_path_ : ndarray of shape (n_betas,)
+    n_iter_path_ : ndarray of shape (n_betas,)
+    n_iter_ : int
+        Total iterations (= passes) over all betas.
+
+    Notes
+    -----
+    Cost: one pass over the data per iteration, up to ``max_iter`` per beta.
+
+    References
+    ----------
+    MacKay (2003), §20.2 eq. (20.7)-(20.9); §20.5 eq. (20.10)-(20.22).
+    Rose (1998), "Deterministic annealing for clustering".
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from infoclust_dask import SoftKMeans
+    >>> x = np.random.default_rng(0).normal(size=(4000, 1))  # sigma_1^2 = 1
+    >>> sk = SoftKMeans(2, beta_schedule=[0.5, 0.8, 1.5, 3.0], random_state=0).fit(x)
+    >>> sk.n_distinct_path(0.05).tolist()  # merged below beta=1, split above
+    [1, 1, 2, 2]
+    """
+
+    def __init__(
+        self,
+        n_clusters=8,
+        *,
+        beta=1.0,
+        beta_schedule=None,
+        init="k-means++",
+        max_iter=1000,
+        tol=1e-10,
+        perturbation=1e-2,
+        random_state=None,
+        scheduler=None,
+    ):
+        self.n_clusters = n_clusters
+        self.beta = beta
+        self.beta_schedule = beta_schedule
+        self.init = init
+        self.max_iter = max_iter
+        self.tol = tol
+        self.perturbation = perturbation
+        self.random_state = random_state
+        self.scheduler = scheduler
+
+    def _betas(self):
+        if self.beta_schedule is None:
+            check_scalar_param(self, "beta", self.beta, kind="a float", low=0, low_open=True)
+            return np.array([float(self.beta)]), False
+        b = np.asarray(self.beta_schedule, dtype=np.float64).ravel()
+        if b.size == 0 or not np.all(np.isfinite(b)) or np.any(b <= 0) or np.any(np.diff(b) < 0):
+            raise param_error(self, "beta_schedule", "a non-empty increasing sequence of positive floats", self.beta_schedule)
+        return b, True
+
+    def fit(self, X, y=None, sample_weight=None):
+        """Fit at ``beta``, or anneal along ``beta_schedule``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features), dask, xarray or store path
+        y : ignored
+        sample_weight : array-like of shape (n_samples,), optional
+
+        Returns
+        -------
+        self
+        """
+        sched = engine.resolve_scheduler(self.scheduler)
+        X, info = check_data(self, X, reset=True, scheduler=sched, need_moments=True)
+        check_n_clusters(self, self.n_clusters, info.n)
+        check_scalar_param(self, "max_iter", self.max_iter, kind="an int", low=1, integer=True)
+        check_scalar_param(self, "tol", self.tol, kind="a float", low=0)
+        check_scalar_param(self, "perturbation", self.perturbation, kind="a float", low=0)
+        betas, annealing = self._betas()
+        w = check_sample_weight(sample_weight, X)
+        rng = check_random_state(self.random_state)
+        scale2 = float(np.mean(info.var)) or 1.0
+        tol = self.tol * scale2
+        k = self.n_clusters
+
+        if annealing:
+            if w is None:
+                mean = info.mean
+            else:
+                mean = engine.map_reduce(weighted_sum_stats, X, w, scheduler=sched)
+                mean = mean["s"] / mean["w"]
+            centers = np.tile(mean, (k, 1))
+        elif isinstance(self.init, str):
+            if self.init == "k-means++":
+                centers = init_kmeanspp(X, w, k, rng, sched)
+            elif self.init == "random":
+                centers = init_random(X, w, k, rng, sched)
+            else:
+                raise param_error(self, "init", "'k-means++', 'random' or an array", self.init)
+        else:
+            centers = np.array(self.init, dtype=np.float64)
+            if centers.shape != (k, info.d):
+                raise ValueError(
+                    f"The shape of the initial centers {centers.shape} does not match "
+                    f"(n_clusters, n_features) = ({k}, {info.d})."
+                )
+
+        path, free, iters = [], [], []
+        not_converged = []
+        for beta in betas:
+            if annealing:
+                centers = centers + self.perturbation * np.sqrt(scale2) * rng.standard_normal(centers.shape)
+            centers, f, it, ok = _soft_iterate(X, w, centers, beta, max_iter=self.max_iter, tol=tol, sched=sched)
+            path.append(centers.copy())
+            free.append(f)
+            iters.append(it)
+            if not ok:
+                not_converged.append(float(beta))
+        if not_converged:
+            warnings.warn(
+                f"SoftKMeans did not converge within max_iter={self.max_iter} at beta="
+                f"{not_converged[:5]}{'...' if len(not_converged) > 5 else ''}; increase "
+                "max_iter or tol.",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
+        self.betas_ = betas
+        self.centers_path_ = np.array(path)
+        self.free_energy_path_ = np.array(free)
+        self.n_iter_path_ = np.array(iters)
+        self.n_iter_ = int(sum(iters))
+        self.cluster_centers_ = centers
+        self.beta_ = float(betas[-1])
+        self.data_scale_ = float(np.sqrt(scale2))
+        self.labels_ = engine.map_blocks(assign_labels, X, params={"centers": centers}, dtype=np.int64)
+        return self
+
+    def n_distinct_path(self, rel_tol=0.05):
+        """Number of distinct centres at each beta; centres closer than
+        ``rel_tol`` times the data scale (sqrt of the mean feature variance)
+        count as one."""
+        check_is_fitted(self)
+        tol = rel_tol * self.data_scale_
+        return np.array([n_distinct(c, tol) for c in self.centers_path_])
+
+    def critical_betas(self, rel_tol=0.05):
+        """The betas at which the number of distinct centres first grows: the
+        observed bifurcations (the first beta of the schedule past each one).
+
+        Returns a list of ``(beta, n_distinct_after)``."""
+        nd = self.n_distinct_path(rel_tol)
+        return [(float(self.betas_[i]), int(nd[i])) for i in range(1, len(nd)) if nd[i] > nd[i - 1]]
+
+    def predict(self, X):
+        """Nearest centre for each sample (lazy for lazy input)."""
+        check_is_fitted(self)
+        X, _ = check_data(self, X, reset=False)
+        return engine.map_blocks(assign_labels, X, params={"centers": self.cluster_centers_}, dtype=np.int64)
+
+    def predict_proba(self, X):
+        """Responsibilities (20.7) at the final beta, shape (n_samples, n_clusters)."""
+        check_is_fitted(self)
+        X, _ = check_data(self, X, reset=False)
+        return engine.map_blocks(
+            responsibilities, X, params={"centers": self.cluster_centers_, "beta": self.beta_},
+            trailing_shape=(self.n_clusters,),
+        )
+
+    transform = predict_proba
+
+    def fit_predict(self, X, y=None, sample_weight=None):
+        return self.fit(X, sample_weight=sample_weight).labels_
+
+    def score(self, X, y=None, sample_weight=None):
+        """Minus the free energy of X at the final beta (higher is better)."""
+        check_is_fitted(self)
+        X, _ = check_data(self, X, reset=False)
+        w = check_sample_weight(sample_weight, X)
+        st = engine.map_reduce(
+            soft_kmeans_stats, X, w, params={"centers": self.cluster_centers_, "beta": self.beta_},
+            scheduler=self.scheduler,
+        )
+        return float(st["log_z"]) / self.beta_
+

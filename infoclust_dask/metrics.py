@@ -1,0 +1,40 @@
+"""Evaluation measures. ARI/NMI are scikit-learn's; this module adds the
+contingency table of two labelings (hard counts)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["contingency_table"]
+
+
+def contingency_table(labels, c, *, n_clusters=None, n_classes=None):
+    """Counts ``n[j, i]`` of samples in cluster ``j`` with class ``i``.
+
+    Parameters
+    ----------
+    labels : array-like of int, shape (n_samples,)
+        Cluster indices in ``[0, n_clusters)``.
+    c : array-like of int, shape (n_samples,)
+        Class indices in ``[0, n_classes)``.
+    n_clusters, n_classes : int, optional
+        Table size; default one more than the largest index seen.
+
+    Returns
+    -------
+    ndarray of int64, shape (n_clusters, n_classes)
+    """
+    labels = np.asarray(labels)
+    c = np.asarray(c)
+    if labels.shape != c.shape or labels.ndim != 1:
+        raise ValueError(f"labels and c must be 1-D of equal length; got shapes {labels.shape} and {c.shape}.")
+    for name, a in (("labels", labels), ("c", c)):
+        if a.size and (not np.issubdtype(a.dtype, np.integer) or a.min() < 0):
+            raise ValueError(f"{name} must hold non-negative integers; got dtype {a.dtype}, min {a.min()}.")
+    k = int(n_clusters if n_clusters is not None else (labels.max() + 1 if labels.size else 0))
+    m = int(n_classes if n_classes is not None else (c.max() + 1 if c.size else 0))
+    if labels.size and labels.max() >= k:
+        raise ValueError(f"labels has value {labels.max()} >= n_clusters={k}.")
+    if c.size and c.max() >= m:
+        raise ValueError(f"c has value {c.max()} >= n_classes={m}.")
+    return np.bincount(labels * m + c, minlength=k * m).reshape(k, m).astype(np.int64)

@@ -1,0 +1,19 @@
+"""Prefect settings for running without a server (../shared/STACK.md).
+
+Only defaults: anything already set in the environment wins.
+
+- ``PREFECT_HOME`` inside the storage root, so importing prefect does not
+  write to ``~/.prefect`` and the temporary API's SQLite stays with the data;
+- analytics off (the sandbox has no internet; Prefect would log an error);
+- a 120 s start-up timeout for the temporary local API, which on a loaded
+  2-core machine needs more than the default 20 s.
+"""
+
+import os
+from pathlib import Path
+
+_root = Path(os.environ.get("INFOCLUST_STORAGE", "storage")).resolve()
+os.environ.setdefault("PREFECT_HOME", str(_root / ".prefect"))
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+os.environ.setdefault("PREFECT_LOGGING_LEVEL", "INFO")
