@@ -26,10 +26,12 @@ __all__ = [
 
 
 class DataInfo:
-    """Small facts about validated data: ``n``, ``d``, per-feature mean/var."""
+    """Small facts about validated data: ``n``, ``d``, per-feature mean/var,
+    and whether the caller gave lazy (dask/xarray/store) input."""
 
-    def __init__(self, n, d, mean, var):
+    def __init__(self, n, d, mean, var, lazy_input=False):
         self.n, self.d, self.mean, self.var = int(n), int(d), mean, var
+        self.lazy_input = lazy_input
 
 
 def param_error(est, name, expected, value):
@@ -95,14 +97,19 @@ def check_data(est, X, *, reset: bool, scheduler=None, need_moments: bool = Fals
         return A, None
     mean = A.mean(axis=0, dtype=np.float64)
     var = A.var(axis=0, dtype=np.float64)
-    return A, DataInfo(A.shape[0], A.shape[1], mean, var)
+    info = DataInfo(A.shape[0], A.shape[1], mean, var, lazy_input=False)
+    sched = engine.resolve_scheduler(scheduler)
+    if sched.kind == "distributed":
+        # many passes follow: scatter the blocks to the workers once
+        A = engine.persist(A, scheduler=sched)
+    return A, info
 
 
 def _info(st, shape):
     n = int(st["n"])
     mean = st["s1"] / n
     var = np.maximum(st["s2"] / n - mean**2, 0.0)
-    return DataInfo(n, shape[1], mean, var)
+    return DataInfo(n, shape[1], mean, var, lazy_input=True)
 
 
 def check_sample_weight(sample_weight, X):

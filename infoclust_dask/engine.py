@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import atexit
 import inspect
+import logging
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -47,6 +48,7 @@ from ._kernels import combine_sum
 __all__ = [
     "map_reduce",
     "map_blocks",
+    "build_reduction",
     "as_array",
     "resolve_scheduler",
     "local_client",
@@ -92,12 +94,15 @@ def local_client(n_workers: int | None = None, threads_per_worker: int = 1):
         from distributed import Client, LocalCluster
 
         n = n_workers or min(2, os.cpu_count() or 1)
+        for name in ("distributed", "distributed.scheduler", "distributed.nanny", "distributed.worker", "distributed.core"):
+            logging.getLogger(name).setLevel(logging.WARNING)
         cluster = LocalCluster(
             n_workers=n,
             threads_per_worker=threads_per_worker,
             processes=True,
             host="127.0.0.1",
             dashboard_address=None,
+            silence_logs=logging.WARNING,
         )
         client = Client(cluster, set_as_default=False)
         _LOCAL["cluster"], _LOCAL["client"] = cluster, client
@@ -369,9 +374,22 @@ def map_reduce(
         result = _tree(parts, combine, split_every)
         return finalize(result) if finalize is not None else result
 
+    result = build_reduction(kernel, *arrays, params=params, combine=combine, finalize=finalize,
+                             split_every=split_every)
+    return compute(result, scheduler=sched, progress=progress)
+
+
+def build_reduction(kernel, *arrays, params=None, combine=combine_sum, finalize=None, split_every=8):
+    """The lazy (``dask.delayed``) graph of :func:`map_reduce` for array inputs.
+
+    One task per non-empty row block, all depending on ONE key that holds
+    ``params``; a tree of ``combine`` tasks with fan-in ``split_every``.
+    """
     import dask
 
-    aligned = _align(arrays)
+    params = dict(params or {})
+    wants_start = _wants_start(kernel)
+    aligned = _align([as_array(a) for a in arrays])
     lead = aligned[0]
     starts = np.concatenate([[0], np.cumsum(lead.chunks[0])]).astype(int)
     block_lists = [
@@ -390,7 +408,7 @@ def map_reduce(
     result = _tree(parts, combine, split_every, delayed=dask.delayed)
     if finalize is not None:
         result = dask.delayed(finalize, pure=True)(result)
-    return compute(result, scheduler=sched, progress=progress)
+    return result
 
 
 def compute(obj, *, scheduler=None, progress: bool = False):

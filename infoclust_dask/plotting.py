@@ -45,6 +45,9 @@ def plot_annealing_path(betas, coords, path, *, critical=None, title=""):
     for b in critical or []:
         ax.axvline(b, color="grey", ls=":", lw=1)
     ax.set_xscale("log")
+    from matplotlib.ticker import NullFormatter
+
+    ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("stiffness beta")
     ax.set_ylabel("centre coordinate (PC 1)")
     ax.set_title(title)

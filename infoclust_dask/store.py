@@ -31,6 +31,7 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import shutil
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -236,14 +237,32 @@ def write_dataset(
             from dask.diagnostics import ProgressBar
 
             with ProgressBar():
-                ds.to_zarr(tmp, mode="w-", zarr_format=3, encoding=encoding, consolidated=True)
+                ds.to_zarr(tmp, mode="w-", zarr_format=3, encoding=encoding, consolidated=False)
         else:
-            ds.to_zarr(tmp, mode="w-", zarr_format=3, encoding=encoding, consolidated=True)
+            ds.to_zarr(tmp, mode="w-", zarr_format=3, encoding=encoding, consolidated=False)
         _replace(tmp, path, overwrite)
     finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
+        _remove_tree(tmp)
     return path
+
+
+def _remove_tree(path: Path, wait: float = 10.0):
+    """Remove a half-written folder. After a failed compute, tasks already
+    running in the pool may still write a chunk or two, so retry until it
+    stays gone."""
+    if not path.exists():
+        return
+    deadline = time.monotonic() + wait
+    quiet_since = None
+    while time.monotonic() < deadline:
+        if path.exists():
+            shutil.rmtree(path, ignore_errors=True)
+            quiet_since = None
+        elif quiet_since is None:
+            quiet_since = time.monotonic()
+        elif time.monotonic() - quiet_since > 0.3:
+            return
+        time.sleep(0.05)
 
 
 def _replace(tmp: Path, path: Path, overwrite: bool):
@@ -289,7 +308,7 @@ def open_dataset(path):
             "by infoclust_dask.write_dataset / `infoclust ingest`?"
         )
     try:
-        ds = xr.open_zarr(path, consolidated=None, zarr_format=3, chunks={})
+        ds = xr.open_zarr(path, consolidated=False, zarr_format=3, chunks={})
     except Exception as exc:  # zarr raises many types for corrupt metadata
         raise StoreError(f"Could not open the store at '{path}': {exc}") from exc
     version = ds.attrs.get("schema_version")

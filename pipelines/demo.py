@@ -48,10 +48,12 @@ def fit_kmeans(store: str, n_clusters: int, scheduler: str | None, seed: int, ru
 
     ds = open_dataset(store)
     t0 = time.perf_counter()
-    km = KMeans(n_clusters, random_state=seed, scheduler=scheduler).fit(ds["x"])
+    X = engine.persist(ds["x"], scheduler=scheduler)  # small enough to keep in worker memory
+    km = KMeans(n_clusters, random_state=seed, scheduler=scheduler).fit(X)
     seconds = time.perf_counter() - t0
     save_model(km, Path(run_dir) / "kmeans-model.json")
     labels = engine.compute(km.labels_, scheduler=scheduler)
+    del X
     out = {"inertia": km.inertia_, "n_iter": km.n_iter_, "seconds": round(seconds, 2),
            "sizes": [int((labels == j).sum()) for j in range(n_clusters)]}
     if "label" in ds:
@@ -68,19 +70,20 @@ def fit_kmeans(store: str, n_clusters: int, scheduler: str | None, seed: int, ru
 def anneal(store: str, n_clusters: int, scheduler: str | None, seed: int, run_dir: str, n_betas: int) -> dict:
     import numpy as np
 
-    from infoclust_dask import SoftKMeans
+    from infoclust_dask import SoftKMeans, engine
     from infoclust_dask.plotting import plot_annealing_path
     from infoclust_dask.preprocess import principal_axes
     from infoclust_dask.runs import save_model
     from infoclust_dask.store import open_dataset
 
     ds = open_dataset(store)
-    mean, axes, var = principal_axes(ds["x"], 2, scheduler=scheduler)
+    X = engine.persist(ds["x"], scheduler=scheduler)  # hundreds of passes: keep it in memory
+    mean, axes, var = principal_axes(X, 2, scheduler=scheduler)
     beta_c = 1.0 / var[0]  # MacKay (20.17): first split where beta = 1/sigma_1^2
     betas = beta_c * np.geomspace(0.25, 8.0, n_betas)
     t0 = time.perf_counter()
     sk = SoftKMeans(n_clusters, beta_schedule=betas, max_iter=300, tol=1e-8, random_state=seed,
-                    scheduler=scheduler).fit(ds["x"])
+                    scheduler=scheduler).fit(X)
     seconds = time.perf_counter() - t0
     save_model(sk, Path(run_dir) / "soft-kmeans-model.json")
     crit = sk.critical_betas()

@@ -259,6 +259,8 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
                 stacklevel=2,
             )
         self.labels_ = self._labels(X)
+        if not info.lazy_input:
+            self.labels_ = np.asarray(engine.compute(self.labels_, scheduler=sched))
         return self
 
     def _labels(self, X):

@@ -247,6 +247,8 @@ class SoftKMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         self.beta_ = float(betas[-1])
         self.data_scale_ = float(np.sqrt(scale2))
         self.labels_ = engine.map_blocks(assign_labels, X, params={"centers": centers}, dtype=np.int64)
+        if not info.lazy_input:
+            self.labels_ = np.asarray(engine.compute(self.labels_, scheduler=sched))
         return self
 
     def n_distinct_path(self, rel_tol=0.05):

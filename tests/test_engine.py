@@ -1,0 +1,178 @@
+"""map_reduce / map_blocks against the in-memory computation, for every input
+kind, chunking (irregular, empty chunks) and scheduler."""
+
+import dask
+import dask.array as da
+import numpy as np
+import pytest
+import xarray as xr
+from dask.callbacks import Callback
+
+from infoclust_dask import engine, write_dataset
+from infoclust_dask._kernels import combine_concat, lloyd_stats, moments_stats, soft_kmeans_stats
+
+
+@pytest.fixture
+def xw():
+    rng = np.random.default_rng(1)
+    return rng.normal(size=(1000, 4)), rng.uniform(0.5, 2.0, size=1000)
+
+
+CENTERS = np.array([[0.0, 0.0, 0.0, 0.0], [1.0, -1.0, 0.5, 2.0], [-2.0, 1.0, 0.0, 0.0]])
+IRREGULAR = (0, 17, 300, 0, 250, 1, 432, 0)
+
+
+def _as_dask(a, rows):
+    return da.from_array(a, chunks=(rows,) + tuple((s,) for s in a.shape[1:]))
+
+
+def test_map_reduce_equals_in_memory(xw, scheduler):
+    x, w = xw
+    ref = lloyd_stats(x, w, centers=CENTERS)
+    for X, W in [(x, w), (_as_dask(x, IRREGULAR), _as_dask(w, IRREGULAR)), (_as_dask(x, 64), w)]:
+        got = engine.map_reduce(lloyd_stats, X, W, params={"centers": CENTERS}, scheduler=scheduler)
+        for key in ref:
+            np.testing.assert_allclose(got[key], ref[key], rtol=1e-10, atol=1e-12, err_msg=key)
+
+
+def test_irregular_chunks_with_empty_blocks_are_skipped(xw):
+    x, w = xw
+    X = _as_dask(x, IRREGULAR)
+    assert 0 in X.chunks[0]
+    ref = soft_kmeans_stats(x, w, centers=CENTERS, beta=0.3)
+    got = engine.map_reduce(soft_kmeans_stats, X, w, params={"centers": CENTERS, "beta": 0.3}, scheduler="sync")
+    for key in ref:
+        np.testing.assert_allclose(got[key], ref[key], rtol=1e-10)
+
+
+def test_numpy_block_size_does_not_change_result(xw):
+    x, w = xw
+    a = engine.map_reduce(lloyd_stats, x, w, params={"centers": CENTERS}, block_rows=7)
+    b = engine.map_reduce(lloyd_stats, x, w, params={"centers": CENTERS}, block_rows=10_000)
+    for key in a:
+        np.testing.assert_allclose(a[key], b[key], rtol=1e-12)
+
+
+def test_xarray_and_store_path_inputs(xw, tmp_path):
+    x, _ = xw
+    ref = moments_stats(x)
+    da_x = xr.DataArray(_as_dask(x, 128), dims=("sample", "feature"))
+    path = write_dataset(tmp_path / "d.zarr", x, chunks=111)
+    for inp in (da_x, path, str(path)):
+        got = engine.map_reduce(moments_stats, inp, scheduler="threads")
+        np.testing.assert_allclose(got["s2"], ref["s2"], rtol=1e-10)
+        assert int(got["n"]) == 1000
+
+
+class _CountComputes(Callback):
+    def __init__(self):
+        super().__init__()
+        self.n = 0
+
+    def _start(self, dsk):
+        self.n += 1
+
+
+def test_one_compute_per_call(xw):
+    x, w = xw
+    with _CountComputes() as counter:
+        engine.map_reduce(lloyd_stats, _as_dask(x, 50), _as_dask(w, 50), params={"centers": CENTERS}, scheduler="threads")
+    assert counter.n == 1
+
+
+def test_params_are_one_key_in_the_graph(xw):
+    import cloudpickle
+
+    x, _ = xw
+    big = np.arange(50_000.0)  # 400 kB: any task that carries it is at least that big
+    d = engine.build_reduction(lambda b, *, p: {"s": b.sum() + p.sum()}, _as_dask(x, 50), params={"p": big})
+    graph = dict(d.__dask_graph__())
+    heavy = [k for k, v in graph.items() if len(cloudpickle.dumps(v)) > big.nbytes]
+    assert len(heavy) == 1, heavy  # 20 block tasks, one parameter key
+    assert len([k for k in graph if "_apply_block" in str(k)]) == 20
+    got = dask.compute(d, scheduler="sync")[0]
+    np.testing.assert_allclose(got["s"], x.sum() + 20 * big.sum())
+
+
+def test_tree_reduction_depth(xw):
+    x, _ = xw
+    d = engine.build_reduction(moments_stats, _as_dask(x, 10), split_every=4)  # 100 blocks
+    names = [k for k in dict(d.__dask_graph__()) if "combine" in str(k)]
+    # 100 parts -> 25 combines -> 7 parts (6 combines + 1 passed through) -> 2 -> 1
+    assert len(names) == 25 + 6 + 2 + 1
+
+
+def test_start_offsets_reach_the_kernel(xw, scheduler):
+    x, _ = xw
+
+    def kernel(b, *, start):
+        return {"idx": np.arange(start, start + b.shape[0])}
+
+    for X in (x, _as_dask(x, IRREGULAR)):
+        got = engine.map_reduce(kernel, X, combine=combine_concat, scheduler=scheduler, block_rows=33)
+        np.testing.assert_array_equal(got["idx"], np.arange(1000))
+
+
+def test_map_blocks_lazy_and_numpy_agree(xw):
+    x, _ = xw
+    from infoclust_dask._kernels import assign_labels
+
+    a = engine.map_blocks(assign_labels, x, params={"centers": CENTERS}, dtype=np.int64)
+    b = engine.map_blocks(assign_labels, _as_dask(x, IRREGULAR), params={"centers": CENTERS}, dtype=np.int64)
+    assert isinstance(a, np.ndarray) and isinstance(b, da.Array)
+    np.testing.assert_array_equal(a, b.compute(scheduler="sync"))
+
+
+@pytest.mark.parametrize(
+    "make, match",
+    [
+        (lambda x: da.from_array(x, chunks=100)[da.from_array(x[:, 0] > 0, chunks=100)], "unknown chunk sizes"),
+    ],
+)
+def test_unknown_chunks_refused(xw, make, match):
+    x, _ = xw
+    with pytest.raises(ValueError, match=match):
+        engine.map_reduce(moments_stats, make(x))
+
+
+def test_misaligned_rows_refused(xw):
+    x, w = xw
+    with pytest.raises(ValueError, match="same number of rows; got 1000 and 999"):
+        engine.map_reduce(lloyd_stats, x, w[:-1], params={"centers": CENTERS})
+    with pytest.raises(ValueError, match="same number of rows; got 1000 and 999"):
+        engine.map_reduce(lloyd_stats, _as_dask(x, 100), w[:-1], params={"centers": CENTERS})
+
+
+@pytest.mark.parametrize(
+    "sched, exc, match",
+    [("gpu", ValueError, "Unknown scheduler 'gpu'"), (3, TypeError, "scheduler must be None")],
+)
+def test_bad_scheduler(sched, exc, match):
+    with pytest.raises(exc, match=match):
+        engine.resolve_scheduler(sched)
+
+
+def test_unreachable_address_names_it():
+    with pytest.raises(ConnectionError, match="tcp://127.0.0.1:9"):
+        engine.resolve_scheduler("tcp://127.0.0.1:9")
+
+
+def test_env_address_and_explicit_address_use_that_scheduler(local_cluster_client, monkeypatch, xw):
+    x, _ = xw
+    addr = local_cluster_client.scheduler.address
+    monkeypatch.setenv("DASK_SCHEDULER_ADDRESS", addr)
+    s = engine.resolve_scheduler(None)
+    assert s.kind == "distributed" and s.client.scheduler.address == addr
+    monkeypatch.delenv("DASK_SCHEDULER_ADDRESS")
+    assert engine.resolve_scheduler(None).kind == "threads"
+    s2 = engine.resolve_scheduler(addr)
+    got = engine.map_reduce(moments_stats, _as_dask(x, 100), scheduler=s2)
+    np.testing.assert_allclose(got["s1"], x.sum(axis=0), rtol=1e-10)
+
+
+def test_persist_scatters_numpy_to_workers(local_cluster_client, xw):
+    x, w = xw
+    X = engine.persist(x, scheduler=local_cluster_client, chunk_rows=128)
+    assert isinstance(X, da.Array) and X.chunks[0][0] == 128
+    got = engine.map_reduce(lloyd_stats, X, w, params={"centers": CENTERS}, scheduler=local_cluster_client)
+    np.testing.assert_allclose(got["sums"], lloyd_stats(x, w, centers=CENTERS)["sums"], rtol=1e-10)

@@ -1,0 +1,109 @@
+"""Every kernel against a plain-numpy (loop) reference."""
+
+import numpy as np
+import pytest
+
+from infoclust_dask import _kernels as K
+
+
+@pytest.fixture
+def data():
+    rng = np.random.default_rng(0)
+    return rng.normal(size=(301, 5)), rng.normal(size=(4, 5)), rng.uniform(0, 2, size=301)
+
+
+def test_sq_distances_matches_loops(data):
+    x, c, _ = data
+    ref = np.array([[np.sum((xi - cj) ** 2) for cj in c] for xi in x])
+    np.testing.assert_allclose(K.sq_distances(x, c), ref, rtol=1e-10, atol=1e-12)
+    assert (K.sq_distances(x, x[:3])[:3].diagonal() >= 0).all()
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_lloyd_stats_matches_loops(data, weighted):
+    x, c, w = data
+    w = w if weighted else None
+    st = K.lloyd_stats(x, w, centers=c, n_far=3)
+    counts, sums, inertia, dmins = np.zeros(4), np.zeros((4, 5)), 0.0, []
+    for i, xi in enumerate(x):
+        d = [np.sum((xi - cj) ** 2) for cj in c]
+        j = int(np.argmin(d))
+        wi = 1.0 if w is None else w[i]
+        counts[j] += wi
+        sums[j] += wi * xi
+        inertia += wi * d[j]
+        dmins.append(d[j])
+    np.testing.assert_allclose(st["counts"], counts, rtol=1e-12)
+    np.testing.assert_allclose(st["sums"], sums, rtol=1e-10)
+    np.testing.assert_allclose(st["inertia"], inertia, rtol=1e-10)
+    if w is None:
+        np.testing.assert_allclose(np.sort(st["far_d"]), np.sort(dmins)[-3:], rtol=1e-10)
+
+
+def test_combine_lloyd_keeps_global_farthest(data):
+    x, c, _ = data
+    parts = [K.lloyd_stats(x[s], centers=c, n_far=4) for s in (slice(0, 100), slice(100, 150), slice(150, 301))]
+    whole = K.lloyd_stats(x, centers=c, n_far=4)
+    merged = K.combine_lloyd(parts)
+    np.testing.assert_allclose(merged["far_d"], whole["far_d"][np.argsort(-whole["far_d"])], rtol=1e-12)
+    np.testing.assert_allclose(merged["sums"], whole["sums"], rtol=1e-12)
+
+
+def test_soft_kmeans_stats_matches_eq_20_7(data):
+    x, c, w = data
+    beta = 0.7
+    st = K.soft_kmeans_stats(x, w, centers=c, beta=beta)
+    R, S, lz = np.zeros(4), np.zeros((4, 5)), 0.0
+    for i, xi in enumerate(x):
+        e = np.array([np.exp(-beta * 0.5 * np.sum((xi - cj) ** 2)) for cj in c])
+        r = e / e.sum()
+        R += w[i] * r
+        S += w[i] * r[:, None] * xi
+        lz += w[i] * np.log(e.sum())
+    np.testing.assert_allclose(st["R"], R, rtol=1e-10)
+    np.testing.assert_allclose(st["S"], S, rtol=1e-10)
+    np.testing.assert_allclose(st["log_z"], lz, rtol=1e-10)
+
+
+def test_soft_responsibilities_stable_at_huge_beta(data):
+    x, c, _ = data
+    r, _ = K.soft_responsibilities(x, c, 1e6)
+    assert np.all(np.isfinite(r))
+    np.testing.assert_array_equal(r.argmax(axis=1), K.assign_labels(x, centers=c))
+    np.testing.assert_allclose(r.sum(axis=1), 1.0)
+
+
+def test_moments_stats_counts_nonfinite():
+    x = np.array([[1.0, np.nan], [np.inf, 2.0], [3.0, 4.0]])
+    st = K.moments_stats(x)
+    assert int(st["n_bad"]) == 2 and int(st["n"]) == 3
+    np.testing.assert_allclose(st["s1"], [4.0, 6.0])
+
+
+def test_row_hash_uniform_is_chunking_independent_and_uniform():
+    whole = K.row_hash_uniform(123, 0, 100_000)
+    pieces = np.concatenate([K.row_hash_uniform(123, s, n) for s, n in [(0, 7), (7, 50_000), (50_007, 49_993)]])
+    np.testing.assert_array_equal(whole, pieces)
+    assert whole.min() >= 0 and whole.max() < 1
+    assert abs(whole.mean() - 0.5) < 0.005
+    hist = np.histogram(whole, bins=10, range=(0, 1))[0]
+    assert hist.min() > 9500 and hist.max() < 10500
+    assert not np.array_equal(whole[:100], K.row_hash_uniform(124, 0, 100))
+
+
+def test_d2_pick_in_block_inverse_cdf(data):
+    x, c, _ = data
+    d2 = K.min_sq_dist(x, centers=c)
+    cum = np.cumsum(d2)
+    for u in [0.0, cum[10] - 1e-9, cum[10] + 1e-9, cum[-1] * 0.999]:
+        i = int(np.searchsorted(cum, u, side="right"))
+        np.testing.assert_array_equal(K.d2_pick_in_block(x, centers=c, u=u)["row"][0], x[i])
+
+
+def test_gram_and_closest_counts(data):
+    x, c, w = data
+    st = K.gram_stats(x)
+    np.testing.assert_allclose(st["xtx"], x.T @ x, rtol=1e-12)
+    cc = K.closest_count_stats(x, w, centers=c)
+    lab = K.assign_labels(x, centers=c)
+    np.testing.assert_allclose(cc["counts"], [w[lab == j].sum() for j in range(4)], rtol=1e-12)

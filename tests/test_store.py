@@ -1,0 +1,140 @@
+"""Store round trip, layout, atomic writes, refusal to overwrite, bad input."""
+
+import json
+import os
+
+import dask.array as da
+import numpy as np
+import pytest
+import xarray as xr
+import zarr
+
+from infoclust_dask import open_dataset, write_dataset
+from infoclust_dask.store import SCHEMA_VERSION, StoreError
+
+
+@pytest.fixture
+def arrays():
+    rng = np.random.default_rng(3)
+    return rng.normal(size=(500, 6)), rng.integers(0, 4, size=500), rng.normal(size=(500, 2))
+
+
+def test_round_trip_layout_and_attrs(tmp_path, arrays):
+    x, c, y = arrays
+    p = write_dataset(tmp_path / "d.zarr", x, label=c, y=y, chunks=128, class_names="abcd",
+                      provenance={"source": "unit test"})
+    ds = open_dataset(p)
+    assert ds["x"].dims == ("sample", "feature") and ds["y"].dims == ("sample", "feature_y")
+    assert ds["label"].dims == ("sample",)
+    assert ds["x"].chunks == ((128, 128, 128, 116), (6,))  # along sample only
+    assert isinstance(ds["x"].data, da.Array)  # lazy
+    np.testing.assert_array_equal(ds["x"].values, x)
+    np.testing.assert_array_equal(ds["y"].values, y)
+    np.testing.assert_array_equal(ds["label"].values, c)
+    assert ds.attrs["schema_version"] == SCHEMA_VERSION
+    assert ds.attrs["class_names"] == ["a", "b", "c", "d"]
+    assert ds.attrs["provenance"]["source"] == "unit test"
+    assert "infoclust_dask" in ds.attrs["provenance"]["library"]
+
+
+def test_default_codec_is_blosc_lz4_shuffle(tmp_path, arrays):
+    x, _, _ = arrays
+    p = write_dataset(tmp_path / "d.zarr", x)
+    meta = json.loads((p / "x" / "zarr.json").read_text())
+    blosc = [c for c in meta["codecs"] if c["name"] == "blosc"]
+    assert blosc and blosc[0]["configuration"]["cname"] == "lz4"
+    assert blosc[0]["configuration"]["shuffle"] == "shuffle"
+    p2 = write_dataset(tmp_path / "u.zarr", x, codec="none")
+    assert not [c for c in json.loads((p2 / "x" / "zarr.json").read_text())["codecs"] if c["name"] == "blosc"]
+    np.testing.assert_array_equal(open_dataset(p2)["x"].values, x)
+
+
+def test_lazy_input_written_block_by_block(tmp_path, arrays):
+    x, _, _ = arrays
+    X = da.from_array(x, chunks=(77, 3))  # feature-chunked input is fine: it is rechunked
+    p = write_dataset(tmp_path / "d.zarr", X, chunks=100)
+    np.testing.assert_array_equal(open_dataset(p)["x"].values, x)
+
+
+def test_refuses_to_overwrite(tmp_path, arrays):
+    x, _, _ = arrays
+    p = write_dataset(tmp_path / "d.zarr", x)
+    with pytest.raises(StoreError, match=r"already exists at .*d\.zarr.*overwrite=True"):
+        write_dataset(p, x[:10])
+    assert open_dataset(p).sizes["sample"] == 500
+    write_dataset(p, x[:10], overwrite=True)
+    assert open_dataset(p).sizes["sample"] == 10
+
+
+def _failing(x):
+    def boom(block, block_info=None):
+        if block_info[0]["chunk-location"][0] == 3:
+            raise RuntimeError("disk on fire")
+        return block
+
+    return da.from_array(x, chunks=(100, 6)).map_blocks(boom, dtype=x.dtype)
+
+
+def test_failed_write_leaves_nothing(tmp_path, arrays):
+    x, _, _ = arrays
+    with pytest.raises(RuntimeError, match="disk on fire"):
+        write_dataset(tmp_path / "d.zarr", _failing(x), chunks=100, check_finite=False)
+    assert os.listdir(tmp_path) == []
+
+
+def test_failed_overwrite_keeps_the_old_store(tmp_path, arrays):
+    x, _, _ = arrays
+    p = write_dataset(tmp_path / "d.zarr", x)
+    with pytest.raises(RuntimeError, match="disk on fire"):
+        write_dataset(p, _failing(x + 1), chunks=100, overwrite=True, check_finite=False)
+    np.testing.assert_array_equal(open_dataset(p)["x"].values, x)
+    assert sorted(os.listdir(tmp_path)) == ["d.zarr"]
+
+
+@pytest.mark.parametrize(
+    "kwargs, exc, match",
+    [
+        ({"x": np.array([[1.0, np.nan], [0.0, 1.0]])}, ValueError, "'x' contains 1 NaN or infinite"),
+        ({"x": np.array([[1.0, np.inf], [0.0, -np.inf]])}, ValueError, "'x' contains 2 NaN or infinite"),
+        ({"x": np.arange(5.0)}, ValueError, r"'x' must be 2-D .*got shape \(5,\).*reshape\(-1, 1\)"),
+        ({"x": np.ones((4, 2)), "label": np.arange(3)}, ValueError, "'label' has 3 entries but 'x' has 4 rows"),
+        ({"x": np.ones((4, 2)), "label": np.array([0, 1, -1, 0])}, ValueError, "'label' must be >= 0; found -1"),
+        ({"x": np.ones((4, 2)), "label": np.ones(4)}, TypeError, "'label' must be integer classes; got dtype float64"),
+        ({"x": np.ones((4, 2)), "y": np.ones((3, 2))}, ValueError, "'y' has 3 rows but 'x' has 4"),
+        ({"x": np.array([["a", "b"]])}, TypeError, "'x' must hold numbers; got dtype <U1"),
+        ({"x": np.ones((0, 3))}, ValueError, "'x' has 0 samples"),
+        ({"x": np.ones((4, 2)), "codec": "gzip"}, ValueError, "codec must be one of"),
+    ],
+)
+def test_bad_input(tmp_path, kwargs, exc, match):
+    with pytest.raises(exc, match=match):
+        write_dataset(tmp_path / "d.zarr", **kwargs)
+    assert not (tmp_path / "d.zarr").exists()
+
+
+def test_missing_store(tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"No dataset store at .*nope\.zarr.*infoclust ingest"):
+        open_dataset(tmp_path / "nope.zarr")
+
+
+def test_malformed_stores(tmp_path, arrays):
+    x, _, _ = arrays
+    (tmp_path / "empty.zarr").mkdir()
+    with pytest.raises(StoreError, match=r"empty\.zarr' is not a zarr \(format 3\) group"):
+        open_dataset(tmp_path / "empty.zarr")
+    xr.Dataset({"x": (("sample", "feature"), x)}).to_zarr(tmp_path / "foreign.zarr", zarr_format=3, consolidated=False)
+    with pytest.raises(StoreError, match="no 'schema_version' attribute"):
+        open_dataset(tmp_path / "foreign.zarr")
+    xr.Dataset({"x": (("row", "col"), x)}, attrs={"schema_version": 1}).to_zarr(
+        tmp_path / "dims.zarr", zarr_format=3, consolidated=False)
+    with pytest.raises(StoreError, match=r"'x' has dims \('row', 'col'\)"):
+        open_dataset(tmp_path / "dims.zarr")
+    xr.Dataset({"z": (("sample",), x[:, 0])}, attrs={"schema_version": 1}).to_zarr(
+        tmp_path / "nox.zarr", zarr_format=3, consolidated=False)
+    with pytest.raises(StoreError, match=r"has no variable 'x'; it holds \['z'\]"):
+        open_dataset(tmp_path / "nox.zarr")
+    p = write_dataset(tmp_path / "new.zarr", x)
+    g = zarr.open_group(p, mode="r+")
+    g.attrs["schema_version"] = 99
+    with pytest.raises(StoreError, match="schema_version=99, newer than this library"):
+        open_dataset(p)
