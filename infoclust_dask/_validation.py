@@ -124,6 +124,10 @@ def check_sample_weight(sample_weight, X):
             return np.full(X.shape[0], float(w))
         if np.any(~np.isfinite(w)) or np.any(w < 0):
             raise ValueError("sample_weight must be finite and >= 0.")
+        if w.ndim == 1 and w.size and not w.sum() > 0:
+            raise ValueError(
+                "sample_weight is zero for every sample; at least one weight must be positive."
+            )
     if w.ndim != 1 or w.shape[0] != X.shape[0]:
         raise ValueError(
             f"sample_weight.shape == {w.shape}, expected ({X.shape[0]},) to match X."

@@ -1,0 +1,179 @@
+"""KMeans against scikit-learn, a brute-force reference, and bad input."""
+
+import warnings
+
+import dask.array as da
+import numpy as np
+import pytest
+from sklearn.cluster import KMeans as SKKMeans
+from sklearn.metrics import adjusted_rand_score
+
+from infoclust_dask import KMeans, write_dataset
+from infoclust_dask.cluster._kmeans import EmptyClusterWarning
+
+
+def py_kmeans(X, init, w=None):
+    """One Lloyd iteration written with loops (scikit-learn's test reference)."""
+    w = np.ones(len(X)) if w is None else w
+    lab = np.array([np.argmin([np.sum((x - c) ** 2) for c in init]) for x in X])
+    return np.array([np.average(X[lab == j], axis=0, weights=w[lab == j]) for j in range(len(init))])
+
+
+@pytest.mark.parametrize("lazy", [False, True])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_equals_sklearn_lloyd_with_fixed_init(blobs, lazy, weighted):
+    X, _, _ = blobs
+    w = np.random.default_rng(0).uniform(0.1, 3.0, len(X)) if weighted else None
+    init = X[[0, 1, 2, 3, 4]] + 0.01
+    ref = SKKMeans(5, init=init, n_init=1, algorithm="lloyd", max_iter=300, tol=1e-4).fit(X, sample_weight=w)
+    Xin = da.from_array(X, chunks=(333, 3)) if lazy else X
+    win = None if w is None else (da.from_array(w, chunks=333) if lazy else w)
+    ours = KMeans(5, init=init, max_iter=300, tol=1e-4).fit(Xin, sample_weight=win)
+    np.testing.assert_allclose(ours.cluster_centers_, ref.cluster_centers_, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(ours.inertia_, ref.inertia_, rtol=1e-8)
+    assert ours.n_iter_ == ref.n_iter_
+    labels = ours.labels_.compute() if lazy else ours.labels_
+    assert isinstance(ours.labels_, da.Array) == lazy
+    np.testing.assert_array_equal(labels, ref.labels_)
+
+
+def test_one_iteration_equals_brute_force(blobs):
+    X, _, _ = blobs
+    w = np.random.default_rng(1).uniform(0.5, 2.0, len(X))
+    init = X[:4].copy()
+    km = KMeans(4, init=init, max_iter=1).fit(X, sample_weight=w)
+    np.testing.assert_allclose(km.cluster_centers_, py_kmeans(X, init, w), rtol=1e-10)
+
+
+def test_inertia_is_true_sum_of_squared_distances(blobs):
+    X, _, _ = blobs
+    km = KMeans(4, random_state=0).fit(X)
+    d2 = ((X[:, None, :] - km.cluster_centers_[None]) ** 2).sum(-1).min(1)
+    np.testing.assert_allclose(km.inertia_, d2.sum(), rtol=1e-10)
+    np.testing.assert_allclose(km.score(X), -d2.sum(), rtol=1e-10)
+    np.testing.assert_allclose(km.transform(X) ** 2, ((X[:, None, :] - km.cluster_centers_[None]) ** 2).sum(-1),
+                               rtol=1e-8, atol=1e-10)
+
+
+@pytest.mark.parametrize("init", ["k-means++", "k-means||", "random"])
+def test_seedings_find_separated_blobs(blobs, init):
+    X, lab, _ = blobs
+    km = KMeans(4, init=init, random_state=0).fit(X)
+    assert adjusted_rand_score(lab, km.labels_) > 0.97
+    ref = SKKMeans(4, n_init=10, random_state=0).fit(X)
+    assert km.inertia_ <= ref.inertia_ * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("init", ["k-means++", "k-means||", "random"])
+def test_fit_does_not_depend_on_chunking(blobs, init):
+    X, _, _ = blobs
+    a = KMeans(4, init=init, random_state=3).fit(X)
+    b = KMeans(4, init=init, random_state=3).fit(da.from_array(X, chunks=((0, 700, 13, 1287), (3,))))
+    np.testing.assert_allclose(a.cluster_centers_, b.cluster_centers_, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(a.inertia_, b.inertia_, rtol=1e-10)
+
+
+def test_distributed_and_store_inputs(blobs, local_cluster_client, tmp_path):
+    X, _, _ = blobs
+    init = X[:4].copy()
+    ref = KMeans(4, init=init).fit(X)
+    on_cluster = KMeans(4, init=init, scheduler=local_cluster_client).fit(X)
+    np.testing.assert_allclose(on_cluster.cluster_centers_, ref.cluster_centers_, rtol=1e-10)
+    assert isinstance(on_cluster.labels_, np.ndarray)
+    path = write_dataset(tmp_path / "b.zarr", X, chunks=300)
+    from_store = KMeans(4, init=init, scheduler="threads").fit(path)
+    np.testing.assert_allclose(from_store.cluster_centers_, ref.cluster_centers_, rtol=1e-10)
+    np.testing.assert_array_equal(from_store.labels_.compute(), ref.labels_)
+
+
+def test_weight_k_equals_k_repeats(blobs):
+    X, _, _ = blobs
+    X = X[:300]
+    w = np.random.default_rng(2).integers(1, 4, size=300)
+    init = X[:4].copy()
+    a = KMeans(4, init=init).fit(X, sample_weight=w)
+    b = KMeans(4, init=init).fit(np.repeat(X, w, axis=0))
+    np.testing.assert_allclose(a.cluster_centers_, b.cluster_centers_, rtol=1e-10)
+    np.testing.assert_allclose(a.inertia_, b.inertia_, rtol=1e-10)
+
+
+def test_empty_cluster_is_reseeded_with_a_warning(blobs):
+    X, _, _ = blobs
+    init = np.vstack([X[:3], [[1e3, 1e3, 1e3]]])  # the far centre gets no points
+    with pytest.warns(EmptyClusterWarning, match=r"1 empty cluster\(s\) \[3\] at iteration 1"):
+        km = KMeans(4, init=init).fit(X)
+    assert np.bincount(km.labels_, minlength=4).min() > 0
+
+
+def test_predict_new_points_uses_voronoi_regions(blobs):
+    X, _, centers = blobs
+    km = KMeans(4, random_state=0).fit(X)
+    got = km.predict(centers + 0.1)
+    np.testing.assert_array_equal(got, km.predict(km.cluster_centers_[got]))
+    assert len(set(got.tolist())) == 4
+
+
+@pytest.mark.parametrize(
+    "params, X, match",
+    [
+        ({"n_clusters": 5}, np.ones((3, 2)), r"n_samples=3 should be >= n_clusters=5"),
+        ({"n_clusters": 2}, np.array([[0.0, 1.0], [np.nan, 1.0], [2.0, 2.0]]), "Input X contains NaN"),
+        ({"n_clusters": 2}, np.array([[0.0, 1.0], [np.inf, 1.0], [2.0, 2.0]]), "Input X contains infinity"),
+        ({"n_clusters": 2}, np.arange(5.0), r"Expected 2D array, got 1D array instead(.|\n)*reshape\(-1, 1\)"),
+        ({"n_clusters": 0}, np.ones((3, 2)), r"The 'n_clusters' parameter of KMeans must be an int in the range \[1, inf\). Got 0 instead."),
+        ({"n_clusters": 2, "tol": -1.0}, np.ones((3, 2)), r"The 'tol' parameter of KMeans must be a float in the range \[0, inf\). Got -1.0"),
+        ({"n_clusters": 2, "init": "kmeans"}, np.ones((3, 2)), r"The 'init' parameter of KMeans must be 'k-means\+\+'"),
+        ({"n_clusters": 2, "init": np.zeros((3, 2))}, np.ones((3, 2)), r"initial centers \(3, 2\) does not match \(n_clusters, n_features\) = \(2, 2\)"),
+        ({"n_clusters": 2, "n_init": 0}, np.ones((3, 2)), r"The 'n_init' parameter of KMeans must be"),
+    ],
+)
+def test_bad_input_numpy(params, X, match):
+    with pytest.raises(ValueError, match=match):
+        KMeans(**params).fit(X)
+
+
+@pytest.mark.parametrize(
+    "make, match",
+    [
+        (lambda: da.from_array(np.array([[0.0, 1.0], [np.nan, 1.0], [2.0, 2.0]]), chunks=2), "contains 1 NaN or infinite"),
+        (lambda: da.ones(5, chunks=2), r"Expected 2D array, got 1D array of shape \(5,\).*reshape\(-1, 1\)"),
+        (lambda: da.ones((3, 2), chunks=2), r"n_samples=3 should be >= n_clusters=4"),
+        (lambda: (lambda a: a[a[:, 0] > 0])(da.ones((10, 2), chunks=5)), "unknown chunk sizes"),
+    ],
+)
+def test_bad_input_lazy(make, match):
+    with pytest.raises(ValueError, match=match):
+        KMeans(4).fit(make())
+
+
+def test_wrong_width_at_predict(blobs):
+    X, _, _ = blobs
+    km = KMeans(4, random_state=0).fit(X)
+    with pytest.raises(ValueError, match="X has 2 features, but KMeans is expecting 3 features"):
+        km.predict(X[:, :2])
+    with pytest.raises(ValueError, match="X has 2 features, but KMeans is expecting 3 features"):
+        km.predict(da.from_array(X[:, :2]))
+
+
+def test_max_iter_warns_convergence(blobs):
+    from sklearn.exceptions import ConvergenceWarning
+
+    X, _, _ = blobs
+    with pytest.warns(ConvergenceWarning, match="max_iter=2"):
+        KMeans(4, init=X[:4] * 0.0 + X[:4].mean(0) + np.arange(4)[:, None] * 0.01, max_iter=2, tol=0).fit(X)
+
+
+def test_sklearn_estimator_checks():
+    from sklearn.utils.estimator_checks import check_estimator
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", EmptyClusterWarning)
+        check_estimator(
+            KMeans(n_clusters=2, random_state=0, scheduler="sync"),
+            expected_failed_checks={
+                # as for scikit-learn's own KMeans: the check shuffles the repeated rows, so
+                # the random seeding draws other points (test_weight_k_equals_k_repeats
+                # checks the equivalence with a fixed init)
+                "check_sample_weight_equivalence_on_dense_data": "seeding draws differ after shuffling",
+            },
+        )
