@@ -21,7 +21,8 @@ Schedulers (``scheduler=``):
     a ``distributed.LocalCluster`` on this machine, started on first use and
     shared by every later call (2 single-threaded worker processes by default).
 ``"tcp://host:port"``
-    an existing dask scheduler; clients are cached per address.
+    an existing dask scheduler; clients are cached per address (connection
+    timeout ``$INFOCLUST_CONNECT_TIMEOUT``, default 20 s).
 a ``distributed.Client``
     used as it is.
 
@@ -65,6 +66,15 @@ DEFAULT_BLOCK_BYTES = 4 * 2**20
 _LOCK = threading.Lock()
 _LOCAL = {"cluster": None, "client": None}
 _REMOTE: dict[str, Any] = {}
+_POOL: list = []
+
+
+def _thread_pool() -> ThreadPoolExecutor:
+    """One process-wide pool for numpy inputs (created on first use)."""
+    with _LOCK:
+        if not _POOL:
+            _POOL.append(ThreadPoolExecutor(max_workers=os.cpu_count() or 2, thread_name_prefix="infoclust"))
+        return _POOL[0]
 
 
 # --------------------------------------------------------------------------
@@ -131,7 +141,8 @@ def _remote_client(address: str):
         from distributed import Client
 
         try:
-            client = Client(address, set_as_default=False, timeout="20s")
+            timeout = os.environ.get("INFOCLUST_CONNECT_TIMEOUT", "20s")
+            client = Client(address, set_as_default=False, timeout=timeout)
         except OSError as exc:
             raise ConnectionError(
                 f"Could not connect to the dask scheduler at {address!r}: {exc}. "
@@ -369,8 +380,7 @@ def map_reduce(
         if sched.kind == "sync" or len(slices) == 1:
             parts = [run(sl) for sl in slices]
         else:
-            with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-                parts = list(pool.map(run, slices))
+            parts = list(_thread_pool().map(run, slices))
         result = _tree(parts, combine, split_every)
         return finalize(result) if finalize is not None else result
 

@@ -82,7 +82,7 @@ def anneal(store: str, n_clusters: int, scheduler: str | None, seed: int, run_di
     beta_c = 1.0 / var[0]  # MacKay (20.17): first split where beta = 1/sigma_1^2
     betas = beta_c * np.geomspace(0.25, 8.0, n_betas)
     t0 = time.perf_counter()
-    sk = SoftKMeans(n_clusters, beta_schedule=betas, max_iter=300, tol=1e-8, random_state=seed,
+    sk = SoftKMeans(n_clusters, beta_schedule=betas, max_iter=1000, tol=1e-8, random_state=seed,
                     scheduler=scheduler).fit(X)
     seconds = time.perf_counter() - t0
     save_model(sk, Path(run_dir) / "soft-kmeans-model.json")

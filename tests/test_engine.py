@@ -152,7 +152,8 @@ def test_bad_scheduler(sched, exc, match):
         engine.resolve_scheduler(sched)
 
 
-def test_unreachable_address_names_it():
+def test_unreachable_address_names_it(monkeypatch):
+    monkeypatch.setenv("INFOCLUST_CONNECT_TIMEOUT", "2s")
     with pytest.raises(ConnectionError, match="tcp://127.0.0.1:9"):
         engine.resolve_scheduler("tcp://127.0.0.1:9")
 

@@ -107,3 +107,31 @@ def test_gram_and_closest_counts(data):
     cc = K.closest_count_stats(x, w, centers=c)
     lab = K.assign_labels(x, centers=c)
     np.testing.assert_allclose(cc["counts"], [w[lab == j].sum() for j in range(4)], rtol=1e-12)
+
+
+@pytest.mark.parametrize("case", ["plain", "weighted", "zero-weights", "empty-and-singletons", "many-clusters"])
+def test_lloyd_step_stats_equals_reference(case):
+    """The compiled fast path (scikit-learn's Lloyd routine with its per-block
+    empty-cluster relocation undone) against the numpy reference."""
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(500, 3))
+    c = rng.normal(size=(6, 3))
+    w = None
+    if case == "weighted":
+        w = rng.uniform(0.1, 3, 500)
+    elif case == "zero-weights":
+        w = rng.uniform(0.1, 3, 500)
+        w[::7] = 0.0
+    elif case == "empty-and-singletons":
+        c = np.vstack([c, [[50.0, 50.0, 50.0]], [[-40.0, 0.0, 0.0]], x[3] * 30])  # 2 empty clusters
+        x[0] = [-39.0, 0.0, 0.0]  # a natural singleton
+        x[1] = x[3] * 30 + 0.1     # another
+    elif case == "many-clusters":
+        c = rng.normal(size=(400, 3))  # most clusters empty in a 500-row block
+    st = K.lloyd_step_stats(x, w, centers=c)
+    ref = K.lloyd_stats(x, w, centers=c)
+    np.testing.assert_allclose(st["counts"], ref["counts"], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(st["sums"], ref["sums"], rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(K.inertia_stats(x, w, centers=c)["inertia"], ref["inertia"], rtol=1e-10)
+    xx = (x * x).sum(1)
+    np.testing.assert_allclose(K.sum_sq_stats(x, w)["sxx"], xx.sum() if w is None else w @ xx, rtol=1e-12)

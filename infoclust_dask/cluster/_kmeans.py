@@ -18,7 +18,15 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from .. import engine
-from .._kernels import assign_labels, combine_lloyd, distances, lloyd_stats
+from .._kernels import (
+    assign_labels,
+    combine_lloyd,
+    distances,
+    inertia_stats,
+    lloyd_stats,
+    lloyd_step_stats,
+    sum_sq_stats as _sxx_stats,
+)
 from .._validation import (
     check_data,
     check_n_clusters,
@@ -44,27 +52,30 @@ def lloyd(X, w, centers, *, max_iter, tol, sched, verbose=0, label="", warn_empt
     ``algorithm="lloyd"`` does. Empty clusters are moved to the points
     farthest from their centres, with an :class:`EmptyClusterWarning`.
 
-    Returns ``(centers, inertia, n_iter)``; the inertia is the weighted sum of
-    squared distances to the nearest final centre (a pass of its own unless
-    the last step left the centres unchanged). One pass per iteration.
+    Returns ``(centers, inertia, n_iter)``; the inertia is the exact weighted
+    sum of squared distances to the nearest final centre. One pass per
+    iteration (:func:`~infoclust_dask._kernels.lloyd_step_stats`), one more
+    for the inertia, and one extra whenever a cluster empties.
     """
     k = centers.shape[0]
     centers = np.array(centers, dtype=np.float64)
-    shift = np.inf
+    sxx = None
+    if verbose:  # sum_n w_n |x_n|^2, for the progress estimate of the inertia
+        sxx = float(engine.map_reduce(_sxx_stats, X, w, scheduler=sched)["sxx"])
     it = 0
     for it in range(1, max_iter + 1):
         t0 = time.perf_counter()
-        st = engine.map_reduce(
-            lloyd_stats, X, w, params={"centers": centers, "n_far": k},
-            combine=combine_lloyd, scheduler=sched,
-        )
-        counts = st["counts"]
+        st = engine.map_reduce(lloyd_step_stats, X, w, params={"centers": centers}, scheduler=sched)
+        counts, sums = st["counts"], st["sums"]
         empty = np.flatnonzero(counts <= 0)
         new = np.empty_like(centers)
         nz = counts > 0
-        new[nz] = st["sums"][nz] / counts[nz, None]
+        new[nz] = sums[nz] / counts[nz, None]
         if empty.size:
-            far = st["far_x"]
+            far = engine.map_reduce(
+                lloyd_stats, X, w, params={"centers": centers, "n_far": k},
+                combine=combine_lloyd, scheduler=sched,
+            )["far_x"]
             for j, c in enumerate(empty):
                 new[c] = far[j % max(1, far.shape[0])]
             if warn_empty:
@@ -76,19 +87,19 @@ def lloyd(X, w, centers, *, max_iter, tol, sched, verbose=0, label="", warn_empt
                     stacklevel=3,
                 )
         shift = float(((new - centers) ** 2).sum())
-        inertia_old = float(st["inertia"])
-        centers = new
         if verbose:
+            # inertia at the old centres from the sums (progress only; the
+            # returned inertia is computed exactly)
+            approx = sxx - 2 * float(np.sum(centers * sums)) + float(counts @ np.sum(centers**2, axis=1))
             print(
-                f"[KMeans{label}] iteration {it:4d}/{max_iter}  inertia={inertia_old:.6g}  "
+                f"[KMeans{label}] iteration {it:4d}/{max_iter}  inertia~{approx:.6g}  "
                 f"shift={shift:.3g}  ({time.perf_counter() - t0:.2f}s)",
                 flush=True,
             )
-        if shift == 0.0 and not empty.size:
-            return centers, inertia_old, it
-        if shift <= tol:
+        centers = new
+        if (shift == 0.0 and not empty.size) or shift <= tol:
             break
-    st = engine.map_reduce(lloyd_stats, X, w, params={"centers": centers}, scheduler=sched)
+    st = engine.map_reduce(inertia_stats, X, w, params={"centers": centers}, scheduler=sched)
     return centers, float(st["inertia"]), it
 
 
@@ -295,7 +306,7 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         X, _ = check_data(self, X, reset=False)
         w = check_sample_weight(sample_weight, X)
         st = engine.map_reduce(
-            lloyd_stats, X, w, params={"centers": self.cluster_centers_}, scheduler=self.scheduler
+            inertia_stats, X, w, params={"centers": self.cluster_centers_}, scheduler=self.scheduler
         )
         return -float(st["inertia"])
 

@@ -1,0 +1,108 @@
+"""The `infoclust` command: ingest validation, fit, run folders."""
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from infoclust_dask import open_dataset
+from infoclust_dask.cli import main
+from infoclust_dask.runs import load_model
+
+
+def _csv(tmp_path, text, name="d.csv"):
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+def test_ingest_csv_with_header_and_label(tmp_path, capsys):
+    src = _csv(tmp_path, "a,b,cls\n1,2,x\n3,4,y\n5,6,x\n")
+    assert main(["ingest", str(src), str(tmp_path / "s.zarr"), "--label-column", "cls"]) == 0
+    ds = open_dataset(tmp_path / "s.zarr")
+    np.testing.assert_array_equal(ds["x"].values, [[1, 2], [3, 4], [5, 6]])
+    np.testing.assert_array_equal(ds["label"].values, [0, 1, 0])
+    assert ds.attrs["class_names"] == ["x", "y"]
+
+
+def test_ingest_npy_and_bundled(tmp_path):
+    x = np.random.default_rng(0).normal(size=(50, 3))
+    np.save(tmp_path / "x.npy", x)
+    assert main(["ingest", str(tmp_path / "x.npy"), str(tmp_path / "n.zarr")]) == 0
+    np.testing.assert_array_equal(open_dataset(tmp_path / "n.zarr")["x"].values, x)
+    assert main(["ingest", "wine", str(tmp_path / "w.zarr"), "--standardize"]) == 0
+    ds = open_dataset(tmp_path / "w.zarr")
+    assert ds["x"].shape == (178, 13) and ds.attrs["provenance"]["source"] == "bundled:wine"
+    np.testing.assert_allclose(ds["x"].values.mean(axis=0), 0, atol=1e-10)
+
+
+@pytest.mark.parametrize(
+    "text, extra, match",
+    [
+        ("a,b\n1,2\n3,oops\n", [], r"line 3, column 2 \('b'\): 'oops' is not a number"),
+        ("1,2\n3,4,5\n", [], r"line 2 has 3 fields, expected 2: the file is ragged"),
+        ("1,2\nnan,4\n", [], r"1 row\(s\) .* contain NaN or inf \(first at rows \[1\].*--drop-nonfinite"),
+        ("a,b\n1,2\n", ["--label-column", "c"], r"No column named 'c'"),
+    ],
+)
+def test_ingest_rejections_name_row_column_and_fix(tmp_path, capsys, text, extra, match):
+    src = _csv(tmp_path, text)
+    assert main(["ingest", str(src), str(tmp_path / "s.zarr"), *extra]) == 2
+    import re
+
+    assert re.search(match, capsys.readouterr().err), match
+    assert not (tmp_path / "s.zarr").exists()
+    assert [p for p in os.listdir(tmp_path) if p.startswith(".")] == []
+
+
+def test_ingest_drop_nonfinite(tmp_path):
+    src = _csv(tmp_path, "1,2\nnan,4\n5,6\n")
+    assert main(["ingest", str(src), str(tmp_path / "s.zarr"), "--drop-nonfinite"]) == 0
+    np.testing.assert_array_equal(open_dataset(tmp_path / "s.zarr")["x"].values, [[1, 2], [5, 6]])
+
+
+def test_ingest_refuses_existing_destination(tmp_path, capsys):
+    src = _csv(tmp_path, "1,2\n3,4\n")
+    dest = tmp_path / "s.zarr"
+    assert main(["ingest", str(src), str(dest)]) == 0
+    src2 = _csv(tmp_path, "9,9\n", name="e.csv")
+    assert main(["ingest", str(src2), str(dest)]) == 2
+    assert "--overwrite" in capsys.readouterr().err
+    assert open_dataset(dest)["x"].shape == (2, 2)
+    assert main(["ingest", str(src2), str(dest), "--overwrite"]) == 0
+    assert open_dataset(dest)["x"].shape == (1, 2)
+
+
+def test_fit_kmeans_writes_run_folder(tmp_path, capsys, blobs):
+    X, _, _ = blobs
+    np.save(tmp_path / "b.npy", X)
+    store = tmp_path / "b.zarr"
+    assert main(["ingest", str(tmp_path / "b.npy"), str(store)]) == 0
+    capsys.readouterr()
+    assert main(["fit", "kmeans", str(store), "-k", "4", "--scheduler", "threads",
+                 "--storage", str(tmp_path / "st")]) == 0
+    out = capsys.readouterr().out
+    assert "iteration" in out  # progress, one line per pass
+    run = Path(out.strip().splitlines()[-1].split("run folder: ")[1])
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["n_clusters"] == 4 and sum(summary["cluster_sizes"]) == len(X)
+    model = load_model(run / "model.json")
+    d2 = ((X[:, None] - model.cluster_centers_[None]) ** 2).sum(-1).min(1)
+    np.testing.assert_allclose(summary["inertia"], d2.sum(), rtol=1e-10)
+    assert not list(run.glob("*.pkl"))
+
+
+def test_fit_missing_store_is_a_clear_error(tmp_path, capsys):
+    assert main(["fit", "kmeans", str(tmp_path / "none.zarr"), "--scheduler", "sync"]) == 2
+    assert "No dataset store at" in capsys.readouterr().err
+
+
+def test_help_lists_commands(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["--help"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    for cmd in ("ingest", "fit", "info", "demo"):
+        assert cmd in out
