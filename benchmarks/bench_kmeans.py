@@ -70,11 +70,13 @@ def main():
 
     # --- whole fit vs dask-ml ----------------------------------------------------
     Xd = da.from_array(X, chunks=(125_000, a.d))
-    t0 = time.perf_counter()
-    ours = KMeans(a.k, random_state=0, scheduler="threads").fit(Xd)
-    t_whole = time.perf_counter() - t0
-    print(f"ours:   whole fit (k-means++, dask input, threads) {t_whole:7.2f} s, {ours.n_iter_} iterations, "
-          f"inertia {ours.inertia_:.6g}")
+    whole = {}
+    for init_ in ("k-means||", "k-means++"):
+        t0 = time.perf_counter()
+        ours = KMeans(a.k, init=init_, random_state=0, scheduler="threads").fit(Xd)
+        whole[init_] = time.perf_counter() - t0
+        print(f"ours:   whole fit ({init_}, dask input, threads)   {whole[init_]:7.2f} s, {ours.n_iter_:3d} iterations, "
+              f"inertia {ours.inertia_:.6g}")
     try:
         from dask_ml.cluster import KMeans as DMKMeans
     except ImportError:
@@ -87,9 +89,10 @@ def main():
         dm = DMKMeans(n_clusters=a.k, random_state=0).fit(Xd)  # default init k-means||
         t_dm = time.perf_counter() - t0
     d2 = ((X[:, None, :] - dm.cluster_centers_[None]) ** 2).sum(-1).min(1).sum()
-    print(f"dask-ml KMeans whole fit (k-means||, threads)     {t_dm:7.2f} s, {dm.n_iter_} iterations, "
+    print(f"dask-ml KMeans whole fit (k-means||, threads)     {t_dm:7.2f} s, {dm.n_iter_:3d} iterations, "
           f"true inertia {d2:.6g}")
-    print(f"RATIO whole fit dask-ml/ours = {t_dm / t_whole:.1f}x faster  (target >= 5)")
+    print(f"RATIO whole fit dask-ml/ours, both k-means||: {t_dm / whole['k-means||']:.1f}x; "
+          f"vs ours k-means++: {t_dm / whole['k-means++']:.1f}x  (target >= 5)")
 
 
 if __name__ == "__main__":
