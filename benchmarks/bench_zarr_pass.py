@@ -26,7 +26,7 @@ def main():
     a = p.parse_args()
 
     from infoclust_dask import engine, open_dataset, write_dataset
-    from infoclust_dask._kernels import lloyd_stats, moments_stats
+    from infoclust_dask._kernels import lloyd_step_stats, moments_stats
     from infoclust_dask.datasets import make_blobs
 
     path = Path(__file__).parent / "_data" / f"bench-{a.rows}x{a.features}-{a.codec}.zarr"
@@ -43,21 +43,28 @@ def main():
 
     client = engine.local_client(n_workers=2, threads_per_worker=1)
     print(f"LocalCluster: {len(client.scheduler_info()['workers'])} worker processes x 1 thread")
-    X = ds["x"].data
     centers = np.random.default_rng(0).normal(size=(a.k, a.features))
 
-    def plain_read():
-        return float(engine.compute(X.sum(dtype=np.float64), scheduler=client))
+    def fresh():
+        # a new graph name every time, so no run can reuse another's results
+        import uuid
 
-    def one_pass():
-        return engine.map_reduce(lloyd_stats, X, None, params={"centers": centers}, scheduler=client)
+        import dask.array as da
+
+        return da.from_zarr(str(path / "x"), name=f"x-{uuid.uuid4().hex}")
+
+    def plain_read():
+        return float(engine.compute(fresh().sum(dtype=np.float64), scheduler=client))
 
     def moments_pass():
-        return engine.map_reduce(moments_stats, X, scheduler=client)
+        return engine.map_reduce(moments_stats, fresh(), scheduler=client)
+
+    def lloyd_pass():
+        return engine.map_reduce(lloyd_step_stats, fresh(), None, params={"centers": centers}, scheduler=client)
 
     results = {}
     for name, fn in [("plain read (dask sum)", plain_read), ("map_reduce moments pass", moments_pass),
-                     ("map_reduce Lloyd pass, k=8", one_pass)]:
+                     ("map_reduce Lloyd pass, k=8", lloyd_pass)]:
         ts = []
         for _ in range(a.repeat):
             t0 = time.perf_counter()

@@ -85,19 +85,22 @@ def check_data(est, X, *, reset: bool, scheduler=None, need_moments: bool = Fals
             )
         if not need_moments:
             return A, None
-        st = engine.map_reduce(moments_stats, A, scheduler=scheduler)
+        shift = np.asarray(engine.compute(A[0], scheduler=scheduler), dtype=np.float64)
+        if not np.all(np.isfinite(shift)):
+            shift = None
+        st = engine.map_reduce(moments_stats, A, params={"shift": shift}, scheduler=scheduler)
         if int(st["n_bad"]):
             raise ValueError(
                 f"Input X contains {int(st['n_bad'])} NaN or infinite values. Drop or impute "
                 "them first (e.g. `infoclust ingest --drop-nonfinite`)."
             )
-        return A, _info(st, A.shape)
+        return A, _info(st, A.shape, shift)
     A = validate_data(est, X, reset=reset, dtype=[np.float64, np.float32], ensure_min_samples=1)
     if not need_moments:
         return A, None
-    mean = A.mean(axis=0, dtype=np.float64)
-    var = A.var(axis=0, dtype=np.float64)
-    info = DataInfo(A.shape[0], A.shape[1], mean, var, lazy_input=False)
+    shift = A[0].astype(np.float64)
+    info = _info(engine.map_reduce(moments_stats, A, params={"shift": shift}, scheduler="threads"), A.shape, shift)
+    info.lazy_input = False
     sched = engine.resolve_scheduler(scheduler)
     if sched.kind == "distributed":
         # many passes follow: scatter the blocks to the workers once
@@ -105,10 +108,11 @@ def check_data(est, X, *, reset: bool, scheduler=None, need_moments: bool = Fals
     return A, info
 
 
-def _info(st, shape):
+def _info(st, shape, shift=None):
     n = int(st["n"])
-    mean = st["s1"] / n
-    var = np.maximum(st["s2"] / n - mean**2, 0.0)
+    mean_shifted = st["s1"] / n
+    var = np.maximum(st["s2"] / n - mean_shifted**2, 0.0)
+    mean = mean_shifted if shift is None else mean_shifted + shift
     return DataInfo(n, shape[1], mean, var, lazy_input=True)
 
 

@@ -135,3 +135,44 @@ def test_lloyd_step_stats_equals_reference(case):
     np.testing.assert_allclose(K.inertia_stats(x, w, centers=c)["inertia"], ref["inertia"], rtol=1e-10)
     xx = (x * x).sum(1)
     np.testing.assert_allclose(K.sum_sq_stats(x, w)["sxx"], xx.sum() if w is None else w @ xx, rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_moments_stats_matches_numpy(dtype):
+    rng = np.random.default_rng(9)
+    x = rng.normal(3, 2, size=(400, 5)).astype(dtype)
+    w = rng.uniform(0, 2, 400)
+    for ww in (None, w):
+        st = K.moments_stats(x, ww)
+        wt = np.ones(400) if ww is None else ww
+        x64 = x.astype(np.float64)
+        np.testing.assert_allclose(st["s1"], wt @ x64, rtol=1e-12)
+        np.testing.assert_allclose(st["s2"], wt @ (x64 * x64), rtol=1e-12)
+        assert int(st["n_bad"]) == 0
+    x[3, 1] = np.nan
+    x[7, 2] = -np.inf
+    st = K.moments_stats(x)
+    assert int(st["n_bad"]) == 2
+    assert np.all(np.isfinite(st["s1"]))
+
+
+def test_lloyd_step_stats_duplicate_centres_and_float32():
+    rng = np.random.default_rng(6)
+    x = rng.normal(size=(20_000, 4)).astype(np.float32)  # several sub-blocks
+    c = rng.normal(size=(5, 4))
+    c[3] = c[1]  # a duplicate: its cluster is empty everywhere
+    st = K.lloyd_step_stats(x, centers=c)
+    ref = K.lloyd_stats(x.astype(np.float64), centers=c)
+    np.testing.assert_allclose(st["counts"], ref["counts"], rtol=1e-12)
+    np.testing.assert_allclose(st["sums"], ref["sums"], rtol=1e-10, atol=1e-9)
+    assert st["counts"][3] == 0
+
+
+def test_moments_shift_keeps_variance_accurate_far_from_origin():
+    rng = np.random.default_rng(10)
+    x = 1e8 + rng.normal(size=(1000, 3))
+    st = K.moments_stats(x, shift=x[0])
+    n = int(st["n"])
+    var = st["s2"] / n - (st["s1"] / n) ** 2
+    np.testing.assert_allclose(var, x.var(axis=0), rtol=1e-9)
+    assert x[0, 0] > 1e7  # the input is not modified

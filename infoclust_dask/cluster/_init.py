@@ -1,11 +1,13 @@
 """Seeding for the K-means family, as map-reduce passes.
 
-``k-means++`` (Arthur & Vassilvitskii 2007), exact D^2 sampling: per centre,
-one pass returns each block's total weight ``sum_n w_n D(x_n)^2``; the driver
-draws one uniform number on the global cumulative weight, picks the block
-that holds it and the row inside that block with a second computation that
-touches that block only. The draw is therefore the same for any chunking (up
-to round-off). Cost: k passes over the data.
+``k-means++`` (Arthur & Vassilvitskii 2007) in scikit-learn's greedy form:
+per centre, ``2 + log k`` candidates are drawn with probability proportional
+to ``w_n D(x_n)^2`` and the one that lowers the potential most is kept. One
+pass evaluates every candidate's potential per block (which also gives the
+per-block weights of the next draw); a draw picks, from a uniform number on
+the global cumulative weight, the block that holds it and the row inside it,
+reading only that block again. The draws are therefore the same for any
+chunking (up to round-off). Cost: k + 1 passes over the data.
 
 ``k-means||`` (Bahmani et al. 2012), for many clusters on big data: a few
 rounds that each keep every row with probability ``min(1, l w D^2 / phi)``
@@ -24,56 +26,79 @@ from .._kernels import (
     closest_count_stats,
     combine_concat,
     d2_pick_in_block,
-    d2_weight_stats,
     kmeans_parallel_sample,
+    kpp_trial_stats,
 )
 
 __all__ = ["init_random", "init_kmeanspp", "init_kmeans_parallel"]
 
 
-def _block_weights(kernel_start, X, w, centers, sched):
+def _trials(X, w, centers, candidates, sched):
+    """One pass: per-block potentials (n_blocks, n_candidates) and block bounds."""
     st = engine.map_reduce(
-        kernel_start, X, w, params={"centers": centers}, combine=combine_concat, scheduler=sched
+        kpp_trial_stats, X, w, params={"centers": centers, "candidates": candidates},
+        combine=combine_concat, scheduler=sched,
     )
     return st["weight"], st["start"], st["stop"]
 
 
-def _d2_weight_with_bounds(x, w=None, *, start, centers):
-    out = d2_weight_stats(x, w, centers=centers)
-    out["start"] = np.array([start])
-    out["stop"] = np.array([start + x.shape[0]])
-    return out
-
-
-def _draw_one(X, w, centers, rng, sched):
-    weights, starts, stops = _block_weights(_d2_weight_with_bounds, X, w, centers, sched)
-    total = float(weights.sum())
+def _pick(X, w, centers, block_weights, starts, stops, n_draws, rng, sched):
+    """``n_draws`` rows drawn with probability proportional to their D^2
+    weight (given per block), by inverse CDF on the global cumulative weight.
+    Only the blocks that hold a draw are read again. None if all weights are 0."""
+    total = float(block_weights.sum())
     if not total > 0:
-        return None  # every row already coincides with a centre
-    u = rng.uniform() * total
-    cum = np.cumsum(weights)
-    b = int(min(np.searchsorted(cum, u, side="right"), len(cum) - 1))
-    while weights[b] <= 0:  # never land in a block of zero weight
-        b -= 1
-    u_b = u - (cum[b - 1] if b > 0 else 0.0)
-    sl = slice(int(starts[b]), int(stops[b]))
-    wb = None if w is None else w[sl]
-    row = engine.map_reduce(
-        d2_pick_in_block, X[sl], wb, params={"centers": centers, "u": u_b},
-        combine=combine_concat, scheduler=sched, block_rows=sl.stop - sl.start,
-    )["row"]
-    return np.asarray(row, dtype=np.float64)[:1]
+        return None
+    u = np.sort(rng.uniform(size=n_draws)) * total
+    cum = np.cumsum(block_weights)
+    blocks = np.minimum(np.searchsorted(cum, u, side="right"), len(cum) - 1)
+    rows = []
+    for b in np.unique(blocks):
+        while block_weights[b] <= 0:  # never land in a block of zero weight
+            b -= 1
+        ub = u[blocks == b] - (cum[b - 1] if b > 0 else 0.0)
+        sl = slice(int(starts[b]), int(stops[b]))
+        got = engine.map_reduce(
+            d2_pick_in_block, X[sl], None if w is None else w[sl],
+            params={"centers": centers, "u": ub}, combine=combine_concat,
+            scheduler=sched, block_rows=sl.stop - sl.start,
+        )["row"]
+        rows.append(np.asarray(got, dtype=np.float64))
+    return np.vstack(rows)
 
 
-def init_kmeanspp(X, w, n_clusters, rng, sched):
-    """k-means++ centres (n_clusters, d) by exact D^2 sampling (k passes)."""
-    centers = np.empty((0, X.shape[1]))
+def init_kmeanspp(X, w, n_clusters, rng, sched, n_local_trials=None):
+    """Greedy k-means++ centres (n_clusters, d), as scikit-learn's: each new
+    centre is the best of ``2 + log(k)`` D^2-sampled candidates (the one that
+    lowers the potential most). One pass per centre plus reads of the blocks
+    that hold the candidates."""
+    d = X.shape[1]
+    if n_local_trials is None:
+        n_local_trials = 2 + int(np.log(n_clusters))
+    empty = np.empty((0, d))
+    bw, starts, stops = _trials(X, w, empty, empty, sched)
+    first = _pick(X, w, empty, bw[:, 0], starts, stops, 1, rng, sched)
+    centers = first[:1]
+    bw, _, _ = _trials(X, w, empty, centers, sched)
+    bw = bw[:, 0]
     while centers.shape[0] < n_clusters:
-        row = _draw_one(X, w, centers, rng, sched)
-        if row is None:  # fewer distinct points than clusters: duplicate
-            row = centers[rng.integers(centers.shape[0])][None, :]
-        centers = np.vstack([centers, row])
+        cand = _pick(X, w, centers, bw, starts, stops, n_local_trials, rng, sched)
+        if cand is None:  # fewer distinct points than clusters: duplicate one
+            centers = np.vstack([centers, centers[rng.integers(centers.shape[0])][None, :]])
+            continue
+        pot, _, _ = _trials(X, w, centers, cand, sched)
+        best = int(np.argmin(pot.sum(axis=0)))
+        centers = np.vstack([centers, cand[best : best + 1]])
+        bw = pot[:, best]
     return centers
+
+
+def _draw(X, w, centers, n_draws, rng, sched):
+    """``n_draws`` plain D^2 draws w.r.t. ``centers`` (uniform when empty):
+    one pass for the block weights, then the picks."""
+    # a centre as the only "candidate" leaves the potential equal to D_C^2
+    bw, starts, stops = _trials(X, w, centers, centers[:1], sched)
+    return _pick(X, w, centers, bw[:, 0], starts, stops, n_draws, rng, sched)
 
 
 def init_random(X, w, n_clusters, rng, sched):
@@ -92,7 +117,7 @@ def init_kmeans_parallel(X, w, n_clusters, rng, sched, *, oversampling_factor=2.
     set (passed in by the estimator to avoid an import cycle).
     """
     ell = oversampling_factor * n_clusters
-    centers = _draw_one(X, w, np.empty((0, X.shape[1])), rng, sched)
+    centers = _draw(X, w, np.empty((0, X.shape[1])), 1, rng, sched)
     for _ in range(rounds):
         phi = float(
             engine.map_reduce(closest_count_stats, X, w, params={"centers": centers}, scheduler=sched)["phi"]
@@ -109,7 +134,7 @@ def init_kmeans_parallel(X, w, n_clusters, rng, sched, *, oversampling_factor=2.
             centers = np.unique(np.vstack([centers, new]), axis=0)
     if centers.shape[0] < n_clusters:  # too few candidates: top up by D^2 draws
         while centers.shape[0] < n_clusters:
-            row = _draw_one(X, w, centers, rng, sched)
+            row = _draw(X, w, centers, 1, rng, sched)
             if row is None:
                 row = centers[rng.integers(centers.shape[0])][None, :]
             centers = np.vstack([centers, row])
