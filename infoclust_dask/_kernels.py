@@ -420,18 +420,25 @@ def kpp_trial_stats(x, w=None, *, start, centers, candidates):
     Returns one row of shape (1, n_candidates) per block (combine by concat)
     plus the block's row range, so the driver gets both the potential of
     every candidate and the per-block weights for the next draw."""
-    x = np.asarray(x, dtype=np.float64)
-    if centers.shape[0]:
-        d2 = nearest(x, centers)[1]
-    else:
-        d2 = np.full(x.shape[0], np.inf)
-    if candidates.shape[0]:
-        pot = np.minimum(d2[:, None], sq_distances(x, candidates))
-    else:
-        pot = np.ones((x.shape[0], 1))
-    wt = np.ones(x.shape[0]) if w is None else np.asarray(w, dtype=np.float64)
+    x = np.asarray(x)
+    n_c = max(1, candidates.shape[0])
+    total = np.zeros(n_c)
+    cand = np.ascontiguousarray(candidates, dtype=np.float64)
+    cc = np.einsum("ij,ij->i", cand, cand)
+    for xs, ws in _subblocks(x, w):
+        if candidates.shape[0] == 0:
+            total[0] += xs.shape[0] if ws is None else ws.sum()
+            continue
+        # exact distances to the candidates (few): |x|^2 - 2 x.t + |t|^2, clipped
+        pot = xs @ (-2.0 * cand.T)
+        pot += cc
+        pot += np.einsum("ij,ij->i", xs, xs)[:, None]
+        np.maximum(pot, 0.0, out=pot)
+        if centers.shape[0]:
+            np.minimum(pot, nearest(xs, centers)[1][:, None], out=pot)
+        total += pot.sum(axis=0) if ws is None else ws @ pot
     return {
-        "weight": (wt @ pot)[None, :],
+        "weight": total[None, :],
         "start": np.array([start]),
         "stop": np.array([start + x.shape[0]]),
     }

@@ -176,3 +176,15 @@ def test_moments_shift_keeps_variance_accurate_far_from_origin():
     var = st["s2"] / n - (st["s1"] / n) ** 2
     np.testing.assert_allclose(var, x.var(axis=0), rtol=1e-9)
     assert x[0, 0] > 1e7  # the input is not modified
+
+
+def test_kpp_trial_stats_matches_brute_force(data):
+    x, c, w = data
+    cand = x[[5, 50, 100]] + 0.01
+    st = K.kpp_trial_stats(x, w, start=7, centers=c[:2], candidates=cand)
+    d_c = np.array([[np.sum((xi - cj) ** 2) for cj in c[:2]] for xi in x]).min(1)
+    ref = [w @ np.minimum(d_c, ((x - t) ** 2).sum(1)) for t in cand]
+    np.testing.assert_allclose(st["weight"][0], ref, rtol=1e-10)
+    assert st["start"][0] == 7 and st["stop"][0] == 7 + len(x)
+    empty = np.empty((0, 5))
+    np.testing.assert_allclose(K.kpp_trial_stats(x, w, start=0, centers=empty, candidates=empty)["weight"][0], [w.sum()])
