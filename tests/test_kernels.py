@@ -188,3 +188,20 @@ def test_kpp_trial_stats_matches_brute_force(data):
     assert st["start"][0] == 7 and st["stop"][0] == 7 + len(x)
     empty = np.empty((0, 5))
     np.testing.assert_allclose(K.kpp_trial_stats(x, w, start=0, centers=empty, candidates=empty)["weight"][0], [w.sum()])
+
+
+@pytest.mark.parametrize("layout", ["float32", "fortran", "strided"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_lloyd_step_stats_phantom_path(layout, weighted):
+    """Input that is not float64 C-contiguous goes through the buffer with
+    phantom rows; some clusters are empty, most pieces are partial."""
+    rng = np.random.default_rng(8)
+    base = rng.normal(size=(20_000, 8))
+    x = {"float32": base.astype(np.float32), "fortran": np.asfortranarray(base), "strided": base[:, ::2]}[layout]
+    c = np.vstack([np.asarray(x[:5], dtype=np.float64), np.full((1, x.shape[1]), 40.0), np.full((1, x.shape[1]), -40.0)])  # 2 empty
+    w = rng.uniform(0.2, 2.0, len(x)) if weighted else None
+    st = K.lloyd_step_stats(x, w, centers=c)
+    ref = K.lloyd_stats(np.asarray(x, dtype=np.float64), w, centers=c)
+    np.testing.assert_allclose(st["counts"], ref["counts"], rtol=1e-10)
+    np.testing.assert_allclose(st["sums"], ref["sums"], rtol=1e-10, atol=1e-8)
+    assert st["counts"][5] == 0 and st["counts"][6] == 0
