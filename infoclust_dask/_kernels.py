@@ -131,12 +131,13 @@ def moments_stats(x, w=None, *, shift=None):
     d = x.shape[1] if x.ndim > 1 else ()
     s1, s2, wsum, n_bad = np.zeros(d), np.zeros(d), 0.0, 0
     for xs, ws in _subblocks(x, w):
-        if shift is not None:
-            xs = xs - shift
-        if ws is None:
-            t1, t2, tw = xs.sum(axis=0), np.einsum("ij,ij->j", xs, xs), float(xs.shape[0])
-        else:
-            t1, t2, tw = ws @ xs, np.einsum("i,ij,ij->j", ws, xs, xs), float(ws.sum())
+        with np.errstate(invalid="ignore", over="ignore"):  # inf - inf: counted below
+            if shift is not None:
+                xs = xs - shift
+            if ws is None:
+                t1, t2, tw = xs.sum(axis=0), np.einsum("ij,ij->j", xs, xs), float(xs.shape[0])
+            else:
+                t1, t2, tw = ws @ xs, np.einsum("i,ij,ij->j", ws, xs, xs), float(ws.sum())
         if not (np.all(np.isfinite(t1)) and np.all(np.isfinite(t2))):
             bad = ~np.isfinite(xs)
             if bad.any():

@@ -106,3 +106,20 @@ def test_help_lists_commands(capsys):
     out = capsys.readouterr().out
     for cmd in ("ingest", "fit", "info", "demo"):
         assert cmd in out
+
+
+def test_info_and_fit_softkmeans(tmp_path, capsys):
+    x = np.random.default_rng(0).normal(0, 2.0, size=(3000, 1))
+    np.save(tmp_path / "x.npy", x)
+    store = tmp_path / "x.zarr"
+    assert main(["ingest", str(tmp_path / "x.npy"), str(store), "--chunks", "1000"]) == 0
+    capsys.readouterr()
+    assert main(["info", str(store)]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["variables"]["x"]["shape"] == [3000, 1] and info["attrs"]["schema_version"] == 1
+    assert main(["fit", "softkmeans", str(store), "-k", "2", "--beta-min", "0.05", "--beta-max", "1",
+                 "--n-betas", "30", "--scheduler", "sync", "--storage", str(tmp_path / "st")]) == 0
+    out = capsys.readouterr().out
+    summary = json.loads(out[out.index("{"): out.rindex("}") + 1])
+    (beta, n), = summary["critical_betas"]  # one split, near 1/var = 0.25
+    assert n == 2 and abs(beta * x.var() - 1) < 0.15

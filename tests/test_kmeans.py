@@ -168,6 +168,7 @@ def test_sklearn_estimator_checks():
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", EmptyClusterWarning)
+        warnings.filterwarnings("ignore", message="Skipping check check_array_api_input")
         check_estimator(
             KMeans(n_clusters=2, random_state=0, scheduler="sync"),
             expected_failed_checks={
