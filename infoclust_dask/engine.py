@@ -124,6 +124,8 @@ def close_local_client():
     with _LOCK:
         client, cluster = _LOCAL["client"], _LOCAL["cluster"]
         _LOCAL["client"] = _LOCAL["cluster"] = None
+    # persisted data still held at exit is expected; don't warn that it is "lost"
+    logging.getLogger("distributed.scheduler").setLevel(logging.ERROR)
     if client is not None:
         client.close()
     if cluster is not None:

@@ -47,8 +47,9 @@ def fit_kmeans(store: str, n_clusters: int, scheduler: str | None, seed: int, ru
     from infoclust_dask.store import open_dataset
 
     ds = open_dataset(store)
-    t0 = time.perf_counter()
+    scheduler = engine.resolve_scheduler(scheduler)  # start the cluster before timing the fit
     X = engine.persist(ds["x"], scheduler=scheduler)  # small enough to keep in worker memory
+    t0 = time.perf_counter()
     km = KMeans(n_clusters, random_state=seed, scheduler=scheduler).fit(X)
     seconds = time.perf_counter() - t0
     save_model(km, Path(run_dir) / "kmeans-model.json")
@@ -77,6 +78,7 @@ def anneal(store: str, n_clusters: int, scheduler: str | None, seed: int, run_di
     from infoclust_dask.store import open_dataset
 
     ds = open_dataset(store)
+    scheduler = engine.resolve_scheduler(scheduler)
     X = engine.persist(ds["x"], scheduler=scheduler)  # hundreds of passes: keep it in memory
     mean, axes, var = principal_axes(X, 2, scheduler=scheduler)
     beta_c = 1.0 / var[0]  # MacKay (20.17): first split where beta = 1/sigma_1^2

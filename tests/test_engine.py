@@ -177,3 +177,24 @@ def test_persist_scatters_numpy_to_workers(local_cluster_client, xw):
     assert isinstance(X, da.Array) and X.chunks[0][0] == 128
     got = engine.map_reduce(lloyd_stats, X, w, params={"centers": CENTERS}, scheduler=local_cluster_client)
     np.testing.assert_allclose(got["sums"], lloyd_stats(x, w, centers=CENTERS)["sums"], rtol=1e-10)
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(min_value=0, max_value=120), min_size=1, max_size=12).filter(lambda c: sum(c) > 0),
+       st.integers(min_value=1, max_value=6))
+def test_chunking_never_changes_the_result(chunks, split_every):
+    """Any row chunking (empty chunks included) and any tree fan-in give the
+    in-memory result to 1e-10."""
+    n = sum(chunks)
+    rng = np.random.default_rng(n)
+    x, w = rng.normal(size=(n, 4)), rng.uniform(0.1, 2.0, size=n)
+    ref = lloyd_stats(x, w, centers=CENTERS)
+    X = da.from_array(x, chunks=(tuple(chunks), (4,)))
+    W = da.from_array(w, chunks=(tuple(chunks),))
+    got = engine.map_reduce(lloyd_stats, X, W, params={"centers": CENTERS}, scheduler="sync", split_every=max(2, split_every))
+    for key in ref:
+        np.testing.assert_allclose(got[key], ref[key], rtol=1e-10, atol=1e-12)

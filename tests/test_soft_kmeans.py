@@ -110,3 +110,29 @@ def test_bad_params(params, match):
     X = np.random.default_rng(0).normal(size=(20, 2))
     with pytest.raises(ValueError, match=match):
         SoftKMeans(**{"n_clusters": 2, **params}).fit(X)
+
+
+def test_sklearn_estimator_checks():
+    import warnings
+
+    from sklearn.utils.estimator_checks import check_estimator
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Skipping check check_array_api_input")
+        check_estimator(
+            SoftKMeans(n_clusters=2, random_state=0, scheduler="sync"),
+            expected_failed_checks={
+                # the check shuffles the repeated rows, so k-means++ seeding draws other
+                # points; tested with a fixed init in test_weight_k_equals_k_repeats
+                "check_sample_weight_equivalence_on_dense_data": "seeding draws differ after shuffling",
+            },
+        )
+
+
+def test_weight_k_equals_k_repeats(blobs):
+    X, _, _ = blobs
+    X = X[:300]
+    w = np.random.default_rng(4).integers(1, 4, size=300)
+    a = SoftKMeans(3, beta=0.8, init=X[:3]).fit(X, sample_weight=w)
+    b = SoftKMeans(3, beta=0.8, init=X[:3]).fit(np.repeat(X, w, axis=0))
+    np.testing.assert_allclose(a.cluster_centers_, b.cluster_centers_, rtol=1e-8)
