@@ -104,7 +104,8 @@ def local_client(n_workers: int | None = None, threads_per_worker: int = 1):
         from distributed import Client, LocalCluster
 
         n = n_workers or min(2, os.cpu_count() or 1)
-        for name in ("distributed", "distributed.scheduler", "distributed.nanny", "distributed.worker", "distributed.core"):
+        for name in ("distributed", "distributed.scheduler", "distributed.nanny", "distributed.worker",
+                     "distributed.core"):
             logging.getLogger(name).setLevel(logging.WARNING)
         cluster = LocalCluster(
             n_workers=n,
@@ -391,6 +392,25 @@ def map_reduce(
     return compute(result, scheduler=sched, progress=progress)
 
 
+def _block_tasks(kernel, arrays, params):
+    """``(n_rows, delayed kernel call)`` for every row block of the aligned
+    inputs, all depending on ONE key that holds ``params``."""
+    import dask
+
+    wants_start = _wants_start(kernel)
+    aligned = _align([as_array(a) for a in arrays])
+    lead = aligned[0]
+    starts = np.concatenate([[0], np.cumsum(lead.chunks[0])]).astype(int)
+    block_lists = [
+        None if a is None else a.to_delayed(optimize_graph=True).reshape(-1) for a in aligned
+    ]
+    p = dask.delayed(dict(params or {}), pure=True, traverse=False)
+    apply_d = dask.delayed(_apply_block, pure=True)
+    for i, size in enumerate(lead.chunks[0]):
+        blocks = [None if bl is None else bl[i] for bl in block_lists]
+        yield int(size), apply_d(kernel, wants_start, int(starts[i]), *blocks, p)
+
+
 def build_reduction(kernel, *arrays, params=None, combine=combine_sum, finalize=None, split_every=8):
     """The lazy (``dask.delayed``) graph of :func:`map_reduce` for array inputs.
 
@@ -399,22 +419,7 @@ def build_reduction(kernel, *arrays, params=None, combine=combine_sum, finalize=
     """
     import dask
 
-    params = dict(params or {})
-    wants_start = _wants_start(kernel)
-    aligned = _align([as_array(a) for a in arrays])
-    lead = aligned[0]
-    starts = np.concatenate([[0], np.cumsum(lead.chunks[0])]).astype(int)
-    block_lists = [
-        None if a is None else a.to_delayed(optimize_graph=True).reshape(-1) for a in aligned
-    ]
-    p = dask.delayed(params, pure=True, traverse=False)
-    apply_d = dask.delayed(_apply_block, pure=True)
-    parts = []
-    for i, size in enumerate(lead.chunks[0]):
-        if size == 0:
-            continue
-        blocks = [None if bl is None else bl[i] for bl in block_lists]
-        parts.append(apply_d(kernel, wants_start, int(starts[i]), *blocks, p))
+    parts = [d for size, d in _block_tasks(kernel, arrays, params) if size > 0]
     if not parts:
         raise ValueError("All blocks of the input are empty (0 rows); nothing to reduce.")
     result = _tree(parts, combine, split_every, delayed=dask.delayed)
@@ -472,22 +477,12 @@ def map_blocks(
             outs.append(np.asarray(_apply(kernel, wants_start, sl.start, params, *blocks)))
         return np.concatenate(outs, axis=0).astype(dtype, copy=False)
 
-    import dask
     import dask.array as da
 
-    aligned = _align(arrays)
-    lead = aligned[0]
-    starts = np.concatenate([[0], np.cumsum(lead.chunks[0])]).astype(int)
-    block_lists = [
-        None if a is None else a.to_delayed(optimize_graph=True).reshape(-1) for a in aligned
+    pieces = [
+        da.from_delayed(d, shape=(size,) + tuple(trailing_shape), dtype=dtype)
+        for size, d in _block_tasks(kernel, arrays, params)
     ]
-    p = dask.delayed(params, pure=True, traverse=False)
-    apply_d = dask.delayed(_apply_block, pure=True)
-    pieces = []
-    for i, size in enumerate(lead.chunks[0]):
-        blocks = [None if bl is None else bl[i] for bl in block_lists]
-        d = apply_d(kernel, wants_start, int(starts[i]), *blocks, p)
-        pieces.append(da.from_delayed(d, shape=(size,) + tuple(trailing_shape), dtype=dtype))
     return da.concatenate(pieces, axis=0)
 
 
@@ -515,6 +510,6 @@ def persist(data, *, scheduler=None, chunk_rows: int | None = None):
     futures = client.scatter([a[sl] for sl in slices])
     pieces = [
         da.from_delayed(dask.delayed(f), shape=(sl.stop - sl.start,) + a.shape[1:], dtype=a.dtype)
-        for f, sl in zip(futures, slices)
+        for f, sl in zip(futures, slices, strict=True)
     ]
     return da.concatenate(pieces, axis=0)

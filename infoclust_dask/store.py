@@ -313,7 +313,9 @@ def open_dataset(path):
         raise StoreError(f"Could not open the store at '{path}': {exc}") from exc
     version = ds.attrs.get("schema_version")
     if version is None:
-        raise StoreError(f"The store at '{path}' has no 'schema_version' attribute; it was not written by infoclust_dask.")
+        raise StoreError(
+            f"The store at '{path}' has no 'schema_version' attribute; it was not written by infoclust_dask."
+        )
     if int(version) > SCHEMA_VERSION:
         raise StoreError(
             f"The store at '{path}' has schema_version={version}, newer than this library "

@@ -168,7 +168,9 @@ class SoftKMeans(ClusterMixin, TransformerMixin, BaseEstimator):
             return np.array([float(self.beta)]), False
         b = np.asarray(self.beta_schedule, dtype=np.float64).ravel()
         if b.size == 0 or not np.all(np.isfinite(b)) or np.any(b <= 0) or np.any(np.diff(b) < 0):
-            raise param_error(self, "beta_schedule", "a non-empty increasing sequence of positive floats", self.beta_schedule)
+            raise param_error(
+                self, "beta_schedule", "a non-empty increasing sequence of positive floats", self.beta_schedule
+            )
         return b, True
 
     def fit(self, X, y=None, sample_weight=None):
