@@ -110,7 +110,7 @@ def init_random(X, w, n_clusters, rng, sched):
     return np.asarray(rows, dtype=np.float64)
 
 
-def init_kmeans_parallel(X, w, n_clusters, rng, sched, *, oversampling_factor=2.0, rounds=5, lloyd=None):
+def init_kmeans_parallel(X, w, n_clusters, rng, sched, *, oversampling_factor=2.0, rounds=2, lloyd=None):
     """k-means|| centres: oversample, weight, reduce on the driver.
 
     ``lloyd(C, weights, init)`` refines the reduced centres on the candidate
