@@ -40,6 +40,10 @@ __all__ = [
     "responsibilities",
     "weighted_sum_stats",
     "gram_stats",
+    "dc_memberships",
+    "dc_count_stats",
+    "dc_grad_stats",
+    "hard_count_stats",
 ]
 
 
@@ -495,3 +499,77 @@ def sum_sq_stats(x, w=None):
     x = np.asarray(x, dtype=np.float64)
     xx = np.einsum("ij,ij->i", x, x)
     return {"sxx": np.array(xx.sum() if w is None else np.asarray(w, dtype=np.float64) @ xx)}
+
+
+# --------------------------------------------------------------------------
+# discriminative clustering (Kaski, Sinkkonen & Klami 2005)
+# --------------------------------------------------------------------------
+def dc_memberships(x, centers, sigma):
+    """Normalized Gaussian memberships (4): ``y_j(x) ∝ exp(-||x - m_j||^2 / 2 sigma^2)``,
+    by a stable softmax."""
+    e = sq_distances(x, centers) * (-0.5 / sigma**2)
+    e -= e.max(axis=1, keepdims=True)
+    np.exp(e, out=e)
+    e /= e.sum(axis=1, keepdims=True)
+    return e
+
+
+def _subset_rows(n, start, subset):
+    """Rows of a block in a hashed train/validation split: ``subset`` is
+    ``(seed, fraction, side)``; a row is in "train" when its hashed uniform
+    number is below ``fraction``, else in "valid". None keeps every row."""
+    if subset is None:
+        return None
+    seed, frac, side = subset
+    u = row_hash_uniform(seed, start, n)
+    return u < frac if side == "train" else u >= frac
+
+
+def dc_count_stats(x, c, *, start=0, centers, sigma, n_classes, subset=None):
+    """Smoothed counts of (10): ``n[j, i] = sum_{x: c(x) = i} y_j(x)``, (K, C)."""
+    keep = _subset_rows(np.asarray(x).shape[0], start, subset)
+    if keep is not None:
+        x, c = np.asarray(x)[keep], np.asarray(c)[keep]
+    counts = np.zeros((centers.shape[0], n_classes))
+    for xs, cs in _subblocks(x, c):
+        y = dc_memberships(xs, centers, sigma)
+        onehot = np.zeros((xs.shape[0], n_classes))
+        onehot[np.arange(xs.shape[0]), cs.astype(np.intp)] = 1.0
+        counts += y.T @ onehot
+    return {"counts": counts}
+
+
+def dc_grad_stats(x, c, *, start=0, centers, sigma, L, subset=None):
+    """Partial sums of the gradient (11) for a block.
+
+    With ``W_j(x) = y_j(x) [L_{j,c(x)} - sum_l y_l(x) L_{l,c(x)}]`` (equal to
+    ``sum_l y_l y_j (L_{j,c} - L_{l,c})`` as the memberships sum to one),
+    ``sigma^2 dlogp/dm_j = sum_x W_j(x) x - (sum_x W_j(x)) m_j``; the block
+    returns ``WX = W^T X`` (K, d) and ``W = sum_x W(x)`` (K,)."""
+    keep = _subset_rows(np.asarray(x).shape[0], start, subset)
+    if keep is not None:
+        x, c = np.asarray(x)[keep], np.asarray(c)[keep]
+    wx = np.zeros(centers.shape)
+    ws = np.zeros(centers.shape[0])
+    for xs, cs in _subblocks(x, c):
+        y = dc_memberships(xs, centers, sigma)
+        Lc = L[:, cs.astype(np.intp)].T  # (n, K): L_{l, c(x)}
+        W = y * (Lc - np.einsum("nk,nk->n", y, Lc)[:, None])
+        wx += W.T @ xs
+        ws += W.sum(axis=0)
+    return {"WX": wx, "W": ws}
+
+
+def hard_count_stats(x, c, *, start=0, centers, n_classes, subset=None):
+    """Unsmoothed counts ``n[j, i]`` of the Voronoi partition (9): samples of
+    class i whose nearest prototype is j."""
+    keep = _subset_rows(np.asarray(x).shape[0], start, subset)
+    if keep is not None:
+        x, c = np.asarray(x)[keep], np.asarray(c)[keep]
+    k = centers.shape[0]
+    if np.asarray(x).shape[0] == 0:
+        return {"counts": np.zeros((k, n_classes))}
+    lab = assign_labels(x, centers=centers)
+    cc = np.asarray(c).astype(np.intp)
+    return {"counts": np.bincount(lab * n_classes + cc, minlength=k * n_classes)
+            .reshape(k, n_classes).astype(np.float64)}

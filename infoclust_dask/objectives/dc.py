@@ -1,0 +1,54 @@
+"""Discriminative clustering objectives (Kaski, Sinkkonen & Klami 2005,
+``../shared/papers/discriminative-clustering.txt``).
+
+Everything here works on the small (K, C) count tables and (K, d) gradient
+sums reduced by the engine; nothing touches the data.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import digamma, gammaln
+
+__all__ = ["prior_vector", "log_posterior", "log_posterior_constant", "digamma_terms", "gradient"]
+
+
+def prior_vector(prior, n_classes):
+    """Dirichlet parameters ``n_i^0`` as a vector of length C (a scalar is
+    repeated, the paper's choice ``n_i^0 = n^0``)."""
+    p = np.asarray(prior, dtype=np.float64)
+    if p.ndim == 0:
+        p = np.full(n_classes, float(p))
+    if p.shape != (n_classes,) or not np.all(p > 0):
+        raise ValueError(f"prior must be > 0, a scalar or a vector of length n_classes={n_classes}; got {prior!r}.")
+    return p
+
+
+def log_posterior(counts, prior):
+    """Log posterior (9) / smoothed (10) without constants:
+    ``sum_ij lgamma(n_i^0 + n_ji) - sum_j lgamma(N^0 + N_j)``."""
+    counts = np.asarray(counts, dtype=np.float64)
+    n0 = prior_vector(prior, counts.shape[1])
+    return float(gammaln(counts + n0).sum() - gammaln(counts.sum(axis=1) + n0.sum()).sum())
+
+
+def log_posterior_constant(n_clusters, prior, n_classes):
+    """The Dirichlet-multinomial normalizing constants dropped in (9):
+    ``sum_j [lgamma(N^0) - sum_i lgamma(n_i^0)]``; adding them makes (9) a
+    true log marginal likelihood of the classes given the partition (8)."""
+    n0 = prior_vector(prior, n_classes)
+    return float(n_clusters * (gammaln(n0.sum()) - gammaln(n0).sum()))
+
+
+def digamma_terms(counts, prior):
+    """``L_ji = psi(n_ji + n_i^0) - psi(N_j + N^0)`` of the gradient (11)."""
+    counts = np.asarray(counts, dtype=np.float64)
+    n0 = prior_vector(prior, counts.shape[1])
+    return digamma(counts + n0) - digamma(counts.sum(axis=1) + n0.sum())[:, None]
+
+
+def gradient(WX, W, centers, sigma):
+    """Gradient (11) of (10) w.r.t. the prototypes, from the reduced sums
+    ``WX = sum_x W(x) x^T`` and ``W = sum_x W(x)`` (see
+    :func:`infoclust_dask._kernels.dc_grad_stats`)."""
+    return (np.asarray(WX) - np.asarray(W)[:, None] * np.asarray(centers)) / sigma**2

@@ -1,0 +1,163 @@
+"""Discriminative clustering: objective (10), gradient (11) against finite
+differences, chunk invariance, schedulers, the evaluation measure (9), errors."""
+
+import dask.array as da
+import numpy as np
+import pytest
+from scipy.special import gammaln
+
+from infoclust_dask import DiscriminativeClustering
+from infoclust_dask.cluster._dc import dc_objective
+from infoclust_dask.metrics import dc_log_posterior
+
+
+@pytest.fixture
+def dcdata():
+    """2-D data whose class depends on the vertical coordinate only."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(1500, 2))
+    p1 = 1 / (1 + np.exp(-3 * X[:, 1]))
+    c = (rng.uniform(size=1500) < p1).astype(np.int64)
+    return X, c
+
+
+def objective_reference(X, c, m, sigma, prior, n_classes):
+    """(10) written from the formulas with loops over clusters and classes."""
+    d2 = ((X[:, None, :] - m[None]) ** 2).sum(-1)
+    y = np.exp(-d2 / (2 * sigma**2))
+    y /= y.sum(1, keepdims=True)
+    value = 0.0
+    for j in range(len(m)):
+        for i in range(n_classes):
+            value += gammaln(prior + y[c == i, j].sum())
+        value -= gammaln(n_classes * prior + y[:, j].sum())
+    return value
+
+
+def test_objective_matches_formula(dcdata):
+    X, c = dcdata
+    m = np.array([[0.0, -1.0], [0.5, 0.0], [0.0, 1.2]])
+    value, _, counts = dc_objective(X, c, m, 0.7, prior=1.0, n_classes=2)
+    np.testing.assert_allclose(value, objective_reference(X, c, m, 0.7, 1.0, 2), rtol=1e-10)
+    np.testing.assert_allclose(counts.sum(), len(X), rtol=1e-12)
+
+
+@pytest.mark.parametrize("sigma, prior", [(0.7, 1.0), (0.3, 0.5), (2.0, 3.0)])
+def test_gradient_matches_finite_differences(dcdata, sigma, prior):
+    X, c = dcdata
+    m = np.array([[0.1, -1.0], [0.5, 0.2], [-0.3, 1.2]])
+    _, grad, _ = dc_objective(X, c, m, sigma, prior=prior, n_classes=2)
+    h = 1e-6
+    fd = np.zeros_like(m)
+    for idx in np.ndindex(*m.shape):
+        mp, mm = m.copy(), m.copy()
+        mp[idx] += h
+        mm[idx] -= h
+        fd[idx] = (dc_objective(X, c, mp, sigma, prior=prior, n_classes=2)[0]
+                   - dc_objective(X, c, mm, sigma, prior=prior, n_classes=2)[0]) / (2 * h)
+    np.testing.assert_allclose(grad, fd, rtol=1e-5, atol=1e-5 * np.abs(fd).max())
+
+
+def test_objective_independent_of_chunking_and_scheduler(dcdata, scheduler):
+    X, c = dcdata
+    m = np.array([[0.0, -1.0], [0.5, 0.0], [0.0, 1.2]])
+    ref = dc_objective(X, c, m, 0.5, prior=1.0, n_classes=2, scheduler="sync")
+    chunks = ((0, 400, 7, 1093),)
+    Xd = da.from_array(X, chunks=(chunks[0], (2,)))
+    cd = da.from_array(c, chunks=chunks)
+    got = dc_objective(Xd, cd, m, 0.5, prior=1.0, n_classes=2, scheduler=scheduler)
+    np.testing.assert_allclose(got[0], ref[0], rtol=1e-10)
+    np.testing.assert_allclose(got[1], ref[1], rtol=1e-9, atol=1e-10)
+
+
+def test_dc_log_posterior_brute_force():
+    rng = np.random.default_rng(1)
+    labels = rng.integers(0, 4, 300)
+    c = rng.integers(0, 3, 300)
+    value = dc_log_posterior(labels, c, n_clusters=4, n_classes=3, prior=1.0)
+    ref = 0.0
+    for j in range(4):
+        for i in range(3):
+            ref += gammaln(1.0 + np.sum((labels == j) & (c == i)))
+        ref -= gammaln(3.0 + np.sum(labels == j))
+    np.testing.assert_allclose(value, ref, rtol=1e-12)
+    # normalized: the Dirichlet-multinomial marginal likelihood; for one cluster
+    # and uniform prior it is -log of the number of (ordered) class sequences
+    # weighted by 1/C(n + C - 1, C - 1): check a tiny case by enumeration
+    lab1, c1 = np.zeros(3, int), np.array([0, 1, 1])
+    # p(c1 | prior 1) = Gamma(2)/Gamma(5) * Gamma(2) Gamma(3) / (Gamma(1) Gamma(1)) = 1/24 * 2 = 1/12
+    np.testing.assert_allclose(dc_log_posterior(lab1, c1, n_clusters=1, n_classes=2, normalized=True),
+                               np.log(1 / 12), rtol=1e-12)
+
+
+def test_whole_landsat_fold_in_one_cluster_costs_about_1125():
+    """DESIGN.md's sanity figure: a whole Landsat fold in one cluster costs ~1125."""
+    from infoclust_dask.datasets import load_satimage
+
+    _, c = load_satimage()
+    fold = np.random.default_rng(0).permutation(len(c))[:644]
+    cost = -dc_log_posterior(np.zeros(644, int), c[fold], n_clusters=1, n_classes=6)
+    assert 1050 < cost < 1200, cost
+
+
+def test_fit_finds_the_vertical_direction(dcdata):
+    """Classes change with x[1] only: DC prototypes spread vertically and beat
+    K-means on held-out data."""
+    from infoclust_dask import KMeans
+
+    X, c = dcdata
+    dc = DiscriminativeClustering(2, sigma=0.5, random_state=0).fit(X[:1000], c[:1000])
+    spread = np.abs(np.diff(dc.cluster_centers_, axis=0))[0]
+    assert spread[1] > 3 * spread[0]
+    km = KMeans(2, random_state=0).fit(X[:1000])
+    km_score = dc_log_posterior(km.predict(X[1000:]), c[1000:], n_clusters=2, n_classes=2)
+    assert dc.score(X[1000:], c[1000:]) > km_score
+    assert dc.objective_history_[-1] >= dc.objective_history_[0]
+    np.testing.assert_array_equal(dc.contingency_.sum(axis=1), np.bincount(dc.labels_, minlength=2))
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_auto_sigma_picks_by_held_out_posterior(dcdata):
+    X, c = dcdata
+    grid = [0.05, 0.5, 5.0]
+    dc = DiscriminativeClustering(2, sigma="auto", sigma_grid=grid, random_state=0, max_iter=20).fit(X, c)
+    assert set(dc.sigma_scores_) == set(grid)
+    assert dc.sigma_ == max(dc.sigma_scores_, key=dc.sigma_scores_.get)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_lazy_and_numpy_fits_agree(dcdata):
+    X, c = dcdata
+    m0 = np.array([[0.0, -0.5], [0.0, 0.5]])
+    a = DiscriminativeClustering(2, sigma=0.5, init=m0, max_iter=15).fit(X, c)
+    b = DiscriminativeClustering(2, sigma=0.5, init=m0, max_iter=15, scheduler="threads").fit(
+        da.from_array(X, chunks=(333, 2)), da.from_array(c, chunks=333))
+    np.testing.assert_allclose(a.cluster_centers_, b.cluster_centers_, rtol=1e-6, atol=1e-8)
+    assert isinstance(b.labels_, da.Array)
+
+
+@pytest.mark.parametrize(
+    "params, c_fn, match",
+    [
+        ({}, lambda c: c.astype(float), r"c must hold integer classes 0..C-1; got dtype float64"),
+        ({}, lambda c: np.zeros_like(c), r"at least 2 classes"),
+        ({}, lambda c: c[:-1], r"c has 1499 labels but X has 1500 samples"),
+        ({}, lambda c: c - 1, r"c must be >= 0; found class -1"),
+        ({"sigma": -1.0}, lambda c: c, r"The 'sigma' parameter of DiscriminativeClustering must be a float in the range \(0, inf\) or 'auto'. Got -1.0"),
+        ({"optimizer": "newton"}, lambda c: c, r"The 'optimizer' parameter of DiscriminativeClustering must be one of"),
+        ({"regularization": "l2"}, lambda c: c, r"The 'regularization' parameter of DiscriminativeClustering must be one of"),
+        ({"n_clusters": 5000}, lambda c: c, r"n_samples=1500 should be >= n_clusters=5000"),
+    ],
+)
+def test_bad_input(dcdata, params, c_fn, match):
+    X, c = dcdata
+    with pytest.raises(ValueError, match=match):
+        DiscriminativeClustering(**{"sigma": 0.5, **params}).fit(X, c_fn(c))
+
+
+def test_nan_in_x(dcdata):
+    X, c = dcdata
+    X = X.copy()
+    X[3, 0] = np.nan
+    with pytest.raises(ValueError, match="Input X contains NaN"):
+        DiscriminativeClustering(2, sigma=0.5).fit(X, c)
