@@ -44,6 +44,9 @@ __all__ = [
     "dc_count_stats",
     "dc_grad_stats",
     "hard_count_stats",
+    "mixture_log_joint",
+    "mixture_em_stats",
+    "mixture_assign",
 ]
 
 
@@ -573,3 +576,58 @@ def hard_count_stats(x, c, *, start=0, centers, n_classes, subset=None):
     cc = np.asarray(c).astype(np.intp)
     return {"counts": np.bincount(lab * n_classes + cc, minlength=k * n_classes)
             .reshape(k, n_classes).astype(np.float64)}
+
+
+# --------------------------------------------------------------------------
+# isotropic Gaussian mixtures by EM (MoG; MDA2 joint with the classes)
+# --------------------------------------------------------------------------
+def mixture_log_joint(x, *, means, variances, log_weights):
+    """``log pi_j + log N(x; mu_j, s_j^2 I)`` for every row and component (n, K)."""
+    d = x.shape[1]
+    return (log_weights[None, :] - 0.5 * d * np.log(2 * np.pi * variances)[None, :]
+            - sq_distances(x, means) / (2 * variances)[None, :])
+
+
+def mixture_em_stats(x, c=None, *, start=0, means, variances, log_weights, log_psi=None, n_classes=0,
+                     subset=None):
+    """E-step of an isotropic mixture for a block and the sums of its M-step.
+
+    Without ``c`` (MoG) responsibilities are ``r_nj ∝ pi_j N(x_n; mu_j, s_j^2)``;
+    with ``c`` and ``log_psi`` (MDA2, a joint mixture of x and the class) they
+    are ``∝ pi_j N(x_n; mu_j, s_j^2) psi_{j, c_n}``. Returns ``R = sum r``,
+    ``S = sum r x``, ``Q = sum r |x|^2``, the log likelihood and, with ``c``,
+    ``N[j, i] = sum_{c_n = i} r_nj``."""
+    keep = _subset_rows(np.asarray(x).shape[0], start, subset)
+    if keep is not None:
+        x = np.asarray(x)[keep]
+        c = None if c is None else np.asarray(c)[keep]
+    k, d = means.shape
+    R, S, Q, ll = np.zeros(k), np.zeros((k, d)), np.zeros(k), 0.0
+    N = np.zeros((k, n_classes)) if c is not None else None
+    for xs, cs in _subblocks(x, c):
+        lj = mixture_log_joint(xs, means=means, variances=variances, log_weights=log_weights)
+        if cs is not None and log_psi is not None:
+            lj += log_psi[:, cs.astype(np.intp)].T
+        mx = lj.max(axis=1, keepdims=True)
+        r = np.exp(lj - mx)
+        z = r.sum(axis=1, keepdims=True)
+        r /= z
+        ll += float((np.log(z) + mx).sum())
+        R += r.sum(axis=0)
+        S += r.T @ xs
+        Q += r.T @ np.einsum("ij,ij->i", xs, xs)
+        if N is not None:
+            onehot = np.zeros((xs.shape[0], n_classes))
+            onehot[np.arange(xs.shape[0]), cs.astype(np.intp)] = 1.0
+            N += r.T @ onehot
+    out = {"R": R, "S": S, "Q": Q, "loglik": np.array(ll)}
+    if N is not None:
+        out["N"] = N
+    return out
+
+
+def mixture_assign(x, *, means, variances, log_weights):
+    """Most probable component of each row given x alone (int64)."""
+    x = np.asarray(x, dtype=np.float64)
+    return np.argmax(mixture_log_joint(x, means=means, variances=variances, log_weights=log_weights),
+                     axis=1).astype(np.int64)

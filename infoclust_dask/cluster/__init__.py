@@ -2,6 +2,7 @@
 
 from ._dc import DiscriminativeClustering
 from ._kmeans import KMeans
+from ._mixture import MDA2, IsotropicGaussianMixture
 from ._soft_kmeans import SoftKMeans
 
-__all__ = ["DiscriminativeClustering", "KMeans", "SoftKMeans"]
+__all__ = ["DiscriminativeClustering", "IsotropicGaussianMixture", "KMeans", "MDA2", "SoftKMeans"]
