@@ -47,6 +47,7 @@ __all__ = [
     "mixture_log_joint",
     "mixture_em_stats",
     "mixture_assign",
+    "dc_reg_stats",
 ]
 
 
@@ -631,3 +632,15 @@ def mixture_assign(x, *, means, variances, log_weights):
     x = np.asarray(x, dtype=np.float64)
     return np.argmax(mixture_log_joint(x, means=means, variances=variances, log_weights=log_weights),
                      axis=1).astype(np.int64)
+
+
+def dc_reg_stats(x, *, start=0, centers, kind, lam, subset=None):
+    """Sums for the regularizers of DC on (a hashed subset of) a block:
+    ``kind="mog"`` the soft K-means sums at ``beta = 2 lam`` (14), ``kind="vq"``
+    the hard Lloyd sums and inertia (15)."""
+    keep = _subset_rows(np.asarray(x).shape[0], start, subset)
+    if keep is not None:
+        x = np.asarray(x)[keep]
+    if kind == "mog":
+        return soft_kmeans_stats(x, centers=centers, beta=2.0 * lam)
+    return lloyd_stats(x, centers=centers)

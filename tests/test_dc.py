@@ -161,3 +161,52 @@ def test_nan_in_x(dcdata):
     X[3, 0] = np.nan
     with pytest.raises(ValueError, match="Input X contains NaN"):
         DiscriminativeClustering(2, sigma=0.5).fit(X, c)
+
+
+@pytest.mark.parametrize("reg, lam", [("eq", 0.3), ("mog", 0.4), ("vq", 0.05)])
+def test_regularized_gradients_match_finite_differences(dcdata, reg, lam):
+    X, c = dcdata
+    m = np.array([[0.1, -1.0], [0.5, 0.2], [-0.3, 1.2]])
+    kw = dict(prior=1.0, n_classes=2, regularization=reg, lam=lam)
+    value, grad, counts = dc_objective(X, c, m, 0.6, **kw)
+    plain = dc_objective(X, c, m, 0.6, prior=1.0, n_classes=2)[0]
+    d2 = ((X[:, None] - m[None]) ** 2).sum(-1)
+    extra = {  # the regularizers written from (12), (14), (15)
+        "eq": -lam * gammaln(2.0 + counts.sum(1)).sum(),
+        "mog": np.log(np.exp(-lam * d2).mean(1)).sum(),
+        "vq": -lam * d2.min(1).sum(),
+    }[reg]
+    np.testing.assert_allclose(value, plain + extra, rtol=1e-10)
+    h = 1e-6
+    fd = np.zeros_like(m)
+    for idx in np.ndindex(*m.shape):
+        mp, mm = m.copy(), m.copy()
+        mp[idx] += h
+        mm[idx] -= h
+        fd[idx] = (dc_objective(X, c, mp, 0.6, **kw)[0] - dc_objective(X, c, mm, 0.6, **kw)[0]) / (2 * h)
+    np.testing.assert_allclose(grad, fd, rtol=1e-5, atol=1e-5 * np.abs(fd).max())
+
+
+def test_vq_regularization_moves_towards_kmeans(dcdata):
+    """(15): with a large lambda_VQ the prototypes approach K-means' solution."""
+    from infoclust_dask import KMeans
+
+    X, c = dcdata
+    km = KMeans(3, random_state=0).fit(X)
+    dc0 = DiscriminativeClustering(3, sigma=0.5, init=km.cluster_centers_, max_iter=100).fit(X, c)
+    dcv = DiscriminativeClustering(3, sigma=0.5, init=km.cluster_centers_, regularization="vq", reg_strength=50.0,
+                                   max_iter=100).fit(X, c)
+
+    def gap(m):
+        return np.abs(np.sort(m, axis=0) - np.sort(km.cluster_centers_, axis=0)).max()
+
+    assert gap(dcv.cluster_centers_) < 0.25 * gap(dc0.cluster_centers_)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_auto_reg_strength_searches_the_grid(dcdata):
+    X, c = dcdata
+    dc = DiscriminativeClustering(2, sigma=0.5, regularization="eq", reg_strength="auto", reg_grid=[0.0, 0.5],
+                                  max_iter=10, random_state=0).fit(X, c)
+    assert set(dc.validation_scores_) == {(0.5, 0.0), (0.5, 0.5)}
+    assert dc.reg_strength_ in (0.0, 0.5)

@@ -28,7 +28,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from .. import engine
-from .._kernels import assign_labels, dc_count_stats, dc_grad_stats, hard_count_stats
+from .._kernels import assign_labels, dc_count_stats, dc_grad_stats, dc_reg_stats, hard_count_stats
 from .._validation import check_data, check_n_clusters, check_random_state, check_scalar_param, param_error
 from ..objectives import dc as obj
 from ._init import init_random
@@ -37,25 +37,40 @@ from ._kmeans import KMeans
 __all__ = ["DiscriminativeClustering", "dc_objective"]
 
 _OPTIMIZERS = ("cg",)
-_REGULARIZATIONS = (None,)
+_REGULARIZATIONS = (None, "eq", "mog", "vq")
 
 
-def dc_objective(X, c, centers, sigma, *, prior, n_classes, scheduler=None, subset=None):
-    """Smoothed log posterior (10) and its gradient (11) at ``centers``.
+def dc_objective(X, c, centers, sigma, *, prior, n_classes, regularization=None, lam=0.0,
+                 scheduler=None, subset=None):
+    """Smoothed log posterior (10) and its gradient (11) at ``centers``, or a
+    regularized form: ``"eq"`` (12), ``"mog"`` (14), ``"vq"`` (15) with
+    strength ``lam``.
 
-    Two passes over the data. Returns ``(value, gradient (K, d), counts (K, C))``.
+    Two passes over the data (three with "mog" or "vq"). Returns
+    ``(value, gradient (K, d), counts (K, C))``.
     """
+    eq = lam if regularization == "eq" else 0.0
     counts = engine.map_reduce(
         dc_count_stats, X, c,
         params={"centers": centers, "sigma": sigma, "n_classes": n_classes, "subset": subset},
         scheduler=scheduler,
     )["counts"]
-    L = obj.digamma_terms(counts, prior)
+    L = obj.digamma_terms(counts, prior, eq)
     st = engine.map_reduce(
         dc_grad_stats, X, c, params={"centers": centers, "sigma": sigma, "L": L, "subset": subset},
         scheduler=scheduler,
     )
-    return obj.log_posterior(counts, prior), obj.gradient(st["WX"], st["W"], centers, sigma), counts
+    value = obj.log_posterior(counts, prior, eq)
+    grad = obj.gradient(st["WX"], st["W"], centers, sigma)
+    if regularization in ("mog", "vq") and lam > 0:
+        rs = engine.map_reduce(dc_reg_stats, X, params={"centers": centers, "kind": regularization,
+                                                        "lam": lam, "subset": subset}, scheduler=scheduler)
+        if regularization == "mog":
+            v, g = obj.mog_term(rs["log_z"], rs["R"], rs["S"], centers, lam, counts.sum(), centers.shape[0])
+        else:
+            v, g = obj.vq_term(rs["inertia"], rs["counts"], rs["sums"], centers, lam)
+        value, grad = value + v, grad + g
+    return value, grad, counts
 
 
 def _min_max(C, sched):
@@ -90,9 +105,15 @@ class DiscriminativeClustering(ClusterMixin, BaseEstimator):
         Dirichlet parameters ``n_i^0`` (the paper uses 1).
     optimizer : {"cg"}, default="cg"
         Conjugate gradients (scipy) on the smoothed MAP objective (10).
-    regularization : None, default=None
-    reg_strength : float, default=0.0
-        Reserved for the regularized variants (12), (14), (15); must be 0.
+    regularization : {None, "eq", "mog", "vq"}, default=None
+        ``"eq"``: equalized cluster sizes (12), ``(1 + lambda)`` on the
+        second term; ``"mog"``: adds the log likelihood of an equal-weight
+        isotropic Gaussian mixture on the same prototypes,
+        ``sum_x log sum_j exp(-lambda |x - m_j|^2) / K`` (14); ``"vq"``:
+        subtracts ``lambda`` times the K-means cost (15).
+    reg_strength : float or "auto", default=0.0
+        lambda. "auto" picks it (jointly with sigma when that is "auto") on
+        held-out rows by the unsmoothed posterior (9), from ``reg_grid``.
     init : {"kmeans", "random"} or array of shape (n_clusters, n_features), default="kmeans"
         K-means prototypes (the paper's finding (iii)), random data points,
         or given prototypes.
@@ -101,6 +122,10 @@ class DiscriminativeClustering(ClusterMixin, BaseEstimator):
     sigma_grid : array-like of floats, optional
         Candidates for ``sigma="auto"``; default 9 values log-spaced in
         [0.02, 1] times ``sqrt(sum of feature variances)``.
+    reg_grid : array-like of floats, optional
+        Candidates for ``reg_strength="auto"``; default 0 and 5 values in
+        [0.01, 1] for "eq", 0 and 7 values in [1e-3, 1] / (sum of feature
+        variances) for "mog" and "vq".
     validation_fraction : float, default=0.2
     random_state : int, Generator or None, default=None
     scheduler : None, str or distributed.Client, default=None
@@ -110,11 +135,15 @@ class DiscriminativeClustering(ClusterMixin, BaseEstimator):
     ----------
     cluster_centers_ : ndarray of shape (n_clusters, n_features)
     sigma_ : float
+    reg_strength_ : float
+        The lambda used (chosen when ``reg_strength="auto"``).
     n_classes_ : int
     objective_history_ : list of float
         Smoothed objective (10) at every evaluation of the final fit.
     sigma_scores_ : dict, only with sigma="auto"
-        Held-out log posterior (9) per candidate sigma.
+        Best held-out log posterior (9) per candidate sigma.
+    validation_scores_ : dict, only with a search
+        Held-out log posterior (9) per ``(sigma, lambda)``.
     contingency_ : ndarray of shape (n_clusters, n_classes)
         Hard counts of the training data in the final partition.
     labels_ : ndarray or dask array of shape (n_samples,)
@@ -144,6 +173,7 @@ class DiscriminativeClustering(ClusterMixin, BaseEstimator):
         init="kmeans",
         max_iter=50,
         sigma_grid=None,
+        reg_grid=None,
         validation_fraction=0.2,
         random_state=None,
         scheduler=None,
@@ -158,6 +188,7 @@ class DiscriminativeClustering(ClusterMixin, BaseEstimator):
         self.init = init
         self.max_iter = max_iter
         self.sigma_grid = sigma_grid
+        self.reg_grid = reg_grid
         self.validation_fraction = validation_fraction
         self.random_state = random_state
         self.scheduler = scheduler
@@ -173,8 +204,11 @@ class DiscriminativeClustering(ClusterMixin, BaseEstimator):
             raise param_error(self, "optimizer", f"one of {_OPTIMIZERS}", self.optimizer)
         if self.regularization not in _REGULARIZATIONS:
             raise param_error(self, "regularization", f"one of {_REGULARIZATIONS}", self.regularization)
-        if self.reg_strength != 0.0:
-            raise param_error(self, "reg_strength", "0.0 while regularization is None", self.reg_strength)
+        if self.regularization is None and self.reg_strength not in (0, 0.0):
+            raise param_error(self, "reg_strength", "0 when regularization is None", self.reg_strength)
+        if not (self.reg_strength == "auto" or (isinstance(self.reg_strength, numbers.Real)
+                                                and not isinstance(self.reg_strength, bool) and self.reg_strength >= 0)):
+            raise param_error(self, "reg_strength", "a float in the range [0, inf) or 'auto'", self.reg_strength)
         check_scalar_param(self, "max_iter", self.max_iter, kind="an int", low=1, integer=True)
         check_scalar_param(self, "validation_fraction", self.validation_fraction, kind="a float", low=0,
                            low_open=True, high=0.9)
@@ -214,14 +248,15 @@ class DiscriminativeClustering(ClusterMixin, BaseEstimator):
         km = KMeans(k, random_state=int(rng.integers(2**31)), scheduler=sched).fit(X)
         return km.cluster_centers_
 
-    def _optimize(self, X, c, centers, sigma, n_classes, sched, subset=None):
+    def _optimize(self, X, c, centers, sigma, n_classes, sched, subset=None, lam=0.0):
         shape = centers.shape
         history = []
 
         def fun(flat):
             t0 = time.perf_counter()
             value, grad, _ = dc_objective(X, c, flat.reshape(shape), sigma, prior=self.prior,
-                                          n_classes=n_classes, scheduler=sched, subset=subset)
+                                          n_classes=n_classes, regularization=self.regularization, lam=lam,
+                                          scheduler=sched, subset=subset)
             history.append(value)
             if self.verbose:
                 print(f"[DC sigma={sigma:.4g}] evaluation {len(history):4d}  log posterior (10) "
@@ -232,6 +267,19 @@ class DiscriminativeClustering(ClusterMixin, BaseEstimator):
         res = minimize(fun, centers.ravel(), jac=True, method="CG",
                        options={"maxiter": self.max_iter, "gtol": 1e-6})
         return res.x.reshape(shape), history, int(res.nit), bool(res.success)
+
+    def _grid(self, name, given, default):
+        grid = np.asarray(default if given is None else given, dtype=np.float64).ravel()
+        if grid.size == 0 or np.any(grid < 0) or (name == "sigma_grid" and np.any(grid == 0)):
+            raise param_error(self, name, "a non-empty sequence of positive floats", given)
+        return [float(g) for g in grid]
+
+    def _default_reg_grid(self, info):
+        """lambda candidates scaled to the data: EQ is dimensionless; for MoG
+        and VQ, lam * (sum of feature variances) is the per-sample weight."""
+        if self.regularization == "eq":
+            return np.concatenate([[0.0], np.geomspace(0.01, 1.0, 5)])
+        return np.concatenate([[0.0], np.geomspace(1e-3, 1.0, 7) / max(float(np.sum(info.var)), 1e-12)])
 
     def fit(self, X, c):
         """Fit prototypes to primary data ``X`` and auxiliary classes ``c``.
@@ -254,28 +302,31 @@ class DiscriminativeClustering(ClusterMixin, BaseEstimator):
         rng = check_random_state(self.random_state)
         m0 = self._initial(X, rng, sched, info.d)
 
-        if self.sigma == "auto":
-            grid = self.sigma_grid
-            if grid is None:
-                grid = np.sqrt(float(np.sum(info.var))) * np.geomspace(0.02, 1.0, 9)
-            grid = np.asarray(grid, dtype=np.float64).ravel()
-            if grid.size == 0 or np.any(grid <= 0):
-                raise param_error(self, "sigma_grid", "a non-empty sequence of positive floats", self.sigma_grid)
+        sigmas = [float(self.sigma)] if self.sigma != "auto" else self._grid(
+            "sigma_grid", self.sigma_grid, np.sqrt(float(np.sum(info.var))) * np.geomspace(0.02, 1.0, 9))
+        lams = [float(self.reg_strength)] if self.reg_strength != "auto" else self._grid(
+            "reg_grid", self.reg_grid, self._default_reg_grid(info))
+        if len(sigmas) > 1 or len(lams) > 1:
+            # model selection on held-out rows by the UNSMOOTHED posterior (9), paper §3.1
             seed = int(rng.integers(2**63))
             train = (seed, 1.0 - self.validation_fraction, "train")
             valid = (seed, 1.0 - self.validation_fraction, "valid")
             scores = {}
-            for s in grid:
-                m, _, _, _ = self._optimize(X, c, m0, float(s), n_classes, sched, subset=train)
-                scores[float(s)] = obj.log_posterior(_hard_counts(X, c, m, n_classes, sched, valid), self.prior)
-                if self.verbose:
-                    print(f"[DC] sigma={s:.4g}: held-out log posterior (9) {scores[float(s)]:.6g}", flush=True)
-            sigma = max(scores, key=scores.get)
-            self.sigma_scores_ = scores
+            for s in sigmas:
+                for lam in lams:
+                    m, _, _, _ = self._optimize(X, c, m0, s, n_classes, sched, subset=train, lam=lam)
+                    scores[(s, lam)] = obj.log_posterior(_hard_counts(X, c, m, n_classes, sched, valid), self.prior)
+                    if self.verbose:
+                        print(f"[DC] sigma={s:.4g} lambda={lam:.4g}: held-out log posterior (9) "
+                              f"{scores[(s, lam)]:.6g}", flush=True)
+            sigma, lam = max(scores, key=scores.get)
+            self.validation_scores_ = scores
+            if self.sigma == "auto":
+                self.sigma_scores_ = {s: max(v for (s2, _), v in scores.items() if s2 == s) for s in sigmas}
         else:
-            sigma = float(self.sigma)
+            sigma, lam = sigmas[0], lams[0]
 
-        centers, history, n_iter, ok = self._optimize(X, c, m0, sigma, n_classes, sched)
+        centers, history, n_iter, ok = self._optimize(X, c, m0, sigma, n_classes, sched, lam=lam)
         if not ok and n_iter >= self.max_iter:
             warnings.warn(
                 f"DiscriminativeClustering: conjugate gradients stopped at max_iter={self.max_iter}; "
@@ -285,6 +336,7 @@ class DiscriminativeClustering(ClusterMixin, BaseEstimator):
             )
         self.cluster_centers_ = centers
         self.sigma_ = sigma
+        self.reg_strength_ = lam
         self.n_classes_ = n_classes
         self.objective_history_ = history
         self.n_iter_ = n_iter

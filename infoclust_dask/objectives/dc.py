@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import digamma, gammaln
 
-__all__ = ["prior_vector", "log_posterior", "log_posterior_constant", "digamma_terms", "gradient"]
+__all__ = ["prior_vector", "log_posterior", "log_posterior_constant", "digamma_terms", "gradient",
+           "mog_term", "vq_term"]
 
 
 def prior_vector(prior, n_classes):
@@ -24,12 +25,13 @@ def prior_vector(prior, n_classes):
     return p
 
 
-def log_posterior(counts, prior):
+def log_posterior(counts, prior, eq=0.0):
     """Log posterior (9) / smoothed (10) without constants:
-    ``sum_ij lgamma(n_i^0 + n_ji) - sum_j lgamma(N^0 + N_j)``."""
+    ``sum_ij lgamma(n_i^0 + n_ji) - (1 + eq) sum_j lgamma(N^0 + N_j)``;
+    ``eq > 0`` is the equalized objective C_EQ (12)."""
     counts = np.asarray(counts, dtype=np.float64)
     n0 = prior_vector(prior, counts.shape[1])
-    return float(gammaln(counts + n0).sum() - gammaln(counts.sum(axis=1) + n0.sum()).sum())
+    return float(gammaln(counts + n0).sum() - (1.0 + eq) * gammaln(counts.sum(axis=1) + n0.sum()).sum())
 
 
 def log_posterior_constant(n_clusters, prior, n_classes):
@@ -40,11 +42,28 @@ def log_posterior_constant(n_clusters, prior, n_classes):
     return float(n_clusters * (gammaln(n0.sum()) - gammaln(n0).sum()))
 
 
-def digamma_terms(counts, prior):
-    """``L_ji = psi(n_ji + n_i^0) - psi(N_j + N^0)`` of the gradient (11)."""
+def digamma_terms(counts, prior, eq=0.0):
+    """``L_ji = psi(n_ji + n_i^0) - (1 + eq) psi(N_j + N^0)`` of the gradient
+    (11) (of (12) when ``eq > 0``)."""
     counts = np.asarray(counts, dtype=np.float64)
     n0 = prior_vector(prior, counts.shape[1])
-    return digamma(counts + n0) - digamma(counts.sum(axis=1) + n0.sum())[:, None]
+    return digamma(counts + n0) - (1.0 + eq) * digamma(counts.sum(axis=1) + n0.sum())[:, None]
+
+
+def mog_term(log_z_sum, R, S, centers, lam, n_samples, n_clusters):
+    """The MoG regularizer of (14), ``-E_MoG = sum_x log sum_j rho_j
+    exp(-lam |x - m_j|^2)`` with equal weights ``rho_j = 1/K``, and its
+    gradient ``2 lam (S_j - R_j m_j)``, from the soft K-means sums at
+    stiffness ``beta = 2 lam`` (:func:`infoclust_dask._kernels.soft_kmeans_stats`)."""
+    value = float(log_z_sum) - n_samples * np.log(n_clusters)
+    return value, 2.0 * lam * (np.asarray(S) - np.asarray(R)[:, None] * centers)
+
+
+def vq_term(inertia, counts, sums, centers, lam):
+    """The K-means regularizer of (15), ``-E_VQ = -lam sum_j sum_{x in V_j}
+    |x - m_j|^2``, and its gradient ``2 lam (sum_{x in V_j} x - N_j m_j)``
+    (Voronoi regions held fixed, as in Lloyd's algorithm)."""
+    return -lam * float(inertia), 2.0 * lam * (np.asarray(sums) - np.asarray(counts)[:, None] * centers)
 
 
 def gradient(WX, W, centers, sigma):
