@@ -48,6 +48,7 @@ __all__ = [
     "mixture_em_stats",
     "mixture_assign",
     "dc_reg_stats",
+    "online_dc_block",
 ]
 
 
@@ -644,3 +645,46 @@ def dc_reg_stats(x, *, start=0, centers, kind, lam, subset=None):
     if kind == "mog":
         return soft_kmeans_stats(x, centers=centers, beta=2.0 * lam)
     return lloyd_stats(x, centers=centers)
+
+
+def online_dc_block(state, x, c, *, start, sigma, alpha0, total_steps, seed, subset=None):
+    """The stochastic on-line DC algorithm (5)-(6) over the rows of one block,
+    in a random order (seeded by ``seed`` and the block's first row).
+
+    ``state`` holds the prototypes ``m`` (K, d), the softmax parameters
+    ``gamma`` (K, C) of the class distributions psi_j, and the step count
+    ``t``. For each sample two clusters j, l are drawn from the memberships
+    (4); m_j moves by ``-alpha (x - m_j) log(psi_li / psi_ji)`` (5) and
+    ``gamma_j`` by ``-2 alpha (psi_j - e_c)`` (6) (the paper's coefficient for
+    (6) is twice that of (5)); then j and l are swapped and both are adapted
+    again. ``alpha`` decreases linearly from ``alpha0`` to 0 over
+    ``total_steps``. Returns the new state."""
+    keep = _subset_rows(np.asarray(x).shape[0], start, subset)
+    if keep is not None:
+        x, c = np.asarray(x)[keep], np.asarray(c)[keep]
+    m = np.array(state["m"], dtype=np.float64)
+    g = np.array(state["gamma"], dtype=np.float64)
+    t = int(state["t"])
+    x = np.asarray(x, dtype=np.float64)
+    c = np.asarray(c).astype(np.intp)
+    k = m.shape[0]
+    rng = np.random.default_rng([int(seed), int(start)])
+    inv2s2 = 0.5 / sigma**2
+    for idx in rng.permutation(x.shape[0]):
+        xi, ci = x[idx], c[idx]
+        alpha = alpha0 * max(0.0, 1.0 - t / total_steps)
+        e = -inv2s2 * ((xi - m) ** 2).sum(axis=1)
+        y = np.exp(e - e.max())
+        y /= y.sum()
+        j, l = rng.choice(k, size=2, p=y)
+        for a, b in ((j, l), (l, j)):
+            ga, gb = g[a] - g[a].max(), g[b] - g[b].max()
+            log_psi_a = ga - np.log(np.exp(ga).sum())
+            log_psi_b = gb - np.log(np.exp(gb).sum())
+            if a != b:
+                m[a] -= alpha * (xi - m[a]) * (log_psi_b[ci] - log_psi_a[ci])
+            psi_a = np.exp(log_psi_a)
+            psi_a[ci] -= 1.0
+            g[a] -= 2.0 * alpha * psi_a
+        t += 1
+    return {"m": m, "gamma": g, "t": t}

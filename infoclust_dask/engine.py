@@ -50,6 +50,8 @@ __all__ = [
     "map_reduce",
     "map_blocks",
     "build_reduction",
+    "fold_blocks",
+    "n_blocks",
     "as_array",
     "resolve_scheduler",
     "local_client",
@@ -449,6 +451,59 @@ def compute(obj, *, scheduler=None, progress: bool = False):
         with ProgressBar():
             return dask.compute(obj, scheduler=scheduler_name)[0]
     return dask.compute(obj, scheduler=scheduler_name)[0]
+
+
+def _fold_step(kernel, wants_start, start, state, params, *blocks):
+    if wants_start:
+        return kernel(state, *blocks, start=start, **params)
+    return kernel(state, *blocks, **params)
+
+
+def fold_blocks(kernel, *arrays, state, params=None, order=None, scheduler=None):
+    """Thread a small ``state`` through the row blocks, one after another.
+
+    ``kernel(state, *blocks, **params) -> new state`` runs where the block is
+    (a chain of tasks: block i's task depends on block i-1's result), so a
+    sequential on-line algorithm streams over data of any size while only
+    the state travels. ``order`` permutes the blocks (e.g. shuffled per
+    epoch). One ``compute`` per call; returns the final state.
+    """
+    params = dict(params or {})
+    arrays = [as_array(a) for a in arrays]
+    wants_start = _wants_start(kernel)
+    sched = resolve_scheduler(scheduler)
+    lazy = any(_is_dask(a) for a in arrays if a is not None)
+    if not lazy and sched.kind in ("sync", "threads"):
+        lead = arrays[0]
+        row_bytes = 8 * int(np.prod(lead.shape[1:], dtype=np.int64) or 1)
+        slices = _row_slices(lead.shape[0], row_bytes)
+        for i in (range(len(slices)) if order is None else order):
+            sl = slices[i]
+            state = _fold_step(kernel, wants_start, sl.start, state, params,
+                               *[None if a is None else a[sl] for a in arrays])
+        return state
+    import dask
+
+    aligned = _align(arrays)
+    lead = aligned[0]
+    starts = np.concatenate([[0], np.cumsum(lead.chunks[0])]).astype(int)
+    block_lists = [None if a is None else a.to_delayed(optimize_graph=True).reshape(-1) for a in aligned]
+    p = dask.delayed(params, pure=True, traverse=False)
+    step = dask.delayed(_fold_step, pure=True)
+    out = dask.delayed(state, pure=True, traverse=False)
+    for i in (range(len(lead.chunks[0])) if order is None else order):
+        if lead.chunks[0][i] == 0:
+            continue
+        out = step(kernel, wants_start, int(starts[i]), out, p, *[None if bl is None else bl[i] for bl in block_lists])
+    return compute(out, scheduler=sched)
+
+
+def n_blocks(data, block_rows=None) -> int:
+    """Number of row blocks :func:`map_reduce` / :func:`fold_blocks` use."""
+    a = as_array(data)
+    if _is_dask(a):
+        return len(a.chunks[0])
+    return len(_row_slices(a.shape[0], 8 * int(np.prod(a.shape[1:], dtype=np.int64) or 1), block_rows))
 
 
 def map_blocks(

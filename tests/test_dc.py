@@ -210,3 +210,32 @@ def test_auto_reg_strength_searches_the_grid(dcdata):
                                   max_iter=10, random_state=0).fit(X, c)
     assert set(dc.validation_scores_) == {(0.5, 0.0), (0.5, 0.5)}
     assert dc.reg_strength_ in (0.0, 0.5)
+
+
+def test_simulated_annealing_improves_unsmoothed_posterior_and_ignores_chunking(dcdata):
+    X, c = dcdata
+    m0 = np.array([[-1.0, 0.0], [1.0, 0.0]])  # a split that carries no class information
+    start = dc_log_posterior(np.argmin(((X[:, None] - m0[None]) ** 2).sum(-1), 1), c, n_clusters=2, n_classes=2)
+    a = DiscriminativeClustering(2, optimizer="sa", sigma=0.2, init=m0, max_iter=300, random_state=1).fit(X, c)
+    assert a.score(X, c) > start + 50
+    assert max(a.objective_history_) <= a.score(X, c) + 1e-9  # best state kept
+    b = DiscriminativeClustering(2, optimizer="sa", sigma=0.2, init=m0, max_iter=300, random_state=1,
+                                 scheduler="threads").fit(da.from_array(X, chunks=(400, 2)), da.from_array(c, chunks=400))
+    np.testing.assert_allclose(a.cluster_centers_, b.cluster_centers_)
+
+
+def test_online_algorithm_learns_the_vertical_split(dcdata, scheduler):
+    X, c = dcdata
+    m0 = np.array([[-1.0, 0.0], [1.0, 0.0]])
+    start = dc_log_posterior(np.argmin(((X[:, None] - m0[None]) ** 2).sum(-1), 1), c, n_clusters=2, n_classes=2)
+    Xd, cd = da.from_array(X, chunks=(500, 2)), da.from_array(c, chunks=500)
+    dc = DiscriminativeClustering(2, optimizer="online", sigma=0.5, init=m0, max_iter=5, random_state=0,
+                                  scheduler=scheduler).fit(Xd, cd)
+    assert dc.score(X, c) > start + 50
+    assert len(dc.objective_history_) == 5
+
+
+def test_sa_and_online_refuse_regularization(dcdata):
+    X, c = dcdata
+    with pytest.raises(ValueError, match=r"regularization='vq' is implemented for optimizer='cg' only"):
+        DiscriminativeClustering(2, optimizer="sa", regularization="vq", reg_strength=0.1, sigma=0.5).fit(X, c)

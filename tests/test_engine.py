@@ -198,3 +198,19 @@ def test_chunking_never_changes_the_result(chunks, split_every):
     got = engine.map_reduce(lloyd_stats, X, W, params={"centers": CENTERS}, scheduler="sync", split_every=max(2, split_every))
     for key in ref:
         np.testing.assert_allclose(got[key], ref[key], rtol=1e-10, atol=1e-12)
+
+
+def test_fold_blocks_runs_blocks_in_the_given_order(xw, scheduler):
+    x, _ = xw
+
+    def step(state, b, *, start):
+        return state + [(start, float(b.sum()))]
+
+    X = da.from_array(x, chunks=((300, 0, 200, 500), (4,)))
+    order = [3, 0, 2, 1]
+    got = engine.fold_blocks(step, X, state=[], order=order, scheduler=scheduler)
+    bounds = {0: (0, 300), 2: (300, 500), 3: (500, 1000)}
+    want = [(bounds[i][0], float(x[slice(*bounds[i])].sum())) for i in order if i in bounds]
+    assert [s for s, _ in got] == [s for s, _ in want]
+    np.testing.assert_allclose([v for _, v in got], [v for _, v in want], rtol=1e-12)
+    assert engine.n_blocks(X) == 4

@@ -28,7 +28,14 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from .. import engine
-from .._kernels import assign_labels, dc_count_stats, dc_grad_stats, dc_reg_stats, hard_count_stats
+from .._kernels import (
+    assign_labels,
+    dc_count_stats,
+    dc_grad_stats,
+    dc_reg_stats,
+    hard_count_stats,
+    online_dc_block,
+)
 from .._validation import check_data, check_n_clusters, check_random_state, check_scalar_param, param_error
 from ..objectives import dc as obj
 from ._init import init_random
@@ -36,7 +43,7 @@ from ._kmeans import KMeans
 
 __all__ = ["DiscriminativeClustering", "dc_objective"]
 
-_OPTIMIZERS = ("cg",)
+_OPTIMIZERS = ("cg", "sa", "online")
 _REGULARIZATIONS = (None, "eq", "mog", "vq")
 
 
@@ -97,14 +104,21 @@ class DiscriminativeClustering(ClusterMixin, BaseEstimator):
     n_clusters : int, default=2
     sigma : float or "auto", default="auto"
         Width of the Gaussian memberships (4) used to smooth the objective
-        during optimization. "auto" fits on a hashed training part
+        during optimization (CG, on-line); for SA, the width of the jumps. "auto" fits on a hashed training part
         (``1 - validation_fraction`` of the rows) for every value of
         ``sigma_grid`` and keeps the one with the best *unsmoothed* held-out
         log posterior (9) (paper §3.1), then refits on all rows.
     prior : float or array of shape (n_classes,), default=1.0
         Dirichlet parameters ``n_i^0`` (the paper uses 1).
-    optimizer : {"cg"}, default="cg"
-        Conjugate gradients (scipy) on the smoothed MAP objective (10).
+    optimizer : {"cg", "sa", "online"}, default="cg"
+        ``"cg"``: conjugate gradients (scipy) on the smoothed MAP objective
+        (10), two passes per evaluation, the paper's preferred method.
+        ``"sa"``: simulated annealing on the unsmoothed objective (9) (§3.1):
+        Gaussian displacements of width sigma, temperature falling linearly
+        from ``sa_temperature`` to 0; one pass per step, ``max_iter`` steps.
+        ``"online"``: the older stochastic algorithm (5)-(6) streamed over
+        the blocks, ``max_iter`` epochs, learning rate falling linearly from
+        ``learning_rate`` to 0, j and l swapped for a second update.
     regularization : {None, "eq", "mog", "vq"}, default=None
         ``"eq"``: equalized cluster sizes (12), ``(1 + lambda)`` on the
         second term; ``"mog"``: adds the log likelihood of an equal-weight
@@ -117,8 +131,14 @@ class DiscriminativeClustering(ClusterMixin, BaseEstimator):
     init : {"kmeans", "random"} or array of shape (n_clusters, n_features), default="kmeans"
         K-means prototypes (the paper's finding (iii)), random data points,
         or given prototypes.
-    max_iter : int, default=50
-        Conjugate-gradient iterations (the paper capped them at 29).
+    max_iter : int or None, default=None
+        CG iterations (default 50; the paper capped them at 29), SA steps
+        (default 2000 x n_clusters; the paper ran 100 000 x n_clusters) or
+        on-line epochs (default 20).
+    learning_rate : float, default=0.05
+        alpha(0) of the on-line algorithm (the paper's value).
+    sa_temperature : float, default=1.0
+        Initial temperature of SA, in units of the log posterior (9).
     sigma_grid : array-like of floats, optional
         Candidates for ``sigma="auto"``; default 9 values log-spaced in
         [0.02, 1] times ``sqrt(sum of feature variances)``.
@@ -171,7 +191,9 @@ class DiscriminativeClustering(ClusterMixin, BaseEstimator):
         regularization=None,
         reg_strength=0.0,
         init="kmeans",
-        max_iter=50,
+        max_iter=None,
+        learning_rate=0.05,
+        sa_temperature=1.0,
         sigma_grid=None,
         reg_grid=None,
         validation_fraction=0.2,
@@ -187,6 +209,8 @@ class DiscriminativeClustering(ClusterMixin, BaseEstimator):
         self.reg_strength = reg_strength
         self.init = init
         self.max_iter = max_iter
+        self.learning_rate = learning_rate
+        self.sa_temperature = sa_temperature
         self.sigma_grid = sigma_grid
         self.reg_grid = reg_grid
         self.validation_fraction = validation_fraction
@@ -209,7 +233,15 @@ class DiscriminativeClustering(ClusterMixin, BaseEstimator):
         if not (self.reg_strength == "auto" or (isinstance(self.reg_strength, numbers.Real)
                                                 and not isinstance(self.reg_strength, bool) and self.reg_strength >= 0)):
             raise param_error(self, "reg_strength", "a float in the range [0, inf) or 'auto'", self.reg_strength)
-        check_scalar_param(self, "max_iter", self.max_iter, kind="an int", low=1, integer=True)
+        if self.max_iter is not None:
+            check_scalar_param(self, "max_iter", self.max_iter, kind="an int", low=1, integer=True)
+        check_scalar_param(self, "learning_rate", self.learning_rate, kind="a float", low=0, low_open=True)
+        check_scalar_param(self, "sa_temperature", self.sa_temperature, kind="a float", low=0)
+        if self.optimizer != "cg" and self.regularization is not None:
+            raise ValueError(
+                f"regularization={self.regularization!r} is implemented for optimizer='cg' only (the paper "
+                f"regularizes the smoothed objective); got optimizer={self.optimizer!r}."
+            )
         check_scalar_param(self, "validation_fraction", self.validation_fraction, kind="a float", low=0,
                            low_open=True, high=0.9)
         if isinstance(self.init, str) and self.init not in ("kmeans", "random"):
@@ -248,7 +280,16 @@ class DiscriminativeClustering(ClusterMixin, BaseEstimator):
         km = KMeans(k, random_state=int(rng.integers(2**31)), scheduler=sched).fit(X)
         return km.cluster_centers_
 
-    def _optimize(self, X, c, centers, sigma, n_classes, sched, subset=None, lam=0.0):
+    def _steps(self):
+        if self.max_iter is not None:
+            return self.max_iter
+        return {"cg": 50, "sa": 2000 * self.n_clusters, "online": 20}[self.optimizer]
+
+    def _optimize(self, X, c, centers, sigma, n_classes, sched, subset=None, lam=0.0, rng=None):
+        if self.optimizer == "sa":
+            return self._anneal(X, c, centers, sigma, n_classes, sched, subset, rng)
+        if self.optimizer == "online":
+            return self._online(X, c, centers, sigma, n_classes, sched, subset, rng)
         shape = centers.shape
         history = []
 
@@ -265,8 +306,53 @@ class DiscriminativeClustering(ClusterMixin, BaseEstimator):
             return -value, -grad.ravel()
 
         res = minimize(fun, centers.ravel(), jac=True, method="CG",
-                       options={"maxiter": self.max_iter, "gtol": 1e-6})
+                       options={"maxiter": self._steps(), "gtol": 1e-6})
         return res.x.reshape(shape), history, int(res.nit), bool(res.success)
+
+    def _anneal(self, X, c, centers, width, n_classes, sched, subset, rng):
+        """Simulated annealing on the unsmoothed posterior (9), paper §3.1:
+        Gaussian displacements of all prototypes (std ``width``, i.e. sigma),
+        accepted when (9) rises, else with probability ``exp(delta / T)``;
+        ``T`` falls linearly from ``sa_temperature`` to 0. One pass per step."""
+        steps = self._steps()
+        cur = np.array(centers, dtype=np.float64)
+        cur_val = obj.log_posterior(_hard_counts(X, c, cur, n_classes, sched, subset), self.prior)
+        best, best_val = cur, cur_val
+        history = [cur_val]
+        for s in range(steps):
+            temp = self.sa_temperature * (1.0 - s / steps)
+            cand = cur + width * rng.standard_normal(cur.shape)
+            val = obj.log_posterior(_hard_counts(X, c, cand, n_classes, sched, subset), self.prior)
+            if val >= cur_val or (temp > 0 and rng.uniform() < np.exp((val - cur_val) / temp)):
+                cur, cur_val = cand, val
+                if val > best_val:
+                    best, best_val = cand, val
+            history.append(cur_val)
+            if self.verbose and (s + 1) % max(1, steps // 20) == 0:
+                print(f"[DC-SA width={width:.4g}] step {s + 1}/{steps}  T={temp:.3g}  (9)={cur_val:.6g}  "
+                      f"best={best_val:.6g}", flush=True)
+        return best, history, steps, True
+
+    def _online(self, X, c, centers, sigma, n_classes, sched, subset, rng):
+        """The stochastic on-line algorithm (5)-(6), streamed block by block
+        (:func:`infoclust_dask.engine.fold_blocks`), blocks in a new random
+        order every epoch; ``max_iter`` epochs. (9) is recorded per epoch."""
+        epochs = self._steps()
+        n = int(engine.map_reduce(hard_count_stats, X, c, params={"centers": centers[:1], "n_classes": n_classes,
+                                                                  "subset": subset}, scheduler=sched)["counts"].sum())
+        state = {"m": np.array(centers, dtype=np.float64), "gamma": np.zeros((centers.shape[0], n_classes)), "t": 0}
+        nb = engine.n_blocks(X)
+        history = []
+        for e in range(epochs):
+            state = engine.fold_blocks(
+                online_dc_block, X, c, state=state, order=rng.permutation(nb), scheduler=sched,
+                params={"sigma": sigma, "alpha0": self.learning_rate, "total_steps": epochs * n,
+                        "seed": int(rng.integers(2**63)), "subset": subset},
+            )
+            history.append(obj.log_posterior(_hard_counts(X, c, state["m"], n_classes, sched, subset), self.prior))
+            if self.verbose:
+                print(f"[DC-online sigma={sigma:.4g}] epoch {e + 1}/{epochs}  (9)={history[-1]:.6g}", flush=True)
+        return state["m"], history, epochs, True
 
     def _grid(self, name, given, default):
         grid = np.asarray(default if given is None else given, dtype=np.float64).ravel()
@@ -314,7 +400,7 @@ class DiscriminativeClustering(ClusterMixin, BaseEstimator):
             scores = {}
             for s in sigmas:
                 for lam in lams:
-                    m, _, _, _ = self._optimize(X, c, m0, s, n_classes, sched, subset=train, lam=lam)
+                    m, _, _, _ = self._optimize(X, c, m0, s, n_classes, sched, subset=train, lam=lam, rng=rng)
                     scores[(s, lam)] = obj.log_posterior(_hard_counts(X, c, m, n_classes, sched, valid), self.prior)
                     if self.verbose:
                         print(f"[DC] sigma={s:.4g} lambda={lam:.4g}: held-out log posterior (9) "
@@ -326,10 +412,10 @@ class DiscriminativeClustering(ClusterMixin, BaseEstimator):
         else:
             sigma, lam = sigmas[0], lams[0]
 
-        centers, history, n_iter, ok = self._optimize(X, c, m0, sigma, n_classes, sched, lam=lam)
-        if not ok and n_iter >= self.max_iter:
+        centers, history, n_iter, ok = self._optimize(X, c, m0, sigma, n_classes, sched, lam=lam, rng=rng)
+        if not ok and n_iter >= self._steps():
             warnings.warn(
-                f"DiscriminativeClustering: conjugate gradients stopped at max_iter={self.max_iter}; "
+                f"DiscriminativeClustering: conjugate gradients stopped at max_iter={self._steps()}; "
                 "increase max_iter for a tighter optimum.",
                 ConvergenceWarning,
                 stacklevel=2,
