@@ -40,7 +40,7 @@ def load(name):
     return load_satimage() if name == "landsat" else load_letter()
 
 
-def run(dataset, clusters, folds, max_iter, preprocess, seed):
+def run(dataset, clusters, folds, max_iter, preprocess, seed, n_sigmas=9, init="kmeans", n_init=1):
     from infoclust_dask import DiscriminativeClustering, KMeans
     from infoclust_dask.cluster import MDA2, IsotropicGaussianMixture
     from infoclust_dask.metrics import dc_log_posterior
@@ -63,8 +63,9 @@ def run(dataset, clusters, folds, max_iter, preprocess, seed):
 
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", ConvergenceWarning)
-                dc = DiscriminativeClustering(k, sigma="auto", max_iter=max_iter, random_state=seed + f,
-                                              scheduler="threads").fit(Xtr, c[tr])
+                grid = np.sqrt(Xtr.var(axis=0).sum()) * np.geomspace(0.02, 1.0, n_sigmas)
+                dc = DiscriminativeClustering(k, sigma="auto", sigma_grid=grid, max_iter=max_iter, init=init, n_init=n_init,
+                                              random_state=seed + f, scheduler="threads").fit(Xtr, c[tr])
                 mog = IsotropicGaussianMixture(k, random_state=seed + f, scheduler="threads").fit(Xtr)
                 mda = MDA2(k, random_state=seed + f, scheduler="threads").fit(Xtr, c[tr])
                 km = KMeans(k, random_state=seed + f, scheduler="threads").fit(Xtr)
@@ -80,8 +81,8 @@ def run(dataset, clusters, folds, max_iter, preprocess, seed):
 
 def table(dataset, costs, sigmas, seconds, args):
     lines = [
-        f"### {dataset.capitalize()} ({args.folds}-fold CV, {args.preprocess}, DC init K-means, "
-        f"CG max_iter={args.max_iter}, sigma auto; {seconds:.0f} s)",
+        f"### {dataset.capitalize()} ({args.folds}-fold CV, {args.preprocess}, DC init {args.init} x {args.n_init}, "
+        f"CG max_iter={args.max_iter}, sigma auto from {args.n_sigmas} values; {seconds:.0f} s)",
         "",
         "| clusters | DC-CG (ours) | paper CG MAP | MoG (ours) | paper MoG | MDA2 (ours) | paper MDA2 | "
         "K-means (ours) | DC-CG vs MoG, MDA2 (paired t, p) | DC sigma (median) |",
@@ -108,9 +109,13 @@ def main():
     p.add_argument("--max-iter", type=int, default=29)
     p.add_argument("--preprocess", choices=["standardize", "raw"], default="standardize")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--init", choices=["kmeans", "random"], default="kmeans")
+    p.add_argument("--n-init", type=int, default=1, help="DC restarts, best training objective kept")
+    p.add_argument("--n-sigmas", type=int, default=9, help="sigma grid size (log-spaced, 0.02-1 x data scale)")
     p.add_argument("--json", default=None, help="also write the per-fold costs here")
     args = p.parse_args()
-    costs, sigmas, seconds = run(args.dataset, args.clusters, args.folds, args.max_iter, args.preprocess, args.seed)
+    costs, sigmas, seconds = run(args.dataset, args.clusters, args.folds, args.max_iter, args.preprocess, args.seed,
+                                 args.n_sigmas, args.init, args.n_init)
     print()
     print(table(args.dataset, costs, sigmas, seconds, args))
     if args.json:

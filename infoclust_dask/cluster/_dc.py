@@ -131,6 +131,10 @@ class DiscriminativeClustering(ClusterMixin, BaseEstimator):
     init : {"kmeans", "random"} or array of shape (n_clusters, n_features), default="kmeans"
         K-means prototypes (the paper's finding (iii)), random data points,
         or given prototypes.
+    n_init : int, default=1
+        Optimizations of the final fit: the first from ``init``, the others
+        from random data points; the one with the highest training objective
+        is kept (sigma and lambda are chosen from ``init`` only).
     max_iter : int or None, default=None
         CG iterations (default 50; the paper capped them at 29), SA steps
         (default 2000 x n_clusters; the paper ran 100 000 x n_clusters) or
@@ -191,6 +195,7 @@ class DiscriminativeClustering(ClusterMixin, BaseEstimator):
         regularization=None,
         reg_strength=0.0,
         init="kmeans",
+        n_init=1,
         max_iter=None,
         learning_rate=0.05,
         sa_temperature=1.0,
@@ -208,6 +213,7 @@ class DiscriminativeClustering(ClusterMixin, BaseEstimator):
         self.regularization = regularization
         self.reg_strength = reg_strength
         self.init = init
+        self.n_init = n_init
         self.max_iter = max_iter
         self.learning_rate = learning_rate
         self.sa_temperature = sa_temperature
@@ -233,6 +239,7 @@ class DiscriminativeClustering(ClusterMixin, BaseEstimator):
         if not (self.reg_strength == "auto" or (isinstance(self.reg_strength, numbers.Real)
                                                 and not isinstance(self.reg_strength, bool) and self.reg_strength >= 0)):
             raise param_error(self, "reg_strength", "a float in the range [0, inf) or 'auto'", self.reg_strength)
+        check_scalar_param(self, "n_init", self.n_init, kind="an int", low=1, integer=True)
         if self.max_iter is not None:
             check_scalar_param(self, "max_iter", self.max_iter, kind="an int", low=1, integer=True)
         check_scalar_param(self, "learning_rate", self.learning_rate, kind="a float", low=0, low_open=True)
@@ -412,7 +419,13 @@ class DiscriminativeClustering(ClusterMixin, BaseEstimator):
         else:
             sigma, lam = sigmas[0], lams[0]
 
-        centers, history, n_iter, ok = self._optimize(X, c, m0, sigma, n_classes, sched, lam=lam, rng=rng)
+        best = None
+        for run in range(self.n_init):
+            start = m0 if run == 0 else init_random(X, None, self.n_clusters, rng, sched)
+            result = self._optimize(X, c, start, sigma, n_classes, sched, lam=lam, rng=rng)
+            if best is None or max(result[1]) > max(best[1]):
+                best = result
+        centers, history, n_iter, ok = best
         if not ok and n_iter >= self._steps():
             warnings.warn(
                 f"DiscriminativeClustering: conjugate gradients stopped at max_iter={self._steps()}; "
