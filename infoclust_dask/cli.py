@@ -6,6 +6,7 @@
     infoclust info STORE
     infoclust fit kmeans STORE -k 8 [--init k-means++] [--scheduler ADDRESS]
     infoclust fit softkmeans STORE -k 2 --beta-min 0.01 --beta-max 10 --n-betas 40
+    infoclust fit dc STORE -k 5 [--sigma auto]      (the store needs a 'label')
     infoclust demo
 
 ``--scheduler`` takes ``local`` (a LocalCluster, the default for ``fit``),
@@ -65,7 +66,7 @@ def _cmd_fit(args):
     import numpy as np
 
     from . import engine
-    from .cluster import KMeans, SoftKMeans
+    from .cluster import DiscriminativeClustering, KMeans, SoftKMeans
     from .runs import new_run_dir, save_model, write_json
     from .store import open_dataset
 
@@ -74,7 +75,14 @@ def _cmd_fit(args):
     print(f"infoclust: fitting {args.method} on {args.store} {tuple(ds['x'].shape)} with scheduler {sched}",
           flush=True)
     t0 = time.perf_counter()
-    if args.method == "kmeans":
+    if args.method == "dc":
+        if "label" not in ds:
+            raise ValueError(f"'{args.store}' has no 'label' variable; DC needs classes (ingest with --label-column).")
+        sigma = "auto" if args.sigma == "auto" else float(args.sigma)
+        est = DiscriminativeClustering(args.k, sigma=sigma, max_iter=None if args.max_iter == 300 else args.max_iter,
+                                       random_state=args.seed, scheduler=sched, verbose=1)
+        est.fit(ds["x"], ds["label"])
+    elif args.method == "kmeans":
         est = KMeans(args.k, init=args.init, n_init=args.n_init if args.n_init != "auto" else "auto",
                      max_iter=args.max_iter, tol=args.tol, random_state=args.seed,
                      scheduler=sched, verbose=1)
@@ -82,7 +90,8 @@ def _cmd_fit(args):
         betas = np.geomspace(args.beta_min, args.beta_max, args.n_betas)
         est = SoftKMeans(args.k, beta_schedule=betas, max_iter=args.max_iter,
                          random_state=args.seed, scheduler=sched)
-    est.fit(ds["x"])
+    if args.method != "dc":
+        est.fit(ds["x"])
     seconds = time.perf_counter() - t0
     run = new_run_dir(args.method, root=args.storage)
     save_model(est, run / "model.json")
@@ -96,6 +105,10 @@ def _cmd_fit(args):
         summary["inertia"] = float(est.inertia_)
         counts = np.bincount(engine.compute(est.labels_, scheduler=sched, progress=False), minlength=args.k)
         summary["cluster_sizes"] = counts.tolist()
+    elif args.method == "dc":
+        summary["sigma"] = est.sigma_
+        summary["log_posterior_9"] = est.score(ds["x"], ds["label"])
+        summary["contingency"] = est.contingency_.tolist()
     else:
         summary["critical_betas"] = est.critical_betas()
     write_json(run / "summary.json", summary)
@@ -134,7 +147,7 @@ def build_parser():
     pn.set_defaults(func=_cmd_info)
 
     pf = sub.add_parser("fit", help="fit a model on a store and write a run folder")
-    pf.add_argument("method", choices=["kmeans", "softkmeans"])
+    pf.add_argument("method", choices=["kmeans", "softkmeans", "dc"])
     pf.add_argument("store")
     pf.add_argument("-k", type=int, default=8, help="number of clusters")
     pf.add_argument("--init", default="k-means++", choices=["k-means++", "k-means||", "random"])
@@ -144,6 +157,7 @@ def build_parser():
     pf.add_argument("--beta-min", type=float, default=0.01)
     pf.add_argument("--beta-max", type=float, default=10.0)
     pf.add_argument("--n-betas", type=int, default=40)
+    pf.add_argument("--sigma", default="auto", help="dc: membership width, or 'auto' (held-out choice)")
     pf.add_argument("--seed", type=int, default=0)
     pf.add_argument("--scheduler", default=None, help="local (default), threads, sync or tcp://HOST:PORT")
     pf.add_argument("--storage", default=None, help="storage root for run folders (default ./storage)")

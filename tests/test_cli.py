@@ -123,3 +123,20 @@ def test_info_and_fit_softkmeans(tmp_path, capsys):
     summary = json.loads(out[out.index("{"): out.rindex("}") + 1])
     (beta, n), = summary["critical_betas"]  # one split, near 1/var = 0.25
     assert n == 2 and abs(beta * x.var() - 1) < 0.15
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_fit_dc_on_a_labelled_store(tmp_path, capsys):
+    assert main(["ingest", "wine", str(tmp_path / "w.zarr"), "--standardize"]) == 0
+    capsys.readouterr()
+    assert main(["fit", "dc", str(tmp_path / "w.zarr"), "-k", "3", "--sigma", "1.5", "--max-iter", "20",
+                 "--scheduler", "sync", "--storage", str(tmp_path / "st")]) == 0
+    out = capsys.readouterr().out
+    assert "log posterior (10)" in out  # progress per evaluation
+    summary = json.loads(out[out.index("{\n"): out.rindex("}") + 1])
+    assert summary["sigma"] == 1.5 and np.asarray(summary["contingency"]).sum() == 178
+    x = np.zeros((5, 2))
+    np.save(tmp_path / "nolab.npy", x)
+    assert main(["ingest", str(tmp_path / "nolab.npy"), str(tmp_path / "n.zarr")]) == 0
+    assert main(["fit", "dc", str(tmp_path / "n.zarr"), "-k", "2", "--scheduler", "sync"]) == 2
+    assert "has no 'label' variable" in capsys.readouterr().err
