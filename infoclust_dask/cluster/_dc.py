@@ -270,6 +270,8 @@ class DiscriminativeClustering(ClusterMixin, BaseEstimator):
             raise ValueError(f"c must be >= 0; found class {lo}.")
         if hi < 1:
             raise ValueError(f"c must hold at least 2 classes; all samples have class {hi}.")
+        if sched.kind == "distributed" and not engine.is_lazy(C):
+            C = engine.persist(C, scheduler=sched)  # scattered once, not shipped with every pass
         return C, hi + 1
 
     def _initial(self, X, rng, sched, d):
