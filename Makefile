@@ -41,6 +41,7 @@ test-slow: install
 bench: install-bench
 	$(PY) benchmarks/bench_kmeans.py
 	$(PY) benchmarks/bench_zarr_pass.py
+	$(PY) benchmarks/bench_dc_pass.py
 
 clean:
 	rm -rf $(VENV) storage/datasets storage/runs storage/.prefect
