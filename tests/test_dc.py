@@ -187,6 +187,7 @@ def test_regularized_gradients_match_finite_differences(dcdata, reg, lam):
     np.testing.assert_allclose(grad, fd, rtol=1e-5, atol=1e-5 * np.abs(fd).max())
 
 
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_vq_regularization_moves_towards_kmeans(dcdata):
     """(15): with a large lambda_VQ the prototypes approach K-means' solution."""
     from infoclust_dask import KMeans
