@@ -15,6 +15,7 @@ from . import engine
 from ._kernels import moments_stats
 
 __all__ = [
+    "check_labels",
     "check_data",
     "check_sample_weight",
     "check_n_clusters",
@@ -159,3 +160,39 @@ def check_random_state(random_state) -> np.random.Generator:
     raise ValueError(
         f"random_state must be an int, a numpy Generator/RandomState or None; got {random_state!r}."
     )
+
+
+def check_labels(c, n_samples, scheduler=None, *, min_classes=2):
+    """Validate auxiliary classes ``c`` (numpy, dask, xarray or store path of
+    a ``label``): 1-D, one per sample, integers 0..C-1 with at least
+    ``min_classes`` classes. Returns ``(array, n_classes)``; numpy labels are
+    scattered to the workers once when the scheduler is distributed."""
+    sched = engine.resolve_scheduler(scheduler)
+    C = engine.as_array(c, variable="label")
+    if C.ndim != 1:
+        raise ValueError(f"c must be 1-D (one class per sample); got shape {C.shape}.")
+    if C.shape[0] != n_samples:
+        raise ValueError(f"c has {C.shape[0]} labels but X has {n_samples} samples; they must match.")
+    if not np.issubdtype(C.dtype, np.integer):
+        raise ValueError(
+            f"c must hold integer classes 0..C-1; got dtype {C.dtype}. Encode them with "
+            "np.unique(c, return_inverse=True)[1]."
+        )
+    lo, hi = label_range(C, sched)
+    if lo < 0:
+        raise ValueError(f"c must be >= 0; found class {lo}.")
+    if hi + 1 < min_classes:
+        raise ValueError(f"c must hold at least {min_classes} classes; all samples have class {hi}.")
+    if sched.kind == "distributed" and not engine.is_lazy(C):
+        C = engine.persist(C, scheduler=sched)  # scattered once, not shipped with every pass
+    return C, hi + 1
+
+
+def label_range(C, scheduler=None):
+    """``(min, max)`` of integer labels, one small compute for lazy input."""
+    if engine.is_lazy(C):
+        import dask.array as da
+
+        lo, hi = engine.compute(da.stack([C.min(), C.max()]), scheduler=scheduler)
+        return int(lo), int(hi)
+    return int(C.min()), int(C.max())

@@ -34,6 +34,17 @@ def objective_reference(X, c, m, sigma, prior, n_classes):
     return value
 
 
+def finite_difference(f, m, h=1e-6):
+    """Central differences of the scalar f at every entry of m."""
+    fd = np.zeros_like(m)
+    for idx in np.ndindex(*m.shape):
+        mp, mm = m.copy(), m.copy()
+        mp[idx] += h
+        mm[idx] -= h
+        fd[idx] = (f(mp) - f(mm)) / (2 * h)
+    return fd
+
+
 def test_objective_matches_formula(dcdata):
     X, c = dcdata
     m = np.array([[0.0, -1.0], [0.5, 0.0], [0.0, 1.2]])
@@ -47,14 +58,7 @@ def test_gradient_matches_finite_differences(dcdata, sigma, prior):
     X, c = dcdata
     m = np.array([[0.1, -1.0], [0.5, 0.2], [-0.3, 1.2]])
     _, grad, _ = dc_objective(X, c, m, sigma, prior=prior, n_classes=2)
-    h = 1e-6
-    fd = np.zeros_like(m)
-    for idx in np.ndindex(*m.shape):
-        mp, mm = m.copy(), m.copy()
-        mp[idx] += h
-        mm[idx] -= h
-        fd[idx] = (dc_objective(X, c, mp, sigma, prior=prior, n_classes=2)[0]
-                   - dc_objective(X, c, mm, sigma, prior=prior, n_classes=2)[0]) / (2 * h)
+    fd = finite_difference(lambda mm: dc_objective(X, c, mm, sigma, prior=prior, n_classes=2)[0], m)
     np.testing.assert_allclose(grad, fd, rtol=1e-5, atol=1e-5 * np.abs(fd).max())
 
 
@@ -177,13 +181,7 @@ def test_regularized_gradients_match_finite_differences(dcdata, reg, lam):
         "vq": -lam * d2.min(1).sum(),
     }[reg]
     np.testing.assert_allclose(value, plain + extra, rtol=1e-10)
-    h = 1e-6
-    fd = np.zeros_like(m)
-    for idx in np.ndindex(*m.shape):
-        mp, mm = m.copy(), m.copy()
-        mp[idx] += h
-        mm[idx] -= h
-        fd[idx] = (dc_objective(X, c, mp, 0.6, **kw)[0] - dc_objective(X, c, mm, 0.6, **kw)[0]) / (2 * h)
+    fd = finite_difference(lambda mm: dc_objective(X, c, mm, 0.6, **kw)[0], m)
     np.testing.assert_allclose(grad, fd, rtol=1e-5, atol=1e-5 * np.abs(fd).max())
 
 

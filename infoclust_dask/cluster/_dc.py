@@ -36,7 +36,15 @@ from .._kernels import (
     hard_count_stats,
     online_dc_block,
 )
-from .._validation import check_data, check_n_clusters, check_random_state, check_scalar_param, param_error
+from .._validation import (
+    check_data,
+    check_labels,
+    check_n_clusters,
+    check_random_state,
+    check_scalar_param,
+    label_range,
+    param_error,
+)
 from ..objectives import dc as obj
 from ._init import init_random
 from ._kmeans import KMeans
@@ -78,15 +86,6 @@ def dc_objective(X, c, centers, sigma, *, prior, n_classes, regularization=None,
             v, g = obj.vq_term(rs["inertia"], rs["counts"], rs["sums"], centers, lam)
         value, grad = value + v, grad + g
     return value, grad, counts
-
-
-def _min_max(C, sched):
-    if engine.is_lazy(C):
-        import dask.array as da
-
-        lo, hi = engine.compute(da.stack([C.min(), C.max()]), scheduler=sched)
-        return int(lo), int(hi)
-    return int(C.min()), int(C.max())
 
 
 def _hard_counts(X, c, centers, n_classes, scheduler, subset=None):
@@ -254,26 +253,6 @@ class DiscriminativeClustering(ClusterMixin, BaseEstimator):
         if isinstance(self.init, str) and self.init not in ("kmeans", "random"):
             raise param_error(self, "init", "'kmeans', 'random' or an array of prototypes", self.init)
 
-    def _check_labels(self, c, n, sched):
-        C = engine.as_array(c)
-        if C.ndim != 1:
-            raise ValueError(f"c must be 1-D (one class per sample); got shape {C.shape}.")
-        if C.shape[0] != n:
-            raise ValueError(f"c has {C.shape[0]} labels but X has {n} samples; they must match.")
-        if not np.issubdtype(C.dtype, np.integer):
-            raise ValueError(
-                f"c must hold integer classes 0..C-1; got dtype {C.dtype}. Encode them with "
-                "np.unique(c, return_inverse=True)[1]."
-            )
-        lo, hi = _min_max(C, sched)
-        if lo < 0:
-            raise ValueError(f"c must be >= 0; found class {lo}.")
-        if hi < 1:
-            raise ValueError(f"c must hold at least 2 classes; all samples have class {hi}.")
-        if sched.kind == "distributed" and not engine.is_lazy(C):
-            C = engine.persist(C, scheduler=sched)  # scattered once, not shipped with every pass
-        return C, hi + 1
-
     def _initial(self, X, rng, sched, d):
         k = self.n_clusters
         if not isinstance(self.init, str):
@@ -392,7 +371,7 @@ class DiscriminativeClustering(ClusterMixin, BaseEstimator):
         sched = engine.resolve_scheduler(self.scheduler)
         X, info = check_data(self, X, reset=True, scheduler=sched, need_moments=True)
         self._check_params(info.n)
-        c, n_classes = self._check_labels(c, info.n, sched)
+        c, n_classes = check_labels(c, info.n, sched)
         obj.prior_vector(self.prior, n_classes)  # validates the prior
         rng = check_random_state(self.random_state)
         m0 = self._initial(X, rng, sched, info.d)
@@ -465,7 +444,7 @@ class DiscriminativeClustering(ClusterMixin, BaseEstimator):
         C = engine.as_array(c)
         if C.ndim != 1 or C.shape[0] != X.shape[0]:
             raise ValueError(f"c has shape {C.shape} but X has {X.shape[0]} samples; they must match.")
-        lo, hi = _min_max(C, sched)
+        lo, hi = label_range(C, sched)
         if lo < 0 or hi >= self.n_classes_:
             raise ValueError(f"c holds classes in [{lo}, {hi}]; the model was fitted on 0..{self.n_classes_ - 1}.")
         return obj.log_posterior(_hard_counts(X, C, self.cluster_centers_, self.n_classes_, sched), self.prior)

@@ -19,7 +19,14 @@ from sklearn.utils.validation import check_is_fitted
 
 from .. import engine
 from .._kernels import mixture_assign, mixture_em_stats
-from .._validation import check_data, check_n_clusters, check_random_state, check_scalar_param, param_error
+from .._validation import (
+    check_data,
+    check_labels,
+    check_n_clusters,
+    check_random_state,
+    check_scalar_param,
+    param_error,
+)
 from ._kmeans import KMeans
 
 __all__ = ["IsotropicGaussianMixture", "MDA2"]
@@ -153,16 +160,7 @@ class MDA2(IsotropicGaussianMixture):
         sched = engine.resolve_scheduler(self.scheduler)
         X, info = check_data(self, X, reset=True, scheduler=sched, need_moments=True)
         self._check(info.n)
-        C = engine.as_array(c)
-        if C.ndim != 1 or C.shape[0] != info.n:
-            raise ValueError(f"c must be 1-D with one class per sample; got shape {C.shape} for {info.n} samples.")
-        if not np.issubdtype(C.dtype, np.integer):
-            raise ValueError(f"c must hold integer classes 0..C-1; got dtype {C.dtype}.")
-        hi = int(engine.compute(C.max(), scheduler=sched)) if engine.is_lazy(C) else int(C.max())
-        lo = int(engine.compute(C.min(), scheduler=sched)) if engine.is_lazy(C) else int(C.min())
-        if lo < 0:
-            raise ValueError(f"c must be >= 0; found class {lo}.")
-        self.n_classes_ = hi + 1
+        C, self.n_classes_ = check_labels(c, info.n, sched, min_classes=1)
         self._em(X, C, self.n_classes_, info, sched)
         self.labels_ = self.predict(X)
         return self
