@@ -247,6 +247,11 @@ def n_rows(a) -> int:
     return int(a.shape[0])
 
 
+def _array_slices(a, block_rows=None):
+    """The row blocks of a numpy input: ~4 MB of float64 each by default."""
+    return _row_slices(a.shape[0], 8 * int(np.prod(a.shape[1:], dtype=np.int64) or 1), block_rows)
+
+
 def _row_slices(n, row_bytes, block_rows=None):
     if block_rows is None:
         block_rows = max(256, DEFAULT_BLOCK_BYTES // max(8, row_bytes))
@@ -375,8 +380,7 @@ def map_reduce(
                     f"Inputs must have the same number of rows; got {lead.shape[0]} and "
                     f"{a.shape[0]}."
                 )
-        row_bytes = 8 * int(np.prod(lead.shape[1:], dtype=np.int64) or 1)
-        slices = _row_slices(lead.shape[0], row_bytes, block_rows)
+        slices = _array_slices(lead, block_rows)
 
         def run(sl):
             blocks = [None if a is None else a[sl] for a in arrays]
@@ -475,8 +479,7 @@ def fold_blocks(kernel, *arrays, state, params=None, order=None, scheduler=None)
     lazy = any(_is_dask(a) for a in arrays if a is not None)
     if not lazy and sched.kind in ("sync", "threads"):
         lead = arrays[0]
-        row_bytes = 8 * int(np.prod(lead.shape[1:], dtype=np.int64) or 1)
-        slices = _row_slices(lead.shape[0], row_bytes)
+        slices = _array_slices(lead)
         for i in (range(len(slices)) if order is None else order):
             sl = slices[i]
             state = _fold_step(kernel, wants_start, sl.start, state, params,
@@ -503,7 +506,7 @@ def n_blocks(data, block_rows=None) -> int:
     a = as_array(data)
     if _is_dask(a):
         return len(a.chunks[0])
-    return len(_row_slices(a.shape[0], 8 * int(np.prod(a.shape[1:], dtype=np.int64) or 1), block_rows))
+    return len(_array_slices(a, block_rows))
 
 
 def map_blocks(
@@ -525,9 +528,8 @@ def map_blocks(
     wants_start = _wants_start(kernel)
     if not any(_is_dask(a) for a in arrays if a is not None):
         lead = arrays[0]
-        row_bytes = 8 * int(np.prod(lead.shape[1:], dtype=np.int64) or 1)
         outs = []
-        for sl in _row_slices(lead.shape[0], row_bytes, block_rows):
+        for sl in _array_slices(lead, block_rows):
             blocks = [None if a is None else a[sl] for a in arrays]
             outs.append(np.asarray(_apply(kernel, wants_start, sl.start, params, *blocks)))
         return np.concatenate(outs, axis=0).astype(dtype, copy=False)
