@@ -29,7 +29,6 @@ from sklearn.utils.validation import check_is_fitted
 
 from .. import engine
 from .._kernels import (
-    assign_labels,
     dc_count_stats,
     dc_grad_stats,
     dc_reg_stats,
@@ -46,6 +45,7 @@ from .._validation import (
     param_error,
 )
 from ..objectives import dc as obj
+from ._base import voronoi_labels
 from ._init import init_random
 from ._kmeans import KMeans
 
@@ -421,16 +421,14 @@ class DiscriminativeClustering(ClusterMixin, BaseEstimator):
         self.objective_history_ = history
         self.n_iter_ = n_iter
         self.contingency_ = _hard_counts(X, c, centers, n_classes, sched).astype(np.int64)
-        self.labels_ = engine.map_blocks(assign_labels, X, params={"centers": centers}, dtype=np.int64)
-        if not info.lazy_input:
-            self.labels_ = np.asarray(engine.compute(self.labels_, scheduler=sched))
+        self.labels_ = voronoi_labels(X, centers, scheduler=sched, lazy=info.lazy_input)
         return self
 
     def predict(self, X):
         """Cluster of each sample: its nearest prototype (x alone, no labels)."""
         check_is_fitted(self)
         X, _ = check_data(self, X, reset=False)
-        return engine.map_blocks(assign_labels, X, params={"centers": self.cluster_centers_}, dtype=np.int64)
+        return voronoi_labels(X, self.cluster_centers_)
 
     def fit_predict(self, X, c):
         return self.fit(X, c).labels_

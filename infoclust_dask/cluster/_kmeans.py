@@ -19,7 +19,6 @@ from sklearn.utils.validation import check_is_fitted
 
 from .. import engine
 from .._kernels import (
-    assign_labels,
     combine_lloyd,
     distances,
     inertia_stats,
@@ -35,6 +34,7 @@ from .._validation import (
     check_scalar_param,
     param_error,
 )
+from ._base import voronoi_labels
 from ._init import init_kmeans_parallel, init_kmeanspp, init_random
 
 __all__ = ["KMeans", "EmptyClusterWarning", "lloyd"]
@@ -271,15 +271,8 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
                 ConvergenceWarning,
                 stacklevel=2,
             )
-        self.labels_ = self._labels(X)
-        if not info.lazy_input:
-            self.labels_ = np.asarray(engine.compute(self.labels_, scheduler=sched))
+        self.labels_ = voronoi_labels(X, self.cluster_centers_, scheduler=sched, lazy=info.lazy_input)
         return self
-
-    def _labels(self, X):
-        return engine.map_blocks(
-            assign_labels, X, params={"centers": self.cluster_centers_}, dtype=np.int64
-        )
 
     def predict(self, X):
         """Index of the nearest centre (Voronoi region) for each sample.
@@ -287,7 +280,7 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         Returns a dask array for lazy input, a numpy array otherwise."""
         check_is_fitted(self)
         X, _ = check_data(self, X, reset=False)
-        return self._labels(X)
+        return voronoi_labels(X, self.cluster_centers_)
 
     def fit_predict(self, X, y=None, sample_weight=None):
         """Fit and return ``labels_``."""

@@ -23,7 +23,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from .. import engine
-from .._kernels import assign_labels, responsibilities, soft_kmeans_stats, weighted_sum_stats
+from .._kernels import responsibilities, soft_kmeans_stats, weighted_sum_stats
 from .._validation import (
     check_data,
     check_n_clusters,
@@ -32,6 +32,7 @@ from .._validation import (
     check_scalar_param,
     param_error,
 )
+from ._base import voronoi_labels
 from ._init import init_kmeanspp, init_random
 
 __all__ = ["SoftKMeans", "n_distinct"]
@@ -248,9 +249,7 @@ class SoftKMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         self.cluster_centers_ = centers
         self.beta_ = float(betas[-1])
         self.data_scale_ = float(np.sqrt(scale2))
-        self.labels_ = engine.map_blocks(assign_labels, X, params={"centers": centers}, dtype=np.int64)
-        if not info.lazy_input:
-            self.labels_ = np.asarray(engine.compute(self.labels_, scheduler=sched))
+        self.labels_ = voronoi_labels(X, centers, scheduler=sched, lazy=info.lazy_input)
         return self
 
     def n_distinct_path(self, rel_tol=0.05):
@@ -273,7 +272,7 @@ class SoftKMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         """Nearest centre for each sample (lazy for lazy input)."""
         check_is_fitted(self)
         X, _ = check_data(self, X, reset=False)
-        return engine.map_blocks(assign_labels, X, params={"centers": self.cluster_centers_}, dtype=np.int64)
+        return voronoi_labels(X, self.cluster_centers_)
 
     def predict_proba(self, X):
         """Responsibilities (20.7) at the final beta, shape (n_samples, n_clusters)."""
