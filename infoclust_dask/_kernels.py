@@ -20,6 +20,8 @@ __all__ = [
     "combine_concat",
     "sq_distances",
     "row_hash_uniform",
+    "hashed_fold_ids",
+    "range_fold_ids",
     "moments_stats",
     "lloyd_stats",
     "lloyd_step_stats",
@@ -123,6 +125,21 @@ def row_hash_uniform(seed, start, n):
         z = (z ^ (z >> np.uint64(27))) * _M2
         z = z ^ (z >> np.uint64(31))
     return (z >> np.uint64(11)).astype(np.float64) * (1.0 / (1 << 53))
+
+
+def hashed_fold_ids(x, *, start=0, seed, n_folds):
+    """Fold number (0 .. n_folds-1) of each row of a block: the row's hashed
+    uniform number times ``n_folds``, so folds are random, about equal in size
+    and independent of the chunking."""
+    u = row_hash_uniform(seed, start, np.asarray(x).shape[0])
+    return np.minimum((u * n_folds).astype(np.int16), n_folds - 1)
+
+
+def range_fold_ids(x, *, start=0, n_total, n_folds):
+    """Fold number of each row when fold f is the index range
+    ``[f n / k, (f + 1) n / k)`` (contiguous folds; no shuffling)."""
+    rows = np.arange(start, start + np.asarray(x).shape[0], dtype=np.int64)
+    return ((rows * n_folds) // n_total).astype(np.int16)
 
 
 # --------------------------------------------------------------------------

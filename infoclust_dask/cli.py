@@ -27,9 +27,9 @@ __all__ = ["main"]
 
 
 def _scheduler(args):
-    if args.scheduler:
-        return args.scheduler
-    return os.environ.get("DASK_SCHEDULER_ADDRESS") or "local"
+    from pipelines._env import default_scheduler
+
+    return default_scheduler(args.scheduler)
 
 
 def _cmd_ingest(args):
@@ -38,8 +38,8 @@ def _cmd_ingest(args):
     t0 = time.perf_counter()
     path, report = ingest(
         args.src, args.dest, label_column=args.label_column, drop_nonfinite=args.drop_nonfinite,
-        standardize=args.standardize, chunks=args.chunks, codec=args.codec,
-        overwrite=args.overwrite, progress=True,
+        standardize=args.standardize, pca=args.pca, n_folds=args.folds, fold_seed=args.fold_seed,
+        chunks=args.chunks, codec=args.codec, overwrite=args.overwrite, progress=True,
     )
     report["store"] = str(path)
     report["seconds"] = round(time.perf_counter() - t0, 2)
@@ -124,6 +124,36 @@ def _cmd_demo(args):
     return 0
 
 
+def _cmd_crossval(args):
+    from pipelines.crossval import run_from_args
+
+    out = run_from_args(args)
+    print(json.dumps({k: out[k] for k in ("run_dir", "best", "best_score", "cells", "reused", "seconds")},
+                     indent=2, default=str))
+    return 0
+
+
+def add_crossval_arguments(p):
+    """The options of ``infoclust crossval`` / ``python -m pipelines.crossval``."""
+    p.add_argument("store", help="dataset store (zarr folder)")
+    from .crossval import METHODS
+
+    p.add_argument("--method", default="dc", choices=sorted(METHODS))
+    p.add_argument("--grid", action="append", default=[], metavar="NAME=V1,V2,...",
+                   help="a parameter and its values; repeat for a grid (e.g. --grid sigma=0.5,1,2 "
+                        "--grid n_clusters=2,5,10)")
+    p.add_argument("--folds", type=int, default=10, help="number of folds (default 10)")
+    p.add_argument("--fold-kind", choices=["ranges", "stored"], default="ranges",
+                   help="folds as index ranges, or the store's fold vector (ingest --folds K)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--scheduler", default=None,
+                   help="'local' (LocalCluster, the default), 'threads', or tcp://HOST:8786; "
+                        "default $DASK_SCHEDULER_ADDRESS, else 'local'")
+    p.add_argument("--concurrency", type=int, default=2, help="cells fitted at the same time (default 2)")
+    p.add_argument("--storage", default=None, help="storage root (default $INFOCLUST_STORAGE or ./storage)")
+    return p
+
+
 def build_parser():
     p = argparse.ArgumentParser(
         prog="infoclust",
@@ -131,14 +161,23 @@ def build_parser():
     )
     sub = p.add_subparsers(dest="command", required=True)
 
-    pi = sub.add_parser("ingest", help="turn a .npy/.npz/.csv file or a bundled dataset into a zarr store")
-    pi.add_argument("src", help="file path, or a bundled name: letter, satimage, digits, wine, iris")
+    pi = sub.add_parser("ingest", help="turn a .npy/.npz/.csv/.parquet file, a bundled dataset or a store "
+                                       "into a (preprocessed) zarr store")
+    pi.add_argument("src", help="file path, an existing store (preprocessed block by block), or a bundled "
+                                "name: letter, satimage, digits, wine, iris")
     pi.add_argument("dest", help="store path to create, e.g. storage/datasets/letter.zarr")
     pi.add_argument("--label-column", default=None, help="CSV column (index or header name) holding classes")
     pi.add_argument("--drop-nonfinite", action="store_true", help="drop rows with NaN/inf instead of failing")
     pi.add_argument("--standardize", action="store_true", help="scale every feature to mean 0, std 1")
-    pi.add_argument("--chunks", type=int, default=None, help="rows per chunk (default: ~64 MB chunks)")
-    pi.add_argument("--codec", choices=["lz4", "zstd", "none"], default="lz4")
+    pi.add_argument("--pca", type=int, default=None, metavar="K",
+                    help="project onto the top K principal components (dask TSQR SVD)")
+    pi.add_argument("--folds", type=int, default=None, metavar="K",
+                    help="store a fold vector for K-fold cross-validation (crossval --fold-kind stored)")
+    pi.add_argument("--fold-seed", type=int, default=0)
+    pi.add_argument("--chunks", type=int, default=None,
+                    help="rows per chunk (default: ~64 MB chunks, at least 8 chunks if they stay >= 8 MB)")
+    pi.add_argument("--codec", choices=["auto", "lz4", "zstd", "none"], default="auto",
+                    help="auto (default): LZ4 if it shrinks a sample of rows by >= 15%%, else none")
     pi.add_argument("--overwrite", action="store_true", help="replace an existing store at DEST")
     pi.set_defaults(func=_cmd_ingest)
 
@@ -162,6 +201,10 @@ def build_parser():
     pf.add_argument("--scheduler", default=None, help="local (default), threads, sync or tcp://HOST:PORT")
     pf.add_argument("--storage", default=None, help="storage root for run folders (default ./storage)")
     pf.set_defaults(func=_cmd_fit)
+
+    pc = sub.add_parser("crossval", help="cross-validation sweep (Prefect flow; resumes finished cells)")
+    add_crossval_arguments(pc)
+    pc.set_defaults(func=_cmd_crossval)
 
     pd = sub.add_parser("demo", help="run the demo Prefect flow (ingest, fit, report, plot)")
     pd.add_argument("--dataset", default="satimage")

@@ -59,6 +59,8 @@ __all__ = [
     "compute",
     "n_rows",
     "is_lazy",
+    "take_rows",
+    "tall_svd",
     "DEFAULT_BLOCK_BYTES",
 ]
 
@@ -570,3 +572,76 @@ def persist(data, *, scheduler=None, chunk_rows: int | None = None):
         for f, sl in zip(futures, slices, strict=True)
     ]
     return da.concatenate(pieces, axis=0)
+
+
+def _take_block(x, keep):
+    return x[np.asarray(keep, dtype=bool)]
+
+
+def take_rows(data, keep, *, scheduler=None, variable: str = "x"):
+    """The rows of ``data`` where ``keep`` is true, without copying the data.
+
+    ``keep`` is a boolean vector (numpy or dask) with one entry per row, e.g.
+    ``fold != f`` from a stored fold vector. For numpy data the result is a
+    numpy array. For dask / xarray / store data it is a lazy dask array with
+    *known* chunk sizes: one small pass over ``keep`` counts the kept rows per
+    block (``keep`` is a byte per row, ``x`` is not read), and each output
+    block selects its rows from the matching input block only when computed.
+    """
+    import dask.array as da
+
+    a = as_array(data, variable=variable)
+    if not _is_dask(a):
+        k = np.asarray(keep.compute(scheduler="sync") if _is_dask(keep) else keep)
+        if k.shape != (a.shape[0],):
+            raise ValueError(f"keep must have one entry per row ({a.shape[0]}); got shape {k.shape}.")
+        return a[k.astype(bool, copy=False)]
+    keep = as_array(keep)
+    if keep.shape != (a.shape[0],):
+        raise ValueError(f"keep must have one entry per row ({a.shape[0]}); got shape {keep.shape}.")
+    if not _is_dask(keep):
+        keep = da.from_array(np.asarray(keep, dtype=bool), chunks=(a.chunks[0],))
+    elif keep.chunks[0] != a.chunks[0]:
+        keep = keep.rechunk({0: a.chunks[0]})
+    keep = keep.astype(bool)
+    counts = compute(keep.map_blocks(lambda b: np.array([np.count_nonzero(b)]), chunks=((1,) * keep.numblocks[0],),
+                                     dtype=np.int64), scheduler=scheduler)
+    import dask
+
+    pieces = []
+    a_blocks = a.to_delayed().ravel()
+    k_blocks = keep.to_delayed().ravel()
+    for ab, kb, cnt in zip(a_blocks, k_blocks, counts, strict=True):
+        if cnt:
+            pieces.append(da.from_delayed(dask.delayed(_take_block, pure=True)(ab, kb),
+                                          shape=(int(cnt),) + a.shape[1:], dtype=a.dtype))
+    if not pieces:
+        raise ValueError("No rows are kept (keep is all false).")
+    return da.concatenate(pieces, axis=0)
+
+
+def tall_svd(data, *, center=None, scheduler=None, variable: str = "x"):
+    """Singular values and right singular vectors of a tall-and-skinny array.
+
+    Uses dask's out-of-core direct TSQR SVD (``dask.array.linalg.svd``: a QR
+    per row block, then one small QR and SVD of the stacked R factors), so no
+    process ever holds more than one block. ``center`` (a row vector, e.g. the
+    column means) is subtracted lazily first. Returns ``(s, vt)`` as numpy
+    arrays of shapes ``(d,)`` and ``(d, d)``; the left factor is not formed.
+    """
+    import dask.array as da
+
+    a = as_array(data, variable=variable)
+    if not _is_dask(a):
+        a = da.from_array(a, chunks=(max(_auto_rows(a), a.shape[1]),) + a.shape[1:])
+    if center is not None:
+        a = a - np.asarray(center)[None, :]
+    a = a.astype(np.float64)
+    d = a.shape[1]
+    small = [c for c in a.chunks[0] if c < d]
+    if small:  # TSQR needs blocks at least as tall as they are wide
+        rows = max(d, max(a.chunks[0]))
+        a = a.rechunk({0: rows})
+    _, s, vt = da.linalg.svd(a)
+    s, vt = compute((s, vt), scheduler=scheduler)
+    return np.asarray(s), np.asarray(vt)

@@ -1,8 +1,12 @@
-"""Ingest: .npy / .npz / .csv files or a bundled dataset name -> a dataset store.
+"""Ingest: .npy / .npz / .csv / .parquet files, a bundled dataset name, or an
+existing store -> a dataset store.
 
 Validation reports what is rejected with the row and column and the fix;
 nothing is written unless the whole input is valid (the store write itself is
-atomic, see :mod:`infoclust_dask.store`).
+atomic, see :mod:`infoclust_dask.store`). Per-feature mean and standard
+deviation are computed as a map-reduce pass and stored in the attributes;
+standardization, PCA, a fold vector, the chunk size and the codec are
+handled by :mod:`infoclust_dask.preprocess`.
 """
 
 from __future__ import annotations
@@ -94,13 +98,41 @@ def _label_index(header, label_column, width):
     return header.index(label_column)
 
 
+def _read_parquet(path: Path, label_column):
+    import pandas as pd
+
+    try:
+        df = pd.read_parquet(path)
+    except ImportError as exc:  # pragma: no cover - pyarrow is a dependency
+        raise IngestError(f"Reading '{path}' needs pyarrow: pip install pyarrow ({exc}).") from exc
+    if df.shape[0] == 0:
+        raise IngestError(f"'{path}' has no rows.")
+    cols = [str(c) for c in df.columns]
+    li = _label_index(cols, label_column, len(cols))
+    label = class_names = None
+    if li is not None:
+        class_names, label = np.unique(df.iloc[:, li].astype(str).to_numpy(), return_inverse=True)
+        class_names = [str(c) for c in class_names]
+        df = df.drop(columns=df.columns[li])
+    for j, (name, dtype) in enumerate(df.dtypes.items()):
+        if not (pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype)):
+            bad = df[name].map(lambda v: not _is_number(str(v)) and v is not None)
+            row = int(np.flatnonzero(bad.to_numpy())[0]) if bad.any() else 0
+            raise IngestError(
+                f"'{path}' column {name!r} has dtype {dtype} (e.g. row {row}: {df[name].iloc[row]!r}), "
+                "not numbers. Drop that column or name the class column with --label-column."
+            )
+    return df.to_numpy(dtype=np.float64, na_value=np.nan), label, class_names
+
+
 def read_source(src, *, label_column=None):
     """Read ``src`` into ``(X, label or None, class_names or None, provenance)``.
 
     ``src`` is a bundled dataset name (``letter``, ``satimage``, ``digits``,
     ``wine``, ``iris``), a ``.npy`` file (x only), a ``.npz`` file (arrays
-    ``x`` and optionally ``label``) or a ``.csv`` file (numeric columns; an
-    optional header; ``label_column`` by index or name holds the classes).
+    ``x`` and optionally ``label``), a ``.csv`` file (numeric columns; an
+    optional header; ``label_column`` by index or name holds the classes) or
+    a ``.parquet`` file (numeric columns; ``label_column`` by name or index).
     """
     s = str(src)
     if s in BUNDLED:
@@ -123,40 +155,105 @@ def read_source(src, *, label_column=None):
     if suffix in (".csv", ".txt"):
         X, label, names = _read_csv(path, label_column)
         return X, label, names, prov
-    raise IngestError(f"Cannot ingest '{path}': use .npy, .npz, .csv or a bundled dataset name.")
+    if suffix in (".parquet", ".pq"):
+        X, label, names = _read_parquet(path, label_column)
+        return X, label, names, prov
+    raise IngestError(
+        f"Cannot ingest '{path}': use .npy, .npz, .csv, .parquet, a store or a bundled dataset name."
+    )
 
 
-def ingest(src, dest, *, label_column=None, drop_nonfinite=False, standardize=False,
-           chunks=None, codec="lz4", overwrite=False, progress=False):
-    """Read ``src``, validate, optionally standardize, and write a store at ``dest``.
+def _is_store(src) -> bool:
+    p = Path(str(src))
+    return p.is_dir() and (p / "zarr.json").exists()
 
-    Returns ``(path, report)`` where ``report`` says what was read and dropped.
+
+def ingest(src, dest, *, label_column=None, drop_nonfinite=False, standardize=False, pca=None, n_folds=None,
+           fold_seed=0, chunks=None, codec="auto", overwrite=False, progress=False, scheduler="threads"):
+    """Read ``src``, validate, optionally standardize / project, and write a store at ``dest``.
+
+    ``src`` may also be an existing store, which is then preprocessed block by
+    block (:func:`infoclust_dask.preprocess.preprocess_store`) instead of
+    being read into memory.
+
+    Parameters
+    ----------
+    standardize : bool
+        Subtract the per-feature mean and divide by the standard deviation.
+    pca : int, optional
+        Project onto the top ``pca`` principal components (after
+        standardization when both are asked), from dask's TSQR SVD.
+    n_folds : int, optional
+        Also store a ``fold`` vector for cross-validation (seeded by ``fold_seed``).
+    chunks : int, optional
+        Rows per chunk; default from :func:`~infoclust_dask.preprocess.choose_chunk_rows`.
+    codec : {"auto", "lz4", "zstd", "none"}
+        ``"auto"`` keeps LZ4 only when it shrinks the data by >= 15 %.
+
+    Returns ``(path, report)``; the report says what was read, rejected and
+    dropped, and which chunk size and codec were chosen.
     """
+    from .folds import fold_vector
+    from .preprocess import _codec_for, choose_chunk_rows, fit_transform, preprocess_store
+    from .store import StoreError
+
+    if codec not in ("auto", "lz4", "zstd", "none"):
+        raise IngestError(f"codec must be 'auto', 'lz4', 'zstd' or 'none'; got {codec!r}.")
+    if Path(dest).exists() and not overwrite:
+        raise StoreError(
+            f"A store already exists at '{dest}'. Pass overwrite=True (CLI: --overwrite) to replace it, "
+            "or choose another path."
+        )
+    if _is_store(src):
+        return preprocess_store(src, dest, standardize=standardize, pca=pca, n_folds=n_folds,
+                                fold_seed=fold_seed, chunks=chunks, codec=codec, overwrite=overwrite,
+                                scheduler=scheduler, progress=progress)
     X, label, names, prov = read_source(src, label_column=label_column)
     X = np.asarray(X)
     if X.ndim == 1:
         raise IngestError(f"The data from {src!r} are 1-D (shape {X.shape}); reshape to (n, 1) first.")
     if not np.issubdtype(X.dtype, np.number):
         raise IngestError(f"The data from {src!r} have dtype {X.dtype}; they must be numeric.")
-    report = {"source": prov["source"], "rows_read": int(X.shape[0]), "features": int(X.shape[1])}
+    report = {"source": prov["source"], "rows_read": int(X.shape[0]), "features": int(X.shape[1]),
+              "rejected": []}
     bad = ~np.isfinite(X).all(axis=1)
     if bad.any():
         first = np.flatnonzero(bad)[:5].tolist()
+        cols = np.flatnonzero(~np.isfinite(X[bad]).all(axis=0))[:5].tolist()
         if not drop_nonfinite:
             raise IngestError(
                 f"{int(bad.sum())} row(s) of {src!r} contain NaN or inf (first at rows {first}, "
-                "0-based). Re-run with --drop-nonfinite to drop them."
+                f"0-based; columns {cols}). Re-run with --drop-nonfinite to drop them."
             )
         X = X[~bad]
         label = None if label is None else np.asarray(label)[~bad]
         report["rows_dropped_nonfinite"] = int(bad.sum())
-    if standardize:
-        mu, sd = X.mean(axis=0), X.std(axis=0)
-        X = (X - mu) / np.where(sd > 0, sd, 1.0)
-        prov["standardized"] = True
-    report["rows_written"] = int(X.shape[0])
+        report["rejected"].append({"reason": "NaN or inf", "rows": int(bad.sum()), "first_rows": first,
+                                   "columns": cols})
+    if X.shape[0] == 0:
+        raise IngestError(f"No rows of {src!r} are left after dropping non-finite rows.")
+    Xt, info = fit_transform(X.astype(np.float64, copy=False), standardize=standardize, pca=pca,
+                             scheduler=scheduler)
+    prov["standardized"] = bool(standardize)
+    if pca is not None:
+        prov["pca"] = int(pca)
+    attrs = {"feature_mean": info["feature_mean"].tolist(), "feature_std": info["feature_std"].tolist()}
+    if pca is not None:
+        attrs.update(components=info["components"].tolist(),
+                     explained_variance_ratio=info["explained_variance_ratio"].tolist())
+        report["explained_variance_ratio"] = float(np.sum(info["explained_variance_ratio"]))
+    n, d = Xt.shape
+    rows = int(chunks) if chunks is not None else choose_chunk_rows(n, d)
+    codec, ratio = _codec_for(Xt, codec)
+    fold = None
+    if n_folds:
+        fold = fold_vector(n, n_folds, seed=fold_seed, chunks=rows)
+        attrs.update(n_folds=int(n_folds), fold_seed=int(fold_seed))
+    report.update(rows_written=int(n), features_written=int(d), chunk_rows=min(rows, n), codec=codec,
+                  compression_ratio_lz4=round(ratio, 3), standardized=bool(standardize), pca=pca,
+                  n_folds=n_folds)
     path = write_dataset(
-        dest, X.astype(np.float64, copy=False), label=label, chunks=chunks, codec=codec,
-        overwrite=overwrite, class_names=names, provenance=prov, progress=progress,
+        dest, Xt, label=label, fold=fold, chunks=rows, codec=codec, overwrite=overwrite, class_names=names,
+        provenance=prov, attrs=attrs, progress=progress,
     )
     return path, report

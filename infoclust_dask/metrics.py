@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["contingency_table", "dc_log_posterior"]
+__all__ = ["contingency_table", "dc_log_posterior", "quantization_error"]
 
 
 def contingency_table(labels, c, *, n_clusters=None, n_classes=None):
@@ -69,3 +69,15 @@ def dc_log_posterior(labels, c, *, n_clusters, n_classes=None, prior=1.0, normal
     if normalized:
         value += log_posterior_constant(counts.shape[0], prior, counts.shape[1])
     return value
+
+
+def quantization_error(X, centers, *, scheduler=None):
+    """Mean squared distance of the rows of ``X`` to their nearest centre
+    (the K-means cost per sample), as one map-reduce pass."""
+    from . import engine
+    from ._kernels import inertia_stats
+
+    centers = np.asarray(centers, dtype=np.float64)
+    st = engine.map_reduce(inertia_stats, X, None, params={"centers": centers}, scheduler=scheduler)
+    n = engine.n_rows(engine.as_array(X))
+    return float(st["inertia"]) / max(n, 1)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["plot_clusters_2d", "plot_annealing_path"]
+__all__ = ["plot_clusters_2d", "plot_annealing_path", "plot_validation_curve", "plot_tradeoff"]
 
 
 def _plt():
@@ -51,6 +51,83 @@ def plot_annealing_path(betas, coords, path, *, critical=None, title=""):
     ax.set_xlabel("stiffness beta")
     ax.set_ylabel("centre coordinate (PC 1)")
     ax.set_title(title)
+    fig.tight_layout()
+    fig.savefig(Path(path))
+    plt.close(fig)
+    return Path(path)
+
+
+def _is_number(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def curve_parameter(rows, params):
+    """The grid parameter to put on the x axis: the numeric one with the most
+    distinct values (ties: not ``n_clusters``)."""
+    best, best_n = None, 0
+    for p in params:
+        vals = {r[p] for r in rows}
+        if not all(_is_number(v) for v in vals):
+            continue
+        n = len(vals) - (0.5 if p == "n_clusters" else 0.0)
+        if n > best_n:
+            best, best_n = p, n
+    return best
+
+
+def plot_validation_curve(rows, params, path, *, score="score", title=""):
+    """Held-out ``score`` (mean +- std over folds) against one grid parameter,
+    one line per setting of the others (``rows`` from
+    :func:`infoclust_dask.crossval.summarize`)."""
+    plt = _plt()
+    x = curve_parameter(rows, params)
+    others = [p for p in params if p != x]
+    fig, ax = plt.subplots(figsize=(6.5, 4.2), dpi=110)
+    groups = {}
+    for r in rows:
+        groups.setdefault(tuple((p, r[p]) for p in others), []).append(r)
+    for i, (g, rs) in enumerate(sorted(groups.items(), key=lambda kv: str(kv[0]))):
+        label = ", ".join(f"{p}={v}" for p, v in g) or None
+        if x is None:
+            ax.errorbar([i], [rs[0][f"{score}_mean"]], yerr=[rs[0][f"{score}_std"]], fmt="o", capsize=3, label=label)
+            continue
+        rs = sorted(rs, key=lambda r: r[x])
+        ax.errorbar([r[x] for r in rs], [r[f"{score}_mean"] for r in rs], yerr=[r[f"{score}_std"] for r in rs],
+                    fmt="o-", capsize=3, ms=4, lw=1.2, label=label)
+    if x is not None:
+        xs = [r[x] for r in rows]
+        if min(xs) > 0 and max(xs) / min(xs) > 10:
+            ax.set_xscale("log")
+        ax.set_xlabel(x)
+    ax.set_ylabel(f"held-out {score} (mean +- std over folds)")
+    ax.set_title(title)
+    if groups and any(g for g in groups):
+        ax.legend(loc="best", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(Path(path))
+    plt.close(fig)
+    return Path(path)
+
+
+def plot_tradeoff(rows, path, *, param="reg_strength", title=""):
+    """Held-out K-means cost (x) against held-out DC cost (y) as ``param``
+    (lambda_VQ) varies: the trade-off of Kaski et al. 2005, Fig. 2. One line
+    per ``n_clusters``."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.5, 4.2), dpi=110)
+    groups = {}
+    for r in rows:
+        groups.setdefault(r.get("n_clusters"), []).append(r)
+    for k, rs in sorted(groups.items(), key=lambda kv: str(kv[0])):
+        rs = sorted(rs, key=lambda r: r[param])
+        ax.plot([r["vq_cost_mean"] for r in rs], [r["cost_mean"] for r in rs], "o-", ms=4, label=f"K={k}")
+        for r in rs:
+            ax.annotate(f"{r[param]:g}", (r["vq_cost_mean"], r["cost_mean"]), fontsize=7,
+                        textcoords="offset points", xytext=(3, 3))
+    ax.set_xlabel("held-out K-means cost per sample (VQ distortion)")
+    ax.set_ylabel("held-out DC cost, -(9)")
+    ax.set_title(title or f"Trade-off as {param} varies (labels: {param})")
+    ax.legend(loc="best", fontsize=8)
     fig.tight_layout()
     fig.savefig(Path(path))
     plt.close(fig)

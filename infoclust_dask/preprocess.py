@@ -1,13 +1,32 @@
-"""Preprocessing statistics as map-reduce passes: moments and principal axes."""
+"""Preprocessing as map-reduce passes: per-feature moments, standardization,
+principal axes and PCA projection, chunk size and codec for a new store, and
+store-to-store preprocessing that never holds the data in one process.
+"""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 
 from . import engine
-from ._kernels import gram_stats
+from ._kernels import gram_stats, moments_stats
 
-__all__ = ["principal_axes"]
+__all__ = [
+    "principal_axes",
+    "feature_moments",
+    "fit_transform",
+    "choose_chunk_rows",
+    "choose_codec",
+    "preprocess_store",
+]
+
+#: target chunk size of a store (the 64 MB measured in STACK.md)
+TARGET_CHUNK_BYTES = 64 * 2**20
+#: smallest chunk worth a task of its own
+MIN_CHUNK_BYTES = 8 * 2**20
+#: LZ4 must shrink the data at least this much to be worth its decode time
+MIN_COMPRESSION_RATIO = 1.15
 
 
 def principal_axes(X, n_components=2, *, scheduler=None):
@@ -31,6 +50,147 @@ def principal_axes(X, n_components=2, *, scheduler=None):
     vals, vecs = np.linalg.eigh((cov + cov.T) / 2)
     order = np.argsort(vals)[::-1][:n_components]
     axes = vecs[:, order].T
-    # a deterministic sign: the largest |component| of each axis is positive
+    return mean, _sign_fix(axes), vals[order]
+
+
+def _sign_fix(axes):
+    """A deterministic sign: the largest |component| of each axis is positive."""
     signs = np.sign(axes[np.arange(axes.shape[0]), np.abs(axes).argmax(axis=1)])
-    return mean, axes * signs[:, None], vals[order]
+    signs[signs == 0] = 1.0
+    return axes * signs[:, None]
+
+
+def feature_moments(X, *, scheduler=None):
+    """Per-feature mean and (population, ddof=0) standard deviation in one pass.
+
+    The sums are taken about the first row (``moments_stats(shift=)``), so the
+    variance stays accurate for data far from the origin. Returns
+    ``(mean, std, n_samples, n_nonfinite)``.
+    """
+    a = engine.as_array(X)
+    first = np.asarray(a[:1].compute() if engine.is_lazy(a) else a[:1], dtype=np.float64)[0]
+    st = engine.map_reduce(moments_stats, a, params={"shift": first}, scheduler=scheduler)
+    n = float(st["n"])
+    m1 = st["s1"] / n
+    var = np.maximum(st["s2"] / n - m1 * m1, 0.0)
+    return first + m1, np.sqrt(var), int(st["n"]), int(st["n_bad"])
+
+
+def fit_transform(X, *, standardize=False, pca=None, scheduler=None):
+    """Standardize and/or project onto the top ``pca`` principal components.
+
+    Statistics come from map-reduce passes (moments; dask's TSQR SVD of the
+    centred, optionally scaled data, :func:`engine.tall_svd`); the transform
+    itself is lazy for lazy input. Features with zero spread are left
+    unscaled (divided by 1), as scikit-learn's StandardScaler does.
+
+    Returns
+    -------
+    Xt : array (numpy for numpy input, else dask), float64
+    info : dict
+        ``feature_mean``, ``feature_std`` (of the input), and with PCA
+        ``components`` (k, d, in the standardized space when both are asked),
+        ``explained_variance`` (k,), ``explained_variance_ratio`` (k,).
+    """
+    a = engine.as_array(X)
+    mean, std, n, n_bad = feature_moments(a, scheduler=scheduler)
+    if n_bad:
+        raise ValueError(
+            f"The data contain {n_bad} NaN or infinite values; drop or impute them before preprocessing "
+            "(CLI: `infoclust ingest --drop-nonfinite`)."
+        )
+    info = {"feature_mean": mean, "feature_std": std}
+    scale = np.where(std > 0, std, 1.0) if standardize else np.ones_like(std)
+    out = (a - mean) / scale if standardize else a
+    if pca is not None:
+        k = int(pca)
+        d = a.shape[1]
+        if not 1 <= k <= d:
+            raise ValueError(f"pca must be between 1 and the number of features ({d}); got {pca}.")
+        center = np.zeros(d) if standardize else mean
+        s, vt = engine.tall_svd(out, center=center, scheduler=scheduler)
+        comps = _sign_fix(vt[:k])
+        var = s**2 / n
+        info.update(components=comps, explained_variance=var[:k], explained_variance_ratio=var[:k] / var.sum())
+        out = (out - center) @ comps.T
+    if engine.is_lazy(out):
+        out = out.astype(np.float64)
+    else:
+        out = np.asarray(out, dtype=np.float64)
+    return out, info
+
+
+def choose_chunk_rows(n_samples, n_features, itemsize=8):
+    """Rows per stored chunk: ~64 MB chunks (STACK.md's measured sweet spot),
+    but at least 8 chunks when that keeps them >= 8 MB, so that a cluster of a
+    few workers has blocks to share; small data sets get one chunk."""
+    row = max(1, n_features * itemsize)
+    rows = max(1024, TARGET_CHUNK_BYTES // row)
+    if n_samples <= rows * 8:
+        rows = max(MIN_CHUNK_BYTES // row, -(-n_samples // 8), 1024)
+    return int(min(rows, n_samples))
+
+
+def choose_codec(sample):
+    """``"lz4"`` when Blosc-LZ4 + shuffle shrinks a sample of the rows by at
+    least 15 %, else ``"none"``: incompressible data (e.g. continuous
+    measurements with random mantissas) read faster uncompressed (STACK.md:
+    1.81 vs 0.81 GB/s with threads). Returns ``(codec, ratio)``."""
+    from numcodecs import Blosc
+
+    buf = np.ascontiguousarray(np.asarray(sample, dtype=np.float64))
+    if buf.size == 0:
+        return "lz4", 1.0
+    comp = Blosc(cname="lz4", clevel=5, shuffle=Blosc.SHUFFLE, typesize=8)
+    ratio = buf.nbytes / max(1, len(comp.encode(buf)))
+    return ("lz4" if ratio >= MIN_COMPRESSION_RATIO else "none"), float(ratio)
+
+
+def preprocess_store(src, dest, *, standardize=False, pca=None, n_folds=None, fold_seed=0, chunks=None,
+                     codec="auto", overwrite=False, scheduler=None, progress=False):
+    """Write a preprocessed copy of the store ``src`` at ``dest``, block by block.
+
+    Keeps ``label`` / ``y`` and the provenance chain; stores ``feature_mean``,
+    ``feature_std`` (of ``src``'s x) and, with PCA, ``components`` and
+    ``explained_variance_ratio`` in the attributes; with ``n_folds`` adds a
+    ``fold`` vector (hashed, seeded). Returns ``(path, report)``.
+    """
+    from .folds import fold_vector
+    from .store import open_dataset, write_dataset
+
+    src, dest = Path(src), Path(dest)
+    if src.resolve() == dest.resolve():
+        raise ValueError(f"Source and destination are the same store ('{src}'); choose another destination.")
+    ds = open_dataset(src)
+    sched = engine.resolve_scheduler(scheduler)
+    x, info = fit_transform(ds["x"], standardize=standardize, pca=pca, scheduler=sched)
+    n, d = x.shape
+    rows = chunks or choose_chunk_rows(n, d)
+    codec, ratio = _codec_for(x, codec)
+    prov = {**ds.attrs.get("provenance", {}), "derived_from": str(src.resolve()),
+            "standardized": bool(standardize), "pca": pca}
+    attrs = {"feature_mean": info["feature_mean"].tolist(), "feature_std": info["feature_std"].tolist()}
+    if pca is not None:
+        attrs.update(components=info["components"].tolist(),
+                     explained_variance_ratio=info["explained_variance_ratio"].tolist())
+    fold = fold_vector(n, n_folds, seed=fold_seed, chunks=rows) if n_folds else None
+    if n_folds:
+        attrs.update(n_folds=int(n_folds), fold_seed=int(fold_seed))
+    path = write_dataset(dest, x, label=ds["label"].data if "label" in ds else None,
+                         y=ds["y"].data if "y" in ds else None, fold=fold, chunks=rows, codec=codec,
+                         overwrite=overwrite, class_names=ds.attrs.get("class_names"), provenance=prov,
+                         attrs=attrs, progress=progress)
+    report = {"source": str(src), "rows": int(n), "features": int(d), "chunk_rows": int(rows),
+              "codec": codec, "compression_ratio_lz4": round(ratio, 3), "standardized": bool(standardize),
+              "pca": pca, "n_folds": n_folds}
+    if pca is not None:
+        report["explained_variance_ratio"] = float(np.sum(info["explained_variance_ratio"]))
+    return path, report
+
+
+def _codec_for(x, codec):
+    """Resolve ``codec="auto"`` from the first rows of ``x``."""
+    sample = x[: min(x.shape[0], 4096)]
+    sample = sample.compute() if engine.is_lazy(sample) else sample
+    auto, ratio = choose_codec(sample)
+    return (auto if codec == "auto" else codec), ratio

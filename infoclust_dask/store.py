@@ -5,10 +5,13 @@ A dataset store is one zarr (format 3) group::
     x      (sample, feature)    float32/float64   the primary data
     label  (sample,)            int32             optional: classes / a known clustering
     y      (sample, feature_y)  float             optional: a second, paired view
+    fold   (sample,)            int16             optional: cross-validation fold per row
 
 chunked along ``sample`` only, with attrs ``schema_version``, ``provenance``
-(source, creation time, library version, anything the writer adds) and
-optionally ``class_names``.
+(source, creation time, library version, anything the writer adds, and a
+fresh random ``store_id`` per write, which cross-validation caches key on)
+and optionally ``class_names``, ``feature_mean``/``feature_std`` (per-feature
+moments of the ingested data), ``n_folds``.
 
 Writes are atomic: the store is written to a hidden folder beside the target
 and renamed into place; an existing store is replaced only with
@@ -96,6 +99,7 @@ def write_dataset(
     *,
     label=None,
     y=None,
+    fold=None,
     chunks: int | None = None,
     dtype=None,
     codec: str = "lz4",
@@ -119,6 +123,8 @@ def write_dataset(
         Integer classes (DC auxiliary data, a known clustering), >= 0.
     y : array-like of shape (n_samples, n_features_y), optional
         Second view for associative clustering.
+    fold : array-like of shape (n_samples,), optional
+        Cross-validation fold number of each row (see :mod:`infoclust_dask.folds`).
     chunks : int, optional
         Rows per chunk (chunks span all features). Default: ~64 MB chunks.
     dtype : numpy dtype, optional
@@ -199,6 +205,13 @@ def write_dataset(
                 "class_names=."
             )
         add("label", label, ("sample",), np.int32)
+    if fold is not None:
+        fold = _lazy(fold)
+        if fold.shape != (n,):
+            raise ValueError(f"'fold' must have one entry per row ({n}); got shape {fold.shape}.")
+        if not np.issubdtype(fold.dtype, np.integer):
+            raise TypeError(f"'fold' must be integer fold numbers; got dtype {fold.dtype}.")
+        add("fold", fold, ("sample",), np.int16)
 
     if check_finite:
         from ._kernels import moments_stats
@@ -223,6 +236,7 @@ def write_dataset(
             "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
             "library": f"infoclust_dask {__version__}",
             **(provenance or {}),
+            "store_id": uuid.uuid4().hex,
         },
     }
     if class_names is not None:
@@ -325,7 +339,7 @@ def open_dataset(path):
         raise StoreError(f"The store at '{path}' has no variable 'x'; it holds {sorted(ds.data_vars)}.")
     if ds["x"].dims != ("sample", "feature"):
         raise StoreError(f"In '{path}', 'x' has dims {ds['x'].dims}; expected ('sample', 'feature').")
-    for name, dims in (("label", ("sample",)), ("y", ("sample", "feature_y"))):
+    for name, dims in (("label", ("sample",)), ("y", ("sample", "feature_y")), ("fold", ("sample",))):
         if name in ds and ds[name].dims != dims:
             raise StoreError(f"In '{path}', '{name}' has dims {ds[name].dims}; expected {dims}.")
     if len(ds["x"].chunks[1]) != 1:

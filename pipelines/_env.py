@@ -17,3 +17,9 @@ os.environ.setdefault("PREFECT_HOME", str(_root / ".prefect"))
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "INFO")
+
+
+def default_scheduler(scheduler=None):
+    """The flows' scheduler: the one given, else ``$DASK_SCHEDULER_ADDRESS``,
+    else ``"local"`` (a LocalCluster on 127.0.0.1 started on demand)."""
+    return scheduler or os.environ.get("DASK_SCHEDULER_ADDRESS") or "local"

@@ -130,6 +130,10 @@ class DiscriminativeClustering(ClusterMixin, BaseEstimator):
     init : {"kmeans", "random"} or array of shape (n_clusters, n_features), default="kmeans"
         K-means prototypes (the paper's finding (iii)), random data points,
         or given prototypes.
+    n_classes : int or None, default=None
+        Number of classes C; default the largest class in ``c`` plus one.
+        Give it when the training rows may miss a class that held-out rows
+        have (cross-validation folds of class-sorted data).
     n_init : int, default=1
         Optimizations of the final fit: the first from ``init``, the others
         from random data points; the one with the highest training objective
@@ -201,6 +205,7 @@ class DiscriminativeClustering(ClusterMixin, BaseEstimator):
         sigma_grid=None,
         reg_grid=None,
         validation_fraction=0.2,
+        n_classes=None,
         random_state=None,
         scheduler=None,
         verbose=0,
@@ -219,6 +224,7 @@ class DiscriminativeClustering(ClusterMixin, BaseEstimator):
         self.sigma_grid = sigma_grid
         self.reg_grid = reg_grid
         self.validation_fraction = validation_fraction
+        self.n_classes = n_classes
         self.random_state = random_state
         self.scheduler = scheduler
         self.verbose = verbose
@@ -372,6 +378,14 @@ class DiscriminativeClustering(ClusterMixin, BaseEstimator):
         X, info = check_data(self, X, reset=True, scheduler=sched, need_moments=True)
         self._check_params(info.n)
         c, n_classes = check_labels(c, info.n, sched)
+        if self.n_classes is not None:
+            check_scalar_param(self, "n_classes", self.n_classes, kind="an int", low=2, integer=True)
+            if n_classes > self.n_classes:
+                raise ValueError(
+                    f"c holds classes up to {n_classes - 1}, but n_classes={self.n_classes}; "
+                    f"use n_classes >= {n_classes} or leave it None (max class + 1)."
+                )
+            n_classes = int(self.n_classes)
         obj.prior_vector(self.prior, n_classes)  # validates the prior
         rng = check_random_state(self.random_state)
         m0 = self._initial(X, rng, sched, info.d)

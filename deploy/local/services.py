@@ -1,0 +1,224 @@
+"""Start and stop a real Prefect server, a real dask scheduler and dask
+workers on 127.0.0.1 (never another address), for tests and for trying the
+cluster set-up on one machine.
+
+    python deploy/local/services.py up   [--state-dir DIR] [--workers 2] [--memory-limit 2GB] [--no-prefect]
+    python deploy/local/services.py status [--state-dir DIR]
+    python deploy/local/services.py down [--state-dir DIR]
+
+``up`` picks free ports, starts each service in its own process group,
+waits until the Prefect API answers ``/api/health`` and the scheduler sees
+every worker, and writes ``services.json`` (PIDs, addresses, log files) and
+``env.sh`` (``export DASK_SCHEDULER_ADDRESS=... PREFECT_API_URL=...``) into
+the state folder (default ``storage/services``). ``down`` stops them by PID
+(SIGTERM to the process group, SIGKILL after a grace period).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+HOST = "127.0.0.1"
+DEFAULT_STATE = Path(os.environ.get("INFOCLUST_STORAGE", "storage")) / "services"
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((HOST, 0))
+        return s.getsockname()[1]
+
+
+def _bin(name: str) -> str:
+    """The console script ``name`` next to this interpreter (the project's venv)."""
+    cand = Path(sys.executable).with_name(name)
+    return str(cand) if cand.exists() else name
+
+
+def _spawn(cmd, log: Path, env=None) -> int:
+    fh = open(log, "ab")  # noqa: SIM115 - the child keeps it open
+    proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env, start_new_session=True,
+                            cwd=str(log.parent))
+    fh.close()
+    return proc.pid
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie child of this process counts as dead
+        return os.waitpid(pid, os.WNOHANG) == (0, 0)
+    except ChildProcessError:
+        return True
+
+
+def _wait(check, what: str, timeout: float, pids=(), logs=()):
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        for pid, log in zip(pids, logs, strict=False):
+            if not _alive(pid):
+                tail = Path(log).read_text(errors="replace")[-2000:] if Path(log).exists() else ""
+                raise RuntimeError(f"{what}: process {pid} exited during start-up. Log {log}:\n{tail}")
+        try:
+            if check():
+                return time.monotonic() - t0
+        except Exception:  # noqa: BLE001 - not up yet
+            pass
+        time.sleep(0.5)
+    raise TimeoutError(f"{what} was not healthy after {timeout:.0f} s; see the logs in {Path(logs[0]).parent}.")
+
+
+def _prefect_healthy(url: str) -> bool:
+    with urllib.request.urlopen(f"{url}/health", timeout=2) as r:  # noqa: S310 - 127.0.0.1 only
+        return r.status == 200
+
+
+def _n_workers(address: str) -> int:
+    from distributed import Client
+
+    with Client(address, timeout="3s", set_as_default=False) as c:
+        return len(c.scheduler_info(n_workers=-1)["workers"])
+
+
+def start(state_dir=DEFAULT_STATE, *, n_workers: int = 2, memory_limit: str = "2GB", threads: int = 1,
+          prefect: bool = True, timeout: float = 120.0) -> dict:
+    """Start the services; return the state dict (also written to ``services.json``)."""
+    state_dir = Path(state_dir).resolve()
+    state_dir.mkdir(parents=True, exist_ok=True)
+    if (state_dir / "services.json").exists():
+        old = json.loads((state_dir / "services.json").read_text())
+        if any(_alive(p["pid"]) for p in old["processes"]):
+            raise RuntimeError(f"Services from {state_dir} are still running; run `down` first.")
+    env = dict(os.environ)
+    env.pop("DASK_SCHEDULER_ADDRESS", None)
+    env.pop("PREFECT_API_URL", None)
+    procs: list[dict] = []
+    state = {"state_dir": str(state_dir), "processes": procs}
+    try:
+        if prefect:
+            port = free_port()
+            home = state_dir / "prefect-home"
+            home.mkdir(exist_ok=True)
+            penv = {**env, "PREFECT_HOME": str(home), "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+                    "PREFECT_API_DATABASE_CONNECTION_URL": f"sqlite+aiosqlite:///{home / 'prefect.db'}"}
+            log = state_dir / "prefect-server.log"
+            pid = _spawn([_bin("prefect"), "server", "start", "--host", HOST, "--port", str(port),
+                          "--analytics-off", "--no-ui"], log, penv)
+            procs.append({"name": "prefect-server", "pid": pid, "log": str(log)})
+            state["prefect_api_url"] = f"http://{HOST}:{port}/api"
+        sport = free_port()
+        log = state_dir / "dask-scheduler.log"
+        pid = _spawn([_bin("dask"), "scheduler", "--host", HOST, "--port", str(sport),
+                      "--dashboard-address", f"{HOST}:0", "--no-show"], log, env)
+        procs.append({"name": "dask-scheduler", "pid": pid, "log": str(log)})
+        address = f"tcp://{HOST}:{sport}"
+        state["scheduler_address"] = address
+        _wait(lambda: _n_workers(address) >= 0, "dask scheduler", timeout, [pid], [str(log)])
+        for i in range(n_workers):
+            log = state_dir / f"dask-worker-{i}.log"
+            wpid = _spawn([_bin("dask"), "worker", address, "--host", HOST, "--nthreads", str(threads),
+                           "--memory-limit", memory_limit, "--dashboard-address", f"{HOST}:0",
+                           "--name", f"worker-{i}",
+                           "--local-directory", str(state_dir / f"worker-{i}")], log, env)
+            procs.append({"name": f"dask-worker-{i}", "pid": wpid, "log": str(log)})
+        state["startup_seconds"] = {}
+        state["startup_seconds"]["dask"] = round(_wait(
+            lambda: _n_workers(address) >= n_workers, f"{n_workers} dask workers", timeout,
+            [p["pid"] for p in procs if p["name"].startswith("dask")],
+            [p["log"] for p in procs if p["name"].startswith("dask")]), 1)
+        if prefect:
+            state["startup_seconds"]["prefect"] = round(_wait(
+                lambda: _prefect_healthy(state["prefect_api_url"]), "prefect server", timeout,
+                [procs[0]["pid"]], [procs[0]["log"]]), 1)
+    except BaseException:
+        stop_processes(procs)
+        raise
+    (state_dir / "services.json").write_text(json.dumps(state, indent=1))
+    exports = [f"export DASK_SCHEDULER_ADDRESS={state['scheduler_address']}"]
+    if prefect:
+        exports.append(f"export PREFECT_API_URL={state['prefect_api_url']}")
+    (state_dir / "env.sh").write_text("\n".join(exports) + "\n")
+    return state
+
+
+def stop_processes(procs, grace: float = 15.0) -> list[str]:
+    """SIGTERM each process group (workers first, server last), then SIGKILL
+    what is still alive after ``grace`` seconds. Returns what was stopped."""
+    order = sorted(procs, key=lambda p: (p["name"].startswith("prefect"), p["name"] == "dask-scheduler"))
+    stopped = []
+    for p in order:
+        if _alive(p["pid"]):
+            try:
+                os.killpg(p["pid"], signal.SIGTERM)
+            except ProcessLookupError:
+                continue
+            stopped.append(f"{p['name']} (pid {p['pid']})")
+    t0 = time.monotonic()
+    while any(_alive(p["pid"]) for p in order) and time.monotonic() - t0 < grace:
+        time.sleep(0.2)
+    for p in order:
+        if _alive(p["pid"]):
+            try:
+                os.killpg(p["pid"], signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    return stopped
+
+
+def stop(state_dir=DEFAULT_STATE) -> list[str]:
+    """Stop the services recorded in ``state_dir/services.json`` by PID."""
+    f = Path(state_dir) / "services.json"
+    if not f.exists():
+        return []
+    state = json.loads(f.read_text())
+    stopped = stop_processes(state["processes"])
+    f.unlink()
+    (Path(state_dir) / "env.sh").unlink(missing_ok=True)
+    return stopped
+
+
+def status(state_dir=DEFAULT_STATE) -> dict:
+    f = Path(state_dir) / "services.json"
+    if not f.exists():
+        return {"running": False}
+    state = json.loads(f.read_text())
+    state["alive"] = {p["name"]: _alive(p["pid"]) for p in state["processes"]}
+    return state
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description="Local Prefect server + dask scheduler/workers on 127.0.0.1")
+    p.add_argument("action", choices=["up", "down", "status"])
+    p.add_argument("--state-dir", default=str(DEFAULT_STATE))
+    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--memory-limit", default="2GB")
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--no-prefect", action="store_true", help="only the dask scheduler and workers")
+    p.add_argument("--timeout", type=float, default=120.0)
+    a = p.parse_args(argv)
+    if a.action == "up":
+        st = start(a.state_dir, n_workers=a.workers, memory_limit=a.memory_limit, threads=a.threads,
+                   prefect=not a.no_prefect, timeout=a.timeout)
+        print(json.dumps(st, indent=1))
+        print(f"\nsource {Path(a.state_dir) / 'env.sh'}   # to point flows and the CLI at these services")
+    elif a.action == "down":
+        stopped = stop(a.state_dir)
+        print("stopped: " + (", ".join(stopped) if stopped else "nothing was running"))
+    else:
+        print(json.dumps(status(a.state_dir), indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,325 @@
+"""Cross-validation sweeps: a store, a method, a parameter grid and k folds.
+
+Each (fold, parameters) *cell* fits the method on the training rows of the
+fold and scores it on the held-out rows (:mod:`infoclust_dask.folds`: index
+ranges or the store's fold vector; the data are never copied). A cell's
+result is a small JSON file keyed by a hash of the store (its path and the
+``store_id`` written with it), the method, the parameters, the fold
+definition and the seed, so a sweep that is re-run - after a crash, or with
+a larger grid - computes only the cells it has not finished.
+
+Scores (higher is better, summed or averaged over the held-out rows):
+
+- ``kmeans``: ``score`` = minus the held-out K-means cost per sample;
+- ``dc``: ``score`` = the held-out log posterior (9) of Kaski et al. 2005
+  without constants, summed over the fold (Table 1 reports its negative as
+  the cost); ``vq_cost`` = the held-out K-means cost per sample of the DC
+  prototypes, for the Fig. 2 trade-off of the VQ regularization (15).
+
+The Prefect flow in ``pipelines/crossval.py`` orchestrates these functions;
+they work without Prefect too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+from . import __version__, engine
+
+__all__ = ["METHODS", "expand_grid", "store_fingerprint", "plan", "run_cell", "CellCache", "summarize",
+           "parse_grid"]
+
+#: training data smaller than this are loaded into worker memory for the fit
+PERSIST_BYTES = 512 * 2**20
+
+
+def _fit_kmeans(params, Xtr, ctr, seed, scheduler, n_classes=None):
+    from .cluster import KMeans
+
+    return KMeans(random_state=seed, scheduler=scheduler, **params).fit(Xtr)
+
+
+def _fit_dc(params, Xtr, ctr, seed, scheduler, n_classes=None):
+    from .cluster import DiscriminativeClustering
+
+    params.setdefault("n_classes", n_classes)  # all classes of the store, present in this fold or not
+    return DiscriminativeClustering(random_state=seed, scheduler=scheduler, **params).fit(Xtr, ctr)
+
+
+def _score_kmeans(model, Xte, cte, scheduler):
+    from .metrics import quantization_error
+
+    q = quantization_error(Xte, model.cluster_centers_, scheduler=scheduler)
+    return {"score": -q, "vq_cost": q, "train_inertia": float(model.inertia_)}
+
+
+def _score_dc(model, Xte, cte, scheduler):
+    from .metrics import quantization_error
+
+    lp = float(model.score(Xte, cte))
+    return {"score": lp, "cost": -lp, "vq_cost": quantization_error(Xte, model.cluster_centers_, scheduler=scheduler),
+            "sigma": float(model.sigma_)}
+
+
+def _kmeans_cls():
+    from .cluster import KMeans
+
+    return KMeans
+
+
+def _dc_cls():
+    from .cluster import DiscriminativeClustering
+
+    return DiscriminativeClustering
+
+
+#: method -> (needs labels, fit, score, required parameters, estimator class)
+METHODS = {
+    "kmeans": (False, _fit_kmeans, _score_kmeans, ("n_clusters",), _kmeans_cls),
+    "dc": (True, _fit_dc, _score_dc, ("n_clusters",), _dc_cls),
+}
+
+
+def _check_method(method):
+    if method not in METHODS:
+        raise ValueError(f"Unknown method {method!r}; choose one of {sorted(METHODS)}.")
+    return METHODS[method]
+
+
+def parse_grid(items):
+    """``["sigma=0.5,1,2", "n_clusters=2,5"]`` -> ``{"sigma": [0.5, 1.0, 2.0], "n_clusters": [2, 5]}``.
+
+    Values are read as int, then float, then kept as strings (``auto``,
+    ``vq``); ``none`` becomes None."""
+    grid = {}
+    for item in items or []:
+        if "=" not in item:
+            raise ValueError(f"Grid entry {item!r} must look like name=v1,v2,... (e.g. sigma=0.5,1,2).")
+        name, vals = item.split("=", 1)
+        name = name.strip().replace("-", "_")
+        if not name or not vals.strip():
+            raise ValueError(f"Grid entry {item!r} must look like name=v1,v2,... (e.g. sigma=0.5,1,2).")
+        grid[name] = [_parse_value(v.strip()) for v in vals.split(",") if v.strip()]
+    return grid
+
+
+def _parse_value(v):
+    if v.lower() == "none":
+        return None
+    for t in (int, float):
+        try:
+            return t(v)
+        except ValueError:
+            pass
+    return v
+
+
+def expand_grid(grid):
+    """All parameter combinations of ``grid`` (a dict of lists), in a fixed order."""
+    if not isinstance(grid, dict) or not grid:
+        raise ValueError(f"grid must be a non-empty dict of parameter lists; got {grid!r}.")
+    names = sorted(grid)
+    values = []
+    for name in names:
+        v = grid[name]
+        v = list(v) if isinstance(v, (list, tuple, np.ndarray, range)) else [v]
+        if not v:
+            raise ValueError(f"grid[{name!r}] is empty; give at least one value.")
+        values.append([_plain(x) for x in v])
+    return [dict(zip(names, combo, strict=True)) for combo in itertools.product(*values)]
+
+
+def _plain(v):
+    if isinstance(v, np.integer):
+        return int(v)
+    if isinstance(v, np.floating):
+        return float(v)
+    return v
+
+
+def store_fingerprint(store):
+    """Identity of a store's contents: its resolved path and the ``store_id``
+    written with it (a rewrite of the same path gets a new id)."""
+    from .store import open_dataset
+
+    ds = open_dataset(store)
+    prov = ds.attrs.get("provenance", {})
+    ident = prov.get("store_id") or prov.get("created", "")
+    return f"{Path(store).resolve()}#{ident}#{ds.sizes['sample']}x{ds.sizes['feature']}"
+
+
+def cell_key(fingerprint, method, params, fold, n_folds, fold_kind, seed):
+    """Hash of everything that determines a cell's result."""
+    blob = json.dumps({"store": fingerprint, "method": method, "params": params, "fold": int(fold),
+                       "n_folds": int(n_folds), "fold_kind": fold_kind, "seed": int(seed),
+                       "library": __version__}, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:20]
+
+
+def plan(store, method, grid, n_folds, fold_kind="ranges", seed=0):
+    """The cells of a sweep: one dict per (parameters, fold) with its ``key``.
+
+    Checks the method, the grid's parameter names (by building the estimator)
+    and the folds before anything runs."""
+    from .folds import fold_ids
+    from .store import open_dataset
+
+    needs_labels, _, _, required, cls = _check_method(method)
+    combos = expand_grid(grid)
+    for name in required:
+        if name not in combos[0]:
+            raise ValueError(f"The grid for {method!r} must include {name!r} (e.g. {name}=2,5,10).")
+    valid = set(cls()().get_params()) - {"random_state", "scheduler"}
+    for name in combos[0]:
+        if name not in valid:
+            raise ValueError(f"{name!r} is not a parameter of {cls().__name__}; valid: {sorted(valid)}.")
+    if isinstance(n_folds, bool) or not isinstance(n_folds, (int, np.integer)):
+        raise ValueError(f"n_folds must be an integer >= 2; got {n_folds!r}.")
+    ds = open_dataset(store)
+    if needs_labels and "label" not in ds:
+        raise ValueError(f"Method {method!r} needs class labels, but the store '{store}' has no 'label'.")
+    fold_ids(ds, n_folds, fold_kind)  # validates n_folds against the data and the fold kind
+    fp = store_fingerprint(store)
+    return [{"key": cell_key(fp, method, p, f, n_folds, fold_kind, seed), "params": p, "fold": f}
+            for p in combos for f in range(int(n_folds))]
+
+
+def run_cell(store, method, params, fold, n_folds, fold_kind="ranges", seed=0, scheduler=None):
+    """Fit ``method`` with ``params`` on the training rows of ``fold`` and
+    score it on the held-out rows. Returns a JSON-ready dict."""
+    from .folds import split
+    from .store import open_dataset
+
+    needs_labels, fit, score, _, _ = _check_method(method)
+    sched = engine.resolve_scheduler(scheduler)
+    ds = open_dataset(store)
+    t0 = time.perf_counter()
+    train, test = split(ds, fold, n_folds, fold_kind, scheduler=sched)
+    Xtr = train["x"]
+    if Xtr.nbytes <= PERSIST_BYTES:  # many passes over a small fold: keep it in worker memory
+        Xtr = engine.persist(Xtr, scheduler=sched)
+    ctr = train.get("label") if needs_labels else None
+    n_classes = None
+    if ctr is not None:
+        ctr = engine.persist(ctr, scheduler=sched)
+        from ._validation import label_range
+
+        n_classes = label_range(ds["label"].data, sched)[1] + 1
+    # warnings (e.g. ConvergenceWarning) go to the caller / the Prefect log;
+    # warnings.catch_warnings is not thread-safe, and cells run in threads
+    model = fit(dict(params), Xtr, ctr, int(seed) + int(fold), sched, n_classes)
+    out = score(model, test["x"], test.get("label"), sched)
+    return {"method": method, "params": params, "fold": int(fold), "n_folds": int(n_folds),
+            "fold_kind": fold_kind, "seed": int(seed), "store": str(store),
+            "n_train": int(Xtr.shape[0]), "n_test": int(test["x"].shape[0]),
+            **{k: _plain(v) for k, v in out.items()},
+            "seconds": round(time.perf_counter() - t0, 3), "n_iter": int(getattr(model, "n_iter_", 0)),
+            "cluster_centers": np.asarray(model.cluster_centers_).tolist()}
+
+
+class CellCache:
+    """Finished cells as ``<root>/<key>.json``, written atomically."""
+
+    def __init__(self, root):
+        self.root = Path(root)
+
+    def path(self, key):
+        return self.root / f"{key}.json"
+
+    def load(self, key):
+        p = self.path(key)
+        if not p.exists():
+            return None
+        try:
+            return json.loads(p.read_text())
+        except (OSError, json.JSONDecodeError):
+            return None  # a damaged result is recomputed
+
+    def save(self, key, result):
+        from .store import atomic_write_text
+
+        return atomic_write_text(self.path(key), json.dumps({"key": key, **result}, indent=1, default=str),
+                                 overwrite=True)
+
+
+def _label(params, exclude=()):
+    return ", ".join(f"{k}={v}" for k, v in sorted(params.items()) if k not in exclude) or "-"
+
+
+def summarize(results):
+    """Mean and standard deviation of each result field over the folds, per
+    parameter setting, and the best setting by mean ``score``.
+
+    Returns ``(rows, best)``: ``rows`` one dict per setting (parameters,
+    ``n_folds_done``, ``score_mean``, ``score_std``, ... for every numeric
+    field), ``best`` the row with the highest mean score."""
+    groups = {}
+    for r in results:
+        groups.setdefault(json.dumps(r["params"], sort_keys=True), []).append(r)
+    rows = []
+    for key, rs in groups.items():
+        row = dict(json.loads(key))
+        row["n_folds_done"] = len(rs)
+        fields = [k for k, v in rs[0].items() if isinstance(v, (int, float)) and not isinstance(v, bool)
+                  and k not in ("fold", "n_folds", "seed", "n_train", "n_test")]
+        for f in fields:
+            vals = np.array([r[f] for r in rs], dtype=float)
+            row[f"{f}_mean"] = float(vals.mean())
+            row[f"{f}_std"] = float(vals.std(ddof=1)) if len(vals) > 1 else 0.0
+        rows.append(row)
+    if not rows:
+        raise ValueError("No results to summarize.")
+    best = max(rows, key=lambda r: r["score_mean"])
+    return rows, best
+
+
+def _csv(path, rows, columns):
+    import csv
+    import io
+
+    from .store import atomic_write_text
+
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=columns, extrasaction="ignore")
+    w.writeheader()
+    for r in rows:
+        w.writerow({c: (f"{r[c]:.6g}" if isinstance(r.get(c), float) else r.get(c)) for c in columns})
+    return atomic_write_text(path, buf.getvalue(), overwrite=True)
+
+
+def write_results(run_dir, results, rows, best, params):
+    """``cells.csv`` (one row per fold and setting), ``summary.csv`` (one row
+    per setting, means and standard deviations over folds) and
+    ``summary.json`` (both, plus the best setting) in ``run_dir``."""
+    from .store import atomic_write_text
+
+    run = Path(run_dir)
+    flat = [{**r["params"], **{k: v for k, v in r.items() if k != "params"}} for r in results]
+    flat.sort(key=lambda r: ([str(r[p]) for p in params], r["fold"]))
+    metric = [k for k in flat[0] if k not in params and k not in ("params", "store", "method",
+                                                                    "n_folds", "fold_kind", "seed",
+                                                                    "cluster_centers")]
+    _csv(run / "cells.csv", flat, list(params) + [m for m in metric if m not in params])
+    cols = list(params) + [k for k in rows[0] if k not in params]
+    _csv(run / "summary.csv", sorted(rows, key=lambda r: [str(r[p]) for p in params]), cols)
+    atomic_write_text(run / "summary.json", json.dumps({"best": best, "settings": rows, "cells": results},
+                                                       indent=1, default=str), overwrite=True)
+    return run / "summary.csv"
+
+
+def table_markdown(rows, params, fields=("score", "cost", "vq_cost", "seconds")):
+    """The summary as a Markdown table (means +- std over folds)."""
+    present = [f for f in fields if f"{f}_mean" in rows[0]]
+    head = "| " + " | ".join(list(params) + ["folds"] + present) + " |"
+    lines = [head, "|" + "---|" * (len(params) + 1 + len(present))]
+    for r in sorted(rows, key=lambda r: [str(r[p]) for p in params]):
+        cells = [str(r[p]) for p in params] + [str(r["n_folds_done"])]
+        cells += [f"{r[f + '_mean']:.4g} +- {r[f + '_std']:.2g}" for f in present]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)

@@ -1,0 +1,157 @@
+"""Cross-validation: cells against independent references, the grid and
+plan errors, and the Prefect flow's resume (only missing cells run) and
+retries."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from infoclust_dask import crossval as cv
+from infoclust_dask.ingest import ingest
+from infoclust_dask.metrics import dc_log_posterior
+
+
+@pytest.fixture(scope="module")
+def wine_store(tmp_path_factory):
+    d = tmp_path_factory.mktemp("cv")
+    path, _ = ingest("wine", d / "wine.zarr", standardize=True, n_folds=3, chunks=50)
+    return str(path)
+
+
+def test_parse_and_expand_grid():
+    g = cv.parse_grid(["sigma=0.5,1,auto", "n-clusters=2,3", "regularization=none,vq"])
+    assert g == {"sigma": [0.5, 1, "auto"], "n_clusters": [2, 3], "regularization": [None, "vq"]}
+    combos = cv.expand_grid(g)
+    assert len(combos) == 12 and combos[0] == {"n_clusters": 2, "regularization": None, "sigma": 0.5}
+    with pytest.raises(ValueError, match="name=v1,v2"):
+        cv.parse_grid(["sigma"])
+    with pytest.raises(ValueError, match="is empty"):
+        cv.expand_grid({"n_clusters": []})
+
+
+def test_plan_errors(wine_store, tmp_path):
+    with pytest.raises(ValueError, match="Unknown method 'em'"):
+        cv.plan(wine_store, "em", {"n_clusters": [2]}, 3)
+    with pytest.raises(ValueError, match="must include 'n_clusters'"):
+        cv.plan(wine_store, "dc", {"sigma": [1.0]}, 3)
+    with pytest.raises(ValueError, match="'sigmaa' is not a parameter of DiscriminativeClustering"):
+        cv.plan(wine_store, "dc", {"n_clusters": [2], "sigmaa": [1.0]}, 3)
+    with pytest.raises(ValueError, match="n_folds must be an integer >= 2"):
+        cv.plan(wine_store, "kmeans", {"n_clusters": [2]}, 1)
+    x = np.random.default_rng(0).normal(size=(30, 2))
+    np.save(tmp_path / "x.npy", x)
+    p, _ = ingest(tmp_path / "x.npy", tmp_path / "x.zarr")
+    with pytest.raises(ValueError, match="needs class labels"):
+        cv.plan(str(p), "dc", {"n_clusters": [2]}, 3)
+    with pytest.raises(ValueError, match="no 'fold' vector"):
+        cv.plan(str(p), "kmeans", {"n_clusters": [2]}, 3, "stored")
+
+
+def test_keys_depend_on_everything_that_changes_a_result(wine_store, tmp_path):
+    a = cv.plan(wine_store, "dc", {"n_clusters": [2, 3], "sigma": [1.0]}, 3, "stored")
+    assert len({c["key"] for c in a}) == 6
+    assert [c["key"] for c in a] == [c["key"] for c in cv.plan(wine_store, "dc", {"sigma": [1.0], "n_clusters": [2, 3]},
+                                                                3, "stored")]
+    other = cv.plan(wine_store, "dc", {"n_clusters": [2, 3], "sigma": [1.0]}, 3, "ranges")
+    assert not {c["key"] for c in a} & {c["key"] for c in other}
+    copy, _ = ingest(wine_store, tmp_path / "copy.zarr")  # same data, another store: other keys
+    assert not {c["key"] for c in a} & {c["key"] for c in cv.plan(str(copy), "dc", {"n_clusters": [2, 3],
+                                                                                    "sigma": [1.0]}, 3, "ranges")}
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_dc_cell_scores_match_a_numpy_reference(wine_store):
+    from infoclust_dask.store import open_dataset
+
+    ds = open_dataset(wine_store)
+    X, c, f = ds["x"].values, ds["label"].values, ds["fold"].values
+    r = cv.run_cell(wine_store, "dc", {"n_clusters": 3, "sigma": 1.0, "max_iter": 10}, 1, 3, "stored", 0, "threads")
+    te = f == 1
+    assert (r["n_train"], r["n_test"]) == (int((~te).sum()), int(te.sum()))
+    M = np.asarray(r["cluster_centers"])
+    d2 = ((X[te][:, None, :] - M[None]) ** 2).sum(-1)
+    lab = d2.argmin(1)
+    ref = dc_log_posterior(lab, c[te], n_clusters=3, n_classes=3)
+    assert r["score"] == pytest.approx(ref, rel=1e-10) and r["cost"] == pytest.approx(-ref, rel=1e-10)
+    assert r["vq_cost"] == pytest.approx(d2.min(1).mean(), rel=1e-10)
+    # the same fit on in-memory training rows gives the same prototypes
+    from infoclust_dask import DiscriminativeClustering
+
+    dc = DiscriminativeClustering(3, sigma=1.0, max_iter=10, random_state=1, scheduler="threads").fit(X[~te], c[~te])
+    np.testing.assert_allclose(M, dc.cluster_centers_, atol=1e-8)
+
+
+def test_summarize_means_and_best():
+    res = [{"params": {"k": k}, "fold": f, "score": -float(k * 10 + f), "seconds": 1.0} for k in (1, 2) for f in range(3)]
+    rows, best = cv.summarize(res)
+    r1 = next(r for r in rows if r["k"] == 1)
+    assert r1["score_mean"] == pytest.approx(-11.0) and r1["score_std"] == pytest.approx(1.0)
+    assert best["k"] == 1 and r1["n_folds_done"] == 3
+
+
+def _task_runs(flow_run_id, prefix="cv-cell"):
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+    with get_client(sync_client=True) as client:
+        runs = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id])))
+    return [r for r in runs if r.name.startswith(prefix)]
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_flow_resumes_only_missing_cells(prefect_harness, wine_store, tmp_path):
+    from pipelines.crossval import crossval_flow
+
+    grid = {"n_clusters": [2, 3], "sigma": [0.5, 2.0]}
+    kw = dict(store=wine_store, method="dc", grid={**grid, "max_iter": [8]}, n_folds=3, fold_kind="stored",
+              scheduler="threads", storage=str(tmp_path))
+    first = crossval_flow(**kw)
+    assert first["cells"] == 12 and len(first["computed"]) == 12 and first["reused"] == 0
+    assert len(_task_runs(first["flow_run_id"])) == 12
+    run = Path(first["run_dir"])
+    summary = (run / "summary.csv").read_text().splitlines()
+    assert len(summary) == 1 + 4 and summary[0].startswith("max_iter,n_clusters,sigma,n_folds_done,score_mean")
+    assert len((run / "cells.csv").read_text().splitlines()) == 1 + 12
+    assert (run / "validation.png").read_bytes()[:4] == b"\x89PNG"
+    best = json.loads((run / "summary.json").read_text())["best"]
+    assert first["best"] == {"max_iter": 8, "n_clusters": best["n_clusters"], "sigma": best["sigma"]}
+
+    cells = sorted((tmp_path / "crossval" / "cells").glob("*.json"))
+    assert len(cells) == 12
+    victim = cells[5]
+    mtimes = {p: p.stat().st_mtime_ns for p in cells if p != victim}
+    victim.unlink()
+    second = crossval_flow(**kw)
+    assert second["computed"] == [victim.stem] and second["reused"] == 11
+    assert len(_task_runs(second["flow_run_id"])) == 1  # only that cell ran as a task
+    assert all(p.stat().st_mtime_ns == t for p, t in mtimes.items())
+    s2 = (Path(second["run_dir"]) / "summary.csv").read_text().splitlines()
+    assert _without_seconds(s2) == _without_seconds(summary)  # the same table
+
+
+def _without_seconds(lines):
+    keep = [i for i, h in enumerate(lines[0].split(",")) if not h.startswith("seconds")]
+    return [[row.split(",")[i] for i in keep] for row in lines]
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_flow_retries_a_failed_cell_and_plots_tradeoff(prefect_harness, wine_store, tmp_path, monkeypatch):
+    from pipelines.crossval import crossval_flow
+
+    calls = {"n": 0}
+    real = cv.run_cell
+
+    def flaky(*a, **k):
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise OSError("simulated lost worker")
+        return real(*a, **k)
+
+    monkeypatch.setattr(cv, "run_cell", flaky)
+    out = crossval_flow(store=wine_store, method="dc", n_folds=3, fold_kind="ranges", scheduler="threads",
+                        grid={"n_clusters": [3], "sigma": [1.0], "regularization": ["vq"],
+                              "reg_strength": [0.0, 1.0], "max_iter": [5]}, storage=str(tmp_path))
+    assert calls["n"] == 7 and len(out["computed"]) == 6  # one failure, retried
+    assert (Path(out["run_dir"]) / "tradeoff.png").exists()
