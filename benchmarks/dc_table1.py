@@ -41,7 +41,7 @@ def load(name):
 
 
 def run(dataset, clusters, folds, max_iter, preprocess, seed, n_sigmas=9, init="kmeans", n_init=1,
-        extra=(), extra_steps=None):
+        extra=(), extra_steps=None, extra_sigma="search", extra_clusters=None):
     from infoclust_dask import DiscriminativeClustering, KMeans
     from infoclust_dask.cluster import MDA2, IsotropicGaussianMixture
     from infoclust_dask.metrics import dc_log_posterior
@@ -75,14 +75,19 @@ def run(dataset, clusters, folds, max_iter, preprocess, seed, n_sigmas=9, init="
             costs[k]["MDA2"].append(cost(mda.predict(Xte)))
             costs[k]["K-means"].append(cost(km.predict(Xte)))
             for e in extra:  # SA's sigma is its jump width; both chosen on held-out training rows
+                if e == "sa" and extra_clusters and k not in extra_clusters:
+                    continue
+                # "search": own held-out search over every other grid value; "cg": the width DC-CG chose
+                # on this fold's training rows (one fit instead of six)
+                sig = dict(sigma="auto", sigma_grid=grid[::2]) if extra_sigma == "search" else dict(sigma=dc.sigma_)
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", ConvergenceWarning)
-                    alt = DiscriminativeClustering(k, optimizer=e, sigma="auto", sigma_grid=grid[::2],
+                    alt = DiscriminativeClustering(k, optimizer=e, **sig,
                                                    init=init, random_state=seed + f, max_iter=extra_steps,
                                                    scheduler="threads").fit(Xtr, c[tr])
                 costs[k]["DC-SA" if e == "sa" else "sDC"].append(cost(alt.predict(Xte)))
             sigmas[k].append(dc.sigma_)
-        done = {k: {m: round(float(np.mean(v)), 2) for m, v in costs[k].items()} for k in clusters}
+        done = {k: {m: round(float(np.mean(v)), 2) for m, v in costs[k].items() if v} for k in clusters}
         print(f"fold {f + 1}/{folds} done at {time.perf_counter() - t_start:.0f} s: {done}", flush=True)
     return costs, sigmas, time.perf_counter() - t_start
 
@@ -90,7 +95,9 @@ def run(dataset, clusters, folds, max_iter, preprocess, seed, n_sigmas=9, init="
 def table(dataset, costs, sigmas, seconds, args):
     lines = [
         f"### {dataset.capitalize()} ({args.folds}-fold CV, {args.preprocess}, DC init {args.init} x {args.n_init}, "
-        f"CG max_iter={args.max_iter}, sigma auto from {args.n_sigmas} values; {seconds:.0f} s)",
+        f"CG max_iter={args.max_iter}, sigma auto from {args.n_sigmas} values"
+        + (f"; SA/sDC: steps {args.extra_steps or 'default'}, width {args.extra_sigma}" if args.extra else "")
+        + f"; {seconds:.0f} s)",
         "",
         "| clusters | DC-CG (ours) | paper CG MAP | MoG (ours) | paper MoG | MDA2 (ours) | paper MDA2 | "
         "K-means (ours) | DC-CG vs MoG, MDA2 (paired t, p) | DC sigma (median) |",
@@ -102,16 +109,20 @@ def table(dataset, costs, sigmas, seconds, args):
         lines[3] = lines[3] + "---|---|" * len(extra)
     for k, res in costs.items():
         paper = PAPER[dataset][k]
-        mean = {m: np.mean(v) for m, v in res.items()}
+        mean = {m: np.mean(v) for m, v in res.items() if v}
         p_mog = ttest_rel(res["DC-CG"], res["MoG"]).pvalue
         p_mda = ttest_rel(res["DC-CG"], res["MDA2"]).pvalue
         lines.append(
             f"| {k} | **{mean['DC-CG']:.2f}** | {paper[0]} | {mean['MoG']:.2f} | {paper[3]} | "
             f"{mean['MDA2']:.2f} | {paper[4]} | {mean['K-means']:.2f} | {p_mog:.1e}, {p_mda:.1e} | "
             f"{np.median(sigmas[k]):.3g} |"
-            + "".join(f" {np.mean(res[m]):.2f} | {paper[1] if m == 'DC-SA' else paper[2]} |" for m in extra)
+            + "".join(f" {_mean(res[m])} | {paper[1] if m == 'DC-SA' else paper[2]} |" for m in extra)
         )
     return "\n".join(lines)
+
+
+def _mean(v):
+    return f"{np.mean(v):.2f}" if len(v) else "-"
 
 
 def main():
@@ -130,9 +141,14 @@ def main():
                    help="also run DC by simulated annealing and/or the on-line algorithm (slow)")
     p.add_argument("--extra-steps", type=int, default=None,
                    help="SA steps / on-line epochs (default: the estimator's, 2000 x K / 20)")
+    p.add_argument("--extra-sigma", choices=["search", "cg"], default="search",
+                   help="SA / on-line width: own held-out search (default) or the one DC-CG chose on the fold")
+    p.add_argument("--sa-clusters", type=int, nargs="*", default=None,
+                   help="run SA only at these cluster counts (the paper ran it at all)")
     args = p.parse_args()
     costs, sigmas, seconds = run(args.dataset, args.clusters, args.folds, args.max_iter, args.preprocess, args.seed,
-                                 args.n_sigmas, args.init, args.n_init, args.extra, args.extra_steps)
+                                 args.n_sigmas, args.init, args.n_init, args.extra, args.extra_steps,
+                                 args.extra_sigma, args.sa_clusters)
     print()
     print(table(args.dataset, costs, sigmas, seconds, args))
     if args.json:

@@ -1,7 +1,9 @@
-"""The demo flow behind ``make demo``: ingest a bundled dataset, fit K-means
-and discriminative clustering (informative of the bundled classes), anneal
-soft K-means through its first bifurcations, write a run folder with a report
-and plots, print where they are.
+"""The demo flow behind ``make demo``: ingest a bundled dataset (the ingest
+flow: standardized, with a stored fold vector), cross-validate the width
+sigma of discriminative clustering (the cross-validation flow), fit K-means
+and DC with the chosen sigma (clusters informative of the bundled classes),
+anneal soft K-means through its first bifurcations, write a run folder with a
+report and plots, print where they are.
 
 Run it with ``python -m pipelines.demo`` (or ``infoclust demo``). It needs no
 Prefect server (a temporary local API starts) and, by default, computes on a
@@ -23,21 +25,19 @@ from prefect import flow, get_run_logger, task  # noqa: E402
 __all__ = ["demo_flow"]
 
 
-@task(name="ingest")
-def ingest_dataset(dataset: str, storage: str) -> str:
-    """The bundled ``dataset`` as a standardized store (reused if present)."""
-    from infoclust_dask.ingest import ingest
+@task(name="find-store")
+def existing_store(dataset: str, storage: str) -> str | None:
+    """The demo store of ``dataset`` if an earlier run wrote it (validated)."""
     from infoclust_dask.store import open_dataset
 
-    dest = Path(storage) / "datasets" / f"{dataset}-std.zarr"
-    log = get_run_logger()
-    if dest.exists():
-        open_dataset(dest)  # validates; raises on a malformed store
-        log.info("reusing store %s", dest)
-        return str(dest)
-    path, report = ingest(dataset, dest, standardize=True)
-    log.info("ingested %s -> %s: %s", dataset, path, report)
-    return str(path)
+    dest = Path(storage) / "datasets" / f"{dataset}-demo.zarr"
+    if not dest.exists():
+        return None
+    ds = open_dataset(dest)  # raises on a malformed store
+    if "fold" not in ds:
+        raise ValueError(f"'{dest}' has no fold vector; remove it or re-ingest with --folds.")
+    get_run_logger().info("reusing store %s", dest)
+    return str(dest)
 
 
 @task(name="fit-kmeans")
@@ -69,9 +69,10 @@ def fit_kmeans(store: str, n_clusters: int, scheduler: str | None, seed: int, ru
 
 
 @task(name="fit-dc")
-def fit_dc(store: str, n_clusters: int, scheduler: str | None, seed: int, run_dir: str) -> dict | None:
+def fit_dc(store: str, n_clusters: int, scheduler: str | None, seed: int, run_dir: str,
+           sigma: float | str = "auto") -> dict | None:
     """Discriminative clustering of x informative of the stored labels, with
-    sigma chosen on held-out rows; compared with K-means by the log posterior (9)."""
+    sigma chosen by cross-validation; compared with K-means by the log posterior (9)."""
     from infoclust_dask import DiscriminativeClustering, KMeans, engine
     from infoclust_dask.runs import save_model
     from infoclust_dask.store import open_dataset
@@ -83,7 +84,7 @@ def fit_dc(store: str, n_clusters: int, scheduler: str | None, seed: int, run_di
     X = engine.persist(ds["x"], scheduler=scheduler)
     c = engine.persist(ds["label"], scheduler=scheduler)
     t0 = time.perf_counter()
-    dc = DiscriminativeClustering(n_clusters, sigma="auto", sigma_grid=None, max_iter=29, random_state=seed,
+    dc = DiscriminativeClustering(n_clusters, sigma=sigma, max_iter=29, random_state=seed,
                                   scheduler=scheduler).fit(X, c)
     seconds = time.perf_counter() - t0
     save_model(dc, Path(run_dir) / "dc-model.json")
@@ -127,7 +128,8 @@ def anneal(store: str, n_clusters: int, scheduler: str | None, seed: int, run_di
 
 
 @task(name="plot-and-report")
-def report(store: str, run_dir: str, km: dict, da_: dict, dataset: str, dc: dict | None = None) -> str:
+def report(store: str, run_dir: str, km: dict, da_: dict, dataset: str, dc: dict | None = None,
+           cv: dict | None = None) -> str:
     import numpy as np
 
     from infoclust_dask.plotting import plot_clusters_2d
@@ -158,11 +160,19 @@ def report(store: str, run_dir: str, km: dict, da_: dict, dataset: str, dc: dict
                   f"NMI {km['nmi_vs_classes']:.3f}",
                   "- contingency table (rows clusters, columns classes):", "",
                   *["      " + " ".join(f"{v:5d}" for v in row) for row in km["contingency"]]]
+    if cv is not None:
+        lines += [
+            "", "## Cross-validation of the DC width sigma (cross-validation flow)",
+            f"- {cv['cells']} cells ({cv['reused']} reused from earlier runs) in {cv['seconds']} s; "
+            f"run folder `{cv['run_dir']}`",
+            f"- best: {cv['best']} (mean held-out log posterior (9) per fold {cv['best_score']:.2f})", "",
+            cv["table"],
+        ]
     if dc is not None:
         lines += [
             "", "## Discriminative clustering (Kaski et al. 2005)",
-            f"- sigma {dc['sigma']:.4g} chosen on held-out rows; {dc['evaluations']} objective evaluations "
-            f"({dc['seconds']} s including the sigma search)",
+            f"- sigma {dc['sigma']:.4g} (chosen by cross-validation); {dc['evaluations']} objective evaluations "
+            f"({dc['seconds']} s)",
             f"- log posterior (9) of the partition: DC {dc['log_posterior']:.2f} vs K-means "
             f"{dc['kmeans_log_posterior']:.2f} (higher is better; same number of clusters)",
             "- contingency table (rows clusters, columns classes):", "",
@@ -177,27 +187,40 @@ def report(store: str, run_dir: str, km: dict, da_: dict, dataset: str, dc: dict
         "`annealing.png` (centres along PC 1 against beta).",
     ]
     (run / "report.md").write_text("\n".join(lines) + "\n")
-    (run / "summary.json").write_text(json.dumps({"kmeans": km, "dc": dc, "annealing": da_}, indent=2,
-                                                 default=float))
+    (run / "summary.json").write_text(json.dumps({"kmeans": km, "dc": dc, "annealing": da_, "crossval": cv},
+                                                 indent=2, default=float))
     return str(run / "report.md")
 
 
 @flow(name="infoclust-demo", log_prints=True)
-def demo_flow(dataset: str = "satimage", n_clusters: int = 6, scheduler: str | None = "local",
-              storage: str | None = None, seed: int = 0, n_betas: int = 24) -> str:
-    """Ingest ``dataset``, fit K-means and an annealing path, write a run folder.
-
-    Returns the run folder path.
+def demo_flow(dataset: str = "satimage", n_clusters: int = 6, scheduler: str | None = None,
+              storage: str | None = None, seed: int = 0, n_betas: int = 24,
+              sigmas: list[float] = (0.75, 1.5, 3.0), n_folds: int = 3) -> str:
+    """Ingest ``dataset``, cross-validate DC's sigma, fit K-means and DC, anneal
+    soft K-means, write a run folder. Returns the run folder path.
     """
     from infoclust_dask.runs import new_run_dir, storage_root
 
+    from ._env import default_scheduler
+    from .crossval import crossval_flow
+    from .ingest import ingest_flow
+
     storage = str(storage or storage_root())
-    store = ingest_dataset(dataset, storage)
+    scheduler = default_scheduler(scheduler)
+    store = existing_store(dataset, storage)
+    if store is None:
+        store = ingest_flow(source=dataset, dest=str(Path(storage) / "datasets" / f"{dataset}-demo.zarr"),
+                            standardize=True, n_folds=n_folds, fold_seed=seed, storage=storage)["path"]
     run = new_run_dir("demo", root=storage)
+    cv = None
+    if open_has_labels(store):
+        cv = crossval_flow(store=store, method="dc", grid={"sigma": list(sigmas), "n_clusters": [n_clusters],
+                                                            "max_iter": [29]},
+                           n_folds=n_folds, fold_kind="stored", seed=seed, scheduler=scheduler, storage=storage)
     km = fit_kmeans(store, n_clusters, scheduler, seed, str(run))
-    dc = fit_dc(store, n_clusters, scheduler, seed, str(run))
+    dc = fit_dc(store, n_clusters, scheduler, seed, str(run), sigma=cv["best"]["sigma"]) if cv else None
     da_ = anneal(store, 4, scheduler, seed, str(run), n_betas)
-    rep = report(store, str(run), km, da_, dataset, dc)
+    rep = report(store, str(run), km, da_, dataset, dc, cv)
     print(f"run folder: {run}")
     print(f"report:     {rep}")
     print(f"plots:      {run / 'kmeans.png'}, {run / 'annealing.png'}")
@@ -205,11 +228,17 @@ def demo_flow(dataset: str = "satimage", n_clusters: int = 6, scheduler: str | N
     return str(run)
 
 
+def open_has_labels(store) -> bool:
+    from infoclust_dask.store import open_dataset
+
+    return "label" in open_dataset(store)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description="infoclust demo flow")
     p.add_argument("--dataset", default="satimage")
     p.add_argument("-k", type=int, default=6)
-    p.add_argument("--scheduler", default="local")
+    p.add_argument("--scheduler", default=None, help="default $DASK_SCHEDULER_ADDRESS, else 'local'")
     p.add_argument("--storage", default=None)
     a = p.parse_args(argv)
     demo_flow(dataset=a.dataset, n_clusters=a.k, scheduler=a.scheduler, storage=a.storage)

@@ -3,7 +3,10 @@
 import json
 from pathlib import Path
 
+import pytest
 
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")  # the paper's 29-iteration cap
 def test_demo_flow_writes_report_and_plots(prefect_harness, tmp_path):
     from pipelines.demo import demo_flow
 
@@ -17,7 +20,12 @@ def test_demo_flow_writes_report_and_plots(prefect_harness, tmp_path):
     summary = json.loads((run / "summary.json").read_text())
     assert summary["kmeans"]["ari_vs_classes"] > 0.8  # standardized wine: 3 well-separated cultivars
     assert sum(map(sum, summary["dc"]["contingency"])) == 178  # every wine sample in the DC table
-    assert (tmp_path / "datasets" / "wine-std.zarr").exists()
-    # a second run reuses the store instead of overwriting it
+    assert (tmp_path / "datasets" / "wine-demo.zarr").exists()
+    cv = summary["crossval"]
+    assert cv["cells"] == 9 and cv["reused"] == 0 and cv["best"]["sigma"] in (0.75, 1.5, 3.0)
+    assert summary["dc"]["sigma"] == cv["best"]["sigma"] and "Cross-validation" in report
+    assert (Path(cv["run_dir"]) / "validation.png").exists()
+    # a second run reuses the store instead of overwriting it, and every finished cell
     run2 = Path(demo_flow(dataset="wine", n_clusters=3, scheduler="threads", storage=str(tmp_path), n_betas=6))
     assert run2 != run and (run2 / "report.md").exists()
+    assert json.loads((run2 / "summary.json").read_text())["crossval"]["reused"] == 9

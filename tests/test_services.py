@@ -1,0 +1,117 @@
+"""Against real services on 127.0.0.1: a `prefect server`, a `dask scheduler`
+and two `dask worker` processes started by deploy/local/services.py (free
+ports), stopped by PID at the end. The cross-validation CLI/flow runs
+against them, and deploy/prefect.yaml is deployed to that server."""
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _services():
+    spec = importlib.util.spec_from_file_location("local_services", ROOT / "deploy" / "local" / "services.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope="module")
+def services(tmp_path_factory):
+    svc = _services()
+    state_dir = tmp_path_factory.mktemp("services")
+    state = svc.start(state_dir, n_workers=2, memory_limit="1GB", timeout=180)
+    pids = [p["pid"] for p in state["processes"]]
+    try:
+        yield state
+    finally:
+        stopped = svc.stop(state_dir)
+        assert len(stopped) == 4, stopped
+        assert not any(svc._alive(p) for p in pids)
+
+
+def _env(state, tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
+    env.update(PREFECT_API_URL=state["prefect_api_url"], DASK_SCHEDULER_ADDRESS=state["scheduler_address"],
+               PREFECT_HOME=str(tmp_path / "prefect-client"), PREFECT_SERVER_ANALYTICS_ENABLED="false",
+               INFOCLUST_STORAGE=str(tmp_path / "storage"), INFOCLUST_PROJECT_DIR=str(ROOT))
+    return env
+
+
+def _api(state, path, body=None):
+    req = urllib.request.Request(state["prefect_api_url"] + path, data=json.dumps(body or {}).encode(),
+                                 headers={"Content-Type": "application/json"}, method="POST")
+    with urllib.request.urlopen(req, timeout=30) as r:  # noqa: S310 - 127.0.0.1 only
+        return json.loads(r.read())
+
+
+def _executed(client):
+    """Tasks each worker has executed so far."""
+    return client.run(lambda dask_worker: dask_worker.state.executed_count)
+
+
+def test_services_listen_on_loopback_only(services):
+    assert services["scheduler_address"].startswith("tcp://127.0.0.1:")
+    assert services["prefect_api_url"].startswith("http://127.0.0.1:")
+    out = subprocess.run(["ss", "-ltnp"], capture_output=True, text=True).stdout
+    pids = {str(p["pid"]) for p in services["processes"]}
+    mine = [ln for ln in out.splitlines() if any(f"pid={p}," in ln for p in pids)]
+    assert mine and all("127.0.0.1:" in ln.split()[3] for ln in mine), mine
+
+
+def test_crossval_flow_against_real_scheduler_and_server(services, tmp_path):
+    from distributed import Client
+
+    from infoclust_dask.ingest import ingest
+
+    store, _ = ingest("wine", tmp_path / "wine.zarr", standardize=True, n_folds=3, chunks=60)
+    with Client(services["scheduler_address"], set_as_default=False) as c:
+        before = _executed(c)
+    cmd = [sys.executable, "-m", "infoclust_dask.cli", "crossval", str(store), "--method", "dc",
+           "--grid", "sigma=0.5,2", "--grid", "n_clusters=2,3", "--grid", "max_iter=10", "--folds", "3",
+           "--fold-kind", "stored"]
+    r = subprocess.run(cmd, capture_output=True, text=True, env=_env(services, tmp_path), cwd=tmp_path, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    out = json.loads(r.stdout[r.stdout.index("{\n"):])
+    assert out["cells"] == 12 and out["reused"] == 0
+    run = Path(out["run_dir"])
+    lines = (run / "summary.csv").read_text().splitlines()
+    assert len(lines) == 5 and "score_mean" in lines[0]
+    assert len((run / "cells.csv").read_text().splitlines()) == 13
+    # the passes ran on the real scheduler ...
+    with Client(services["scheduler_address"], set_as_default=False) as c:
+        after = _executed(c)
+    assert len(after) == 2 and all(after[w] > before[w] + 50 for w in after), (before, after)  # both workers
+    # ... and the flow run, its 12 cell tasks and its artifact are on the real server
+    flows = _api(services, "/flow_runs/filter", {"flow_runs": {"state": {"type": {"any_": ["COMPLETED"]}}}})
+    assert any(f["name"] and f["state_type"] == "COMPLETED" for f in flows)
+    tasks = _api(services, "/task_runs/filter", {"task_runs": {"name": {"like_": "cv-cell"}}})
+    assert len(tasks) >= 12
+    arts = _api(services, "/artifacts/filter", {"artifacts": {"key": {"any_": ["crossval-dc"]}}})
+    assert arts and arts[0]["type"] == "table"
+
+
+def test_prefect_yaml_deploys_with_nightly_schedule(services, tmp_path):
+    env = _env(services, tmp_path)
+    prefect = str(Path(sys.executable).with_name("prefect"))
+    r = subprocess.run([prefect, "work-pool", "create", "infoclust-pool", "--type", "process"],
+                       capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = subprocess.run([prefect, "--no-prompt", "deploy", "--all", "--prefect-file", "deploy/prefect.yaml"],
+                       capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    deps = {d["name"]: d for d in _api(services, "/deployments/filter")}
+    assert {"nightly-crossval", "ingest-letter", "demo"} <= set(deps)
+    nightly = deps["nightly-crossval"]
+    assert nightly["work_pool_name"] == "infoclust-pool"
+    assert nightly["parameters"]["grid"]["n_clusters"] == [2, 5, 10]
+    crons = [s["schedule"].get("cron") for s in nightly["schedules"]]
+    assert crons == ["0 2 * * *"]
+    assert nightly["pull_steps"][0]["prefect.deployments.steps.set_working_directory"]["directory"] == str(ROOT)
