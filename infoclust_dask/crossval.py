@@ -248,8 +248,11 @@ class CellCache:
                                  overwrite=True)
 
 
-def _label(params, exclude=()):
-    return ", ".join(f"{k}={v}" for k, v in sorted(params.items()) if k not in exclude) or "-"
+def setting_order(row, params):
+    """Sort key of a parameter setting: numbers numerically, then the rest as text."""
+    from .plotting import sort_key
+
+    return sort_key(row[p] for p in params)
 
 
 def summarize(results):
@@ -301,13 +304,13 @@ def write_results(run_dir, results, rows, best, params):
 
     run = Path(run_dir)
     flat = [{**r["params"], **{k: v for k, v in r.items() if k != "params"}} for r in results]
-    flat.sort(key=lambda r: ([str(r[p]) for p in params], r["fold"]))
+    flat.sort(key=lambda r: (setting_order(r, params), r["fold"]))
     metric = [k for k in flat[0] if k not in params and k not in ("params", "store", "method",
                                                                     "n_folds", "fold_kind", "seed",
                                                                     "cluster_centers")]
     _csv(run / "cells.csv", flat, list(params) + [m for m in metric if m not in params])
     cols = list(params) + [k for k in rows[0] if k not in params]
-    _csv(run / "summary.csv", sorted(rows, key=lambda r: [str(r[p]) for p in params]), cols)
+    _csv(run / "summary.csv", sorted(rows, key=lambda r: setting_order(r, params)), cols)
     atomic_write_text(run / "summary.json", json.dumps({"best": best, "settings": rows, "cells": results},
                                                        indent=1, default=str), overwrite=True)
     return run / "summary.csv"
@@ -318,7 +321,7 @@ def table_markdown(rows, params, fields=("score", "cost", "vq_cost", "seconds"))
     present = [f for f in fields if f"{f}_mean" in rows[0]]
     head = "| " + " | ".join(list(params) + ["folds"] + present) + " |"
     lines = [head, "|" + "---|" * (len(params) + 1 + len(present))]
-    for r in sorted(rows, key=lambda r: [str(r[p]) for p in params]):
+    for r in sorted(rows, key=lambda r: setting_order(r, params)):
         cells = [str(r[p]) for p in params] + [str(r["n_folds_done"])]
         cells += [f"{r[f + '_mean']:.4g} +- {r[f + '_std']:.2g}" for f in present]
         lines.append("| " + " | ".join(cells) + " |")

@@ -114,7 +114,7 @@ def _read_parquet(path: Path, label_column):
         class_names, label = np.unique(df.iloc[:, li].astype(str).to_numpy(), return_inverse=True)
         class_names = [str(c) for c in class_names]
         df = df.drop(columns=df.columns[li])
-    for j, (name, dtype) in enumerate(df.dtypes.items()):
+    for name, dtype in df.dtypes.items():
         if not (pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype)):
             bad = df[name].map(lambda v: not _is_number(str(v)) and v is not None)
             row = int(np.flatnonzero(bad.to_numpy())[0]) if bad.any() else 0

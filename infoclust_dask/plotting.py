@@ -61,6 +61,11 @@ def _is_number(v):
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
+def sort_key(values):
+    """Sort key: numbers numerically, then the rest as text."""
+    return [(0, v, "") if _is_number(v) else (1, 0, str(v)) for v in values]
+
+
 def curve_parameter(rows, params):
     """The grid parameter to put on the x axis: the numeric one with the most
     distinct values (ties: not ``n_clusters``)."""
@@ -86,7 +91,7 @@ def plot_validation_curve(rows, params, path, *, score="score", title=""):
     groups = {}
     for r in rows:
         groups.setdefault(tuple((p, r[p]) for p in others), []).append(r)
-    for i, (g, rs) in enumerate(sorted(groups.items(), key=lambda kv: str(kv[0]))):
+    for i, (g, rs) in enumerate(sorted(groups.items(), key=lambda kv: sort_key(v for _, v in kv[0]))):
         label = ", ".join(f"{p}={v}" for p, v in g) or None
         if x is None:
             ax.errorbar([i], [rs[0][f"{score}_mean"]], yerr=[rs[0][f"{score}_std"]], fmt="o", capsize=3, label=label)
@@ -118,7 +123,7 @@ def plot_tradeoff(rows, path, *, param="reg_strength", title=""):
     groups = {}
     for r in rows:
         groups.setdefault(r.get("n_clusters"), []).append(r)
-    for k, rs in sorted(groups.items(), key=lambda kv: str(kv[0])):
+    for k, rs in sorted(groups.items(), key=lambda kv: sort_key([kv[0]])):
         rs = sorted(rs, key=lambda r: r[param])
         ax.plot([r["vq_cost_mean"] for r in rs], [r["cost_mean"] for r in rs], "o-", ms=4, label=f"K={k}")
         for r in rs:
