@@ -51,6 +51,12 @@ __all__ = [
     "mixture_assign",
     "dc_reg_stats",
     "online_dc_block",
+    "ac_count_stats",
+    "ac_grad_stats",
+    "ac_hard_count_stats",
+    "cross_gram_stats",
+    "project_rows",
+    "label_sum_stats",
 ]
 
 
@@ -705,3 +711,80 @@ def online_dc_block(state, x, c, *, start, sigma, alpha0, total_steps, seed, sub
             g[a] -= 2.0 * alpha * psi_a
         t += 1
     return {"m": m, "gamma": g, "t": t}
+
+
+# --------------------------------------------------------------------------
+# Associative clustering (Sinkkonen, Kaski, Nikkilä & Lahti, §III)
+# --------------------------------------------------------------------------
+def ac_count_stats(x, y, *, start=0, mx, my, sx, sy, subset=None):
+    """Smoothed cross counts ``n_ij = sum_r g_i(x_r) g_j(y_r)`` (K, L) of a
+    block, with normalized Gaussian memberships of width ``sx`` / ``sy``
+    (:func:`dc_memberships`); the margins are its row and column sums."""
+    keep = _subset_rows(np.asarray(x).shape[0], start, subset)
+    if keep is not None:
+        x, y = np.asarray(x)[keep], np.asarray(y)[keep]
+    n = np.zeros((mx.shape[0], my.shape[0]))
+    for xs, ys in _subblocks(x, y):
+        n += dc_memberships(xs, mx, sx).T @ dc_memberships(ys, my, sy)
+    return {"counts": n}
+
+
+def ac_grad_stats(x, y, *, start=0, mx, my, sx, sy, psi, psi_x, psi_y, lam_x, lam_y, subset=None):
+    """Partial sums of the gradient of log BF'' for a block.
+
+    With ``A_i(r) = sum_j psi_ij g_j(y_r) - lam_x psi_x_i`` (the report's
+    ``L_i^(x)(y)``), ``W_i(r) = g_i(x_r) [A_i(r) - sum_i' g_i'(x_r) A_i'(r)]``
+    and ``sx^2 dlogBF''/dm_i^(x) = sum_r W_i(r) x_r - (sum_r W_i(r)) m_i^(x)``;
+    symmetrically for y. Returns ``WX`` (K, dx), ``Wx`` (K,), ``WY`` (L, dy),
+    ``Wy`` (L,)."""
+    keep = _subset_rows(np.asarray(x).shape[0], start, subset)
+    if keep is not None:
+        x, y = np.asarray(x)[keep], np.asarray(y)[keep]
+    out = {"WX": np.zeros(mx.shape), "Wx": np.zeros(mx.shape[0]), "WY": np.zeros(my.shape),
+           "Wy": np.zeros(my.shape[0])}
+    for xs, ys in _subblocks(x, y):
+        gx, gy = dc_memberships(xs, mx, sx), dc_memberships(ys, my, sy)
+        a = gy @ psi.T - lam_x * psi_x[None, :]  # (n, K)
+        b = gx @ psi - lam_y * psi_y[None, :]  # (n, L)
+        wx = gx * (a - np.einsum("nk,nk->n", gx, a)[:, None])
+        wy = gy * (b - np.einsum("nl,nl->n", gy, b)[:, None])
+        out["WX"] += wx.T @ xs
+        out["Wx"] += wx.sum(axis=0)
+        out["WY"] += wy.T @ ys
+        out["Wy"] += wy.sum(axis=0)
+    return out
+
+
+def ac_hard_count_stats(x, y, *, start=0, mx, my, subset=None):
+    """Hard contingency table ``n_ij``: pairs whose x is nearest to
+    prototype i and whose y is nearest to prototype j (K, L)."""
+    keep = _subset_rows(np.asarray(x).shape[0], start, subset)
+    if keep is not None:
+        x, y = np.asarray(x)[keep], np.asarray(y)[keep]
+    k, l_ = mx.shape[0], my.shape[0]
+    if np.asarray(x).shape[0] == 0:
+        return {"counts": np.zeros((k, l_))}
+    lx, ly = assign_labels(x, centers=mx), assign_labels(y, centers=my)
+    return {"counts": np.bincount(lx * l_ + ly, minlength=k * l_).reshape(k, l_).astype(np.float64)}
+
+
+def cross_gram_stats(x, y):
+    """Count, sums, ``X^T X``, ``Y^T Y`` and ``X^T Y`` of a paired block
+    (canonical correlation analysis of two views)."""
+    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    return {"n": np.array(x.shape[0], dtype=np.int64), "sx": x.sum(axis=0), "sy": y.sum(axis=0),
+            "xtx": x.T @ x, "yty": y.T @ y, "xty": x.T @ y}
+
+
+def project_rows(x, *, mean, W):
+    """``(x - mean) @ W`` of a block (a linear projection)."""
+    return (np.asarray(x, dtype=np.float64) - mean) @ W
+
+
+def label_sum_stats(x, labels, *, k):
+    """Per-label sums and counts of a block's rows (cluster means)."""
+    lab = np.asarray(labels).astype(np.intp)
+    x = np.asarray(x, dtype=np.float64)
+    s = np.zeros((k, x.shape[1]))
+    np.add.at(s, lab, x)
+    return {"s": s, "n": np.bincount(lab, minlength=k).astype(np.float64)}

@@ -58,18 +58,22 @@ def check_scalar_param(est, name, value, *, kind, low=None, high=None, low_open=
     return value
 
 
-def check_data(est, X, *, reset: bool, scheduler=None, need_moments: bool = False):
+def check_data(est, X, *, reset: bool, scheduler=None, need_moments: bool = False, attr: str = "n_features_in_",
+               variable: str = "x", name: str = "X"):
     """Validate ``X``; return ``(array, DataInfo or None)``.
 
     numpy-like input is converted by scikit-learn's ``validate_data``
     (float64/float32, 2-D, finite, >= 1 sample); lazy input must be 2-D, numeric,
     row-chunked with known chunks and finite (checked in one pass, which also
-    gives the per-feature moments).
+    gives the per-feature moments). ``attr`` names the estimator attribute
+    that records the number of features (a second view, e.g. associative
+    clustering's ``y``, uses its own); ``variable`` is the store variable read
+    for a path.
     """
-    from sklearn.utils.validation import validate_data
+    from sklearn.utils.validation import check_array, validate_data
 
     if isinstance(X, (str,)) or hasattr(X, "__fspath__") or engine.is_lazy(X):
-        A = engine.as_array(X)
+        A = engine.as_array(X, variable=variable)
         if A.ndim != 2:
             fix = " Reshape your data with X.reshape(-1, 1) for a single feature." if A.ndim == 1 else ""
             raise ValueError(f"Expected 2D array, got {A.ndim}D array of shape {A.shape} instead.{fix}")
@@ -77,13 +81,7 @@ def check_data(est, X, *, reset: bool, scheduler=None, need_moments: bool = Fals
             raise ValueError(f"X must be numeric; got dtype {A.dtype}. Convert it with X.astype('float64').")
         if A.shape[0] == 0:
             raise ValueError(f"Found array with 0 sample(s) (shape={A.shape}) while a minimum of 1 is required.")
-        if reset:
-            est.n_features_in_ = int(A.shape[1])
-        elif A.shape[1] != est.n_features_in_:
-            raise ValueError(
-                f"X has {A.shape[1]} features, but {type(est).__name__} is expecting "
-                f"{est.n_features_in_} features as input."
-            )
+        _check_width(est, A, reset, attr, name)
         if not need_moments:
             return A, None
         shift = np.asarray(engine.compute(A[0], scheduler=scheduler), dtype=np.float64)
@@ -92,11 +90,15 @@ def check_data(est, X, *, reset: bool, scheduler=None, need_moments: bool = Fals
         st = engine.map_reduce(moments_stats, A, params={"shift": shift}, scheduler=scheduler)
         if int(st["n_bad"]):
             raise ValueError(
-                f"Input X contains {int(st['n_bad'])} NaN or infinite values. Drop or impute "
+                f"Input {name} contains {int(st['n_bad'])} NaN or infinite values. Drop or impute "
                 "them first (e.g. `infoclust ingest --drop-nonfinite`)."
             )
         return A, _info(st, A.shape, shift)
-    A = validate_data(est, X, reset=reset, dtype=[np.float64, np.float32], ensure_min_samples=1)
+    if attr == "n_features_in_":
+        A = validate_data(est, X, reset=reset, dtype=[np.float64, np.float32], ensure_min_samples=1)
+    else:
+        A = check_array(X, dtype=[np.float64, np.float32], ensure_min_samples=1, input_name=name)
+        _check_width(est, A, reset, attr, name)
     if not need_moments:
         return A, None
     shift = A[0].astype(np.float64)
@@ -107,6 +109,16 @@ def check_data(est, X, *, reset: bool, scheduler=None, need_moments: bool = Fals
         # many passes follow: scatter the blocks to the workers once
         A = engine.persist(A, scheduler=sched)
     return A, info
+
+
+def _check_width(est, A, reset, attr, name):
+    if reset:
+        setattr(est, attr, int(A.shape[1]))
+    elif A.shape[1] != getattr(est, attr):
+        raise ValueError(
+            f"{name} has {A.shape[1]} features, but {type(est).__name__} is expecting "
+            f"{getattr(est, attr)} features as input."
+        )
 
 
 def _info(st, shape, shift=None):

@@ -10,6 +10,8 @@ from infoclust_dask import DiscriminativeClustering
 from infoclust_dask.cluster._dc import dc_objective
 from infoclust_dask.metrics import dc_log_posterior
 
+from helpers import finite_difference
+
 
 @pytest.fixture
 def dcdata():
@@ -32,17 +34,6 @@ def objective_reference(X, c, m, sigma, prior, n_classes):
             value += gammaln(prior + y[c == i, j].sum())
         value -= gammaln(n_classes * prior + y[:, j].sum())
     return value
-
-
-def finite_difference(f, m, h=1e-6):
-    """Central differences of the scalar f at every entry of m."""
-    fd = np.zeros_like(m)
-    for idx in np.ndindex(*m.shape):
-        mp, mm = m.copy(), m.copy()
-        mp[idx] += h
-        mm[idx] -= h
-        fd[idx] = (f(mp) - f(mm)) / (2 * h)
-    return fd
 
 
 def test_objective_matches_formula(dcdata):

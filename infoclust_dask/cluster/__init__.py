@@ -1,8 +1,9 @@
 """Estimators, one algorithm per module, scikit-learn conventions."""
 
+from ._ac import AssociativeClustering
 from ._dc import DiscriminativeClustering
 from ._kmeans import KMeans
 from ._mixture import MDA2, IsotropicGaussianMixture
 from ._soft_kmeans import SoftKMeans
 
-__all__ = ["DiscriminativeClustering", "IsotropicGaussianMixture", "KMeans", "MDA2", "SoftKMeans"]
+__all__ = ["AssociativeClustering", "DiscriminativeClustering", "IsotropicGaussianMixture", "KMeans", "MDA2", "SoftKMeans"]

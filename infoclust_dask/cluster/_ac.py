@@ -1,0 +1,471 @@
+"""Associative clustering (AC): two Voronoi partitionings, one per view of
+paired data, whose contingency table shows as much dependency as possible.
+
+Sinkkonen, Kaski, Nikkilä & Lahti, "Associative clustering (AC): technical
+details", ``../shared/papers/associative-clustering.txt``. The prototypes
+``m_i^(x)`` (K of them) and ``m_j^(y)`` (L) maximize the log Bayes factor
+(3) of the table of cross counts ``n_ij`` against independent margins,
+smoothed as log BF'' of §III (normalized Gaussian memberships of widths
+``sigma_x``, ``sigma_y``; ``lambda^(x)``, ``lambda^(y)`` weigh the margins).
+
+Each objective evaluation is two map-reduce passes over the paired blocks:
+the smoothed cross counts (:func:`~infoclust_dask._kernels.ac_count_stats`),
+then, with the digamma terms they give, the gradient sums for both
+prototype sets (:func:`~infoclust_dask._kernels.ac_grad_stats`). The driver
+runs scipy's conjugate gradients on all ``K dx + L dy`` coordinates.
+
+Optimization is the hard part: at a fixed small width the smoothed
+objective keeps rising as prototypes move outward and memberships harden, so
+a single CG run freezes wherever the partition happens to be. The fit keeps
+the best of ``n_init`` restarts by the training log Bayes factor (3) of the
+hard table: the first starts where the views depend *linearly* (K-means on
+the canonical variates of CCA, then CG at the final width), the others are
+*annealed* from the data means (deterministic annealing: CG at a sequence of
+widths from wide, smooth memberships down to the target, each stage
+warm-started). Measured on a planted dependency in docs/RESULTS.md.
+"""
+
+from __future__ import annotations
+
+import numbers
+import time
+
+import numpy as np
+from scipy.optimize import minimize
+from scipy.stats import hypergeom
+from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted
+
+from .. import engine
+from .._kernels import (
+    ac_count_stats,
+    ac_grad_stats,
+    ac_hard_count_stats,
+    cross_gram_stats,
+    label_sum_stats,
+    project_rows,
+)
+from .._validation import check_data, check_n_clusters, check_random_state, check_scalar_param, param_error
+from ..objectives import ac as obj
+from ._base import voronoi_labels
+from ._init import init_random
+from ._kmeans import KMeans
+
+__all__ = ["AssociativeClustering", "ac_objective"]
+
+
+def ac_objective(X, Y, mx, my, sigma, *, prior=(1.0, 1.0, 1.0), lam=(1.0, 1.0), scheduler=None, subset=None):
+    """Smoothed log BF'' of §III and its gradients at prototypes ``mx``, ``my``.
+
+    Two passes over the paired data. Returns ``(value, grad_x (K, dx),
+    grad_y (L, dy), counts (K, L))``.
+    """
+    sx, sy = sigma
+    counts = engine.map_reduce(ac_count_stats, X, Y, params={"mx": mx, "my": my, "sx": sx, "sy": sy,
+                                                               "subset": subset}, scheduler=scheduler)["counts"]
+    psi, psi_x, psi_y = obj.digamma_terms(counts, prior)
+    st = engine.map_reduce(
+        ac_grad_stats, X, Y,
+        params={"mx": mx, "my": my, "sx": sx, "sy": sy, "psi": psi, "psi_x": psi_x, "psi_y": psi_y,
+                "lam_x": float(lam[0]), "lam_y": float(lam[1]), "subset": subset},
+        scheduler=scheduler,
+    )
+    value = obj.log_bayes_factor(counts, prior, lam)
+    return value, obj.gradient(st["WX"], st["Wx"], mx, sx), obj.gradient(st["WY"], st["Wy"], my, sy), counts
+
+
+def hard_table(X, Y, mx, my, scheduler=None, subset=None):
+    """The hard contingency table of the two Voronoi partitions (one pass)."""
+    return engine.map_reduce(ac_hard_count_stats, X, Y, params={"mx": mx, "my": my, "subset": subset},
+                             scheduler=scheduler)["counts"]
+
+
+def _pair(value, name, est):
+    if isinstance(value, (str, numbers.Number)) and not isinstance(value, bool):
+        return (value, value)
+    try:
+        a, b = value
+    except (TypeError, ValueError):
+        raise param_error(est, name, "a pair (x, y) or one value for both views", value) from None
+    return (a, b)
+
+
+class AssociativeClustering(BaseEstimator):
+    """Associative clustering of paired data (X, Y).
+
+    Parameters
+    ----------
+    n_clusters : int or (int, int), default=(2, 2)
+        Numbers of Voronoi regions K (x view) and L (y view).
+    sigma : "auto" or float or pair, default=("auto", "auto")
+        Final membership widths ``(sigma_x, sigma_y)``. ``"auto"`` chooses a
+        common *relative* width ``r`` (``sigma_v = r * s_v`` with ``s_v`` the
+        square root of the view's total variance) from ``sigma_grid`` by the
+        hard log Bayes factor (3) of held-out rows (a hashed split of
+        ``validation_fraction``), then refits on all rows.
+    prior : float or (n_d, n_x, n_y), default=(1, 1, 1)
+        Dirichlet parameters of (3): per cell, per x-margin row, per y-margin
+        column.
+    lambda_ : float or (lambda_x, lambda_y), default=(1, 1)
+        Weights of the margin terms in log BF' (§III); values > 1 regularize.
+    optimizer : {"cg"}, default="cg"
+        Conjugate gradients (scipy) on the smoothed objective.
+    init : {"cca", "centroid", "kmeans", "random"} or (array, array), default="cca"
+        Starting prototypes of the first restart, optimized by CG at the final
+        width: ``"cca"`` (K-means on each view's canonical variates, where
+        the views depend linearly; :func:`cca_start`), K-means on each view,
+        random data points, or given ``(mx (K, dx), my (L, dy))``; or
+        ``"centroid"``: the data means plus a tiny random spread, optimized by
+        deterministic annealing. Further restarts are annealed from new
+        centroid starts (random data points with ``"random"``).
+    n_init : int, default=4
+        Restarts; the one with the highest training log Bayes factor (3) of
+        the hard table is kept.
+    anneal_steps : int, default=12
+        Widths in the continuation of centroid starts, geometric from
+        ``anneal_start`` times the final width down to the final width.
+    anneal_start : float, default=10.0
+        First width of the continuation as a multiple of the final one.
+    max_iter : int, default=30
+        CG iterations per width.
+    sigma_grid : sequence of float, optional
+        Relative widths tried by ``sigma="auto"`` (default 0.05 ... 0.4, 5 values).
+    validation_fraction : float, default=0.2
+    random_state : int, RandomState or None
+    scheduler : see :func:`infoclust_dask.engine.resolve_scheduler`
+    verbose : int, default=0
+
+    Attributes
+    ----------
+    cluster_centers_x_ : ndarray (K, dx)
+    cluster_centers_y_ : ndarray (L, dy)
+    sigma_ : (float, float)
+    objective_history_ : list of float
+        Smoothed log BF'' at every evaluation of the kept restart, all widths.
+    restart_scores_ : list of float
+        Training log BF (3) of the hard table of every restart.
+    contingency_ : ndarray (K, L)
+        Hard table of the training pairs.
+    labels_x_, labels_y_ : arrays
+        Training partitions (lazy for lazy input).
+    n_iter_ : int
+        CG iterations of the kept restart, all widths.
+    """
+
+    def __init__(
+        self,
+        n_clusters=(2, 2),
+        *,
+        sigma=("auto", "auto"),
+        prior=(1.0, 1.0, 1.0),
+        lambda_=(1.0, 1.0),
+        optimizer="cg",
+        init="cca",
+        n_init=4,
+        anneal_steps=12,
+        anneal_start=10.0,
+        max_iter=30,
+        sigma_grid=None,
+        validation_fraction=0.2,
+        random_state=None,
+        scheduler=None,
+        verbose=0,
+    ):
+        self.n_clusters = n_clusters
+        self.sigma = sigma
+        self.prior = prior
+        self.lambda_ = lambda_
+        self.optimizer = optimizer
+        self.init = init
+        self.n_init = n_init
+        self.anneal_steps = anneal_steps
+        self.anneal_start = anneal_start
+        self.max_iter = max_iter
+        self.sigma_grid = sigma_grid
+        self.validation_fraction = validation_fraction
+        self.random_state = random_state
+        self.scheduler = scheduler
+        self.verbose = verbose
+
+    # ------------------------------------------------------------------
+    def _check_params(self, n_samples):
+        k, l_ = _pair(self.n_clusters, "n_clusters", self)
+        check_n_clusters(self, k, n_samples)
+        check_n_clusters(self, l_, n_samples)
+        sig = _pair(self.sigma, "sigma", self)
+        for s in sig:
+            if not (s == "auto" or (isinstance(s, numbers.Real) and not isinstance(s, bool) and s > 0)):
+                raise param_error(self, "sigma", "'auto', a float in the range (0, inf) or a pair of them", self.sigma)
+        if (sig[0] == "auto") != (sig[1] == "auto"):
+            raise param_error(self, "sigma", "both 'auto' or both floats", self.sigma)
+        obj.check_prior(self.prior)
+        lam = _pair(self.lambda_, "lambda_", self)
+        for v in lam:
+            if isinstance(v, bool) or not isinstance(v, numbers.Real) or v < 0:
+                raise param_error(self, "lambda_", "a float >= 0 or a pair of them", self.lambda_)
+        if self.optimizer != "cg":
+            raise param_error(self, "optimizer", "'cg'", self.optimizer)
+        check_scalar_param(self, "n_init", self.n_init, kind="an int", low=1, integer=True)
+        check_scalar_param(self, "anneal_steps", self.anneal_steps, kind="an int", low=1, integer=True)
+        check_scalar_param(self, "anneal_start", self.anneal_start, kind="a float", low=1.0)
+        check_scalar_param(self, "max_iter", self.max_iter, kind="an int", low=1, integer=True)
+        check_scalar_param(self, "validation_fraction", self.validation_fraction, kind="a float", low=0,
+                           low_open=True, high=0.9)
+        if isinstance(self.init, str) and self.init not in ("cca", "centroid", "kmeans", "random"):
+            raise param_error(self, "init", "'cca', 'centroid', 'kmeans', 'random' or a pair of prototype arrays", self.init)
+        return int(k), int(l_), sig, obj.check_prior(self.prior), (float(lam[0]), float(lam[1]))
+
+    def _initial(self, X, Y, k, l_, rng, sched, dx, dy):
+        if not isinstance(self.init, str):
+            mx, my = (np.array(a, dtype=np.float64) for a in self.init)
+            if mx.shape != (k, dx) or my.shape != (l_, dy):
+                raise ValueError(
+                    f"The initial prototypes have shapes {mx.shape} and {my.shape}; expected ({k}, {dx}) and "
+                    f"({l_}, {dy})."
+                )
+            return mx, my
+        if self.init == "random":
+            return init_random(X, None, k, rng, sched), init_random(Y, None, l_, rng, sched)
+        if self.init == "centroid":
+            return self._centroid_start(k, l_, rng)
+        if self.init == "cca":
+            return cca_start(X, Y, k, l_, rng, sched)
+        mx = KMeans(k, random_state=int(rng.integers(2**31)), scheduler=sched).fit(X).cluster_centers_
+        my = KMeans(l_, random_state=int(rng.integers(2**31)), scheduler=sched).fit(Y).cluster_centers_
+        return mx, my
+
+    def _centroid_start(self, k, l_, rng):
+        """Prototypes at the data means plus 1 % of each feature's spread in
+        random directions: the start of deterministic annealing, where the
+        wide memberships see one cluster and the prototypes split as the
+        width falls."""
+        (mx, sx), (my, sy) = self._moments
+        return (mx + 0.01 * np.sqrt(sx) * rng.standard_normal((k, mx.size)),
+                my + 0.01 * np.sqrt(sy) * rng.standard_normal((l_, my.size)))
+
+    def _cg(self, X, Y, mx, my, sigma, prior, lam, sched, subset, history):
+        shapes = (mx.shape, my.shape)
+        split = mx.size
+
+        def fun(flat):
+            t0 = time.perf_counter()
+            a, b = flat[:split].reshape(shapes[0]), flat[split:].reshape(shapes[1])
+            value, gx, gy, _ = ac_objective(X, Y, a, b, sigma, prior=prior, lam=lam, scheduler=sched, subset=subset)
+            history.append(value)
+            if self.verbose > 1:
+                print(f"[AC sigma=({sigma[0]:.3g}, {sigma[1]:.3g})] evaluation {len(history):4d}  log BF'' "
+                      f"{value:.6g}  ({time.perf_counter() - t0:.2f}s)", flush=True)
+            return -value, -np.concatenate([gx.ravel(), gy.ravel()])
+
+        res = minimize(fun, np.concatenate([mx.ravel(), my.ravel()]), jac=True, method="CG",
+                       options={"maxiter": self.max_iter, "gtol": 1e-8})
+        return res.x[:split].reshape(shapes[0]), res.x[split:].reshape(shapes[1]), int(res.nit)
+
+    def _anneal(self, X, Y, mx, my, sigma, prior, lam, sched, subset, anneal=True):
+        """CG at widths ``anneal_start * sigma ... sigma`` (geometric), warm-started
+        (only at the final width when ``anneal`` is false)."""
+        factors = np.geomspace(self.anneal_start, 1.0, self.anneal_steps) if anneal and self.anneal_steps > 1 \
+            else [1.0]
+        history, n_iter = [], 0
+        for f in factors:
+            mx, my, it = self._cg(X, Y, mx, my, (f * sigma[0], f * sigma[1]), prior, lam, sched, subset, history)
+            n_iter += it
+        return mx, my, history, n_iter
+
+    def _fit_restarts(self, X, Y, m0, sigma, prior, lam, sched, rng, k, l_, subset=None):
+        """``n_init`` optimizations, the best by the training log BF (3) of
+        the hard table. The first starts from ``init`` (deterministic
+        annealing when ``init="centroid"``, plain CG at the final width
+        otherwise); the others are annealed from new centroid starts (or
+        start at random data points when ``init="random"``)."""
+        best = None
+        scores = []
+        for run in range(self.n_init):
+            if run == 0:
+                start, anneal = m0, self.init == "centroid"
+            elif self.init == "random":
+                start, anneal = (init_random(X, None, k, rng, sched), init_random(Y, None, l_, rng, sched)), False
+            else:
+                start, anneal = self._centroid_start(k, l_, rng), True
+            mx, my, history, n_iter = self._anneal(X, Y, start[0], start[1], sigma, prior, lam, sched, subset,
+                                                   anneal)
+            score = obj.log_bayes_factor(hard_table(X, Y, mx, my, sched, subset), prior)
+            scores.append(score)
+            if self.verbose:
+                print(f"[AC] restart {run + 1}/{self.n_init} ({'annealed' if anneal else 'CG'}): training "
+                      f"log BF (3) {score:.6g}", flush=True)
+            if best is None or score > best[0]:
+                best = (score, mx, my, history, n_iter)
+        return best, scores
+
+    def fit(self, X, Y=None):
+        """Fit both prototype sets to paired rows of ``X`` and ``Y``.
+
+        ``X`` and ``Y`` are numpy, dask or xarray arrays with the same number
+        of rows; or ``X`` is the path of a store holding ``x`` and ``y`` (then
+        ``Y`` is None).
+        """
+        sched = engine.resolve_scheduler(self.scheduler)
+        if Y is None:
+            if not isinstance(X, str) and not hasattr(X, "__fspath__"):
+                raise ValueError("Y is missing: pass the second view, or a store path holding both 'x' and 'y'.")
+            Y = X
+        X, ix = check_data(self, X, reset=True, scheduler=sched, need_moments=True)
+        Y, iy = check_data(self, Y, reset=True, scheduler=sched, need_moments=True, attr="n_features_y_in_",
+                           variable="y", name="Y")
+        if ix.n != iy.n:
+            raise ValueError(f"X has {ix.n} rows but Y has {iy.n}; the views must be paired row by row.")
+        k, l_, sig, prior, lam = self._check_params(ix.n)
+        rng = check_random_state(self.random_state)
+        self._moments = ((ix.mean, ix.var), (iy.mean, iy.var))
+        m0 = self._initial(X, Y, k, l_, rng, sched, ix.d, iy.d)
+        scale = (float(np.sqrt(np.sum(ix.var))) or 1.0, float(np.sqrt(np.sum(iy.var))) or 1.0)
+        if sig[0] == "auto":
+            grid = self._grid()
+            seed = int(rng.integers(2**63))
+            train = (seed, 1.0 - self.validation_fraction, "train")
+            valid = (seed, 1.0 - self.validation_fraction, "valid")
+            scores = {}
+            for r in grid:
+                s = (r * scale[0], r * scale[1])
+                (_, mx, my, _, _), _ = self._fit_restarts(X, Y, m0, s, prior, lam, sched, rng, k, l_, subset=train)
+                scores[r] = obj.log_bayes_factor(hard_table(X, Y, mx, my, sched, valid), prior)
+                if self.verbose:
+                    print(f"[AC] relative width {r:.3g}: held-out log BF (3) {scores[r]:.6g}", flush=True)
+            r = max(scores, key=scores.get)
+            self.sigma_scores_ = scores
+            sigma = (r * scale[0], r * scale[1])
+        else:
+            sigma = (float(sig[0]), float(sig[1]))
+        (score, mx, my, history, n_iter), restart_scores = self._fit_restarts(X, Y, m0, sigma, prior, lam, sched,
+                                                                             rng, k, l_)
+        self.cluster_centers_x_, self.cluster_centers_y_ = mx, my
+        self.sigma_ = sigma
+        self.objective_history_ = history
+        self.restart_scores_ = restart_scores
+        self.n_iter_ = n_iter
+        self.contingency_ = hard_table(X, Y, mx, my, sched).astype(np.int64)
+        self.labels_x_ = voronoi_labels(X, mx, scheduler=sched, lazy=ix.lazy_input)
+        self.labels_y_ = voronoi_labels(Y, my, scheduler=sched, lazy=iy.lazy_input)
+        return self
+
+    def _grid(self):
+        grid = np.geomspace(0.05, 0.4, 5) if self.sigma_grid is None else np.asarray(self.sigma_grid, dtype=float)
+        if grid.ndim != 1 or grid.size == 0 or np.any(grid <= 0):
+            raise param_error(self, "sigma_grid", "a non-empty sequence of positive floats", self.sigma_grid)
+        return [float(g) for g in grid]
+
+    # ------------------------------------------------------------------
+    def _views(self, X, Y):
+        check_is_fitted(self)
+        sched = engine.resolve_scheduler(self.scheduler)
+        if Y is None:
+            if not isinstance(X, str) and not hasattr(X, "__fspath__"):
+                raise ValueError("Y is missing: pass the second view, or a store path holding both 'x' and 'y'.")
+            Y = X
+        X, _ = check_data(self, X, reset=False)
+        Y, _ = check_data(self, Y, reset=False, attr="n_features_y_in_", variable="y", name="Y")
+        if X.shape[0] != Y.shape[0]:
+            raise ValueError(f"X has {X.shape[0]} rows but Y has {Y.shape[0]}; the views must be paired row by row.")
+        return X, Y, sched
+
+    def predict_x(self, X):
+        """x-view cluster of each sample: its nearest x prototype."""
+        check_is_fitted(self)
+        X, info = check_data(self, X, reset=False)
+        return voronoi_labels(X, self.cluster_centers_x_, lazy=engine.is_lazy(X))
+
+    def predict_y(self, Y):
+        """y-view cluster of each sample: its nearest y prototype."""
+        check_is_fitted(self)
+        Y, _ = check_data(self, Y, reset=False, attr="n_features_y_in_", variable="y", name="Y")
+        return voronoi_labels(Y, self.cluster_centers_y_, lazy=engine.is_lazy(Y))
+
+    def contingency_table(self, X, Y=None):
+        """Hard cross counts ``n_ij`` of the pairs (one pass)."""
+        X, Y, sched = self._views(X, Y)
+        return hard_table(X, Y, self.cluster_centers_x_, self.cluster_centers_y_, sched).astype(np.int64)
+
+    def score(self, X, Y=None):
+        """Log Bayes factor (3) of the hard table of (X, Y), without constants."""
+        return obj.log_bayes_factor(self.contingency_table(X, Y), obj.check_prior(self.prior))
+
+    def mutual_information(self, X, Y=None):
+        """Plug-in mutual information (nats) between the two partitions of (X, Y)."""
+        return obj.mutual_information(self.contingency_table(X, Y))
+
+    def cross_clusters(self, X=None, Y=None):
+        """The cross clusters (cells of the table) with their surprise.
+
+        For the training pairs (default) or the pairs (X, Y): per cell
+        ``(i, j)`` the count, the count expected under independent margins
+        ``n_i. n_.j / N``, ``log2`` of their ratio, the cell's share of the
+        mutual information (nats), and hypergeometric tail probabilities of
+        a count at least as high (``p_over``) or as low (``p_under``) given
+        the margins. Returns a list of dicts, most over-represented first.
+        """
+        check_is_fitted(self)
+        n = self.contingency_ if X is None else self.contingency_table(X, Y)
+        return cross_cluster_table(n)
+
+    def most_surprising(self, k=5, X=None, Y=None):
+        """The ``k`` most over-represented and the ``k`` most under-represented
+        cells, by hypergeometric tail probability: ``(over, under)``."""
+        cells = self.cross_clusters(X, Y)
+        over = sorted([c for c in cells if c["count"] > c["expected"]], key=lambda c: c["p_over"])[:k]
+        under = sorted([c for c in cells if c["count"] < c["expected"]], key=lambda c: c["p_under"])[:k]
+        return over, under
+
+
+def cca_start(X, Y, k, l_, rng, sched, min_corr=0.05):
+    """Prototypes where the views depend on each other *linearly*: K-means on
+    each view's top canonical variates (CCA from one pass of cross-products,
+    solved on the driver), scaled by their canonical correlations, and the
+    prototypes set to the means of the resulting clusters in the original
+    space (one more pass per view). Directions with correlation below
+    ``min_corr`` times the largest are dropped."""
+    st = engine.map_reduce(cross_gram_stats, X, Y, scheduler=sched)
+    n = float(st["n"])
+    mx, my = st["sx"] / n, st["sy"] / n
+    cxx = st["xtx"] / n - np.outer(mx, mx)
+    cyy = st["yty"] / n - np.outer(my, my)
+    cxy = st["xty"] / n - np.outer(mx, my)
+
+    def inv_sqrt(c):
+        vals, vecs = np.linalg.eigh((c + c.T) / 2)
+        vals = np.maximum(vals, 1e-9 * max(vals.max(), 1e-300))
+        return (vecs / np.sqrt(vals)) @ vecs.T
+
+    wx, wy = inv_sqrt(cxx), inv_sqrt(cyy)
+    u, s, vt = np.linalg.svd(wx @ cxy @ wy)
+    r = max(1, min(int(np.sum(s >= min_corr * s[0])), max(k, l_) - 1, len(s)))
+    out = []
+    for V, mean, W, m in ((X, mx, wx @ u[:, :r] * s[:r], k), (Y, my, wy @ vt[:r].T * s[:r], l_)):
+        Z = engine.map_blocks(project_rows, V, params={"mean": mean, "W": W}, trailing_shape=(r,))
+        km = KMeans(m, random_state=int(rng.integers(2**31)), scheduler=sched).fit(Z)
+        lab = km.labels_ if engine.is_lazy(Z) else km.predict(Z)
+        st2 = engine.map_reduce(label_sum_stats, V, lab, params={"k": m}, scheduler=sched)
+        centers = st2["s"] / np.maximum(st2["n"], 1.0)[:, None]
+        empty = st2["n"] == 0
+        centers[empty] = mean  # an empty cluster restarts at the mean
+        out.append(centers)
+    return out[0], out[1]
+
+
+def cross_cluster_table(counts):
+    """Per-cell surprise of a contingency table (see :meth:`AssociativeClustering.cross_clusters`)."""
+    n = np.asarray(counts, dtype=np.int64)
+    N = int(n.sum())
+    rows, cols = n.sum(axis=1), n.sum(axis=0)
+    out = []
+    for i in range(n.shape[0]):
+        for j in range(n.shape[1]):
+            c, e = int(n[i, j]), rows[i] * cols[j] / max(N, 1)
+            dist = hypergeom(N, int(rows[i]), int(cols[j]))
+            out.append({
+                "x_cluster": i, "y_cluster": j, "count": c, "expected": float(e),
+                "log2_ratio": float(np.log2((c + 0.5) / (e + 0.5))),
+                "mi_share": float(c / N * np.log(c * N / (rows[i] * cols[j]))) if c > 0 else 0.0,
+                "p_over": float(dist.sf(c - 1)), "p_under": float(dist.cdf(c)),
+            })
+    return sorted(out, key=lambda r: r["p_over"])

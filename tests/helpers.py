@@ -1,0 +1,14 @@
+"""Helpers shared by several test modules (not fixtures)."""
+
+import numpy as np
+
+
+def finite_difference(f, m, h=1e-6):
+    """Central differences of the scalar f at every entry of m."""
+    fd = np.zeros_like(m)
+    for idx in np.ndindex(*m.shape):
+        mp, mm = m.copy(), m.copy()
+        mp[idx] += h
+        mm[idx] -= h
+        fd[idx] = (f(mp) - f(mm)) / (2 * h)
+    return fd

@@ -1,0 +1,172 @@
+"""Associative clustering: log BF (3) against the Bayes factor written from
+(1)-(2), the smoothed objective and both gradients against finite
+differences, chunk invariance and schedulers, the MI limit of §IV, the
+cross-cluster table, optimization on a planted dependency, errors."""
+
+import dask.array as da
+import numpy as np
+import pytest
+from scipy.special import gammaln
+from scipy.stats import hypergeom
+
+from helpers import finite_difference
+from infoclust_dask import AssociativeClustering, KMeans
+from infoclust_dask.cluster._ac import ac_objective, cross_cluster_table
+from infoclust_dask.datasets import make_paired_dependency
+from infoclust_dask.objectives import ac as obj
+
+
+@pytest.fixture(scope="module")
+def paired():
+    X, Y, z, z2, mi = make_paired_dependency(1200, random_state=0)
+    return X, Y, mi
+
+
+def _memberships(V, m, s):
+    d2 = ((V[:, None, :] - m[None]) ** 2).sum(-1)
+    g = np.exp(-d2 / (2 * s**2))
+    return g / g.sum(1, keepdims=True)
+
+
+def smoothed_reference(X, Y, mx, my, sx, sy, prior, lam):
+    """log BF'' of §III with explicit loops over the cells and margins."""
+    gx, gy = _memberships(X, mx, sx), _memberships(Y, my, sy)
+    nd, nx, ny = prior
+    v = 0.0
+    for i in range(len(mx)):
+        for j in range(len(my)):
+            v += gammaln(np.sum(gx[:, i] * gy[:, j]) + nd)
+        v -= lam[0] * gammaln(gx[:, i].sum() + nx)
+    for j in range(len(my)):
+        v -= lam[1] * gammaln(gy[:, j].sum() + ny)
+    return v
+
+
+def test_log_bf_plus_constants_is_the_bayes_factor_of_1_2():
+    """(3) + constants == log P(n | M_D) - log P(n | M_I) written from (2) and the hypergeometric law."""
+    n = np.array([[12, 3, 0], [2, 9, 4]])
+    N, K, L = n.sum(), 2, 3
+    nd, nx, ny = 0.7, 1.3, 2.0
+
+    def dirichlet_multinomial(t, t0):  # (2), with the multinomial coefficient
+        t = np.ravel(t)
+        B, T = t.size, t.sum()
+        return (gammaln(B * t0) + gammaln(T + 1) + gammaln(t + t0).sum() - B * gammaln(t0) - gammaln(T + B * t0)
+                - gammaln(t + 1).sum())
+
+    rows, cols = n.sum(1), n.sum(0)
+    log_hyper = gammaln(rows + 1).sum() + gammaln(cols + 1).sum() - gammaln(N + 1) - gammaln(n + 1).sum()
+    log_bf = dirichlet_multinomial(n, nd) - (log_hyper + dirichlet_multinomial(rows, nx)
+                                             + dirichlet_multinomial(cols, ny))
+    ours = obj.log_bayes_factor(n, (nd, nx, ny)) + obj.log_bf_constant(K, L, N, (nd, nx, ny))
+    assert ours == pytest.approx(log_bf, rel=1e-12)
+
+
+def test_one_over_n_log_bf_approaches_mi_minus_log_n_plus_one():
+    """§IV, eq. (8): on a fixed joint distribution the gap shrinks like log(N)/N."""
+    p = np.array([[0.3, 0.05, 0.05], [0.02, 0.25, 0.03], [0.05, 0.05, 0.2]])
+    gaps = []
+    for N in (10**3, 10**4, 10**5, 10**6):
+        n = p * N
+        mi = obj.mutual_information(n)
+        gaps.append(abs(obj.log_bayes_factor(n) / N - (mi - np.log(N) + 1)))
+    assert gaps[-1] < 1e-4 and all(b < a for a, b in zip(gaps, gaps[1:], strict=False))
+    assert gaps[0] * 1e3 / np.log(1e3) == pytest.approx(gaps[-1] * 1e6 / np.log(1e6), rel=0.5)
+
+
+@pytest.mark.parametrize("sig, prior, lam", [((0.5, 0.8), (1.0, 1.0, 1.0), (1.0, 1.0)),
+                                             ((0.3, 1.5), (0.5, 2.0, 1.5), (1.5, 0.7))])
+def test_objective_and_gradients_match_reference_and_finite_differences(paired, sig, prior, lam):
+    X, Y, _ = paired
+    X, Y = X[:400], Y[:400]
+    rng = np.random.default_rng(1)
+    mx, my = rng.normal(size=(3, 4)), rng.normal(size=(2, 4))
+    value, gx, gy, counts = ac_objective(X, Y, mx, my, sig, prior=prior, lam=lam, scheduler="sync")
+    assert value == pytest.approx(smoothed_reference(X, Y, mx, my, *sig, prior, lam), rel=1e-10)
+    assert counts.sum() == pytest.approx(400, rel=1e-12)
+    fx = finite_difference(lambda m: ac_objective(X, Y, m, my, sig, prior=prior, lam=lam)[0], mx)
+    fy = finite_difference(lambda m: ac_objective(X, Y, mx, m, sig, prior=prior, lam=lam)[0], my)
+    np.testing.assert_allclose(gx, fx, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(gy, fy, rtol=1e-5, atol=1e-6)
+
+
+def test_passes_chunked_equal_numpy(paired, scheduler):
+    X, Y, _ = paired
+    rng = np.random.default_rng(2)
+    mx, my = rng.normal(size=(4, 4)), rng.normal(size=(3, 4))
+    ref = ac_objective(X, Y, mx, my, (0.6, 0.9), scheduler="sync")
+    got = ac_objective(da.from_array(X, chunks=(101, 4)), da.from_array(Y, chunks=(77, 4)), mx, my, (0.6, 0.9),
+                       scheduler=scheduler)
+    assert got[0] == pytest.approx(ref[0], rel=1e-10)
+    for a, b in zip(got[1:], ref[1:], strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-10)
+
+
+def test_fit_is_chunk_invariant_and_predicts(paired):
+    X, Y, _ = paired
+    kw = dict(sigma=(0.3, 0.3), n_init=1, anneal_steps=3, max_iter=10, random_state=0)
+    a = AssociativeClustering((3, 3), scheduler="sync", **kw).fit(X, Y)
+    b = AssociativeClustering((3, 3), scheduler="threads", **kw).fit(da.from_array(X, chunks=200),
+                                                                      da.from_array(Y, chunks=300))
+    np.testing.assert_allclose(a.cluster_centers_x_, b.cluster_centers_x_, atol=1e-7)
+    np.testing.assert_allclose(a.cluster_centers_y_, b.cluster_centers_y_, atol=1e-7)
+    np.testing.assert_array_equal(a.labels_x_, b.labels_x_.compute())
+    lx = ((X[:, None] - a.cluster_centers_x_[None]) ** 2).sum(-1).argmin(1)
+    ly = ((Y[:, None] - a.cluster_centers_y_[None]) ** 2).sum(-1).argmin(1)
+    np.testing.assert_array_equal(a.predict_x(X), lx)
+    np.testing.assert_array_equal(a.predict_y(Y), ly)
+    table = np.zeros((3, 3), int)
+    np.add.at(table, (lx, ly), 1)
+    np.testing.assert_array_equal(a.contingency_, table)
+    assert a.score(X, Y) == pytest.approx(obj.log_bayes_factor(table), rel=1e-12)
+
+
+def test_cross_cluster_table_against_scipy():
+    n = np.array([[30, 2], [5, 13]])
+    cells = cross_cluster_table(n)
+    top = cells[0]
+    assert (top["x_cluster"], top["y_cluster"], top["count"]) == (0, 0, 30)
+    assert top["expected"] == pytest.approx(32 * 35 / 50)
+    assert top["p_over"] == pytest.approx(hypergeom(50, 32, 35).sf(29), rel=1e-12)
+    low = next(c for c in cells if (c["x_cluster"], c["y_cluster"]) == (0, 1))
+    assert low["p_under"] == pytest.approx(hypergeom(50, 32, 15).cdf(2), rel=1e-12)
+    assert sum(c["mi_share"] for c in cells) == pytest.approx(obj.mutual_information(n), rel=1e-12)
+
+
+def test_planted_dependency_beats_kmeans_per_view():
+    """The dependency lives in the low-variance features: K-means on each
+    view splits the distractors, AC finds the dependency."""
+    X, Y, _, _, oracle = make_paired_dependency(3000, random_state=0)
+    Xt, Yt, _, _, _ = make_paired_dependency(3000, random_state=1)
+    ac = AssociativeClustering((4, 4), sigma=(0.3, 0.3), n_init=4, random_state=0, scheduler="threads").fit(X, Y)
+    km_x, km_y = KMeans(4, random_state=0).fit(X), KMeans(4, random_state=0).fit(Y)
+    t = np.zeros((4, 4))
+    np.add.at(t, (km_x.predict(Xt), km_y.predict(Yt)), 1)
+    mi_km, mi_ac = obj.mutual_information(t), ac.mutual_information(Xt, Yt)
+    assert mi_km < 0.02 and mi_ac > 0.4 and mi_ac <= oracle + 0.02
+    over, under = ac.most_surprising(3)
+    assert len(over) == 3 and over[0]["p_over"] < 1e-10 and under[0]["count"] < under[0]["expected"]
+
+
+@pytest.mark.parametrize("kwargs, X_or_Y, match", [
+    (dict(n_clusters=(2, 0)), None, r"n_clusters"),
+    (dict(sigma=(0.5, "auto")), None, r"both 'auto' or both floats"),
+    (dict(sigma=-1.0), None, r"'sigma' parameter"),
+    (dict(prior=(1, 0, 1)), None, r"prior must be three positive numbers"),
+    (dict(lambda_=(1, -1)), None, r"'lambda_' parameter"),
+    (dict(optimizer="sa"), None, r"'optimizer' parameter"),
+    (dict(n_clusters=5000), None, r"n_samples=1200 should be >= n_clusters=5000"),
+    (dict(), "short", r"X has 1200 rows but Y has 10"),
+    (dict(), "nan", r"Input Y contains 1 NaN"),
+])
+def test_errors(paired, kwargs, X_or_Y, match):
+    X, Y, _ = paired
+    if X_or_Y == "short":
+        Y = Y[:10]
+    elif X_or_Y == "nan":
+        Y = da.from_array(Y.copy(), chunks=500)
+        Y[3, 1] = np.nan
+    with pytest.raises(ValueError, match=match):
+        AssociativeClustering(**{"sigma": 0.5, **kwargs}).fit(X, Y)
+    with pytest.raises(ValueError, match="Y is missing"):
+        AssociativeClustering().fit(X)
