@@ -14,7 +14,10 @@ Scores (higher is better, summed or averaged over the held-out rows):
 - ``dc``: ``score`` = the held-out log posterior (9) of Kaski et al. 2005
   without constants, summed over the fold (Table 1 reports its negative as
   the cost); ``vq_cost`` = the held-out K-means cost per sample of the DC
-  prototypes, for the Fig. 2 trade-off of the VQ regularization (15).
+  prototypes, for the Fig. 2 trade-off of the VQ regularization (15);
+- ``ac``: ``score`` = the log Bayes factor (3) of the held-out pairs' hard
+  contingency table (Sinkkonen et al.), ``mi`` = its mutual information
+  (nats). The store needs the second view ``y``.
 
 The Prefect flow in ``pipelines/crossval.py`` orchestrates these functions;
 they work without Prefect too.
@@ -34,10 +37,6 @@ from . import __version__, engine
 
 __all__ = ["METHODS", "expand_grid", "store_fingerprint", "plan", "run_cell", "CellCache", "summarize",
            "parse_grid"]
-
-#: training data smaller than this are loaded into worker memory for the fit
-PERSIST_BYTES = 512 * 2**20
-
 
 def _fit_kmeans(params, Xtr, ctr, seed, scheduler, n_classes=None):
     from .cluster import KMeans
@@ -67,6 +66,26 @@ def _score_dc(model, Xte, cte, scheduler):
             "sigma": float(model.sigma_)}
 
 
+def _fit_ac(params, Xtr, Ytr, seed, scheduler, n_classes=None):
+    from .cluster import AssociativeClustering
+
+    return AssociativeClustering(random_state=seed, scheduler=scheduler, **params).fit(Xtr, Ytr)
+
+
+def _score_ac(model, Xte, Yte, scheduler):
+    table = model.contingency_table(Xte, Yte)
+    from .objectives import ac as obj
+
+    return {"score": obj.log_bayes_factor(table, obj.check_prior(model.prior)), "mi": obj.mutual_information(table),
+            "sigma_x": float(model.sigma_[0]), "sigma_y": float(model.sigma_[1])}
+
+
+def _ac_cls():
+    from .cluster import AssociativeClustering
+
+    return AssociativeClustering
+
+
 def _kmeans_cls():
     from .cluster import KMeans
 
@@ -79,10 +98,11 @@ def _dc_cls():
     return DiscriminativeClustering
 
 
-#: method -> (needs labels, fit, score, required parameters, estimator class)
+#: method -> (auxiliary store variable, fit, score, required parameters, estimator class)
 METHODS = {
-    "kmeans": (False, _fit_kmeans, _score_kmeans, ("n_clusters",), _kmeans_cls),
-    "dc": (True, _fit_dc, _score_dc, ("n_clusters",), _dc_cls),
+    "kmeans": (None, _fit_kmeans, _score_kmeans, ("n_clusters",), _kmeans_cls),
+    "dc": ("label", _fit_dc, _score_dc, ("n_clusters",), _dc_cls),
+    "ac": ("y", _fit_ac, _score_ac, ("n_clusters",), _ac_cls),
 }
 
 
@@ -170,7 +190,7 @@ def plan(store, method, grid, n_folds, fold_kind="ranges", seed=0):
     from .folds import fold_ids
     from .store import open_dataset
 
-    needs_labels, _, _, required, cls = _check_method(method)
+    aux, _, _, required, cls = _check_method(method)
     combos = expand_grid(grid)
     for name in required:
         if name not in combos[0]:
@@ -182,8 +202,9 @@ def plan(store, method, grid, n_folds, fold_kind="ranges", seed=0):
     if isinstance(n_folds, bool) or not isinstance(n_folds, (int, np.integer)):
         raise ValueError(f"n_folds must be an integer >= 2; got {n_folds!r}.")
     ds = open_dataset(store)
-    if needs_labels and "label" not in ds:
-        raise ValueError(f"Method {method!r} needs class labels, but the store '{store}' has no 'label'.")
+    if aux is not None and aux not in ds:
+        what = "class labels" if aux == "label" else "a second view"
+        raise ValueError(f"Method {method!r} needs {what}, but the store '{store}' has no {aux!r}.")
     fold_ids(ds, n_folds, fold_kind)  # validates n_folds against the data and the fold kind
     fp = store_fingerprint(store)
     return [{"key": cell_key(fp, method, p, f, n_folds, fold_kind, seed), "params": p, "fold": f}
@@ -196,31 +217,40 @@ def run_cell(store, method, params, fold, n_folds, fold_kind="ranges", seed=0, s
     from .folds import split
     from .store import open_dataset
 
-    needs_labels, fit, score, _, _ = _check_method(method)
+    aux, fit, score, _, _ = _check_method(method)
     sched = engine.resolve_scheduler(scheduler)
     ds = open_dataset(store)
     t0 = time.perf_counter()
-    train, test = split(ds, fold, n_folds, fold_kind, scheduler=sched)
+    train, test = split(ds, fold, n_folds, fold_kind, variables=("x", aux) if aux else ("x",), scheduler=sched)
     Xtr = train["x"]
-    if Xtr.nbytes <= PERSIST_BYTES:  # many passes over a small fold: keep it in worker memory
+    small = Xtr.nbytes <= engine.PERSIST_BYTES  # many passes over a small fold: keep it in worker memory
+    if small:
         Xtr = engine.persist(Xtr, scheduler=sched)
-    ctr = train.get("label") if needs_labels else None
+    atr = train.get(aux) if aux else None
     n_classes = None
-    if ctr is not None:
-        ctr = engine.persist(ctr, scheduler=sched)
+    if atr is not None and (aux == "label" or small):
+        atr = engine.persist(atr, scheduler=sched)
+    if aux == "label":
         from ._validation import label_range
 
         n_classes = label_range(ds["label"].data, sched)[1] + 1
     # warnings (e.g. ConvergenceWarning) go to the caller / the Prefect log;
     # warnings.catch_warnings is not thread-safe, and cells run in threads
-    model = fit(dict(params), Xtr, ctr, int(seed) + int(fold), sched, n_classes)
-    out = score(model, test["x"], test.get("label"), sched)
+    model = fit(dict(params), Xtr, atr, int(seed) + int(fold), sched, n_classes)
+    out = score(model, test["x"], test.get(aux) if aux else None, sched)
     return {"method": method, "params": params, "fold": int(fold), "n_folds": int(n_folds),
             "fold_kind": fold_kind, "seed": int(seed), "store": str(store),
             "n_train": int(Xtr.shape[0]), "n_test": int(test["x"].shape[0]),
             **{k: _plain(v) for k, v in out.items()},
             "seconds": round(time.perf_counter() - t0, 3), "n_iter": int(getattr(model, "n_iter_", 0)),
-            "cluster_centers": np.asarray(model.cluster_centers_).tolist()}
+            **_centers(model)}
+
+
+def _centers(model):
+    if hasattr(model, "cluster_centers_x_"):
+        return {"cluster_centers_x": np.asarray(model.cluster_centers_x_).tolist(),
+                "cluster_centers_y": np.asarray(model.cluster_centers_y_).tolist()}
+    return {"cluster_centers": np.asarray(model.cluster_centers_).tolist()}
 
 
 class CellCache:
@@ -307,7 +337,8 @@ def write_results(run_dir, results, rows, best, params):
     flat.sort(key=lambda r: (setting_order(r, params), r["fold"]))
     metric = [k for k in flat[0] if k not in params and k not in ("params", "store", "method",
                                                                     "n_folds", "fold_kind", "seed",
-                                                                    "cluster_centers")]
+                                                                    "cluster_centers", "cluster_centers_x",
+                                                                    "cluster_centers_y")]
     _csv(run / "cells.csv", flat, list(params) + [m for m in metric if m not in params])
     cols = list(params) + [k for k in rows[0] if k not in params]
     _csv(run / "summary.csv", sorted(rows, key=lambda r: setting_order(r, params)), cols)

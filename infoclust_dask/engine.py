@@ -60,6 +60,7 @@ __all__ = [
     "n_rows",
     "is_lazy",
     "take_rows",
+    "persist_if_small",
     "tall_svd",
     "DEFAULT_BLOCK_BYTES",
 ]
@@ -543,6 +544,20 @@ def map_blocks(
         for size, d in _block_tasks(kernel, arrays, params)
     ]
     return da.concatenate(pieces, axis=0)
+
+
+#: inputs up to this size are loaded into memory before many-pass fits (crossval cells, bootstrap replicates)
+PERSIST_BYTES = 512 * 2**20
+
+
+def persist_if_small(data, *, scheduler=None, limit: int | None = None, variable: str = "x"):
+    """:func:`persist` the array behind ``data`` when it is at most ``limit``
+    bytes (default :data:`PERSIST_BYTES`); otherwise return it lazily, so
+    that passes stream it from the store with bounded memory."""
+    a = as_array(data, variable=variable)
+    if a.nbytes <= (PERSIST_BYTES if limit is None else limit):
+        return persist(a, scheduler=scheduler)
+    return a
 
 
 def persist(data, *, scheduler=None, chunk_rows: int | None = None):

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["plot_clusters_2d", "plot_annealing_path", "plot_validation_curve", "plot_tradeoff"]
+__all__ = ["plot_clusters_2d", "plot_annealing_path", "plot_validation_curve", "plot_tradeoff",
+           "plot_contingency_heatmap"]
 
 
 def _plt():
@@ -61,6 +62,10 @@ def _is_number(v):
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
+def _hashable(v):
+    return tuple(v) if isinstance(v, list) else v
+
+
 def sort_key(values):
     """Sort key: numbers numerically, then the rest as text."""
     return [(0, v, "") if _is_number(v) else (1, 0, str(v)) for v in values]
@@ -71,7 +76,7 @@ def curve_parameter(rows, params):
     distinct values (ties: not ``n_clusters``)."""
     best, best_n = None, 0
     for p in params:
-        vals = {r[p] for r in rows}
+        vals = {_hashable(r[p]) for r in rows}
         if not all(_is_number(v) for v in vals):
             continue
         n = len(vals) - (0.5 if p == "n_clusters" else 0.0)
@@ -90,7 +95,7 @@ def plot_validation_curve(rows, params, path, *, score="score", title=""):
     fig, ax = plt.subplots(figsize=(6.5, 4.2), dpi=110)
     groups = {}
     for r in rows:
-        groups.setdefault(tuple((p, r[p]) for p in others), []).append(r)
+        groups.setdefault(tuple((p, _hashable(r[p])) for p in others), []).append(r)
     for i, (g, rs) in enumerate(sorted(groups.items(), key=lambda kv: sort_key(v for _, v in kv[0]))):
         label = ", ".join(f"{p}={v}" for p, v in g) or None
         if x is None:
@@ -122,7 +127,7 @@ def plot_tradeoff(rows, path, *, param="reg_strength", title=""):
     fig, ax = plt.subplots(figsize=(6.5, 4.2), dpi=110)
     groups = {}
     for r in rows:
-        groups.setdefault(r.get("n_clusters"), []).append(r)
+        groups.setdefault(_hashable(r.get("n_clusters")), []).append(r)
     for k, rs in sorted(groups.items(), key=lambda kv: sort_key([kv[0]])):
         rs = sorted(rs, key=lambda r: r[param])
         ax.plot([r["vq_cost_mean"] for r in rs], [r["cost_mean"] for r in rs], "o-", ms=4, label=f"K={k}")
@@ -133,6 +138,37 @@ def plot_tradeoff(rows, path, *, param="reg_strength", title=""):
     ax.set_ylabel("held-out DC cost, -(9)")
     ax.set_title(title or f"Trade-off as {param} varies (labels: {param})")
     ax.legend(loc="best", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(Path(path))
+    plt.close(fig)
+    return Path(path)
+
+
+def plot_contingency_heatmap(table, reliability, path, *, surprising=None, title=""):
+    """Heatmap of a contingency table (log2 observed / expected), each cell
+    annotated with its count and bootstrap reliability; cells surprising in
+    the reference are outlined (``surprising``: (K, L) array of "over",
+    "under" or "-")."""
+    plt = _plt()
+    n = np.asarray(table, dtype=float)
+    N = n.sum()
+    expected = n.sum(1, keepdims=True) @ n.sum(0, keepdims=True) / max(N, 1)
+    ratio = np.log2((n + 0.5) / (expected + 0.5))
+    lim = max(1.0, float(np.abs(ratio).max()))
+    fig, ax = plt.subplots(figsize=(1.0 + 0.9 * n.shape[1], 0.8 + 0.8 * n.shape[0]), dpi=110)
+    im = ax.imshow(ratio, cmap="RdBu_r", vmin=-lim, vmax=lim)
+    for i in range(n.shape[0]):
+        for j in range(n.shape[1]):
+            ax.text(j, i, f"{int(n[i, j])}\n{reliability[i][j]:.0%}", ha="center", va="center", fontsize=7)
+            if surprising is not None and surprising[i][j] != "-":
+                ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, lw=1.5,
+                                           ec="k" if surprising[i][j] == "over" else "grey"))
+    ax.set_xlabel("y cluster")
+    ax.set_ylabel("x cluster")
+    ax.set_xticks(range(n.shape[1]))
+    ax.set_yticks(range(n.shape[0]))
+    fig.colorbar(im, ax=ax, label="log2(observed / expected)")
+    ax.set_title(title or "cross clusters: count and bootstrap reliability", fontsize=9)
     fig.tight_layout()
     fig.savefig(Path(path))
     plt.close(fig)

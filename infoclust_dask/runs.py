@@ -21,7 +21,8 @@ __all__ = ["storage_root", "new_run_dir", "save_model", "load_model", "write_jso
 
 _FITTED = (
     "cluster_centers_", "inertia_", "n_iter_", "n_features_in_", "betas_", "centers_path_",
-    "free_energy_path_", "n_iter_path_", "beta_", "data_scale_",
+    "free_energy_path_", "n_iter_path_", "beta_", "data_scale_", "sigma_", "n_classes_", "reg_strength_",
+    "contingency_", "cluster_centers_x_", "cluster_centers_y_", "n_features_y_in_",
 )
 
 

@@ -2,8 +2,10 @@
 flow: standardized, with a stored fold vector), cross-validate the width
 sigma of discriminative clustering (the cross-validation flow), fit K-means
 and DC with the chosen sigma (clusters informative of the bundled classes),
-anneal soft K-means through its first bifurcations, write a run folder with a
-report and plots, print where they are.
+anneal soft K-means through its first bifurcations, run associative
+clustering with bootstrap reliability on a paired synthetic set with a
+planted dependency (the bootstrap flow), write a run folder with a report and
+plots, print where they are.
 
 Run it with ``python -m pipelines.demo`` (or ``infoclust demo``). It needs no
 Prefect server (a temporary local API starts) and, by default, computes on a
@@ -98,6 +100,48 @@ def fit_dc(store: str, n_clusters: int, scheduler: str | None, seed: int, run_di
             "seconds": round(seconds, 2)}
 
 
+@task(name="paired-store")
+def paired_store(storage: str, seed: int, n_pairs: int = 4000) -> str:
+    """A paired synthetic set with a planted dependency (reused if present)."""
+    from infoclust_dask import write_dataset
+    from infoclust_dask.datasets import make_paired_dependency
+    from infoclust_dask.store import open_dataset
+
+    dest = Path(storage) / "datasets" / f"paired-demo-{n_pairs}.zarr"
+    if dest.exists():
+        open_dataset(dest)
+        return str(dest)
+    X, Y, z, _, oracle = make_paired_dependency(n_pairs, n_latent=4, random_state=seed)
+    write_dataset(dest, X, y=Y, label=z, provenance={"source": f"make_paired_dependency({n_pairs}, n_latent=4)",
+                                                      "oracle_mutual_information": oracle})
+    return str(dest)
+
+
+@task(name="ac-vs-kmeans")
+def ac_vs_kmeans(store: str, ac_model: str, scheduler: str | None, seed: int) -> dict:
+    """Mutual information between the two views' partitions: AC's against
+    K-means run on each view separately (same numbers of clusters)."""
+    from infoclust_dask import KMeans, engine
+    from infoclust_dask.objectives.ac import mutual_information
+    from infoclust_dask.runs import load_model
+    from infoclust_dask.store import open_dataset
+
+    sched = engine.resolve_scheduler(scheduler)
+    ac = load_model(ac_model)
+    ac.scheduler = sched
+    ds = open_dataset(store)
+    k, l_ = ac.cluster_centers_x_.shape[0], ac.cluster_centers_y_.shape[0]
+    kx = KMeans(k, random_state=seed, scheduler=sched).fit(store)
+    ky = KMeans(l_, random_state=seed, scheduler=sched).fit(ds["y"].data)
+    import numpy as np
+
+    t = np.zeros((k, l_))
+    np.add.at(t, (np.asarray(engine.compute(kx.labels_, scheduler=sched)),
+                  np.asarray(engine.compute(ky.labels_, scheduler=sched))), 1)
+    return {"ac_mi": ac.mutual_information(store), "kmeans_mi": mutual_information(t),
+            "oracle_mi": ds.attrs["provenance"].get("oracle_mutual_information")}
+
+
 @task(name="anneal-soft-kmeans")
 def anneal(store: str, n_clusters: int, scheduler: str | None, seed: int, run_dir: str, n_betas: int) -> dict:
     import numpy as np
@@ -129,7 +173,7 @@ def anneal(store: str, n_clusters: int, scheduler: str | None, seed: int, run_di
 
 @task(name="plot-and-report")
 def report(store: str, run_dir: str, km: dict, da_: dict, dataset: str, dc: dict | None = None,
-           cv: dict | None = None) -> str:
+           cv: dict | None = None, ac: dict | None = None) -> str:
     import numpy as np
 
     from infoclust_dask.plotting import plot_clusters_2d
@@ -178,6 +222,22 @@ def report(store: str, run_dir: str, km: dict, da_: dict, dataset: str, dc: dict
             "- contingency table (rows clusters, columns classes):", "",
             *["      " + " ".join(f"{v:5d}" for v in row) for row in dc["contingency"]],
         ]
+    if ac is not None:
+        def cell(c):
+            return (f"- x{c['x_cluster']} y{c['y_cluster']}: {c['count']} pairs vs {c['expected']:.1f} expected, "
+                    f"reliability {c['reliability']:.0%}")
+
+        lines += [
+            "", "## Associative clustering with bootstrap reliability (Sinkkonen et al.)",
+            f"- paired store `{ac['store']}` (planted dependency in the low-variance features); "
+            f"run folder `{ac['run_dir']}` with `heatmap.png`",
+            f"- mutual information between the two partitions: AC {ac['ac_mi']:.3f} nats, K-means per view "
+            f"{ac['kmeans_mi']:.3f}, planted (oracle) {ac['oracle_mi']:.3f}",
+            f"- most over-represented cross clusters ({ac['n_boot']} bootstrap replicates):",
+            *[cell(c) for c in ac["most_over"]],
+            "- most under-represented:",
+            *[cell(c) for c in ac["most_under"]],
+        ]
     lines += [
         "", "## Deterministic annealing (soft K-means, MacKay §20.5)",
         f"- predicted first split at beta = 1/sigma_1^2 = {da_['predicted_first_split']:.4g}",
@@ -187,21 +247,22 @@ def report(store: str, run_dir: str, km: dict, da_: dict, dataset: str, dc: dict
         "`annealing.png` (centres along PC 1 against beta).",
     ]
     (run / "report.md").write_text("\n".join(lines) + "\n")
-    (run / "summary.json").write_text(json.dumps({"kmeans": km, "dc": dc, "annealing": da_, "crossval": cv},
-                                                 indent=2, default=float))
+    (run / "summary.json").write_text(json.dumps({"kmeans": km, "dc": dc, "annealing": da_, "crossval": cv,
+                                                  "ac": ac}, indent=2, default=float))
     return str(run / "report.md")
 
 
 @flow(name="infoclust-demo", log_prints=True)
 def demo_flow(dataset: str = "satimage", n_clusters: int = 6, scheduler: str | None = None,
               storage: str | None = None, seed: int = 0, n_betas: int = 24,
-              sigmas: list[float] = (0.75, 1.5, 3.0), n_folds: int = 3) -> str:
+              sigmas: list[float] = (0.75, 1.5, 3.0), n_folds: int = 3, n_boot: int = 8, n_pairs: int = 4000) -> str:
     """Ingest ``dataset``, cross-validate DC's sigma, fit K-means and DC, anneal
     soft K-means, write a run folder. Returns the run folder path.
     """
     from infoclust_dask.runs import new_run_dir, storage_root
 
     from ._env import default_scheduler
+    from .bootstrap import bootstrap_flow
     from .crossval import crossval_flow
     from .ingest import ingest_flow
 
@@ -220,7 +281,13 @@ def demo_flow(dataset: str = "satimage", n_clusters: int = 6, scheduler: str | N
     km = fit_kmeans(store, n_clusters, scheduler, seed, str(run))
     dc = fit_dc(store, n_clusters, scheduler, seed, str(run), sigma=cv["best"]["sigma"]) if cv else None
     da_ = anneal(store, 4, scheduler, seed, str(run), n_betas)
-    rep = report(store, str(run), km, da_, dataset, dc, cv)
+    pairs = paired_store(storage, seed, n_pairs)
+    boot = bootstrap_flow(store=pairs, n_clusters=[4, 4], n_boot=n_boot, params={"sigma": [0.3, 0.3], "n_init": 1},
+                          seed=seed, scheduler=scheduler, storage=storage)
+    ac = {**ac_vs_kmeans(pairs, str(Path(boot["run_dir"]) / "ac-reference-model.json"), scheduler, seed),
+          "store": pairs, "run_dir": boot["run_dir"], "n_boot": n_boot, "most_over": boot["most_over"],
+          "most_under": boot["most_under"]}
+    rep = report(store, str(run), km, da_, dataset, dc, cv, ac)
     print(f"run folder: {run}")
     print(f"report:     {rep}")
     print(f"plots:      {run / 'kmeans.png'}, {run / 'annealing.png'}")

@@ -170,3 +170,62 @@ def test_errors(paired, kwargs, X_or_Y, match):
         AssociativeClustering(**{"sigma": 0.5, **kwargs}).fit(X, Y)
     with pytest.raises(ValueError, match="Y is missing"):
         AssociativeClustering().fit(X)
+
+
+def test_match_prototypes_against_all_permutations():
+    from itertools import permutations
+
+    from infoclust_dask.reliability import match_prototypes
+
+    rng = np.random.default_rng(5)
+    ref = rng.normal(size=(5, 3))
+    rep = ref[[3, 0, 4, 1, 2]] + 0.01 * rng.normal(size=(5, 3))
+    perm, cost = match_prototypes(ref, rep)
+    brute = min(permutations(range(5)), key=lambda p: ((ref - rep[list(p)]) ** 2).sum())
+    assert list(perm) == list(brute) == [1, 3, 4, 0, 2]
+    assert cost == pytest.approx(((ref - rep[perm]) ** 2).sum())
+
+
+def test_bootstrap_reliability_high_for_planted_low_for_independent():
+    from infoclust_dask.reliability import bootstrap_reliability, bootstrap_replicate
+
+    kw = dict(n_clusters=(3, 3), sigma=(0.3, 0.3), n_init=1, scheduler="threads")
+    X, Y, _, _, _ = make_paired_dependency(900, n_latent=3, random_state=3)
+    ref, cells, rel = bootstrap_reliability(X, Y, n_boot=4, **kw)
+    over = [c for c in cells if c["surprising"] == "over"]
+    assert len(over) >= 3 and min(c["reliability"] for c in over[:3]) >= 0.75
+    Yi = make_paired_dependency(900, n_latent=3, random_state=4)[1]  # unrelated to X
+    _, cells_i, _ = bootstrap_reliability(X, Yi, n_boot=4, **kw)
+    # fitted to noise, AC still finds "surprising" cells in its own training data; they do not recur
+    flagged = [c for c in cells_i if c["surprising"] != "-"]
+    assert flagged and max(c["reliability"] for c in flagged) <= 0.5
+    base = {k: v for k, v in ref.get_params().items() if k not in ("random_state", "scheduler")}
+    a = bootstrap_replicate(X, Y, base, (ref.cluster_centers_x_, ref.cluster_centers_y_), 7, scheduler="sync")
+    b = bootstrap_replicate(X, Y, base, (ref.cluster_centers_x_, ref.cluster_centers_y_), 7, scheduler="threads")
+    assert a == b and np.asarray(a["table"]).sum() == 900
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_store_fit_and_bootstrap_flow(prefect_harness, tmp_path):
+    import json
+    from pathlib import Path
+
+    from infoclust_dask import write_dataset
+    from infoclust_dask.runs import load_model
+    from pipelines.bootstrap import bootstrap_flow
+
+    X, Y, z, _, _ = make_paired_dependency(600, n_latent=3, random_state=1)
+    store = write_dataset(tmp_path / "pairs.zarr", X, y=Y, label=z, chunks=300)
+    ac = AssociativeClustering((3, 3), sigma=(0.3, 0.3), n_init=1, random_state=0, scheduler="threads").fit(str(store))
+    ref = AssociativeClustering((3, 3), sigma=(0.3, 0.3), n_init=1, random_state=0, scheduler="threads").fit(X, Y)
+    np.testing.assert_allclose(ac.cluster_centers_x_, ref.cluster_centers_x_, atol=1e-8)
+    assert ac.score(str(store)) == pytest.approx(ref.score(X, Y))
+    out = bootstrap_flow(store=str(store), n_clusters=[3, 3], n_boot=2, params={"sigma": [0.3, 0.3], "n_init": 1},
+                         scheduler="threads", storage=str(tmp_path))
+    run = Path(out["run_dir"])
+    assert (run / "heatmap.png").read_bytes()[:4] == b"\x89PNG"
+    assert len((run / "reliability.csv").read_text().splitlines()) == 1 + 9
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["n_boot"] == 2 and len(out["most_over"]) == 3
+    model = load_model(run / "ac-reference-model.json")
+    np.testing.assert_array_equal(model.predict_x(X), ac.predict_x(X))

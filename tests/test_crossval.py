@@ -155,3 +155,25 @@ def test_flow_retries_a_failed_cell_and_plots_tradeoff(prefect_harness, wine_sto
                               "reg_strength": [0.0, 1.0], "max_iter": [5]}, storage=str(tmp_path))
     assert calls["n"] == 7 and len(out["computed"]) == 6  # one failure, retried
     assert (Path(out["run_dir"]) / "tradeoff.png").exists()
+
+
+def test_ac_cell_scores_held_out_pairs(tmp_path):
+    from infoclust_dask import write_dataset
+    from infoclust_dask.datasets import make_paired_dependency
+    from infoclust_dask.objectives import ac as obj
+
+    X, Y, z, _, _ = make_paired_dependency(900, n_latent=3, random_state=2)
+    store = str(write_dataset(tmp_path / "p.zarr", X, y=Y, chunks=200))
+    cells = cv.plan(store, "ac", {"n_clusters": [3], "sigma": [0.3], "n_init": [1]}, 3)
+    r = cv.run_cell(store, "ac", cells[1]["params"], 1, 3, "ranges", 0, "threads")
+    te = (np.arange(900) * 3) // 900 == 1
+    mx, my = np.asarray(r["cluster_centers_x"]), np.asarray(r["cluster_centers_y"])
+    lx = ((X[te][:, None] - mx[None]) ** 2).sum(-1).argmin(1)
+    ly = ((Y[te][:, None] - my[None]) ** 2).sum(-1).argmin(1)
+    t = np.zeros((3, 3))
+    np.add.at(t, (lx, ly), 1)
+    assert r["score"] == pytest.approx(obj.log_bayes_factor(t), rel=1e-12)
+    assert r["mi"] == pytest.approx(obj.mutual_information(t), rel=1e-12) and r["mi"] > 0.3
+    x_only = str(write_dataset(tmp_path / "x.zarr", X))
+    with pytest.raises(ValueError, match="needs a second view"):
+        cv.plan(x_only, "ac", {"n_clusters": [3]}, 3)

@@ -10,7 +10,8 @@ import pytest
 def test_demo_flow_writes_report_and_plots(prefect_harness, tmp_path):
     from pipelines.demo import demo_flow
 
-    run = Path(demo_flow(dataset="wine", n_clusters=3, scheduler="threads", storage=str(tmp_path), n_betas=10))
+    run = Path(demo_flow(dataset="wine", n_clusters=3, scheduler="threads", storage=str(tmp_path), n_betas=10,
+                         n_boot=2, n_pairs=1000))
     assert run.parent == tmp_path / "runs"
     report = (run / "report.md").read_text()
     assert "K-means" in report and "ARI" in report and "predicted first split" in report
@@ -25,7 +26,11 @@ def test_demo_flow_writes_report_and_plots(prefect_harness, tmp_path):
     assert cv["cells"] == 9 and cv["reused"] == 0 and cv["best"]["sigma"] in (0.75, 1.5, 3.0)
     assert summary["dc"]["sigma"] == cv["best"]["sigma"] and "Cross-validation" in report
     assert (Path(cv["run_dir"]) / "validation.png").exists()
+    ac = summary["ac"]
+    assert ac["ac_mi"] > 0.5 > 0.05 > ac["kmeans_mi"] and "Associative clustering" in report
+    assert len(ac["most_over"]) == 3 and (Path(ac["run_dir"]) / "heatmap.png").exists()
     # a second run reuses the store instead of overwriting it, and every finished cell
-    run2 = Path(demo_flow(dataset="wine", n_clusters=3, scheduler="threads", storage=str(tmp_path), n_betas=6))
+    run2 = Path(demo_flow(dataset="wine", n_clusters=3, scheduler="threads", storage=str(tmp_path), n_betas=6,
+                          n_boot=2, n_pairs=1000))
     assert run2 != run and (run2 / "report.md").exists()
     assert json.loads((run2 / "summary.json").read_text())["crossval"]["reused"] == 9

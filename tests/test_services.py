@@ -108,10 +108,13 @@ def test_prefect_yaml_deploys_with_nightly_schedule(services, tmp_path):
                        capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     deps = {d["name"]: d for d in _api(services, "/deployments/filter")}
-    assert {"nightly-crossval", "ingest-letter", "demo"} <= set(deps)
+    assert {"nightly-crossval", "weekly-ac-bootstrap", "ingest-letter", "demo"} <= set(deps)
     nightly = deps["nightly-crossval"]
     assert nightly["work_pool_name"] == "infoclust-pool"
     assert nightly["parameters"]["grid"]["n_clusters"] == [2, 5, 10]
     crons = [s["schedule"].get("cron") for s in nightly["schedules"]]
     assert crons == ["0 2 * * *"]
+    weekly = deps["weekly-ac-bootstrap"]
+    assert [s["schedule"].get("cron") for s in weekly["schedules"]] == ["0 3 * * 0"]
+    assert weekly["parameters"]["n_boot"] == 50
     assert nightly["pull_steps"][0]["prefect.deployments.steps.set_working_directory"]["directory"] == str(ROOT)
