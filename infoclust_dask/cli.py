@@ -65,7 +65,7 @@ def _cmd_fit(args):
     import numpy as np
 
     from . import engine
-    from .cluster import DiscriminativeClustering, KMeans, SoftKMeans
+    from .cluster import AssociativeClustering, DiscriminativeClustering, KMeans, SoftKMeans
     from .runs import new_run_dir, save_model, write_json
     from .store import open_dataset
 
@@ -81,6 +81,13 @@ def _cmd_fit(args):
         est = DiscriminativeClustering(args.k, sigma=sigma, max_iter=None if args.max_iter == 300 else args.max_iter,
                                        random_state=args.seed, scheduler=sched, verbose=1)
         est.fit(ds["x"], ds["label"])
+    elif args.method == "ac":
+        if "y" not in ds:
+            raise ValueError(f"'{args.store}' has no 'y' variable; associative clustering needs a second, paired view.")
+        sigma = "auto" if args.sigma == "auto" else float(args.sigma)
+        est = AssociativeClustering((args.k, args.l or args.k), sigma=sigma, random_state=args.seed, scheduler=sched,
+                                    verbose=1)
+        est.fit(engine.persist_if_small(ds["x"], scheduler=sched), engine.persist_if_small(ds["y"], scheduler=sched))
     elif args.method == "kmeans":
         est = KMeans(args.k, init=args.init, n_init=args.n_init if args.n_init != "auto" else "auto",
                      max_iter=args.max_iter, tol=args.tol, random_state=args.seed,
@@ -89,7 +96,7 @@ def _cmd_fit(args):
         betas = np.geomspace(args.beta_min, args.beta_max, args.n_betas)
         est = SoftKMeans(args.k, beta_schedule=betas, max_iter=args.max_iter,
                          random_state=args.seed, scheduler=sched)
-    if args.method != "dc":
+    if args.method not in ("dc", "ac"):
         est.fit(ds["x"])
     seconds = time.perf_counter() - t0
     run = new_run_dir(args.method, root=args.storage)
@@ -108,6 +115,14 @@ def _cmd_fit(args):
         summary["sigma"] = est.sigma_
         summary["log_posterior_9"] = est.score(ds["x"], ds["label"])
         summary["contingency"] = est.contingency_.tolist()
+    elif args.method == "ac":
+        summary["sigma"] = list(est.sigma_)
+        summary["log_bayes_factor_3"] = est.score(ds["x"], ds["y"])
+        summary["mutual_information"] = est.mutual_information(ds["x"], ds["y"])
+        summary["contingency"] = est.contingency_.tolist()
+        over, under = est.most_surprising(3)
+        summary["most_over_represented"] = over
+        summary["most_under_represented"] = under
     else:
         summary["critical_betas"] = est.critical_betas()
     write_json(run / "summary.json", summary)
@@ -185,9 +200,10 @@ def build_parser():
     pn.set_defaults(func=_cmd_info)
 
     pf = sub.add_parser("fit", help="fit a model on a store and write a run folder")
-    pf.add_argument("method", choices=["kmeans", "softkmeans", "dc"])
+    pf.add_argument("method", choices=["kmeans", "softkmeans", "dc", "ac"])
     pf.add_argument("store")
-    pf.add_argument("-k", type=int, default=8, help="number of clusters")
+    pf.add_argument("-k", type=int, default=8, help="number of clusters (ac: of the x view)")
+    pf.add_argument("-l", type=int, default=None, help="ac: clusters of the y view (default k)")
     pf.add_argument("--init", default="k-means++", choices=["k-means++", "k-means||", "random"])
     pf.add_argument("--n-init", default="auto")
     pf.add_argument("--max-iter", type=int, default=300)
@@ -195,7 +211,7 @@ def build_parser():
     pf.add_argument("--beta-min", type=float, default=0.01)
     pf.add_argument("--beta-max", type=float, default=10.0)
     pf.add_argument("--n-betas", type=int, default=40)
-    pf.add_argument("--sigma", default="auto", help="dc: membership width, or 'auto' (held-out choice)")
+    pf.add_argument("--sigma", default="auto", help="dc, ac: membership width, or 'auto' (held-out choice)")
     pf.add_argument("--seed", type=int, default=0)
     pf.add_argument("--scheduler", default=None, help="local (default), threads, sync or tcp://HOST:PORT")
     pf.add_argument("--storage", default=None, help="storage root for run folders (default ./storage)")

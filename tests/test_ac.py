@@ -218,7 +218,7 @@ def test_store_fit_and_bootstrap_flow(prefect_harness, tmp_path):
     store = write_dataset(tmp_path / "pairs.zarr", X, y=Y, label=z, chunks=300)
     ac = AssociativeClustering((3, 3), sigma=(0.3, 0.3), n_init=1, random_state=0, scheduler="threads").fit(str(store))
     ref = AssociativeClustering((3, 3), sigma=(0.3, 0.3), n_init=1, random_state=0, scheduler="threads").fit(X, Y)
-    np.testing.assert_allclose(ac.cluster_centers_x_, ref.cluster_centers_x_, atol=1e-8)
+    np.testing.assert_allclose(ac.cluster_centers_x_, ref.cluster_centers_x_, atol=1e-6)  # CG amplifies round-off
     assert ac.score(str(store)) == pytest.approx(ref.score(X, Y))
     out = bootstrap_flow(store=str(store), n_clusters=[3, 3], n_boot=2, params={"sigma": [0.3, 0.3], "n_init": 1},
                          scheduler="threads", storage=str(tmp_path))

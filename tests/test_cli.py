@@ -140,3 +140,22 @@ def test_fit_dc_on_a_labelled_store(tmp_path, capsys):
     assert main(["ingest", str(tmp_path / "nolab.npy"), str(tmp_path / "n.zarr")]) == 0
     assert main(["fit", "dc", str(tmp_path / "n.zarr"), "-k", "2", "--scheduler", "sync"]) == 2
     assert "has no 'label' variable" in capsys.readouterr().err
+
+
+def test_fit_ac_on_a_paired_store(tmp_path, capsys):
+    from infoclust_dask import write_dataset
+    from infoclust_dask.datasets import make_paired_dependency
+
+    X, Y, _, _, _ = make_paired_dependency(600, n_latent=3, random_state=0)
+    store = write_dataset(tmp_path / "p.zarr", X, y=Y)
+    rc = main(["fit", "ac", str(store), "-k", "3", "--sigma", "0.3", "--scheduler", "threads",
+               "--storage", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    summary = json.loads(out[out.index("{\n"):out.rindex("}") + 1])
+    assert summary["mutual_information"] > 0.3 and len(summary["most_over_represented"]) == 3
+    model = load_model(next((tmp_path / "runs").glob("*-ac-*")) / "model.json")
+    assert model.predict_x(X).shape == (600,)
+    write_dataset(tmp_path / "x.zarr", X)
+    assert main(["fit", "ac", str(tmp_path / "x.zarr"), "--scheduler", "threads"]) == 2
+    assert "needs a second, paired view" in capsys.readouterr().err

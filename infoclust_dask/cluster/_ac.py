@@ -118,9 +118,10 @@ class AssociativeClustering(BaseEstimator):
         ``"centroid"``: the data means plus a tiny random spread, optimized by
         deterministic annealing. Further restarts are annealed from new
         centroid starts (random data points with ``"random"``).
-    n_init : int, default=4
+    n_init : int, default=2
         Restarts; the one with the highest training log Bayes factor (3) of
-        the hard table is kept.
+        the hard table is kept. Each annealed restart costs about
+        ``anneal_steps`` times a CG run (2 passes per evaluation).
     anneal_steps : int, default=12
         Widths in the continuation of centroid starts, geometric from
         ``anneal_start`` times the final width down to the final width.
@@ -161,7 +162,7 @@ class AssociativeClustering(BaseEstimator):
         lambda_=(1.0, 1.0),
         optimizer="cg",
         init="cca",
-        n_init=4,
+        n_init=2,
         anneal_steps=12,
         anneal_start=10.0,
         max_iter=30,
