@@ -11,6 +11,12 @@ under-represented (hypergeometric tail probability below ``alpha``). A
 cell's reliability is the fraction of replicates in which it is surprising
 in the same direction as in the reference.
 
+Why the bootstrap: the tail probabilities of a table whose partitions were
+*fitted* to make it surprising are not valid p-values (selection bias):
+fitted to two independent views, AC still shows cells with p < 0.01 in its
+own training table. Such cells do not recur across resamples (the tests
+check this), while cells of a real dependency do.
+
 Replicates are independent: :func:`bootstrap_replicate` is what a Prefect
 task maps over seeds (``pipelines/bootstrap.py``); :func:`bootstrap_reliability`
 runs them in a loop.

@@ -404,6 +404,11 @@ class AssociativeClustering(BaseEstimator):
         mutual information (nats), and hypergeometric tail probabilities of
         a count at least as high (``p_over``) or as low (``p_under``) given
         the margins. Returns a list of dicts, most over-represented first.
+
+        The tail probabilities treat the partitions as fixed; for the
+        training pairs they were fitted to make the table surprising, so read
+        them as a ranking, and use held-out pairs or the bootstrap
+        reliability (:mod:`infoclust_dask.reliability`) for evidence.
         """
         check_is_fitted(self)
         n = self.contingency_ if X is None else self.contingency_table(X, Y)
