@@ -37,7 +37,7 @@ def _cmd_ingest(args):
     t0 = time.perf_counter()
     path, report = ingest(
         args.src, args.dest, label_column=args.label_column, drop_nonfinite=args.drop_nonfinite,
-        standardize=args.standardize, pca=args.pca, n_folds=args.folds, fold_seed=args.fold_seed,
+        standardize=args.standardize, pca=args.pca, pca_method=args.pca_method, n_folds=args.folds, fold_seed=args.fold_seed,
         chunks=args.chunks, codec=args.codec, overwrite=args.overwrite, progress=True,
     )
     report["store"] = str(path)
@@ -184,7 +184,9 @@ def build_parser():
     pi.add_argument("--drop-nonfinite", action="store_true", help="drop rows with NaN/inf instead of failing")
     pi.add_argument("--standardize", action="store_true", help="scale every feature to mean 0, std 1")
     pi.add_argument("--pca", type=int, default=None, metavar="K",
-                    help="project onto the top K principal components (dask TSQR SVD)")
+                    help="project onto the top K principal components")
+    pi.add_argument("--pca-method", choices=["gram", "tsqr"], default="gram",
+                    help="gram: one X^T X pass (default, fast); tsqr: dask's out-of-core TSQR SVD (ill-conditioned data)")
     pi.add_argument("--folds", type=int, default=None, metavar="K",
                     help="store a fold vector for K-fold cross-validation (crossval --fold-kind stored)")
     pi.add_argument("--fold-seed", type=int, default=0)

@@ -168,8 +168,9 @@ def _is_store(src) -> bool:
     return p.is_dir() and (p / "zarr.json").exists()
 
 
-def ingest(src, dest, *, label_column=None, drop_nonfinite=False, standardize=False, pca=None, n_folds=None,
-           fold_seed=0, chunks=None, codec="auto", overwrite=False, progress=False, scheduler="threads"):
+def ingest(src, dest, *, label_column=None, drop_nonfinite=False, standardize=False, pca=None, pca_method="gram",
+           n_folds=None, fold_seed=0, chunks=None, codec="auto", overwrite=False, progress=False,
+           scheduler="threads"):
     """Read ``src``, validate, optionally standardize / project, and write a store at ``dest``.
 
     ``src`` may also be an existing store, which is then preprocessed block by
@@ -182,7 +183,10 @@ def ingest(src, dest, *, label_column=None, drop_nonfinite=False, standardize=Fa
         Subtract the per-feature mean and divide by the standard deviation.
     pca : int, optional
         Project onto the top ``pca`` principal components (after
-        standardization when both are asked), from dask's TSQR SVD.
+        standardization when both are asked).
+    pca_method : {"gram", "tsqr"}
+        One ``X^T X`` pass (default) or dask's out-of-core TSQR SVD; see
+        :func:`~infoclust_dask.preprocess.fit_transform`.
     n_folds : int, optional
         Also store a ``fold`` vector for cross-validation (seeded by ``fold_seed``).
     chunks : int, optional
@@ -205,7 +209,7 @@ def ingest(src, dest, *, label_column=None, drop_nonfinite=False, standardize=Fa
             "or choose another path."
         )
     if _is_store(src):
-        return preprocess_store(src, dest, standardize=standardize, pca=pca, n_folds=n_folds,
+        return preprocess_store(src, dest, standardize=standardize, pca=pca, pca_method=pca_method, n_folds=n_folds,
                                 fold_seed=fold_seed, chunks=chunks, codec=codec, overwrite=overwrite,
                                 scheduler=scheduler, progress=progress)
     X, label, names, prov = read_source(src, label_column=label_column)
@@ -233,7 +237,7 @@ def ingest(src, dest, *, label_column=None, drop_nonfinite=False, standardize=Fa
     if X.shape[0] == 0:
         raise IngestError(f"No rows of {src!r} are left after dropping non-finite rows.")
     Xt, info = fit_transform(X.astype(np.float64, copy=False), standardize=standardize, pca=pca,
-                             scheduler=scheduler)
+                             pca_method=pca_method, scheduler=scheduler)
     prov["standardized"] = bool(standardize)
     if pca is not None:
         prov["pca"] = int(pca)

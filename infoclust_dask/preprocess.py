@@ -76,13 +76,19 @@ def feature_moments(X, *, scheduler=None):
     return first + m1, np.sqrt(var), int(st["n"]), int(st["n_bad"])
 
 
-def fit_transform(X, *, standardize=False, pca=None, scheduler=None):
+def fit_transform(X, *, standardize=False, pca=None, pca_method="gram", scheduler=None):
     """Standardize and/or project onto the top ``pca`` principal components.
 
-    Statistics come from map-reduce passes (moments; dask's TSQR SVD of the
-    centred, optionally scaled data, :func:`engine.tall_svd`); the transform
-    itself is lazy for lazy input. Features with zero spread are left
-    unscaled (divided by 1), as scikit-learn's StandardScaler does.
+    Statistics come from map-reduce passes: the moments, then for PCA either
+    ``pca_method="gram"`` (default: one pass reducing ``X^T X``, eigenvectors
+    of the covariance on the driver, :func:`principal_axes`) or ``"tsqr"``
+    (dask's out-of-core TSQR SVD of the centred data, :func:`engine.tall_svd`;
+    no squaring of the condition number, for data whose wanted components
+    span many orders of magnitude of variance). Measured on a 2 GB store
+    (docs/BENCHMARKS.md) TSQR took 19x a plain read, the Gram pass ~1.2x:
+    LAPACK's QR of each 64 MB block costs far more than its ``X^T X``. The
+    transform itself is lazy for lazy input. Features with zero spread are
+    left unscaled (divided by 1), as scikit-learn's StandardScaler does.
 
     Returns
     -------
@@ -108,9 +114,14 @@ def fit_transform(X, *, standardize=False, pca=None, scheduler=None):
         if not 1 <= k <= d:
             raise ValueError(f"pca must be between 1 and the number of features ({d}); got {pca}.")
         center = np.zeros(d) if standardize else mean
-        s, vt = engine.tall_svd(out, center=center, scheduler=scheduler)
-        comps = _sign_fix(vt[:k])
-        var = s**2 / n
+        if pca_method == "tsqr":
+            s, vt = engine.tall_svd(out, center=center, scheduler=scheduler)
+            comps, var = _sign_fix(vt[:k]), s**2 / n
+        elif pca_method == "gram":
+            _, axes, var = principal_axes(out, d, scheduler=scheduler)
+            comps, var = axes[:k], np.maximum(var, 0.0)
+        else:
+            raise ValueError(f"pca_method must be 'gram' or 'tsqr'; got {pca_method!r}.")
         info.update(components=comps, explained_variance=var[:k], explained_variance_ratio=var[:k] / var.sum())
         out = (out - center) @ comps.T
     if engine.is_lazy(out):
@@ -146,8 +157,8 @@ def choose_codec(sample):
     return ("lz4" if ratio >= MIN_COMPRESSION_RATIO else "none"), float(ratio)
 
 
-def preprocess_store(src, dest, *, standardize=False, pca=None, n_folds=None, fold_seed=0, chunks=None,
-                     codec="auto", overwrite=False, scheduler=None, progress=False):
+def preprocess_store(src, dest, *, standardize=False, pca=None, pca_method="gram", n_folds=None, fold_seed=0,
+                     chunks=None, codec="auto", overwrite=False, scheduler=None, progress=False):
     """Write a preprocessed copy of the store ``src`` at ``dest``, block by block.
 
     Keeps ``label`` / ``y`` and the provenance chain; stores ``feature_mean``,
@@ -163,7 +174,7 @@ def preprocess_store(src, dest, *, standardize=False, pca=None, n_folds=None, fo
         raise ValueError(f"Source and destination are the same store ('{src}'); choose another destination.")
     ds = open_dataset(src)
     sched = engine.resolve_scheduler(scheduler)
-    x, info = fit_transform(ds["x"], standardize=standardize, pca=pca, scheduler=sched)
+    x, info = fit_transform(ds["x"], standardize=standardize, pca=pca, pca_method=pca_method, scheduler=sched)
     n, d = x.shape
     rows = chunks or choose_chunk_rows(n, d)
     codec, ratio = _codec_for(x, codec)

@@ -32,10 +32,12 @@ def test_feature_moments_chunked_equal_numpy(data):
     assert (n, bad) == (1500, 0)
 
 
+@pytest.mark.parametrize("method", ["gram", "tsqr"])
 @pytest.mark.parametrize("standardize", [False, True])
-def test_pca_matches_sklearn(data, standardize):
+def test_pca_matches_sklearn(data, standardize, method):
     X, _ = data
-    Xt, info = fit_transform(da.from_array(X, chunks=(200, 6)), standardize=standardize, pca=3, scheduler="threads")
+    Xt, info = fit_transform(da.from_array(X, chunks=(200, 6)), standardize=standardize, pca=3, pca_method=method,
+                             scheduler="threads")
     Z = (X - X.mean(0)) / X.std(0) if standardize else X
     ref = PCA(3, svd_solver="full").fit(Z)
     signs = np.sign(np.sum(info["components"] * ref.components_, axis=1))
