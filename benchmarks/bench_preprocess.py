@@ -71,7 +71,7 @@ def main():
     times[f"ingest store -> store (standardize, PCA {a.pca}, write)"] = time.perf_counter() - t
     peak = rss()
     base = times["plain read (sum)"]
-    print(f"\n| step | seconds | / plain read |\n|---|---|---|")
+    print("\n| step | seconds | / plain read |\n|---|---|---|")
     for k, v in times.items():
         print(f"| {k} | {v:.1f} | {v / base:.2f} |")
     print(f"\nworker peak RSS now {peak:.2f} GiB (data {nbytes / 2**30:.2f} GiB); "

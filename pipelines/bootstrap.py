@@ -78,7 +78,7 @@ def summarize(reference: dict, replicates: list[dict], alpha: float, run_dir: st
     for c in cells:
         direction[c["x_cluster"]][c["y_cluster"]] = c["surprising"]
     plot_contingency_heatmap(reference["table"], rel.tolist(), run / "heatmap.png", surprising=direction,
-                             title=f"{Path(store).name}: counts and reliability over {len(replicates)} replicates")
+                             title=f"{Path(store).name}: count, reliability ({len(replicates)} replicates)")
     over = [c for c in cells if c["surprising"] == "over"][:top]
     under = sorted([c for c in cells if c["surprising"] == "under"], key=lambda c: c["p_under"])[:top]
     create_table_artifact(table=[{k: (round(v, 6) if isinstance(v, float) else v) for k, v in c.items() if k in cols}
