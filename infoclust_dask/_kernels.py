@@ -57,6 +57,9 @@ __all__ = [
     "cross_gram_stats",
     "project_rows",
     "label_sum_stats",
+    "knn_block",
+    "knn_top",
+    "knn_merge",
 ]
 
 
@@ -788,3 +791,41 @@ def label_sum_stats(x, labels, *, k):
     s = np.zeros((k, x.shape[1]))
     np.add.at(s, lab, x)
     return {"s": s, "n": np.bincount(lab, minlength=k).astype(np.float64)}
+
+
+# --------------------------------------------------------------------------
+# k nearest neighbours, block against block (SMIC's kernel (7))
+# --------------------------------------------------------------------------
+def knn_block(xq, xd, *, q_start, d_start, t):
+    """The ``t`` nearest rows of the data block ``xd`` to each query row of
+    ``xq`` (global row numbers ``q_start..``, ``d_start..``), a row never
+    being its own neighbour. Returns ``(dist2 (nq, t), index (nq, t))``
+    sorted by distance, padded with ``inf`` / ``-1`` when ``xd`` has fewer
+    than ``t`` candidates."""
+    xq, xd = np.asarray(xq, dtype=np.float64), np.asarray(xd, dtype=np.float64)
+    d2 = sq_distances(xq, xd)
+    np.maximum(d2, 0.0, out=d2)
+    rows = np.arange(xq.shape[0])
+    own = rows + q_start - d_start
+    ok = (own >= 0) & (own < xd.shape[0])
+    d2[rows[ok], own[ok]] = np.inf
+    return knn_top(d2, np.broadcast_to(np.arange(xd.shape[0]) + d_start, d2.shape), t)
+
+
+def knn_top(d2, idx, t):
+    """The ``t`` smallest entries per row of ``d2`` with their ``idx``
+    (ties broken by the smaller index), sorted; padded with inf / -1."""
+    n, m = d2.shape
+    if m < t:
+        d2 = np.hstack([d2, np.full((n, t - m), np.inf)])
+        idx = np.hstack([idx, np.full((n, t - m), -1)])
+        m = t
+    order = np.lexsort((idx, d2), axis=1)[:, :t] if n else np.zeros((0, t), dtype=np.intp)
+    return np.take_along_axis(d2, order, 1), np.take_along_axis(np.asarray(idx), order, 1)
+
+
+def knn_merge(parts, *, t):
+    """Merge partial ``(dist2, index)`` lists of the same query rows."""
+    d2 = np.hstack([p[0] for p in parts])
+    idx = np.hstack([p[1] for p in parts])
+    return knn_top(d2, idx, t)

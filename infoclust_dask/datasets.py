@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["make_blobs", "make_paired_dependency", "load_letter", "load_satimage", "load_bundled", "BUNDLED"]
+__all__ = ["make_blobs", "make_paired_dependency", "make_smic_toy", "SMIC_TOYS", "load_letter", "load_satimage", "load_bundled", "BUNDLED"]
 
 #: rows per generation block; the data depend on this constant and the seed
 #: only, never on the dask chunking or the workers.
@@ -150,6 +150,55 @@ def make_paired_dependency(n_samples=5000, *, n_latent=4, noise=0.2, signal_std=
     p = np.full((k, k), noise / k**2) + np.eye(k) * (1 - noise) / k  # joint of (z, z')
     mi = float(np.sum(p * np.log(p / (p.sum(1, keepdims=True) @ p.sum(0, keepdims=True)))))
     return X, Y, z, z2, mi
+
+
+SMIC_TOYS = ("four_blobs", "circle_gaussian", "double_spirals", "high_low")
+
+
+def make_smic_toy(name, n_samples=200, *, random_state=None, standardize=True):
+    """The four 2-D toy sets of Sugiyama et al., SMIC, §4.1 (uniform class prior).
+
+    - ``"four_blobs"``: 4 classes, Gaussians at (+-2, +-2), covariance 0.25 I;
+    - ``"circle_gaussian"``: a standard normal class and a class equidistant
+      on the origin-centred circle of radius 5, both plus N(0, 0.01 I) noise;
+    - ``"double_spirals"``: ``(l_i cos m_i, l_i sin m_i)`` and its negative,
+      ``l_i = 1 + 4 (i - 1) / n``, ``m_i = 3 pi (i - 1) / n`` for
+      ``i = 1 .. n/2`` with ``n = n_samples`` the *total* size, plus
+      N(0, 0.01 I) noise;
+    - ``"high_low"``: N(0, I) and N(0, 0.01 I).
+
+    Returns ``(X, y)``; ``X`` is centred and scaled to unit variance per
+    dimension (as in the paper) unless ``standardize=False``.
+    """
+    rng = np.random.default_rng(random_state)
+    n = int(n_samples)
+    if name == "four_blobs":
+        sizes = [n // 4 + (k < n % 4) for k in range(4)]
+        means = np.array([[2, 2], [-2, 2], [2, -2], [-2, -2]], dtype=float)
+        X = np.vstack([means[k] + 0.5 * rng.standard_normal((m, 2)) for k, m in enumerate(sizes)])
+        y = np.repeat(np.arange(4), sizes)
+    elif name == "circle_gaussian":
+        m0, m1 = n - n // 2, n // 2
+        ang = 2 * np.pi * np.arange(m1) / m1
+        X = np.vstack([rng.standard_normal((m0, 2)), 5 * np.c_[np.cos(ang), np.sin(ang)]])
+        X += 0.1 * rng.standard_normal(X.shape)
+        y = np.repeat([0, 1], [m0, m1])
+    elif name == "double_spirals":
+        m = n // 2
+        i = np.arange(1, m + 1)
+        ell, mm = 1 + 4 * (i - 1) / n, 3 * np.pi * (i - 1) / n
+        arm = np.c_[ell * np.cos(mm), ell * np.sin(mm)]
+        X = np.vstack([arm, -arm]) + 0.1 * rng.standard_normal((2 * m, 2))
+        y = np.repeat([0, 1], m)
+    elif name == "high_low":
+        m0, m1 = n - n // 2, n // 2
+        X = np.vstack([rng.standard_normal((m0, 2)), 0.1 * rng.standard_normal((m1, 2))])
+        y = np.repeat([0, 1], [m0, m1])
+    else:
+        raise ValueError(f"Unknown toy set {name!r}; choose one of {SMIC_TOYS}.")
+    if standardize:
+        X = (X - X.mean(axis=0)) / X.std(axis=0)
+    return X, y
 
 
 def _keel_file(name: str) -> Path:

@@ -62,6 +62,7 @@ __all__ = [
     "take_rows",
     "persist_if_small",
     "tall_svd",
+    "knn",
     "DEFAULT_BLOCK_BYTES",
 ]
 
@@ -660,3 +661,45 @@ def tall_svd(data, *, center=None, scheduler=None, variable: str = "x"):
     _, s, vt = da.linalg.svd(a)
     s, vt = compute((s, vt), scheduler=scheduler)
     return np.asarray(s), np.asarray(vt)
+
+
+def knn(data, t, *, scheduler=None, variable: str = "x", split_every: int = 8):
+    """The ``t`` nearest neighbours of every row (never itself), block
+    against block: each row block is compared with every block
+    (:func:`~infoclust_dask._kernels.knn_block`) and the partial lists are
+    merged in a tree (:func:`~infoclust_dask._kernels.knn_merge`), so no
+    task holds more than two blocks and a ``(block, t)`` list.
+
+    Returns ``(dist2, index)`` of shape ``(n, t)``, sorted by distance: numpy
+    arrays for numpy input, lazy dask arrays (one block per row block) for
+    dask / xarray / store input.
+    """
+    from functools import partial
+
+    import dask
+    import dask.array as da
+
+    from ._kernels import knn_block, knn_merge
+
+    a = as_array(data, variable=variable)
+    t = int(t)
+    if not 1 <= t < a.shape[0]:
+        raise ValueError(f"t must be between 1 and n_samples - 1 = {a.shape[0] - 1}; got {t}.")
+    lazy = _is_dask(a)
+    if not lazy:
+        a = da.from_array(np.asarray(a, dtype=np.float64), chunks=(max(_auto_rows(a) // 4, t + 1),) + a.shape[1:])
+    blocks = a.to_delayed().ravel()
+    starts = np.concatenate([[0], np.cumsum(a.chunks[0])[:-1]]).astype(int)
+    merge = partial(knn_merge, t=t)
+    d_parts, i_parts = [], []
+    for qb, qs, qn in zip(blocks, starts, a.chunks[0], strict=True):
+        parts = [dask.delayed(knn_block, pure=True)(qb, db, q_start=int(qs), d_start=int(ds), t=t)
+                 for db, ds in zip(blocks, starts, strict=True)]
+        res = _tree(parts, merge, split_every, delayed=dask.delayed)
+        d_parts.append(da.from_delayed(res[0], shape=(qn, t), dtype=np.float64))
+        i_parts.append(da.from_delayed(res[1], shape=(qn, t), dtype=np.int64))
+    d2, idx = da.concatenate(d_parts), da.concatenate(i_parts)
+    if lazy:
+        return d2, idx
+    d2, idx = compute((d2, idx), scheduler=scheduler if scheduler is not None else "threads")
+    return np.asarray(d2), np.asarray(idx)

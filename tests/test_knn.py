@@ -1,0 +1,44 @@
+"""Block-against-block k nearest neighbours (SMIC's kernel (7)) against brute
+force, for numpy and chunked input; the SMIC toy generators of §4.1."""
+
+import dask.array as da
+import numpy as np
+import pytest
+
+from infoclust_dask import engine
+from infoclust_dask.datasets import SMIC_TOYS, make_smic_toy
+
+
+def brute_knn(X, t):
+    d2 = ((X[:, None, :] - X[None]) ** 2).sum(-1)
+    np.fill_diagonal(d2, np.inf)
+    idx = np.argsort(d2, axis=1, kind="stable")[:, :t]
+    return np.take_along_axis(d2, idx, 1), idx
+
+
+@pytest.mark.parametrize("chunks", [None, 37, 500])
+def test_knn_matches_brute_force(chunks, scheduler):
+    X = np.random.default_rng(0).normal(size=(300, 3))
+    ref_d, ref_i = brute_knn(X, 7)
+    data = X if chunks is None else da.from_array(X, chunks=(chunks, 3))
+    d2, idx = engine.knn(data, 7, scheduler=scheduler)
+    if chunks is not None:
+        d2, idx = engine.compute((d2, idx), scheduler=scheduler)
+    np.testing.assert_array_equal(idx, ref_i)
+    np.testing.assert_allclose(d2, ref_d, rtol=1e-10, atol=1e-12)
+
+
+def test_knn_errors():
+    with pytest.raises(ValueError, match="t must be between 1 and n_samples - 1 = 9"):
+        engine.knn(np.zeros((10, 2)), 10)
+
+
+@pytest.mark.parametrize("name", SMIC_TOYS)
+def test_smic_toys(name):
+    X, y = make_smic_toy(name, random_state=0)
+    assert X.shape == (200, 2) and len(y) == 200
+    np.testing.assert_allclose(X.mean(0), 0, atol=1e-12)
+    np.testing.assert_allclose(X.std(0), 1, atol=1e-12)
+    assert np.all(np.bincount(y) == 200 // len(np.unique(y)))
+    with pytest.raises(ValueError, match="Unknown toy set"):
+        make_smic_toy("moons")
