@@ -17,7 +17,6 @@ from pathlib import Path
 import numpy as np
 
 from .datasets import BUNDLED, load_bundled
-from .store import write_dataset
 
 __all__ = ["read_source", "ingest", "IngestError"]
 
@@ -197,17 +196,12 @@ def ingest(src, dest, *, label_column=None, drop_nonfinite=False, standardize=Fa
     Returns ``(path, report)``; the report says what was read, rejected and
     dropped, and which chunk size and codec were chosen.
     """
-    from .folds import fold_vector
-    from .preprocess import _codec_for, choose_chunk_rows, fit_transform, preprocess_store
-    from .store import StoreError
+    from .preprocess import fit_transform, preprocess_store, write_preprocessed
+    from .store import check_destination
 
     if codec not in ("auto", "lz4", "zstd", "none"):
         raise IngestError(f"codec must be 'auto', 'lz4', 'zstd' or 'none'; got {codec!r}.")
-    if Path(dest).exists() and not overwrite:
-        raise StoreError(
-            f"A store already exists at '{dest}'. Pass overwrite=True (CLI: --overwrite) to replace it, "
-            "or choose another path."
-        )
+    check_destination(dest, overwrite)
     if _is_store(src):
         return preprocess_store(src, dest, standardize=standardize, pca=pca, pca_method=pca_method, n_folds=n_folds,
                                 fold_seed=fold_seed, chunks=chunks, codec=codec, overwrite=overwrite,
@@ -238,26 +232,8 @@ def ingest(src, dest, *, label_column=None, drop_nonfinite=False, standardize=Fa
         raise IngestError(f"No rows of {src!r} are left after dropping non-finite rows.")
     Xt, info = fit_transform(X.astype(np.float64, copy=False), standardize=standardize, pca=pca,
                              pca_method=pca_method, scheduler=scheduler)
-    prov["standardized"] = bool(standardize)
-    if pca is not None:
-        prov["pca"] = int(pca)
-    attrs = {"feature_mean": info["feature_mean"].tolist(), "feature_std": info["feature_std"].tolist()}
-    if pca is not None:
-        attrs.update(components=info["components"].tolist(),
-                     explained_variance_ratio=info["explained_variance_ratio"].tolist())
-        report["explained_variance_ratio"] = float(np.sum(info["explained_variance_ratio"]))
-    n, d = Xt.shape
-    rows = int(chunks) if chunks is not None else choose_chunk_rows(n, d)
-    codec, ratio = _codec_for(Xt, codec)
-    fold = None
-    if n_folds:
-        fold = fold_vector(n, n_folds, seed=fold_seed, chunks=rows)
-        attrs.update(n_folds=int(n_folds), fold_seed=int(fold_seed))
-    report.update(rows_written=int(n), features_written=int(d), chunk_rows=min(rows, n), codec=codec,
-                  compression_ratio_lz4=round(ratio, 3), standardized=bool(standardize), pca=pca,
-                  n_folds=n_folds)
-    path = write_dataset(
-        dest, Xt, label=label, fold=fold, chunks=rows, codec=codec, overwrite=overwrite, class_names=names,
-        provenance=prov, attrs=attrs, progress=progress,
-    )
+    path, written = write_preprocessed(
+        dest, Xt, info, standardize=standardize, pca=pca, n_folds=n_folds, fold_seed=fold_seed, chunks=chunks,
+        codec=codec, label=label, class_names=names, provenance=prov, overwrite=overwrite, progress=progress)
+    report.update(rows_written=int(Xt.shape[0]), features_written=int(Xt.shape[1]), **written)
     return path, report

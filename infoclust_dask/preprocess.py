@@ -19,6 +19,7 @@ __all__ = [
     "choose_chunk_rows",
     "choose_codec",
     "preprocess_store",
+    "write_preprocessed",
 ]
 
 #: target chunk size of a store (the 64 MB measured in STACK.md)
@@ -85,7 +86,7 @@ def fit_transform(X, *, standardize=False, pca=None, pca_method="gram", schedule
     (dask's out-of-core TSQR SVD of the centred data, :func:`engine.tall_svd`;
     no squaring of the condition number, for data whose wanted components
     span many orders of magnitude of variance). Measured on a 2 GB store
-    (docs/BENCHMARKS.md) TSQR took 19x a plain read, the Gram pass ~1.2x:
+    (docs/BENCHMARKS.md) TSQR took 34x a plain read, the Gram pass 0.7x:
     LAPACK's QR of each 64 MB block costs far more than its ``X^T X``. The
     transform itself is lazy for lazy input. Features with zero spread are
     left unscaled (divided by 1), as scikit-learn's StandardScaler does.
@@ -157,6 +158,35 @@ def choose_codec(sample):
     return ("lz4" if ratio >= MIN_COMPRESSION_RATIO else "none"), float(ratio)
 
 
+def write_preprocessed(dest, x, info, *, standardize, pca, n_folds=None, fold_seed=0, chunks=None, codec="auto",
+                       label=None, y=None, class_names=None, provenance=None, overwrite=False, progress=False):
+    """Write ``x`` (from :func:`fit_transform`, with its ``info``) as a store:
+    chunk size and codec chosen for the data, ``feature_mean``/``feature_std``
+    (and PCA's ``components``) in the attributes, an optional hashed ``fold``
+    vector. Returns ``(path, report)``, the report saying what was chosen."""
+    from .folds import fold_vector
+    from .store import write_dataset
+
+    n, d = x.shape
+    rows = min(int(chunks) if chunks is not None else choose_chunk_rows(n, d), n)
+    codec, ratio = _codec_for(x, codec)
+    prov = {**(provenance or {}), "standardized": bool(standardize), "pca": pca}
+    attrs = {"feature_mean": info["feature_mean"].tolist(), "feature_std": info["feature_std"].tolist()}
+    report = {"chunk_rows": rows, "codec": codec, "compression_ratio_lz4": round(ratio, 3),
+              "standardized": bool(standardize), "pca": pca, "n_folds": n_folds}
+    if pca is not None:
+        attrs.update(components=info["components"].tolist(),
+                     explained_variance_ratio=info["explained_variance_ratio"].tolist())
+        report["explained_variance_ratio"] = float(np.sum(info["explained_variance_ratio"]))
+    fold = None
+    if n_folds:
+        fold = fold_vector(n, n_folds, seed=fold_seed, chunks=rows)
+        attrs.update(n_folds=int(n_folds), fold_seed=int(fold_seed))
+    path = write_dataset(dest, x, label=label, y=y, fold=fold, chunks=rows, codec=codec, overwrite=overwrite,
+                         class_names=class_names, provenance=prov, attrs=attrs, progress=progress)
+    return path, report
+
+
 def preprocess_store(src, dest, *, standardize=False, pca=None, pca_method="gram", n_folds=None, fold_seed=0,
                      chunks=None, codec="auto", overwrite=False, scheduler=None, progress=False):
     """Write a preprocessed copy of the store ``src`` at ``dest``, block by block.
@@ -166,37 +196,21 @@ def preprocess_store(src, dest, *, standardize=False, pca=None, pca_method="gram
     ``explained_variance_ratio`` in the attributes; with ``n_folds`` adds a
     ``fold`` vector (hashed, seeded). Returns ``(path, report)``.
     """
-    from .folds import fold_vector
-    from .store import open_dataset, write_dataset
+    from .store import check_destination, open_dataset
 
     src, dest = Path(src), Path(dest)
     if src.resolve() == dest.resolve():
         raise ValueError(f"Source and destination are the same store ('{src}'); choose another destination.")
+    check_destination(dest, overwrite)
     ds = open_dataset(src)
     sched = engine.resolve_scheduler(scheduler)
     x, info = fit_transform(ds["x"], standardize=standardize, pca=pca, pca_method=pca_method, scheduler=sched)
-    n, d = x.shape
-    rows = chunks or choose_chunk_rows(n, d)
-    codec, ratio = _codec_for(x, codec)
-    prov = {**ds.attrs.get("provenance", {}), "derived_from": str(src.resolve()),
-            "standardized": bool(standardize), "pca": pca}
-    attrs = {"feature_mean": info["feature_mean"].tolist(), "feature_std": info["feature_std"].tolist()}
-    if pca is not None:
-        attrs.update(components=info["components"].tolist(),
-                     explained_variance_ratio=info["explained_variance_ratio"].tolist())
-    fold = fold_vector(n, n_folds, seed=fold_seed, chunks=rows) if n_folds else None
-    if n_folds:
-        attrs.update(n_folds=int(n_folds), fold_seed=int(fold_seed))
-    path = write_dataset(dest, x, label=ds["label"].data if "label" in ds else None,
-                         y=ds["y"].data if "y" in ds else None, fold=fold, chunks=rows, codec=codec,
-                         overwrite=overwrite, class_names=ds.attrs.get("class_names"), provenance=prov,
-                         attrs=attrs, progress=progress)
-    report = {"source": str(src), "rows": int(n), "features": int(d), "chunk_rows": int(rows),
-              "codec": codec, "compression_ratio_lz4": round(ratio, 3), "standardized": bool(standardize),
-              "pca": pca, "n_folds": n_folds}
-    if pca is not None:
-        report["explained_variance_ratio"] = float(np.sum(info["explained_variance_ratio"]))
-    return path, report
+    path, report = write_preprocessed(
+        dest, x, info, standardize=standardize, pca=pca, n_folds=n_folds, fold_seed=fold_seed, chunks=chunks,
+        codec=codec, label=ds["label"].data if "label" in ds else None, y=ds["y"].data if "y" in ds else None,
+        class_names=ds.attrs.get("class_names"), overwrite=overwrite, progress=progress,
+        provenance={**ds.attrs.get("provenance", {}), "derived_from": str(src.resolve())})
+    return path, {"source": str(src), "rows": int(x.shape[0]), "features": int(x.shape[1]), **report}
 
 
 def _codec_for(x, codec):

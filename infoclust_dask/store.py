@@ -48,6 +48,7 @@ __all__ = [
     "open_dataset",
     "default_chunk_rows",
     "atomic_write_text",
+    "check_destination",
 ]
 
 SCHEMA_VERSION = 1
@@ -91,6 +92,18 @@ def _lazy(a):
     from .engine import as_array
 
     return as_array(a)
+
+
+def check_destination(path, overwrite: bool = False) -> Path:
+    """Refuse an existing ``path`` unless ``overwrite``: callers that compute
+    before writing check first, so they fail before the work, not after."""
+    path = Path(path)
+    if path.exists() and not overwrite:
+        raise StoreError(
+            f"A store already exists at '{path}'. Pass overwrite=True (CLI: --overwrite) "
+            "to replace it, or choose another path."
+        )
+    return path
 
 
 def write_dataset(
@@ -150,11 +163,7 @@ def write_dataset(
     path = Path(path)
     if codec not in _CODECS:
         raise ValueError(f"codec must be one of {_CODECS}; got {codec!r}.")
-    if path.exists() and not overwrite:
-        raise StoreError(
-            f"A store already exists at '{path}'. Pass overwrite=True (CLI: --overwrite) "
-            "to replace it, or choose another path."
-        )
+    check_destination(path, overwrite)
     x = _lazy(x)
     _check_2d("x", x)
     _check_float("x", x)
