@@ -25,6 +25,7 @@ they work without Prefect too.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import itertools
 import json
@@ -38,17 +39,22 @@ from . import __version__, engine
 __all__ = ["METHODS", "expand_grid", "store_fingerprint", "plan", "run_cell", "CellCache", "summarize",
            "parse_grid"]
 
-def _fit_kmeans(params, Xtr, ctr, seed, scheduler, n_classes=None):
-    from .cluster import KMeans
+def _estimator(name):
+    """The estimator class ``name`` of :mod:`infoclust_dask.cluster` (imported on use)."""
+    from . import cluster
 
-    return KMeans(random_state=seed, scheduler=scheduler, **params).fit(Xtr)
+    return getattr(cluster, name)
 
 
-def _fit_dc(params, Xtr, ctr, seed, scheduler, n_classes=None):
-    from .cluster import DiscriminativeClustering
-
-    params.setdefault("n_classes", n_classes)  # all classes of the store, present in this fold or not
-    return DiscriminativeClustering(random_state=seed, scheduler=scheduler, **params).fit(Xtr, ctr)
+def _fit(cls, params, X, aux, seed, scheduler, n_classes=None):
+    """Fit ``cls(**params)`` on the training rows; ``aux`` (labels or the
+    second view) is passed when the method has one. ``n_classes`` (all classes
+    of the store, present in this fold or not) fills an estimator's
+    ``n_classes`` parameter unless the grid sets it."""
+    est = cls(random_state=seed, scheduler=scheduler, **params)
+    if n_classes is not None and "n_classes" in est.get_params() and "n_classes" not in params:
+        est.set_params(n_classes=n_classes)
+    return est.fit(X) if aux is None else est.fit(X, aux)
 
 
 def _score_kmeans(model, Xte, cte, scheduler):
@@ -66,43 +72,19 @@ def _score_dc(model, Xte, cte, scheduler):
             "sigma": float(model.sigma_)}
 
 
-def _fit_ac(params, Xtr, Ytr, seed, scheduler, n_classes=None):
-    from .cluster import AssociativeClustering
-
-    return AssociativeClustering(random_state=seed, scheduler=scheduler, **params).fit(Xtr, Ytr)
-
-
 def _score_ac(model, Xte, Yte, scheduler):
-    table = model.contingency_table(Xte, Yte)
     from .objectives import ac as obj
 
+    table = model.contingency_table(Xte, Yte)
     return {"score": obj.log_bayes_factor(table, obj.check_prior(model.prior)), "mi": obj.mutual_information(table),
             "sigma_x": float(model.sigma_[0]), "sigma_y": float(model.sigma_[1])}
 
 
-def _ac_cls():
-    from .cluster import AssociativeClustering
-
-    return AssociativeClustering
-
-
-def _kmeans_cls():
-    from .cluster import KMeans
-
-    return KMeans
-
-
-def _dc_cls():
-    from .cluster import DiscriminativeClustering
-
-    return DiscriminativeClustering
-
-
-#: method -> (auxiliary store variable, fit, score, required parameters, estimator class)
+#: method -> (auxiliary store variable, estimator class name, score, required parameters)
 METHODS = {
-    "kmeans": (None, _fit_kmeans, _score_kmeans, ("n_clusters",), _kmeans_cls),
-    "dc": ("label", _fit_dc, _score_dc, ("n_clusters",), _dc_cls),
-    "ac": ("y", _fit_ac, _score_ac, ("n_clusters",), _ac_cls),
+    "kmeans": (None, "KMeans", _score_kmeans, ("n_clusters",)),
+    "dc": ("label", "DiscriminativeClustering", _score_dc, ("n_clusters",)),
+    "ac": ("y", "AssociativeClustering", _score_ac, ("n_clusters",)),
 }
 
 
@@ -133,10 +115,8 @@ def _parse_value(v):
     if v.lower() == "none":
         return None
     for t in (int, float):
-        try:
+        with contextlib.suppress(ValueError):
             return t(v)
-        except ValueError:
-            pass
     return v
 
 
@@ -163,12 +143,13 @@ def _plain(v):
     return v
 
 
-def store_fingerprint(store):
+def store_fingerprint(store, ds=None):
     """Identity of a store's contents: its resolved path and the ``store_id``
-    written with it (a rewrite of the same path gets a new id)."""
+    written with it (a rewrite of the same path gets a new id). ``ds`` is the
+    store already opened, if the caller has it."""
     from .store import open_dataset
 
-    ds = open_dataset(store)
+    ds = open_dataset(store) if ds is None else ds
     prov = ds.attrs.get("provenance", {})
     ident = prov.get("store_id") or prov.get("created", "")
     return f"{Path(store).resolve()}#{ident}#{ds.sizes['sample']}x{ds.sizes['feature']}"
@@ -190,15 +171,16 @@ def plan(store, method, grid, n_folds, fold_kind="ranges", seed=0):
     from .folds import fold_ids
     from .store import open_dataset
 
-    aux, _, _, required, cls = _check_method(method)
+    aux, name, _, required = _check_method(method)
+    cls = _estimator(name)
     combos = expand_grid(grid)
-    for name in required:
-        if name not in combos[0]:
-            raise ValueError(f"The grid for {method!r} must include {name!r} (e.g. {name}=2,5,10).")
-    valid = set(cls()().get_params()) - {"random_state", "scheduler"}
-    for name in combos[0]:
-        if name not in valid:
-            raise ValueError(f"{name!r} is not a parameter of {cls().__name__}; valid: {sorted(valid)}.")
+    for param in required:
+        if param not in combos[0]:
+            raise ValueError(f"The grid for {method!r} must include {param!r} (e.g. {param}=2,5,10).")
+    valid = set(cls().get_params()) - {"random_state", "scheduler"}
+    for param in combos[0]:
+        if param not in valid:
+            raise ValueError(f"{param!r} is not a parameter of {cls.__name__}; valid: {sorted(valid)}.")
     if isinstance(n_folds, bool) or not isinstance(n_folds, (int, np.integer)):
         raise ValueError(f"n_folds must be an integer >= 2; got {n_folds!r}.")
     ds = open_dataset(store)
@@ -206,7 +188,7 @@ def plan(store, method, grid, n_folds, fold_kind="ranges", seed=0):
         what = "class labels" if aux == "label" else "a second view"
         raise ValueError(f"Method {method!r} needs {what}, but the store '{store}' has no {aux!r}.")
     fold_ids(ds, n_folds, fold_kind)  # validates n_folds against the data and the fold kind
-    fp = store_fingerprint(store)
+    fp = store_fingerprint(store, ds)
     return [{"key": cell_key(fp, method, p, f, n_folds, fold_kind, seed), "params": p, "fold": f}
             for p in combos for f in range(int(n_folds))]
 
@@ -217,7 +199,7 @@ def run_cell(store, method, params, fold, n_folds, fold_kind="ranges", seed=0, s
     from .folds import split
     from .store import open_dataset
 
-    aux, fit, score, _, _ = _check_method(method)
+    aux, name, score, _ = _check_method(method)
     sched = engine.resolve_scheduler(scheduler)
     ds = open_dataset(store)
     t0 = time.perf_counter()
@@ -236,7 +218,7 @@ def run_cell(store, method, params, fold, n_folds, fold_kind="ranges", seed=0, s
         n_classes = label_range(ds["label"].data, sched)[1] + 1
     # warnings (e.g. ConvergenceWarning) go to the caller / the Prefect log;
     # warnings.catch_warnings is not thread-safe, and cells run in threads
-    model = fit(dict(params), Xtr, atr, int(seed) + int(fold), sched, n_classes)
+    model = _fit(_estimator(name), params, Xtr, atr, int(seed) + int(fold), sched, n_classes)
     out = score(model, test["x"], test.get(aux) if aux else None, sched)
     return {"method": method, "params": params, "fold": int(fold), "n_folds": int(n_folds),
             "fold_kind": fold_kind, "seed": int(seed), "store": str(store),
@@ -312,24 +294,11 @@ def summarize(results):
     return rows, best
 
 
-def _csv(path, rows, columns):
-    import csv
-    import io
-
-    from .store import atomic_write_text
-
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=columns, extrasaction="ignore")
-    w.writeheader()
-    for r in rows:
-        w.writerow({c: (f"{r[c]:.6g}" if isinstance(r.get(c), float) else r.get(c)) for c in columns})
-    return atomic_write_text(path, buf.getvalue(), overwrite=True)
-
-
 def write_results(run_dir, results, rows, best, params):
     """``cells.csv`` (one row per fold and setting), ``summary.csv`` (one row
     per setting, means and standard deviations over folds) and
     ``summary.json`` (both, plus the best setting) in ``run_dir``."""
+    from .runs import write_csv
     from .store import atomic_write_text
 
     run = Path(run_dir)
@@ -339,9 +308,9 @@ def write_results(run_dir, results, rows, best, params):
                                                                     "n_folds", "fold_kind", "seed",
                                                                     "cluster_centers", "cluster_centers_x",
                                                                     "cluster_centers_y")]
-    _csv(run / "cells.csv", flat, list(params) + [m for m in metric if m not in params])
+    write_csv(run / "cells.csv", flat, list(params) + [m for m in metric if m not in params])
     cols = list(params) + [k for k in rows[0] if k not in params]
-    _csv(run / "summary.csv", sorted(rows, key=lambda r: setting_order(r, params)), cols)
+    write_csv(run / "summary.csv", sorted(rows, key=lambda r: setting_order(r, params)), cols)
     atomic_write_text(run / "summary.json", json.dumps({"best": best, "settings": rows, "cells": results},
                                                        indent=1, default=str), overwrite=True)
     return run / "summary.csv"

@@ -17,7 +17,7 @@ import numpy as np
 
 from .store import atomic_write_text
 
-__all__ = ["storage_root", "new_run_dir", "save_model", "load_model", "write_json"]
+__all__ = ["storage_root", "new_run_dir", "save_model", "load_model", "write_json", "write_csv"]
 
 _FITTED = (
     "cluster_centers_", "inertia_", "n_iter_", "n_features_in_", "betas_", "centers_path_",
@@ -67,6 +67,20 @@ def _from_json(v):
 def write_json(path, obj, *, overwrite=False) -> Path:
     """Atomically write ``obj`` as JSON (numpy arrays and scalars allowed)."""
     return atomic_write_text(path, json.dumps(_jsonable(obj), indent=2) + "\n", overwrite=overwrite)
+
+
+def write_csv(path, rows, columns) -> Path:
+    """Atomically write ``rows`` (dicts) as CSV with ``columns`` (others are
+    ignored); floats with 6 significant digits."""
+    import csv
+    import io
+
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=columns, extrasaction="ignore")
+    w.writeheader()
+    for r in rows:
+        w.writerow({c: (f"{r[c]:.6g}" if isinstance(r.get(c), float) else r.get(c)) for c in columns})
+    return atomic_write_text(path, buf.getvalue(), overwrite=True)
 
 
 def save_model(est, path, *, overwrite=False) -> Path:

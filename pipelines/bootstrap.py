@@ -64,15 +64,15 @@ def summarize(reference: dict, replicates: list[dict], alpha: float, run_dir: st
     import numpy as np
     from prefect.artifacts import create_table_artifact
 
-    from infoclust_dask.crossval import _csv
     from infoclust_dask.plotting import plot_contingency_heatmap
     from infoclust_dask.reliability import summarize_replicates
+    from infoclust_dask.runs import write_csv
 
     cells, rel = summarize_replicates(reference["table"], replicates, alpha=alpha)
     run = Path(run_dir)
     cols = ["x_cluster", "y_cluster", "count", "expected", "log2_ratio", "mi_share", "p_over", "p_under",
             "surprising", "reliability"]
-    _csv(run / "reliability.csv", cells, cols)
+    write_csv(run / "reliability.csv", cells, cols)
     K, L = np.asarray(reference["table"]).shape
     direction = [["-"] * L for _ in range(K)]
     for c in cells:
