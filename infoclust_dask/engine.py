@@ -402,6 +402,11 @@ def map_reduce(
     return compute(result, scheduler=sched, progress=progress)
 
 
+def _block_starts(chunks):
+    """Global index of the first row of each block (and the total at the end)."""
+    return np.concatenate([[0], np.cumsum(chunks)]).astype(int)
+
+
 def _block_tasks(kernel, arrays, params):
     """``(n_rows, delayed kernel call)`` for every row block of the aligned
     inputs, all depending on ONE key that holds ``params``."""
@@ -410,7 +415,7 @@ def _block_tasks(kernel, arrays, params):
     wants_start = _wants_start(kernel)
     aligned = _align([as_array(a) for a in arrays])
     lead = aligned[0]
-    starts = np.concatenate([[0], np.cumsum(lead.chunks[0])]).astype(int)
+    starts = _block_starts(lead.chunks[0])
     block_lists = [
         None if a is None else a.to_delayed(optimize_graph=True).reshape(-1) for a in aligned
     ]
@@ -493,7 +498,7 @@ def fold_blocks(kernel, *arrays, state, params=None, order=None, scheduler=None)
 
     aligned = _align(arrays)
     lead = aligned[0]
-    starts = np.concatenate([[0], np.cumsum(lead.chunks[0])]).astype(int)
+    starts = _block_starts(lead.chunks[0])
     block_lists = [None if a is None else a.to_delayed(optimize_graph=True).reshape(-1) for a in aligned]
     p = dask.delayed(params, pure=True, traverse=False)
     step = dask.delayed(_fold_step, pure=True)
@@ -622,15 +627,8 @@ def take_rows(data, keep, *, scheduler=None, variable: str = "x"):
     keep = keep.astype(bool)
     counts = compute(keep.map_blocks(lambda b: np.array([np.count_nonzero(b)]), chunks=((1,) * keep.numblocks[0],),
                                      dtype=np.int64), scheduler=scheduler)
-    import dask
-
-    pieces = []
-    a_blocks = a.to_delayed().ravel()
-    k_blocks = keep.to_delayed().ravel()
-    for ab, kb, cnt in zip(a_blocks, k_blocks, counts, strict=True):
-        if cnt:
-            pieces.append(da.from_delayed(dask.delayed(_take_block, pure=True)(ab, kb),
-                                          shape=(int(cnt),) + a.shape[1:], dtype=a.dtype))
+    pieces = [da.from_delayed(task, shape=(int(cnt),) + a.shape[1:], dtype=a.dtype)
+              for (_, task), cnt in zip(_block_tasks(_take_block, [a, keep], {}), counts, strict=True) if cnt]
     if not pieces:
         raise ValueError("No rows are kept (keep is all false).")
     return da.concatenate(pieces, axis=0)
@@ -689,7 +687,7 @@ def knn(data, t, *, scheduler=None, variable: str = "x", split_every: int = 8):
     if not lazy:
         a = da.from_array(np.asarray(a, dtype=np.float64), chunks=(max(_auto_rows(a) // 4, t + 1),) + a.shape[1:])
     blocks = a.to_delayed().ravel()
-    starts = np.concatenate([[0], np.cumsum(a.chunks[0])[:-1]]).astype(int)
+    starts = _block_starts(a.chunks[0])[:-1]
     merge = partial(knn_merge, t=t)
     d_parts, i_parts = [], []
     for qb, qs, qn in zip(blocks, starts, a.chunks[0], strict=True):
