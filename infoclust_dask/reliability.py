@@ -49,8 +49,12 @@ def surprise_masks(table, alpha):
     from .cluster._ac import cross_cluster_table
 
     n = np.asarray(table)
-    over, under = np.zeros(n.shape, bool), np.zeros(n.shape, bool)
-    for c in cross_cluster_table(n):
+    return _masks(cross_cluster_table(n), n.shape, alpha)
+
+
+def _masks(cells, shape, alpha):
+    over, under = np.zeros(shape, bool), np.zeros(shape, bool)
+    for c in cells:
         i, j = c["x_cluster"], c["y_cluster"]
         over[i, j] = c["p_over"] < alpha
         under[i, j] = c["p_under"] < alpha
@@ -106,12 +110,13 @@ def summarize_replicates(reference_table, replicates, *, alpha=0.01):
     from .cluster._ac import cross_cluster_table
 
     ref = np.asarray(reference_table)
-    ref_over, ref_under = surprise_masks(ref, alpha)
+    ref_cells = cross_cluster_table(ref)
+    ref_over, ref_under = _masks(ref_cells, ref.shape, alpha)
     over = np.mean([np.asarray(r["over"]) for r in replicates], axis=0)
     under = np.mean([np.asarray(r["under"]) for r in replicates], axis=0)
     reliability = np.where(ref_over, over, np.where(ref_under, under, np.maximum(over, under)))
     cells = []
-    for c in cross_cluster_table(ref):
+    for c in ref_cells:
         i, j = c["x_cluster"], c["y_cluster"]
         direction = "over" if ref_over[i, j] else "under" if ref_under[i, j] else "-"
         cells.append({**c, "surprising": direction, "reliability": float(reliability[i, j]),

@@ -122,6 +122,7 @@ def ac_vs_kmeans(store: str, ac_model: str, scheduler: str | None, seed: int) ->
     """Mutual information between the two views' partitions: AC's against
     K-means run on each view separately (same numbers of clusters)."""
     from infoclust_dask import KMeans, engine
+    from infoclust_dask.metrics import contingency_table
     from infoclust_dask.objectives.ac import mutual_information
     from infoclust_dask.runs import load_model
     from infoclust_dask.store import open_dataset
@@ -133,11 +134,8 @@ def ac_vs_kmeans(store: str, ac_model: str, scheduler: str | None, seed: int) ->
     k, l_ = ac.cluster_centers_x_.shape[0], ac.cluster_centers_y_.shape[0]
     kx = KMeans(k, random_state=seed, scheduler=sched).fit(store)
     ky = KMeans(l_, random_state=seed, scheduler=sched).fit(ds["y"].data)
-    import numpy as np
-
-    t = np.zeros((k, l_))
-    np.add.at(t, (np.asarray(engine.compute(kx.labels_, scheduler=sched)),
-                  np.asarray(engine.compute(ky.labels_, scheduler=sched))), 1)
+    t = contingency_table(engine.compute(kx.labels_, scheduler=sched), engine.compute(ky.labels_, scheduler=sched),
+                          n_clusters=k, n_classes=l_)
     return {"ac_mi": ac.mutual_information(store), "kmeans_mi": mutual_information(t),
             "oracle_mi": ds.attrs["provenance"].get("oracle_mutual_information")}
 

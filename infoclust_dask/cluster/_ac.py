@@ -80,6 +80,15 @@ def hard_table(X, Y, mx, my, scheduler=None, subset=None):
                              scheduler=scheduler)["counts"]
 
 
+def _second_view(X, Y):
+    """``Y``, or the store path ``X`` itself when it holds both views."""
+    if Y is not None:
+        return Y
+    if not isinstance(X, str) and not hasattr(X, "__fspath__"):
+        raise ValueError("Y is missing: pass the second view, or a store path holding both 'x' and 'y'.")
+    return X
+
+
 def _pair(value, name, est):
     if isinstance(value, (str, numbers.Number)) and not isinstance(value, bool):
         return (value, value)
@@ -307,10 +316,7 @@ class AssociativeClustering(BaseEstimator):
         ``Y`` is None).
         """
         sched = engine.resolve_scheduler(self.scheduler)
-        if Y is None:
-            if not isinstance(X, str) and not hasattr(X, "__fspath__"):
-                raise ValueError("Y is missing: pass the second view, or a store path holding both 'x' and 'y'.")
-            Y = X
+        Y = _second_view(X, Y)
         X, ix = check_data(self, X, reset=True, scheduler=sched, need_moments=True)
         Y, iy = check_data(self, Y, reset=True, scheduler=sched, need_moments=True, attr="n_features_y_in_",
                            variable="y", name="Y")
@@ -360,10 +366,7 @@ class AssociativeClustering(BaseEstimator):
     def _views(self, X, Y):
         check_is_fitted(self)
         sched = engine.resolve_scheduler(self.scheduler)
-        if Y is None:
-            if not isinstance(X, str) and not hasattr(X, "__fspath__"):
-                raise ValueError("Y is missing: pass the second view, or a store path holding both 'x' and 'y'.")
-            Y = X
+        Y = _second_view(X, Y)
         X, _ = check_data(self, X, reset=False)
         Y, _ = check_data(self, Y, reset=False, attr="n_features_y_in_", variable="y", name="Y")
         if X.shape[0] != Y.shape[0]:
@@ -373,7 +376,7 @@ class AssociativeClustering(BaseEstimator):
     def predict_x(self, X):
         """x-view cluster of each sample: its nearest x prototype."""
         check_is_fitted(self)
-        X, info = check_data(self, X, reset=False)
+        X, _ = check_data(self, X, reset=False)
         return voronoi_labels(X, self.cluster_centers_x_, lazy=engine.is_lazy(X))
 
     def predict_y(self, Y):
