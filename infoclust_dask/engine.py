@@ -444,8 +444,15 @@ def build_reduction(kernel, *arrays, params=None, combine=combine_sum, finalize=
 
 
 def compute(obj, *, scheduler=None, progress: bool = False):
-    """Compute one dask object (array or delayed) on the resolved scheduler."""
+    """Compute one dask object (array or delayed), or a tuple / list of them,
+    on the resolved scheduler."""
     sched = resolve_scheduler(scheduler)
+    if isinstance(obj, (tuple, list)):
+        if not any(is_lazy(o) or hasattr(o, "dask") for o in obj):
+            return obj
+        import dask
+
+        return type(obj)(compute(dask.delayed(list)(list(obj)), scheduler=sched, progress=progress))
     if not is_lazy(obj) and not hasattr(obj, "dask"):
         return obj
     if sched.kind == "distributed":
@@ -661,12 +668,19 @@ def tall_svd(data, *, center=None, scheduler=None, variable: str = "x"):
     return np.asarray(s), np.asarray(vt)
 
 
-def knn(data, t, *, scheduler=None, variable: str = "x", split_every: int = 8):
+#: rows per block of the kNN search (a query block meets every data block)
+KNN_BLOCK_ROWS = 16384
+
+
+def knn(data, t, *, scheduler=None, variable: str = "x", split_every: int = 8, block_rows: int | None = None):
     """The ``t`` nearest neighbours of every row (never itself), block
     against block: each row block is compared with every block
     (:func:`~infoclust_dask._kernels.knn_block`) and the partial lists are
     merged in a tree (:func:`~infoclust_dask._kernels.knn_merge`), so no
-    task holds more than two blocks and a ``(block, t)`` list.
+    task holds more than two blocks and a ``(block, t)`` list. Blocks larger
+    than ``block_rows`` (default :data:`KNN_BLOCK_ROWS`) are split, so even a
+    store with a few large chunks gives (n / block_rows)^2 tasks to share
+    among the workers.
 
     Returns ``(dist2, index)`` of shape ``(n, t)``, sorted by distance: numpy
     arrays for numpy input, lazy dask arrays (one block per row block) for
@@ -684,8 +698,11 @@ def knn(data, t, *, scheduler=None, variable: str = "x", split_every: int = 8):
     if not 1 <= t < a.shape[0]:
         raise ValueError(f"t must be between 1 and n_samples - 1 = {a.shape[0] - 1}; got {t}.")
     lazy = _is_dask(a)
+    rows = max(int(block_rows or KNN_BLOCK_ROWS), t + 1)
     if not lazy:
-        a = da.from_array(np.asarray(a, dtype=np.float64), chunks=(max(_auto_rows(a) // 4, t + 1),) + a.shape[1:])
+        a = da.from_array(np.asarray(a, dtype=np.float64), chunks=(rows,) + a.shape[1:])
+    elif max(a.chunks[0]) > rows:
+        a = a.rechunk({0: rows})
     blocks = a.to_delayed().ravel()
     starts = _block_starts(a.chunks[0])[:-1]
     merge = partial(knn_merge, t=t)

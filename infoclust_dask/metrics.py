@@ -1,12 +1,13 @@
 """Evaluation measures. ARI/NMI are scikit-learn's; this module adds the
 contingency table of two labelings (hard counts) and the discriminative
-clustering log posterior (Kaski et al. 2005, eq. 9)."""
+clustering log posterior (Kaski et al. 2005, eq. 9), and least-squares
+mutual information (LSMI, Sugiyama et al. §2.4) as a map-reduce pass."""
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["contingency_table", "dc_log_posterior", "quantization_error"]
+__all__ = ["contingency_table", "dc_log_posterior", "lsmi", "quantization_error"]
 
 
 def contingency_table(labels, c, *, n_clusters=None, n_classes=None):
@@ -81,3 +82,100 @@ def quantization_error(X, centers, *, scheduler=None):
     st = engine.map_reduce(inertia_stats, X, None, params={"centers": centers}, scheduler=scheduler)
     n = engine.n_rows(engine.as_array(X))
     return float(st["inertia"]) / max(n, 1)
+
+
+def lsmi(X, labels, *, n_classes=None, n_bases=200, widths=None, deltas=None, n_folds=5, random_state=None,
+         standardize=True, mean=None, std=None, scheduler=None, return_details=False):
+    """Least-squares mutual information between the rows of ``X`` and their
+    discrete ``labels``: LSMI (14) of Sugiyama et al., §2.4.
+
+    The density ratio (9) is fitted class by class with Gaussian bases (11)
+    centred at ``n_bases`` rows drawn at random (each basis serves the class
+    of its row, (10)); width and regularization are chosen by ``n_folds``-fold
+    cross-validation of the hold-out error of §2.4 over ``widths`` x
+    ``deltas`` (default the paper's grids
+    :data:`~infoclust_dask.objectives.lsmi.WIDTHS` and
+    :data:`~infoclust_dask.objectives.lsmi.DELTAS`, in units of the
+    standardized features). All sums over samples (``H``, ``h`` for every
+    fold and width) come from ONE map-reduce pass over the row blocks.
+
+    Parameters
+    ----------
+    X : array-like, dask array, xarray or store path, shape (n, d)
+    labels : array-like of int, shape (n,)
+        Classes ``0 .. n_classes-1`` (e.g. cluster assignments).
+    n_classes : int, optional
+        Default ``labels.max() + 1``.
+    n_bases : int, default=200
+        At most this many Gaussian bases (all rows when ``n`` is smaller).
+    widths, deltas : sequence of float, optional
+    n_folds : int, default=5
+        Folds are assigned by a hash of the row number (reproducible, about
+        equal sizes, independent of the chunking).
+    random_state : int, optional
+        Seed of the basis draw and the folds.
+    standardize : bool, default=True
+        Scale every feature to zero mean and unit variance first (one more
+        pass unless ``mean`` and ``std`` are given); constant features keep
+        scale 1.
+    scheduler : see :mod:`infoclust_dask.engine`.
+    return_details : bool, default=False
+        Return the :class:`~infoclust_dask.objectives.lsmi.LSMIResult`
+        (value, chosen width and delta, CV table) instead of the float.
+
+    Returns
+    -------
+    float or LSMIResult
+        Near 0 for labels independent of ``X``; ``(c - 1) / 2`` for ``c``
+        equiprobable classes that ``X`` determines (the SMI (1) of a
+        deterministic labelling).
+    """
+    from . import engine
+    from ._kernels import lsmi_stats, moments_stats
+    from .objectives.lsmi import DELTAS, WIDTHS, select
+
+    A = engine.as_array(X)
+    if A.ndim != 2:
+        raise ValueError(f"X must be 2-D (samples x features); got shape {A.shape}.")
+    n = int(A.shape[0])
+    lab = np.asarray(labels.compute() if engine.is_lazy(labels) else labels)
+    if lab.shape != (n,):
+        raise ValueError(f"labels must have one entry per row of X ({n}); got shape {lab.shape}.")
+    if not np.issubdtype(lab.dtype, np.integer):
+        if not np.all(np.isfinite(lab)) or np.any(lab != np.round(lab)):
+            raise ValueError("labels must be integers 0 .. n_classes-1; got non-integer values.")
+        lab = lab.astype(np.int64)
+    c = int(lab.max()) + 1 if n_classes is None else int(n_classes)
+    if lab.min() < 0 or lab.max() >= c:
+        raise ValueError(f"labels must lie in 0 .. {c - 1}; got values from {lab.min()} to {lab.max()}.")
+    if n_folds < 2 or n < n_folds:
+        raise ValueError(f"n_folds must be between 2 and the number of rows ({n}); got {n_folds}.")
+    widths = tuple(WIDTHS if widths is None else widths)
+    deltas = tuple(DELTAS if deltas is None else deltas)
+    if standardize:
+        if mean is None or std is None:
+            st = engine.map_reduce(moments_stats, A, params={"shift": None}, scheduler=scheduler)
+            mean = st["s1"] / st["n"]
+            std = np.sqrt(np.maximum(st["s2"] / st["n"] - mean**2, 0.0))
+        std = np.where(np.asarray(std) > 0, std, 1.0)
+    else:
+        mean, std = np.zeros(A.shape[1]), np.ones(A.shape[1])
+    rng = np.random.default_rng(random_state)
+    b = min(int(n_bases), n)
+    pick = np.sort(rng.choice(n, size=b, replace=False))
+    rows = A[pick] if not engine.is_lazy(A) else engine.compute(A[pick], scheduler=scheduler)
+    centers = (np.asarray(rows, dtype=np.float64) - mean) / std
+    seed = int(rng.integers(2**31))
+    stats = engine.map_reduce(
+        lsmi_stats, A, lab,
+        params={"centers": centers, "widths": widths, "n_classes": c, "n_folds": int(n_folds), "seed": seed,
+                "shift": np.asarray(mean, dtype=np.float64), "scale": np.asarray(std, dtype=np.float64)},
+        scheduler=scheduler,
+    )
+    from threadpoolctl import threadpool_limits
+
+    # many small eigh / einsum calls: one BLAS thread is faster, and far
+    # faster when other processes share the cores
+    with threadpool_limits(1, user_api="blas"):
+        result = select(stats, lab[pick], widths, deltas)
+    return result if return_details else result.value

@@ -1,0 +1,303 @@
+"""SMI-based clustering (SMIC) with LSMI model selection.
+
+Sugiyama, Yamada, Kimura & Hachiya, *On Information-Maximization Clustering:
+Tuning Parameter Selection and Analytic Solution*
+(``../shared/papers/smic-squared-loss-mi.txt``): the class posterior is the
+kernel model (6); maximizing the SMI approximation (8) gives the ``c``
+principal eigenvectors of the kernel matrix of the sparse local-scaling
+kernel (7); clusters follow from the assignment rule of §2.3, new points
+from its out-of-sample rule; the kernel parameter ``t`` is chosen by maximal
+LSMI (14) (Fig. 1).
+
+Where the work happens:
+
+- the ``T = max(t_candidates)`` nearest neighbours of every row are found
+  ONCE, block against block on the workers
+  (:func:`infoclust_dask.engine.knn`); every candidate ``t`` reuses the
+  first ``t`` columns;
+- the sparse kernel (``n (2t + 1)`` entries at most) and its eigenvectors
+  (``n x c``) live on the driver: ``scipy.sparse.linalg.eigsh`` runs there;
+- LSMI for each candidate is one map-reduce pass over the row blocks
+  (:func:`infoclust_dask.metrics.lsmi`);
+- ``predict`` makes two passes over the training rows per block of new rows
+  (their neighbours among the training rows, then the kernel sums).
+"""
+
+from __future__ import annotations
+
+import time
+from functools import partial
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClusterMixin
+from sklearn.utils.validation import check_is_fitted
+
+from .. import engine, metrics
+from .._kernels import knn_merge, knn_query_block, smic_oos_stats
+from .._validation import check_data, check_random_state, check_scalar_param, param_error
+from ..objectives.smic import (
+    NORMALIZATIONS,
+    assignment_scores,
+    check_prior,
+    kernel_matrix,
+    orient,
+    top_eigenvectors,
+)
+
+__all__ = ["SMIC", "local_scaling_affinity"]
+
+#: rows of new data handled per round of ``predict`` passes
+PREDICT_ROWS = 4096
+
+
+def local_scaling_affinity(X, t, *, normalization="none", scheduler=None):
+    """The sparse local-scaling kernel (7) of the rows of ``X`` as a
+    ``scipy.sparse`` matrix (with its local scales and row sums), e.g. to
+    feed scikit-learn's ``SpectralClustering(affinity="precomputed")`` the
+    self-tuning kernel SMIC uses. Neighbours are found block against block
+    (:func:`infoclust_dask.engine.knn`)."""
+    d2, idx = engine.knn(X, t, scheduler=scheduler)
+    if engine.is_lazy(d2):
+        d2, idx = engine.compute((d2, idx), scheduler=scheduler)
+    return kernel_matrix(np.asarray(d2), np.asarray(idx), t, normalization=normalization)
+
+
+class SMIC(ClusterMixin, BaseEstimator):
+    """Squared-loss mutual information clustering (SMIC) with LSMI model selection.
+
+    Parameters
+    ----------
+    n_clusters : int
+        Number of clusters ``c``.
+    t : int or "auto", default="auto"
+        Kernel parameter of (7): neighbourhood size and rank of the
+        neighbour that sets the local scale. ``"auto"`` tries every value in
+        ``t_candidates`` and keeps the one with the largest LSMI (Fig. 1).
+    t_candidates : iterable of int, default=range(1, 11)
+        The paper's ``{1, ..., 10}``.
+    class_prior : array-like of shape (n_clusters,), optional
+        User-specified class prior ``pi`` of §2.3 (sorted ascending, as the
+        paper assumes: the cluster of the largest eigenvalue gets the
+        smallest prior); default uniform (4).
+    kernel_normalization : {"none", "symmetric"}, default="none"
+        ``"none"`` is kernel (7) exactly; ``"symmetric"`` uses
+        ``D^-1/2 K D^-1/2``. The paper's Fig. 4 ARI on circle & Gaussian is
+        reached only with ``"symmetric"`` (with ``"none"`` it stays near
+        0.4), while on real data (digits) ``"none"`` is clearly better; see
+        ``docs/RESULTS.md``.
+    lsmi_n_bases : int, default=200
+        Gaussian bases of LSMI (the paper's 200).
+    n_folds : int, default=5
+        Folds of LSMI's cross-validation of its width and regularization.
+    random_state : int, RandomState or None
+        Seeds LSMI's basis draw and folds (the same for every candidate t)
+        and the eigensolver's start vector.
+    scheduler : str, Client or None
+        See :mod:`infoclust_dask.engine`.
+    verbose : int, default=0
+        Print one line per candidate ``t``.
+
+    Attributes
+    ----------
+    labels_ : ndarray of int, shape (n_samples,)
+    t_ : int
+        The kernel parameter used.
+    lsmi_ : dict {t: float}
+        LSMI (14) of the clustering at every candidate ``t``.
+    lsmi_details_ : dict {t: LSMIResult}
+        With the chosen Gaussian width, regularization and CV table.
+    eigenvalues_ : ndarray, shape (n_clusters,)
+        ``lambda_1 >= ... >= lambda_c`` of the (normalized) kernel.
+    eigenvectors_ : ndarray, shape (n_samples, n_clusters)
+        The oriented eigenvectors ``phi~_y`` (round-off zeroed).
+    sigma_ : ndarray, shape (n_samples,)
+        Local scales (distance to the ``t``-th other sample).
+    degree_ : ndarray, shape (n_samples,)
+        Row sums of the un-normalized kernel.
+    class_prior_ : ndarray, shape (n_clusters,)
+    X_fit_ : array
+        The training rows (kept by reference: numpy, or the lazy dask array
+        of a store) for ``predict``.
+    timings_ : dict
+        Seconds spent finding neighbours (``"knn"``), building kernels
+        (``"kernel"``), in the eigensolver (``"eigen"``), assigning
+        (``"assign"``) and computing LSMI (``"lsmi"``), summed over the
+        candidates.
+    n_features_in_ : int
+
+    Notes
+    -----
+    Conventions of the kernel and eigenvectors (a point is not its own
+    neighbour, the "or" rule as an elementwise maximum, ``K_ii = 1``, zero
+    local scales of duplicate points, round-off zeroing and ``sign(0) = +1``)
+    are listed in :mod:`infoclust_dask.objectives.smic`.
+
+    Examples
+    --------
+    >>> from infoclust_dask import SMIC
+    >>> from infoclust_dask.datasets import make_smic_toy
+    >>> X, y = make_smic_toy("double_spirals", random_state=0)
+    >>> model = SMIC(2, random_state=0).fit(X)
+    >>> model.t_ in model.lsmi_
+    True
+    """
+
+    def __init__(self, n_clusters, *, t="auto", t_candidates=range(1, 11), class_prior=None,
+                 kernel_normalization="none", lsmi_n_bases=200, n_folds=5, random_state=None,
+                 scheduler=None, verbose=0):
+        self.n_clusters = n_clusters
+        self.t = t
+        self.t_candidates = t_candidates
+        self.class_prior = class_prior
+        self.kernel_normalization = kernel_normalization
+        self.lsmi_n_bases = lsmi_n_bases
+        self.n_folds = n_folds
+        self.random_state = random_state
+        self.scheduler = scheduler
+        self.verbose = verbose
+
+    # ------------------------------------------------------------------
+    def _candidates(self, n):
+        if isinstance(self.t, str):
+            if self.t != "auto":
+                raise param_error(self, "t", 'an int >= 1 or "auto"', self.t)
+            try:
+                ts = sorted({int(v) for v in self.t_candidates})
+            except (TypeError, ValueError):
+                raise param_error(self, "t_candidates", "an iterable of ints >= 1", self.t_candidates) from None
+            if not ts or ts[0] < 1:
+                raise param_error(self, "t_candidates", "a non-empty iterable of ints >= 1", self.t_candidates)
+        else:
+            ts = [check_scalar_param(self, "t", self.t, kind="an int", low=1, integer=True)]
+        if ts[-1] >= n:
+            raise ValueError(
+                f"t={ts[-1]} needs at least t + 1 = {ts[-1] + 1} samples; X has {n}. Use smaller t "
+                f"(t_candidates) or more data."
+            )
+        return ts
+
+    def _check_params(self, n):
+        check_scalar_param(self, "n_clusters", self.n_clusters, kind="an int", low=1, integer=True)
+        if self.n_clusters > n:
+            raise ValueError(
+                f"n_clusters={self.n_clusters} is larger than the number of samples n_samples={n}; "
+                "use at most n_samples clusters."
+            )
+        if self.kernel_normalization not in NORMALIZATIONS:
+            raise param_error(self, "kernel_normalization", f"one of {NORMALIZATIONS}", self.kernel_normalization)
+        check_scalar_param(self, "lsmi_n_bases", self.lsmi_n_bases, kind="an int", low=1, integer=True)
+        check_scalar_param(self, "n_folds", self.n_folds, kind="an int", low=2, integer=True)
+        if self.n_folds > n:
+            raise ValueError(f"n_folds={self.n_folds} is larger than the number of samples ({n}).")
+        return self._candidates(n), check_prior(self.class_prior, self.n_clusters)
+
+    def fit(self, X, y=None):
+        """Cluster ``X`` (numpy, dask, xarray or store path), choosing ``t``
+        by LSMI when ``t="auto"``. ``y`` is ignored."""
+        sched = engine.resolve_scheduler(self.scheduler)
+        A, info = check_data(self, X, reset=True, scheduler=sched, need_moments=True)
+        ts, prior = self._check_params(info.n)
+        seed = int(check_random_state(self.random_state).integers(2**31 - 1))
+        if info.lazy_input:
+            A = engine.persist_if_small(A, scheduler=sched)
+        timings = dict.fromkeys(("knn", "kernel", "eigen", "assign", "lsmi"), 0.0)
+
+        t0 = time.perf_counter()
+        d2, idx = engine.knn(A, ts[-1], scheduler=sched)
+        if engine.is_lazy(d2):
+            d2, idx = engine.compute((d2, idx), scheduler=sched)
+        d2, idx = np.asarray(d2), np.asarray(idx)
+        timings["knn"] = time.perf_counter() - t0
+
+        std = np.sqrt(info.var)
+        fits, self.lsmi_, self.lsmi_details_ = {}, {}, {}
+        for t in ts:
+            t0 = time.perf_counter()
+            K, sigma, degree = kernel_matrix(d2, idx, t, normalization=self.kernel_normalization)
+            t1 = time.perf_counter()
+            lam, V = top_eigenvectors(K, self.n_clusters, random_state=seed)
+            del K
+            t2 = time.perf_counter()
+            Vt = orient(V)
+            labels = np.argmax(assignment_scores(Vt, prior), axis=1)
+            t3 = time.perf_counter()
+            res = metrics.lsmi(A, labels, n_classes=self.n_clusters, n_bases=self.lsmi_n_bases,
+                               n_folds=self.n_folds, random_state=seed, mean=info.mean, std=std,
+                               scheduler=sched, return_details=True)
+            t4 = time.perf_counter()
+            timings["kernel"] += t1 - t0
+            timings["eigen"] += t2 - t1
+            timings["assign"] += t3 - t2
+            timings["lsmi"] += t4 - t3
+            self.lsmi_[t], self.lsmi_details_[t] = res.value, res
+            fits[t] = (labels, lam, Vt, sigma, degree)
+            if self.verbose:
+                sizes = np.bincount(labels, minlength=self.n_clusters)
+                print(f"[SMIC] t={t}: LSMI={res.value:.4f} (width {res.width:g}, delta {res.delta:g}), "
+                      f"eigenvalues {np.array2string(lam, precision=4)}, cluster sizes {sizes.tolist()}", flush=True)
+        best = max(ts, key=lambda t: (self.lsmi_[t], -t))
+        self.labels_, self.eigenvalues_, self.eigenvectors_, self.sigma_, self.degree_ = fits[best]
+        self.t_ = best
+        self.class_prior_ = prior
+        self.X_fit_ = A
+        self.n_samples_fit_ = info.n
+        self.timings_ = timings
+        return self
+
+    def fit_predict(self, X, y=None):
+        """Fit and return ``labels_`` (the in-sample assignment rule)."""
+        return self.fit(X).labels_
+
+    # ------------------------------------------------------------------
+    def _posterior(self, X):
+        """Unnormalized out-of-sample class-posterior estimates of §2.3 for
+        the rows of ``X``: ``pi_y max(0, sum_i K(x', x_i) phi~_yi) /
+        (lambda_y max(0, phi~_y)^T 1)`` (with ``K`` normalized like the fit's
+        kernel). Two passes over the training rows per block of new rows."""
+        check_is_fitted(self, "eigenvectors_")
+        sched = engine.resolve_scheduler(self.scheduler)
+        A, _ = check_data(self, X, reset=False, scheduler=sched)
+        t = self.t_
+        phi = self.eigenvectors_
+        if self.kernel_normalization == "symmetric":
+            phi = phi / np.sqrt(self.degree_)[:, None]
+        denom = self.eigenvalues_ * np.maximum(self.eigenvectors_, 0.0).sum(axis=0)
+        merge = partial(knn_merge, t=t)
+        out = []
+        for start in range(0, A.shape[0], PREDICT_ROWS):
+            q = A[start:start + PREDICT_ROWS]
+            q = np.asarray(engine.compute(q, scheduler=sched) if engine.is_lazy(q) else q, dtype=np.float64)
+            d2q, nbr = engine.map_reduce(knn_query_block, self.X_fit_, params={"xq": q, "t": t}, combine=merge,
+                                         scheduler=sched)
+            sums = engine.map_reduce(smic_oos_stats, self.X_fit_, phi, self.sigma_,
+                                     params={"xq": q, "sigma_q": np.sqrt(d2q[:, t - 1]), "nbr": nbr},
+                                     scheduler=sched)
+            raw = self.class_prior_ * np.maximum(sums["kphi"], 0.0) / denom
+            if self.kernel_normalization == "symmetric":
+                raw = raw / np.sqrt(1.0 + sums["ksum"])[:, None]
+            out.append(raw)
+        return np.vstack(out) if out else np.zeros((0, self.n_clusters))
+
+    def predict(self, X):
+        """Clusters of new rows by the out-of-sample rule of §2.3.
+
+        A new row's kernel values against the training rows follow (7): its
+        ``t`` nearest training rows, and the training rows it is closer to
+        than their own ``t``-th neighbour. Rows linked to no training row
+        with positive weight get the cluster of the largest prior (ties:
+        the first). Cost: two passes over the training data per
+        ``PREDICT_ROWS`` new rows. For the training rows themselves use
+        ``labels_`` (the in-sample rule); ``predict`` treats its input as new
+        points.
+        """
+        return np.argmax(self.predict_proba(X), axis=1)
+
+    def predict_proba(self, X):
+        """The clipped out-of-sample class-posterior estimates of §2.3,
+        normalized to sum to 1 per row; rows with no positive estimate get
+        the class prior."""
+        raw = self._posterior(X)
+        tot = raw.sum(axis=1, keepdims=True)
+        prior = np.broadcast_to(self.class_prior_, raw.shape)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(tot > 0, raw / np.where(tot > 0, tot, 1.0), prior)

@@ -1,0 +1,157 @@
+"""SMI-based clustering (SMIC): the driver-side mathematics.
+
+Sugiyama, Yamada, Kimura & Hachiya, *On Information-Maximization Clustering:
+Tuning Parameter Selection and Analytic Solution*
+(``../shared/papers/smic-squared-loss-mi.txt``), §2.3.
+
+- :func:`kernel_matrix`: the sparse local-scaling kernel (7) from the ``t``
+  nearest neighbours of every sample (found block against block by
+  :func:`infoclust_dask.engine.knn`), optionally normalized.
+- :func:`top_eigenvectors`: the ``c`` principal eigenvectors of the kernel,
+  which maximize the SMI approximation (8) under orthonormality.
+- :func:`orient`: the sign rule ``phi~ = phi sign(phi^T 1)``.
+- :func:`assignment_scores`: the assignment rule of §2.3 with class prior pi.
+
+Conventions (not spelled out in the paper, fixed here):
+
+- a point is not its own neighbour: ``sigma_i`` is the distance to the
+  ``t``-th *other* point;
+- the kernel is symmetrized by the "or" rule of (7) (elementwise maximum of
+  the directed kNN kernel and its transpose, not the average), and
+  ``K_ii = 1`` (the out-of-sample rule divides by the eigenvalue, which
+  presumes the diagonal);
+- when ``sigma_i sigma_j = 0`` (duplicates) the entry is the limit: 1 for
+  identical points, 0 otherwise (never NaN);
+- largest *algebraic* eigenvalues; eigenvector entries below ``1e-10`` of
+  the vector's largest magnitude are round-off and set to 0 before the sign
+  rule, and ``sign(0) = +1``, so different eigensolvers label points of
+  disconnected components alike;
+- ``normalization="symmetric"`` replaces ``K`` by ``D^-1/2 K D^-1/2``
+  (``D`` the row sums, §3.2's spectral-clustering kernel). The Fig. 4 numbers
+  of the paper are reached only with it (see ``docs/RESULTS.md``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.linalg
+import scipy.sparse as sp
+from scipy.sparse.linalg import eigsh
+
+from .._kernels import local_scaling_values
+
+__all__ = ["NORMALIZATIONS", "ROUNDOFF", "kernel_matrix", "top_eigenvectors", "orient", "assignment_scores",
+           "check_prior"]
+
+#: accepted values of ``kernel_normalization``
+NORMALIZATIONS = ("none", "symmetric")
+#: eigenvector entries below this fraction of the vector's largest entry are zeroed
+ROUNDOFF = 1e-10
+#: problems up to this size use a dense symmetric eigensolver (exact, fast)
+DENSE_MAX = 1500
+
+
+def kernel_matrix(d2, idx, t, *, normalization="none"):
+    """Sparse kernel (7) from the kNN lists.
+
+    Parameters
+    ----------
+    d2, idx : ndarray, shape (n, T) with T >= t
+        Squared distances and indices of every sample's nearest *other*
+        samples, sorted by distance (:func:`infoclust_dask.engine.knn`).
+    t : int
+        Kernel parameter: neighbourhood size and the rank of the neighbour
+        whose distance is the local scale ``sigma_i``.
+    normalization : {"none", "symmetric"}
+        ``"symmetric"`` returns ``D^-1/2 K D^-1/2``.
+
+    Returns
+    -------
+    K : scipy.sparse.csr_matrix, shape (n, n)
+        Symmetric, ``K_ii = 1`` before normalization.
+    sigma : ndarray, shape (n,)
+        Local scales ``sigma_i = ||x_i - x_i^(t)||``.
+    degree : ndarray, shape (n,)
+        Row sums of the un-normalized ``K`` (>= 1).
+    """
+    d2 = np.asarray(d2, dtype=np.float64)
+    idx = np.asarray(idx)
+    n = d2.shape[0]
+    if normalization not in NORMALIZATIONS:
+        raise ValueError(f"normalization must be one of {NORMALIZATIONS}; got {normalization!r}.")
+    if not 1 <= t <= d2.shape[1]:
+        raise ValueError(f"t={t} needs at least t neighbours per sample; the lists have {d2.shape[1]}.")
+    sigma = np.sqrt(d2[:, t - 1])
+    rows = np.repeat(np.arange(n), t)
+    cols = idx[:, :t].ravel()
+    vals = local_scaling_values(d2[:, :t].ravel(), sigma[rows], sigma[cols])
+    A = sp.csr_matrix((vals, (rows, cols)), shape=(n, n))
+    K = A.maximum(A.T).tolil()
+    K.setdiag(1.0)
+    K = K.tocsr()
+    K.eliminate_zeros()
+    degree = np.asarray(K.sum(axis=1)).ravel()
+    if normalization == "symmetric":
+        # 1/sqrt(d_i d_j) as one product, so K stays exactly symmetric
+        row = np.repeat(np.arange(n), np.diff(K.indptr))
+        K.data = K.data / np.sqrt(degree[row] * degree[K.indices])
+    return K, sigma, degree
+
+
+def top_eigenvectors(K, c, *, tol=1e-12, random_state=0):
+    """The ``c`` largest (algebraic) eigenvalues of symmetric ``K`` and their
+    unit eigenvectors, eigenvalues in decreasing order.
+
+    Dense ``eigh`` up to :data:`DENSE_MAX` samples, else ARPACK's ``eigsh``
+    (``which="LA"``) with a tight tolerance (gaps between the ``c``-th and
+    ``(c+1)``-th eigenvalue can be 1e-4) and a reproducible start vector.
+    """
+    n = K.shape[0]
+    if not 1 <= c <= n:
+        raise ValueError(f"Cannot take {c} eigenvectors of a {n} x {n} kernel.")
+    if n <= DENSE_MAX or c >= n - 1:
+        # all eigenvalues (LAPACK syevd): the subset driver (syevr) can return
+        # fewer than asked when the top eigenvalue is highly degenerate (many
+        # disconnected components at t = 1)
+        from threadpoolctl import threadpool_limits
+
+        with threadpool_limits(1 if n <= 500 else None, user_api="blas"):
+            w, V = scipy.linalg.eigh(K.toarray() if sp.issparse(K) else K, driver="evd")
+        w, V = w[n - c:], V[:, n - c:]
+    else:
+        v0 = np.random.default_rng(random_state).uniform(0.5, 1.5, size=n)
+        w, V = eigsh(K, k=c, which="LA", tol=tol, v0=v0, ncv=min(n, max(2 * c + 1, 32)), maxiter=100 * n)
+    order = np.argsort(-w, kind="stable")
+    return w[order], V[:, order]
+
+
+def orient(V, *, roundoff=ROUNDOFF):
+    """The sign rule of §2.3 after zeroing round-off entries (module notes)."""
+    V = np.array(V, dtype=np.float64, copy=True)
+    big = np.abs(V).max(axis=0)
+    V[np.abs(V) < roundoff * big[None, :]] = 0.0
+    s = np.sign(V.sum(axis=0))
+    s[s == 0] = 1.0
+    return V * s[None, :]
+
+
+def check_prior(prior, c):
+    """``prior`` (None = uniform (4)) as a positive vector summing to 1, sorted
+    ascending as §2.3 assumes (``pi_1 <= ... <= pi_c``, cluster ``y`` pairs
+    with the ``y``-th largest eigenvalue)."""
+    if prior is None:
+        return np.full(c, 1.0 / c)
+    p = np.asarray(prior, dtype=np.float64)
+    if p.shape != (c,) or not np.all(np.isfinite(p)) or np.any(p <= 0):
+        raise ValueError(
+            f"class_prior must be {c} positive numbers (one per cluster); got {prior!r}."
+        )
+    return np.sort(p / p.sum())
+
+
+def assignment_scores(Vt, prior):
+    """``pi_y [max(0, phi~_y)]_i / (max(0, phi~_y)^T 1)`` of §2.3, shape (n, c):
+    the clipped, normalized class-posterior estimates up to a common factor
+    per row; the cluster of sample ``i`` is the argmax of row ``i``."""
+    P = np.maximum(Vt, 0.0)
+    return P * (prior / P.sum(axis=0))[None, :]

@@ -1,0 +1,126 @@
+"""LSMI (Sugiyama et al. §2.4) against references written from the formulas:
+the all-class least-squares solution of Suzuki et al. (one theta over every
+basis, Kronecker delta on the labels) with LSMI (14) summed over all pairs,
+and the hold-out error CV_m by explicit loops; chunked passes vs numpy."""
+
+import dask.array as da
+import numpy as np
+import pytest
+
+from infoclust_dask import metrics
+from infoclust_dask._kernels import LSMI_TINY, gaussian_basis, hashed_fold_ids, lsmi_stats
+from infoclust_dask.datasets import make_smic_toy
+from infoclust_dask.objectives.lsmi import DELTAS, WIDTHS, cv_table
+
+
+def gauss(A, B, width):
+    d2 = ((A[:, None, :] - B[None]) ** 2).sum(-1)
+    return np.exp(-d2 / (2 * width**2))
+
+
+def all_class_fit(X, y, centers, center_labels, width, delta):
+    """theta of Suzuki et al.'s LSMI with psi_l(x, y) = L(x, c_l) [y == y_l]:
+    H = 1/n^2 sum_{i,j} psi(x_i, y_j) psi(x_i, y_j)^T, h = 1/n sum_i psi(x_i, y_i)."""
+    n = len(y)
+    L = gauss(X, centers, width)
+    H = np.zeros((len(centers), len(centers)))
+    for j in range(n):
+        psi = L * (center_labels == y[j])[None, :]
+        H += psi.T @ psi
+    H /= n**2
+    h = (L * (center_labels[None, :] == y[:, None])).sum(0) / n
+    return np.linalg.solve(H + delta * np.eye(len(centers)), h)
+
+
+def ratio(X, yv, theta, centers, center_labels, width):
+    return gauss(X, centers, width) @ (theta * (center_labels == yv))
+
+
+def lsmi_reference(X, y, theta, centers, center_labels, width):
+    """(14) with the double sum over every (x_i, y_j) pair written out."""
+    n = len(y)
+    quad = sum((ratio(X, y[j], theta, centers, center_labels, width) ** 2).sum() for j in range(n))
+    lin = sum(ratio(X[i:i + 1], y[i], theta, centers, center_labels, width)[0] for i in range(n))
+    return -quad / (2 * n**2) + lin / n - 0.5
+
+
+@pytest.fixture
+def labelled():
+    X, y = make_smic_toy("four_blobs", 60, random_state=3)
+    y = y.copy()
+    y[::7] = (y[::7] + 1) % 4  # not a deterministic labelling
+    return X, y
+
+
+@pytest.mark.parametrize("width,delta", [(0.5, 1e-3), (1.0, 0.1), (3.0, 1.0)])
+def test_classwise_lsmi_equals_all_class_reference(labelled, width, delta):
+    X, y = labelled
+    res = metrics.lsmi(X, y, n_bases=len(y), widths=[width], deltas=[delta], standardize=False,
+                       random_state=0, return_details=True)
+    theta = all_class_fit(X, y, X, y, width, delta)
+    ref = lsmi_reference(X, y, theta, X, y, width)
+    assert res.value == pytest.approx(ref, abs=1e-10, rel=1e-10)
+    assert (res.width, res.delta) == (width, delta)
+
+
+def test_cv_table_matches_explicit_holdout_loops(labelled):
+    X, y = labelled
+    widths, deltas, M, seed = (0.7, 2.0), (1e-2, 0.5), 4, 11
+    centers = X[::3]
+    stats = lsmi_stats(X, y, start=0, centers=centers, widths=widths, n_classes=4, n_folds=M, seed=seed,
+                       shift=np.zeros(2), scale=np.ones(2))
+    table = cv_table(stats, y[::3], widths, deltas)
+    folds = hashed_fold_ids(X, start=0, seed=seed, n_folds=M)
+    ref = np.zeros((2, 2))
+    for wi, w in enumerate(widths):
+        for di, d in enumerate(deltas):
+            errs = []
+            for m in range(M):
+                tr, te = folds != m, folds == m
+                theta = all_class_fit(X[tr], y[tr], centers, y[::3], w, d)
+                Z, yz = X[te], y[te]
+                quad = sum((ratio(Z, yv, theta, centers, y[::3], w) ** 2).sum() for yv in yz)
+                lin = sum(ratio(Z[i:i + 1], yz[i], theta, centers, y[::3], w)[0] for i in range(len(yz)))
+                errs.append(quad / (2 * len(yz) ** 2) - lin / len(yz))
+            ref[wi, di] = np.mean(errs)
+    np.testing.assert_allclose(table, ref, rtol=1e-10, atol=1e-12)
+
+
+def test_lsmi_chunked_equals_numpy(scheduler):
+    X, y = make_smic_toy("circle_gaussian", 300, random_state=1)
+    ref = metrics.lsmi(X, y, random_state=5, return_details=True)
+    got = metrics.lsmi(da.from_array(X, chunks=(37, 2)), y, random_state=5, scheduler=scheduler,
+                       return_details=True)
+    assert got.value == pytest.approx(ref.value, abs=1e-10)
+    np.testing.assert_allclose(got.cv, ref.cv, rtol=1e-10, atol=1e-13)
+    assert ref.cv.shape == (len(WIDTHS), len(DELTAS))
+
+
+def test_lsmi_estimates_smi():
+    """SMI (1) of a deterministic labelling with c equiprobable classes is
+    (c - 1) / 2; of labels independent of x it is 0."""
+    X, y = make_smic_toy("four_blobs", 400, random_state=0)
+    assert metrics.lsmi(X, y, random_state=0) == pytest.approx(1.5, abs=0.05)
+    noise = np.random.default_rng(1).integers(0, 4, len(y))
+    assert abs(metrics.lsmi(X, noise, random_state=0)) < 0.02
+
+
+def test_tiny_widths_floor_denormals():
+    X, _ = make_smic_toy("high_low", 200, random_state=0)
+    phi = gaussian_basis(X, X[:50], 1e-3)
+    assert not np.any((phi > 0) & (phi < LSMI_TINY))
+    assert np.all(np.isfinite(phi))
+    y = (np.arange(200) % 2).astype(int)
+    assert np.isfinite(metrics.lsmi(X, y, widths=[1e-3, 1e-2], random_state=0))
+
+
+def test_lsmi_errors():
+    X = np.zeros((10, 2))
+    with pytest.raises(ValueError, match="one entry per row of X"):
+        metrics.lsmi(X, np.zeros(9, dtype=int))
+    with pytest.raises(ValueError, match="labels must lie in 0 .. 1"):
+        metrics.lsmi(X, np.arange(10) % 3, n_classes=2)
+    with pytest.raises(ValueError, match="n_folds must be between 2"):
+        metrics.lsmi(X, np.zeros(10, dtype=int), n_folds=11)
+    with pytest.raises(ValueError, match="non-integer"):
+        metrics.lsmi(X, np.full(10, 0.5))
