@@ -911,10 +911,13 @@ def smic_oos_stats(xd, phi, sigma, *, start=0, xq, sigma_q, nbr):
 LSMI_TINY = 1e-100
 
 
-def gaussian_basis(x, centers, width, *, x_sq=None):
+def gaussian_basis(x, centers, width, *, x_sq=None, d2=None):
     """Gaussian kernel (11) of SMIC's LSMI, ``exp(-||x - c||^2 / (2 width^2))``,
-    with values below :data:`LSMI_TINY` floored to 0."""
-    phi = np.exp(sq_distances(x, centers, x_sq) / (-2.0 * width * width))
+    with values below :data:`LSMI_TINY` floored to 0 (``d2``: the squared
+    distances, if already computed)."""
+    if d2 is None:
+        d2 = sq_distances(x, centers, x_sq)
+    phi = np.exp(d2 * (-0.5 / (width * width)))
     phi[phi < LSMI_TINY] = 0.0
     return phi
 
@@ -925,28 +928,38 @@ def lsmi_stats(x, labels, *, start=0, centers, widths, n_classes, n_folds, seed,
     Rows are standardized with ``shift``/``scale``, assigned to one of
     ``n_folds`` hashed folds, and expanded in the Gaussian bases at
     ``centers`` (already standardized). For fold ``m`` and width ``w``:
-    ``G[m, w] = Phi_m^T Phi_m`` (the sum over samples inside H-hat),
-    ``S[m, w] = onehot(y_m)^T Phi_m`` (h-hat for every class) and
-    ``count[m]`` the label counts.
+    ``G[m, w] = Phi_m^T Phi_m`` (the sum over samples inside H-hat; it does
+    not depend on the labels), ``S[m, w] = onehot(y_m)^T Phi_m`` (h-hat for
+    every class) and ``count[m]`` the label counts. ``labels`` of shape
+    ``(n, L)`` give ``L`` labelings at once (``S (L, M, W, c, b)``,
+    ``count (L, M, c)``): SMIC scores all its candidate clusterings in one
+    pass.
     """
     z = (np.asarray(x, dtype=np.float64) - shift) / scale
     lab = np.asarray(labels).astype(np.intp)
+    single = lab.ndim == 1
+    lab = lab.reshape(lab.shape[0], -1)
+    n_lab = lab.shape[1]
     folds = hashed_fold_ids(z, start=start, seed=seed, n_folds=n_folds)
+    order = np.argsort(folds, kind="stable")  # each fold a contiguous run
+    z, lab = z[order], lab[order]
+    bounds = np.concatenate([[0], np.cumsum(np.bincount(folds, minlength=n_folds))])
     b = centers.shape[0]
     G = np.zeros((n_folds, len(widths), b, b))
-    S = np.zeros((n_folds, len(widths), n_classes, b))
-    count = np.zeros((n_folds, n_classes))
-    z_sq = np.einsum("ij,ij->i", z, z)
-    members = [np.flatnonzero(folds == m) for m in range(n_folds)]
-    onehots = [np.eye(n_classes)[lab[rows]] for rows in members]
+    S = np.zeros((n_lab, n_folds, len(widths), n_classes, b))
+    count = np.zeros((n_lab, n_folds, n_classes))
+    d2 = sq_distances(z, centers)
+    onehot = np.eye(n_classes)[lab].transpose(1, 0, 2)  # (L, rows, c)
     for w, width in enumerate(widths):
-        phi = gaussian_basis(z, centers, width, x_sq=z_sq)
-        for m, rows in enumerate(members):
-            if rows.size == 0:
-                continue
-            p = phi[rows]
-            G[m, w] = p.T @ p
-            S[m, w] = onehots[m].T @ p
-    for m, rows in enumerate(members):
-        count[m] = np.bincount(lab[rows], minlength=n_classes)
+        phi = gaussian_basis(None, None, width, d2=d2)
+        for m in range(n_folds):
+            lo, hi = bounds[m], bounds[m + 1]
+            if hi > lo:
+                p = phi[lo:hi]
+                G[m, w] = p.T @ p
+                S[:, m, w] = np.matmul(onehot[:, lo:hi].transpose(0, 2, 1), p)
+    for m in range(n_folds):
+        count[:, m] = onehot[:, bounds[m]:bounds[m + 1]].sum(axis=1)
+    if single:
+        S, count = S[0], count[0]
     return {"G": G, "S": S, "count": count}

@@ -698,7 +698,8 @@ def knn(data, t, *, scheduler=None, variable: str = "x", split_every: int = 8, b
     if not 1 <= t < a.shape[0]:
         raise ValueError(f"t must be between 1 and n_samples - 1 = {a.shape[0] - 1}; got {t}.")
     lazy = _is_dask(a)
-    rows = max(int(block_rows or KNN_BLOCK_ROWS), t + 1)
+    # at least 4 blocks when possible, so the (block, block) pairs keep every worker busy
+    rows = max(int(block_rows or min(KNN_BLOCK_ROWS, -(-a.shape[0] // 4))), t + 1)
     if not lazy:
         a = da.from_array(np.asarray(a, dtype=np.float64), chunks=(rows,) + a.shape[1:])
     elif max(a.chunks[0]) > rows:

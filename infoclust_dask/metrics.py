@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["contingency_table", "dc_log_posterior", "lsmi", "quantization_error"]
+__all__ = ["contingency_table", "dc_log_posterior", "lsmi", "lsmi_many", "quantization_error"]
 
 
 def contingency_table(labels, c, *, n_clusters=None, n_classes=None):
@@ -131,6 +131,26 @@ def lsmi(X, labels, *, n_classes=None, n_bases=200, widths=None, deltas=None, n_
         deterministic labelling).
     """
     from . import engine
+
+    lab = np.asarray(labels.compute() if engine.is_lazy(labels) else labels)
+    if lab.ndim != 1:
+        raise ValueError(f"labels must be a vector (one entry per row of X); got shape {lab.shape}.")
+    result = lsmi_many(X, lab[:, None], n_classes=n_classes, n_bases=n_bases, widths=widths, deltas=deltas,
+                       n_folds=n_folds, random_state=random_state, standardize=standardize, mean=mean, std=std,
+                       scheduler=scheduler)[0]
+    return result if return_details else result.value
+
+
+def lsmi_many(X, labels, *, n_classes=None, n_bases=200, widths=None, deltas=None, n_folds=5, random_state=None,
+              standardize=True, mean=None, std=None, scheduler=None):
+    """:func:`lsmi` of several labelings of the same rows (``labels`` of shape
+    ``(n, L)``) with ONE pass over ``X``: the bases, folds and the
+    label-independent sums ``Phi^T Phi`` are shared, only the per-class sums
+    differ. Returns a list of ``L``
+    :class:`~infoclust_dask.objectives.lsmi.LSMIResult`."""
+    from threadpoolctl import threadpool_limits
+
+    from . import engine
     from ._kernels import lsmi_stats, moments_stats
     from .objectives.lsmi import DELTAS, WIDTHS, select
 
@@ -138,9 +158,9 @@ def lsmi(X, labels, *, n_classes=None, n_bases=200, widths=None, deltas=None, n_
     if A.ndim != 2:
         raise ValueError(f"X must be 2-D (samples x features); got shape {A.shape}.")
     n = int(A.shape[0])
-    lab = np.asarray(labels.compute() if engine.is_lazy(labels) else labels)
-    if lab.shape != (n,):
-        raise ValueError(f"labels must have one entry per row of X ({n}); got shape {lab.shape}.")
+    lab = np.asarray(labels)
+    if lab.ndim != 2 or lab.shape[0] != n:
+        raise ValueError(f"labels must have one entry per row of X ({n}); got shape {lab.shape[:1]}.")
     if not np.issubdtype(lab.dtype, np.integer):
         if not np.all(np.isfinite(lab)) or np.any(lab != np.round(lab)):
             raise ValueError("labels must be integers 0 .. n_classes-1; got non-integer values.")
@@ -172,10 +192,8 @@ def lsmi(X, labels, *, n_classes=None, n_bases=200, widths=None, deltas=None, n_
                 "shift": np.asarray(mean, dtype=np.float64), "scale": np.asarray(std, dtype=np.float64)},
         scheduler=scheduler,
     )
-    from threadpoolctl import threadpool_limits
-
     # many small eigh / einsum calls: one BLAS thread is faster, and far
     # faster when other processes share the cores
     with threadpool_limits(1, user_api="blas"):
-        result = select(stats, lab[pick], widths, deltas)
-    return result if return_details else result.value
+        return [select({"G": stats["G"], "S": stats["S"][k], "count": stats["count"][k]}, lab[pick, k], widths,
+                       deltas) for k in range(lab.shape[1])]

@@ -1,0 +1,123 @@
+"""SMIC at scale: fixed t on zarr stores of n = 1e5 and 1e6 rows (d = 16).
+
+For each n: writes (once) a store of Gaussian blobs (10 centres, float64,
+65 536-row chunks), starts a LocalCluster of 2 single-threaded worker
+processes on 127.0.0.1, fits ``SMIC(c, t)`` on the store and prints the time
+split into the kNN graph (block against block on the workers), the sparse
+kernel, the eigensolver, the assignment and LSMI, with the peak resident
+memory of the driver and of each worker (sampled every 0.5 s). At
+``n <= --sklearn-max`` it also times scikit-learn's ``NearestNeighbors`` on
+the same rows in this one process (its default threads) and prints the
+ratio. Then the whole model selection (t in 1..10) on ``--selection-n``
+rows held in memory.
+
+    python benchmarks/smic_scale.py --n 100000 1000000 --selection-n 5000
+"""
+
+import argparse
+import shutil
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+
+class Peaks:
+    """Peak RSS of this process and of the workers, sampled in a thread."""
+
+    def __init__(self, client):
+        self.client, self.peaks, self.stop = client, {}, threading.Event()
+        self.th = threading.Thread(target=self.run, daemon=True)
+
+    def run(self):
+        import psutil
+
+        me = psutil.Process()
+        while not self.stop.is_set():
+            self.peaks["driver"] = max(self.peaks.get("driver", 0), me.memory_info().rss)
+            try:
+                for w, v in self.client.run(lambda: __import__("psutil").Process().memory_info().rss).items():
+                    self.peaks[w] = max(self.peaks.get(w, 0), v)
+            except Exception:  # noqa: BLE001 - sampling must never break the benchmark
+                pass
+            time.sleep(0.5)
+
+    def __enter__(self):
+        self.th.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.th.join()
+
+    def text(self):
+        return ", ".join(f"{'driver' if k == 'driver' else 'worker'} {v / 2**30:.2f} GiB" for k, v in self.peaks.items())
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--n", type=int, nargs="+", default=[100_000, 1_000_000])
+    p.add_argument("--d", type=int, default=16)
+    p.add_argument("--t", type=int, default=10)
+    p.add_argument("--clusters", type=int, default=10)
+    p.add_argument("--worker-memory", default="3GB")
+    p.add_argument("--sklearn-max", type=int, default=200_000)
+    p.add_argument("--selection-n", type=int, default=5000)
+    p.add_argument("--keep", action="store_true")
+    a = p.parse_args()
+
+    from distributed import Client, LocalCluster
+    from sklearn.metrics import adjusted_rand_score as ari
+
+    from infoclust_dask import SMIC, open_dataset, write_dataset
+    from infoclust_dask.datasets import make_blobs
+
+    if a.selection_n:
+        X, lab, _ = make_blobs(a.selection_n, a.d, centers=a.clusters, random_state=1, lazy=False)
+        X, lab = np.asarray(X), np.asarray(lab)
+        t0 = time.perf_counter()
+        m = SMIC(a.clusters, random_state=0, scheduler="threads").fit(X)
+        dt = time.perf_counter() - t0
+        print(f"model selection, n={a.selection_n}, d={a.d}, t in 1..10 (threads scheduler, in memory): "
+              f"{dt:.2f} s; chosen t={m.t_}, ARI {ari(lab, m.labels_):.3f}; "
+              + ", ".join(f"{k} {v:.2f} s" for k, v in m.timings_.items()), flush=True)
+
+    cluster = LocalCluster(n_workers=2, threads_per_worker=1, memory_limit=a.worker_memory, host="127.0.0.1",
+                           dashboard_address=None)
+    client = Client(cluster)
+    try:
+        for n in a.n:
+            path = Path(__file__).parent / "_data" / f"smic-scale-{n}x{a.d}.zarr"
+            if not path.exists():
+                X, lab, _ = make_blobs(n, a.d, centers=a.clusters, random_state=0, chunks=65_536)
+                write_dataset(path, X, label=lab, check_finite=False)
+            ds = open_dataset(path)
+            print(f"\nn={n}, d={a.d}: store {path.name}, chunks of {ds['x'].chunks[0][0]} rows", flush=True)
+            with Peaks(client) as pk:
+                t0 = time.perf_counter()
+                m = SMIC(a.clusters, t=a.t, random_state=0, scheduler=client).fit(ds["x"])
+                total = time.perf_counter() - t0
+            labels = np.asarray(ds["label"].values)
+            print(f"SMIC t={a.t}: total {total:.1f} s = " + ", ".join(f"{k} {v:.1f} s" for k, v in m.timings_.items())
+                  + f" (+ {total - sum(m.timings_.values()):.1f} s validation/persist); ARI {ari(labels, m.labels_):.3f}")
+            print(f"peak RSS: {pk.text()}; data {n * a.d * 8 / 2**30:.2f} GiB", flush=True)
+            if n <= a.sklearn_max:
+                from sklearn.neighbors import NearestNeighbors
+
+                X = np.asarray(ds["x"].values)
+                t0 = time.perf_counter()
+                NearestNeighbors(n_neighbors=a.t + 1).fit(X).kneighbors(X)
+                sk = time.perf_counter() - t0
+                print(f"scikit-learn NearestNeighbors (one process, default threads) t+1={a.t + 1}: {sk:.1f} s; "
+                      f"our blockwise kNN on 2 workers: {m.timings_['knn']:.1f} s; ratio sklearn/ours "
+                      f"{sk / m.timings_['knn']:.2f}", flush=True)
+            if not a.keep:
+                shutil.rmtree(path)
+    finally:
+        client.close()
+        cluster.close()
+
+
+if __name__ == "__main__":
+    main()
