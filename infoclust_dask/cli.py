@@ -65,8 +65,8 @@ def _cmd_fit(args):
     import numpy as np
 
     from . import engine
-    from .cluster import AssociativeClustering, DiscriminativeClustering, KMeans, SoftKMeans
-    from .runs import new_run_dir, save_model, write_json
+    from .cluster import SMIC, AssociativeClustering, DiscriminativeClustering, KMeans, SoftKMeans
+    from .runs import new_run_dir, save_model, write_json, write_npy
     from .store import open_dataset
 
     ds = open_dataset(args.store)
@@ -88,6 +88,11 @@ def _cmd_fit(args):
         est = AssociativeClustering((args.k, args.l or args.k), sigma=sigma, random_state=args.seed, scheduler=sched,
                                     verbose=1)
         est.fit(engine.persist_if_small(ds["x"], scheduler=sched), engine.persist_if_small(ds["y"], scheduler=sched))
+    elif args.method == "smic":
+        t = "auto" if args.t == "auto" else int(args.t)
+        est = SMIC(args.k, t=t, kernel_normalization=args.kernel_normalization, random_state=args.seed,
+                   scheduler=sched, verbose=1)
+        est.fit(ds["x"])
     elif args.method == "kmeans":
         est = KMeans(args.k, init=args.init, n_init=args.n_init if args.n_init != "auto" else "auto",
                      max_iter=args.max_iter, tol=args.tol, random_state=args.seed,
@@ -96,7 +101,7 @@ def _cmd_fit(args):
         betas = np.geomspace(args.beta_min, args.beta_max, args.n_betas)
         est = SoftKMeans(args.k, beta_schedule=betas, max_iter=args.max_iter,
                          random_state=args.seed, scheduler=sched)
-    if args.method not in ("dc", "ac"):
+    if args.method not in ("dc", "ac", "smic"):
         est.fit(ds["x"])
     seconds = time.perf_counter() - t0
     run = new_run_dir(args.method, root=args.storage)
@@ -105,8 +110,9 @@ def _cmd_fit(args):
         "method": args.method, "store": str(Path(args.store).resolve()),
         "n_samples": int(ds["x"].shape[0]), "n_features": int(ds["x"].shape[1]),
         "n_clusters": args.k, "scheduler": str(sched), "seconds": round(seconds, 3),
-        "n_iter": int(est.n_iter_),
     }
+    if hasattr(est, "n_iter_"):
+        summary["n_iter"] = int(est.n_iter_)
     if args.method == "kmeans":
         summary["inertia"] = float(est.inertia_)
         counts = np.bincount(engine.compute(est.labels_, scheduler=sched, progress=False), minlength=args.k)
@@ -123,6 +129,15 @@ def _cmd_fit(args):
         over, under = est.most_surprising(3)
         summary["most_over_represented"] = over
         summary["most_under_represented"] = under
+    elif args.method == "smic":
+        summary.update(t=est.t_, kernel_normalization=args.kernel_normalization, lsmi=est.lsmi_,
+                       eigenvalues=est.eigenvalues_.tolist(), timings=est.timings_,
+                       cluster_sizes=np.bincount(est.labels_, minlength=args.k).tolist())
+        if "label" in ds:
+            from sklearn.metrics import adjusted_rand_score
+
+            summary["ari_vs_label"] = float(adjusted_rand_score(np.asarray(ds["label"].values), est.labels_))
+        write_npy(run / "labels.npy", est.labels_)
     else:
         summary["critical_betas"] = est.critical_betas()
     write_json(run / "summary.json", summary)
@@ -202,7 +217,7 @@ def build_parser():
     pn.set_defaults(func=_cmd_info)
 
     pf = sub.add_parser("fit", help="fit a model on a store and write a run folder")
-    pf.add_argument("method", choices=["kmeans", "softkmeans", "dc", "ac"])
+    pf.add_argument("method", choices=["kmeans", "softkmeans", "dc", "ac", "smic"])
     pf.add_argument("store")
     pf.add_argument("-k", type=int, default=8, help="number of clusters (ac: of the x view)")
     pf.add_argument("-l", type=int, default=None, help="ac: clusters of the y view (default k)")
@@ -214,6 +229,9 @@ def build_parser():
     pf.add_argument("--beta-max", type=float, default=10.0)
     pf.add_argument("--n-betas", type=int, default=40)
     pf.add_argument("--sigma", default="auto", help="dc, ac: membership width, or 'auto' (held-out choice)")
+    pf.add_argument("--t", default="auto", help="smic: kernel parameter t of (7), or 'auto' (max LSMI over 1..10)")
+    pf.add_argument("--kernel-normalization", default="none", choices=["none", "symmetric"],
+                    help="smic: kernel (7) as is, or D^-1/2 K D^-1/2")
     pf.add_argument("--seed", type=int, default=0)
     pf.add_argument("--scheduler", default=None, help="local (default), threads, sync or tcp://HOST:PORT")
     pf.add_argument("--storage", default=None, help="storage root for run folders (default ./storage)")

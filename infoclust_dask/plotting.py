@@ -173,3 +173,32 @@ def plot_contingency_heatmap(table, reliability, path, *, surprising=None, title
     fig.savefig(Path(path))
     plt.close(fig)
     return Path(path)
+
+
+def plot_smic_panels(panels, path, *, title=""):
+    """Fig. 4 of Sugiyama et al.: for each data set, the SMIC clusters (top)
+    and the LSMI model-selection curve over t with the chosen t marked
+    (bottom). ``panels``: dicts with ``name``, ``X`` (n, 2), ``labels``,
+    ``lsmi`` ({t: value}), ``t`` and ``ari``."""
+    plt = _plt()
+    fig, axes = plt.subplots(2, len(panels), figsize=(3.2 * len(panels), 6.0), squeeze=False)
+    for j, p in enumerate(panels):
+        X = np.asarray(p["X"])
+        ax = axes[0, j]
+        ax.scatter(X[:, 0], X[:, 1], c=p["labels"], cmap="tab10", s=8, vmin=0, vmax=9)
+        ax.set_title(f"{p['name']}\nARI={p['ari']:.3f}", fontsize=9)
+        ax.set_xticks([])
+        ax.set_yticks([])
+        ts = sorted(p["lsmi"], key=int)
+        ax = axes[1, j]
+        ax.plot([int(t) for t in ts], [p["lsmi"][t] for t in ts], "o-", ms=3)
+        ax.axvline(int(p["t"]), color="k", lw=0.8, ls="--")
+        ax.set_xlabel("t")
+        if j == 0:
+            ax.set_ylabel("LSMI (14)")
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return Path(path)

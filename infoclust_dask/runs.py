@@ -17,12 +17,13 @@ import numpy as np
 
 from .store import atomic_write_text
 
-__all__ = ["storage_root", "new_run_dir", "save_model", "load_model", "write_json", "write_csv"]
+__all__ = ["storage_root", "new_run_dir", "save_model", "load_model", "write_json", "write_csv", "write_npy"]
 
 _FITTED = (
     "cluster_centers_", "inertia_", "n_iter_", "n_features_in_", "betas_", "centers_path_",
     "free_energy_path_", "n_iter_path_", "beta_", "data_scale_", "sigma_", "n_classes_", "reg_strength_",
     "contingency_", "cluster_centers_x_", "cluster_centers_y_", "n_features_y_in_",
+    "t_", "lsmi_", "eigenvalues_", "class_prior_", "timings_",
 )
 
 
@@ -81,6 +82,20 @@ def write_csv(path, rows, columns) -> Path:
     for r in rows:
         w.writerow({c: (f"{r[c]:.6g}" if isinstance(r.get(c), float) else r.get(c)) for c in columns})
     return atomic_write_text(path, buf.getvalue(), overwrite=True)
+
+
+def write_npy(path, array, *, overwrite=False) -> Path:
+    """Atomically write ``array`` as ``.npy`` (a temporary file in the same
+    folder, then a rename); refuses to replace an existing file unless
+    ``overwrite``."""
+    path = Path(path)
+    if path.exists() and not overwrite:
+        raise FileExistsError(f"{path} exists; pass overwrite=True to replace it.")
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
+    with open(tmp, "wb") as f:
+        np.save(f, np.asarray(array))
+    os.replace(tmp, path)
+    return path
 
 
 def save_model(est, path, *, overwrite=False) -> Path:

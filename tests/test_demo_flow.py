@@ -29,8 +29,14 @@ def test_demo_flow_writes_report_and_plots(prefect_harness, tmp_path):
     ac = summary["ac"]
     assert ac["ac_mi"] > 0.5 > 0.05 > ac["kmeans_mi"] and "Associative clustering" in report
     assert len(ac["most_over"]) == 3 and (Path(ac["run_dir"]) / "heatmap.png").exists()
+    smic = summary["smic"]
+    assert [r["set"] for r in smic["toys"]["rows"]] == ["four_blobs", "circle_gaussian", "double_spirals", "high_low"]
+    assert smic["toys"]["rows"][0]["symmetric"] == 1.0 and "SMIC" in report
+    assert smic["store"]["ari"] > smic["store"]["kmeans_ari"]  # digits: SMIC beats K-means
+    assert sorted(map(int, smic["store"]["lsmi"])) == list(range(1, 11))
+    assert (run / "smic-fig4.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # a second run reuses the store instead of overwriting it, and every finished cell
     run2 = Path(demo_flow(dataset="wine", n_clusters=3, scheduler="threads", storage=str(tmp_path), n_betas=6,
-                          n_boot=2, n_pairs=1000))
+                          n_boot=2, n_pairs=1000, smic=False))
     assert run2 != run and (run2 / "report.md").exists()
     assert json.loads((run2 / "summary.json").read_text())["crossval"]["reused"] == 9

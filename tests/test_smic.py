@@ -86,7 +86,7 @@ def test_fixed_t_matches_dense_reference(name, normalization):
     m = SMIC(c, t=5, kernel_normalization=normalization, random_state=0, scheduler="sync").fit(X)
     labels, lam, V, sigma, deg, _ = ref_smic(X, c, 5, normalization)
     np.testing.assert_allclose(m.eigenvalues_, lam, rtol=1e-10, atol=1e-12)
-    np.testing.assert_allclose(m.sigma_, sigma, rtol=1e-12)
+    np.testing.assert_allclose(m.local_scales_, sigma, rtol=1e-12)
     np.testing.assert_allclose(m.degree_, deg, rtol=1e-12)
     gap = np.linalg.eigvalsh(ref_kernel(X, 5, normalization)[0])[::-1]
     if np.all(np.abs(np.diff(gap[:c + 1])) > 1e-6):  # eigenvectors defined up to sign only when simple
@@ -209,7 +209,7 @@ def test_duplicate_points_give_no_nan():
         assert np.all(np.isfinite(m.eigenvectors_)) and np.isfinite(m.lsmi_[t])
         assert set(np.unique(m.labels_)) <= set(range(4))
         assert np.all(np.isfinite(m.predict_proba(base[:10] + 1e-3)))
-    assert np.all(m.sigma_ > 0)
+    assert np.all(m.local_scales_ > 0)
 
 
 def test_bad_input():

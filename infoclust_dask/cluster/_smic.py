@@ -74,7 +74,7 @@ class SMIC(ClusterMixin, BaseEstimator):
         Kernel parameter of (7): neighbourhood size and rank of the
         neighbour that sets the local scale. ``"auto"`` tries every value in
         ``t_candidates`` and keeps the one with the largest LSMI (Fig. 1).
-    t_candidates : iterable of int, default=range(1, 11)
+    t_candidates : iterable of int, default=(1, ..., 10)
         The paper's ``{1, ..., 10}``.
     class_prior : array-like of shape (n_clusters,), optional
         User-specified class prior ``pi`` of §2.3 (sorted ascending, as the
@@ -111,8 +111,8 @@ class SMIC(ClusterMixin, BaseEstimator):
         ``lambda_1 >= ... >= lambda_c`` of the (normalized) kernel.
     eigenvectors_ : ndarray, shape (n_samples, n_clusters)
         The oriented eigenvectors ``phi~_y`` (round-off zeroed).
-    sigma_ : ndarray, shape (n_samples,)
-        Local scales (distance to the ``t``-th other sample).
+    local_scales_ : ndarray, shape (n_samples,)
+        Local scales ``sigma_i`` of (7) (distance to the ``t``-th other sample).
     degree_ : ndarray, shape (n_samples,)
         Row sums of the un-normalized kernel.
     class_prior_ : ndarray, shape (n_clusters,)
@@ -143,7 +143,7 @@ class SMIC(ClusterMixin, BaseEstimator):
     True
     """
 
-    def __init__(self, n_clusters, *, t="auto", t_candidates=range(1, 11), class_prior=None,
+    def __init__(self, n_clusters, *, t="auto", t_candidates=(1, 2, 3, 4, 5, 6, 7, 8, 9, 10), class_prior=None,
                  kernel_normalization="none", lsmi_n_bases=200, n_folds=5, random_state=None,
                  scheduler=None, verbose=0):
         self.n_clusters = n_clusters
@@ -239,7 +239,7 @@ class SMIC(ClusterMixin, BaseEstimator):
                 print(f"[SMIC] t={t}: LSMI={r.value:.4f} (width {r.width:g}, delta {r.delta:g}), eigenvalues "
                       f"{np.array2string(fits[t][1], precision=4)}, cluster sizes {sizes.tolist()}", flush=True)
         best = max(ts, key=lambda t: (self.lsmi_[t], -t))
-        self.labels_, self.eigenvalues_, self.eigenvectors_, self.sigma_, self.degree_ = fits[best]
+        self.labels_, self.eigenvalues_, self.eigenvectors_, self.local_scales_, self.degree_ = fits[best]
         self.t_ = best
         self.class_prior_ = prior
         self.X_fit_ = A
@@ -272,7 +272,7 @@ class SMIC(ClusterMixin, BaseEstimator):
             q = np.asarray(engine.compute(q, scheduler=sched) if engine.is_lazy(q) else q, dtype=np.float64)
             d2q, nbr = engine.map_reduce(knn_query_block, self.X_fit_, params={"xq": q, "t": t}, combine=merge,
                                          scheduler=sched)
-            sums = engine.map_reduce(smic_oos_stats, self.X_fit_, phi, self.sigma_,
+            sums = engine.map_reduce(smic_oos_stats, self.X_fit_, phi, self.local_scales_,
                                      params={"xq": q, "sigma_q": np.sqrt(d2q[:, t - 1]), "nbr": nbr},
                                      scheduler=sched)
             raw = self.class_prior_ * np.maximum(sums["kphi"], 0.0) / denom
