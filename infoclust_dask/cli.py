@@ -65,7 +65,13 @@ def _cmd_fit(args):
     import numpy as np
 
     from . import engine
-    from .cluster import SMIC, AssociativeClustering, DiscriminativeClustering, KMeans, SoftKMeans
+    from .cluster import (
+        SMIC,
+        AssociativeClustering,
+        DiscriminativeClustering,
+        KMeans,
+        SoftKMeans,
+    )
     from .runs import new_run_dir, save_model, write_json, write_npy
     from .store import open_dataset
 

@@ -151,7 +151,7 @@ def lsmi_many(X, labels, *, n_classes=None, n_bases=200, widths=None, deltas=Non
     from threadpoolctl import threadpool_limits
 
     from . import engine
-    from ._kernels import lsmi_stats, moments_stats
+    from ._kernels import lsmi_stats
     from .objectives.lsmi import DELTAS, WIDTHS, select
 
     A = engine.as_array(X)
@@ -174,9 +174,11 @@ def lsmi_many(X, labels, *, n_classes=None, n_bases=200, widths=None, deltas=Non
     deltas = tuple(DELTAS if deltas is None else deltas)
     if standardize:
         if mean is None or std is None:
-            st = engine.map_reduce(moments_stats, A, params={"shift": None}, scheduler=scheduler)
-            mean = st["s1"] / st["n"]
-            std = np.sqrt(np.maximum(st["s2"] / st["n"] - mean**2, 0.0))
+            from .preprocess import feature_moments
+
+            mean, std, _, n_bad = feature_moments(A, scheduler=scheduler)
+            if n_bad:
+                raise ValueError(f"X contains {n_bad} NaN or infinite values; drop or impute them first.")
         std = np.where(np.asarray(std) > 0, std, 1.0)
     else:
         mean, std = np.zeros(A.shape[1]), np.ones(A.shape[1])

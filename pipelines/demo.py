@@ -216,7 +216,7 @@ def smic_store(store: str, n_clusters: int, scheduler: str | None, seed: int) ->
     seconds = time.perf_counter() - t0
     km = KMeans(n_clusters, n_init=10, random_state=seed, scheduler=scheduler).fit(ds["x"])
     km_labels = engine.compute(km.labels_, scheduler=scheduler)
-    return {"store": store, "n": int(len(y)), "t": int(m.t_), "ari": float(ari(y, m.labels_)),
+    return {"store": store, "n": len(y), "t": int(m.t_), "ari": float(ari(y, m.labels_)),
             "kmeans_ari": float(ari(y, km_labels)), "seconds": round(seconds, 2),
             "lsmi": {int(t): round(float(v), 4) for t, v in m.lsmi_.items()},
             "timings": {k: round(v, 2) for k, v in m.timings_.items()}}

@@ -8,7 +8,12 @@ import numpy as np
 import pytest
 
 from infoclust_dask import metrics
-from infoclust_dask._kernels import LSMI_TINY, gaussian_basis, hashed_fold_ids, lsmi_stats
+from infoclust_dask._kernels import (
+    LSMI_TINY,
+    gaussian_basis,
+    hashed_fold_ids,
+    lsmi_stats,
+)
 from infoclust_dask.datasets import make_smic_toy
 from infoclust_dask.objectives.lsmi import DELTAS, WIDTHS, cv_table
 

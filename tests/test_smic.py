@@ -99,15 +99,15 @@ def test_sparse_kernel_equals_dense_reference():
     X, _ = make_smic_toy("double_spirals", 150, random_state=2)
     d2, idx = engine.knn(X, 7)
     for normalization in ("none", "symmetric"):
-        K, sigma, deg = smic_math.kernel_matrix(d2, idx, 7, normalization=normalization)
-        Kr, sr, dr = ref_kernel(X, 7, normalization)
+        K, _, _ = smic_math.kernel_matrix(d2, idx, 7, normalization=normalization)
+        Kr, _, _ = ref_kernel(X, 7, normalization)
         np.testing.assert_allclose(K.toarray(), Kr, rtol=1e-12, atol=1e-15)
         assert (K != K.T).nnz == 0
 
 
 def test_chunked_input_equals_numpy(scheduler):
     X, _ = make_smic_toy("circle_gaussian", 200, random_state=6)
-    kw = dict(t_candidates=[3, 6], random_state=1)
+    kw = {"t_candidates": [3, 6], "random_state": 1}
     ref = SMIC(2, scheduler="sync", **kw).fit(X)
     got = SMIC(2, scheduler=scheduler, **kw).fit(da.from_array(X, chunks=(45, 2)))
     np.testing.assert_array_equal(got.labels_, ref.labels_)
@@ -157,7 +157,7 @@ def test_out_of_sample_rule_matches_reference(normalization):
     X, _ = make_smic_toy("four_blobs", 160, random_state=1)
     Xtr, Xnew = X[:120], X[120:]
     m = SMIC(4, t=4, kernel_normalization=normalization, scheduler="sync").fit(Xtr)
-    labels, lam, V, sigma, deg, pi = ref_smic(Xtr, 4, 4, normalization)
+    _, lam, _, sigma, deg, pi = ref_smic(Xtr, 4, 4, normalization)
     ref = ref_posterior(Xtr, Xnew, 4, normalization, lam, m.eigenvectors_, sigma, deg, pi)
     np.testing.assert_allclose(m._posterior(Xnew), ref, rtol=1e-10, atol=1e-14)
     proba = m.predict_proba(Xnew)
@@ -190,7 +190,7 @@ def test_class_prior_enters_the_assignment():
     X, _ = make_smic_toy("high_low", 150, random_state=0)
     prior = [0.8, 0.2]
     m = SMIC(2, t=6, class_prior=prior, scheduler="sync").fit(X)
-    labels, *_, pi = ref_smic(X, 2, 6, "none", prior=prior)
+    labels, *_ = ref_smic(X, 2, 6, "none", prior=prior)
     np.testing.assert_allclose(m.class_prior_, [0.2, 0.8])
     np.testing.assert_array_equal(m.labels_, labels)
     uniform = SMIC(2, t=6, scheduler="sync").fit(X)

@@ -35,7 +35,12 @@ from sklearn.utils.validation import check_is_fitted
 
 from .. import engine, metrics
 from .._kernels import knn_merge, knn_query_block, smic_oos_stats
-from .._validation import check_data, check_random_state, check_scalar_param, param_error
+from .._validation import (
+    check_data,
+    check_random_state,
+    check_scalar_param,
+    param_error,
+)
 from ..objectives.smic import (
     NORMALIZATIONS,
     assignment_scores,

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["WIDTHS", "DELTAS", "LSMIResult", "class_thetas", "lsmi_from_thetas", "cv_table", "select"]
+__all__ = ["DELTAS", "WIDTHS", "LSMIResult", "class_thetas", "cv_table", "lsmi_from_thetas", "select"]
 
 #: Gaussian widths of §4.3 (in units of the standardized data): 10^-2, 10^-1.5, ..., 10^2
 WIDTHS = tuple(10.0 ** np.arange(-2.0, 2.01, 0.5))
@@ -151,4 +151,4 @@ def select(stats, basis_labels, widths, deltas):
     thetas = class_thetas(G, S, count, basis_labels, [deltas[k]])
     value = lsmi_from_thetas(G, S, count, thetas, 0)
     return LSMIResult(float(value), float(widths[w]), float(deltas[k]), table, tuple(widths), tuple(deltas),
-                      int(len(basis_labels)))
+                      len(basis_labels))

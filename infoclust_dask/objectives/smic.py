@@ -40,8 +40,15 @@ from scipy.sparse.linalg import eigsh
 
 from .._kernels import local_scaling_values
 
-__all__ = ["NORMALIZATIONS", "ROUNDOFF", "kernel_matrix", "top_eigenvectors", "orient", "assignment_scores",
-           "check_prior"]
+__all__ = [
+    "NORMALIZATIONS",
+    "ROUNDOFF",
+    "assignment_scores",
+    "check_prior",
+    "kernel_matrix",
+    "orient",
+    "top_eigenvectors",
+]
 
 #: accepted values of ``kernel_normalization``
 NORMALIZATIONS = ("none", "symmetric")
