@@ -47,6 +47,18 @@ class LSMIResult:
         return float(self.value)
 
 
+#: entries of H below this fraction of its largest entry are set to 0: at
+#: small widths they reach 1e-200, their squares underflow inside LAPACK's
+#: eigensolver, which then fails to converge ("Eigenvalues did not converge");
+#: next to the regularization delta >= 1e-3 they are meaningless
+H_FLOOR = 1e-60
+
+
+def _floor(H):
+    top = np.abs(H).max(axis=(-2, -1), keepdims=True)
+    return np.where(np.abs(H) < H_FLOOR * top, 0.0, H)
+
+
 def class_thetas(G, S, count, basis_labels, deltas):
     """``theta^(y)`` of (13) for every class and every ``delta``.
 
@@ -70,7 +82,7 @@ def class_thetas(G, S, count, basis_labels, deltas):
         if Iy.size == 0 or count[y] == 0 or n == 0:
             out.append((Iy[:0], np.zeros((len(deltas), 0))))
             continue
-        H = (count[y] / n**2) * G[np.ix_(Iy, Iy)]
+        H = _floor((count[y] / n**2) * G[np.ix_(Iy, Iy)])
         h = S[y, Iy] / n
         evals, evecs = np.linalg.eigh(H)
         proj = evecs.T @ h
@@ -98,7 +110,7 @@ def _thetas_all_widths(G, S, count, Iy, y, deltas):
     ``G (W, b, b)``, ``S (W, c, b)``: training sums of every width."""
     n = float(np.sum(count))
     sub = np.ix_(np.arange(G.shape[0]), Iy, Iy)
-    H = (count[y] / n**2) * G[sub]
+    H = _floor((count[y] / n**2) * G[sub])
     h = S[:, y, Iy] / n
     evals, evecs = np.linalg.eigh(H)
     proj = np.einsum("wki,wk->wi", evecs, h)
