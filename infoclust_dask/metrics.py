@@ -188,6 +188,8 @@ def lsmi_many(X, labels, *, n_classes=None, n_bases=200, widths=None, deltas=Non
     rows = A[pick] if not engine.is_lazy(A) else engine.compute(A[pick], scheduler=scheduler)
     centers = (np.asarray(rows, dtype=np.float64) - mean) / std
     seed = int(rng.integers(2**31))
+    if c <= np.iinfo(np.int16).max:
+        lab = lab.astype(np.int16)  # the labels travel with the graph: keep them small
     stats = engine.map_reduce(
         lsmi_stats, A, lab,
         params={"centers": centers, "widths": widths, "n_classes": c, "n_folds": int(n_folds), "seed": seed,
