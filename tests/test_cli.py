@@ -159,3 +159,25 @@ def test_fit_ac_on_a_paired_store(tmp_path, capsys):
     write_dataset(tmp_path / "x.zarr", X)
     assert main(["fit", "ac", str(tmp_path / "x.zarr"), "--scheduler", "threads"]) == 2
     assert "needs a second, paired view" in capsys.readouterr().err
+
+
+def test_fit_smic_on_a_labelled_store(tmp_path, capsys):
+    from infoclust_dask import write_dataset
+    from infoclust_dask.datasets import make_smic_toy
+
+    X, y = make_smic_toy("double_spirals", random_state=0)
+    store = write_dataset(tmp_path / "s.zarr", X, label=y)
+    rc = main(["fit", "smic", str(store), "-k", "2", "--scheduler", "sync", "--storage", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert "[SMIC] t=10: LSMI=" in out  # one progress line per candidate
+    summary = json.loads(out[out.index("{\n"):out.rindex("}") + 1])
+    assert summary["ari_vs_label"] == 1.0 and sorted(map(int, summary["lsmi"])) == list(range(1, 11))
+    assert summary["t"] == int(max(summary["lsmi"], key=summary["lsmi"].get))  # t with the largest LSMI
+    run = next((tmp_path / "runs").glob("*-smic-*"))
+    from sklearn.metrics import adjusted_rand_score
+
+    assert adjusted_rand_score(y, np.load(run / "labels.npy")) == 1.0
+    assert load_model(run / "model.json").t_ == summary["t"]
+    assert main(["fit", "smic", str(store), "-k", "2", "--t", "250", "--scheduler", "sync"]) == 2
+    assert "needs at least t + 1 = 251 samples" in capsys.readouterr().err
