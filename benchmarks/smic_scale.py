@@ -96,7 +96,7 @@ def main():
             print(f"\nn={n}, d={a.d}: store {path.name}, chunks of {ds['x'].chunks[0][0]} rows", flush=True)
             with Peaks(client) as pk:
                 t0 = time.perf_counter()
-                m = SMIC(a.clusters, t=a.t, random_state=0, scheduler=client).fit(ds["x"])
+                m = SMIC(a.clusters, t=a.t, random_state=0, scheduler=client, verbose=2).fit(ds["x"])
                 total = time.perf_counter() - t0
             labels = np.asarray(ds["label"].values)
             print(f"SMIC t={a.t}: total {total:.1f} s = " + ", ".join(f"{k} {v:.1f} s" for k, v in m.timings_.items())

@@ -871,7 +871,28 @@ def local_scaling_values(d2, sigma_a, sigma_b):
     return np.exp(-ratio)
 
 
+#: rows per sub-block of the SMIC/LSMI kernels: their temporaries are
+#: (rows x bases) or (rows x training rows), so a store chunk of 500 000 rows
+#: is processed in pieces and worker memory stays bounded
+SUB_ROWS = 8192
+
+
+def _sum_dicts(parts):
+    return {k: sum(p[k] for p in parts) for k in parts[0]}
+
+
 def smic_oos_stats(xd, phi, sigma, *, start=0, xq, sigma_q, nbr):
+    """:func:`_smic_oos_rows` over sub-blocks of at most :data:`SUB_ROWS`
+    training rows (the distance table is new rows x training rows)."""
+    n = np.asarray(xd).shape[0]
+    if n <= SUB_ROWS:
+        return _smic_oos_rows(xd, phi, sigma, start=start, xq=xq, sigma_q=sigma_q, nbr=nbr)
+    return _sum_dicts([_smic_oos_rows(xd[i:i + SUB_ROWS], phi[i:i + SUB_ROWS], sigma[i:i + SUB_ROWS],
+                                      start=start + i, xq=xq, sigma_q=sigma_q, nbr=nbr)
+                       for i in range(0, n, SUB_ROWS)])
+
+
+def _smic_oos_rows(xd, phi, sigma, *, start=0, xq, sigma_q, nbr):
     """One training block's share of the out-of-sample sums of SMIC, §2.3.
 
     For new rows ``xq`` with local scales ``sigma_q`` and their ``t``
@@ -923,6 +944,17 @@ def gaussian_basis(x, centers, width, *, x_sq=None, d2=None):
 
 
 def lsmi_stats(x, labels, *, start=0, centers, widths, n_classes, n_folds, seed, shift, scale):
+    """:func:`_lsmi_stats_rows` over sub-blocks of at most :data:`SUB_ROWS` rows."""
+    n = np.asarray(x).shape[0]
+    kw = {"centers": centers, "widths": widths, "n_classes": n_classes, "n_folds": n_folds, "seed": seed,
+          "shift": shift, "scale": scale}
+    if n <= SUB_ROWS:
+        return _lsmi_stats_rows(x, labels, start=start, **kw)
+    return _sum_dicts([_lsmi_stats_rows(x[i:i + SUB_ROWS], labels[i:i + SUB_ROWS], start=start + i, **kw)
+                       for i in range(0, n, SUB_ROWS)])
+
+
+def _lsmi_stats_rows(x, labels, *, start=0, centers, widths, n_classes, n_folds, seed, shift, scale):
     """Per-fold sums behind LSMI (Sugiyama et al., §2.4) for every width.
 
     Rows are standardized with ``shift``/``scale``, assigned to one of

@@ -129,3 +129,25 @@ def test_lsmi_errors():
         metrics.lsmi(X, np.zeros(10, dtype=int), n_folds=11)
     with pytest.raises(ValueError, match="non-integer"):
         metrics.lsmi(X, np.full(10, 0.5))
+
+
+def test_sub_blocks_give_the_same_sums(monkeypatch):
+    """Large store chunks are processed in sub-blocks (bounded worker memory):
+    the sums equal those of one block."""
+    import infoclust_dask._kernels as k
+
+    X, y = make_smic_toy("four_blobs", 300, random_state=2)
+    kw = {"centers": X[:40], "widths": (0.5, 2.0), "n_classes": 4, "n_folds": 3, "seed": 7,
+          "shift": np.zeros(2), "scale": np.ones(2)}
+    whole = k.lsmi_stats(X, y, start=11, **kw)
+    phi = np.random.default_rng(0).normal(size=(300, 4))
+    sig = np.full(300, 0.3)
+    oos_kw = {"xq": X[:25] + 0.01, "sigma_q": np.full(25, 0.2), "nbr": np.tile(np.arange(5), (25, 1))}
+    oos = k.smic_oos_stats(X, phi, sig, start=0, **oos_kw)
+    monkeypatch.setattr(k, "SUB_ROWS", 64)
+    split = k.lsmi_stats(X, y, start=11, **kw)
+    for key in whole:
+        np.testing.assert_allclose(split[key], whole[key], rtol=1e-12, atol=1e-14)
+    split_oos = k.smic_oos_stats(X, phi, sig, start=0, **oos_kw)
+    for key in oos:
+        np.testing.assert_allclose(split_oos[key], oos[key], rtol=1e-12, atol=1e-14)

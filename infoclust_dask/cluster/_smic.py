@@ -101,7 +101,9 @@ class SMIC(ClusterMixin, BaseEstimator):
     scheduler : str, Client or None
         See :mod:`infoclust_dask.engine`.
     verbose : int, default=0
-        Print one line per candidate ``t``.
+        1: print the time of the neighbour search and one line per
+        candidate ``t`` (LSMI, eigenvalues, cluster sizes); 2: also the
+        kernel and eigensolver time of every candidate as it finishes.
 
     Attributes
     ----------
@@ -214,6 +216,8 @@ class SMIC(ClusterMixin, BaseEstimator):
             d2, idx = engine.compute((d2, idx), scheduler=sched)
         d2, idx = np.asarray(d2), np.asarray(idx)
         timings["knn"] = time.perf_counter() - t0
+        if self.verbose:
+            print(f"[SMIC] {ts[-1]} nearest neighbours of {info.n} rows: {timings['knn']:.1f} s", flush=True)
 
         fits = {}
         for t in ts:
@@ -229,6 +233,8 @@ class SMIC(ClusterMixin, BaseEstimator):
             timings["eigen"] += t2 - t1
             timings["assign"] += time.perf_counter() - t2
             fits[t] = (labels, lam, Vt, sigma, degree)
+            if self.verbose > 1:
+                print(f"[SMIC] t={t}: kernel {t1 - t0:.1f} s, eigensolver {t2 - t1:.1f} s", flush=True)
 
         # LSMI of every candidate clustering in ONE pass (shared bases, folds, Phi^T Phi)
         t0 = time.perf_counter()
