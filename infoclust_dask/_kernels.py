@@ -877,19 +877,18 @@ def local_scaling_values(d2, sigma_a, sigma_b):
 SUB_ROWS = 8192
 
 
-def _sum_dicts(parts):
-    return {k: sum(p[k] for p in parts) for k in parts[0]}
+def _in_sub_blocks(rows_kernel, arrays, start, **params):
+    """``rows_kernel`` over sub-blocks of at most :data:`SUB_ROWS` rows of the
+    row-aligned ``arrays``, partial sums added with :func:`combine_sum`."""
+    n = np.asarray(arrays[0]).shape[0]
+    return combine_sum([rows_kernel(*(a[i:i + SUB_ROWS] for a in arrays), start=start + i, **params)
+                        for i in range(0, max(n, 1), SUB_ROWS)])
 
 
 def smic_oos_stats(xd, phi, sigma, *, start=0, xq, sigma_q, nbr):
     """:func:`_smic_oos_rows` over sub-blocks of at most :data:`SUB_ROWS`
     training rows (the distance table is new rows x training rows)."""
-    n = np.asarray(xd).shape[0]
-    if n <= SUB_ROWS:
-        return _smic_oos_rows(xd, phi, sigma, start=start, xq=xq, sigma_q=sigma_q, nbr=nbr)
-    return _sum_dicts([_smic_oos_rows(xd[i:i + SUB_ROWS], phi[i:i + SUB_ROWS], sigma[i:i + SUB_ROWS],
-                                      start=start + i, xq=xq, sigma_q=sigma_q, nbr=nbr)
-                       for i in range(0, n, SUB_ROWS)])
+    return _in_sub_blocks(_smic_oos_rows, (xd, phi, sigma), start, xq=xq, sigma_q=sigma_q, nbr=nbr)
 
 
 def _smic_oos_rows(xd, phi, sigma, *, start=0, xq, sigma_q, nbr):
@@ -906,18 +905,16 @@ def _smic_oos_rows(xd, phi, sigma, *, start=0, xq, sigma_q, nbr):
     xq = np.asarray(xq, dtype=np.float64)
     sigma = np.asarray(sigma, dtype=np.float64)
     nq, nd = xq.shape[0], xd.shape[0]
-    d2 = sq_distances(xq, xd)
-    # candidates by the expanded distances (with a little slack), decided on
-    # exact differences below
-    cand = d2 <= sigma[None, :] ** 2 * (1.0 + 1e-9) + 1e-300
     local = np.asarray(nbr, dtype=np.int64) - start
     r, c = np.nonzero((local >= 0) & (local < nd))
-    cand[r, local[r, c]] = True
-    rows, cols = np.nonzero(cand)
-    diff = xq[rows] - xd[cols]
-    d2e = np.einsum("ij,ij->i", diff, diff)
     is_nbr = np.zeros((nq, nd), dtype=bool)
     is_nbr[r, local[r, c]] = True
+    # candidates: the new rows' neighbours, and the training rows whose scale
+    # the expanded distance (with a little slack) reaches - decided on exact
+    # differences below
+    rows, cols = np.nonzero(is_nbr | (sq_distances(xq, xd) <= sigma[None, :] ** 2 * (1.0 + 1e-9) + 1e-300))
+    diff = xq[rows] - xd[cols]
+    d2e = np.einsum("ij,ij->i", diff, diff)
     keep = is_nbr[rows, cols] | (d2e <= sigma[cols] ** 2)
     rows, cols, d2e = rows[keep], cols[keep], d2e[keep]
     vals = local_scaling_values(d2e, np.asarray(sigma_q, dtype=np.float64)[rows], sigma[cols])
@@ -945,13 +942,8 @@ def gaussian_basis(x, centers, width, *, x_sq=None, d2=None):
 
 def lsmi_stats(x, labels, *, start=0, centers, widths, n_classes, n_folds, seed, shift, scale):
     """:func:`_lsmi_stats_rows` over sub-blocks of at most :data:`SUB_ROWS` rows."""
-    n = np.asarray(x).shape[0]
-    kw = {"centers": centers, "widths": widths, "n_classes": n_classes, "n_folds": n_folds, "seed": seed,
-          "shift": shift, "scale": scale}
-    if n <= SUB_ROWS:
-        return _lsmi_stats_rows(x, labels, start=start, **kw)
-    return _sum_dicts([_lsmi_stats_rows(x[i:i + SUB_ROWS], labels[i:i + SUB_ROWS], start=start + i, **kw)
-                       for i in range(0, n, SUB_ROWS)])
+    return _in_sub_blocks(_lsmi_stats_rows, (x, labels), start, centers=centers, widths=widths,
+                          n_classes=n_classes, n_folds=n_folds, seed=seed, shift=shift, scale=scale)
 
 
 def _lsmi_stats_rows(x, labels, *, start=0, centers, widths, n_classes, n_folds, seed, shift, scale):
