@@ -20,6 +20,7 @@ Two experiments, ARI against the true classes (and wall time):
 
     python benchmarks/smic_compare.py --what toys --seeds 20
     python benchmarks/smic_compare.py --what real --reps 5
+    python benchmarks/smic_compare.py --what real --reps 1 --fraction 1 --datasets digits   # all rows
     python benchmarks/smic_compare.py --what per-t --seeds 20
 """
 
@@ -87,6 +88,7 @@ def main():
     p.add_argument("--what", choices=["toys", "real", "per-t"], default="toys")
     p.add_argument("--seeds", type=int, default=20)
     p.add_argument("--reps", type=int, default=5)
+    p.add_argument("--fraction", type=float, default=0.9, help="real: share of the rows in each subsample")
     p.add_argument("--norms", nargs="+", default=["none", "symmetric"])
     p.add_argument("--datasets", nargs="+", default=["digits", "wine", "optdigits", "penbased"])
     p.add_argument("--sets", nargs="+", default=None, help="toy sets (default all four)")
@@ -142,10 +144,10 @@ def main():
             X0, y0, _ = load_bundled(name)
             for rep in range(a.reps):
                 rng = np.random.default_rng(rep)
-                keep = np.sort(rng.choice(len(y0), size=int(0.9 * len(y0)), replace=False))
+                keep = np.sort(rng.choice(len(y0), size=int(a.fraction * len(y0)), replace=False))
                 X = StandardScaler().fit_transform(X0[keep])
                 run(X, y0[keep], rep, a.norms, rows, {"set": name, "rep": rep, "n": len(keep), "d": X.shape[1]})
-        print(f"\n{a.reps} subsamples (90 %) per set, wall time {time.perf_counter() - t_start:.0f} s\n")
+        print(f"\n{a.reps} subsamples ({a.fraction:.0%}) per set, wall time {time.perf_counter() - t_start:.0f} s\n")
         head = ["set (n x d, c)"]
         for n in a.norms:
             head += [f"SMIC {n} ARI", "time [model selection] s"]

@@ -62,10 +62,16 @@ def local_scaling_affinity(X, t, *, normalization="none", scheduler=None):
     feed scikit-learn's ``SpectralClustering(affinity="precomputed")`` the
     self-tuning kernel SMIC uses. Neighbours are found block against block
     (:func:`infoclust_dask.engine.knn`)."""
+    d2, idx = _neighbour_lists(X, t, scheduler)
+    return kernel_matrix(d2, idx, t, normalization=normalization)
+
+
+def _neighbour_lists(X, t, scheduler):
+    """``engine.knn`` computed into numpy ``(dist2, index)`` on the driver."""
     d2, idx = engine.knn(X, t, scheduler=scheduler)
     if engine.is_lazy(d2):
         d2, idx = engine.compute((d2, idx), scheduler=scheduler)
-    return kernel_matrix(np.asarray(d2), np.asarray(idx), t, normalization=normalization)
+    return np.asarray(d2), np.asarray(idx)
 
 
 class SMIC(ClusterMixin, BaseEstimator):
@@ -211,10 +217,7 @@ class SMIC(ClusterMixin, BaseEstimator):
         timings = dict.fromkeys(("knn", "kernel", "eigen", "assign", "lsmi"), 0.0)
 
         t0 = time.perf_counter()
-        d2, idx = engine.knn(A, ts[-1], scheduler=sched)
-        if engine.is_lazy(d2):
-            d2, idx = engine.compute((d2, idx), scheduler=sched)
-        d2, idx = np.asarray(d2), np.asarray(idx)
+        d2, idx = _neighbour_lists(A, ts[-1], sched)
         timings["knn"] = time.perf_counter() - t0
         if self.verbose:
             print(f"[SMIC] {ts[-1]} nearest neighbours of {info.n} rows: {timings['knn']:.1f} s", flush=True)
