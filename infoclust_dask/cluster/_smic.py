@@ -17,6 +17,10 @@ Where the work happens:
   first ``t`` columns;
 - the sparse kernel (``n (2t + 1)`` entries at most) and its eigenvectors
   (``n x c``) live on the driver: ``scipy.sparse.linalg.eigsh`` runs there;
+  one candidate's kernel at a time, and only the labels and eigenvalues of
+  every candidate are kept - the chosen ``t`` is solved again at the end
+  (one more kernel and eigensolve instead of ``len(t_candidates)`` sets of
+  ``n x c`` eigenvectors);
 - LSMI of every candidate clustering comes from ONE map-reduce pass over
   the row blocks (:func:`infoclust_dask.metrics.lsmi_many`: the bases, folds
   and ``Phi^T Phi`` are shared, only the per-class sums differ);
@@ -136,7 +140,7 @@ class SMIC(ClusterMixin, BaseEstimator):
         Seconds spent finding neighbours (``"knn"``), building kernels
         (``"kernel"``), in the eigensolver (``"eigen"``), assigning
         (``"assign"``) and computing LSMI (``"lsmi"``), summed over the
-        candidates.
+        candidates (and the second solve of the chosen ``t``).
     n_features_in_ : int
 
     Notes
@@ -222,22 +226,10 @@ class SMIC(ClusterMixin, BaseEstimator):
         if self.verbose:
             print(f"[SMIC] {ts[-1]} nearest neighbours of {info.n} rows: {timings['knn']:.1f} s", flush=True)
 
-        fits = {}
+        fits = {}  # t -> (labels, eigenvalues); the eigenvectors of the chosen t are solved again below
         for t in ts:
-            t0 = time.perf_counter()
-            K, sigma, degree = kernel_matrix(d2, idx, t, normalization=self.kernel_normalization)
-            t1 = time.perf_counter()
-            lam, V = top_eigenvectors(K, self.n_clusters, random_state=seed)
-            del K
-            t2 = time.perf_counter()
-            Vt = orient(V)
-            labels = np.argmax(assignment_scores(Vt, prior), axis=1)
-            timings["kernel"] += t1 - t0
-            timings["eigen"] += t2 - t1
-            timings["assign"] += time.perf_counter() - t2
-            fits[t] = (labels, lam, Vt, sigma, degree)
-            if self.verbose > 1:
-                print(f"[SMIC] t={t}: kernel {t1 - t0:.1f} s, eigensolver {t2 - t1:.1f} s", flush=True)
+            solution = self._solve(d2, idx, t, prior, seed, timings)
+            fits[t] = solution[:2]
 
         # LSMI of every candidate clustering in ONE pass (shared bases, folds, Phi^T Phi)
         t0 = time.perf_counter()
@@ -253,13 +245,37 @@ class SMIC(ClusterMixin, BaseEstimator):
                 print(f"[SMIC] t={t}: LSMI={r.value:.4f} (width {r.width:g}, delta {r.delta:g}), eigenvalues "
                       f"{np.array2string(fits[t][1], precision=4)}, cluster sizes {sizes.tolist()}", flush=True)
         best = max(ts, key=lambda t: (self.lsmi_[t], -t))
-        self.labels_, self.eigenvalues_, self.eigenvectors_, self.local_scales_, self.degree_ = fits[best]
+        if best != ts[-1]:  # keeping every candidate's n x c eigenvectors would cost len(ts) times the memory
+            solution = self._solve(d2, idx, best, prior, seed, timings)
+        self.labels_, self.eigenvalues_, self.eigenvectors_, self.local_scales_, self.degree_ = solution
         self.t_ = best
         self.class_prior_ = prior
         self.X_fit_ = A
         self.n_samples_fit_ = info.n
         self.timings_ = timings
         return self
+
+    def _solve(self, d2, idx, t, prior, seed, timings):
+        """Kernel (7) at ``t``, its top-c eigenvectors, the sign rule and the
+        in-sample assignment; adds the stage times to ``timings``. The
+        solution is deterministic (dense ``eigh``, or ``eigsh`` from a start
+        vector drawn from ``seed``), so solving a candidate twice gives the
+        same labels. Returns ``(labels, eigenvalues, oriented eigenvectors,
+        local scales, degrees)``."""
+        t0 = time.perf_counter()
+        K, sigma, degree = kernel_matrix(d2, idx, t, normalization=self.kernel_normalization)
+        t1 = time.perf_counter()
+        lam, V = top_eigenvectors(K, self.n_clusters, random_state=seed)
+        del K
+        t2 = time.perf_counter()
+        Vt = orient(V)
+        labels = np.argmax(assignment_scores(Vt, prior), axis=1)
+        timings["kernel"] += t1 - t0
+        timings["eigen"] += t2 - t1
+        timings["assign"] += time.perf_counter() - t2
+        if self.verbose > 1:
+            print(f"[SMIC] t={t}: kernel {t1 - t0:.1f} s, eigensolver {t2 - t1:.1f} s", flush=True)
+        return labels, lam, Vt, sigma, degree
 
     def fit_predict(self, X, y=None):
         """Fit and return ``labels_`` (the in-sample assignment rule)."""
