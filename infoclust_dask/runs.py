@@ -98,6 +98,10 @@ def write_npy(path, array, *, overwrite=False) -> Path:
     return path
 
 
+def _is_int_text(key):
+    return isinstance(key, str) and key.lstrip("-").isdigit()
+
+
 def save_model(est, path, *, overwrite=False) -> Path:
     """Save a fitted estimator's parameters and small fitted state as JSON."""
     from . import __version__
@@ -114,7 +118,13 @@ def save_model(est, path, *, overwrite=False) -> Path:
 
 
 def load_model(path):
-    """Rebuild an estimator saved by :func:`save_model` (ready to predict)."""
+    """Rebuild an estimator saved by :func:`save_model`.
+
+    K-means, soft K-means, DC and AC come back ready to ``predict``. SMIC
+    comes back as a record of its fit (``t_``, ``lsmi_`` keyed by int ``t``,
+    ``eigenvalues_``, ``timings_``, ...): its ``predict`` needs the training
+    rows and eigenvectors, which are not saved - refit ``SMIC(t=model.t_)``.
+    """
     import importlib
 
     doc = json.loads(Path(path).read_text())
@@ -124,5 +134,7 @@ def load_model(path):
     cls = getattr(importlib.import_module(module), name)
     est = cls(**_from_json(doc["params"]))
     for k, v in _from_json(doc["fitted"]).items():
+        if isinstance(v, dict) and v and all(_is_int_text(key) for key in v):
+            v = {int(key): x for key, x in v.items()}  # JSON made the int keys (SMIC's lsmi_ per t) strings
         setattr(est, k, v)
     return est

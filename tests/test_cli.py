@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from sklearn.exceptions import NotFittedError
 
 from infoclust_dask import open_dataset
 from infoclust_dask.cli import main
@@ -178,6 +179,10 @@ def test_fit_smic_on_a_labelled_store(tmp_path, capsys):
     from sklearn.metrics import adjusted_rand_score
 
     assert adjusted_rand_score(y, np.load(run / "labels.npy")) == 1.0
-    assert load_model(run / "model.json").t_ == summary["t"]
+    model = load_model(run / "model.json")
+    assert model.t_ == summary["t"] and sorted(model.lsmi_) == list(range(1, 11))  # int keys again
+    assert model.lsmi_[model.t_] == max(model.lsmi_.values())
+    with pytest.raises(NotFittedError, match=r"refit SMIC\(n_clusters, t=model.t_\)"):
+        model.predict(X[:3])
     assert main(["fit", "smic", str(store), "-k", "2", "--t", "250", "--scheduler", "sync"]) == 2
     assert "needs at least t + 1 = 251 samples" in capsys.readouterr().err

@@ -35,6 +35,7 @@ from functools import partial
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin
+from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
 from .. import engine, metrics
@@ -287,6 +288,11 @@ class SMIC(ClusterMixin, BaseEstimator):
         the rows of ``X``: ``pi_y max(0, sum_i K(x', x_i) phi~_yi) /
         (lambda_y max(0, phi~_y)^T 1)`` (with ``K`` normalized like the fit's
         kernel). Two passes over the training rows per block of new rows."""
+        if hasattr(self, "t_") and not hasattr(self, "eigenvectors_"):
+            raise NotFittedError(
+                "This SMIC was loaded from model.json, which records the fit (t_, lsmi_, eigenvalues_) but not the "
+                "training rows and eigenvectors that predict needs; refit SMIC(n_clusters, t=model.t_) on the "
+                "training data to predict.")
         check_is_fitted(self, "eigenvectors_")
         sched = engine.resolve_scheduler(self.scheduler)
         A, _ = check_data(self, X, reset=False, scheduler=sched)
