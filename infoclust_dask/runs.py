@@ -61,7 +61,10 @@ def _from_json(v):
     if isinstance(v, dict) and "__ndarray__" in v:
         return np.asarray(v["__ndarray__"], dtype=v["dtype"])
     if isinstance(v, dict):
-        return {k: _from_json(x) for k, x in v.items()}
+        keys = list(v)
+        if keys and all(isinstance(k, str) and k.lstrip("-").isdigit() for k in keys):
+            keys = [int(k) for k in keys]  # _jsonable wrote int keys (SMIC's lsmi_ per t) as strings
+        return {k: _from_json(x) for k, x in zip(keys, v.values(), strict=True)}
     return v
 
 
@@ -98,10 +101,6 @@ def write_npy(path, array, *, overwrite=False) -> Path:
     return path
 
 
-def _is_int_text(key):
-    return isinstance(key, str) and key.lstrip("-").isdigit()
-
-
 def save_model(est, path, *, overwrite=False) -> Path:
     """Save a fitted estimator's parameters and small fitted state as JSON."""
     from . import __version__
@@ -134,7 +133,5 @@ def load_model(path):
     cls = getattr(importlib.import_module(module), name)
     est = cls(**_from_json(doc["params"]))
     for k, v in _from_json(doc["fitted"]).items():
-        if isinstance(v, dict) and v and all(_is_int_text(key) for key in v):
-            v = {int(key): x for key, x in v.items()}  # JSON made the int keys (SMIC's lsmi_ per t) strings
         setattr(est, k, v)
     return est
