@@ -192,6 +192,20 @@ def test_predict_agrees_with_refit_on_all_points(name, normalization, seed):
     assert ari(full.labels_[held], part.predict(X[held])) >= 0.95
 
 
+@pytest.mark.parametrize("name,normalization", [("four_blobs", "none"), ("circle_gaussian", "symmetric"),
+                                                ("double_spirals", "none")])
+def test_predict_agrees_with_refit_at_the_full_fits_t(name, normalization):
+    """The same with the full fit's t forced on the training rows (50 of
+    200 held out), on a draw where both fits find the same partition."""
+    X, y = make_smic_toy(name, random_state=7)
+    c = len(np.unique(y))
+    held = np.random.default_rng(0).permutation(len(y))[:50]
+    train = np.setdiff1d(np.arange(len(y)), held)
+    full = SMIC(c, kernel_normalization=normalization, random_state=0, scheduler="sync").fit(X)
+    part = SMIC(c, t=full.t_, kernel_normalization=normalization, random_state=0, scheduler="sync").fit(X[train])
+    assert ari(full.labels_[held], part.predict(X[held])) >= 0.95
+
+
 def test_chosen_t_solved_again_equals_fixed_t():
     """fit keeps only labels and eigenvalues per candidate and solves the
     chosen t again: the same state as a fit with that t fixed."""
