@@ -34,7 +34,7 @@ def main():
     from sklearn.cluster import KMeans as SKKMeans
 
     from infoclust_dask import KMeans, engine
-    from infoclust_dask._kernels import lloyd_stats, lloyd_step_stats
+    from infoclust_dask.kernels.kmeans import LLOYD_FAR, LLOYD_STEP
     from infoclust_dask.datasets import make_blobs
 
     X, _, _ = make_blobs(a.n, a.d, centers=a.k, cluster_std=3.0, random_state=0, lazy=False)
@@ -42,8 +42,8 @@ def main():
     print(f"data {a.n} x {a.d} float64 ({X.nbytes / 1e6:.0f} MB), k={a.k}, {a.iters} Lloyd iterations")
 
     # --- one Lloyd pass --------------------------------------------------------
-    t_ref, _ = best_of(lambda: engine.map_reduce(lloyd_stats, X, None, params={"centers": init}, scheduler="threads"))
-    t_pass, _ = best_of(lambda: engine.map_reduce(lloyd_step_stats, X, None, params={"centers": init}, scheduler="threads"))
+    t_ref, _ = best_of(lambda: engine.map_reduce(LLOYD_FAR, X, None, params={"centers": init}, scheduler="threads"))
+    t_pass, _ = best_of(lambda: engine.map_reduce(LLOYD_STEP, X, None, params={"centers": init}, scheduler="threads"))
     print(f"ours: one Lloyd pass, numpy reference kernel (lloyd_stats)        {t_ref * 1e3:8.1f} ms")
     print(f"ours: one Lloyd pass, compiled block kernel (lloyd_step_stats)    {t_pass * 1e3:8.1f} ms")
 

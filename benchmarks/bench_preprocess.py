@@ -2,7 +2,7 @@
 
 On a LocalCluster of 2 single-threaded worker processes, in one run, on one
 store: a plain read (sum), the moments pass (per-feature mean/std), dask's
-TSQR SVD of the centred data (``engine.tall_svd``, ``--pca-method tsqr``),
+TSQR SVD of the centred data (``preprocess.tall_svd``, ``--pca-method tsqr``),
 the Gram pass (``--pca-method gram``, the default), and the whole
 store-to-store ``ingest --standardize --pca K`` (moments + Gram + the
 projected write). Ratios are times over the plain read. Peak RSS of the
@@ -59,7 +59,7 @@ def main():
     mean, std, n, _ = feature_moments(fresh(), scheduler=client)
     times["moments pass"] = time.perf_counter() - t
     t = time.perf_counter()
-    engine.tall_svd(fresh(), center=mean, scheduler=client)
+    tall_svd(fresh(), center=mean, scheduler=client)
     times["TSQR SVD (centred, dask)"] = time.perf_counter() - t
     t = time.perf_counter()
     principal_axes(fresh(), a.pca, scheduler=client)

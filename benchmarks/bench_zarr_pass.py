@@ -26,7 +26,8 @@ def main():
     a = p.parse_args()
 
     from infoclust_dask import engine, open_dataset, write_dataset
-    from infoclust_dask._kernels import lloyd_step_stats, moments_stats
+    from infoclust_dask.kernels.kmeans import LLOYD_STEP
+    from infoclust_dask.kernels.stats import MOMENTS
     from infoclust_dask.datasets import make_blobs
 
     path = Path(__file__).parent / "_data" / f"bench-{a.rows}x{a.features}-{a.codec}.zarr"
@@ -57,10 +58,10 @@ def main():
         return float(engine.compute(fresh().sum(dtype=np.float64), scheduler=client))
 
     def moments_pass():
-        return engine.map_reduce(moments_stats, fresh(), scheduler=client)
+        return engine.map_reduce(MOMENTS, fresh(), scheduler=client)
 
     def lloyd_pass():
-        return engine.map_reduce(lloyd_step_stats, fresh(), None, params={"centers": centers}, scheduler=client)
+        return engine.map_reduce(LLOYD_STEP, fresh(), None, params={"centers": centers}, scheduler=client)
 
     results = {}
     for name, fn in [("plain read (dask sum)", plain_read), ("map_reduce moments pass", moments_pass),

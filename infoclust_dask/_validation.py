@@ -12,9 +12,10 @@ import numbers
 import numpy as np
 
 from . import engine
-from ._kernels import moments_stats
+from .kernels.stats import MOMENTS
 
 __all__ = [
+    "open_input",
     "check_labels",
     "check_data",
     "check_sample_weight",
@@ -33,6 +34,29 @@ class DataInfo:
     def __init__(self, n, d, mean, var, lazy_input=False):
         self.n, self.d, self.mean, self.var = int(n), int(d), mean, var
         self.lazy_input = lazy_input
+
+
+def is_path(data) -> bool:
+    return isinstance(data, str) or hasattr(data, "__fspath__")
+
+
+def open_input(data, variable: str = "x"):
+    """The numpy or dask array behind ``data``: a store path is opened here
+    (its ``variable``, lazily) - the one place where paths become arrays, so
+    that the engine never imports the store - and numpy, dask or xarray
+    input goes through :func:`infoclust_dask.engine.as_array`."""
+    if data is None:
+        return None
+    if is_path(data):
+        from .store import open_dataset
+
+        ds = open_dataset(data)
+        if variable not in ds:
+            raise KeyError(
+                f"The store {str(data)!r} has no variable {variable!r}; it holds {sorted(ds.data_vars)}."
+            )
+        data = ds[variable]
+    return engine.as_array(data)
 
 
 def param_error(est, name, expected, value):
@@ -72,8 +96,8 @@ def check_data(est, X, *, reset: bool, scheduler=None, need_moments: bool = Fals
     """
     from sklearn.utils.validation import check_array, validate_data
 
-    if isinstance(X, (str,)) or hasattr(X, "__fspath__") or engine.is_lazy(X):
-        A = engine.as_array(X, variable=variable)
+    if is_path(X) or engine.is_lazy(X):
+        A = open_input(X, variable=variable)
         if A.ndim != 2:
             fix = " Reshape your data with X.reshape(-1, 1) for a single feature." if A.ndim == 1 else ""
             raise ValueError(f"Expected 2D array, got {A.ndim}D array of shape {A.shape} instead.{fix}")
@@ -84,10 +108,11 @@ def check_data(est, X, *, reset: bool, scheduler=None, need_moments: bool = Fals
         _check_width(est, A, reset, attr, name)
         if not need_moments:
             return A, None
+        A = engine.prepare(A, scheduler=scheduler)  # many passes follow
         shift = np.asarray(engine.compute(A[0], scheduler=scheduler), dtype=np.float64)
         if not np.all(np.isfinite(shift)):
             shift = None
-        st = engine.map_reduce(moments_stats, A, params={"shift": shift}, scheduler=scheduler)
+        st = engine.map_reduce(MOMENTS, A, params={"shift": shift}, scheduler=scheduler)
         if int(st["n_bad"]):
             raise ValueError(
                 f"Input {name} contains {int(st['n_bad'])} NaN or infinite values. Drop or impute "
@@ -102,13 +127,9 @@ def check_data(est, X, *, reset: bool, scheduler=None, need_moments: bool = Fals
     if not need_moments:
         return A, None
     shift = A[0].astype(np.float64)
-    info = _info(engine.map_reduce(moments_stats, A, params={"shift": shift}, scheduler="threads"), A.shape, shift)
+    info = _info(engine.map_reduce(MOMENTS, A, params={"shift": shift}, scheduler="threads"), A.shape, shift)
     info.lazy_input = False
-    sched = engine.resolve_scheduler(scheduler)
-    if sched.kind == "distributed":
-        # many passes follow: scatter the blocks to the workers once
-        A = engine.persist(A, scheduler=sched)
-    return A, info
+    return engine.prepare(A, scheduler=scheduler), info
 
 
 def _check_width(est, A, reset, attr, name):
@@ -134,7 +155,7 @@ def check_sample_weight(sample_weight, X):
     if sample_weight is None:
         return None
     if engine.is_lazy(sample_weight) or engine.is_lazy(X):
-        w = engine.as_array(sample_weight)
+        w = open_input(sample_weight)
     else:
         w = np.asarray(sample_weight, dtype=np.float64)
         if w.ndim == 0:
@@ -180,7 +201,7 @@ def check_labels(c, n_samples, scheduler=None, *, min_classes=2):
     ``min_classes`` classes. Returns ``(array, n_classes)``; numpy labels are
     scattered to the workers once when the scheduler is distributed."""
     sched = engine.resolve_scheduler(scheduler)
-    C = engine.as_array(c, variable="label")
+    C = open_input(c, variable="label")
     if C.ndim != 1:
         raise ValueError(f"c must be 1-D (one class per sample); got shape {C.shape}.")
     if C.shape[0] != n_samples:
@@ -195,9 +216,7 @@ def check_labels(c, n_samples, scheduler=None, *, min_classes=2):
         raise ValueError(f"c must be >= 0; found class {lo}.")
     if hi + 1 < min_classes:
         raise ValueError(f"c must hold at least {min_classes} classes; all samples have class {hi}.")
-    if sched.kind == "distributed" and not engine.is_lazy(C):
-        C = engine.persist(C, scheduler=sched)  # scattered once, not shipped with every pass
-    return C, hi + 1
+    return engine.prepare(C, scheduler=sched), hi + 1
 
 
 def label_range(C, scheduler=None):

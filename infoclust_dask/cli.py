@@ -93,7 +93,7 @@ def _cmd_fit(args):
         sigma = "auto" if args.sigma == "auto" else float(args.sigma)
         est = AssociativeClustering((args.k, args.l or args.k), sigma=sigma, random_state=args.seed, scheduler=sched,
                                     verbose=1)
-        est.fit(engine.persist_if_small(ds["x"], scheduler=sched), engine.persist_if_small(ds["y"], scheduler=sched))
+        est.fit(ds["x"], ds["y"])
     elif args.method == "smic":
         t = "auto" if args.t == "auto" else int(args.t)
         est = SMIC(args.k, t=t, kernel_normalization=args.kernel_normalization, random_state=args.seed,

@@ -204,14 +204,9 @@ def run_cell(store, method, params, fold, n_folds, fold_kind="ranges", seed=0, s
     ds = open_dataset(store)
     t0 = time.perf_counter()
     train, test = split(ds, fold, n_folds, fold_kind, variables=("x", aux) if aux else ("x",), scheduler=sched)
-    Xtr = train["x"]
-    small = Xtr.nbytes <= engine.PERSIST_BYTES  # many passes over a small fold: keep it in worker memory
-    if small:
-        Xtr = engine.persist(Xtr, scheduler=sched)
+    Xtr = train["x"]  # the fit keeps a small fold in worker memory (engine.prepare)
     atr = train.get(aux) if aux else None
     n_classes = None
-    if atr is not None and (aux == "label" or small):
-        atr = engine.persist(atr, scheduler=sched)
     if aux == "label":
         from ._validation import label_range
 

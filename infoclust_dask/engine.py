@@ -1,205 +1,64 @@
-"""The map-reduce engine: the only module that builds dask graphs.
+"""The map-reduce engine: the only module that builds dask graphs and computes.
 
-:func:`map_reduce` applies a pure-numpy block kernel (``infoclust_dask._kernels``)
-to aligned row blocks of its inputs and tree-reduces the dicts of partial sums
-in one ``compute``. :func:`map_blocks` does the same without the reduction, for
-per-sample outputs (labels), lazily when the input is a dask array.
+It runs the passes the kernels declare (:class:`~infoclust_dask.kernels.Pass`):
 
-Inputs may be numpy arrays, dask arrays, xarray DataArrays or the path of a
-store written by :func:`infoclust_dask.store.write_dataset` (its ``x``).
+- :func:`map_reduce` (``kind="reduce"``): the chunk kernel over aligned row
+  blocks, partial results tree-combined with the pass's combine, one
+  ``compute`` per call;
+- :func:`map_blocks` (``kind="map"``): one output row per input row, lazily
+  for dask input;
+- :func:`fold_blocks` (``kind="fold"``): a small state threaded block after
+  block (on-line algorithms stream over data of any size);
+- :func:`block_pairs`: every query block against every data block, combined
+  per query block (all-pairs k nearest neighbours).
 
-Schedulers (``scheduler=``):
+Inputs are numpy arrays, dask arrays or xarray DataArrays (store paths are
+opened one layer up, by :mod:`infoclust_dask._validation`). Small
+parameters travel once per call, as one key every block task depends on.
+Task keys carry the pass's name and a token of the pass, its parameters and
+its inputs (``dc_count_stats-<token>-<block>``), so the dashboard shows what
+runs and a key never names two different tasks.
 
-``None`` (default)
-    the scheduler at ``DASK_SCHEDULER_ADDRESS`` if that variable is set, else
-    the active ``distributed.Client`` if there is one, else local threads.
-``"sync"``
-    one thread, block after block (debugging, exact reproducibility).
-``"threads"``
-    a local thread pool (numpy releases the GIL in the heavy parts).
-``"local"`` / ``"distributed"``
-    a ``distributed.LocalCluster`` on this machine, started on first use and
-    shared by every later call (2 single-threaded worker processes by default).
-``"tcp://host:port"``
-    an existing dask scheduler; clients are cached per address (connection
-    timeout ``$INFOCLUST_CONNECT_TIMEOUT``, default 20 s).
-a ``distributed.Client``
-    used as it is.
-
-Small parameters (prototypes, count tables) are placed in the graph once, as
-one key every block task depends on, not copied into each task.
+Schedulers are resolved by :mod:`infoclust_dask._scheduler`
+(``resolve_scheduler`` is re-exported here). Results do not depend on the
+chunking beyond float64 round-off.
 """
 
 from __future__ import annotations
 
-import atexit
-import inspect
-import logging
-import os
-import threading
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Callable
-
+from functools import partial
 import numpy as np
 
-from ._kernels import combine_sum
+from ._scheduler import Scheduler, local_client, resolve_scheduler, thread_pool
+from .kernels._common import Pass, run_chunk, run_fold_step
 
 __all__ = [
     "map_reduce",
     "map_blocks",
-    "build_reduction",
     "fold_blocks",
+    "block_pairs",
+    "build_reduction",
     "n_blocks",
     "as_array",
     "resolve_scheduler",
     "local_client",
+    "Scheduler",
     "persist",
+    "prepare",
     "compute",
     "n_rows",
     "is_lazy",
     "take_rows",
-    "persist_if_small",
-    "tall_svd",
-    "knn",
     "DEFAULT_BLOCK_BYTES",
+    "PERSIST_BYTES",
 ]
 
 #: target size of a numpy row block (bytes of float64 data)
 DEFAULT_BLOCK_BYTES = 4 * 2**20
 
-_LOCK = threading.Lock()
-_LOCAL = {"cluster": None, "client": None}
-_REMOTE: dict[str, Any] = {}
-_POOL: list = []
-
-
-def _thread_pool() -> ThreadPoolExecutor:
-    """One process-wide pool for numpy inputs (created on first use)."""
-    with _LOCK:
-        if not _POOL:
-            _POOL.append(ThreadPoolExecutor(max_workers=os.cpu_count() or 2, thread_name_prefix="infoclust"))
-        return _POOL[0]
-
-
-# --------------------------------------------------------------------------
-# schedulers
-# --------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Scheduler:
-    """A resolved scheduler: ``kind`` is "sync", "threads" or "distributed"."""
-
-    kind: str
-    client: Any = None
-
-    def __str__(self):
-        if self.client is not None:
-            return f"distributed ({self.client.scheduler.address})"
-        return self.kind
-
-
-def local_client(n_workers: int | None = None, threads_per_worker: int = 1):
-    """The on-demand ``LocalCluster`` client (started on first use, closed at
-    exit). Worker processes, not threads: decompression of zarr chunks and the
-    Python parts of the kernels then run in parallel."""
-    with _LOCK:
-        client = _LOCAL["client"]
-        if client is not None and client.status == "running":
-            return client
-        from distributed import Client, LocalCluster
-
-        n = n_workers or min(2, os.cpu_count() or 1)
-        for name in ("distributed", "distributed.scheduler", "distributed.nanny", "distributed.worker",
-                     "distributed.core"):
-            logging.getLogger(name).setLevel(logging.WARNING)
-        cluster = LocalCluster(
-            n_workers=n,
-            threads_per_worker=threads_per_worker,
-            processes=True,
-            host="127.0.0.1",
-            dashboard_address=None,
-            silence_logs=logging.WARNING,
-        )
-        client = Client(cluster, set_as_default=False)
-        _LOCAL["cluster"], _LOCAL["client"] = cluster, client
-        return client
-
-
-def close_local_client():
-    """Stop the on-demand LocalCluster, if one was started."""
-    with _LOCK:
-        client, cluster = _LOCAL["client"], _LOCAL["cluster"]
-        _LOCAL["client"] = _LOCAL["cluster"] = None
-    # persisted data still held at exit is expected; don't warn that it is "lost"
-    logging.getLogger("distributed.scheduler").setLevel(logging.ERROR)
-    if client is not None:
-        client.close()
-    if cluster is not None:
-        cluster.close()
-
-
-atexit.register(close_local_client)
-
-
-def _remote_client(address: str):
-    with _LOCK:
-        client = _REMOTE.get(address)
-        if client is not None and client.status == "running":
-            return client
-        from distributed import Client
-
-        try:
-            timeout = os.environ.get("INFOCLUST_CONNECT_TIMEOUT", "20s")
-            client = Client(address, set_as_default=False, timeout=timeout)
-        except OSError as exc:
-            raise ConnectionError(
-                f"Could not connect to the dask scheduler at {address!r}: {exc}. "
-                "Start one (`dask scheduler`) or pass scheduler='local' for a "
-                "LocalCluster on this machine."
-            ) from exc
-        _REMOTE[address] = client
-        return client
-
-
-_ADDRESS_PREFIXES = ("tcp://", "tls://", "inproc://", "ucx://", "ws://", "wss://")
-
-
-def resolve_scheduler(scheduler=None) -> Scheduler:
-    """Turn a ``scheduler=`` argument into a :class:`Scheduler` (see module doc)."""
-    if isinstance(scheduler, Scheduler):
-        return scheduler
-    if scheduler is None:
-        address = os.environ.get("DASK_SCHEDULER_ADDRESS")
-        if address:
-            return Scheduler("distributed", _remote_client(address))
-        try:
-            from distributed import default_client
-
-            return Scheduler("distributed", default_client())
-        except (ImportError, ValueError):
-            return Scheduler("threads")
-    if isinstance(scheduler, str):
-        s = scheduler.strip()
-        low = s.lower()
-        if low in ("sync", "synchronous", "single-threaded"):
-            return Scheduler("sync")
-        if low in ("threads", "threading", "threaded"):
-            return Scheduler("threads")
-        if low in ("local", "distributed", "localcluster"):
-            return Scheduler("distributed", local_client())
-        if low.startswith(_ADDRESS_PREFIXES):
-            return Scheduler("distributed", _remote_client(s))
-        raise ValueError(
-            f"Unknown scheduler {scheduler!r}. Use None, 'sync', 'threads', 'local' "
-            "(a LocalCluster), an address such as 'tcp://127.0.0.1:8786', or a "
-            "distributed.Client."
-        )
-    if hasattr(scheduler, "scheduler") and hasattr(scheduler, "compute"):
-        return Scheduler("distributed", scheduler)
-    raise TypeError(
-        f"scheduler must be None, a string or a distributed.Client; got {type(scheduler).__name__}."
-    )
+#: lazy inputs up to this size are loaded into worker memory before a fit
+#: (many passes follow); larger ones stream from the store at every pass
+PERSIST_BYTES = 512 * 2**20
 
 
 # --------------------------------------------------------------------------
@@ -214,25 +73,19 @@ def is_lazy(a) -> bool:
     return _is_dask(getattr(a, "data", a))
 
 
-def as_array(data, *, variable: str = "x"):
-    """Numpy or dask array behind ``data`` (numpy, dask, xarray, store path).
+def as_array(data):
+    """Numpy or dask array behind ``data`` (numpy, dask or xarray).
 
-    For a path, ``variable`` names the store variable to read lazily.
     Dask arrays must have known chunk sizes and be chunked along rows only;
     columns are brought into one chunk.
     """
     if data is None:
         return None
-    if isinstance(data, (str, Path)):
-        from .store import open_dataset
-
-        ds = open_dataset(data)
-        if variable not in ds:
-            raise KeyError(
-                f"The store {str(data)!r} has no variable {variable!r}; it holds "
-                f"{sorted(ds.data_vars)}."
-            )
-        data = ds[variable]
+    if isinstance(data, str) or hasattr(data, "__fspath__"):
+        raise TypeError(
+            f"The engine takes arrays, not paths; got {str(data)!r}. Open the store first "
+            "(infoclust_dask.open_dataset(path)['x']) or pass the path to an estimator's fit."
+        )
     if type(data).__module__.startswith("xarray."):
         data = data.data
     if _is_dask(data):
@@ -262,39 +115,37 @@ def _row_slices(n, row_bytes, block_rows=None):
     return [slice(i, min(i + block_rows, n)) for i in range(0, n, block_rows)] or [slice(0, 0)]
 
 
-def _wants_start(kernel) -> bool:
-    try:
-        return "start" in inspect.signature(kernel).parameters
-    except (TypeError, ValueError):
-        return False
+def _auto_rows(a):
+    row_bytes = 8 * int(np.prod(a.shape[1:], dtype=np.int64) or 1)
+    return max(256, (16 * DEFAULT_BLOCK_BYTES) // row_bytes)
 
 
-def _apply(kernel, wants_start, start, params, *blocks):
-    if wants_start:
-        return kernel(*blocks, start=start, **params)
-    return kernel(*blocks, **params)
+def _check_pass(bp, kind, arrays):
+    if not isinstance(bp, Pass):
+        raise TypeError(f"The engine runs kernels.Pass blueprints; got {type(bp).__name__}.")
+    if bp.kind != kind:
+        raise ValueError(f"Pass {bp.name!r} is a {bp.kind!r} pass; it cannot run as {kind!r}.")
+    if len(arrays) > len(bp.inputs):
+        raise ValueError(f"Pass {bp.name!r} takes the inputs {bp.inputs}; got {len(arrays)} arrays.")
+    if not arrays or arrays[0] is None:
+        raise ValueError(f"Pass {bp.name!r} needs at least its first input ({bp.inputs[0]!r}).")
 
 
-def _apply_block(kernel, wants_start, start, *blocks_and_params):
-    *blocks, params = blocks_and_params
-    return _apply(kernel, wants_start, start, params, *blocks)
-
-
-def _tree(parts, combine, split_every, delayed=None):
-    while len(parts) > 1:
-        groups = [parts[i : i + split_every] for i in range(0, len(parts), split_every)]
-        if delayed is None:
-            parts = [combine(g) if len(g) > 1 else g[0] for g in groups]
-        else:
-            parts = [delayed(combine, pure=True)(g) if len(g) > 1 else g[0] for g in groups]
-    return parts[0]
+def _same_rows(arrays):
+    lead = arrays[0]
+    for a in arrays[1:]:
+        if a is not None and a.shape[0] != lead.shape[0]:
+            raise ValueError(
+                f"Inputs must have the same number of rows; got {lead.shape[0]} and {a.shape[0]}."
+            )
 
 
 def _align(arrays):
     """Dask arrays aligned on the first one's row chunks (None kept)."""
     import dask.array as da
 
-    lead = next(a for a in arrays if a is not None)
+    _same_rows(arrays)
+    lead = arrays[0]
     if not _is_dask(lead):
         lead = da.from_array(lead, chunks=(_auto_rows(lead),) + lead.shape[1:])
     out = []
@@ -302,11 +153,6 @@ def _align(arrays):
         if a is None:
             out.append(None)
             continue
-        if a.shape[0] != lead.shape[0]:
-            raise ValueError(
-                f"Inputs must have the same number of rows; got {lead.shape[0]} and "
-                f"{a.shape[0]}."
-            )
         if not _is_dask(a):
             a = da.from_array(a, chunks=(lead.chunks[0],) + a.shape[1:])
         elif a.chunks[0] != lead.chunks[0]:
@@ -317,40 +163,107 @@ def _align(arrays):
     return out
 
 
-def _auto_rows(a):
-    row_bytes = 8 * int(np.prod(a.shape[1:], dtype=np.int64) or 1)
-    return max(256, (16 * DEFAULT_BLOCK_BYTES) // row_bytes)
+def _block_starts(chunks):
+    """Global index of the first row of each block (and the total at the end)."""
+    return np.concatenate([[0], np.cumsum(chunks)]).astype(int)
 
 
+def _token(bp, params, arrays, *extra):
+    from dask.base import tokenize
+
+    names = [None if a is None else (a.name if _is_dask(a) else tokenize(a)) for a in arrays]
+    return tokenize(bp.name, bp.chunk, params, names, *extra)
+
+
+# --------------------------------------------------------------------------
+# graph building (dask.delayed with named keys)
+# --------------------------------------------------------------------------
+def _call_block(bp, start, params, *blocks):
+    return run_chunk(bp, start, blocks, params)
+
+
+def _params_key(bp, params, token):
+    import dask
+
+    return dask.delayed(dict(params or {}), pure=True, traverse=False, name=f"{bp.name}-params-{token}")
+
+
+def _block_tasks(bp, arrays, params, token):
+    """``(n_rows, delayed chunk call)`` for every row block of the aligned
+    inputs, all depending on ONE key that holds ``params``."""
+    import dask
+
+    aligned = _align(arrays)
+    lead = aligned[0]
+    starts = _block_starts(lead.chunks[0])
+    block_lists = [None if a is None else a.to_delayed(optimize_graph=True).reshape(-1) for a in aligned]
+    p = _params_key(bp, params, token)
+    call = dask.delayed(partial(_call_block, bp), pure=True)
+    for i, size in enumerate(lead.chunks[0]):
+        blocks = [None if bl is None else bl[i] for bl in block_lists]
+        yield int(size), call(int(starts[i]), p, *blocks, dask_key_name=f"{bp.name}-{token}-{i}")
+
+
+def _tree(parts, combine, split_every, delayed=None, name=None):
+    level = 0
+    while len(parts) > 1:
+        groups = [parts[i : i + split_every] for i in range(0, len(parts), split_every)]
+        if delayed is None:
+            parts = [combine(g) if len(g) > 1 else g[0] for g in groups]
+        else:
+            parts = [delayed(combine, pure=True)(g, dask_key_name=f"{name}-{level}-{j}") if len(g) > 1 else g[0]
+                     for j, g in enumerate(groups)]
+        level += 1
+    return parts[0]
+
+
+def build_reduction(bp: Pass, *arrays, params=None, split_every: int = 8):
+    """The lazy (``dask.delayed``) graph of :func:`map_reduce` for array inputs.
+
+    One task per non-empty row block, all depending on ONE key that holds
+    ``params``; a tree of the pass's combine with fan-in ``split_every``;
+    the pass's finalize at the root.
+    """
+    import dask
+
+    arrays = [as_array(a) for a in arrays]
+    _check_pass(bp, "reduce", arrays)
+    token = _token(bp, params, arrays, split_every)
+    parts = [d for size, d in _block_tasks(bp, arrays, params, token) if size > 0]
+    if not parts:
+        raise ValueError("All blocks of the input are empty (0 rows); nothing to reduce.")
+    result = _tree(parts, bp.combine, split_every, delayed=dask.delayed, name=f"{bp.name}-combine-{token}")
+    if bp.finalize is not None:
+        result = dask.delayed(bp.finalize, pure=True)(result, dask_key_name=f"{bp.name}-finalize-{token}")
+    return result
+
+
+# --------------------------------------------------------------------------
+# running passes
+# --------------------------------------------------------------------------
 def map_reduce(
-    kernel: Callable[..., dict],
+    bp: Pass,
     *arrays,
     params: dict | None = None,
-    combine: Callable[[list], dict] = combine_sum,
-    finalize: Callable[[dict], Any] | None = None,
     scheduler=None,
     split_every: int = 8,
     block_rows: int | None = None,
     progress: bool = False,
 ):
-    """Map ``kernel`` over aligned row blocks of ``arrays``; tree-reduce.
+    """Run a ``kind="reduce"`` pass over aligned row blocks of ``arrays``.
 
     Parameters
     ----------
-    kernel : callable
-        ``kernel(*blocks, **params) -> dict`` of numpy partial sums (or any
-        objects ``combine`` can merge). If it declares ``start``, it also gets
-        the global index of the block's first row.
+    bp : Pass
+        The pass: its chunk kernel returns partial results that its combine
+        merges (associatively); its finalize, if any, is applied once.
     *arrays : array-like or None
-        Row-aligned inputs (numpy, dask, xarray, store path). ``None`` is
-        passed through to the kernel (e.g. absent sample weights).
+        Row-aligned inputs in the order of ``bp.inputs`` (numpy, dask,
+        xarray). ``None`` is passed through to the kernel (e.g. absent
+        sample weights).
     params : dict, optional
         Small parameters, placed once in the graph.
-    combine : callable, default=:func:`~infoclust_dask._kernels.combine_sum`
-        Merges a list of partial results; must be associative.
-    finalize : callable, optional
-        Applied to the reduced dict on the worker before it is returned.
-    scheduler : see module docstring.
+    scheduler : see :mod:`infoclust_dask._scheduler`.
     split_every : int, default=8
         Fan-in of the reduction tree.
     block_rows : int, optional
@@ -360,8 +273,7 @@ def map_reduce(
 
     Returns
     -------
-    dict
-        The reduced partial sums (``finalize`` applied if given).
+    The combined (and finalized) result.
 
     Notes
     -----
@@ -370,82 +282,31 @@ def map_reduce(
     """
     params = dict(params or {})
     arrays = [as_array(a) for a in arrays]
-    if not arrays or arrays[0] is None:
-        raise ValueError("map_reduce needs at least one array as its first input.")
+    _check_pass(bp, "reduce", arrays)
     sched = resolve_scheduler(scheduler)
-    wants_start = _wants_start(kernel)
     lazy = any(_is_dask(a) for a in arrays if a is not None)
 
     if not lazy and sched.kind in ("sync", "threads"):
-        lead = arrays[0]
-        for a in arrays[1:]:
-            if a is not None and a.shape[0] != lead.shape[0]:
-                raise ValueError(
-                    f"Inputs must have the same number of rows; got {lead.shape[0]} and "
-                    f"{a.shape[0]}."
-                )
-        slices = _array_slices(lead, block_rows)
+        _same_rows(arrays)
+        slices = _array_slices(arrays[0], block_rows)
 
         def run(sl):
-            blocks = [None if a is None else a[sl] for a in arrays]
-            return _apply(kernel, wants_start, sl.start, params, *blocks)
+            return run_chunk(bp, sl.start, [None if a is None else a[sl] for a in arrays], params)
 
         if sched.kind == "sync" or len(slices) == 1:
             parts = [run(sl) for sl in slices]
         else:
-            parts = list(_thread_pool().map(run, slices))
-        result = _tree(parts, combine, split_every)
-        return finalize(result) if finalize is not None else result
+            parts = list(thread_pool().map(run, slices))
+        result = _tree(parts, bp.combine, split_every)
+        return bp.finalize(result) if bp.finalize is not None else result
 
-    result = build_reduction(kernel, *arrays, params=params, combine=combine, finalize=finalize,
-                             split_every=split_every)
+    result = build_reduction(bp, *arrays, params=params, split_every=split_every)
     return compute(result, scheduler=sched, progress=progress)
-
-
-def _block_starts(chunks):
-    """Global index of the first row of each block (and the total at the end)."""
-    return np.concatenate([[0], np.cumsum(chunks)]).astype(int)
-
-
-def _block_tasks(kernel, arrays, params):
-    """``(n_rows, delayed kernel call)`` for every row block of the aligned
-    inputs, all depending on ONE key that holds ``params``."""
-    import dask
-
-    wants_start = _wants_start(kernel)
-    aligned = _align([as_array(a) for a in arrays])
-    lead = aligned[0]
-    starts = _block_starts(lead.chunks[0])
-    block_lists = [
-        None if a is None else a.to_delayed(optimize_graph=True).reshape(-1) for a in aligned
-    ]
-    p = dask.delayed(dict(params or {}), pure=True, traverse=False)
-    apply_d = dask.delayed(_apply_block, pure=True)
-    for i, size in enumerate(lead.chunks[0]):
-        blocks = [None if bl is None else bl[i] for bl in block_lists]
-        yield int(size), apply_d(kernel, wants_start, int(starts[i]), *blocks, p)
-
-
-def build_reduction(kernel, *arrays, params=None, combine=combine_sum, finalize=None, split_every=8):
-    """The lazy (``dask.delayed``) graph of :func:`map_reduce` for array inputs.
-
-    One task per non-empty row block, all depending on ONE key that holds
-    ``params``; a tree of ``combine`` tasks with fan-in ``split_every``.
-    """
-    import dask
-
-    parts = [d for size, d in _block_tasks(kernel, arrays, params) if size > 0]
-    if not parts:
-        raise ValueError("All blocks of the input are empty (0 rows); nothing to reduce.")
-    result = _tree(parts, combine, split_every, delayed=dask.delayed)
-    if finalize is not None:
-        result = dask.delayed(finalize, pure=True)(result)
-    return result
 
 
 def compute(obj, *, scheduler=None, progress: bool = False):
     """Compute one dask object (array or delayed), or a tuple / list of them,
-    on the resolved scheduler."""
+    on the resolved scheduler. Non-dask objects come back as they are."""
     sched = resolve_scheduler(scheduler)
     if isinstance(obj, (tuple, list)):
         if not any(is_lazy(o) or hasattr(o, "dask") for o in obj):
@@ -473,16 +334,15 @@ def compute(obj, *, scheduler=None, progress: bool = False):
     return dask.compute(obj, scheduler=scheduler_name)[0]
 
 
-def _fold_step(kernel, wants_start, start, state, params, *blocks):
-    if wants_start:
-        return kernel(state, *blocks, start=start, **params)
-    return kernel(state, *blocks, **params)
+def _fold_call(bp, start, state, params, *blocks):
+    return run_fold_step(bp, start, state, blocks, params)
 
 
-def fold_blocks(kernel, *arrays, state, params=None, order=None, scheduler=None):
-    """Thread a small ``state`` through the row blocks, one after another.
+def fold_blocks(bp: Pass, *arrays, state, params=None, order=None, scheduler=None):
+    """Run a ``kind="fold"`` pass: thread a small ``state`` through the row
+    blocks, one after another.
 
-    ``kernel(state, *blocks, **params) -> new state`` runs where the block is
+    ``chunk(state, *blocks, **params) -> new state`` runs where the block is
     (a chain of tasks: block i's task depends on block i-1's result), so a
     sequential on-line algorithm streams over data of any size while only
     the state travels. ``order`` permutes the blocks (e.g. shuffled per
@@ -490,30 +350,31 @@ def fold_blocks(kernel, *arrays, state, params=None, order=None, scheduler=None)
     """
     params = dict(params or {})
     arrays = [as_array(a) for a in arrays]
-    wants_start = _wants_start(kernel)
+    _check_pass(bp, "fold", arrays)
     sched = resolve_scheduler(scheduler)
     lazy = any(_is_dask(a) for a in arrays if a is not None)
     if not lazy and sched.kind in ("sync", "threads"):
-        lead = arrays[0]
-        slices = _array_slices(lead)
+        _same_rows(arrays)
+        slices = _array_slices(arrays[0])
         for i in (range(len(slices)) if order is None else order):
             sl = slices[i]
-            state = _fold_step(kernel, wants_start, sl.start, state, params,
-                               *[None if a is None else a[sl] for a in arrays])
+            state = run_fold_step(bp, sl.start, state, [None if a is None else a[sl] for a in arrays], params)
         return state
     import dask
 
     aligned = _align(arrays)
     lead = aligned[0]
     starts = _block_starts(lead.chunks[0])
+    token = _token(bp, params, aligned, state, None if order is None else list(order))
     block_lists = [None if a is None else a.to_delayed(optimize_graph=True).reshape(-1) for a in aligned]
-    p = dask.delayed(params, pure=True, traverse=False)
-    step = dask.delayed(_fold_step, pure=True)
-    out = dask.delayed(state, pure=True, traverse=False)
-    for i in (range(len(lead.chunks[0])) if order is None else order):
+    p = _params_key(bp, params, token)
+    step = dask.delayed(partial(_fold_call, bp), pure=True)
+    out = dask.delayed(state, pure=True, traverse=False, name=f"{bp.name}-state-{token}")
+    for n, i in enumerate(range(len(lead.chunks[0])) if order is None else order):
         if lead.chunks[0][i] == 0:
             continue
-        out = step(kernel, wants_start, int(starts[i]), out, p, *[None if bl is None else bl[i] for bl in block_lists])
+        out = step(int(starts[i]), out, p, *[None if bl is None else bl[i] for bl in block_lists],
+                   dask_key_name=f"{bp.name}-{token}-{n}")
     return compute(out, scheduler=sched)
 
 
@@ -526,50 +387,120 @@ def n_blocks(data, block_rows=None) -> int:
 
 
 def map_blocks(
-    kernel: Callable[..., np.ndarray],
+    bp: Pass,
     *arrays,
     params: dict | None = None,
-    dtype=np.float64,
     trailing_shape: tuple = (),
     block_rows: int | None = None,
 ):
-    """Per-row output of ``kernel`` over aligned row blocks.
+    """Run a ``kind="map"`` pass: per-row output over aligned row blocks.
 
-    Returns a numpy array for numpy inputs and a lazy dask array (one task per
-    block, parameters as one shared key) for dask inputs. The kernel returns
-    an array of shape ``(n_block,) + trailing_shape``.
+    Returns a numpy array for numpy inputs (computed here, block by block)
+    and a lazy dask array (one task per block, parameters as one shared key)
+    for dask inputs. The chunk returns an array of shape
+    ``(n_block,) + trailing_shape`` and dtype ``bp.dtype``.
     """
     params = dict(params or {})
     arrays = [as_array(a) for a in arrays]
-    wants_start = _wants_start(kernel)
+    _check_pass(bp, "map", arrays)
     if not any(_is_dask(a) for a in arrays if a is not None):
-        lead = arrays[0]
-        outs = []
-        for sl in _array_slices(lead, block_rows):
-            blocks = [None if a is None else a[sl] for a in arrays]
-            outs.append(np.asarray(_apply(kernel, wants_start, sl.start, params, *blocks)))
-        return np.concatenate(outs, axis=0).astype(dtype, copy=False)
+        _same_rows(arrays)
+        outs = [np.asarray(run_chunk(bp, sl.start, [None if a is None else a[sl] for a in arrays], params))
+                for sl in _array_slices(arrays[0], block_rows)]
+        return np.concatenate(outs, axis=0).astype(bp.dtype, copy=False)
 
     import dask.array as da
 
+    token = _token(bp, params, arrays, trailing_shape)
     pieces = [
-        da.from_delayed(d, shape=(size,) + tuple(trailing_shape), dtype=dtype)
-        for size, d in _block_tasks(kernel, arrays, params)
+        da.from_delayed(d, shape=(size,) + tuple(trailing_shape), dtype=bp.dtype)
+        for size, d in _block_tasks(bp, arrays, params, token)
     ]
     return da.concatenate(pieces, axis=0)
 
 
-#: inputs up to this size are loaded into memory before many-pass fits (crossval cells, bootstrap replicates)
-PERSIST_BYTES = 512 * 2**20
+def block_pairs(
+    bp: Pass,
+    data,
+    *,
+    outputs: tuple,
+    params: dict | None = None,
+    scheduler=None,
+    split_every: int = 8,
+    block_rows: int = 16384,
+    min_rows: int = 1,
+):
+    """Every row block of ``data`` against every row block, combined per
+    query block: ``bp.chunk(query_block, data_block, q_start=, d_start=,
+    **params)`` for all pairs, merged with ``bp.combine`` in a tree.
+
+    No task holds more than two blocks and one partial result. Blocks are at
+    most ``block_rows`` rows (at least ``min_rows``), and there are at least
+    four when the data allow it, so the (block, block) pairs keep every
+    worker busy even for a store with a few large chunks.
+
+    ``outputs`` gives ``(dtype, trailing_shape)`` of each array in the
+    combined per-block result (a tuple of per-row arrays). Returns that tuple
+    of arrays of ``n`` rows: numpy (computed) for numpy input, lazy dask
+    arrays (one block per row block) for dask / xarray input.
+    """
+    import dask
+    import dask.array as da
+
+    params = dict(params or {})
+    a = as_array(data)
+    _check_pass(bp, "reduce", [a])
+    lazy = _is_dask(a)
+    rows = max(int(min(block_rows, -(-a.shape[0] // 4))), int(min_rows))
+    if not lazy:
+        a = da.from_array(np.asarray(a, dtype=np.float64), chunks=(rows,) + a.shape[1:])
+    elif max(a.chunks[0]) > rows:
+        a = a.rechunk({0: rows})
+    token = _token(bp, params, [a], split_every)
+    blocks = a.to_delayed().ravel()
+    starts = _block_starts(a.chunks[0])[:-1]
+    p = _params_key(bp, params, token)
+    call = dask.delayed(partial(_call_pair, bp), pure=True)
+    per_output = [[] for _ in outputs]
+    for qi, (qb, qs, qn) in enumerate(zip(blocks, starts, a.chunks[0], strict=True)):
+        parts = [call(qb, db, int(qs), int(ds), p, dask_key_name=f"{bp.name}-{token}-{qi}-{di}")
+                 for di, (db, ds) in enumerate(zip(blocks, starts, strict=True))]
+        res = _tree(parts, bp.combine, split_every, delayed=dask.delayed, name=f"{bp.name}-combine-{token}-{qi}")
+        for k, (dtype, trailing) in enumerate(outputs):
+            per_output[k].append(da.from_delayed(res[k], shape=(qn,) + tuple(trailing), dtype=dtype))
+    result = tuple(da.concatenate(parts) for parts in per_output)
+    if lazy:
+        return result
+    return tuple(np.asarray(r) for r in compute(result, scheduler=scheduler))
 
 
-def persist_if_small(data, *, scheduler=None, limit: int | None = None, variable: str = "x"):
-    """:func:`persist` the array behind ``data`` when it is at most ``limit``
-    bytes (default :data:`PERSIST_BYTES`); otherwise return it lazily, so
-    that passes stream it from the store with bounded memory."""
-    a = as_array(data, variable=variable)
-    if a.nbytes <= (PERSIST_BYTES if limit is None else limit):
-        return persist(a, scheduler=scheduler)
+def _call_pair(bp, xq, xd, q_start, d_start, params):
+    return bp.chunk(xq, xd, q_start=q_start, d_start=d_start, **params)
+
+
+# --------------------------------------------------------------------------
+# data placement
+# --------------------------------------------------------------------------
+def prepare(data, *, scheduler=None, limit: int | None = None):
+    """The one place that decides where the data of a many-pass fit live.
+
+    - numpy input on a ``distributed`` scheduler: scattered to the workers
+      once, block by block (not shipped with every pass);
+    - lazy input of at most ``limit`` bytes (default :data:`PERSIST_BYTES`):
+      persisted in the workers' (or, for local schedulers, this process')
+      memory, so later passes do not read the store again;
+    - anything else is returned as it is: larger lazy input streams from its
+      store at every pass with bounded memory, numpy input on local
+      schedulers is used in place.
+    """
+    a = as_array(data)
+    sched = resolve_scheduler(scheduler)
+    if _is_dask(a):
+        if a.nbytes <= (PERSIST_BYTES if limit is None else limit):
+            return persist(a, scheduler=sched)
+        return a
+    if sched.kind == "distributed":
+        return persist(a, scheduler=sched)
     return a
 
 
@@ -606,21 +537,24 @@ def _take_block(x, keep):
     return x[np.asarray(keep, dtype=bool)]
 
 
-def take_rows(data, keep, *, scheduler=None, variable: str = "x"):
+_TAKE = Pass("take_rows", _take_block, kind="map", inputs=("x", "keep"))
+
+
+def take_rows(data, keep, *, scheduler=None):
     """The rows of ``data`` where ``keep`` is true, without copying the data.
 
     ``keep`` is a boolean vector (numpy or dask) with one entry per row, e.g.
     ``fold != f`` from a stored fold vector. For numpy data the result is a
-    numpy array. For dask / xarray / store data it is a lazy dask array with
-    *known* chunk sizes: one small pass over ``keep`` counts the kept rows per
-    block (``keep`` is a byte per row, ``x`` is not read), and each output
-    block selects its rows from the matching input block only when computed.
+    numpy array. For dask / xarray data it is a lazy dask array with *known*
+    chunk sizes: one small pass over ``keep`` counts the kept rows per block
+    (``keep`` is a byte per row, ``x`` is not read), and each output block
+    selects its rows from the matching input block only when computed.
     """
     import dask.array as da
 
-    a = as_array(data, variable=variable)
+    a = as_array(data)
     if not _is_dask(a):
-        k = np.asarray(keep.compute(scheduler="sync") if _is_dask(keep) else keep)
+        k = np.asarray(compute(keep, scheduler="sync") if _is_dask(keep) else keep)
         if k.shape != (a.shape[0],):
             raise ValueError(f"keep must have one entry per row ({a.shape[0]}); got shape {k.shape}.")
         return a[k.astype(bool, copy=False)]
@@ -632,90 +566,29 @@ def take_rows(data, keep, *, scheduler=None, variable: str = "x"):
     elif keep.chunks[0] != a.chunks[0]:
         keep = keep.rechunk({0: a.chunks[0]})
     keep = keep.astype(bool)
-    counts = compute(keep.map_blocks(lambda b: np.array([np.count_nonzero(b)]), chunks=((1,) * keep.numblocks[0],),
-                                     dtype=np.int64), scheduler=scheduler)
+    # per-block counts (combine by concat keeps block order; empty blocks are skipped, so count them all)
+    counts = _per_block_counts(keep, scheduler)
+    token = _token(_TAKE, {}, [a, keep])
     pieces = [da.from_delayed(task, shape=(int(cnt),) + a.shape[1:], dtype=a.dtype)
-              for (_, task), cnt in zip(_block_tasks(_take_block, [a, keep], {}), counts, strict=True) if cnt]
+              for (_, task), cnt in zip(_block_tasks(_TAKE, [a, keep], {}, token), counts, strict=True) if cnt]
     if not pieces:
         raise ValueError("No rows are kept (keep is all false).")
     return da.concatenate(pieces, axis=0)
 
 
-def tall_svd(data, *, center=None, scheduler=None, variable: str = "x"):
-    """Singular values and right singular vectors of a tall-and-skinny array.
-
-    Uses dask's out-of-core direct TSQR SVD (``dask.array.linalg.svd``: a QR
-    per row block, then one small QR and SVD of the stacked R factors), so no
-    process ever holds more than one block. ``center`` (a row vector, e.g. the
-    column means) is subtracted lazily first. Returns ``(s, vt)`` as numpy
-    arrays of shapes ``(d,)`` and ``(d, d)``; the left factor is not formed.
-    """
-    import dask.array as da
-
-    a = as_array(data, variable=variable)
-    if not _is_dask(a):
-        a = da.from_array(a, chunks=(max(_auto_rows(a), a.shape[1]),) + a.shape[1:])
-    if center is not None:
-        a = a - np.asarray(center)[None, :]
-    a = a.astype(np.float64)
-    d = a.shape[1]
-    small = [c for c in a.chunks[0] if c < d]
-    if small:  # TSQR needs blocks at least as tall as they are wide
-        rows = max(d, max(a.chunks[0]))
-        a = a.rechunk({0: rows})
-    _, s, vt = da.linalg.svd(a)
-    s, vt = compute((s, vt), scheduler=scheduler)
-    return np.asarray(s), np.asarray(vt)
-
-
-#: rows per block of the kNN search (a query block meets every data block)
-KNN_BLOCK_ROWS = 16384
-
-
-def knn(data, t, *, scheduler=None, variable: str = "x", split_every: int = 8, block_rows: int | None = None):
-    """The ``t`` nearest neighbours of every row (never itself), block
-    against block: each row block is compared with every block
-    (:func:`~infoclust_dask._kernels.knn_block`) and the partial lists are
-    merged in a tree (:func:`~infoclust_dask._kernels.knn_merge`), so no
-    task holds more than two blocks and a ``(block, t)`` list. Blocks larger
-    than ``block_rows`` (default :data:`KNN_BLOCK_ROWS`) are split, so even a
-    store with a few large chunks gives (n / block_rows)^2 tasks to share
-    among the workers.
-
-    Returns ``(dist2, index)`` of shape ``(n, t)``, sorted by distance: numpy
-    arrays for numpy input, lazy dask arrays (one block per row block) for
-    dask / xarray / store input.
-    """
-    from functools import partial
-
+def _per_block_counts(keep, scheduler):
     import dask
-    import dask.array as da
 
-    from ._kernels import knn_block, knn_merge
+    from .kernels.stats import COUNT_TRUE
 
-    a = as_array(data, variable=variable)
-    t = int(t)
-    if not 1 <= t < a.shape[0]:
-        raise ValueError(f"t must be between 1 and n_samples - 1 = {a.shape[0] - 1}; got {t}.")
-    lazy = _is_dask(a)
-    # at least 4 blocks when possible, so the (block, block) pairs keep every worker busy
-    rows = max(int(block_rows or min(KNN_BLOCK_ROWS, -(-a.shape[0] // 4))), t + 1)
-    if not lazy:
-        a = da.from_array(np.asarray(a, dtype=np.float64), chunks=(rows,) + a.shape[1:])
-    elif max(a.chunks[0]) > rows:
-        a = a.rechunk({0: rows})
-    blocks = a.to_delayed().ravel()
-    starts = _block_starts(a.chunks[0])[:-1]
-    merge = partial(knn_merge, t=t)
-    d_parts, i_parts = [], []
-    for qb, qs, qn in zip(blocks, starts, a.chunks[0], strict=True):
-        parts = [dask.delayed(knn_block, pure=True)(qb, db, q_start=int(qs), d_start=int(ds), t=t)
-                 for db, ds in zip(blocks, starts, strict=True)]
-        res = _tree(parts, merge, split_every, delayed=dask.delayed)
-        d_parts.append(da.from_delayed(res[0], shape=(qn, t), dtype=np.float64))
-        i_parts.append(da.from_delayed(res[1], shape=(qn, t), dtype=np.int64))
-    d2, idx = da.concatenate(d_parts), da.concatenate(i_parts)
-    if lazy:
-        return d2, idx
-    d2, idx = compute((d2, idx), scheduler=scheduler if scheduler is not None else "threads")
-    return np.asarray(d2), np.asarray(idx)
+    token = _token(COUNT_TRUE, {}, [keep])
+    tasks = [d for _, d in _block_tasks(COUNT_TRUE, [keep], {}, token)]
+    parts = compute(dask.delayed(list)(tasks), scheduler=scheduler)
+    return [int(p["n"][0]) for p in parts]
+
+
+def write_zarr(writer, *, scheduler=None):
+    """Run a delayed store write (``xarray.Dataset.to_zarr(..., compute=False)``
+    or ``dask.array.to_zarr(..., compute=False)``) on the chosen scheduler,
+    so chunk reads and writes happen on its workers."""
+    compute(writer, scheduler=scheduler)

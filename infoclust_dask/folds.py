@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import engine
-from ._kernels import hashed_fold_ids, range_fold_ids
+from .kernels.stats import HASHED_FOLDS, RANGE_FOLDS
 
 __all__ = ["fold_vector", "fold_ids", "split", "FOLD_KINDS"]
 
@@ -33,8 +33,7 @@ def fold_vector(n_samples, n_folds, *, seed=0, chunks=None):
     n_folds = _check_folds(n_folds, n_samples)
     rows = int(chunks or max(1, min(n_samples, 1 << 20)))
     base = da.zeros((n_samples, 1), chunks=(rows, 1), dtype=np.int8)
-    return engine.map_blocks(hashed_fold_ids, base, params={"seed": int(seed), "n_folds": n_folds},
-                             dtype=np.int16)
+    return engine.map_blocks(HASHED_FOLDS, base, params={"seed": int(seed), "n_folds": n_folds})
 
 
 def _check_folds(n_folds, n_samples):
@@ -50,8 +49,7 @@ def fold_ids(ds, n_folds, kind="ranges"):
     n = int(ds.sizes["sample"])
     if kind == "ranges":
         n_folds = _check_folds(n_folds, n)
-        return engine.map_blocks(range_fold_ids, ds["x"].data, params={"n_total": n, "n_folds": n_folds},
-                                 dtype=np.int16)
+        return engine.map_blocks(RANGE_FOLDS, ds["x"].data, params={"n_total": n, "n_folds": n_folds})
     if kind == "stored":
         if "fold" not in ds:
             raise ValueError(

@@ -76,11 +76,13 @@ def quantization_error(X, centers, *, scheduler=None):
     """Mean squared distance of the rows of ``X`` to their nearest centre
     (the K-means cost per sample), as one map-reduce pass."""
     from . import engine
-    from ._kernels import inertia_stats
+    from ._validation import open_input
+    from .kernels.kmeans import INERTIA
 
+    X = open_input(X)
     centers = np.asarray(centers, dtype=np.float64)
-    st = engine.map_reduce(inertia_stats, X, None, params={"centers": centers}, scheduler=scheduler)
-    n = engine.n_rows(engine.as_array(X))
+    st = engine.map_reduce(INERTIA, X, None, params={"centers": centers}, scheduler=scheduler)
+    n = engine.n_rows(X)
     return float(st["inertia"]) / max(n, 1)
 
 
@@ -132,7 +134,7 @@ def lsmi(X, labels, *, n_classes=None, n_bases=200, widths=None, deltas=None, n_
     """
     from . import engine
 
-    lab = np.asarray(labels.compute() if engine.is_lazy(labels) else labels)
+    lab = np.asarray(engine.compute(labels, scheduler=scheduler))
     if lab.ndim != 1:
         raise ValueError(f"labels must be a vector (one entry per row of X); got shape {lab.shape}.")
     result = lsmi_many(X, lab[:, None], n_classes=n_classes, n_bases=n_bases, widths=widths, deltas=deltas,
@@ -151,10 +153,11 @@ def lsmi_many(X, labels, *, n_classes=None, n_bases=200, widths=None, deltas=Non
     from threadpoolctl import threadpool_limits
 
     from . import engine
-    from ._kernels import lsmi_stats
+    from ._validation import open_input
+    from .kernels.smic import LSMI
     from .objectives.lsmi import DELTAS, WIDTHS, select
 
-    A = engine.as_array(X)
+    A = open_input(X)
     if A.ndim != 2:
         raise ValueError(f"X must be 2-D (samples x features); got shape {A.shape}.")
     n = int(A.shape[0])
@@ -185,13 +188,13 @@ def lsmi_many(X, labels, *, n_classes=None, n_bases=200, widths=None, deltas=Non
     rng = np.random.default_rng(random_state)
     b = min(int(n_bases), n)
     pick = np.sort(rng.choice(n, size=b, replace=False))
-    rows = A[pick] if not engine.is_lazy(A) else engine.compute(A[pick], scheduler=scheduler)
+    rows = engine.compute(A[pick], scheduler=scheduler)
     centers = (np.asarray(rows, dtype=np.float64) - mean) / std
     seed = int(rng.integers(2**31))
     if c <= np.iinfo(np.int16).max:
         lab = lab.astype(np.int16)  # the labels travel with the graph: keep them small
     stats = engine.map_reduce(
-        lsmi_stats, A, lab,
+        LSMI, A, lab,
         params={"centers": centers, "widths": widths, "n_classes": c, "n_folds": int(n_folds), "seed": seed,
                 "shift": np.asarray(mean, dtype=np.float64), "scale": np.asarray(std, dtype=np.float64)},
         scheduler=scheduler,

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from . import engine
-from ._kernels import gram_stats, moments_stats
+from .kernels.stats import GRAM, MOMENTS
 
 __all__ = [
     "principal_axes",
@@ -20,9 +20,10 @@ __all__ = [
     "choose_codec",
     "preprocess_store",
     "write_preprocessed",
+    "tall_svd",
 ]
 
-#: target chunk size of a store (the 64 MB measured in STACK.md)
+#: target chunk size of a store (64 MB: measured best for zarr reads, docs/BENCHMARKS.md)
 TARGET_CHUNK_BYTES = 64 * 2**20
 #: smallest chunk worth a task of its own
 MIN_CHUNK_BYTES = 8 * 2**20
@@ -44,7 +45,7 @@ def principal_axes(X, n_components=2, *, scheduler=None):
     variances : ndarray (n_components,)
         Eigenvalues of the (biased, 1/n) covariance.
     """
-    st = engine.map_reduce(gram_stats, X, scheduler=scheduler)
+    st = engine.map_reduce(GRAM, X, scheduler=scheduler)
     n = float(st["n"])
     mean = st["s1"] / n
     cov = st["xtx"] / n - np.outer(mean, mean)
@@ -69,8 +70,8 @@ def feature_moments(X, *, scheduler=None):
     ``(mean, std, n_samples, n_nonfinite)``.
     """
     a = engine.as_array(X)
-    first = np.asarray(a[:1].compute() if engine.is_lazy(a) else a[:1], dtype=np.float64)[0]
-    st = engine.map_reduce(moments_stats, a, params={"shift": first}, scheduler=scheduler)
+    first = np.asarray(engine.compute(a[:1], scheduler=scheduler), dtype=np.float64)[0]
+    st = engine.map_reduce(MOMENTS, a, params={"shift": first}, scheduler=scheduler)
     n = float(st["n"])
     m1 = st["s1"] / n
     var = np.maximum(st["s2"] / n - m1 * m1, 0.0)
@@ -83,7 +84,7 @@ def fit_transform(X, *, standardize=False, pca=None, pca_method="gram", schedule
     Statistics come from map-reduce passes: the moments, then for PCA either
     ``pca_method="gram"`` (default: one pass reducing ``X^T X``, eigenvectors
     of the covariance on the driver, :func:`principal_axes`) or ``"tsqr"``
-    (dask's out-of-core TSQR SVD of the centred data, :func:`engine.tall_svd`;
+    (dask's out-of-core TSQR SVD of the centred data, :func:`tall_svd`;
     no squaring of the condition number, for data whose wanted components
     span many orders of magnitude of variance). Measured on a 2 GB store
     (docs/BENCHMARKS.md) TSQR took 34x a plain read, the Gram pass 0.7x:
@@ -116,7 +117,7 @@ def fit_transform(X, *, standardize=False, pca=None, pca_method="gram", schedule
             raise ValueError(f"pca must be between 1 and the number of features ({d}); got {pca}.")
         center = np.zeros(d) if standardize else mean
         if pca_method == "tsqr":
-            s, vt = engine.tall_svd(out, center=center, scheduler=scheduler)
+            s, vt = tall_svd(out, center=center, scheduler=scheduler)
             comps, var = _sign_fix(vt[:k]), s**2 / n
         elif pca_method == "gram":
             _, axes, var = principal_axes(out, d, scheduler=scheduler)
@@ -132,8 +133,35 @@ def fit_transform(X, *, standardize=False, pca=None, pca_method="gram", schedule
     return out, info
 
 
+def tall_svd(data, *, center=None, scheduler=None):
+    """Singular values and right singular vectors of a tall-and-skinny array.
+
+    Uses dask's out-of-core direct TSQR SVD (``dask.array.linalg.svd``: a QR
+    per row block, then one small QR and SVD of the stacked R factors), so no
+    process ever holds more than one block; computed by the engine on the
+    chosen scheduler. ``center`` (a row vector, e.g. the column means) is
+    subtracted lazily first. Returns ``(s, vt)`` as numpy arrays of shapes
+    ``(d,)`` and ``(d, d)``; the left factor is not formed.
+    """
+    import dask.array as da
+
+    a = engine.as_array(data)
+    if not engine.is_lazy(a):
+        a = da.from_array(a, chunks=(max(engine.DEFAULT_BLOCK_BYTES * 16 // (8 * a.shape[1]), a.shape[1], 256),)
+                          + a.shape[1:])
+    if center is not None:
+        a = a - np.asarray(center)[None, :]
+    a = a.astype(np.float64)
+    d = a.shape[1]
+    if any(c < d for c in a.chunks[0]):  # TSQR needs blocks at least as tall as they are wide
+        a = a.rechunk({0: max(d, max(a.chunks[0]))})
+    _, s, vt = da.linalg.svd(a)
+    s, vt = engine.compute((s, vt), scheduler=scheduler)
+    return np.asarray(s), np.asarray(vt)
+
+
 def choose_chunk_rows(n_samples, n_features, itemsize=8):
-    """Rows per stored chunk: ~64 MB chunks (STACK.md's measured sweet spot),
+    """Rows per stored chunk: ~64 MB chunks (the measured sweet spot),
     but at least 8 chunks when that keeps them >= 8 MB, so that a cluster of a
     few workers has blocks to share; small data sets get one chunk."""
     row = max(1, n_features * itemsize)
@@ -146,7 +174,7 @@ def choose_chunk_rows(n_samples, n_features, itemsize=8):
 def choose_codec(sample):
     """``"lz4"`` when Blosc-LZ4 + shuffle shrinks a sample of the rows by at
     least 15 %, else ``"none"``: incompressible data (e.g. continuous
-    measurements with random mantissas) read faster uncompressed (STACK.md:
+    measurements with random mantissas) read faster uncompressed (measured:
     1.81 vs 0.81 GB/s with threads). Returns ``(codec, ratio)``."""
     from numcodecs import Blosc
 
@@ -159,7 +187,8 @@ def choose_codec(sample):
 
 
 def write_preprocessed(dest, x, info, *, standardize, pca, n_folds=None, fold_seed=0, chunks=None, codec="auto",
-                       label=None, y=None, class_names=None, provenance=None, overwrite=False, progress=False):
+                       label=None, y=None, class_names=None, provenance=None, overwrite=False, progress=False,
+                       scheduler=None):
     """Write ``x`` (from :func:`fit_transform`, with its ``info``) as a store:
     chunk size and codec chosen for the data, ``feature_mean``/``feature_std``
     (and PCA's ``components``) in the attributes, an optional hashed ``fold``
@@ -169,7 +198,7 @@ def write_preprocessed(dest, x, info, *, standardize, pca, n_folds=None, fold_se
 
     n, d = x.shape
     rows = min(int(chunks) if chunks is not None else choose_chunk_rows(n, d), n)
-    codec, ratio = _codec_for(x, codec)
+    codec, ratio = _codec_for(x, codec, scheduler)
     prov = {**(provenance or {}), "standardized": bool(standardize), "pca": pca}
     attrs = {"feature_mean": info["feature_mean"].tolist(), "feature_std": info["feature_std"].tolist()}
     report = {"chunk_rows": rows, "codec": codec, "compression_ratio_lz4": round(ratio, 3),
@@ -183,7 +212,8 @@ def write_preprocessed(dest, x, info, *, standardize, pca, n_folds=None, fold_se
         fold = fold_vector(n, n_folds, seed=fold_seed, chunks=rows)
         attrs.update(n_folds=int(n_folds), fold_seed=int(fold_seed))
     path = write_dataset(dest, x, label=label, y=y, fold=fold, chunks=rows, codec=codec, overwrite=overwrite,
-                         class_names=class_names, provenance=prov, attrs=attrs, progress=progress)
+                         class_names=class_names, provenance=prov, attrs=attrs, progress=progress,
+                         scheduler=scheduler)
     return path, report
 
 
@@ -208,14 +238,13 @@ def preprocess_store(src, dest, *, standardize=False, pca=None, pca_method="gram
     path, report = write_preprocessed(
         dest, x, info, standardize=standardize, pca=pca, n_folds=n_folds, fold_seed=fold_seed, chunks=chunks,
         codec=codec, label=ds["label"].data if "label" in ds else None, y=ds["y"].data if "y" in ds else None,
-        class_names=ds.attrs.get("class_names"), overwrite=overwrite, progress=progress,
+        class_names=ds.attrs.get("class_names"), overwrite=overwrite, progress=progress, scheduler=sched,
         provenance={**ds.attrs.get("provenance", {}), "derived_from": str(src.resolve())})
     return path, {"source": str(src), "rows": int(x.shape[0]), "features": int(x.shape[1]), **report}
 
 
-def _codec_for(x, codec):
+def _codec_for(x, codec, scheduler=None):
     """Resolve ``codec="auto"`` from the first rows of ``x``."""
-    sample = x[: min(x.shape[0], 4096)]
-    sample = sample.compute() if engine.is_lazy(sample) else sample
+    sample = engine.compute(x[: min(x.shape[0], 4096)], scheduler=scheduler)
     auto, ratio = choose_codec(sample)
     return (auto if codec == "auto" else codec), ratio

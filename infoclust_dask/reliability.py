@@ -28,6 +28,7 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from . import engine
+from ._validation import open_input
 
 __all__ = ["match_prototypes", "bootstrap_replicate", "summarize_replicates", "bootstrap_reliability",
            "surprise_masks"]
@@ -88,13 +89,12 @@ def bootstrap_replicate(X, Y, params, reference, seed, *, alpha=0.01, scheduler=
     from .cluster._ac import hard_table
 
     sched = engine.resolve_scheduler(scheduler)
-    A, B = engine.as_array(X, variable="x"), engine.as_array(Y, variable="y")
+    A, B = open_input(X, variable="x"), open_input(Y, variable="y")
     n = A.shape[0]
     rng = np.random.default_rng(seed)
     idx = np.sort(rng.integers(0, n, n))
     ac = AssociativeClustering(**{**params, "random_state": int(seed), "scheduler": sched})
-    ac.fit(engine.persist_if_small(_resample(A, idx), scheduler=sched),
-           engine.persist_if_small(_resample(B, idx), scheduler=sched))
+    ac.fit(_resample(A, idx), _resample(B, idx))  # the fit keeps small data in worker memory (engine.prepare)
     px, cx = match_prototypes(reference[0], ac.cluster_centers_x_)
     py, cy = match_prototypes(reference[1], ac.cluster_centers_y_)
     table = hard_table(A, B, ac.cluster_centers_x_[px], ac.cluster_centers_y_[py], sched)

@@ -20,7 +20,7 @@ and renamed into place; an existing store is replaced only with
 Default codec
 -------------
 Blosc with LZ4 and byte shuffle (level 5). Measured on this machine
-(../shared/STACK.md, a 2 GB float32 store, plain sum): zarr's default Zstd
+(docs/BENCHMARKS.md, a 2 GB float32 store, plain sum): zarr's default Zstd
 reads at 0.59 GB/s with threads / 0.88 GB/s with 2 worker processes, Blosc-LZ4
 +shuffle at 0.81 / 1.28 GB/s, uncompressed at 1.81 / 1.87 GB/s. LZ4 keeps
 ~70 % of the uncompressed speed with processes while still compressing the
@@ -60,7 +60,7 @@ class StoreError(ValueError):
 
 
 def default_chunk_rows(n_features: int, itemsize: int = 8, target_bytes: int = 64 * 2**20) -> int:
-    """Rows per chunk for ~64 MB chunks (the size measured in STACK.md)."""
+    """Rows per chunk for ~64 MB chunks (the size measured best for zarr reads)."""
     return int(max(1024, target_bytes // max(1, n_features * itemsize)))
 
 
@@ -94,6 +94,12 @@ def _lazy(a):
     return as_array(a)
 
 
+def _is_lazy(*arrays):
+    from .engine import is_lazy
+
+    return any(a is not None and is_lazy(a) for a in arrays)
+
+
 def check_destination(path, overwrite: bool = False) -> Path:
     """Refuse an existing ``path`` unless ``overwrite``: callers that compute
     before writing check first, so they fail before the work, not after."""
@@ -122,6 +128,7 @@ def write_dataset(
     attrs: dict | None = None,
     check_finite: bool = True,
     progress: bool = False,
+    scheduler=None,
 ) -> Path:
     """Write a dataset store (see module docstring) and return its path.
 
@@ -150,6 +157,13 @@ def write_dataset(
         Stored in the group attributes (JSON-serialisable).
     check_finite : bool, default=True
         Refuse NaN/inf in ``x`` and ``y`` (one extra pass for dask input).
+    progress : bool, default=False
+        Show a progress bar while writing.
+    scheduler : see :mod:`infoclust_dask._scheduler`, default=None
+        Where the checks and the chunk writes of dask input run (the workers
+        of a distributed scheduler: the store path must be reachable from
+        them). Input given entirely as numpy arrays lives in this process and
+        is written from here, by local threads.
 
     Returns
     -------
@@ -164,6 +178,12 @@ def write_dataset(
     if codec not in _CODECS:
         raise ValueError(f"codec must be one of {_CODECS}; got {codec!r}.")
     check_destination(path, overwrite)
+    from .engine import compute, map_reduce
+    from .kernels.stats import MOMENTS
+
+    lazy_input = _is_lazy(x, y, label, fold)
+    if not lazy_input:
+        scheduler = "threads"
     x = _lazy(x)
     _check_2d("x", x)
     _check_float("x", x)
@@ -223,19 +243,16 @@ def write_dataset(
         add("fold", fold, ("sample",), np.int16)
 
     if check_finite:
-        from ._kernels import moments_stats
-        from .engine import map_reduce
-
         for name in ("x", "y"):
             if name in variables:
-                bad = int(map_reduce(moments_stats, variables[name][1], scheduler="threads")["n_bad"])
+                bad = int(map_reduce(MOMENTS, variables[name][1], scheduler=scheduler)["n_bad"])
                 if bad:
                     raise ValueError(
                         f"'{name}' contains {bad} NaN or infinite values. Drop or impute those "
                         "rows first (CLI: `infoclust ingest --drop-nonfinite`)."
                     )
     if label is not None:
-        lmin = int(variables["label"][1].min().compute(scheduler="threads"))
+        lmin = int(compute(variables["label"][1].min(), scheduler=scheduler))
         if lmin < 0:
             raise ValueError(f"'label' must be >= 0; found {lmin}.")
 
@@ -256,13 +273,9 @@ def write_dataset(
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.parent / f".{path.name}.tmp-{uuid.uuid4().hex[:8]}"
     try:
-        if progress:
-            from dask.diagnostics import ProgressBar
-
-            with ProgressBar():
-                ds.to_zarr(tmp, mode="w-", zarr_format=3, encoding=encoding, consolidated=False)
-        else:
-            ds.to_zarr(tmp, mode="w-", zarr_format=3, encoding=encoding, consolidated=False)
+        # metadata now; the chunk writes as one graph on the chosen scheduler
+        writes = ds.to_zarr(tmp, mode="w-", zarr_format=3, encoding=encoding, consolidated=False, compute=False)
+        compute(writes, scheduler=scheduler, progress=progress)
         _replace(tmp, path, overwrite)
     finally:
         _remove_tree(tmp)

@@ -1,4 +1,4 @@
-"""Prefect settings for running without a server (../shared/STACK.md).
+"""Prefect settings for running without a server (measured settings: see deploy/README.md).
 
 Only defaults: anything already set in the environment wins.
 

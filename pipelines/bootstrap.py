@@ -39,9 +39,8 @@ def reference_fit(store: str, params: dict, seed: int, scheduler: str | None, ru
         raise ValueError(f"The store '{store}' has no second view 'y'; associative clustering needs paired data.")
     sched = engine.resolve_scheduler(scheduler)
     t0 = time.perf_counter()
-    X = engine.persist_if_small(ds["x"], scheduler=sched)  # hundreds of passes: keep small data in memory
-    Y = engine.persist_if_small(ds["y"], scheduler=sched)
-    ac = AssociativeClustering(**params, random_state=seed, scheduler=sched).fit(X, Y)
+    # hundreds of passes: the fit keeps small data in worker memory (engine.prepare)
+    ac = AssociativeClustering(**params, random_state=seed, scheduler=sched).fit(ds["x"], ds["y"])
     save_model(ac, Path(run_dir) / "ac-reference-model.json")
     return {"mx": ac.cluster_centers_x_.tolist(), "my": ac.cluster_centers_y_.tolist(),
             "table": ac.contingency_.tolist(), "sigma": list(ac.sigma_),

@@ -14,7 +14,7 @@ Every dask pass of every cell goes to one scheduler, chosen by the engine
 threads of the flow process (Prefect's ThreadPoolTaskRunner) and submit
 their passes to that scheduler; we do not use prefect-dask's DaskTaskRunner,
 whose task code would run *on* the dask workers: each worker would start its
-own temporary Prefect API when there is no server (STACK.md: ~15 s per
+own temporary Prefect API when there is no server (measured: ~15 s per
 worker), and a task that itself submits passes would occupy a worker slot
 while waiting on them. The drivers of our estimators hold only small
 statistics, so the flow process is the right place for them.

@@ -53,7 +53,7 @@ def fit_kmeans(store: str, n_clusters: int, scheduler: str | None, seed: int, ru
 
     ds = open_dataset(store)
     scheduler = engine.resolve_scheduler(scheduler)  # start the cluster before timing the fit
-    X = engine.persist(ds["x"], scheduler=scheduler)  # small enough to keep in worker memory
+    X = engine.prepare(ds["x"], scheduler=scheduler)  # small enough to keep in worker memory
     t0 = time.perf_counter()
     km = KMeans(n_clusters, random_state=seed, scheduler=scheduler).fit(X)
     seconds = time.perf_counter() - t0
@@ -85,8 +85,8 @@ def fit_dc(store: str, n_clusters: int, scheduler: str | None, seed: int, run_di
     if "label" not in ds:
         return None
     scheduler = engine.resolve_scheduler(scheduler)
-    X = engine.persist(ds["x"], scheduler=scheduler)
-    c = engine.persist(ds["label"], scheduler=scheduler)
+    X = engine.prepare(ds["x"], scheduler=scheduler)
+    c = engine.prepare(ds["label"], scheduler=scheduler)
     t0 = time.perf_counter()
     dc = DiscriminativeClustering(n_clusters, sigma=sigma, max_iter=29, random_state=seed,
                                   scheduler=scheduler).fit(X, c)
@@ -154,7 +154,7 @@ def anneal(store: str, n_clusters: int, scheduler: str | None, seed: int, run_di
 
     ds = open_dataset(store)
     scheduler = engine.resolve_scheduler(scheduler)
-    X = engine.persist(ds["x"], scheduler=scheduler)  # hundreds of passes: keep it in memory
+    X = engine.prepare(ds["x"], scheduler=scheduler)  # hundreds of passes: keep it in memory
     mean, axes, var = principal_axes(X, 2, scheduler=scheduler)
     beta_c = 1.0 / var[0]  # MacKay (20.17): first split where beta = 1/sigma_1^2
     betas = beta_c * np.geomspace(0.25, 8.0, n_betas)

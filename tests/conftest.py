@@ -2,9 +2,13 @@
 without a server, small data sets."""
 
 import os
+import sys
 import tempfile
 
-# Prefect must see its settings before it is first imported (STACK.md).
+# tests/ holds helpers.py, shared by the test modules of every sub-folder
+sys.path.insert(0, os.path.dirname(__file__))
+
+# Prefect must see its settings before it is first imported (measured: deploy/README.md).
 _PREFECT_HOME = tempfile.mkdtemp(prefix="infoclust-prefect-")
 os.environ["PREFECT_HOME"] = _PREFECT_HOME
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
@@ -19,11 +23,11 @@ import pytest  # noqa: E402
 def local_cluster_client():
     """The engine's on-demand LocalCluster (2 worker processes on 127.0.0.1),
     stopped at the end of the session."""
-    from infoclust_dask import engine
+    from infoclust_dask import _scheduler
 
-    client = engine.local_client()
+    client = _scheduler.local_client()
     yield client
-    engine.close_local_client()
+    _scheduler.close_local_client()
 
 
 @pytest.fixture(params=["sync", "threads", "distributed"])

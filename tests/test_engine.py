@@ -9,7 +9,11 @@ import xarray as xr
 from dask.callbacks import Callback
 
 from infoclust_dask import engine, write_dataset
-from infoclust_dask._kernels import combine_concat, lloyd_stats, moments_stats, soft_kmeans_stats
+from infoclust_dask._validation import open_input
+from infoclust_dask.kernels import Pass
+from infoclust_dask.kernels._common import combine_concat
+from infoclust_dask.kernels.kmeans import ASSIGN, LLOYD_FAR, SOFT_KMEANS, lloyd_stats, soft_kmeans_stats
+from infoclust_dask.kernels.stats import MOMENTS, moments_stats
 
 
 @pytest.fixture
@@ -30,7 +34,7 @@ def test_map_reduce_equals_in_memory(xw, scheduler):
     x, w = xw
     ref = lloyd_stats(x, w, centers=CENTERS)
     for X, W in [(x, w), (_as_dask(x, IRREGULAR), _as_dask(w, IRREGULAR)), (_as_dask(x, 64), w)]:
-        got = engine.map_reduce(lloyd_stats, X, W, params={"centers": CENTERS}, scheduler=scheduler)
+        got = engine.map_reduce(LLOYD_FAR, X, W, params={"centers": CENTERS}, scheduler=scheduler)
         for key in ref:
             np.testing.assert_allclose(got[key], ref[key], rtol=1e-10, atol=1e-12, err_msg=key)
 
@@ -40,26 +44,26 @@ def test_irregular_chunks_with_empty_blocks_are_skipped(xw):
     X = _as_dask(x, IRREGULAR)
     assert 0 in X.chunks[0]
     ref = soft_kmeans_stats(x, w, centers=CENTERS, beta=0.3)
-    got = engine.map_reduce(soft_kmeans_stats, X, w, params={"centers": CENTERS, "beta": 0.3}, scheduler="sync")
+    got = engine.map_reduce(SOFT_KMEANS, X, w, params={"centers": CENTERS, "beta": 0.3}, scheduler="sync")
     for key in ref:
         np.testing.assert_allclose(got[key], ref[key], rtol=1e-10)
 
 
 def test_numpy_block_size_does_not_change_result(xw):
     x, w = xw
-    a = engine.map_reduce(lloyd_stats, x, w, params={"centers": CENTERS}, block_rows=7)
-    b = engine.map_reduce(lloyd_stats, x, w, params={"centers": CENTERS}, block_rows=10_000)
+    a = engine.map_reduce(LLOYD_FAR, x, w, params={"centers": CENTERS}, block_rows=7)
+    b = engine.map_reduce(LLOYD_FAR, x, w, params={"centers": CENTERS}, block_rows=10_000)
     for key in a:
         np.testing.assert_allclose(a[key], b[key], rtol=1e-12)
 
 
-def test_xarray_and_store_path_inputs(xw, tmp_path):
+def test_xarray_and_store_inputs(xw, tmp_path):
     x, _ = xw
     ref = moments_stats(x)
     da_x = xr.DataArray(_as_dask(x, 128), dims=("sample", "feature"))
     path = write_dataset(tmp_path / "d.zarr", x, chunks=111)
-    for inp in (da_x, path, str(path)):
-        got = engine.map_reduce(moments_stats, inp, scheduler="threads")
+    for inp in (da_x, open_input(path), open_input(str(path))):
+        got = engine.map_reduce(MOMENTS, inp, scheduler="threads")
         np.testing.assert_allclose(got["s2"], ref["s2"], rtol=1e-10)
         assert int(got["n"]) == 1000
 
@@ -76,7 +80,7 @@ class _CountComputes(Callback):
 def test_one_compute_per_call(xw):
     x, w = xw
     with _CountComputes() as counter:
-        engine.map_reduce(lloyd_stats, _as_dask(x, 50), _as_dask(w, 50), params={"centers": CENTERS}, scheduler="threads")
+        engine.map_reduce(LLOYD_FAR, _as_dask(x, 50), _as_dask(w, 50), params={"centers": CENTERS}, scheduler="threads")
     assert counter.n == 1
 
 
@@ -85,18 +89,19 @@ def test_params_are_one_key_in_the_graph(xw):
 
     x, _ = xw
     big = np.arange(50_000.0)  # 400 kB: any task that carries it is at least that big
-    d = engine.build_reduction(lambda b, *, p: {"s": b.sum() + p.sum()}, _as_dask(x, 50), params={"p": big})
+    bp = Pass("sum_plus", lambda b, *, p: {"s": b.sum() + p.sum()})
+    d = engine.build_reduction(bp, _as_dask(x, 50), params={"p": big})
     graph = dict(d.__dask_graph__())
     heavy = [k for k, v in graph.items() if len(cloudpickle.dumps(v)) > big.nbytes]
     assert len(heavy) == 1, heavy  # 20 block tasks, one parameter key
-    assert len([k for k in graph if "_apply_block" in str(k)]) == 20
+    assert len([k for k in graph if dask.utils.key_split(k) == "sum_plus"]) == 20
     got = dask.compute(d, scheduler="sync")[0]
     np.testing.assert_allclose(got["s"], x.sum() + 20 * big.sum())
 
 
 def test_tree_reduction_depth(xw):
     x, _ = xw
-    d = engine.build_reduction(moments_stats, _as_dask(x, 10), split_every=4)  # 100 blocks
+    d = engine.build_reduction(MOMENTS, _as_dask(x, 10), split_every=4)  # 100 blocks
     names = [k for k in dict(d.__dask_graph__()) if "combine" in str(k)]
     # 100 parts -> 25 combines -> 7 parts (6 combines + 1 passed through) -> 2 -> 1
     assert len(names) == 25 + 6 + 2 + 1
@@ -108,17 +113,16 @@ def test_start_offsets_reach_the_kernel(xw, scheduler):
     def kernel(b, *, start):
         return {"idx": np.arange(start, start + b.shape[0])}
 
+    bp = Pass("row_numbers", kernel, combine=combine_concat, start=True)
     for X in (x, _as_dask(x, IRREGULAR)):
-        got = engine.map_reduce(kernel, X, combine=combine_concat, scheduler=scheduler, block_rows=33)
+        got = engine.map_reduce(bp, X, scheduler=scheduler, block_rows=33)
         np.testing.assert_array_equal(got["idx"], np.arange(1000))
 
 
 def test_map_blocks_lazy_and_numpy_agree(xw):
     x, _ = xw
-    from infoclust_dask._kernels import assign_labels
-
-    a = engine.map_blocks(assign_labels, x, params={"centers": CENTERS}, dtype=np.int64)
-    b = engine.map_blocks(assign_labels, _as_dask(x, IRREGULAR), params={"centers": CENTERS}, dtype=np.int64)
+    a = engine.map_blocks(ASSIGN, x, params={"centers": CENTERS})
+    b = engine.map_blocks(ASSIGN, _as_dask(x, IRREGULAR), params={"centers": CENTERS})
     assert isinstance(a, np.ndarray) and isinstance(b, da.Array)
     np.testing.assert_array_equal(a, b.compute(scheduler="sync"))
 
@@ -132,15 +136,15 @@ def test_map_blocks_lazy_and_numpy_agree(xw):
 def test_unknown_chunks_refused(xw, make, match):
     x, _ = xw
     with pytest.raises(ValueError, match=match):
-        engine.map_reduce(moments_stats, make(x))
+        engine.map_reduce(MOMENTS, make(x))
 
 
 def test_misaligned_rows_refused(xw):
     x, w = xw
     with pytest.raises(ValueError, match="same number of rows; got 1000 and 999"):
-        engine.map_reduce(lloyd_stats, x, w[:-1], params={"centers": CENTERS})
+        engine.map_reduce(LLOYD_FAR, x, w[:-1], params={"centers": CENTERS})
     with pytest.raises(ValueError, match="same number of rows; got 1000 and 999"):
-        engine.map_reduce(lloyd_stats, _as_dask(x, 100), w[:-1], params={"centers": CENTERS})
+        engine.map_reduce(LLOYD_FAR, _as_dask(x, 100), w[:-1], params={"centers": CENTERS})
 
 
 @pytest.mark.parametrize(
@@ -167,7 +171,7 @@ def test_env_address_and_explicit_address_use_that_scheduler(local_cluster_clien
     monkeypatch.delenv("DASK_SCHEDULER_ADDRESS")
     assert engine.resolve_scheduler(None).kind == "threads"
     s2 = engine.resolve_scheduler(addr)
-    got = engine.map_reduce(moments_stats, _as_dask(x, 100), scheduler=s2)
+    got = engine.map_reduce(MOMENTS, _as_dask(x, 100), scheduler=s2)
     np.testing.assert_allclose(got["s1"], x.sum(axis=0), rtol=1e-10)
 
 
@@ -175,7 +179,7 @@ def test_persist_scatters_numpy_to_workers(local_cluster_client, xw):
     x, w = xw
     X = engine.persist(x, scheduler=local_cluster_client, chunk_rows=128)
     assert isinstance(X, da.Array) and X.chunks[0][0] == 128
-    got = engine.map_reduce(lloyd_stats, X, w, params={"centers": CENTERS}, scheduler=local_cluster_client)
+    got = engine.map_reduce(LLOYD_FAR, X, w, params={"centers": CENTERS}, scheduler=local_cluster_client)
     np.testing.assert_allclose(got["sums"], lloyd_stats(x, w, centers=CENTERS)["sums"], rtol=1e-10)
 
 
@@ -195,7 +199,7 @@ def test_chunking_never_changes_the_result(chunks, split_every):
     ref = lloyd_stats(x, w, centers=CENTERS)
     X = da.from_array(x, chunks=(tuple(chunks), (4,)))
     W = da.from_array(w, chunks=(tuple(chunks),))
-    got = engine.map_reduce(lloyd_stats, X, W, params={"centers": CENTERS}, scheduler="sync", split_every=max(2, split_every))
+    got = engine.map_reduce(LLOYD_FAR, X, W, params={"centers": CENTERS}, scheduler="sync", split_every=max(2, split_every))
     for key in ref:
         np.testing.assert_allclose(got[key], ref[key], rtol=1e-10, atol=1e-12)
 
@@ -208,7 +212,8 @@ def test_fold_blocks_runs_blocks_in_the_given_order(xw, scheduler):
 
     X = da.from_array(x, chunks=((300, 0, 200, 500), (4,)))
     order = [3, 0, 2, 1]
-    got = engine.fold_blocks(step, X, state=[], order=order, scheduler=scheduler)
+    got = engine.fold_blocks(Pass("trace", step, kind="fold", start=True), X, state=[], order=order,
+                             scheduler=scheduler)
     bounds = {0: (0, 300), 2: (300, 500), 3: (500, 1000)}
     want = [(bounds[i][0], float(x[slice(*bounds[i])].sum())) for i in order if i in bounds]
     assert [s for s, _ in got] == [s for s, _ in want]

@@ -1,17 +1,17 @@
 """Associative clustering (AC): two Voronoi partitionings, one per view of
 paired data, whose contingency table shows as much dependency as possible.
 
-Sinkkonen, Kaski, Nikkilä & Lahti, "Associative clustering (AC): technical
-details", ``../shared/papers/associative-clustering.txt``. The prototypes
+Sinkkonen, Kaski, Nikkilä & Lahti (2005), "Associative clustering (AC):
+technical details" (Helsinki University of Technology report). The prototypes
 ``m_i^(x)`` (K of them) and ``m_j^(y)`` (L) maximize the log Bayes factor
 (3) of the table of cross counts ``n_ij`` against independent margins,
 smoothed as log BF'' of §III (normalized Gaussian memberships of widths
 ``sigma_x``, ``sigma_y``; ``lambda^(x)``, ``lambda^(y)`` weigh the margins).
 
 Each objective evaluation is two map-reduce passes over the paired blocks:
-the smoothed cross counts (:func:`~infoclust_dask._kernels.ac_count_stats`),
+the smoothed cross counts (:data:`~infoclust_dask.kernels.ac.AC_COUNTS`),
 then, with the digamma terms they give, the gradient sums for both
-prototype sets (:func:`~infoclust_dask._kernels.ac_grad_stats`). The driver
+prototype sets (:data:`~infoclust_dask.kernels.ac.AC_GRAD`). The driver
 runs scipy's conjugate gradients on all ``K dx + L dy`` coordinates.
 
 Optimization is the hard part: at a fixed small width the smoothed
@@ -37,14 +37,8 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from .. import engine
-from .._kernels import (
-    ac_count_stats,
-    ac_grad_stats,
-    ac_hard_count_stats,
-    cross_gram_stats,
-    label_sum_stats,
-    project_rows,
-)
+from ..kernels.ac import AC_COUNTS, AC_GRAD, AC_HARD_COUNTS
+from ..kernels.stats import CROSS_GRAM, LABEL_SUMS, PROJECT
 from .._validation import check_data, check_n_clusters, check_random_state, check_scalar_param, param_error
 from ..objectives import ac as obj
 from ._base import voronoi_labels
@@ -61,11 +55,11 @@ def ac_objective(X, Y, mx, my, sigma, *, prior=(1.0, 1.0, 1.0), lam=(1.0, 1.0), 
     grad_y (L, dy), counts (K, L))``.
     """
     sx, sy = sigma
-    counts = engine.map_reduce(ac_count_stats, X, Y, params={"mx": mx, "my": my, "sx": sx, "sy": sy,
+    counts = engine.map_reduce(AC_COUNTS, X, Y, params={"mx": mx, "my": my, "sx": sx, "sy": sy,
                                                                "subset": subset}, scheduler=scheduler)["counts"]
     psi, psi_x, psi_y = obj.digamma_terms(counts, prior)
     st = engine.map_reduce(
-        ac_grad_stats, X, Y,
+        AC_GRAD, X, Y,
         params={"mx": mx, "my": my, "sx": sx, "sy": sy, "psi": psi, "psi_x": psi_x, "psi_y": psi_y,
                 "lam_x": float(lam[0]), "lam_y": float(lam[1]), "subset": subset},
         scheduler=scheduler,
@@ -76,7 +70,7 @@ def ac_objective(X, Y, mx, my, sigma, *, prior=(1.0, 1.0, 1.0), lam=(1.0, 1.0), 
 
 def hard_table(X, Y, mx, my, scheduler=None, subset=None):
     """The hard contingency table of the two Voronoi partitions (one pass)."""
-    return engine.map_reduce(ac_hard_count_stats, X, Y, params={"mx": mx, "my": my, "subset": subset},
+    return engine.map_reduce(AC_HARD_COUNTS, X, Y, params={"mx": mx, "my": my, "subset": subset},
                              scheduler=scheduler)["counts"]
 
 
@@ -433,7 +427,7 @@ def cca_start(X, Y, k, l_, rng, sched, min_corr=0.05):
     prototypes set to the means of the resulting clusters in the original
     space (one more pass per view). Directions with correlation below
     ``min_corr`` times the largest are dropped."""
-    st = engine.map_reduce(cross_gram_stats, X, Y, scheduler=sched)
+    st = engine.map_reduce(CROSS_GRAM, X, Y, scheduler=sched)
     n = float(st["n"])
     mx, my = st["sx"] / n, st["sy"] / n
     cxx = st["xtx"] / n - np.outer(mx, mx)
@@ -450,10 +444,10 @@ def cca_start(X, Y, k, l_, rng, sched, min_corr=0.05):
     r = max(1, min(int(np.sum(s >= min_corr * s[0])), max(k, l_) - 1, len(s)))
     out = []
     for V, mean, W, m in ((X, mx, wx @ u[:, :r] * s[:r], k), (Y, my, wy @ vt[:r].T * s[:r], l_)):
-        Z = engine.map_blocks(project_rows, V, params={"mean": mean, "W": W}, trailing_shape=(r,))
+        Z = engine.map_blocks(PROJECT, V, params={"mean": mean, "W": W}, trailing_shape=(r,))
         km = KMeans(m, random_state=int(rng.integers(2**31)), scheduler=sched).fit(Z)
         lab = km.labels_ if engine.is_lazy(Z) else km.predict(Z)
-        st2 = engine.map_reduce(label_sum_stats, V, lab, params={"k": m}, scheduler=sched)
+        st2 = engine.map_reduce(LABEL_SUMS, V, lab, params={"k": m}, scheduler=sched)
         centers = st2["s"] / np.maximum(st2["n"], 1.0)[:, None]
         empty = st2["n"] == 0
         centers[empty] = mean  # an empty cluster restarts at the mean

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import engine
-from .._kernels import assign_labels
+from ..kernels.kmeans import ASSIGN
 
 __all__ = ["voronoi_labels"]
 
@@ -13,5 +13,5 @@ __all__ = ["voronoi_labels"]
 def voronoi_labels(X, centers, *, scheduler=None, lazy=True):
     """Nearest-prototype label of every row: a lazy dask array when ``lazy``
     (the caller's input was lazy), else computed into a numpy array."""
-    labels = engine.map_blocks(assign_labels, X, params={"centers": centers}, dtype=np.int64)
+    labels = engine.map_blocks(ASSIGN, X, params={"centers": centers})
     return labels if lazy else np.asarray(engine.compute(labels, scheduler=scheduler))

@@ -1,7 +1,7 @@
 """Discriminative clustering (DC), marginalized MAP form, by conjugate gradients.
 
 Kaski, Sinkkonen & Klami (2005), "Discriminative clustering",
-``../shared/papers/discriminative-clustering.txt``. Voronoi prototypes
+Neurocomputing 69, 18-41. Voronoi prototypes
 ``m_j`` of the primary data x are chosen so that the partition is
 informative of the discrete auxiliary labels c: they maximize the smoothed
 marginalized log posterior (10), with normalized Gaussian memberships (4) and
@@ -9,9 +9,9 @@ a Dirichlet prior ``n_i^0`` per class, whose gradient is (11). New samples are
 clustered from x alone (nearest prototype).
 
 Each objective evaluation is two map-reduce passes: the smoothed counts
-``n_ji`` (:func:`~infoclust_dask._kernels.dc_count_stats`), then, with the
+``n_ji`` (:data:`~infoclust_dask.kernels.dc.DC_COUNTS`), then, with the
 digamma terms ``L_ji`` they give, the gradient sums
-(:func:`~infoclust_dask._kernels.dc_grad_stats`). The driver runs scipy's
+(:data:`~infoclust_dask.kernels.dc.DC_GRAD`). The driver runs scipy's
 conjugate gradients on the (K x d) prototypes.
 """
 
@@ -28,13 +28,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from .. import engine
-from .._kernels import (
-    dc_count_stats,
-    dc_grad_stats,
-    dc_reg_stats,
-    hard_count_stats,
-    online_dc_block,
-)
+from ..kernels.dc import DC_COUNTS, DC_GRAD, DC_HARD_COUNTS, DC_ONLINE, DC_REG
 from .._validation import (
     check_data,
     check_labels,
@@ -66,19 +60,19 @@ def dc_objective(X, c, centers, sigma, *, prior, n_classes, regularization=None,
     """
     eq = lam if regularization == "eq" else 0.0
     counts = engine.map_reduce(
-        dc_count_stats, X, c,
+        DC_COUNTS, X, c,
         params={"centers": centers, "sigma": sigma, "n_classes": n_classes, "subset": subset},
         scheduler=scheduler,
     )["counts"]
     L = obj.digamma_terms(counts, prior, eq)
     st = engine.map_reduce(
-        dc_grad_stats, X, c, params={"centers": centers, "sigma": sigma, "L": L, "subset": subset},
+        DC_GRAD, X, c, params={"centers": centers, "sigma": sigma, "L": L, "subset": subset},
         scheduler=scheduler,
     )
     value = obj.log_posterior(counts, prior, eq)
     grad = obj.gradient(st["WX"], st["W"], centers, sigma)
     if regularization in ("mog", "vq") and lam > 0:
-        rs = engine.map_reduce(dc_reg_stats, X, params={"centers": centers, "kind": regularization,
+        rs = engine.map_reduce(DC_REG, X, params={"centers": centers, "kind": regularization,
                                                         "lam": lam, "subset": subset}, scheduler=scheduler)
         if regularization == "mog":
             v, g = obj.mog_term(rs["log_z"], rs["R"], rs["S"], centers, lam, counts.sum(), centers.shape[0])
@@ -90,7 +84,7 @@ def dc_objective(X, c, centers, sigma, *, prior, n_classes, regularization=None,
 
 def _hard_counts(X, c, centers, n_classes, scheduler, subset=None):
     return engine.map_reduce(
-        hard_count_stats, X, c, params={"centers": centers, "n_classes": n_classes, "subset": subset},
+        DC_HARD_COUNTS, X, c, params={"centers": centers, "n_classes": n_classes, "subset": subset},
         scheduler=scheduler,
     )["counts"]
 
@@ -332,14 +326,14 @@ class DiscriminativeClustering(ClusterMixin, BaseEstimator):
         (:func:`infoclust_dask.engine.fold_blocks`), blocks in a new random
         order every epoch; ``max_iter`` epochs. (9) is recorded per epoch."""
         epochs = self._steps()
-        n = int(engine.map_reduce(hard_count_stats, X, c, params={"centers": centers[:1], "n_classes": n_classes,
+        n = int(engine.map_reduce(DC_HARD_COUNTS, X, c, params={"centers": centers[:1], "n_classes": n_classes,
                                                                   "subset": subset}, scheduler=sched)["counts"].sum())
         state = {"m": np.array(centers, dtype=np.float64), "gamma": np.zeros((centers.shape[0], n_classes)), "t": 0}
         nb = engine.n_blocks(X)
         history = []
         for e in range(epochs):
             state = engine.fold_blocks(
-                online_dc_block, X, c, state=state, order=rng.permutation(nb), scheduler=sched,
+                DC_ONLINE, X, c, state=state, order=rng.permutation(nb), scheduler=sched,
                 params={"sigma": sigma, "alpha0": self.learning_rate, "total_steps": epochs * n,
                         "seed": int(rng.integers(2**63)), "subset": subset},
             )

@@ -22,13 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import engine
-from .._kernels import (
-    closest_count_stats,
-    combine_concat,
-    d2_pick_in_block,
-    kmeans_parallel_sample,
-    kpp_trial_stats,
-)
+from ..kernels.kmeans import CLOSEST_COUNTS, D2_PICK, KMEANS_PARALLEL_SAMPLE, KPP_TRIALS
 
 __all__ = ["init_random", "init_kmeanspp", "init_kmeans_parallel"]
 
@@ -36,8 +30,7 @@ __all__ = ["init_random", "init_kmeanspp", "init_kmeans_parallel"]
 def _trials(X, w, centers, candidates, sched):
     """One pass: per-block potentials (n_blocks, n_candidates) and block bounds."""
     st = engine.map_reduce(
-        kpp_trial_stats, X, w, params={"centers": centers, "candidates": candidates},
-        combine=combine_concat, scheduler=sched,
+        KPP_TRIALS, X, w, params={"centers": centers, "candidates": candidates}, scheduler=sched,
     )
     return st["weight"], st["start"], st["stop"]
 
@@ -59,9 +52,8 @@ def _pick(X, w, centers, block_weights, starts, stops, n_draws, rng, sched):
         ub = u[blocks == b] - (cum[b - 1] if b > 0 else 0.0)
         sl = slice(int(starts[b]), int(stops[b]))
         got = engine.map_reduce(
-            d2_pick_in_block, X[sl], None if w is None else w[sl],
-            params={"centers": centers, "u": ub}, combine=combine_concat,
-            scheduler=sched, block_rows=sl.stop - sl.start,
+            D2_PICK, X[sl], None if w is None else w[sl],
+            params={"centers": centers, "u": ub}, scheduler=sched, block_rows=sl.stop - sl.start,
         )["row"]
         rows.append(np.asarray(got, dtype=np.float64))
     return np.vstack(rows)
@@ -120,15 +112,14 @@ def init_kmeans_parallel(X, w, n_clusters, rng, sched, *, oversampling_factor=2.
     centers = _draw(X, w, np.empty((0, X.shape[1])), 1, rng, sched)
     for _ in range(rounds):
         phi = float(
-            engine.map_reduce(closest_count_stats, X, w, params={"centers": centers}, scheduler=sched)["phi"]
+            engine.map_reduce(CLOSEST_COUNTS, X, w, params={"centers": centers}, scheduler=sched)["phi"]
         )
         if not phi > 0:
             break
         seed = int(rng.integers(2**63))
         new = engine.map_reduce(
-            kmeans_parallel_sample, X, w,
-            params={"centers": centers, "ell": ell, "phi": phi, "seed": seed},
-            combine=combine_concat, scheduler=sched,
+            KMEANS_PARALLEL_SAMPLE, X, w,
+            params={"centers": centers, "ell": ell, "phi": phi, "seed": seed}, scheduler=sched,
         )["rows"]
         if new.shape[0]:
             centers = np.unique(np.vstack([centers, new]), axis=0)
@@ -139,7 +130,7 @@ def init_kmeans_parallel(X, w, n_clusters, rng, sched, *, oversampling_factor=2.
                 row = centers[rng.integers(centers.shape[0])][None, :]
             centers = np.vstack([centers, row])
         return centers
-    counts = engine.map_reduce(closest_count_stats, X, w, params={"centers": centers}, scheduler=sched)["counts"]
+    counts = engine.map_reduce(CLOSEST_COUNTS, X, w, params={"centers": centers}, scheduler=sched)["counts"]
     keep = counts > 0
     cand, cw = centers[keep], counts[keep]
     if cand.shape[0] <= n_clusters:

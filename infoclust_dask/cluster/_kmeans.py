@@ -1,10 +1,10 @@
 """K-means (Lloyd) as map-reduce passes over row blocks.
 
 MacKay, *Information Theory, Inference, and Learning Algorithms*, ch. 20
-(``../shared/papers/kmeans-soft-kmeans.txt``): assignment step (20.3)-(20.4),
+(Cambridge University Press, 2003): assignment step (20.3)-(20.4),
 update step (20.5)-(20.6). Each iteration is ONE pass: every block reports
 per-cluster weights, per-cluster sums and its share of the inertia
-(:func:`infoclust_dask._kernels.lloyd_stats`); the driver divides.
+(:data:`infoclust_dask.kernels.kmeans.LLOYD_STEP`); the driver divides.
 """
 
 from __future__ import annotations
@@ -18,14 +18,8 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from .. import engine
-from .._kernels import (
-    combine_lloyd,
-    distances,
-    inertia_stats,
-    lloyd_stats,
-    lloyd_step_stats,
-    sum_sq_stats as _sxx_stats,
-)
+from ..kernels.kmeans import DISTANCES, INERTIA, LLOYD_FAR, LLOYD_STEP
+from ..kernels.stats import SUM_SQ
 from .._validation import (
     check_data,
     check_n_clusters,
@@ -54,18 +48,18 @@ def lloyd(X, w, centers, *, max_iter, tol, sched, verbose=0, label="", warn_empt
 
     Returns ``(centers, inertia, n_iter)``; the inertia is the exact weighted
     sum of squared distances to the nearest final centre. One pass per
-    iteration (:func:`~infoclust_dask._kernels.lloyd_step_stats`), one more
+    iteration (:data:`~infoclust_dask.kernels.kmeans.LLOYD_STEP`), one more
     for the inertia, and one extra whenever a cluster empties.
     """
     k = centers.shape[0]
     centers = np.array(centers, dtype=np.float64)
     sxx = None
     if verbose:  # sum_n w_n |x_n|^2, for the progress estimate of the inertia
-        sxx = float(engine.map_reduce(_sxx_stats, X, w, scheduler=sched)["sxx"])
+        sxx = float(engine.map_reduce(SUM_SQ, X, w, scheduler=sched)["sxx"])
     it = 0
     for it in range(1, max_iter + 1):
         t0 = time.perf_counter()
-        st = engine.map_reduce(lloyd_step_stats, X, w, params={"centers": centers}, scheduler=sched)
+        st = engine.map_reduce(LLOYD_STEP, X, w, params={"centers": centers}, scheduler=sched)
         counts, sums = st["counts"], st["sums"]
         empty = np.flatnonzero(counts <= 0)
         new = np.empty_like(centers)
@@ -73,8 +67,7 @@ def lloyd(X, w, centers, *, max_iter, tol, sched, verbose=0, label="", warn_empt
         new[nz] = sums[nz] / counts[nz, None]
         if empty.size:
             far = engine.map_reduce(
-                lloyd_stats, X, w, params={"centers": centers, "n_far": k},
-                combine=combine_lloyd, scheduler=sched,
+                LLOYD_FAR, X, w, params={"centers": centers, "n_far": k}, scheduler=sched,
             )["far_x"]
             for j, c in enumerate(empty):
                 new[c] = far[j % max(1, far.shape[0])]
@@ -99,7 +92,7 @@ def lloyd(X, w, centers, *, max_iter, tol, sched, verbose=0, label="", warn_empt
         centers = new
         if (shift == 0.0 and not empty.size) or shift <= tol:
             break
-    st = engine.map_reduce(inertia_stats, X, w, params={"centers": centers}, scheduler=sched)
+    st = engine.map_reduce(INERTIA, X, w, params={"centers": centers}, scheduler=sched)
     return centers, float(st["inertia"]), it
 
 
@@ -291,7 +284,7 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         check_is_fitted(self)
         X, _ = check_data(self, X, reset=False)
         return engine.map_blocks(
-            distances, X, params={"centers": self.cluster_centers_},
+            DISTANCES, X, params={"centers": self.cluster_centers_},
             trailing_shape=(self.n_clusters,),
         )
 
@@ -301,7 +294,7 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         X, _ = check_data(self, X, reset=False)
         w = check_sample_weight(sample_weight, X)
         st = engine.map_reduce(
-            inertia_stats, X, w, params={"centers": self.cluster_centers_}, scheduler=self.scheduler
+            INERTIA, X, w, params={"centers": self.cluster_centers_}, scheduler=self.scheduler
         )
         return -float(st["inertia"])
 

@@ -18,7 +18,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from .. import engine
-from .._kernels import mixture_assign, mixture_em_stats
+from ..kernels.mixture import MIXTURE_ASSIGN, MIXTURE_EM
 from .._validation import (
     check_data,
     check_labels,
@@ -95,7 +95,7 @@ class IsotropicGaussianMixture(ClusterMixin, BaseEstimator):
         it = 0
         for it in range(1, self.max_iter + 1):
             st = engine.map_reduce(
-                mixture_em_stats, X, c,
+                MIXTURE_EM, X, c,
                 params={"means": means, "variances": variances, "log_weights": log_w,
                         "log_psi": log_psi, "n_classes": n_classes},
                 scheduler=sched,
@@ -136,9 +136,8 @@ class IsotropicGaussianMixture(ClusterMixin, BaseEstimator):
         check_is_fitted(self)
         X, _ = check_data(self, X, reset=False)
         return engine.map_blocks(
-            mixture_assign, X,
+            MIXTURE_ASSIGN, X,
             params={"means": self.means_, "variances": self.variances_, "log_weights": np.log(self.weights_)},
-            dtype=np.int64,
         )
 
 

@@ -1,8 +1,7 @@
 """SMI-based clustering (SMIC) with LSMI model selection.
 
-Sugiyama, Yamada, Kimura & Hachiya, *On Information-Maximization Clustering:
-Tuning Parameter Selection and Analytic Solution*
-(``../shared/papers/smic-squared-loss-mi.txt``): the class posterior is the
+Sugiyama, Yamada, Kimura & Hachiya (2011), *On Information-Maximization
+Clustering: Tuning Parameter Selection and Analytic Solution* (ICML): the class posterior is the
 kernel model (6); maximizing the SMI approximation (8) gives the ``c``
 principal eigenvectors of the kernel matrix of the sparse local-scaling
 kernel (7); clusters follow from the assignment rule of §2.3, new points
@@ -12,8 +11,8 @@ LSMI (14) (Fig. 1).
 Where the work happens:
 
 - the ``T = max(t_candidates)`` nearest neighbours of every row are found
-  ONCE, block against block on the workers
-  (:func:`infoclust_dask.engine.knn`); every candidate ``t`` reuses the
+  ONCE, block against block on the workers (:func:`infoclust_dask.engine.block_pairs`
+  running :data:`infoclust_dask.kernels.knn.KNN`); every candidate ``t`` reuses the
   first ``t`` columns;
 - the sparse kernel (``n (2t + 1)`` entries at most) and its eigenvectors
   (``n x c``) live on the driver: ``scipy.sparse.linalg.eigsh`` runs there;
@@ -31,7 +30,6 @@ Where the work happens:
 from __future__ import annotations
 
 import time
-from functools import partial
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin
@@ -39,9 +37,11 @@ from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
 from .. import engine, metrics
-from .._kernels import knn_merge, knn_query_block, smic_oos_stats
+from ..kernels.knn import KNN, KNN_QUERY
+from ..kernels.smic import SMIC_OOS
 from .._validation import (
     check_data,
+    open_input,
     check_random_state,
     check_scalar_param,
     param_error,
@@ -66,14 +66,23 @@ def local_scaling_affinity(X, t, *, normalization="none", scheduler=None):
     ``scipy.sparse`` matrix (with its local scales and row sums), e.g. to
     feed scikit-learn's ``SpectralClustering(affinity="precomputed")`` the
     self-tuning kernel SMIC uses. Neighbours are found block against block
-    (:func:`infoclust_dask.engine.knn`)."""
-    d2, idx = _neighbour_lists(X, t, scheduler)
+    (:func:`infoclust_dask.engine.block_pairs`)."""
+    d2, idx = _neighbour_lists(open_input(X), t, scheduler)
     return kernel_matrix(d2, idx, t, normalization=normalization)
 
 
 def _neighbour_lists(X, t, scheduler):
-    """``engine.knn`` computed into numpy ``(dist2, index)`` on the driver."""
-    d2, idx = engine.knn(X, t, scheduler=scheduler)
+    """The ``t`` nearest neighbours of every row (never itself), sorted by
+    distance, as numpy ``(dist2, index)`` of shape ``(n, t)`` on the driver:
+    every row block against every row block on the workers
+    (:data:`~infoclust_dask.kernels.knn.KNN`), so no task holds more than two
+    blocks and one ``(block, t)`` list."""
+    n = int(X.shape[0])
+    t = int(t)
+    if not 1 <= t < n:
+        raise ValueError(f"t must be between 1 and n_samples - 1 = {n - 1}; got {t}.")
+    d2, idx = engine.block_pairs(KNN, X, params={"t": t}, outputs=((np.float64, (t,)), (np.int64, (t,))),
+                                 min_rows=t + 1, scheduler=scheduler)
     if engine.is_lazy(d2):
         d2, idx = engine.compute((d2, idx), scheduler=scheduler)
     return np.asarray(d2), np.asarray(idx)
@@ -217,8 +226,6 @@ class SMIC(ClusterMixin, BaseEstimator):
         A, info = check_data(self, X, reset=True, scheduler=sched, need_moments=True)
         ts, prior = self._check_params(info.n)
         seed = int(check_random_state(self.random_state).integers(2**31 - 1))
-        if info.lazy_input:
-            A = engine.persist_if_small(A, scheduler=sched)
         timings = dict.fromkeys(("knn", "kernel", "eigen", "assign", "lsmi"), 0.0)
 
         t0 = time.perf_counter()
@@ -301,14 +308,12 @@ class SMIC(ClusterMixin, BaseEstimator):
         if self.kernel_normalization == "symmetric":
             phi = phi / np.sqrt(self.degree_)[:, None]
         denom = self.eigenvalues_ * np.maximum(self.eigenvectors_, 0.0).sum(axis=0)
-        merge = partial(knn_merge, t=t)
         out = []
         for start in range(0, A.shape[0], PREDICT_ROWS):
             q = A[start:start + PREDICT_ROWS]
             q = np.asarray(engine.compute(q, scheduler=sched) if engine.is_lazy(q) else q, dtype=np.float64)
-            d2q, nbr = engine.map_reduce(knn_query_block, self.X_fit_, params={"xq": q, "t": t}, combine=merge,
-                                         scheduler=sched)
-            sums = engine.map_reduce(smic_oos_stats, self.X_fit_, phi, self.local_scales_,
+            d2q, nbr = engine.map_reduce(KNN_QUERY, self.X_fit_, params={"xq": q, "t": t}, scheduler=sched)
+            sums = engine.map_reduce(SMIC_OOS, self.X_fit_, phi, self.local_scales_,
                                      params={"xq": q, "sigma_q": np.sqrt(d2q[:, t - 1]), "nbr": nbr},
                                      scheduler=sched)
             raw = self.class_prior_ * np.maximum(sums["kphi"], 0.0) / denom

@@ -2,7 +2,7 @@
 
 Responsibilities (20.7) ``r_k(x) ∝ exp(-beta d(m_k, x))`` with
 ``d = ||x - m||^2 / 2`` (20.2), update (20.8)-(20.9). Each iteration is one
-map-reduce pass (:func:`infoclust_dask._kernels.soft_kmeans_stats`).
+map-reduce pass (:data:`infoclust_dask.kernels.kmeans.SOFT_KMEANS`).
 
 Deterministic annealing runs the fixed-point iteration at each beta of an
 increasing schedule, starting from the previous beta's centres plus a tiny
@@ -23,7 +23,8 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from .. import engine
-from .._kernels import responsibilities, soft_kmeans_stats, weighted_sum_stats
+from ..kernels.kmeans import RESPONSIBILITIES, SOFT_KMEANS
+from ..kernels.stats import WEIGHTED_SUM
 from .._validation import (
     check_data,
     check_n_clusters,
@@ -65,7 +66,7 @@ def _soft_iterate(X, w, centers, beta, *, max_iter, tol, sched):
     free = np.nan
     for it in range(1, max_iter + 1):
         st = engine.map_reduce(
-            soft_kmeans_stats, X, w, params={"centers": centers, "beta": beta}, scheduler=sched
+            SOFT_KMEANS, X, w, params={"centers": centers, "beta": beta}, scheduler=sched
         )
         R = st["R"]
         new = centers.copy()
@@ -204,7 +205,7 @@ class SoftKMeans(ClusterMixin, TransformerMixin, BaseEstimator):
             if w is None:
                 mean = info.mean
             else:
-                mean = engine.map_reduce(weighted_sum_stats, X, w, scheduler=sched)
+                mean = engine.map_reduce(WEIGHTED_SUM, X, w, scheduler=sched)
                 mean = mean["s"] / mean["w"]
             centers = np.tile(mean, (k, 1))
         elif isinstance(self.init, str):
@@ -279,7 +280,7 @@ class SoftKMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         check_is_fitted(self)
         X, _ = check_data(self, X, reset=False)
         return engine.map_blocks(
-            responsibilities, X, params={"centers": self.cluster_centers_, "beta": self.beta_},
+            RESPONSIBILITIES, X, params={"centers": self.cluster_centers_, "beta": self.beta_},
             trailing_shape=(self.n_clusters,),
         )
 
@@ -294,7 +295,7 @@ class SoftKMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         X, _ = check_data(self, X, reset=False)
         w = check_sample_weight(sample_weight, X)
         st = engine.map_reduce(
-            soft_kmeans_stats, X, w, params={"centers": self.cluster_centers_, "beta": self.beta_},
+            SOFT_KMEANS, X, w, params={"centers": self.cluster_centers_, "beta": self.beta_},
             scheduler=self.scheduler,
         )
         return float(st["log_z"]) / self.beta_

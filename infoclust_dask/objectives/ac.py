@@ -1,5 +1,5 @@
-"""Associative clustering objectives (Sinkkonen, Kaski, Nikkilä & Lahti,
-``../shared/papers/associative-clustering.txt``).
+"""Associative clustering objectives (Sinkkonen, Kaski, Nikkilä & Lahti
+2005, "Associative clustering (AC): technical details").
 
 Everything here works on the small (K, L) contingency tables and (K, d)
 gradient sums reduced by the engine; nothing touches the data.
@@ -54,7 +54,7 @@ def digamma_terms(counts, prior=(1.0, 1.0, 1.0)):
 
 def gradient(WX, W, centers, sigma):
     """``d log BF'' / d m_i = (sum_r W_i(r) x_r - (sum_r W_i(r)) m_i) / sigma^2``
-    from the reduced sums of :func:`infoclust_dask._kernels.ac_grad_stats`."""
+    from the reduced sums of :data:`infoclust_dask.kernels.ac.AC_GRAD`."""
     return (np.asarray(WX) - np.asarray(W)[:, None] * np.asarray(centers)) / sigma**2
 
 

@@ -1,5 +1,5 @@
 """Discriminative clustering objectives (Kaski, Sinkkonen & Klami 2005,
-``../shared/papers/discriminative-clustering.txt``).
+"Discriminative clustering", Neurocomputing 69).
 
 Everything here works on the small (K, C) count tables and (K, d) gradient
 sums reduced by the engine; nothing touches the data.
@@ -54,7 +54,7 @@ def mog_term(log_z_sum, R, S, centers, lam, n_samples, n_clusters):
     """The MoG regularizer of (14), ``-E_MoG = sum_x log sum_j rho_j
     exp(-lam |x - m_j|^2)`` with equal weights ``rho_j = 1/K``, and its
     gradient ``2 lam (S_j - R_j m_j)``, from the soft K-means sums at
-    stiffness ``beta = 2 lam`` (:func:`infoclust_dask._kernels.soft_kmeans_stats`)."""
+    stiffness ``beta = 2 lam`` (:data:`infoclust_dask.kernels.kmeans.SOFT_KMEANS`)."""
     value = float(log_z_sum) - n_samples * np.log(n_clusters)
     return value, 2.0 * lam * (np.asarray(S) - np.asarray(R)[:, None] * centers)
 
@@ -69,5 +69,5 @@ def vq_term(inertia, counts, sums, centers, lam):
 def gradient(WX, W, centers, sigma):
     """Gradient (11) of (10) w.r.t. the prototypes, from the reduced sums
     ``WX = sum_x W(x) x^T`` and ``W = sum_x W(x)`` (see
-    :func:`infoclust_dask._kernels.dc_grad_stats`)."""
+    :data:`infoclust_dask.kernels.dc.DC_GRAD`)."""
     return (np.asarray(WX) - np.asarray(W)[:, None] * np.asarray(centers)) / sigma**2

@@ -1,6 +1,6 @@
 """Least-squares mutual information (LSMI): the driver-side mathematics.
 
-Sugiyama, Yamada, Kimura & Hachiya (``../shared/papers/smic-squared-loss-mi.txt``),
+Sugiyama, Yamada, Kimura & Hachiya (2011, ICML),
 §2.4: the density ratio ``r(x, y) = p(x, y) / (p(x) p(y))`` (9) is modelled
 class by class with Gaussian bases (10)-(11) centred at samples of that
 class; ``theta^(y) = (H^(y) + delta I)^-1 h^(y)`` solves (13) with
@@ -11,7 +11,7 @@ class; ``theta^(y) = (H^(y) + delta I)^-1 h^(y)`` solves (13) with
 and LSMI (14) equals ``-1/2 sum_y theta_y^T H^(y) theta_y + sum_y theta_y^T
 h^(y) - 1/2``. Everything needed is in the sums ``G = Phi^T Phi`` and
 ``S = onehot(y)^T Phi`` over the samples, per fold (computed in one pass by
-:func:`infoclust_dask._kernels.lsmi_stats`); the width ``gamma`` and the
+:data:`infoclust_dask.kernels.smic.LSMI`); the width ``gamma`` and the
 regularization ``delta`` are chosen by the M-fold hold-out error ``CV`` of
 §2.4, then LSMI is evaluated on all samples.
 """

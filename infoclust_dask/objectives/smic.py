@@ -1,12 +1,11 @@
 """SMI-based clustering (SMIC): the driver-side mathematics.
 
 Sugiyama, Yamada, Kimura & Hachiya, *On Information-Maximization Clustering:
-Tuning Parameter Selection and Analytic Solution*
-(``../shared/papers/smic-squared-loss-mi.txt``), §2.3.
+Tuning Parameter Selection and Analytic Solution* (2011, ICML), §2.3.
 
 - :func:`kernel_matrix`: the sparse local-scaling kernel (7) from the ``t``
   nearest neighbours of every sample (found block against block by
-  :func:`infoclust_dask.engine.knn`), optionally normalized.
+  :data:`infoclust_dask.kernels.knn.KNN`), optionally normalized.
 - :func:`top_eigenvectors`: the ``c`` principal eigenvectors of the kernel,
   which maximize the SMI approximation (8) under orthonormality.
 - :func:`orient`: the sign rule ``phi~ = phi sign(phi^T 1)``.
@@ -38,7 +37,7 @@ import scipy.linalg
 import scipy.sparse as sp
 from scipy.sparse.linalg import eigsh
 
-from .._kernels import local_scaling_values
+from ..kernels.smic import local_scaling_values
 
 __all__ = [
     "NORMALIZATIONS",
@@ -65,7 +64,7 @@ def kernel_matrix(d2, idx, t, *, normalization="none"):
     ----------
     d2, idx : ndarray, shape (n, T) with T >= t
         Squared distances and indices of every sample's nearest *other*
-        samples, sorted by distance (:func:`infoclust_dask.engine.knn`).
+        samples, sorted by distance (:data:`infoclust_dask.kernels.knn.KNN`).
     t : int
         Kernel parameter: neighbourhood size and the rank of the neighbour
         whose distance is the local scale ``sigma_i``.

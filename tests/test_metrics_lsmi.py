@@ -8,12 +8,8 @@ import numpy as np
 import pytest
 
 from infoclust_dask import metrics
-from infoclust_dask._kernels import (
-    LSMI_TINY,
-    gaussian_basis,
-    hashed_fold_ids,
-    lsmi_stats,
-)
+from infoclust_dask.kernels.smic import LSMI_TINY, gaussian_basis, lsmi_stats
+from infoclust_dask.kernels.stats import hashed_fold_ids
 from infoclust_dask.datasets import make_smic_toy
 from infoclust_dask.objectives.lsmi import DELTAS, WIDTHS, cv_table
 
@@ -134,7 +130,8 @@ def test_lsmi_errors():
 def test_sub_blocks_give_the_same_sums(monkeypatch):
     """Large store chunks are processed in sub-blocks (bounded worker memory):
     the sums equal those of one block."""
-    import infoclust_dask._kernels as k
+    import infoclust_dask.kernels._common as common
+    import infoclust_dask.kernels.smic as k
 
     X, y = make_smic_toy("four_blobs", 300, random_state=2)
     kw = {"centers": X[:40], "widths": (0.5, 2.0), "n_classes": 4, "n_folds": 3, "seed": 7,
@@ -144,7 +141,7 @@ def test_sub_blocks_give_the_same_sums(monkeypatch):
     sig = np.full(300, 0.3)
     oos_kw = {"xq": X[:25] + 0.01, "sigma_q": np.full(25, 0.2), "nbr": np.tile(np.arange(5), (25, 1))}
     oos = k.smic_oos_stats(X, phi, sig, start=0, **oos_kw)
-    monkeypatch.setattr(k, "SUB_ROWS", 64)
+    monkeypatch.setattr(common, "SUB_ROWS", 64)
     split = k.lsmi_stats(X, y, start=11, **kw)
     for key in whole:
         np.testing.assert_allclose(split[key], whole[key], rtol=1e-12, atol=1e-14)

@@ -8,7 +8,8 @@ import pytest
 from sklearn.metrics import adjusted_rand_score as ari
 
 from infoclust_dask import SMIC, engine
-from infoclust_dask._kernels import local_scaling_values
+from infoclust_dask.cluster._smic import _neighbour_lists
+from infoclust_dask.kernels.smic import local_scaling_values
 from infoclust_dask.datasets import SMIC_TOYS, make_smic_toy
 from infoclust_dask.objectives import smic as smic_math
 
@@ -97,7 +98,7 @@ def test_fixed_t_matches_dense_reference(name, normalization):
 
 def test_sparse_kernel_equals_dense_reference():
     X, _ = make_smic_toy("double_spirals", 150, random_state=2)
-    d2, idx = engine.knn(X, 7)
+    d2, idx = _neighbour_lists(X, 7, None)
     for normalization in ("none", "symmetric"):
         K, _, _ = smic_math.kernel_matrix(d2, idx, 7, normalization=normalization)
         Kr, _, _ = ref_kernel(X, 7, normalization)
@@ -119,7 +120,7 @@ def test_chunked_input_equals_numpy(scheduler):
 
 def test_eigsh_path_equals_dense(monkeypatch):
     X, _ = make_smic_toy("four_blobs", 600, random_state=0)
-    d2, idx = engine.knn(X, 6)
+    d2, idx = _neighbour_lists(X, 6, None)
     K, _, _ = smic_math.kernel_matrix(d2, idx, 6, normalization="none")
     w_dense, V_dense = smic_math.top_eigenvectors(K, 4)
     monkeypatch.setattr(smic_math, "DENSE_MAX", 100)

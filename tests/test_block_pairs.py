@@ -1,11 +1,15 @@
-"""Block-against-block k nearest neighbours (SMIC's kernel (7)) against brute
-force, for numpy and chunked input; the SMIC toy generators of §4.1."""
+"""The engine's block-pairs primitive running the kNN pass (SMIC's kernel (7))
+against brute force, for numpy and chunked input; the SMIC toy generators of
+§4.1."""
 
+import dask
 import dask.array as da
 import numpy as np
 import pytest
 
 from infoclust_dask import engine
+from infoclust_dask.cluster._smic import _neighbour_lists
+from infoclust_dask.kernels.knn import KNN
 from infoclust_dask.datasets import SMIC_TOYS, make_smic_toy
 
 
@@ -21,7 +25,9 @@ def test_knn_matches_brute_force(chunks, scheduler):
     X = np.random.default_rng(0).normal(size=(300, 3))
     ref_d, ref_i = brute_knn(X, 7)
     data = X if chunks is None else da.from_array(X, chunks=(chunks, 3))
-    d2, idx = engine.knn(data, 7, scheduler=scheduler)
+    d2, idx = engine.block_pairs(KNN, data, params={"t": 7}, outputs=((np.float64, (7,)), (np.int64, (7,))),
+                                 min_rows=8, scheduler=scheduler)
+    assert engine.is_lazy(d2) == (chunks is not None)
     if chunks is not None:
         d2, idx = engine.compute((d2, idx), scheduler=scheduler)
     np.testing.assert_array_equal(idx, ref_i)
@@ -30,7 +36,14 @@ def test_knn_matches_brute_force(chunks, scheduler):
 
 def test_knn_errors():
     with pytest.raises(ValueError, match="t must be between 1 and n_samples - 1 = 9"):
-        engine.knn(np.zeros((10, 2)), 10)
+        _neighbour_lists(np.zeros((10, 2)), 10, "sync")
+
+
+def test_block_pairs_task_names_carry_the_kernel():
+    X = da.from_array(np.random.default_rng(1).normal(size=(100, 2)), chunks=25)
+    d2, _ = engine.block_pairs(KNN, X, params={"t": 3}, outputs=((np.float64, (3,)), (np.int64, (3,))), min_rows=4)
+    prefixes = {dask.utils.key_split(k) for k in dict(d2.__dask_graph__())}
+    assert "knn_block" in prefixes and "knn_block-combine" in prefixes, prefixes
 
 
 @pytest.mark.parametrize("name", SMIC_TOYS)

@@ -1,0 +1,24 @@
+"""Block kernels (layer 1): pure numpy functions on ONE row block, one
+module per method, each pass declared once next to its kernel as a
+:class:`~infoclust_dask.kernels._common.Pass`.
+
+=============  ==========================================================
+``_common``    the Pass blueprint, combines, sub-blocks, squared
+               distances, the one stable softmax, row hashes and the
+               train/validation subset rule
+``stats``      moments, Gram, cross-Gram, label sums, projections, folds
+``kmeans``     Lloyd, soft K-means, k-means++ / k-means|| seeding
+``dc``         discriminative clustering (counts, gradient, hard counts,
+               regularizers, on-line algorithm)
+``mixture``    isotropic Gaussian mixtures (MoG, MDA2)
+``ac``         associative clustering
+``knn``        k nearest neighbours, block against block
+``smic``       SMIC's kernel values, out-of-sample sums and LSMI
+=============  ==========================================================
+
+Nothing here imports dask; :mod:`infoclust_dask.engine` runs the passes.
+"""
+
+from ._common import Pass
+
+__all__ = ["Pass"]

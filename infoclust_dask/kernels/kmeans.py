@@ -1,0 +1,362 @@
+"""K-means and soft K-means block kernels (MacKay 2003, ch. 20, eq.
+20.3-20.9), and the seeding passes (k-means++, Arthur & Vassilvitskii 2007;
+k-means||, Bahmani et al. 2012). Each pass is declared once below its kernel.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._common import (
+    SUBBLOCK_BYTES,
+    Pass,
+    combine_concat,
+    combine_sum,
+    row_hash_uniform,
+    softmax,
+    sq_distances,
+    subblocks,
+)
+
+__all__ = [
+    "lloyd_stats", "LLOYD_FAR",
+    "lloyd_step_stats", "LLOYD_STEP",
+    "inertia_stats", "INERTIA",
+    "combine_lloyd",
+    "assign_labels", "ASSIGN",
+    "min_sq_dist",
+    "soft_responsibilities",
+    "soft_kmeans_stats", "SOFT_KMEANS",
+    "responsibilities", "RESPONSIBILITIES",
+    "distances", "DISTANCES",
+    "nearest",
+    "d2_weight_stats",
+    "d2_pick_in_block", "D2_PICK",
+    "kpp_trial_stats", "KPP_TRIALS",
+    "kmeans_parallel_sample", "KMEANS_PARALLEL_SAMPLE",
+    "closest_count_stats", "CLOSEST_COUNTS",
+]
+
+
+def _top_far(dmin, k_far):
+    k_far = min(k_far, dmin.shape[0])
+    if k_far == 0:
+        return np.empty(0, dtype=np.intp)
+    idx = np.argpartition(dmin, dmin.shape[0] - k_far)[dmin.shape[0] - k_far :]
+    return idx
+
+
+def lloyd_stats(x, w=None, *, centers, n_far=0):
+    """One Lloyd step's partial sums for a block.
+
+    Assignment (20.3) and the sums of the update (20.5)-(20.6):
+    ``counts[k] = sum_n w_n r_k^(n)``, ``sums[k] = sum_n w_n r_k^(n) x_n``,
+    ``inertia = sum_n w_n ||x_n - m_k(n)||^2``. With ``n_far > 0`` the block
+    also reports its ``n_far`` points farthest from their centre (for
+    re-seeding empty clusters), merged by :func:`combine_lloyd`.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    k = centers.shape[0]
+    d = sq_distances(x, centers)
+    lab = np.argmin(d, axis=1)
+    dmin = np.take_along_axis(d, lab[:, None], axis=1)[:, 0]
+    onehot = np.zeros((x.shape[0], k))
+    if w is None:
+        onehot[np.arange(x.shape[0]), lab] = 1.0
+        inertia = dmin.sum()
+    else:
+        w = np.asarray(w, dtype=np.float64)
+        onehot[np.arange(x.shape[0]), lab] = w
+        inertia = w @ dmin
+    out = {
+        "counts": onehot.sum(axis=0),
+        "sums": onehot.T @ x,
+        "inertia": np.array(inertia),
+    }
+    if n_far:
+        idx = _top_far(dmin if w is None else dmin * (w > 0), n_far)
+        out["far_d"] = dmin[idx]
+        out["far_x"] = x[idx]
+    return out
+
+
+try:  # scikit-learn's compiled Lloyd routines (private but long-stable; numpy fallback)
+    from sklearn.cluster._k_means_common import _inertia_dense as _sk_inertia
+    from sklearn.cluster._k_means_lloyd import lloyd_iter_chunked_dense as _sk_lloyd_iter
+except ImportError:  # pragma: no cover
+    _sk_lloyd_iter = _sk_inertia = None
+
+
+def lloyd_step_stats(x, w=None, *, centers, n_threads=1):
+    """The per-iteration Lloyd pass: ``counts`` and ``sums`` as
+    :func:`lloyd_stats`, without the inertia.
+
+    Uses scikit-learn's compiled ``lloyd_iter_chunked_dense`` (GEMM + fused
+    argmin/accumulate, GIL released) on cache-sized pieces of the block. That
+    routine moves far points into clusters left empty in a piece, changing
+    the sums but not the labels. float64 C-contiguous input is passed as is
+    and a piece where that happened is re-summed from its labels; other input
+    is converted piece by piece into a buffer that also carries k "phantom"
+    rows equal to the centres (weight 1), so that no cluster is empty, and
+    their contribution is subtracted afterwards. Either way the result is the
+    plain per-block sum of :func:`lloyd_stats` (tested to 1e-10).
+    """
+    c = np.ascontiguousarray(centers, dtype=np.float64)
+    k, d = c.shape
+    if _sk_lloyd_iter is None:
+        st = lloyd_stats(x, w, centers=c)
+        return {"counts": st["counts"], "sums": st["sums"]}
+    x = np.asarray(x)
+    counts, sums = np.zeros(k), np.zeros(c.shape)
+    own = np.arange(k)
+    rows = max(256, SUBBLOCK_BYTES // (8 * max(1, d)))
+    direct = x.dtype == np.float64 and x.flags.c_contiguous
+    if not direct:
+        buf = np.empty((rows + k, d))
+        wbuf = np.ones(rows + k)
+    wfull = None if w is None else np.ascontiguousarray(w, dtype=np.float64)
+    for i in range(0, x.shape[0], rows):
+        n = min(rows, x.shape[0] - i)
+        if direct:
+            xb, m = x[i : i + n], n
+            wb = np.ones(n) if wfull is None else wfull[i : i + n]
+        else:
+            xb, wb, m = buf[: n + k], wbuf[: n + k], n + k
+            xb[:n] = x[i : i + n]
+            xb[n:] = c
+            wb[:n] = 1.0 if wfull is None else wfull[i : i + n]
+            wb[n:] = 1.0
+        if m <= k:  # too few rows for the routine's relocation step
+            st = lloyd_stats(xb[:n], wb[:n], centers=c)
+            counts += st["counts"]
+            sums += st["sums"]
+            continue
+        cn = np.empty_like(c)
+        wic = np.empty(k)
+        lab = np.empty(m, dtype=np.int32)
+        _sk_lloyd_iter(xb, wb, c, cn, wic, lab, np.empty(k), n_threads, True)
+        if direct:
+            natural = np.bincount(lab, weights=wb, minlength=k)
+            if np.all(natural > 0):
+                counts += wic
+                sums += cn * wic[:, None]
+                continue
+        elif np.array_equal(lab[n:], own):
+            counts += wic - 1.0
+            sums += cn * wic[:, None] - c
+            continue
+        # a cluster was empty in this piece (relocated by the routine): sum by labels
+        onehot = (lab[:n][None, :] == own[:, None]) * wb[None, :n]
+        counts += onehot.sum(axis=1)
+        sums += onehot @ xb[:n]
+    return {"counts": counts, "sums": sums}
+
+
+def inertia_stats(x, w=None, *, centers, n_threads=1):
+    """``inertia = sum_n w_n min_k ||x_n - m_k||^2`` of a block (exact: the
+    distance to the assigned centre is recomputed, not expanded)."""
+    c = np.ascontiguousarray(centers, dtype=np.float64)
+    total = 0.0
+    for xs, ws in subblocks(x, w):
+        n = xs.shape[0]
+        if _sk_inertia is None:
+            total += float(lloyd_stats(xs, ws, centers=c)["inertia"])
+            continue
+        wk = np.ones(n) if ws is None else ws
+        lab = np.empty(n, dtype=np.int32)
+        _sk_lloyd_iter(xs, wk, c, None, None, lab, np.empty(c.shape[0]), n_threads, False)
+        total += float(_sk_inertia(xs, wk, c, lab, n_threads))
+    return {"inertia": np.array(total)}
+
+
+def combine_lloyd(parts):
+    """Sum the Lloyd partial sums; keep the overall farthest points."""
+    far = "far_d" in parts[0]
+    out = combine_sum([{k: v for k, v in p.items() if not k.startswith("far_")} for p in parts])
+    if far:
+        n_far = max(p["far_d"].shape[0] for p in parts)
+        fd = np.concatenate([p["far_d"] for p in parts])
+        fx = np.concatenate([p["far_x"] for p in parts])
+        idx = _top_far(fd, n_far)
+        order = idx[np.argsort(-fd[idx], kind="stable")]
+        out["far_d"] = fd[order]
+        out["far_x"] = fx[order]
+    return out
+
+
+def assign_labels(x, *, centers):
+    """Nearest-centre labels (20.3) of a block, int64 (ties: lowest index)."""
+    if _sk_lloyd_iter is None:
+        return np.argmin(sq_distances(x, centers), axis=1).astype(np.int64)
+    c = np.ascontiguousarray(centers, dtype=np.float64)
+    n = np.asarray(x).shape[0]
+    lab = np.empty(n, dtype=np.int32)
+    start = 0
+    for xs, _ in subblocks(x):
+        m = xs.shape[0]
+        _sk_lloyd_iter(xs, np.ones(m), c, None, None, lab[start : start + m], np.empty(c.shape[0]), 1, False)
+        start += m
+    return lab.astype(np.int64)
+
+
+def min_sq_dist(x, *, centers):
+    """Squared distance of each row to its nearest centre."""
+    return sq_distances(x, centers).min(axis=1)
+
+
+def soft_responsibilities(x, centers, beta):
+    """Responsibilities (20.7) with ``d = ||x - m||^2 / 2`` (20.2), computed
+    by the stable softmax. Returns ``(r, log_z)`` where
+    ``log_z[n] = log sum_k exp(-beta d_nk)``."""
+    return softmax(sq_distances(x, centers) * (-0.5 * beta), out=True, log_z=True)
+
+
+def soft_kmeans_stats(x, w=None, *, centers, beta):
+    """Partial sums of one soft K-means step: ``R[k]`` (20.9), ``S[k] =
+    sum_n w_n r_k^(n) x_n`` (numerator of 20.8) and ``sum_n w_n log Z_n``
+    (minus beta times the free energy)."""
+    x = np.asarray(x, dtype=np.float64)
+    r, log_z = soft_responsibilities(x, centers, beta)
+    if w is not None:
+        w = np.asarray(w, dtype=np.float64)
+        r *= w[:, None]
+        log_z = log_z * w
+    return {"R": r.sum(axis=0), "S": r.T @ x, "log_z": np.array(log_z.sum())}
+
+
+def nearest(x, centers):
+    """Index of the nearest centre and the squared distance to it, per row.
+
+    Labels from scikit-learn's compiled Lloyd E-step when available (GEMM +
+    fused argmin), else numpy; the distance is then recomputed exactly as
+    ``||x - m_label||^2`` (no cancellation, so a row equal to a centre has
+    distance 0). Works through the block in cache-sized pieces."""
+    c = np.ascontiguousarray(centers, dtype=np.float64)
+    n = np.asarray(x).shape[0]
+    lab = np.empty(n, dtype=np.int32)
+    d2 = np.empty(n)
+    start = 0
+    for xs, _ in subblocks(x):
+        m = xs.shape[0]
+        sl = slice(start, start + m)
+        if _sk_lloyd_iter is not None:
+            _sk_lloyd_iter(xs, np.ones(m), c, None, None, lab[sl], np.empty(c.shape[0]), 1, False)
+        else:
+            lab[sl] = assign_labels(xs, centers=c)
+        diff = np.take(c, lab[sl], axis=0)
+        np.subtract(xs, diff, out=diff)
+        d2[sl] = np.einsum("ij,ij->i", diff, diff)
+        start += m
+    return lab, d2
+
+
+def _d2_weights(x, w, centers):
+    if centers.shape[0] == 0:
+        d2 = np.ones(x.shape[0])
+    else:
+        d2 = nearest(x, centers)[1]
+    if w is not None:
+        d2 = d2 * np.asarray(w, dtype=np.float64)
+    return d2
+
+
+def d2_weight_stats(x, w=None, *, centers):
+    """Total D^2 weight of the block (one entry per block; combine by concat).
+
+    With no centres yet every row weighs ``w_n`` (uniform first draw)."""
+    return {"weight": np.array([_d2_weights(np.asarray(x, np.float64), w, centers).sum()])}
+
+
+def d2_pick_in_block(x, w=None, *, centers, u):
+    """The rows of the block where the cumulative D^2 weight first exceeds
+    each of ``u`` (inverse-CDF draws inside one block); shape (len(u), d)."""
+    x = np.asarray(x, dtype=np.float64)
+    weights = _d2_weights(x, w, centers)
+    cum = np.cumsum(weights)
+    idx = np.minimum(np.searchsorted(cum, np.atleast_1d(u), side="right"), x.shape[0] - 1)
+    for j, i in enumerate(idx):  # never return a zero-weight row (round-off at the edges)
+        while i > 0 and weights[i] <= 0.0:
+            i -= 1
+        idx[j] = i
+    return {"row": x[idx].copy()}
+
+
+def kpp_trial_stats(x, w=None, *, start, centers, candidates):
+    """Greedy k-means++ for a block: per candidate t, the D^2 weight the block
+    would have if t were added, ``sum_n w_n min(D_C(x_n)^2, ||x_n - t||^2)``.
+
+    Returns one row of shape (1, n_candidates) per block (combine by concat)
+    plus the block's row range, so the driver gets both the potential of
+    every candidate and the per-block weights for the next draw."""
+    x = np.asarray(x)
+    n_c = max(1, candidates.shape[0])
+    total = np.zeros(n_c)
+    cand = np.ascontiguousarray(candidates, dtype=np.float64)
+    cc = np.einsum("ij,ij->i", cand, cand)
+    for xs, ws in subblocks(x, w):
+        if candidates.shape[0] == 0:
+            total[0] += xs.shape[0] if ws is None else ws.sum()
+            continue
+        # exact distances to the candidates (few): |x|^2 - 2 x.t + |t|^2, clipped
+        pot = xs @ (-2.0 * cand.T)
+        pot += cc
+        pot += np.einsum("ij,ij->i", xs, xs)[:, None]
+        np.maximum(pot, 0.0, out=pot)
+        if centers.shape[0]:
+            np.minimum(pot, nearest(xs, centers)[1][:, None], out=pot)
+        total += pot.sum(axis=0) if ws is None else ws @ pot
+    return {
+        "weight": total[None, :],
+        "start": np.array([start]),
+        "stop": np.array([start + x.shape[0]]),
+    }
+
+
+def kmeans_parallel_sample(x, w=None, *, start, centers, ell, phi, seed):
+    """One oversampling round of k-means|| for a block: keep row n with
+    probability ``min(1, ell * w_n d_n^2 / phi)``, the uniform numbers drawn by
+    :func:`row_hash_uniform` so the result does not depend on chunking.
+    Combine by :func:`combine_concat`."""
+    x = np.asarray(x, dtype=np.float64)
+    d2 = _d2_weights(x, w, centers)
+    u = row_hash_uniform(seed, start, x.shape[0])
+    keep = u < ell * d2 / phi
+    return {"rows": x[keep], "index": np.arange(start, start + x.shape[0])[keep]}
+
+
+def closest_count_stats(x, w=None, *, centers):
+    """Weighted number of rows closest to each candidate centre (for the
+    final weighted reduction of k-means|| candidates) and the cost phi."""
+    lab, dmin = nearest(x, centers)
+    wt = np.ones(lab.shape[0]) if w is None else np.asarray(w, dtype=np.float64)
+    return {
+        "counts": np.bincount(lab, weights=wt, minlength=centers.shape[0]),
+        "phi": np.array(wt @ dmin),
+    }
+
+
+def distances(x, *, centers):
+    """Euclidean distances to every centre (KMeans.transform)."""
+    return np.sqrt(sq_distances(x, centers))
+
+
+def responsibilities(x, *, centers, beta):
+    """Responsibilities (20.7) only (SoftKMeans.predict_proba)."""
+    return soft_responsibilities(x, centers, beta)[0]
+
+
+# --------------------------------------------------------------------------
+# the passes
+# --------------------------------------------------------------------------
+LLOYD_STEP = Pass("lloyd_step_stats", lloyd_step_stats, inputs=("x", "w"))
+LLOYD_FAR = Pass("lloyd_far_stats", lloyd_stats, combine=combine_lloyd, inputs=("x", "w"))
+INERTIA = Pass("inertia_stats", inertia_stats, inputs=("x", "w"))
+ASSIGN = Pass("assign_labels", assign_labels, kind="map", dtype=np.int64)
+SOFT_KMEANS = Pass("soft_kmeans_stats", soft_kmeans_stats, inputs=("x", "w"))
+RESPONSIBILITIES = Pass("responsibilities", responsibilities, kind="map")
+DISTANCES = Pass("distances", distances, kind="map")
+D2_PICK = Pass("d2_pick_in_block", d2_pick_in_block, combine=combine_concat, inputs=("x", "w"))
+KPP_TRIALS = Pass("kpp_trial_stats", kpp_trial_stats, combine=combine_concat, inputs=("x", "w"), start=True)
+KMEANS_PARALLEL_SAMPLE = Pass("kmeans_parallel_sample", kmeans_parallel_sample, combine=combine_concat,
+                              inputs=("x", "w"), start=True)
+CLOSEST_COUNTS = Pass("closest_count_stats", closest_count_stats, inputs=("x", "w"))

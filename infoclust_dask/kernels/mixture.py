@@ -1,0 +1,60 @@
+"""Isotropic Gaussian mixture block kernels: the E-step and M-step sums of
+EM for MoG, and for MDA2 (a joint mixture of x and the class), the baselines
+of Kaski, Sinkkonen & Klami (2005), Table 1.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._common import Pass, softmax, sq_distances, subblocks
+
+__all__ = ["mixture_log_joint", "mixture_em_stats", "MIXTURE_EM", "mixture_assign", "MIXTURE_ASSIGN"]
+
+
+def mixture_log_joint(x, *, means, variances, log_weights):
+    """``log pi_j + log N(x; mu_j, s_j^2 I)`` for every row and component (n, K)."""
+    d = x.shape[1]
+    return (log_weights[None, :] - 0.5 * d * np.log(2 * np.pi * variances)[None, :]
+            - sq_distances(x, means) / (2 * variances)[None, :])
+
+
+def mixture_em_stats(x, c=None, *, means, variances, log_weights, log_psi=None, n_classes=0):
+    """E-step of an isotropic mixture for a block and the sums of its M-step.
+
+    Without ``c`` (MoG) responsibilities are ``r_nj ∝ pi_j N(x_n; mu_j, s_j^2)``;
+    with ``c`` and ``log_psi`` (MDA2, a joint mixture of x and the class) they
+    are ``∝ pi_j N(x_n; mu_j, s_j^2) psi_{j, c_n}``. Returns ``R = sum r``,
+    ``S = sum r x``, ``Q = sum r |x|^2``, the log likelihood and, with ``c``,
+    ``N[j, i] = sum_{c_n = i} r_nj``."""
+    k, d = means.shape
+    R, S, Q, ll = np.zeros(k), np.zeros((k, d)), np.zeros(k), 0.0
+    N = np.zeros((k, n_classes)) if c is not None else None
+    for xs, cs in subblocks(x, c):
+        lj = mixture_log_joint(xs, means=means, variances=variances, log_weights=log_weights)
+        if cs is not None and log_psi is not None:
+            lj += log_psi[:, cs.astype(np.intp)].T
+        r, log_z = softmax(lj, out=True, log_z=True)
+        ll += float(log_z.sum())
+        R += r.sum(axis=0)
+        S += r.T @ xs
+        Q += r.T @ np.einsum("ij,ij->i", xs, xs)
+        if N is not None:
+            onehot = np.zeros((xs.shape[0], n_classes))
+            onehot[np.arange(xs.shape[0]), cs.astype(np.intp)] = 1.0
+            N += r.T @ onehot
+    out = {"R": R, "S": S, "Q": Q, "loglik": np.array(ll)}
+    if N is not None:
+        out["N"] = N
+    return out
+
+
+def mixture_assign(x, *, means, variances, log_weights):
+    """Most probable component of each row given x alone (int64)."""
+    x = np.asarray(x, dtype=np.float64)
+    return np.argmax(mixture_log_joint(x, means=means, variances=variances, log_weights=log_weights),
+                     axis=1).astype(np.int64)
+
+
+MIXTURE_EM = Pass("mixture_em_stats", mixture_em_stats, inputs=("x", "c"), subset=True)
+MIXTURE_ASSIGN = Pass("mixture_assign", mixture_assign, kind="map", dtype=np.int64)

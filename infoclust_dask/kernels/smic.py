@@ -1,0 +1,137 @@
+"""SMIC block kernels (Sugiyama, Niu, Yamada, Kimura & Hachiya 2014): the
+local-scaling kernel values of (7), the out-of-sample sums of §2.3 and the
+per-fold sums behind LSMI (14). Their temporaries are (rows x bases) or
+(rows x training rows), so they work in sub-blocks of
+:data:`~infoclust_dask.kernels._common.SUB_ROWS` rows.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._common import Pass, in_sub_blocks, sq_distances
+from .stats import hashed_fold_ids
+
+__all__ = ["local_scaling_values", "smic_oos_stats", "SMIC_OOS", "gaussian_basis", "lsmi_stats", "LSMI",
+           "LSMI_TINY"]
+
+
+def local_scaling_values(d2, sigma_a, sigma_b):
+    """``exp(-d2 / (2 sigma_a sigma_b))`` of kernel (7), elementwise.
+
+    Zero scales (a point with ``t`` exact duplicates) follow the limit:
+    the value is 1 for a zero distance and 0 for a positive one, never NaN.
+    """
+    d2 = np.asarray(d2, dtype=np.float64)
+    denom = 2.0 * np.asarray(sigma_a) * np.asarray(sigma_b)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(d2 <= 0.0, 0.0, d2 / denom)
+    return np.exp(-ratio)
+
+
+def smic_oos_stats(xd, phi, sigma, *, start=0, xq, sigma_q, nbr):
+    """:func:`_smic_oos_rows` over sub-blocks of at most :data:`SUB_ROWS`
+    training rows (the distance table is new rows x training rows)."""
+    return in_sub_blocks(_smic_oos_rows, (xd, phi, sigma), start, xq=xq, sigma_q=sigma_q, nbr=nbr)
+
+
+def _smic_oos_rows(xd, phi, sigma, *, start=0, xq, sigma_q, nbr):
+    """One training block's share of the out-of-sample sums of SMIC, §2.3.
+
+    For new rows ``xq`` with local scales ``sigma_q`` and their ``t``
+    nearest training rows ``nbr`` (global indices), kernel (7) links a new
+    row and a training row ``i`` when ``i`` is among the new row's
+    neighbours or the new row is closer to ``i`` than ``i``'s own ``t``-th
+    neighbour (``sigma[i]``). Returns ``kphi = K(xq, xd) @ phi`` and the row
+    sums ``ksum`` of ``K(xq, xd)``.
+    """
+    xd = np.asarray(xd, dtype=np.float64)
+    xq = np.asarray(xq, dtype=np.float64)
+    sigma = np.asarray(sigma, dtype=np.float64)
+    nq, nd = xq.shape[0], xd.shape[0]
+    local = np.asarray(nbr, dtype=np.int64) - start
+    r, c = np.nonzero((local >= 0) & (local < nd))
+    is_nbr = np.zeros((nq, nd), dtype=bool)
+    is_nbr[r, local[r, c]] = True
+    # candidates: the new rows' neighbours, and the training rows whose scale
+    # the expanded distance (with a little slack) reaches - decided on exact
+    # differences below
+    rows, cols = np.nonzero(is_nbr | (sq_distances(xq, xd) <= sigma[None, :] ** 2 * (1.0 + 1e-9) + 1e-300))
+    diff = xq[rows] - xd[cols]
+    d2e = np.einsum("ij,ij->i", diff, diff)
+    keep = is_nbr[rows, cols] | (d2e <= sigma[cols] ** 2)
+    rows, cols, d2e = rows[keep], cols[keep], d2e[keep]
+    vals = local_scaling_values(d2e, np.asarray(sigma_q, dtype=np.float64)[rows], sigma[cols])
+    phi = np.asarray(phi, dtype=np.float64)
+    kphi = np.zeros((nq, phi.shape[1]))
+    np.add.at(kphi, rows, vals[:, None] * phi[cols])
+    return {"kphi": kphi, "ksum": np.bincount(rows, weights=vals, minlength=nq).astype(np.float64)}
+
+
+#: Gaussian basis values below this are set to 0 (their products would be
+#: denormal numbers, which make BLAS and LAPACK 10-100x slower)
+LSMI_TINY = 1e-100
+
+
+def gaussian_basis(x, centers, width, *, x_sq=None, d2=None):
+    """Gaussian kernel (11) of SMIC's LSMI, ``exp(-||x - c||^2 / (2 width^2))``,
+    with values below :data:`LSMI_TINY` floored to 0 (``d2``: the squared
+    distances, if already computed)."""
+    if d2 is None:
+        d2 = sq_distances(x, centers, x_sq)
+    phi = np.exp(d2 * (-0.5 / (width * width)))
+    phi[phi < LSMI_TINY] = 0.0
+    return phi
+
+
+def lsmi_stats(x, labels, *, start=0, centers, widths, n_classes, n_folds, seed, shift, scale):
+    """:func:`_lsmi_stats_rows` over sub-blocks of at most :data:`SUB_ROWS` rows."""
+    return in_sub_blocks(_lsmi_stats_rows, (x, labels), start, centers=centers, widths=widths,
+                          n_classes=n_classes, n_folds=n_folds, seed=seed, shift=shift, scale=scale)
+
+
+def _lsmi_stats_rows(x, labels, *, start=0, centers, widths, n_classes, n_folds, seed, shift, scale):
+    """Per-fold sums behind LSMI (Sugiyama et al., §2.4) for every width.
+
+    Rows are standardized with ``shift``/``scale``, assigned to one of
+    ``n_folds`` hashed folds, and expanded in the Gaussian bases at
+    ``centers`` (already standardized). For fold ``m`` and width ``w``:
+    ``G[m, w] = Phi_m^T Phi_m`` (the sum over samples inside H-hat; it does
+    not depend on the labels), ``S[m, w] = onehot(y_m)^T Phi_m`` (h-hat for
+    every class) and ``count[m]`` the label counts. ``labels`` of shape
+    ``(n, L)`` give ``L`` labelings at once (``S (L, M, W, c, b)``,
+    ``count (L, M, c)``): SMIC scores all its candidate clusterings in one
+    pass.
+    """
+    z = (np.asarray(x, dtype=np.float64) - shift) / scale
+    lab = np.asarray(labels).astype(np.intp)
+    single = lab.ndim == 1
+    lab = lab.reshape(lab.shape[0], -1)
+    n_lab = lab.shape[1]
+    folds = hashed_fold_ids(z, start=start, seed=seed, n_folds=n_folds)
+    order = np.argsort(folds, kind="stable")  # each fold a contiguous run
+    z, lab = z[order], lab[order]
+    bounds = np.concatenate([[0], np.cumsum(np.bincount(folds, minlength=n_folds))])
+    b = centers.shape[0]
+    G = np.zeros((n_folds, len(widths), b, b))
+    S = np.zeros((n_lab, n_folds, len(widths), n_classes, b))
+    count = np.zeros((n_lab, n_folds, n_classes))
+    d2 = sq_distances(z, centers)
+    onehot = np.eye(n_classes)[lab].transpose(1, 0, 2)  # (L, rows, c)
+    for w, width in enumerate(widths):
+        phi = gaussian_basis(None, None, width, d2=d2)
+        for m in range(n_folds):
+            lo, hi = bounds[m], bounds[m + 1]
+            if hi > lo:
+                p = phi[lo:hi]
+                G[m, w] = p.T @ p
+                S[:, m, w] = np.matmul(onehot[:, lo:hi].transpose(0, 2, 1), p)
+    for m in range(n_folds):
+        count[:, m] = onehot[:, bounds[m]:bounds[m + 1]].sum(axis=1)
+    if single:
+        S, count = S[0], count[0]
+    return {"G": G, "S": S, "count": count}
+
+
+SMIC_OOS = Pass("smic_oos_stats", smic_oos_stats, inputs=("xd", "phi", "sigma"), start=True)
+LSMI = Pass("lsmi_stats", lsmi_stats, inputs=("x", "labels"), start=True)

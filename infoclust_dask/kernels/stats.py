@@ -1,0 +1,151 @@
+"""Generic statistics of row blocks: moments, Gram and cross-Gram matrices,
+per-label sums, projections and fold numbers. Each pass is declared once
+below its kernel (:class:`~infoclust_dask.kernels._common.Pass`)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._common import Pass, combine_concat, row_hash_uniform, subblocks
+
+__all__ = [
+    "moments_stats", "MOMENTS",
+    "gram_stats", "GRAM",
+    "cross_gram_stats", "CROSS_GRAM",
+    "label_sum_stats", "LABEL_SUMS",
+    "weighted_sum_stats", "WEIGHTED_SUM",
+    "sum_sq_stats", "SUM_SQ",
+    "project_rows", "PROJECT",
+    "hashed_fold_ids", "HASHED_FOLDS",
+    "range_fold_ids", "RANGE_FOLDS",
+    "count_true", "COUNT_TRUE",
+]
+
+
+def moments_stats(x, w=None, *, shift=None):
+    """Count, weighted sums, sums of squares and the number of non-finite
+    entries of a block: the basis of mean/variance and of input validation.
+
+    With ``shift`` (e.g. one row of the data) the sums are of ``x - shift``,
+    which keeps the variance accurate for data far from the origin.
+    Non-finite entries are excluded from the sums; they are counted exactly
+    only when the sums show there are some (NaN/inf propagate into them)."""
+    x = np.asarray(x)
+    d = x.shape[1] if x.ndim > 1 else ()
+    s1, s2, wsum, n_bad = np.zeros(d), np.zeros(d), 0.0, 0
+    for xs, ws in subblocks(x, w):
+        with np.errstate(invalid="ignore", over="ignore"):  # inf - inf: counted below
+            if shift is not None:
+                xs = xs - shift
+            if ws is None:
+                t1, t2, tw = xs.sum(axis=0), np.einsum("ij,ij->j", xs, xs), float(xs.shape[0])
+            else:
+                t1, t2, tw = ws @ xs, np.einsum("i,ij,ij->j", ws, xs, xs), float(ws.sum())
+        if not (np.all(np.isfinite(t1)) and np.all(np.isfinite(t2))):
+            bad = ~np.isfinite(xs)
+            if bad.any():
+                n_bad += int(np.count_nonzero(bad))
+                xs = np.where(bad, 0.0, xs)
+                t1 = xs.sum(axis=0) if ws is None else ws @ xs
+                t2 = np.einsum("ij,ij->j", xs, xs) if ws is None else np.einsum("i,ij,ij->j", ws, xs, xs)
+        s1 += t1
+        s2 += t2
+        wsum += tw
+    return {
+        "n": np.array(x.shape[0], dtype=np.int64),
+        "n_bad": np.array(n_bad, dtype=np.int64),
+        "w": np.array(wsum),
+        "s1": s1,
+        "s2": s2,
+    }
+
+
+MOMENTS = Pass("moments_stats", moments_stats, inputs=("x", "w"))
+
+
+def gram_stats(x):
+    """Count, sum and ``X^T X`` of a block (covariance / principal axes)."""
+    x = np.asarray(x, dtype=np.float64)
+    return {"n": np.array(x.shape[0], dtype=np.int64), "s1": x.sum(axis=0), "xtx": x.T @ x}
+
+
+GRAM = Pass("gram_stats", gram_stats)
+
+
+def cross_gram_stats(x, y):
+    """Count, sums, ``X^T X``, ``Y^T Y`` and ``X^T Y`` of a paired block
+    (canonical correlation analysis of two views)."""
+    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    return {"n": np.array(x.shape[0], dtype=np.int64), "sx": x.sum(axis=0), "sy": y.sum(axis=0),
+            "xtx": x.T @ x, "yty": y.T @ y, "xty": x.T @ y}
+
+
+CROSS_GRAM = Pass("cross_gram_stats", cross_gram_stats, inputs=("x", "y"))
+
+
+def label_sum_stats(x, labels, *, k):
+    """Per-label sums and counts of a block's rows (cluster means)."""
+    lab = np.asarray(labels).astype(np.intp)
+    x = np.asarray(x, dtype=np.float64)
+    s = np.zeros((k, x.shape[1]))
+    np.add.at(s, lab, x)
+    return {"s": s, "n": np.bincount(lab, minlength=k).astype(np.float64)}
+
+
+LABEL_SUMS = Pass("label_sum_stats", label_sum_stats, inputs=("x", "labels"))
+
+
+def weighted_sum_stats(x, w):
+    """``sum_n w_n x_n`` and ``sum_n w_n`` (a weighted mean)."""
+    w = np.asarray(w, dtype=np.float64)
+    return {"s": w @ np.asarray(x, dtype=np.float64), "w": np.array(w.sum())}
+
+
+WEIGHTED_SUM = Pass("weighted_sum_stats", weighted_sum_stats, inputs=("x", "w"))
+
+
+def sum_sq_stats(x, w=None):
+    """``sxx = sum_n w_n ||x_n||^2`` of a block."""
+    x = np.asarray(x, dtype=np.float64)
+    xx = np.einsum("ij,ij->i", x, x)
+    return {"sxx": np.array(xx.sum() if w is None else np.asarray(w, dtype=np.float64) @ xx)}
+
+
+SUM_SQ = Pass("sum_sq_stats", sum_sq_stats, inputs=("x", "w"))
+
+
+def project_rows(x, *, mean, W):
+    """``(x - mean) @ W`` of a block (a linear projection)."""
+    return (np.asarray(x, dtype=np.float64) - mean) @ W
+
+
+PROJECT = Pass("project_rows", project_rows, kind="map")
+
+
+def hashed_fold_ids(x, *, start=0, seed, n_folds):
+    """Fold number (0 .. n_folds-1) of each row of a block: the row's hashed
+    uniform number times ``n_folds``, so folds are random, about equal in size
+    and independent of the chunking."""
+    u = row_hash_uniform(seed, start, np.asarray(x).shape[0])
+    return np.minimum((u * n_folds).astype(np.int16), n_folds - 1)
+
+
+HASHED_FOLDS = Pass("hashed_fold_ids", hashed_fold_ids, kind="map", start=True, dtype=np.int16)
+
+
+def range_fold_ids(x, *, start=0, n_total, n_folds):
+    """Fold number of each row when fold f is the index range
+    ``[f n / k, (f + 1) n / k)`` (contiguous folds; no shuffling)."""
+    rows = np.arange(start, start + np.asarray(x).shape[0], dtype=np.int64)
+    return ((rows * n_folds) // n_total).astype(np.int16)
+
+
+RANGE_FOLDS = Pass("range_fold_ids", range_fold_ids, kind="map", start=True, dtype=np.int16)
+
+
+def count_true(keep):
+    """Number of true entries of a boolean block, as a one-entry list."""
+    return {"n": np.array([np.count_nonzero(np.asarray(keep))], dtype=np.int64)}
+
+
+COUNT_TRUE = Pass("count_true", count_true, combine=combine_concat, inputs=("keep",))
