@@ -169,7 +169,7 @@ def _is_store(src) -> bool:
 
 def ingest(src, dest, *, label_column=None, drop_nonfinite=False, standardize=False, pca=None, pca_method="gram",
            n_folds=None, fold_seed=0, chunks=None, codec="auto", overwrite=False, progress=False,
-           scheduler="threads"):
+           scheduler=None):
     """Read ``src``, validate, optionally standardize / project, and write a store at ``dest``.
 
     ``src`` may also be an existing store, which is then preprocessed block by
@@ -234,6 +234,7 @@ def ingest(src, dest, *, label_column=None, drop_nonfinite=False, standardize=Fa
                              pca_method=pca_method, scheduler=scheduler)
     path, written = write_preprocessed(
         dest, Xt, info, standardize=standardize, pca=pca, n_folds=n_folds, fold_seed=fold_seed, chunks=chunks,
-        codec=codec, label=label, class_names=names, provenance=prov, overwrite=overwrite, progress=progress)
+        codec=codec, label=label, class_names=names, provenance=prov, overwrite=overwrite, progress=progress,
+        scheduler=scheduler)
     report.update(rows_written=int(Xt.shape[0]), features_written=int(Xt.shape[1]), **written)
     return path, report

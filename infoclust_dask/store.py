@@ -181,8 +181,7 @@ def write_dataset(
     from .engine import compute, map_reduce
     from .kernels.stats import MOMENTS
 
-    lazy_input = _is_lazy(x, y, label, fold)
-    if not lazy_input:
+    if not _is_lazy(x, y):  # the data live in this process: write them from here
         scheduler = "threads"
     x = _lazy(x)
     _check_2d("x", x)

@@ -1,0 +1,121 @@
+"""Every compute goes through the engine and the chosen scheduler.
+
+With a real ``distributed`` cluster (2 worker processes on 127.0.0.1) the
+chunk tasks of a store->store ingest, of ``write_dataset`` of a dask array
+and of ``metrics.lsmi`` must appear in the scheduler's task stream, run by
+its workers, and dask's local schedulers must not run at all in the calling
+process. With ``scheduler=None``, ``dask.config.set(scheduler="synchronous")``
+is honoured.
+"""
+
+import threading
+
+import dask
+import dask.array as da
+import numpy as np
+import pytest
+from dask.callbacks import Callback
+from distributed import get_task_stream
+
+from infoclust_dask import _scheduler, engine, metrics, open_dataset, write_dataset
+from infoclust_dask.datasets import make_smic_toy
+from infoclust_dask.ingest import ingest
+from infoclust_dask.kernels import Pass
+from infoclust_dask.kernels.stats import MOMENTS
+
+
+class _LocalComputes(Callback):
+    """Counts graphs run by dask's local (threads / sync) schedulers in this process."""
+
+    def __init__(self):
+        super().__init__()
+        self.n = 0
+
+    def _start(self, dsk):
+        self.n += 1
+
+
+def _prefixes(stream):
+    return {dask.utils.key_split(t["key"]) for t in stream.data}
+
+
+def _workers(client):
+    return set(client.scheduler_info()["workers"])
+
+
+@pytest.fixture
+def source_store(tmp_path):
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(3000, 6))
+    return write_dataset(tmp_path / "src.zarr", x, label=rng.integers(0, 3, 3000), chunks=500)
+
+
+def test_ingest_store_to_store_runs_on_the_workers(local_cluster_client, source_store, tmp_path):
+    client = local_cluster_client
+    with _LocalComputes() as local, get_task_stream(client) as stream:
+        path, report = ingest(source_store, tmp_path / "out.zarr", standardize=True, pca=3, n_folds=4,
+                              scheduler=client)
+    assert local.n == 0, "a graph ran on dask's local scheduler in the calling process"
+    names = _prefixes(stream)
+    assert {"moments_stats", "gram_stats"} <= names, names
+    assert any("store" in n for n in names), names  # the zarr chunk writes
+    assert {t["worker"] for t in stream.data} <= _workers(client)
+    out = open_dataset(path)
+    x = out["x"].values
+    np.testing.assert_allclose(x.mean(axis=0), 0.0, atol=1e-10)
+    assert x.shape == (3000, 3) and report["n_folds"] == 4
+
+
+def test_write_dataset_of_a_dask_array_runs_on_the_workers(local_cluster_client, tmp_path):
+    client = local_cluster_client
+    x = da.random.default_rng(1).normal(size=(4000, 5), chunks=(700, 5))
+    ref = x.compute(scheduler="sync")
+    with _LocalComputes() as local, get_task_stream(client) as stream:
+        path = write_dataset(tmp_path / "w.zarr", x, chunks=1000, scheduler=client)
+    assert local.n == 0
+    names = _prefixes(stream)
+    assert "moments_stats" in names, names  # the finiteness check
+    assert any("store" in n for n in names), names
+    np.testing.assert_array_equal(open_dataset(path)["x"].values, ref)
+
+
+def test_lsmi_runs_on_the_workers(local_cluster_client):
+    client = local_cluster_client
+    X, y = make_smic_toy("four_blobs", 400, random_state=0)
+    ref = metrics.lsmi(X, y, random_state=3, scheduler="sync")
+    with _LocalComputes() as local, get_task_stream(client) as stream:
+        got = metrics.lsmi(da.from_array(X, chunks=(90, 2)), y, random_state=3, scheduler=client)
+    assert local.n == 0
+    assert "lsmi_stats" in _prefixes(stream)
+    assert got == pytest.approx(ref, rel=1e-10)
+
+
+def _thread_trace(x):
+    return {"threads": np.array([threading.get_ident()])}
+
+
+def _concat(parts):
+    return {"threads": np.concatenate([p["threads"] for p in parts])}
+
+
+TRACE = Pass("thread_trace", _thread_trace, combine=_concat)
+
+
+def test_configured_synchronous_scheduler_is_honoured():
+    x = da.from_array(np.arange(4000.0).reshape(-1, 2), chunks=(100, 2))
+    with dask.config.set(scheduler="synchronous"):
+        assert _scheduler.resolve_scheduler(None).kind == "sync"
+        got = engine.map_reduce(TRACE, x)
+    assert set(got["threads"]) == {threading.get_ident()}  # every block on the calling thread
+    assert _scheduler.resolve_scheduler(None).kind == "threads"
+    got = engine.map_reduce(TRACE, x)
+    assert threading.get_ident() not in set(got["threads"])
+
+
+def test_task_keys_are_unique_per_inputs_and_params():
+    x = da.from_array(np.ones((100, 2)), chunks=50)
+    a = engine.build_reduction(MOMENTS, x, params={"shift": None})
+    b = engine.build_reduction(MOMENTS, x, params={"shift": np.ones(2)})
+    c = engine.build_reduction(MOMENTS, x + 1, params={"shift": None})
+    assert len({a.key, b.key, c.key}) == 3
+    assert a.key == engine.build_reduction(MOMENTS, x, params={"shift": None}).key  # deterministic
