@@ -34,7 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Scheduler", "resolve_scheduler", "local_client", "close_local_client", "thread_pool"]
+__all__ = ["Scheduler", "resolve_scheduler", "local_client", "close_local_client", "thread_pool", "run_default"]
 
 _LOCK = threading.Lock()
 _LOCAL = {"cluster": None, "client": None}
@@ -182,3 +182,11 @@ def _configured_local() -> Scheduler:
         if low in ("sync", "synchronous", "single-threaded"):
             return Scheduler("sync")
     return Scheduler("threads")
+
+
+def run_default(scheduler=None):
+    """The scheduler of command-line runs and flows: the one given, else
+    ``$DASK_SCHEDULER_ADDRESS``, else ``"local"`` (a LocalCluster on
+    127.0.0.1 started on demand). Library calls default to ``None`` instead
+    (see the module docstring)."""
+    return scheduler or os.environ.get("DASK_SCHEDULER_ADDRESS") or "local"

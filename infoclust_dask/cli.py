@@ -26,9 +26,9 @@ __all__ = ["main"]
 
 
 def _scheduler(args):
-    from pipelines._env import default_scheduler
+    from ._scheduler import run_default
 
-    return default_scheduler(args.scheduler)
+    return run_default(args.scheduler)
 
 
 def _cmd_ingest(args):
@@ -62,53 +62,24 @@ def _cmd_info(args):
 
 
 def _cmd_fit(args):
-    import numpy as np
-
     from . import engine
-    from .cluster import (
-        SMIC,
-        AssociativeClustering,
-        DiscriminativeClustering,
-        KMeans,
-        SoftKMeans,
-    )
+    from .registry import get_method
     from .runs import new_run_dir, save_model, write_json, write_npy
     from .store import open_dataset
 
+    method = get_method(args.method)
     ds = open_dataset(args.store)
+    if method.aux is not None and method.aux not in ds:
+        method.fit(None, ds)  # raises the registry's message naming the missing variable
     sched = engine.resolve_scheduler(_scheduler(args))
     print(f"infoclust: fitting {args.method} on {args.store} {tuple(ds['x'].shape)} with scheduler {sched}",
           flush=True)
+    params = method.params_from_options(vars(args))
+    est = method.estimator_class()(**params, random_state=args.seed, scheduler=sched)
+    if "verbose" in est.get_params():
+        est.set_params(verbose=1)
     t0 = time.perf_counter()
-    if args.method == "dc":
-        if "label" not in ds:
-            raise ValueError(f"'{args.store}' has no 'label' variable; DC needs classes (ingest with --label-column).")
-        sigma = "auto" if args.sigma == "auto" else float(args.sigma)
-        est = DiscriminativeClustering(args.k, sigma=sigma, max_iter=None if args.max_iter == 300 else args.max_iter,
-                                       random_state=args.seed, scheduler=sched, verbose=1)
-        est.fit(ds["x"], ds["label"])
-    elif args.method == "ac":
-        if "y" not in ds:
-            raise ValueError(f"'{args.store}' has no 'y' variable; associative clustering needs a second, paired view.")
-        sigma = "auto" if args.sigma == "auto" else float(args.sigma)
-        est = AssociativeClustering((args.k, args.l or args.k), sigma=sigma, random_state=args.seed, scheduler=sched,
-                                    verbose=1)
-        est.fit(ds["x"], ds["y"])
-    elif args.method == "smic":
-        t = "auto" if args.t == "auto" else int(args.t)
-        est = SMIC(args.k, t=t, kernel_normalization=args.kernel_normalization, random_state=args.seed,
-                   scheduler=sched, verbose=1)
-        est.fit(ds["x"])
-    elif args.method == "kmeans":
-        est = KMeans(args.k, init=args.init, n_init=args.n_init if args.n_init != "auto" else "auto",
-                     max_iter=args.max_iter, tol=args.tol, random_state=args.seed,
-                     scheduler=sched, verbose=1)
-    else:
-        betas = np.geomspace(args.beta_min, args.beta_max, args.n_betas)
-        est = SoftKMeans(args.k, beta_schedule=betas, max_iter=args.max_iter,
-                         random_state=args.seed, scheduler=sched)
-    if args.method not in ("dc", "ac", "smic"):
-        est.fit(ds["x"])
+    method.fit(est, ds)
     seconds = time.perf_counter() - t0
     run = new_run_dir(args.method, root=args.storage)
     save_model(est, run / "model.json")
@@ -119,74 +90,50 @@ def _cmd_fit(args):
     }
     if hasattr(est, "n_iter_"):
         summary["n_iter"] = int(est.n_iter_)
-    if args.method == "kmeans":
-        summary["inertia"] = float(est.inertia_)
-        counts = np.bincount(engine.compute(est.labels_, scheduler=sched, progress=False), minlength=args.k)
-        summary["cluster_sizes"] = counts.tolist()
-    elif args.method == "dc":
-        summary["sigma"] = est.sigma_
-        summary["log_posterior_9"] = est.score(ds["x"], ds["label"])
-        summary["contingency"] = est.contingency_.tolist()
-    elif args.method == "ac":
-        summary["sigma"] = list(est.sigma_)
-        summary["log_bayes_factor_3"] = est.score(ds["x"], ds["y"])
-        summary["mutual_information"] = est.mutual_information(ds["x"], ds["y"])
-        summary["contingency"] = est.contingency_.tolist()
-        over, under = est.most_surprising(3)
-        summary["most_over_represented"] = over
-        summary["most_under_represented"] = under
-    elif args.method == "smic":
-        summary.update(t=est.t_, kernel_normalization=args.kernel_normalization, lsmi=est.lsmi_,
-                       eigenvalues=est.eigenvalues_.tolist(), timings=est.timings_,
-                       cluster_sizes=np.bincount(est.labels_, minlength=args.k).tolist())
-        if "label" in ds:
-            from sklearn.metrics import adjusted_rand_score
-
-            summary["ari_vs_label"] = float(adjusted_rand_score(np.asarray(ds["label"].values), est.labels_))
+    if method.summary is not None:
+        summary.update(method.summary(est, ds, sched))
+    if hasattr(est, "labels_") and not engine.is_lazy(est.labels_):
         write_npy(run / "labels.npy", est.labels_)
-    else:
-        summary["critical_betas"] = est.critical_betas()
     write_json(run / "summary.json", summary)
-    print(json.dumps(summary, indent=2))
+    print(json.dumps(summary, indent=2, default=str))
     print(f"run folder: {run}")
     return 0
 
 
 def _cmd_demo(args):
-    from pipelines.demo import demo_flow
+    from .registry import load_flow
 
-    demo_flow(dataset=args.dataset, n_clusters=args.k, scheduler=_scheduler(args), storage=args.storage)
+    load_flow("demo")(args)
     return 0
 
 
 def _cmd_crossval(args):
-    from pipelines.crossval import run_from_args
+    from .registry import load_flow
 
-    out = run_from_args(args)
+    out = load_flow("crossval")(args)
     print(json.dumps({k: out[k] for k in ("run_dir", "best", "best_score", "cells", "reused", "seconds")},
                      indent=2, default=str))
     return 0
 
 
-def add_crossval_arguments(p):
-    """The options of ``infoclust crossval`` / ``python -m pipelines.crossval``."""
-    p.add_argument("store", help="dataset store (zarr folder)")
-    from .crossval import METHODS
+def _add_fit_parsers(sub):
+    from .registry import METHODS
 
-    p.add_argument("--method", default="dc", choices=sorted(METHODS))
-    p.add_argument("--grid", action="append", default=[], metavar="NAME=V1,V2,...",
-                   help="a parameter and its values; repeat for a grid (e.g. --grid sigma=0.5,1,2 "
-                        "--grid n_clusters=2,5,10)")
-    p.add_argument("--folds", type=int, default=10, help="number of folds (default 10)")
-    p.add_argument("--fold-kind", choices=["ranges", "stored"], default="ranges",
-                   help="folds as index ranges, or the store's fold vector (ingest --folds K)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--scheduler", default=None,
-                   help="'local' (LocalCluster, the default), 'threads', or tcp://HOST:8786; "
-                        "default $DASK_SCHEDULER_ADDRESS, else 'local'")
-    p.add_argument("--concurrency", type=int, default=2, help="cells fitted at the same time (default 2)")
-    p.add_argument("--storage", default=None, help="storage root (default $INFOCLUST_STORAGE or ./storage)")
-    return p
+    pf = sub.add_parser("fit", help="fit a model on a store and write a run folder")
+    methods = pf.add_subparsers(dest="method", required=True, metavar="METHOD")
+    for m in METHODS.values():
+        pm = methods.add_parser(m.name, help=m.help, description=f"{m.estimator}: {m.help}")
+        pm.add_argument("store", help="dataset store (zarr folder)")
+        pm.add_argument("-k", type=int, default=8, help="number of clusters (default 8)")
+        for o in m.options:
+            kw = {"type": o.type, "default": o.default, "help": o.help or None, "dest": o.dest}
+            if o.choices:
+                kw["choices"] = o.choices
+            pm.add_argument(o.flag, **kw)
+        pm.add_argument("--seed", type=int, default=0)
+        pm.add_argument("--scheduler", default=None, help="local (default), threads, sync or tcp://HOST:PORT")
+        pm.add_argument("--storage", default=None, help="storage root for run folders (default ./storage)")
+        pm.set_defaults(func=_cmd_fit)
 
 
 def build_parser():
@@ -222,28 +169,11 @@ def build_parser():
     pn.add_argument("store")
     pn.set_defaults(func=_cmd_info)
 
-    pf = sub.add_parser("fit", help="fit a model on a store and write a run folder")
-    pf.add_argument("method", choices=["kmeans", "softkmeans", "dc", "ac", "smic"])
-    pf.add_argument("store")
-    pf.add_argument("-k", type=int, default=8, help="number of clusters (ac: of the x view)")
-    pf.add_argument("-l", type=int, default=None, help="ac: clusters of the y view (default k)")
-    pf.add_argument("--init", default="k-means++", choices=["k-means++", "k-means||", "random"])
-    pf.add_argument("--n-init", default="auto")
-    pf.add_argument("--max-iter", type=int, default=300)
-    pf.add_argument("--tol", type=float, default=1e-4)
-    pf.add_argument("--beta-min", type=float, default=0.01)
-    pf.add_argument("--beta-max", type=float, default=10.0)
-    pf.add_argument("--n-betas", type=int, default=40)
-    pf.add_argument("--sigma", default="auto", help="dc, ac: membership width, or 'auto' (held-out choice)")
-    pf.add_argument("--t", default="auto", help="smic: kernel parameter t of (7), or 'auto' (max LSMI over 1..10)")
-    pf.add_argument("--kernel-normalization", default="none", choices=["none", "symmetric"],
-                    help="smic: kernel (7) as is, or D^-1/2 K D^-1/2")
-    pf.add_argument("--seed", type=int, default=0)
-    pf.add_argument("--scheduler", default=None, help="local (default), threads, sync or tcp://HOST:PORT")
-    pf.add_argument("--storage", default=None, help="storage root for run folders (default ./storage)")
-    pf.set_defaults(func=_cmd_fit)
+    _add_fit_parsers(sub)
 
     pc = sub.add_parser("crossval", help="cross-validation sweep (Prefect flow; resumes finished cells)")
+    from .crossval import add_arguments as add_crossval_arguments
+
     add_crossval_arguments(pc)
     pc.set_defaults(func=_cmd_crossval)
 
@@ -258,8 +188,6 @@ def build_parser():
 
 def main(argv=None):
     args = build_parser().parse_args(argv)
-    if getattr(args, "n_init", None) not in (None, "auto"):
-        args.n_init = int(args.n_init)
     try:
         return args.func(args)
     except (ValueError, FileNotFoundError, FileExistsError, KeyError, ConnectionError, ImportError) as exc:

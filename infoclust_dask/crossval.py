@@ -36,15 +36,8 @@ import numpy as np
 
 from . import __version__, engine
 
-__all__ = ["METHODS", "expand_grid", "store_fingerprint", "plan", "run_cell", "CellCache", "summarize",
+__all__ = ["cv_methods", "add_arguments", "expand_grid", "store_fingerprint", "plan", "run_cell", "CellCache", "summarize",
            "parse_grid"]
-
-def _estimator(name):
-    """The estimator class ``name`` of :mod:`infoclust_dask.cluster` (imported on use)."""
-    from . import cluster
-
-    return getattr(cluster, name)
-
 
 def _fit(cls, params, X, aux, seed, scheduler, n_classes=None):
     """Fit ``cls(**params)`` on the training rows; ``aux`` (labels or the
@@ -57,41 +50,21 @@ def _fit(cls, params, X, aux, seed, scheduler, n_classes=None):
     return est.fit(X) if aux is None else est.fit(X, aux)
 
 
-def _score_kmeans(model, Xte, cte, scheduler):
-    from .metrics import quantization_error
-
-    q = quantization_error(Xte, model.cluster_centers_, scheduler=scheduler)
-    return {"score": -q, "vq_cost": q, "train_inertia": float(model.inertia_)}
-
-
-def _score_dc(model, Xte, cte, scheduler):
-    from .metrics import quantization_error
-
-    lp = float(model.score(Xte, cte))
-    return {"score": lp, "cost": -lp, "vq_cost": quantization_error(Xte, model.cluster_centers_, scheduler=scheduler),
-            "sigma": float(model.sigma_)}
-
-
-def _score_ac(model, Xte, Yte, scheduler):
-    from .objectives import ac as obj
-
-    table = model.contingency_table(Xte, Yte)
-    return {"score": obj.log_bayes_factor(table, obj.check_prior(model.prior)), "mi": obj.mutual_information(table),
-            "sigma_x": float(model.sigma_[0]), "sigma_y": float(model.sigma_[1])}
-
-
-#: method -> (auxiliary store variable, estimator class name, score, required parameters)
-METHODS = {
-    "kmeans": (None, "KMeans", _score_kmeans, ("n_clusters",)),
-    "dc": ("label", "DiscriminativeClustering", _score_dc, ("n_clusters",)),
-    "ac": ("y", "AssociativeClustering", _score_ac, ("n_clusters",)),
-}
-
-
 def _check_method(method):
-    if method not in METHODS:
-        raise ValueError(f"Unknown method {method!r}; choose one of {sorted(METHODS)}.")
-    return METHODS[method]
+    """The registry entry of a method that can be cross-validated."""
+    from .registry import get_method
+
+    m = get_method(method)
+    if m.score is None:
+        raise ValueError(f"Method {method!r} has no held-out score; cross-validate one of {sorted(cv_methods())}.")
+    return m
+
+
+def cv_methods():
+    """Names of the registered methods that have a held-out score."""
+    from .registry import METHODS
+
+    return [name for name, m in METHODS.items() if m.score is not None]
 
 
 def parse_grid(items):
@@ -171,8 +144,8 @@ def plan(store, method, grid, n_folds, fold_kind="ranges", seed=0):
     from .folds import fold_ids
     from .store import open_dataset
 
-    aux, name, _, required = _check_method(method)
-    cls = _estimator(name)
+    m = _check_method(method)
+    aux, required, cls = m.aux, m.required, m.estimator_class()
     combos = expand_grid(grid)
     for param in required:
         if param not in combos[0]:
@@ -199,7 +172,8 @@ def run_cell(store, method, params, fold, n_folds, fold_kind="ranges", seed=0, s
     from .folds import split
     from .store import open_dataset
 
-    aux, name, score, _ = _check_method(method)
+    m = _check_method(method)
+    aux = m.aux
     sched = engine.resolve_scheduler(scheduler)
     ds = open_dataset(store)
     t0 = time.perf_counter()
@@ -213,8 +187,8 @@ def run_cell(store, method, params, fold, n_folds, fold_kind="ranges", seed=0, s
         n_classes = label_range(ds["label"].data, sched)[1] + 1
     # warnings (e.g. ConvergenceWarning) go to the caller / the Prefect log;
     # warnings.catch_warnings is not thread-safe, and cells run in threads
-    model = _fit(_estimator(name), params, Xtr, atr, int(seed) + int(fold), sched, n_classes)
-    out = score(model, test["x"], test.get(aux) if aux else None, sched)
+    model = _fit(m.estimator_class(), params, Xtr, atr, int(seed) + int(fold), sched, n_classes)
+    out = m.score(model, test["x"], test.get(aux) if aux else None, sched)
     return {"method": method, "params": params, "fold": int(fold), "n_folds": int(n_folds),
             "fold_kind": fold_kind, "seed": int(seed), "store": str(store),
             "n_train": int(Xtr.shape[0]), "n_test": int(test["x"].shape[0]),
@@ -321,3 +295,23 @@ def table_markdown(rows, params, fields=("score", "cost", "vq_cost", "seconds"))
         cells += [f"{r[f + '_mean']:.4g} +- {r[f + '_std']:.2g}" for f in present]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def add_arguments(p):
+    """The options of ``infoclust crossval`` and ``python -m pipelines.crossval``
+    (one definition, used by both)."""
+    p.add_argument("store", help="dataset store (zarr folder)")
+    p.add_argument("--method", default="dc", choices=sorted(cv_methods()))
+    p.add_argument("--grid", action="append", default=[], metavar="NAME=V1,V2,...",
+                   help="a parameter and its values; repeat for a grid (e.g. --grid sigma=0.5,1,2 "
+                        "--grid n_clusters=2,5,10)")
+    p.add_argument("--folds", type=int, default=10, help="number of folds (default 10)")
+    p.add_argument("--fold-kind", choices=["ranges", "stored"], default="ranges",
+                   help="folds as index ranges, or the store's fold vector (ingest --folds K)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--scheduler", default=None,
+                   help="'local' (LocalCluster, the default), 'threads', or tcp://HOST:8786; "
+                        "default $DASK_SCHEDULER_ADDRESS, else 'local'")
+    p.add_argument("--concurrency", type=int, default=2, help="cells fitted at the same time (default 2)")
+    p.add_argument("--storage", default=None, help="storage root (default $INFOCLUST_STORAGE or ./storage)")
+    return p

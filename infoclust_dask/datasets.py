@@ -96,20 +96,19 @@ def make_blobs(
         x, lab = _blob_rows(0, n_samples, seeds, centers, cluster_std, dtype)
         return x, lab, centers
 
-    import dask
-    import dask.array as da
+    from . import engine
 
-    rows = int(chunks or GEN_BLOCK)
-    bounds = [(s, min(s + rows, n_samples)) for s in range(0, n_samples, rows)]
-    xs, ls = [], []
-    for s, e in bounds:
+    def block_params(s, e):
         # only the seeds of the generation blocks this chunk touches go in its task
         g0, g1 = s // GEN_BLOCK, (e - 1) // GEN_BLOCK + 1
-        sub = {g: seeds[g] for g in range(g0, g1)}
-        d = dask.delayed(_blob_rows, pure=True, nout=2)(s, e, sub, centers, cluster_std, np.dtype(dtype))
-        xs.append(da.from_delayed(d[0], shape=(e - s, int(n_features)), dtype=dtype))
-        ls.append(da.from_delayed(d[1], shape=(e - s,), dtype=np.int64))
-    return da.concatenate(xs), da.concatenate(ls), centers
+        return {"seeds": {g: seeds[g] for g in range(g0, g1)}, "centers": centers, "cluster_std": cluster_std,
+                "dtype": np.dtype(dtype)}
+
+    x, lab = engine.generate(_blob_rows, n_samples, block_rows=int(chunks or GEN_BLOCK),
+                             outputs=((dtype, (int(n_features),)), (np.int64, ())), block_params=block_params,
+                             name="make_blobs")
+    return x, lab, centers
+
 
 
 # --------------------------------------------------------------------------

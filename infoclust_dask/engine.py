@@ -37,6 +37,7 @@ __all__ = [
     "map_blocks",
     "fold_blocks",
     "block_pairs",
+    "generate",
     "build_reduction",
     "n_blocks",
     "as_array",
@@ -476,6 +477,26 @@ def block_pairs(
 
 def _call_pair(bp, xq, xd, q_start, d_start, params):
     return bp.chunk(xq, xd, q_start=q_start, d_start=d_start, **params)
+
+
+def generate(func, n_rows: int, *, block_rows: int, outputs: tuple, block_params, name: str):
+    """Lazy arrays of ``n_rows`` rows made block by block where they are
+    computed (synthetic data sets): ``func(start, stop, **block_params(start,
+    stop))`` returns one array per entry of ``outputs`` (``(dtype,
+    trailing_shape)``). Task keys are ``name-<token>-<block>``."""
+    import dask
+    import dask.array as da
+    from dask.base import tokenize
+
+    bounds = [(s, min(s + int(block_rows), int(n_rows))) for s in range(0, int(n_rows), int(block_rows))]
+    per_output = [[] for _ in outputs]
+    for i, (s, e) in enumerate(bounds):
+        kw = block_params(s, e)
+        d = dask.delayed(partial(func, **kw), pure=True, nout=len(outputs))(
+            s, e, dask_key_name=f"{name}-{tokenize(func, s, e, kw)}-{i}")
+        for k, (dtype, trailing) in enumerate(outputs):
+            per_output[k].append(da.from_delayed(d[k], shape=(e - s,) + tuple(trailing), dtype=dtype))
+    return tuple(da.concatenate(parts) for parts in per_output)
 
 
 # --------------------------------------------------------------------------

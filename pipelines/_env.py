@@ -19,7 +19,4 @@ os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "INFO")
 
 
-def default_scheduler(scheduler=None):
-    """The flows' scheduler: the one given, else ``$DASK_SCHEDULER_ADDRESS``,
-    else ``"local"`` (a LocalCluster on 127.0.0.1 started on demand)."""
-    return scheduler or os.environ.get("DASK_SCHEDULER_ADDRESS") or "local"
+from infoclust_dask._scheduler import run_default as default_scheduler  # noqa: E402,F401  (the flows' default)

@@ -133,11 +133,11 @@ def crossval_flow(store: str, method: str = "dc", grid: dict | None = None, n_fo
 
 
 def build_parser():
-    from infoclust_dask.cli import add_crossval_arguments
+    from infoclust_dask.crossval import add_arguments
 
     p = argparse.ArgumentParser(prog="python -m pipelines.crossval",
                                 description="Cross-validation sweep (Prefect flow; resumes finished cells).")
-    return add_crossval_arguments(p)
+    return add_arguments(p)
 
 
 def run_from_args(a) -> dict:

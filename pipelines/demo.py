@@ -26,7 +26,26 @@ from . import _env  # noqa: F401  (Prefect offline defaults before importing pre
 
 from prefect import flow, get_run_logger, task  # noqa: E402
 
-__all__ = ["demo_flow"]
+__all__ = ["demo_flow", "DEMO_STEPS", "methods_table"]
+
+#: where the demo shows each registered method (infoclust_dask.registry.METHODS)
+DEMO_STEPS = {
+    "kmeans": "fit-kmeans: K-means on the dataset, against its classes",
+    "softkmeans": "anneal: soft K-means over a beta schedule (the pitchfork splits)",
+    "dc": "crossval (sigma by held-out log posterior) + fit-dc against K-means",
+    "ac": "bootstrap reliability + ac-vs-kmeans on a planted dependency",
+    "smic": "smic-toys (Fig. 4 sets) + smic-store (digits) against K-means",
+}
+
+
+def methods_table() -> list[str]:
+    """The registry's methods with the demo step that shows each (Markdown lines)."""
+    from infoclust_dask.registry import METHODS
+
+    rows = ["| method | estimator | what it does | shown by |", "|---|---|---|---|"]
+    for name, m in METHODS.items():
+        rows.append(f"| `{name}` | `{m.estimator}` | {m.help} | {DEMO_STEPS.get(name, 'not shown by the demo')} |")
+    return rows
 
 
 @task(name="find-store")
@@ -65,7 +84,7 @@ def fit_kmeans(store: str, n_clusters: int, scheduler: str | None, seed: int, ru
     if "label" in ds:
         from sklearn.metrics import adjusted_rand_score, normalized_mutual_info_score
 
-        c = ds["label"].values
+        c = engine.compute(ds["label"].data, scheduler=scheduler)
         out["ari_vs_classes"] = float(adjusted_rand_score(c, labels))
         out["nmi_vs_classes"] = float(normalized_mutual_info_score(c, labels))
         out["contingency"] = contingency_table(labels, c, n_clusters=n_clusters).tolist()
@@ -95,7 +114,7 @@ def fit_dc(store: str, n_clusters: int, scheduler: str | None, seed: int, run_di
     km = KMeans(n_clusters, random_state=seed, scheduler=scheduler).fit(X)
     from infoclust_dask.metrics import dc_log_posterior
 
-    km_lp = dc_log_posterior(engine.compute(km.labels_, scheduler=scheduler), ds["label"].values,
+    km_lp = dc_log_posterior(engine.compute(km.labels_, scheduler=scheduler), engine.compute(ds["label"].data, scheduler=scheduler),
                              n_clusters=n_clusters, n_classes=dc.n_classes_)
     return {"sigma": dc.sigma_, "log_posterior": dc.score(X, c), "kmeans_log_posterior": km_lp,
             "contingency": dc.contingency_.tolist(), "evaluations": len(dc.objective_history_),
@@ -210,7 +229,7 @@ def smic_store(store: str, n_clusters: int, scheduler: str | None, seed: int) ->
 
     ds = open_dataset(store)
     scheduler = engine.resolve_scheduler(scheduler)
-    y = np.asarray(ds["label"].values)
+    y = np.asarray(engine.compute(ds["label"].data, scheduler=scheduler))
     t0 = time.perf_counter()
     m = SMIC(n_clusters, random_state=seed, scheduler=scheduler).fit(ds["x"])
     seconds = time.perf_counter() - t0
@@ -227,6 +246,7 @@ def report(store: str, run_dir: str, km: dict, da_: dict, dataset: str, dc: dict
            cv: dict | None = None, ac: dict | None = None, smic: dict | None = None) -> str:
     import numpy as np
 
+    from infoclust_dask import engine
     from infoclust_dask.plotting import plot_clusters_2d
     from infoclust_dask.preprocess import principal_axes
     from infoclust_dask.runs import load_model
@@ -237,7 +257,7 @@ def report(store: str, run_dir: str, km: dict, da_: dict, dataset: str, dc: dict
     mean, axes, _ = principal_axes(ds["x"], 2, scheduler="threads")
     n = ds.sizes["sample"]
     take = np.sort(np.random.default_rng(0).choice(n, size=min(n, 5000), replace=False))
-    xs = ds["x"][take].values
+    xs = engine.compute(ds["x"].data[take], scheduler="threads")  # 5000 rows for the figure
     model = load_model(run / "kmeans-model.json")
     plot_clusters_2d((xs - mean) @ axes.T, model.predict(xs), (model.cluster_centers_ - mean) @ axes.T,
                      run / "kmeans.png", title=f"K-means, K={model.n_clusters}, on {dataset}")
@@ -245,6 +265,10 @@ def report(store: str, run_dir: str, km: dict, da_: dict, dataset: str, dc: dict
         f"# infoclust demo: {dataset}",
         "",
         f"Store: `{store}` ({n} samples x {ds.sizes['feature']} features, standardized).",
+        "",
+        "## Methods in this build (infoclust_dask.registry)",
+        "",
+        *methods_table(),
         "",
         "## K-means",
         f"- inertia {km['inertia']:.6g} after {km['n_iter']} Lloyd iterations ({km['seconds']} s)",
@@ -376,14 +400,18 @@ def open_has_labels(store) -> bool:
     return "label" in open_dataset(store)
 
 
+def run_from_args(a) -> str:
+    """The demo from parsed arguments (``infoclust demo`` and ``python -m pipelines.demo``)."""
+    return demo_flow(dataset=a.dataset, n_clusters=a.k, scheduler=a.scheduler, storage=a.storage)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description="infoclust demo flow")
     p.add_argument("--dataset", default="satimage")
     p.add_argument("-k", type=int, default=6)
     p.add_argument("--scheduler", default=None, help="default $DASK_SCHEDULER_ADDRESS, else 'local'")
     p.add_argument("--storage", default=None)
-    a = p.parse_args(argv)
-    demo_flow(dataset=a.dataset, n_clusters=a.k, scheduler=a.scheduler, storage=a.storage)
+    run_from_args(p.parse_args(argv))
 
 
 if __name__ == "__main__":

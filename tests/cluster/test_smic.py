@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import adjusted_rand_score as ari
 
-from infoclust_dask import SMIC, engine
+from infoclust_dask import SMIC
 from infoclust_dask.cluster._smic import _neighbour_lists
 from infoclust_dask.kernels.smic import local_scaling_values
 from infoclust_dask.datasets import SMIC_TOYS, make_smic_toy

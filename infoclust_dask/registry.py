@@ -1,0 +1,290 @@
+"""The method registry: one entry per method, read by the ``infoclust``
+command (``infoclust fit <method>``), the cross-validation library and flow
+(:mod:`infoclust_dask.crossval`) and the demo.
+
+A :class:`Method` names its estimator class, the store variable its fit
+needs beside ``x`` (classes ``label``, a second view ``y``, or nothing), its
+command-line options and how they become constructor parameters, what a
+run's summary reports, and - for methods that can be cross-validated - how
+a fitted model is scored on held-out rows. Adding a method is one kernels
+module, one objectives module, one estimator module and one entry here
+(see ``docs/ARCHITECTURE.md``).
+
+The registry also names the Prefect flows the command starts
+(:data:`FLOWS`), by import path, so that the library never imports
+``pipelines`` at module level and ``pipelines`` never imports the CLI.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+__all__ = ["Method", "Option", "METHODS", "FLOWS", "get_method", "load_flow", "auto_or"]
+
+
+# --------------------------------------------------------------------------
+# option parsing helpers
+# --------------------------------------------------------------------------
+def auto_or(kind):
+    """An argparse type: the string ``"auto"`` or a value of ``kind``; the
+    error names the expected form."""
+
+    def parse(text):
+        if text == "auto":
+            return "auto"
+        try:
+            return kind(text)
+        except ValueError:
+            raise ValueError(f"expected 'auto' or a {kind.__name__}, got {text!r}") from None
+
+    parse.__name__ = f"'auto' or {kind.__name__}"
+    return parse
+
+
+@dataclass(frozen=True)
+class Option:
+    """One command-line option of ``infoclust fit <method>``: ``--flag``
+    sets the constructor parameter ``param`` (None: used by ``build`` only)."""
+
+    flag: str
+    param: str | None
+    type: Callable[[str], Any] = str
+    default: Any = None
+    help: str = ""
+    choices: tuple | None = None
+
+    @property
+    def dest(self):
+        return self.flag.lstrip("-").replace("-", "_")
+
+
+@dataclass(frozen=True)
+class Method:
+    """A method as the command, cross-validation and the demo see it.
+
+    Parameters
+    ----------
+    name : str
+        The name users type (``infoclust fit <name>``, ``--method <name>``).
+    estimator : str
+        Class name in :mod:`infoclust_dask.cluster`.
+    help : str
+        One line for ``infoclust fit --help``.
+    aux : {"label", "y", None}
+        Store variable the fit takes beside ``x``.
+    options : tuple of Option
+        Method-specific command-line options.
+    build : callable, optional
+        ``build(values: dict) -> dict`` of constructor parameters from the
+        option values (with ``n_clusters`` from ``-k`` and ``l`` from ``-l``);
+        default: every option with a ``param`` passed as is.
+    summary : callable, optional
+        ``summary(est, ds, scheduler) -> dict`` of method-specific facts for
+        the run's ``summary.json``.
+    score : callable, optional
+        ``score(model, X_test, aux_test, scheduler) -> dict`` with at least
+        ``"score"`` (higher is better); None: not cross-validated.
+    required : tuple of str
+        Parameters a cross-validation grid must set.
+    """
+
+    name: str
+    estimator: str
+    help: str
+    aux: str | None = None
+    options: tuple = ()
+    build: Callable[[dict], dict] | None = None
+    summary: Callable | None = None
+    score: Callable | None = None
+    required: tuple = ("n_clusters",)
+
+    def estimator_class(self):
+        from . import cluster
+
+        return getattr(cluster, self.estimator)
+
+    def params_from_options(self, values: dict) -> dict:
+        if self.build is not None:
+            return self.build(values)
+        out = {"n_clusters": values["k"]}
+        out.update({o.param: values[o.dest] for o in self.options if o.param is not None})
+        return out
+
+    def fit(self, est, ds):
+        """Fit ``est`` on the store dataset ``ds`` (its ``x`` and ``aux``)."""
+        if self.aux is None:
+            return est.fit(ds["x"])
+        if self.aux not in ds:
+            what = "class labels ('label': ingest with --label-column)" if self.aux == "label" else \
+                "a second, paired view ('y')"
+            raise ValueError(f"Method {self.name!r} needs {what}, but the store has no {self.aux!r} variable.")
+        return est.fit(ds["x"], ds[self.aux])
+
+
+# --------------------------------------------------------------------------
+# summaries and held-out scores (driver-side, small)
+# --------------------------------------------------------------------------
+def _summary_kmeans(est, ds, sched):
+    from . import engine
+
+    k = est.cluster_centers_.shape[0]
+    return {"inertia": float(est.inertia_),
+            "cluster_sizes": np.bincount(engine.compute(est.labels_, scheduler=sched), minlength=k).tolist()}
+
+
+def _summary_softkmeans(est, ds, sched):
+    return {"critical_betas": est.critical_betas()}
+
+
+def _summary_dc(est, ds, sched):
+    return {"sigma": est.sigma_, "log_posterior_9": est.score(ds["x"], ds["label"]),
+            "contingency": est.contingency_.tolist()}
+
+
+def _summary_ac(est, ds, sched):
+    over, under = est.most_surprising(3)
+    return {"sigma": list(est.sigma_), "log_bayes_factor_3": est.score(ds["x"], ds["y"]),
+            "mutual_information": est.mutual_information(ds["x"], ds["y"]),
+            "contingency": est.contingency_.tolist(), "most_over_represented": over,
+            "most_under_represented": under}
+
+
+def _summary_smic(est, ds, sched):
+    k = est.n_clusters
+    out = {"t": est.t_, "kernel_normalization": est.kernel_normalization, "lsmi": est.lsmi_,
+           "eigenvalues": est.eigenvalues_.tolist(), "timings": est.timings_,
+           "cluster_sizes": np.bincount(est.labels_, minlength=k).tolist()}
+    if "label" in ds:
+        from sklearn.metrics import adjusted_rand_score
+
+        from . import engine
+
+        out["ari_vs_label"] = float(adjusted_rand_score(engine.compute(ds["label"].data, scheduler=sched),
+                                                        est.labels_))
+    return out
+
+
+def _score_kmeans(model, Xte, cte, scheduler):
+    from .metrics import quantization_error
+
+    q = quantization_error(Xte, model.cluster_centers_, scheduler=scheduler)
+    return {"score": -q, "vq_cost": q, "train_inertia": float(model.inertia_)}
+
+
+def _score_dc(model, Xte, cte, scheduler):
+    from .metrics import quantization_error
+
+    lp = float(model.score(Xte, cte))
+    return {"score": lp, "cost": -lp, "vq_cost": quantization_error(Xte, model.cluster_centers_, scheduler=scheduler),
+            "sigma": float(model.sigma_)}
+
+
+def _score_ac(model, Xte, Yte, scheduler):
+    from .objectives import ac as obj
+
+    table = model.contingency_table(Xte, Yte)
+    return {"score": obj.log_bayes_factor(table, obj.check_prior(model.prior)), "mi": obj.mutual_information(table),
+            "sigma_x": float(model.sigma_[0]), "sigma_y": float(model.sigma_[1])}
+
+
+def _build_kmeans(v):
+    return {"n_clusters": v["k"], "init": v["init"], "n_init": v["n_init"], "max_iter": v["max_iter"],
+            "tol": v["tol"]}
+
+
+def _build_softkmeans(v):
+    return {"n_clusters": v["k"], "beta_schedule": np.geomspace(v["beta_min"], v["beta_max"], v["n_betas"]),
+            "max_iter": v["max_iter"]}
+
+
+def _build_ac(v):
+    return {"n_clusters": (v["k"], v["l"] or v["k"]), "sigma": v["sigma"]}
+
+
+def _int_or_auto(text):
+    return auto_or(int)(text)
+
+
+METHODS: dict[str, Method] = {m.name: m for m in (
+    Method(
+        "kmeans", "KMeans", "K-means (Lloyd) with k-means++ / k-means|| seeding",
+        options=(
+            Option("--init", "init", default="k-means++", choices=("k-means++", "k-means||", "random")),
+            Option("--n-init", "n_init", type=_int_or_auto, default="auto", help="restarts, or 'auto'"),
+            Option("--max-iter", "max_iter", type=int, default=300),
+            Option("--tol", "tol", type=float, default=1e-4),
+        ),
+        build=_build_kmeans, summary=_summary_kmeans, score=_score_kmeans,
+    ),
+    Method(
+        "softkmeans", "SoftKMeans", "soft K-means annealed over a schedule of stiffness beta",
+        options=(
+            Option("--beta-min", None, type=float, default=0.01),
+            Option("--beta-max", None, type=float, default=10.0),
+            Option("--n-betas", None, type=int, default=40),
+            Option("--max-iter", "max_iter", type=int, default=300),
+        ),
+        build=_build_softkmeans, summary=_summary_softkmeans,
+    ),
+    Method(
+        "dc", "DiscriminativeClustering", "discriminative clustering (the store needs a 'label')",
+        aux="label",
+        options=(
+            Option("--sigma", "sigma", type=auto_or(float), default="auto",
+                   help="membership width, or 'auto' (held-out choice)"),
+            Option("--max-iter", "max_iter", type=int, default=None, help="CG iterations (default 50)"),
+        ),
+        summary=_summary_dc, score=_score_dc,
+    ),
+    Method(
+        "ac", "AssociativeClustering", "associative clustering of paired views (the store needs a 'y')",
+        aux="y",
+        options=(
+            Option("-l", None, type=int, default=None, help="clusters of the y view (default k)"),
+            Option("--sigma", "sigma", type=auto_or(float), default="auto",
+                   help="membership widths, or 'auto' (held-out choice)"),
+        ),
+        build=_build_ac, summary=_summary_ac, score=_score_ac,
+    ),
+    Method(
+        "smic", "SMIC", "SMI clustering with t chosen by LSMI",
+        options=(
+            Option("--t", "t", type=_int_or_auto, default="auto",
+                   help="kernel parameter t of (7), or 'auto' (max LSMI over 1..10)"),
+            Option("--kernel-normalization", "kernel_normalization", default="none", choices=("none", "symmetric"),
+                   help="kernel (7) as is, or D^-1/2 K D^-1/2"),
+        ),
+        summary=_summary_smic,
+    ),
+)}
+
+
+def get_method(name) -> Method:
+    """The registry entry ``name``; an unknown name lists the known ones."""
+    if name not in METHODS:
+        raise ValueError(f"Unknown method {name!r}; choose one of {sorted(METHODS)}.")
+    return METHODS[name]
+
+
+#: Prefect flows the command starts: name -> "module:function" taking the parsed arguments
+FLOWS = {
+    "demo": "pipelines.demo:run_from_args",
+    "crossval": "pipelines.crossval:run_from_args",
+}
+
+
+def load_flow(name):
+    """The entry point of flow ``name`` (imported on use)."""
+    module, func = FLOWS[name].split(":")
+    try:
+        mod = importlib.import_module(module)
+    except ImportError as exc:
+        raise ImportError(
+            f"The {name!r} flow lives in the '{module}' module, which could not be imported ({exc}). "
+            "Install the project with its flows (pip install infoclust_dask) or run from the project folder."
+        ) from exc
+    return getattr(mod, func)

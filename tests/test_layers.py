@@ -1,0 +1,102 @@
+"""The layers of docs/ARCHITECTURE.md, checked on the source: no import
+cycles between modules, kernels import no dask (nor anything above them),
+only the engine and the scheduler module compute or build task graphs by
+hand, the CLI does not import pipelines and pipelines do not import the CLI."""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PKG = ROOT / "infoclust_dask"
+
+
+def _module_name(path):
+    rel = path.relative_to(ROOT).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def _imports(path):
+    """Absolute names of every module ``path`` imports (anywhere in it)."""
+    tree = ast.parse(path.read_text())
+    mod = _module_name(path)
+    package = mod if path.name == "__init__.py" else mod.rsplit(".", 1)[0]
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module
+            out.add(target)
+            out.update(f"{target}.{a.name}" for a in node.names)
+    return out
+
+
+def _sources(*dirs):
+    return [p for d in dirs for p in sorted((ROOT / d).rglob("*.py"))]
+
+
+MODULES = {_module_name(p): p for p in _sources("infoclust_dask")}
+
+
+def _internal(path):
+    return {m for m in _imports(path) if m in MODULES}
+
+
+def test_no_module_imports_one_that_imports_it_back():
+    graph = {name: _internal(p) - {name} for name, p in MODULES.items()}
+    # packages re-export their modules; an __init__ importing its own children is not a cycle
+    for name in graph:
+        graph[name] = {m for m in graph[name] if not m.startswith(name + ".")}
+    cycles = [(a, b) for a in graph for b in graph[a] if a in graph.get(b, ()) and a < b]
+    assert not cycles, cycles
+
+
+@pytest.mark.parametrize("path", _sources("infoclust_dask/kernels"), ids=lambda p: p.name)
+def test_kernels_import_no_dask_and_nothing_above_them(path):
+    names = _imports(path)
+    assert not {n for n in names if n.split(".")[0] in ("dask", "distributed", "xarray", "zarr")}, names
+    above = {n for n in names if n.startswith("infoclust_dask") and not n.startswith("infoclust_dask.kernels")}
+    assert not above, above
+
+
+COMPUTE_CALLS = {"compute", "persist", "to_delayed", "from_delayed", "delayed"}
+
+
+@pytest.mark.parametrize("path", [p for p in _sources("infoclust_dask", "pipelines")
+                                  if p.name not in ("engine.py", "_scheduler.py")],
+                         ids=lambda p: str(p.relative_to(ROOT)))
+def test_only_the_engine_computes_or_builds_task_graphs(path):
+    bad = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            owner = node.func.value
+            via_engine = isinstance(owner, ast.Name) and owner.id == "engine"
+            if node.func.attr in COMPUTE_CALLS and not via_engine:
+                bad.append(f"line {node.lineno}: .{node.func.attr}(")
+            if node.func.attr == "to_zarr" and not any(k.arg == "compute" for k in node.keywords):
+                bad.append(f"line {node.lineno}: to_zarr without compute=False")
+        if isinstance(node, ast.Attribute) and node.attr == "values" and isinstance(node.value, ast.Subscript):
+            # ds["x"].values computes on dask's local scheduler, whatever scheduler the user chose
+            bad.append(f"line {node.lineno}: DataArray .values")
+    assert not bad, bad
+
+
+def test_engine_and_store_do_not_import_each_other():
+    assert not {m for m in _imports(PKG / "engine.py") if m.startswith("infoclust_dask.store")}
+    assert "infoclust_dask.engine" not in {m for m in _imports(PKG / "_scheduler.py")}
+
+
+def test_cli_and_pipelines_do_not_import_each_other():
+    assert not {m for m in _imports(PKG / "cli.py") if m.split(".")[0] == "pipelines"}
+    for p in _sources("pipelines"):
+        assert not {m for m in _imports(p) if m.startswith("infoclust_dask.cli")}, p
