@@ -28,15 +28,13 @@ warm-started). Measured on a planted dependency in docs/RESULTS.md.
 from __future__ import annotations
 
 import numbers
-import time
 
 import numpy as np
-from scipy.optimize import minimize
 from scipy.stats import hypergeom
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from .. import engine
+from .. import engine, optimize
 from ..kernels.ac import AC_COUNTS, AC_GRAD, AC_HARD_COUNTS
 from ..kernels.stats import CROSS_GRAM, LABEL_SUMS, PROJECT
 from .._validation import check_data, check_n_clusters, check_random_state, check_scalar_param, param_error
@@ -109,7 +107,7 @@ class AssociativeClustering(BaseEstimator):
     prior : float or (n_d, n_x, n_y), default=(1, 1, 1)
         Dirichlet parameters of (3): per cell, per x-margin row, per y-margin
         column.
-    lambda_ : float or (lambda_x, lambda_y), default=(1, 1)
+    margin_weight : float or (lambda_x, lambda_y), default=(1, 1)
         Weights of the margin terms in log BF' (§III); values > 1 regularize.
     optimizer : {"cg"}, default="cg"
         Conjugate gradients (scipy) on the smoothed objective.
@@ -162,7 +160,7 @@ class AssociativeClustering(BaseEstimator):
         *,
         sigma=("auto", "auto"),
         prior=(1.0, 1.0, 1.0),
-        lambda_=(1.0, 1.0),
+        margin_weight=(1.0, 1.0),
         optimizer="cg",
         init="cca",
         n_init=2,
@@ -178,7 +176,7 @@ class AssociativeClustering(BaseEstimator):
         self.n_clusters = n_clusters
         self.sigma = sigma
         self.prior = prior
-        self.lambda_ = lambda_
+        self.margin_weight = margin_weight
         self.optimizer = optimizer
         self.init = init
         self.n_init = n_init
@@ -203,10 +201,10 @@ class AssociativeClustering(BaseEstimator):
         if (sig[0] == "auto") != (sig[1] == "auto"):
             raise param_error(self, "sigma", "both 'auto' or both floats", self.sigma)
         obj.check_prior(self.prior)
-        lam = _pair(self.lambda_, "lambda_", self)
+        lam = _pair(self.margin_weight, "margin_weight", self)
         for v in lam:
             if isinstance(v, bool) or not isinstance(v, numbers.Real) or v < 0:
-                raise param_error(self, "lambda_", "a float >= 0 or a pair of them", self.lambda_)
+                raise param_error(self, "margin_weight", "a float >= 0 or a pair of them", self.margin_weight)
         if self.optimizer != "cg":
             raise param_error(self, "optimizer", "'cg'", self.optimizer)
         check_scalar_param(self, "n_init", self.n_init, kind="an int", low=1, integer=True)
@@ -248,28 +246,29 @@ class AssociativeClustering(BaseEstimator):
                 my + 0.01 * np.sqrt(sy) * rng.standard_normal((l_, my.size)))
 
     def _cg(self, X, Y, mx, my, sigma, prior, lam, sched, subset, history):
-        shapes = (mx.shape, my.shape)
+        """CG on log BF'' at the widths ``sigma`` from ``(mx, my)``; appends the
+        value of every evaluation to ``history``."""
         split = mx.size
 
         def fun(flat):
-            t0 = time.perf_counter()
-            a, b = flat[:split].reshape(shapes[0]), flat[split:].reshape(shapes[1])
+            a, b = flat[:split].reshape(mx.shape), flat[split:].reshape(my.shape)
             value, gx, gy, _ = ac_objective(X, Y, a, b, sigma, prior=prior, lam=lam, scheduler=sched, subset=subset)
-            history.append(value)
-            if self.verbose > 1:
-                print(f"[AC sigma=({sigma[0]:.3g}, {sigma[1]:.3g})] evaluation {len(history):4d}  log BF'' "
-                      f"{value:.6g}  ({time.perf_counter() - t0:.2f}s)", flush=True)
-            return -value, -np.concatenate([gx.ravel(), gy.ravel()])
+            return value, np.concatenate([gx.ravel(), gy.ravel()])
 
-        res = minimize(fun, np.concatenate([mx.ravel(), my.ravel()]), jac=True, method="CG",
-                       options={"maxiter": self.max_iter, "gtol": 1e-8})
-        return res.x[:split].reshape(shapes[0]), res.x[split:].reshape(shapes[1]), int(res.nit)
+        def progress(info):
+            if self.verbose > 1:
+                print(f"[AC sigma=({sigma[0]:.3g}, {sigma[1]:.3g})] evaluation {len(history) + info['evaluation']:4d}"
+                      f"  log BF'' {info['value']:.6g}  ({info['seconds']:.2f}s)", flush=True)
+
+        res = optimize.conjugate_gradients(fun, np.concatenate([mx.ravel(), my.ravel()]), max_iter=self.max_iter,
+                                           gtol=1e-8, callback=progress)
+        history.extend(res.history)
+        return res.x[:split].reshape(mx.shape), res.x[split:].reshape(my.shape), res.n_iter
 
     def _anneal(self, X, Y, mx, my, sigma, prior, lam, sched, subset, anneal=True):
         """CG at widths ``anneal_start * sigma ... sigma`` (geometric), warm-started
         (only at the final width when ``anneal`` is false)."""
-        factors = np.geomspace(self.anneal_start, 1.0, self.anneal_steps) if anneal and self.anneal_steps > 1 \
-            else [1.0]
+        factors = optimize.geometric_schedule(self.anneal_start, 1.0, self.anneal_steps if anneal else 1)
         history, n_iter = [], 0
         for f in factors:
             mx, my, it = self._cg(X, Y, mx, my, (f * sigma[0], f * sigma[1]), prior, lam, sched, subset, history)
@@ -322,19 +321,22 @@ class AssociativeClustering(BaseEstimator):
         m0 = self._initial(X, Y, k, l_, rng, sched, ix.d, iy.d)
         scale = (float(np.sqrt(np.sum(ix.var))) or 1.0, float(np.sqrt(np.sum(iy.var))) or 1.0)
         if sig[0] == "auto":
-            grid = self._grid()
-            seed = int(rng.integers(2**63))
-            train = (seed, 1.0 - self.validation_fraction, "train")
-            valid = (seed, 1.0 - self.validation_fraction, "valid")
-            scores = {}
-            for r in grid:
+            train, valid = optimize.hashed_split(rng, self.validation_fraction)
+
+            def fit_on_train(r):
                 s = (r * scale[0], r * scale[1])
-                (_, mx, my, _, _), _ = self._fit_restarts(X, Y, m0, s, prior, lam, sched, rng, k, l_, subset=train)
-                scores[r] = obj.log_bayes_factor(hard_table(X, Y, mx, my, sched, valid), prior)
+                return self._fit_restarts(X, Y, m0, s, prior, lam, sched, rng, k, l_, subset=train)[0][1:3]
+
+            def valid_score(protos):
+                return obj.log_bayes_factor(hard_table(X, Y, protos[0], protos[1], sched, valid), prior)
+
+            def progress(info):
                 if self.verbose:
-                    print(f"[AC] relative width {r:.3g}: held-out log BF (3) {scores[r]:.6g}", flush=True)
-            r = max(scores, key=scores.get)
-            self.sigma_scores_ = scores
+                    print(f"[AC] relative width {info['candidate']:.3g}: held-out log BF (3) {info['score']:.6g}",
+                          flush=True)
+
+            r, self.sigma_scores_ = optimize.held_out_search(self._grid(), fit_on_train, valid_score,
+                                                             callback=progress)
             sigma = (r * scale[0], r * scale[1])
         else:
             sigma = (float(sig[0]), float(sig[1]))

@@ -18,16 +18,14 @@ conjugate gradients on the (K x d) prototypes.
 from __future__ import annotations
 
 import numbers
-import time
 import warnings
 
 import numpy as np
-from scipy.optimize import minimize
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
-from .. import engine
+from .. import engine, optimize
 from ..kernels.dc import DC_COUNTS, DC_GRAD, DC_HARD_COUNTS, DC_ONLINE, DC_REG
 from .._validation import (
     check_data,
@@ -274,52 +272,44 @@ class DiscriminativeClustering(ClusterMixin, BaseEstimator):
         return {"cg": 50, "sa": 2000 * self.n_clusters, "online": 20}[self.optimizer]
 
     def _optimize(self, X, c, centers, sigma, n_classes, sched, subset=None, lam=0.0, rng=None):
+        """One optimization from ``centers``: returns ``(centers, history,
+        n_iter, converged)``."""
         if self.optimizer == "sa":
             return self._anneal(X, c, centers, sigma, n_classes, sched, subset, rng)
         if self.optimizer == "online":
             return self._online(X, c, centers, sigma, n_classes, sched, subset, rng)
-        shape = centers.shape
-        history = []
 
-        def fun(flat):
-            t0 = time.perf_counter()
-            value, grad, _ = dc_objective(X, c, flat.reshape(shape), sigma, prior=self.prior,
-                                          n_classes=n_classes, regularization=self.regularization, lam=lam,
-                                          scheduler=sched, subset=subset)
-            history.append(value)
+        def fun(m):
+            value, grad, _ = dc_objective(X, c, m, sigma, prior=self.prior, n_classes=n_classes,
+                                          regularization=self.regularization, lam=lam, scheduler=sched,
+                                          subset=subset)
+            return value, grad
+
+        def progress(info):
             if self.verbose:
-                print(f"[DC sigma={sigma:.4g}] evaluation {len(history):4d}  log posterior (10) "
-                      f"{value:.6g}  |grad| {np.linalg.norm(grad):.3g}  ({time.perf_counter() - t0:.2f}s)",
-                      flush=True)
-            return -value, -grad.ravel()
+                print(f"[DC sigma={sigma:.4g}] evaluation {info['evaluation']:4d}  log posterior (10) "
+                      f"{info['value']:.6g}  |grad| {info['grad_norm']:.3g}  ({info['seconds']:.2f}s)", flush=True)
 
-        res = minimize(fun, centers.ravel(), jac=True, method="CG",
-                       options={"maxiter": self._steps(), "gtol": 1e-6})
-        return res.x.reshape(shape), history, int(res.nit), bool(res.success)
+        res = optimize.conjugate_gradients(fun, centers, max_iter=self._steps(), gtol=1e-6, callback=progress)
+        return res.x, res.history, res.n_iter, res.converged
 
     def _anneal(self, X, c, centers, width, n_classes, sched, subset, rng):
         """Simulated annealing on the unsmoothed posterior (9), paper §3.1:
         Gaussian displacements of all prototypes (std ``width``, i.e. sigma),
         accepted when (9) rises, else with probability ``exp(delta / T)``;
         ``T`` falls linearly from ``sa_temperature`` to 0. One pass per step."""
-        steps = self._steps()
-        cur = np.array(centers, dtype=np.float64)
-        cur_val = obj.log_posterior(_hard_counts(X, c, cur, n_classes, sched, subset), self.prior)
-        best, best_val = cur, cur_val
-        history = [cur_val]
-        for s in range(steps):
-            temp = self.sa_temperature * (1.0 - s / steps)
-            cand = cur + width * rng.standard_normal(cur.shape)
-            val = obj.log_posterior(_hard_counts(X, c, cand, n_classes, sched, subset), self.prior)
-            if val >= cur_val or (temp > 0 and rng.uniform() < np.exp((val - cur_val) / temp)):
-                cur, cur_val = cand, val
-                if val > best_val:
-                    best, best_val = cand, val
-            history.append(cur_val)
-            if self.verbose and (s + 1) % max(1, steps // 20) == 0:
-                print(f"[DC-SA width={width:.4g}] step {s + 1}/{steps}  T={temp:.3g}  (9)={cur_val:.6g}  "
-                      f"best={best_val:.6g}", flush=True)
-        return best, history, steps, True
+
+        def score(m):
+            return obj.log_posterior(_hard_counts(X, c, m, n_classes, sched, subset), self.prior)
+
+        def progress(info):
+            if self.verbose:
+                print(f"[DC-SA width={width:.4g}] step {info['step']}/{info['steps']}  T={info['temperature']:.3g}  "
+                      f"(9)={info['value']:.6g}  best={info['best']:.6g}", flush=True)
+
+        res = optimize.simulated_annealing(score, centers, steps=self._steps(), width=width,
+                                           temperature=self.sa_temperature, rng=rng, callback=progress)
+        return res.x, res.history, res.n_iter, True
 
     def _online(self, X, c, centers, sigma, n_classes, sched, subset, rng):
         """The stochastic on-line algorithm (5)-(6), streamed block by block
@@ -327,19 +317,25 @@ class DiscriminativeClustering(ClusterMixin, BaseEstimator):
         order every epoch; ``max_iter`` epochs. (9) is recorded per epoch."""
         epochs = self._steps()
         n = int(engine.map_reduce(DC_HARD_COUNTS, X, c, params={"centers": centers[:1], "n_classes": n_classes,
-                                                                  "subset": subset}, scheduler=sched)["counts"].sum())
-        state = {"m": np.array(centers, dtype=np.float64), "gamma": np.zeros((centers.shape[0], n_classes)), "t": 0}
+                                                                "subset": subset}, scheduler=sched)["counts"].sum())
         nb = engine.n_blocks(X)
-        history = []
-        for e in range(epochs):
-            state = engine.fold_blocks(
+
+        def run_epoch(state, _):
+            return engine.fold_blocks(
                 DC_ONLINE, X, c, state=state, order=rng.permutation(nb), scheduler=sched,
                 params={"sigma": sigma, "alpha0": self.learning_rate, "total_steps": epochs * n,
                         "seed": int(rng.integers(2**63)), "subset": subset},
             )
-            history.append(obj.log_posterior(_hard_counts(X, c, state["m"], n_classes, sched, subset), self.prior))
+
+        def progress(info):
             if self.verbose:
-                print(f"[DC-online sigma={sigma:.4g}] epoch {e + 1}/{epochs}  (9)={history[-1]:.6g}", flush=True)
+                print(f"[DC-online sigma={sigma:.4g}] epoch {info['epoch']}/{info['epochs']}  "
+                      f"(9)={info['value']:.6g}", flush=True)
+
+        state = {"m": np.array(centers, dtype=np.float64), "gamma": np.zeros((centers.shape[0], n_classes)), "t": 0}
+        state, history = optimize.online_epochs(
+            run_epoch, state, epochs=epochs, callback=progress,
+            record=lambda st: obj.log_posterior(_hard_counts(X, c, st["m"], n_classes, sched, subset), self.prior))
         return state["m"], history, epochs, True
 
     def _grid(self, name, given, default):
@@ -390,18 +386,22 @@ class DiscriminativeClustering(ClusterMixin, BaseEstimator):
             "reg_grid", self.reg_grid, self._default_reg_grid(info))
         if len(sigmas) > 1 or len(lams) > 1:
             # model selection on held-out rows by the UNSMOOTHED posterior (9), paper §3.1
-            seed = int(rng.integers(2**63))
-            train = (seed, 1.0 - self.validation_fraction, "train")
-            valid = (seed, 1.0 - self.validation_fraction, "valid")
-            scores = {}
-            for s in sigmas:
-                for lam in lams:
-                    m, _, _, _ = self._optimize(X, c, m0, s, n_classes, sched, subset=train, lam=lam, rng=rng)
-                    scores[(s, lam)] = obj.log_posterior(_hard_counts(X, c, m, n_classes, sched, valid), self.prior)
-                    if self.verbose:
-                        print(f"[DC] sigma={s:.4g} lambda={lam:.4g}: held-out log posterior (9) "
-                              f"{scores[(s, lam)]:.6g}", flush=True)
-            sigma, lam = max(scores, key=scores.get)
+            train, valid = optimize.hashed_split(rng, self.validation_fraction)
+
+            def fit_on_train(cand):
+                return self._optimize(X, c, m0, cand[0], n_classes, sched, subset=train, lam=cand[1], rng=rng)[0]
+
+            def valid_score(m):
+                return obj.log_posterior(_hard_counts(X, c, m, n_classes, sched, valid), self.prior)
+
+            def progress(info):
+                if self.verbose:
+                    s, lam = info["candidate"]
+                    print(f"[DC] sigma={s:.4g} lambda={lam:.4g}: held-out log posterior (9) {info['score']:.6g}",
+                          flush=True)
+
+            (sigma, lam), scores = optimize.held_out_search([(s, lam) for s in sigmas for lam in lams],
+                                                             fit_on_train, valid_score, callback=progress)
             self.validation_scores_ = scores
             if self.sigma == "auto":
                 self.sigma_scores_ = {s: max(v for (s2, _), v in scores.items() if s2 == s) for s in sigmas}

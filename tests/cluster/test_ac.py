@@ -153,7 +153,7 @@ def test_planted_dependency_beats_kmeans_per_view():
     (dict(sigma=(0.5, "auto")), None, r"both 'auto' or both floats"),
     (dict(sigma=-1.0), None, r"'sigma' parameter"),
     (dict(prior=(1, 0, 1)), None, r"prior must be three positive numbers"),
-    (dict(lambda_=(1, -1)), None, r"'lambda_' parameter"),
+    (dict(margin_weight=(1, -1)), None, r"'margin_weight' parameter"),
     (dict(optimizer="sa"), None, r"'optimizer' parameter"),
     (dict(n_clusters=5000), None, r"n_samples=1200 should be >= n_clusters=5000"),
     (dict(), "short", r"X has 1200 rows but Y has 10"),
