@@ -15,8 +15,14 @@ from . import engine
 from .kernels.stats import MOMENTS
 
 __all__ = [
+    "Interval",
+    "Options",
+    "ArrayLike",
+    "PairOf",
+    "Anything",
+    "validate_params",
     "open_input",
-    "check_labels",
+    "encode_labels",
     "check_data",
     "check_sample_weight",
     "check_n_clusters",
@@ -59,6 +65,108 @@ def open_input(data, variable: str = "x"):
     return engine.as_array(data)
 
 
+# --------------------------------------------------------------------------
+# parameter constraints, declared once per estimator
+# --------------------------------------------------------------------------
+class Interval:
+    """Numbers of ``kind`` (int or float) in a range; ``closed`` says which
+    ends belong to it: "both", "left", "right" or "neither"."""
+
+    def __init__(self, kind, low=None, high=None, closed="both"):
+        self.kind, self.low, self.high, self.closed = kind, low, high, closed
+
+    def accepts(self, v):
+        if isinstance(v, bool):
+            return False
+        if not isinstance(v, numbers.Integral if self.kind is int else numbers.Real):
+            return False
+        if self.low is not None and (v < self.low or (v == self.low and self.closed in ("right", "neither"))):
+            return False
+        if self.high is not None and (v > self.high or (v == self.high and self.closed in ("left", "neither"))):
+            return False
+        return True
+
+    def __str__(self):
+        lo = "-inf" if self.low is None else self.low
+        hi = "inf" if self.high is None else self.high
+        left = "[" if self.closed in ("both", "left") and self.low is not None else "("
+        right = "]" if self.closed in ("both", "right") and self.high is not None else ")"
+        return f"{'an int' if self.kind is int else 'a float'} in the range {left}{lo}, {hi}{right}"
+
+
+class Options:
+    """One of a few values (strings, or None)."""
+
+    def __init__(self, *values):
+        self.values = values
+
+    def accepts(self, v):
+        return any(v is o if o is None else (isinstance(v, str) and v == o) for o in self.values)
+
+    def __str__(self):
+        names = [repr(o) for o in self.values if o is not None]
+        out = [f"a str among {{{', '.join(names)}}}"] if names else []
+        return " or ".join(out + (["None"] if None in self.values else []))
+
+
+class ArrayLike:
+    """Array-like numbers (a list, tuple or array; not a string)."""
+
+    def accepts(self, v):
+        return not isinstance(v, (str, bytes)) and hasattr(v, "__len__")
+
+    def __str__(self):
+        return "an array-like"
+
+
+class PairOf:
+    """One value for both views, or a pair ``(x, y)`` of values, each
+    accepted by one of ``constraints``."""
+
+    def __init__(self, *constraints):
+        self.constraints = constraints
+
+    def _one(self, v):
+        return any(c.accepts(v) for c in self.constraints)
+
+    def accepts(self, v):
+        if self._one(v):
+            return True
+        return isinstance(v, (tuple, list)) and len(v) == 2 and all(self._one(u) for u in v)
+
+    def __str__(self):
+        one = " or ".join(str(c) for c in self.constraints)
+        return f"{one}, or a pair of them"
+
+
+class Anything:
+    """No constraint here (validated where it is used, e.g. schedulers)."""
+
+    def accepts(self, v):
+        return True
+
+    def __str__(self):
+        return "anything"
+
+
+def validate_params(est):
+    """Check every parameter of ``est`` against its class's declared
+    ``_parameter_constraints`` (``{name: [constraint, ...]}``), with
+    scikit-learn's message: "The 'sigma' parameter of
+    DiscriminativeClustering must be a float in the range (0, inf) or a str
+    among {'auto'}. Got -1 instead." Every constructor parameter must be
+    declared (a missing declaration is a programming error)."""
+    constraints = type(est)._parameter_constraints
+    params = est.get_params(deep=False)
+    undeclared = set(params) - set(constraints)
+    if undeclared:
+        raise RuntimeError(f"{type(est).__name__} declares no constraint for {sorted(undeclared)}.")
+    for name, allowed in constraints.items():
+        value = params[name]
+        if not any(c.accepts(value) for c in allowed):
+            raise param_error(est, name, " or ".join(str(c) for c in allowed), value)
+
+
 def param_error(est, name, expected, value):
     return ValueError(
         f"The '{name}' parameter of {type(est).__name__} must be {expected}. Got {value!r} instead."
@@ -83,7 +191,7 @@ def check_scalar_param(est, name, value, *, kind, low=None, high=None, low_open=
 
 
 def check_data(est, X, *, reset: bool, scheduler=None, need_moments: bool = False, attr: str = "n_features_in_",
-               variable: str = "x", name: str = "X"):
+               variable: str = "x", name: str = "X", allow_1d: bool = False):
     """Validate ``X``; return ``(array, DataInfo or None)``.
 
     numpy-like input is converted by scikit-learn's ``validate_data``
@@ -92,12 +200,15 @@ def check_data(est, X, *, reset: bool, scheduler=None, need_moments: bool = Fals
     gives the per-feature moments). ``attr`` names the estimator attribute
     that records the number of features (a second view, e.g. associative
     clustering's ``y``, uses its own); ``variable`` is the store variable read
-    for a path.
+    for a path; ``allow_1d`` reads a 1-D array as one feature (a second view
+    that is a single measurement).
     """
     from sklearn.utils.validation import check_array, validate_data
 
     if is_path(X) or engine.is_lazy(X):
         A = open_input(X, variable=variable)
+        if A.ndim == 1 and allow_1d:
+            A = A[:, None]
         if A.ndim != 2:
             fix = " Reshape your data with X.reshape(-1, 1) for a single feature." if A.ndim == 1 else ""
             raise ValueError(f"Expected 2D array, got {A.ndim}D array of shape {A.shape} instead.{fix}")
@@ -119,6 +230,8 @@ def check_data(est, X, *, reset: bool, scheduler=None, need_moments: bool = Fals
                 "them first (e.g. `infoclust ingest --drop-nonfinite`)."
             )
         return A, _info(st, A.shape, shift)
+    if allow_1d and np.ndim(X) == 1:
+        X = np.asarray(X).reshape(-1, 1)
     if attr == "n_features_in_":
         A = validate_data(est, X, reset=reset, dtype=[np.float64, np.float32], ensure_min_samples=1)
     else:
@@ -195,28 +308,52 @@ def check_random_state(random_state) -> np.random.Generator:
     )
 
 
-def check_labels(c, n_samples, scheduler=None, *, min_classes=2):
-    """Validate auxiliary classes ``c`` (numpy, dask, xarray or store path of
-    a ``label``): 1-D, one per sample, integers 0..C-1 with at least
-    ``min_classes`` classes. Returns ``(array, n_classes)``; numpy labels are
-    scattered to the workers once when the scheduler is distributed."""
+def encode_labels(y, n_samples, scheduler=None, *, classes=None, min_classes=2, name="y"):
+    """Validate and encode auxiliary labels ``y`` (numpy, dask, xarray or the
+    ``label`` of a store path): 1-D, one per sample, any sortable values
+    (ints, strings, ...; not NaN). Returns ``(codes, classes_)``: ``codes`` in
+    ``0 .. len(classes_)-1`` (numpy or lazy, placed by
+    :func:`infoclust_dask.engine.prepare`), ``classes_`` the sorted distinct
+    labels, or ``classes`` when given (then every label must be one of them;
+    classes absent from ``y`` keep their code, e.g. in a cross-validation
+    fold). Integer labels that already are ``0 .. C-1`` are used as they are."""
+    from .kernels.stats import ENCODE_LABELS, LABEL_VALUES
+
     sched = engine.resolve_scheduler(scheduler)
-    C = open_input(c, variable="label")
-    if C.ndim != 1:
-        raise ValueError(f"c must be 1-D (one class per sample); got shape {C.shape}.")
-    if C.shape[0] != n_samples:
-        raise ValueError(f"c has {C.shape[0]} labels but X has {n_samples} samples; they must match.")
-    if not np.issubdtype(C.dtype, np.integer):
-        raise ValueError(
-            f"c must hold integer classes 0..C-1; got dtype {C.dtype}. Encode them with "
-            "np.unique(c, return_inverse=True)[1]."
-        )
-    lo, hi = label_range(C, sched)
-    if lo < 0:
-        raise ValueError(f"c must be >= 0; found class {lo}.")
-    if hi + 1 < min_classes:
-        raise ValueError(f"c must hold at least {min_classes} classes; all samples have class {hi}.")
-    return engine.prepare(C, scheduler=sched), hi + 1
+    Y = open_input(y, variable="label")
+    if Y.ndim == 2 and Y.shape[1] == 1:
+        Y = Y[:, 0]
+    if Y.ndim != 1:
+        raise ValueError(f"{name} must be 1-D (one label per sample); got shape {Y.shape}.")
+    if Y.shape[0] != n_samples:
+        raise ValueError(f"{name} has {Y.shape[0]} labels but X has {n_samples} samples; they must match.")
+    try:
+        values = engine.map_reduce(LABEL_VALUES, Y, scheduler=sched)["values"] if engine.is_lazy(Y) else np.unique(Y)
+    except TypeError as exc:
+        raise ValueError(f"{name} holds labels of mixed types that cannot be sorted ({exc}); use one type.") from None
+    if values.dtype.kind == "f" and np.isnan(values).any():
+        raise ValueError(f"{name} contains NaN labels; drop those samples or give them a class.")
+    if values.dtype.kind not in "biufUSO":
+        raise ValueError(f"{name} must hold class labels (ints or strings); got dtype {values.dtype}.")
+    if classes is None:
+        classes_ = values
+    else:
+        classes_ = np.unique(np.asarray(classes))
+        unknown = np.setdiff1d(values, classes_)
+        if unknown.size:
+            raise ValueError(f"{name} holds labels {unknown[:5].tolist()} that are not among classes="
+                             f"{classes_[:10].tolist()}; add them to classes or leave classes=None.")
+    if classes_.size < min_classes:
+        raise ValueError(f"{name} must hold at least {min_classes} classes; got {classes_.size} "
+                         f"class{'' if classes_.size == 1 else 'es'} ({classes_[:5].tolist()}).")
+    identity = classes_.dtype.kind in "iu" and np.array_equal(classes_, np.arange(classes_.size))
+    if identity and Y.dtype.kind in "iu":
+        codes = Y
+    elif engine.is_lazy(Y):
+        codes = engine.map_blocks(ENCODE_LABELS, Y, params={"classes": classes_})
+    else:
+        codes = np.searchsorted(classes_, Y).astype(np.int32)
+    return engine.prepare(codes, scheduler=sched), classes_
 
 
 def label_range(C, scheduler=None):

@@ -39,14 +39,14 @@ from . import __version__, engine
 __all__ = ["cv_methods", "add_arguments", "expand_grid", "store_fingerprint", "plan", "run_cell", "CellCache", "summarize",
            "parse_grid"]
 
-def _fit(cls, params, X, aux, seed, scheduler, n_classes=None):
+def _fit(cls, params, X, aux, seed, scheduler, classes=None):
     """Fit ``cls(**params)`` on the training rows; ``aux`` (labels or the
-    second view) is passed when the method has one. ``n_classes`` (all classes
+    second view) is passed when the method has one. ``classes`` (all classes
     of the store, present in this fold or not) fills an estimator's
-    ``n_classes`` parameter unless the grid sets it."""
+    ``classes`` parameter unless the grid sets it."""
     est = cls(random_state=seed, scheduler=scheduler, **params)
-    if n_classes is not None and "n_classes" in est.get_params() and "n_classes" not in params:
-        est.set_params(n_classes=n_classes)
+    if classes is not None and "classes" in est.get_params() and "classes" not in params:
+        est.set_params(classes=classes)
     return est.fit(X) if aux is None else est.fit(X, aux)
 
 
@@ -180,14 +180,14 @@ def run_cell(store, method, params, fold, n_folds, fold_kind="ranges", seed=0, s
     train, test = split(ds, fold, n_folds, fold_kind, variables=("x", aux) if aux else ("x",), scheduler=sched)
     Xtr = train["x"]  # the fit keeps a small fold in worker memory (engine.prepare)
     atr = train.get(aux) if aux else None
-    n_classes = None
-    if aux == "label":
-        from ._validation import label_range
+    classes = None
+    if aux == "label":  # every class of the store, whether this fold's training rows have it or not
+        from .kernels.stats import LABEL_VALUES
 
-        n_classes = label_range(ds["label"].data, sched)[1] + 1
+        classes = engine.map_reduce(LABEL_VALUES, ds["label"].data, scheduler=sched)["values"]
     # warnings (e.g. ConvergenceWarning) go to the caller / the Prefect log;
     # warnings.catch_warnings is not thread-safe, and cells run in threads
-    model = _fit(m.estimator_class(), params, Xtr, atr, int(seed) + int(fold), sched, n_classes)
+    model = _fit(m.estimator_class(), params, Xtr, atr, int(seed) + int(fold), sched, classes)
     out = m.score(model, test["x"], test.get(aux) if aux else None, sched)
     return {"method": method, "params": params, "fold": int(fold), "n_folds": int(n_folds),
             "fold_kind": fold_kind, "seed": int(seed), "store": str(store),

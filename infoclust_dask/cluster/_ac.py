@@ -37,7 +37,18 @@ from sklearn.utils.validation import check_is_fitted
 from .. import engine, optimize
 from ..kernels.ac import AC_COUNTS, AC_GRAD, AC_HARD_COUNTS
 from ..kernels.stats import CROSS_GRAM, LABEL_SUMS, PROJECT
-from .._validation import check_data, check_n_clusters, check_random_state, check_scalar_param, param_error
+from .._validation import (
+    Anything,
+    ArrayLike,
+    Interval,
+    Options,
+    PairOf,
+    check_data,
+    check_n_clusters,
+    check_random_state,
+    param_error,
+    validate_params,
+)
 from ..objectives import ac as obj
 from ._base import voronoi_labels
 from ._init import init_random
@@ -190,31 +201,34 @@ class AssociativeClustering(BaseEstimator):
         self.verbose = verbose
 
     # ------------------------------------------------------------------
+    _parameter_constraints = {
+        "n_clusters": [PairOf(Interval(int, 1))],
+        "sigma": [PairOf(Interval(float, 0, closed="neither"), Options("auto"))],
+        "prior": [Interval(float, 0, closed="neither"), ArrayLike()],
+        "margin_weight": [PairOf(Interval(float, 0))],
+        "optimizer": [Options("cg")],
+        "init": [Options("cca", "centroid", "kmeans", "random"), ArrayLike()],
+        "n_init": [Interval(int, 1)],
+        "anneal_steps": [Interval(int, 1)],
+        "anneal_start": [Interval(float, 1.0)],
+        "max_iter": [Interval(int, 1)],
+        "sigma_grid": [ArrayLike(), Options(None)],
+        "validation_fraction": [Interval(float, 0, 0.9, closed="right")],
+        "random_state": [Anything()],
+        "scheduler": [Anything()],
+        "verbose": [Interval(int, 0)],
+    }
+
     def _check_params(self, n_samples):
+        """The checks that involve the data or several parameters; returns
+        ``(K, L, (sigma_x, sigma_y), prior, (lambda_x, lambda_y))``."""
         k, l_ = _pair(self.n_clusters, "n_clusters", self)
         check_n_clusters(self, k, n_samples)
         check_n_clusters(self, l_, n_samples)
         sig = _pair(self.sigma, "sigma", self)
-        for s in sig:
-            if not (s == "auto" or (isinstance(s, numbers.Real) and not isinstance(s, bool) and s > 0)):
-                raise param_error(self, "sigma", "'auto', a float in the range (0, inf) or a pair of them", self.sigma)
         if (sig[0] == "auto") != (sig[1] == "auto"):
             raise param_error(self, "sigma", "both 'auto' or both floats", self.sigma)
-        obj.check_prior(self.prior)
         lam = _pair(self.margin_weight, "margin_weight", self)
-        for v in lam:
-            if isinstance(v, bool) or not isinstance(v, numbers.Real) or v < 0:
-                raise param_error(self, "margin_weight", "a float >= 0 or a pair of them", self.margin_weight)
-        if self.optimizer != "cg":
-            raise param_error(self, "optimizer", "'cg'", self.optimizer)
-        check_scalar_param(self, "n_init", self.n_init, kind="an int", low=1, integer=True)
-        check_scalar_param(self, "anneal_steps", self.anneal_steps, kind="an int", low=1, integer=True)
-        check_scalar_param(self, "anneal_start", self.anneal_start, kind="a float", low=1.0)
-        check_scalar_param(self, "max_iter", self.max_iter, kind="an int", low=1, integer=True)
-        check_scalar_param(self, "validation_fraction", self.validation_fraction, kind="a float", low=0,
-                           low_open=True, high=0.9)
-        if isinstance(self.init, str) and self.init not in ("cca", "centroid", "kmeans", "random"):
-            raise param_error(self, "init", "'cca', 'centroid', 'kmeans', 'random' or a pair of prototype arrays", self.init)
         return int(k), int(l_), sig, obj.check_prior(self.prior), (float(lam[0]), float(lam[1]))
 
     def _initial(self, X, Y, k, l_, rng, sched, dx, dy):
@@ -301,17 +315,20 @@ class AssociativeClustering(BaseEstimator):
                 best = (score, mx, my, history, n_iter)
         return best, scores
 
-    def fit(self, X, Y=None):
-        """Fit both prototype sets to paired rows of ``X`` and ``Y``.
+    def fit(self, X, y=None):
+        """Fit both prototype sets to paired rows of ``X`` and ``y``.
 
-        ``X`` and ``Y`` are numpy, dask or xarray arrays with the same number
-        of rows; or ``X`` is the path of a store holding ``x`` and ``y`` (then
-        ``Y`` is None).
+        ``X`` and ``y`` (the second view, ``(n_samples, n_features_y)`` or 1-D
+        for a single feature) are numpy, dask or xarray arrays with the same
+        number of rows; or ``X`` is the path of a store holding ``x`` and
+        ``y`` (then ``y`` is None). As scikit-learn's ``CCA``, the second view
+        is passed as ``y``.
         """
+        validate_params(self)
         sched = engine.resolve_scheduler(self.scheduler)
-        Y = _second_view(X, Y)
+        Y = _second_view(X, y)
         X, ix = check_data(self, X, reset=True, scheduler=sched, need_moments=True)
-        Y, iy = check_data(self, Y, reset=True, scheduler=sched, need_moments=True, attr="n_features_y_in_",
+        Y, iy = check_data(self, Y, reset=True, scheduler=sched, need_moments=True, attr="n_features_y_in_", allow_1d=True,
                            variable="y", name="Y")
         if ix.n != iy.n:
             raise ValueError(f"X has {ix.n} rows but Y has {iy.n}; the views must be paired row by row.")
@@ -364,7 +381,7 @@ class AssociativeClustering(BaseEstimator):
         sched = engine.resolve_scheduler(self.scheduler)
         Y = _second_view(X, Y)
         X, _ = check_data(self, X, reset=False)
-        Y, _ = check_data(self, Y, reset=False, attr="n_features_y_in_", variable="y", name="Y")
+        Y, _ = check_data(self, Y, reset=False, attr="n_features_y_in_", allow_1d=True, variable="y", name="Y")
         if X.shape[0] != Y.shape[0]:
             raise ValueError(f"X has {X.shape[0]} rows but Y has {Y.shape[0]}; the views must be paired row by row.")
         return X, Y, sched
@@ -378,23 +395,23 @@ class AssociativeClustering(BaseEstimator):
     def predict_y(self, Y):
         """y-view cluster of each sample: its nearest y prototype."""
         check_is_fitted(self)
-        Y, _ = check_data(self, Y, reset=False, attr="n_features_y_in_", variable="y", name="Y")
+        Y, _ = check_data(self, Y, reset=False, attr="n_features_y_in_", allow_1d=True, variable="y", name="Y")
         return voronoi_labels(Y, self.cluster_centers_y_, lazy=engine.is_lazy(Y))
 
-    def contingency_table(self, X, Y=None):
+    def contingency_table(self, X, y=None):
         """Hard cross counts ``n_ij`` of the pairs (one pass)."""
-        X, Y, sched = self._views(X, Y)
+        X, Y, sched = self._views(X, y)
         return hard_table(X, Y, self.cluster_centers_x_, self.cluster_centers_y_, sched).astype(np.int64)
 
-    def score(self, X, Y=None):
-        """Log Bayes factor (3) of the hard table of (X, Y), without constants."""
-        return obj.log_bayes_factor(self.contingency_table(X, Y), obj.check_prior(self.prior))
+    def score(self, X, y=None):
+        """Log Bayes factor (3) of the hard table of the pairs (X, y), without constants."""
+        return obj.log_bayes_factor(self.contingency_table(X, y), obj.check_prior(self.prior))
 
-    def mutual_information(self, X, Y=None):
-        """Plug-in mutual information (nats) between the two partitions of (X, Y)."""
-        return obj.mutual_information(self.contingency_table(X, Y))
+    def mutual_information(self, X, y=None):
+        """Plug-in mutual information (nats) between the two partitions of the pairs (X, y)."""
+        return obj.mutual_information(self.contingency_table(X, y))
 
-    def cross_clusters(self, X=None, Y=None):
+    def cross_clusters(self, X=None, y=None):
         """The cross clusters (cells of the table) with their surprise.
 
         For the training pairs (default) or the pairs (X, Y): per cell
@@ -410,13 +427,13 @@ class AssociativeClustering(BaseEstimator):
         reliability (:mod:`infoclust_dask.reliability`) for evidence.
         """
         check_is_fitted(self)
-        n = self.contingency_ if X is None else self.contingency_table(X, Y)
+        n = self.contingency_ if X is None else self.contingency_table(X, y)
         return cross_cluster_table(n)
 
-    def most_surprising(self, k=5, X=None, Y=None):
+    def most_surprising(self, k=5, X=None, y=None):
         """The ``k`` most over-represented and the ``k`` most under-represented
         cells, by hypergeometric tail probability: ``(over, under)``."""
-        cells = self.cross_clusters(X, Y)
+        cells = self.cross_clusters(X, y)
         over = sorted([c for c in cells if c["count"] > c["expected"]], key=lambda c: c["p_over"])[:k]
         under = sorted([c for c in cells if c["count"] < c["expected"]], key=lambda c: c["p_under"])[:k]
         return over, under

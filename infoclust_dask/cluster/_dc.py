@@ -17,7 +17,6 @@ conjugate gradients on the (K x d) prototypes.
 
 from __future__ import annotations
 
-import numbers
 import warnings
 
 import numpy as np
@@ -28,12 +27,15 @@ from sklearn.utils.validation import check_is_fitted
 from .. import engine, optimize
 from ..kernels.dc import DC_COUNTS, DC_GRAD, DC_HARD_COUNTS, DC_ONLINE, DC_REG
 from .._validation import (
+    Anything,
+    ArrayLike,
+    Interval,
+    Options,
+    validate_params,
     check_data,
-    check_labels,
+    encode_labels,
     check_n_clusters,
     check_random_state,
-    check_scalar_param,
-    label_range,
     param_error,
 )
 from ..objectives import dc as obj
@@ -122,10 +124,10 @@ class DiscriminativeClustering(ClusterMixin, BaseEstimator):
     init : {"kmeans", "random"} or array of shape (n_clusters, n_features), default="kmeans"
         K-means prototypes (the paper's finding (iii)), random data points,
         or given prototypes.
-    n_classes : int or None, default=None
-        Number of classes C; default the largest class in ``c`` plus one.
-        Give it when the training rows may miss a class that held-out rows
-        have (cross-validation folds of class-sorted data).
+    classes : array-like or None, default=None
+        All class labels; default the distinct labels of ``y``. Give them
+        when the training rows may miss a class that held-out rows have
+        (cross-validation folds of class-sorted data).
     n_init : int, default=1
         Optimizations of the final fit: the first from ``init``, the others
         from random data points; the one with the highest training objective
@@ -156,6 +158,8 @@ class DiscriminativeClustering(ClusterMixin, BaseEstimator):
     sigma_ : float
     reg_strength_ : float
         The lambda used (chosen when ``reg_strength="auto"``).
+    classes_ : ndarray of shape (n_classes,)
+        The class labels, in the order of the columns of ``contingency_``.
     n_classes_ : int
     objective_history_ : list of float
         Smoothed objective (10) at every evaluation of the final fit.
@@ -197,7 +201,7 @@ class DiscriminativeClustering(ClusterMixin, BaseEstimator):
         sigma_grid=None,
         reg_grid=None,
         validation_fraction=0.2,
-        n_classes=None,
+        classes=None,
         random_state=None,
         scheduler=None,
         verbose=0,
@@ -216,40 +220,43 @@ class DiscriminativeClustering(ClusterMixin, BaseEstimator):
         self.sigma_grid = sigma_grid
         self.reg_grid = reg_grid
         self.validation_fraction = validation_fraction
-        self.n_classes = n_classes
+        self.classes = classes
         self.random_state = random_state
         self.scheduler = scheduler
         self.verbose = verbose
 
     # ------------------------------------------------------------------
+    _parameter_constraints = {
+        "n_clusters": [Interval(int, 1)],
+        "sigma": [Interval(float, 0, closed="neither"), Options("auto")],
+        "prior": [Interval(float, 0, closed="neither"), ArrayLike()],
+        "optimizer": [Options(*_OPTIMIZERS)],
+        "regularization": [Options(*_REGULARIZATIONS)],
+        "reg_strength": [Interval(float, 0), Options("auto")],
+        "init": [Options("kmeans", "random"), ArrayLike()],
+        "n_init": [Interval(int, 1)],
+        "max_iter": [Interval(int, 1), Options(None)],
+        "learning_rate": [Interval(float, 0, closed="neither")],
+        "sa_temperature": [Interval(float, 0)],
+        "sigma_grid": [ArrayLike(), Options(None)],
+        "reg_grid": [ArrayLike(), Options(None)],
+        "validation_fraction": [Interval(float, 0, 0.9, closed="right")],
+        "classes": [ArrayLike(), Options(None)],
+        "random_state": [Anything()],
+        "scheduler": [Anything()],
+        "verbose": [Interval(int, 0)],
+    }
+
     def _check_params(self, n_samples):
+        """The checks that involve the data or several parameters."""
         check_n_clusters(self, self.n_clusters, n_samples)
-        if not (self.sigma == "auto" or (isinstance(self.sigma, numbers.Real) and not isinstance(self.sigma, bool)
-                                         and self.sigma > 0)):
-            raise param_error(self, "sigma", "a float in the range (0, inf) or 'auto'", self.sigma)
-        if self.optimizer not in _OPTIMIZERS:
-            raise param_error(self, "optimizer", f"one of {_OPTIMIZERS}", self.optimizer)
-        if self.regularization not in _REGULARIZATIONS:
-            raise param_error(self, "regularization", f"one of {_REGULARIZATIONS}", self.regularization)
         if self.regularization is None and self.reg_strength not in (0, 0.0):
             raise param_error(self, "reg_strength", "0 when regularization is None", self.reg_strength)
-        if not (self.reg_strength == "auto" or (isinstance(self.reg_strength, numbers.Real)
-                                                and not isinstance(self.reg_strength, bool) and self.reg_strength >= 0)):
-            raise param_error(self, "reg_strength", "a float in the range [0, inf) or 'auto'", self.reg_strength)
-        check_scalar_param(self, "n_init", self.n_init, kind="an int", low=1, integer=True)
-        if self.max_iter is not None:
-            check_scalar_param(self, "max_iter", self.max_iter, kind="an int", low=1, integer=True)
-        check_scalar_param(self, "learning_rate", self.learning_rate, kind="a float", low=0, low_open=True)
-        check_scalar_param(self, "sa_temperature", self.sa_temperature, kind="a float", low=0)
         if self.optimizer != "cg" and self.regularization is not None:
             raise ValueError(
                 f"regularization={self.regularization!r} is implemented for optimizer='cg' only (the paper "
                 f"regularizes the smoothed objective); got optimizer={self.optimizer!r}."
             )
-        check_scalar_param(self, "validation_fraction", self.validation_fraction, kind="a float", low=0,
-                           low_open=True, high=0.9)
-        if isinstance(self.init, str) and self.init not in ("kmeans", "random"):
-            raise param_error(self, "init", "'kmeans', 'random' or an array of prototypes", self.init)
 
     def _initial(self, X, rng, sched, d):
         k = self.n_clusters
@@ -351,31 +358,27 @@ class DiscriminativeClustering(ClusterMixin, BaseEstimator):
             return np.concatenate([[0.0], np.geomspace(0.01, 1.0, 5)])
         return np.concatenate([[0.0], np.geomspace(1e-3, 1.0, 7) / max(float(np.sum(info.var)), 1e-12)])
 
-    def fit(self, X, c):
-        """Fit prototypes to primary data ``X`` and auxiliary classes ``c``.
+    def fit(self, X, y):
+        """Fit prototypes to primary data ``X`` and auxiliary labels ``y``.
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features), dask, xarray or store path
-        c : array-like of int, shape (n_samples,)
-            Classes 0..C-1 (numpy, dask or xarray).
+        y : array-like of shape (n_samples,)
+            The auxiliary classes ``c`` of the paper: any labels (ints,
+            strings), numpy, dask or xarray; encoded as ``0 .. C-1`` in the
+            order of ``classes_``.
 
         Returns
         -------
         self
         """
+        validate_params(self)
         sched = engine.resolve_scheduler(self.scheduler)
         X, info = check_data(self, X, reset=True, scheduler=sched, need_moments=True)
         self._check_params(info.n)
-        c, n_classes = check_labels(c, info.n, sched)
-        if self.n_classes is not None:
-            check_scalar_param(self, "n_classes", self.n_classes, kind="an int", low=2, integer=True)
-            if n_classes > self.n_classes:
-                raise ValueError(
-                    f"c holds classes up to {n_classes - 1}, but n_classes={self.n_classes}; "
-                    f"use n_classes >= {n_classes} or leave it None (max class + 1)."
-                )
-            n_classes = int(self.n_classes)
+        c, self.classes_ = encode_labels(y, info.n, sched, classes=self.classes)
+        n_classes = len(self.classes_)
         obj.prior_vector(self.prior, n_classes)  # validates the prior
         rng = check_random_state(self.random_state)
         m0 = self._initial(X, rng, sched, info.d)
@@ -438,19 +441,15 @@ class DiscriminativeClustering(ClusterMixin, BaseEstimator):
         X, _ = check_data(self, X, reset=False)
         return voronoi_labels(X, self.cluster_centers_)
 
-    def fit_predict(self, X, c):
-        return self.fit(X, c).labels_
+    def fit_predict(self, X, y):
+        return self.fit(X, y).labels_
 
-    def score(self, X, c):
-        """Unsmoothed log posterior (9) of the partition of ``X`` given ``c``
-        (no constants; Table 1 reports its negative)."""
+    def score(self, X, y):
+        """Unsmoothed log posterior (9) of the partition of ``X`` given its
+        labels ``y`` (no constants; Table 1 reports its negative). Every label
+        must be one of ``classes_``."""
         check_is_fitted(self)
         sched = engine.resolve_scheduler(self.scheduler)
         X, _ = check_data(self, X, reset=False)
-        C = engine.as_array(c)
-        if C.ndim != 1 or C.shape[0] != X.shape[0]:
-            raise ValueError(f"c has shape {C.shape} but X has {X.shape[0]} samples; they must match.")
-        lo, hi = label_range(C, sched)
-        if lo < 0 or hi >= self.n_classes_:
-            raise ValueError(f"c holds classes in [{lo}, {hi}]; the model was fitted on 0..{self.n_classes_ - 1}.")
+        C, _ = encode_labels(y, X.shape[0], sched, classes=self.classes_, min_classes=1)
         return obj.log_posterior(_hard_counts(X, C, self.cluster_centers_, self.n_classes_, sched), self.prior)

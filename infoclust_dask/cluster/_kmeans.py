@@ -25,8 +25,11 @@ from .._validation import (
     check_n_clusters,
     check_random_state,
     check_sample_weight,
-    check_scalar_param,
-    param_error,
+    Anything,
+    ArrayLike,
+    Interval,
+    Options,
+    validate_params,
 )
 from ._base import voronoi_labels
 from ._init import init_kmeans_parallel, init_kmeanspp, init_random
@@ -184,15 +187,22 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         self.verbose = verbose
 
     # ------------------------------------------------------------------
+    _parameter_constraints = {
+        "n_clusters": [Interval(int, 1)],
+        "init": [Options("k-means++", "k-means||", "random"), ArrayLike()],
+        "n_init": [Options("auto"), Interval(int, 1)],
+        "max_iter": [Interval(int, 1)],
+        "tol": [Interval(float, 0)],
+        "oversampling_factor": [Interval(float, 0, closed="neither")],
+        "init_max_iter": [Interval(int, 1)],
+        "random_state": [Anything()],
+        "scheduler": [Anything()],
+        "verbose": [Interval(int, 0)],
+    }
+
     def _check_params(self, n_samples, n_features):
         check_n_clusters(self, self.n_clusters, n_samples)
-        check_scalar_param(self, "max_iter", self.max_iter, kind="an int", low=1, integer=True)
-        check_scalar_param(self, "tol", self.tol, kind="a float", low=0)
-        check_scalar_param(self, "oversampling_factor", self.oversampling_factor, kind="a float", low=0, low_open=True)
-        check_scalar_param(self, "init_max_iter", self.init_max_iter, kind="an int", low=1, integer=True)
         if isinstance(self.init, str):
-            if self.init not in ("k-means++", "k-means||", "random"):
-                raise param_error(self, "init", "'k-means++', 'k-means||', 'random' or an array", self.init)
             n_init = self.n_init
             if n_init == "auto":
                 n_init = 10 if self.init == "random" else 1
@@ -206,8 +216,6 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
             if not np.all(np.isfinite(init)):
                 raise ValueError("The initial centers contain NaN or infinite values.")
             n_init = 1
-        if not (self.n_init == "auto" or (isinstance(self.n_init, int) and self.n_init >= 1)):
-            raise param_error(self, "n_init", "an int in the range [1, inf) or 'auto'", self.n_init)
         return n_init
 
     def _seed(self, X, w, rng, sched):
@@ -241,6 +249,7 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         -------
         self
         """
+        validate_params(self)
         sched = engine.resolve_scheduler(self.scheduler)
         X, info = check_data(self, X, reset=True, scheduler=sched, need_moments=True)
         n_init = self._check_params(info.n, info.d)

@@ -9,7 +9,6 @@ x alone: the most probable component given x. One pass per EM iteration.
 
 from __future__ import annotations
 
-import numbers
 import warnings
 
 import numpy as np
@@ -20,12 +19,14 @@ from sklearn.utils.validation import check_is_fitted
 from .. import engine
 from ..kernels.mixture import MIXTURE_ASSIGN, MIXTURE_EM
 from .._validation import (
+    Anything,
+    Interval,
+    Options,
     check_data,
-    check_labels,
     check_n_clusters,
     check_random_state,
-    check_scalar_param,
-    param_error,
+    encode_labels,
+    validate_params,
 )
 from ._kmeans import KMeans
 
@@ -72,12 +73,18 @@ class IsotropicGaussianMixture(ClusterMixin, BaseEstimator):
         self.random_state = random_state
         self.scheduler = scheduler
 
+    _parameter_constraints = {
+        "n_clusters": [Interval(int, 1)],
+        "sigma": [Interval(float, 0, closed="neither"), Options(None)],
+        "max_iter": [Interval(int, 1)],
+        "tol": [Interval(float, 0)],
+        "min_variance": [Interval(float, 0)],
+        "random_state": [Anything()],
+        "scheduler": [Anything()],
+    }
+
     def _check(self, n):
         check_n_clusters(self, self.n_clusters, n)
-        if self.sigma is not None and not (isinstance(self.sigma, numbers.Real) and self.sigma > 0):
-            raise param_error(self, "sigma", "None or a float in the range (0, inf)", self.sigma)
-        check_scalar_param(self, "max_iter", self.max_iter, kind="an int", low=1, integer=True)
-        check_scalar_param(self, "tol", self.tol, kind="a float", low=0)
 
     def _em(self, X, c, n_classes, info, sched):
         rng = check_random_state(self.random_state)
@@ -124,6 +131,7 @@ class IsotropicGaussianMixture(ClusterMixin, BaseEstimator):
 
     def fit(self, X, y=None):
         """Fit by EM from K-means means. ``y`` is ignored."""
+        validate_params(self)
         sched = engine.resolve_scheduler(self.scheduler)
         X, info = check_data(self, X, reset=True, scheduler=sched, need_moments=True)
         self._check(info.n)
@@ -146,20 +154,29 @@ class MDA2(IsotropicGaussianMixture):
     isotropic Gaussian in x with its own multinomial over classes, fitted by
     EM on (x, c); new samples are partitioned by x alone.
 
-    Parameters are those of :class:`IsotropicGaussianMixture`; ``fit(X, c)``.
+    Parameters are those of :class:`IsotropicGaussianMixture`; ``fit(X, y)``
+    with any class labels ``y`` (encoded as ``0 .. C-1`` in the order of
+    ``classes_``).
 
     Attributes
     ----------
+    classes_ : ndarray (n_classes,)
     class_probabilities_ : ndarray (n_clusters, n_classes)
         ``psi_j(i)``, with a 1e-3 pseudo-count so no class has probability 0.
     """
 
-    def fit(self, X, c):
-        """Fit by EM on primary data ``X`` and integer classes ``c``."""
+    def fit(self, X, y):
+        """Fit by EM on primary data ``X`` and class labels ``y``."""
+        validate_params(self)
         sched = engine.resolve_scheduler(self.scheduler)
         X, info = check_data(self, X, reset=True, scheduler=sched, need_moments=True)
         self._check(info.n)
-        C, self.n_classes_ = check_labels(c, info.n, sched, min_classes=1)
+        C, self.classes_ = encode_labels(y, info.n, sched, min_classes=1)
+        self.n_classes_ = len(self.classes_)
         self._em(X, C, self.n_classes_, info, sched)
         self.labels_ = self.predict(X)
         return self
+
+    def fit_predict(self, X, y):
+        """Fit on ``(X, y)`` and return the components of the training rows (x alone)."""
+        return self.fit(X, y).labels_

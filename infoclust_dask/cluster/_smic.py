@@ -29,6 +29,7 @@ Where the work happens:
 
 from __future__ import annotations
 
+import numbers
 import time
 
 import numpy as np
@@ -40,11 +41,15 @@ from .. import engine, metrics
 from ..kernels.knn import KNN, KNN_QUERY
 from ..kernels.smic import SMIC_OOS
 from .._validation import (
+    Anything,
+    ArrayLike,
+    Interval,
+    Options,
     check_data,
-    open_input,
     check_random_state,
-    check_scalar_param,
+    open_input,
     param_error,
+    validate_params,
 )
 from ..objectives.smic import (
     NORMALIZATIONS,
@@ -185,18 +190,26 @@ class SMIC(ClusterMixin, BaseEstimator):
         self.verbose = verbose
 
     # ------------------------------------------------------------------
+    _parameter_constraints = {
+        "n_clusters": [Interval(int, 1)],
+        "t": [Interval(int, 1), Options("auto")],
+        "t_candidates": [ArrayLike()],
+        "class_prior": [ArrayLike(), Options(None)],
+        "kernel_normalization": [Options(*NORMALIZATIONS)],
+        "lsmi_n_bases": [Interval(int, 1)],
+        "n_folds": [Interval(int, 2)],
+        "random_state": [Anything()],
+        "scheduler": [Anything()],
+        "verbose": [Interval(int, 0)],
+    }
+
     def _candidates(self, n):
-        if isinstance(self.t, str):
-            if self.t != "auto":
-                raise param_error(self, "t", 'an int >= 1 or "auto"', self.t)
-            try:
-                ts = sorted({int(v) for v in self.t_candidates})
-            except (TypeError, ValueError):
-                raise param_error(self, "t_candidates", "an iterable of ints >= 1", self.t_candidates) from None
-            if not ts or ts[0] < 1:
+        if self.t == "auto":
+            ts = sorted({int(v) for v in self.t_candidates if isinstance(v, numbers.Integral) and v >= 1})
+            if not ts or len(ts) != len(set(self.t_candidates)):
                 raise param_error(self, "t_candidates", "a non-empty iterable of ints >= 1", self.t_candidates)
         else:
-            ts = [check_scalar_param(self, "t", self.t, kind="an int", low=1, integer=True)]
+            ts = [int(self.t)]
         if ts[-1] >= n:
             raise ValueError(
                 f"t={ts[-1]} needs at least t + 1 = {ts[-1] + 1} samples; X has {n}. Use smaller t "
@@ -205,23 +218,22 @@ class SMIC(ClusterMixin, BaseEstimator):
         return ts
 
     def _check_params(self, n):
-        check_scalar_param(self, "n_clusters", self.n_clusters, kind="an int", low=1, integer=True)
+        """The checks that involve the data; returns ``(t candidates, class prior)``."""
+        if n < 2:
+            raise ValueError(f"n_samples={n}: SMIC needs at least 2 samples (each one's nearest neighbour).")
         if self.n_clusters > n:
             raise ValueError(
                 f"n_clusters={self.n_clusters} is larger than the number of samples n_samples={n}; "
                 "use at most n_samples clusters."
             )
-        if self.kernel_normalization not in NORMALIZATIONS:
-            raise param_error(self, "kernel_normalization", f"one of {NORMALIZATIONS}", self.kernel_normalization)
-        check_scalar_param(self, "lsmi_n_bases", self.lsmi_n_bases, kind="an int", low=1, integer=True)
-        check_scalar_param(self, "n_folds", self.n_folds, kind="an int", low=2, integer=True)
         if self.n_folds > n:
-            raise ValueError(f"n_folds={self.n_folds} is larger than the number of samples ({n}).")
+            raise ValueError(f"n_folds={self.n_folds} is larger than n_samples={n}; use n_folds <= n_samples.")
         return self._candidates(n), check_prior(self.class_prior, self.n_clusters)
 
     def fit(self, X, y=None):
         """Cluster ``X`` (numpy, dask, xarray or store path), choosing ``t``
         by LSMI when ``t="auto"``. ``y`` is ignored."""
+        validate_params(self)
         sched = engine.resolve_scheduler(self.scheduler)
         A, info = check_data(self, X, reset=True, scheduler=sched, need_moments=True)
         ts, prior = self._check_params(info.n)

@@ -26,11 +26,15 @@ from .. import engine
 from ..kernels.kmeans import RESPONSIBILITIES, SOFT_KMEANS
 from ..kernels.stats import WEIGHTED_SUM
 from .._validation import (
+    Anything,
+    ArrayLike,
+    Interval,
+    Options,
+    validate_params,
     check_data,
     check_n_clusters,
     check_random_state,
     check_sample_weight,
-    check_scalar_param,
     param_error,
 )
 from ._base import voronoi_labels
@@ -164,9 +168,20 @@ class SoftKMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         self.random_state = random_state
         self.scheduler = scheduler
 
+    _parameter_constraints = {
+        "n_clusters": [Interval(int, 1)],
+        "beta": [Interval(float, 0, closed="neither")],
+        "beta_schedule": [ArrayLike(), Options(None)],
+        "init": [Options("k-means++", "random"), ArrayLike()],
+        "max_iter": [Interval(int, 1)],
+        "tol": [Interval(float, 0)],
+        "perturbation": [Interval(float, 0)],
+        "random_state": [Anything()],
+        "scheduler": [Anything()],
+    }
+
     def _betas(self):
         if self.beta_schedule is None:
-            check_scalar_param(self, "beta", self.beta, kind="a float", low=0, low_open=True)
             return np.array([float(self.beta)]), False
         b = np.asarray(self.beta_schedule, dtype=np.float64).ravel()
         if b.size == 0 or not np.all(np.isfinite(b)) or np.any(b <= 0) or np.any(np.diff(b) < 0):
@@ -188,12 +203,10 @@ class SoftKMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         -------
         self
         """
+        validate_params(self)
         sched = engine.resolve_scheduler(self.scheduler)
         X, info = check_data(self, X, reset=True, scheduler=sched, need_moments=True)
         check_n_clusters(self, self.n_clusters, info.n)
-        check_scalar_param(self, "max_iter", self.max_iter, kind="an int", low=1, integer=True)
-        check_scalar_param(self, "tol", self.tol, kind="a float", low=0)
-        check_scalar_param(self, "perturbation", self.perturbation, kind="a float", low=0)
         betas, annealing = self._betas()
         w = check_sample_weight(sample_weight, X)
         rng = check_random_state(self.random_state)
@@ -211,10 +224,8 @@ class SoftKMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         elif isinstance(self.init, str):
             if self.init == "k-means++":
                 centers = init_kmeanspp(X, w, k, rng, sched)
-            elif self.init == "random":
+            else:  # "random" (validate_params allows nothing else)
                 centers = init_random(X, w, k, rng, sched)
-            else:
-                raise param_error(self, "init", "'k-means++', 'random' or an array", self.init)
         else:
             centers = np.array(self.init, dtype=np.float64)
             if centers.shape != (k, info.d):

@@ -19,6 +19,8 @@ __all__ = [
     "hashed_fold_ids", "HASHED_FOLDS",
     "range_fold_ids", "RANGE_FOLDS",
     "count_true", "COUNT_TRUE",
+    "label_values", "LABEL_VALUES",
+    "encode_labels", "ENCODE_LABELS",
 ]
 
 
@@ -149,3 +151,30 @@ def count_true(keep):
 
 
 COUNT_TRUE = Pass("count_true", count_true, combine=combine_concat, inputs=("keep",))
+
+
+def label_values(y):
+    """The distinct values of a block of labels (sorted)."""
+    return {"values": np.unique(np.asarray(y))}
+
+
+def _union_values(parts):
+    return {"values": np.unique(np.concatenate([p["values"] for p in parts]))}
+
+
+LABEL_VALUES = Pass("label_values", label_values, combine=_union_values, inputs=("y",))
+
+
+def encode_labels(y, *, classes):
+    """Codes ``0 .. len(classes)-1`` of a block of labels (``classes`` sorted);
+    a value outside ``classes`` is an error naming it."""
+    y = np.asarray(y)
+    codes = np.searchsorted(classes, y)
+    bad = (codes >= len(classes)) | (classes[np.minimum(codes, len(classes) - 1)] != y)
+    if bad.any():
+        raise ValueError(f"y holds labels {np.unique(y[bad])[:5].tolist()} that are not among the classes "
+                         f"{np.asarray(classes)[:10].tolist()}.")
+    return codes.astype(np.int32)
+
+
+ENCODE_LABELS = Pass("encode_labels", encode_labels, kind="map", inputs=("y",), dtype=np.int32)

@@ -134,16 +134,23 @@ def test_lazy_and_numpy_fits_agree(dcdata):
 @pytest.mark.parametrize(
     "params, c_fn, match",
     [
-        ({}, lambda c: c.astype(float), r"c must hold integer classes 0..C-1; got dtype float64"),
-        ({}, lambda c: np.zeros_like(c), r"at least 2 classes"),
-        ({}, lambda c: c[:-1], r"c has 1499 labels but X has 1500 samples"),
-        ({}, lambda c: c - 1, r"c must be >= 0; found class -1"),
-        ({"sigma": -1.0}, lambda c: c, r"The 'sigma' parameter of DiscriminativeClustering must be a float in the range \(0, inf\) or 'auto'. Got -1.0"),
-        ({"optimizer": "newton"}, lambda c: c, r"The 'optimizer' parameter of DiscriminativeClustering must be one of"),
-        ({"regularization": "l2"}, lambda c: c, r"The 'regularization' parameter of DiscriminativeClustering must be one of"),
+        ({}, lambda c: np.where(c == 0, np.nan, c.astype(float)), r"y contains NaN labels"),
+        ({}, lambda c: np.zeros_like(c), r"at least 2 classes; got 1 class \(\[0\]\)"),
+        ({}, lambda c: c[:-1], r"y has 1499 labels but X has 1500 samples"),
+        ({}, lambda c: c.reshape(-1, 3), r"y must be 1-D \(one label per sample\); got shape \(500, 3\)"),
+        ({"sigma": -1.0}, lambda c: c,
+         r"The 'sigma' parameter of DiscriminativeClustering must be a float in the range \(0, inf\) or a str "
+         r"among \{'auto'\}. Got -1.0 instead."),
+        ({"optimizer": "newton"}, lambda c: c,
+         r"The 'optimizer' parameter of DiscriminativeClustering must be a str among \{'cg', 'sa', 'online'\}"),
+        ({"regularization": "l2"}, lambda c: c,
+         r"The 'regularization' parameter of DiscriminativeClustering must be a str among \{'eq', 'mog', 'vq'\} "
+         r"or None"),
+        ({"classes": [0]}, lambda c: c, r"y holds labels \[1\] that are not among classes=\[0\]"),
         ({"n_clusters": 5000}, lambda c: c, r"n_samples=1500 should be >= n_clusters=5000"),
     ],
 )
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_bad_input(dcdata, params, c_fn, match):
     X, c = dcdata
     with pytest.raises(ValueError, match=match):
@@ -229,3 +236,32 @@ def test_sa_and_online_refuse_regularization(dcdata):
     X, c = dcdata
     with pytest.raises(ValueError, match=r"regularization='vq' is implemented for optimizer='cg' only"):
         DiscriminativeClustering(2, optimizer="sa", regularization="vq", reg_strength=0.1, sigma=0.5).fit(X, c)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_labels_are_encoded_whatever_their_values(dcdata):
+    """Strings, 1..C and 0..C-1 give the same fit; classes_ keeps the values;
+    score reads labels the same way and refuses ones it never saw."""
+    X, c = dcdata
+    m0 = np.array([[0.0, -0.5], [0.0, 0.5]])
+    kw = dict(sigma=0.5, init=m0, max_iter=10, scheduler="sync")
+    ref = DiscriminativeClustering(2, **kw).fit(X, c)
+    names = np.array(["left", "right"])[c]
+    for y in (c + 1, names, list(names)):
+        got = DiscriminativeClustering(2, **kw).fit(X, y)
+        np.testing.assert_allclose(got.cluster_centers_, ref.cluster_centers_, rtol=1e-12)
+        assert got.score(X, y) == pytest.approx(ref.score(X, c), rel=1e-12)
+    assert list(got.classes_) == ["left", "right"] and got.n_classes_ == 2
+    with pytest.raises(ValueError, match=r"y holds labels \['up'\] that are not among classes="):
+        got.score(X[:3], ["left", "up", "right"])
+    lazy = DiscriminativeClustering(2, **kw).fit(da.from_array(X, chunks=400), da.from_array(c + 5, chunks=400))
+    np.testing.assert_array_equal(lazy.classes_, [5, 6])
+    np.testing.assert_allclose(lazy.cluster_centers_, ref.cluster_centers_, rtol=1e-6, atol=1e-8)  # CG amplifies round-off
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_classes_keep_a_class_the_training_rows_miss(dcdata):
+    X, c = dcdata
+    dc = DiscriminativeClustering(2, sigma=0.5, max_iter=5, classes=[0, 1, 2], scheduler="sync").fit(X, c)
+    assert dc.contingency_.shape == (2, 3) and dc.contingency_[:, 2].sum() == 0
+    assert np.isfinite(dc.score(X[:10], np.full(10, 2)))

@@ -122,7 +122,7 @@ def test_predict_new_points_uses_voronoi_regions(blobs):
         ({"n_clusters": 2}, np.arange(5.0), r"Expected 2D array, got 1D array instead(.|\n)*reshape\(-1, 1\)"),
         ({"n_clusters": 0}, np.ones((3, 2)), r"The 'n_clusters' parameter of KMeans must be an int in the range \[1, inf\). Got 0 instead."),
         ({"n_clusters": 2, "tol": -1.0}, np.ones((3, 2)), r"The 'tol' parameter of KMeans must be a float in the range \[0, inf\). Got -1.0"),
-        ({"n_clusters": 2, "init": "kmeans"}, np.ones((3, 2)), r"The 'init' parameter of KMeans must be 'k-means\+\+'"),
+        ({"n_clusters": 2, "init": "kmeans"}, np.ones((3, 2)), r"The 'init' parameter of KMeans must be a str among \{'k-means\+\+', 'k-means\|\|', 'random'\} or an array-like. Got 'kmeans' instead."),
         ({"n_clusters": 2, "init": np.zeros((3, 2))}, np.ones((3, 2)), r"initial centers \(3, 2\) does not match \(n_clusters, n_features\) = \(2, 2\)"),
         ({"n_clusters": 2, "n_init": 0}, np.ones((3, 2)), r"The 'n_init' parameter of KMeans must be"),
     ],

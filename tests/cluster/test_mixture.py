@@ -65,7 +65,12 @@ def test_fixed_sigma_and_errors(mix):
     X, c, _ = mix
     mog = IsotropicGaussianMixture(3, sigma=0.8, random_state=0).fit(X)
     np.testing.assert_allclose(mog.variances_, 0.64)
-    with pytest.raises(ValueError, match=r"The 'sigma' parameter of IsotropicGaussianMixture must be None or a float"):
+    with pytest.raises(ValueError, match=r"The 'sigma' parameter of IsotropicGaussianMixture must be a float in the range \(0, inf\) or None. Got -1.0 instead."):
         IsotropicGaussianMixture(3, sigma=-1.0).fit(X)
-    with pytest.raises(ValueError, match=r"c must hold integer classes"):
-        MDA2(3).fit(X, c.astype(float))
+    with pytest.raises(ValueError, match=r"y contains NaN labels"):
+        MDA2(3).fit(X, np.where(c == 0, np.nan, c))
+    # labels are encoded: float or string classes give the 0..C-1 fit, classes_ keeps the values
+    ref = MDA2(3, random_state=0).fit(X, c)
+    got = MDA2(3, random_state=0).fit(X, np.array(["a", "b", "c", "d", "e"])[c])
+    np.testing.assert_allclose(got.class_probabilities_, ref.class_probabilities_, rtol=1e-12)
+    assert list(got.classes_) == ["a", "b", "c", "d", "e"][: ref.n_classes_]
