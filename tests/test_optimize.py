@@ -1,0 +1,49 @@
+"""The driver-side optimizers on functions whose optimum is known."""
+
+import numpy as np
+import pytest
+
+from infoclust_dask import optimize
+
+
+def test_conjugate_gradients_finds_the_maximum_of_a_quadratic():
+    A = np.array([[3.0, 1.0], [1.0, 2.0]])
+    b = np.array([1.0, -1.0])
+    peak = np.linalg.solve(A, b)
+    seen = []
+
+    def fun(x):
+        return -0.5 * x @ A @ x + b @ x, -(A @ x) + b
+
+    res = optimize.conjugate_gradients(fun, np.zeros(2), max_iter=50, gtol=1e-10, callback=seen.append)
+    np.testing.assert_allclose(res.x, peak, atol=1e-8)
+    assert res.converged and res.history[-1] == pytest.approx(0.5 * b @ peak)
+    assert [s["evaluation"] for s in seen] == list(range(1, len(res.history) + 1))
+    shaped = optimize.conjugate_gradients(lambda m: fun(m.ravel()) if m.shape == (1, 2) else None,
+                                          np.zeros((1, 2)), max_iter=50, gtol=1e-10)
+    assert shaped.x.shape == (1, 2)
+    capped = optimize.conjugate_gradients(fun, np.array([50.0, -50.0]), max_iter=1, gtol=1e-12)
+    assert not capped.converged and capped.n_iter == 1
+
+
+def test_simulated_annealing_keeps_the_best_state():
+    rng = np.random.default_rng(0)
+    reports = []
+    res = optimize.simulated_annealing(lambda x: -float(np.sum((x - 3.0) ** 2)), np.zeros(2), steps=3000,
+                                       width=0.3, temperature=1.0, rng=rng, callback=reports.append)
+    np.testing.assert_allclose(res.x, [3.0, 3.0], atol=0.2)
+    assert len(res.history) == 3001 and reports[-1]["step"] == 3000 and reports[-1]["temperature"] < 1e-3
+    assert reports[-1]["best"] >= max(res.history) - 1e-12
+
+
+def test_schedules_split_and_search():
+    np.testing.assert_allclose(optimize.geometric_schedule(10.0, 1.0, 3), [10.0, np.sqrt(10.0), 1.0])
+    np.testing.assert_array_equal(optimize.geometric_schedule(10.0, 1.0, 1), [1.0])
+    train, valid = optimize.hashed_split(np.random.default_rng(1), 0.25)
+    assert train[0] == valid[0] and train[1] == valid[1] == 0.75 and (train[2], valid[2]) == ("train", "valid")
+    order = []
+    best, scores = optimize.held_out_search([3, 1, 2, 1.5], lambda c: order.append(c) or c * 10,
+                                            lambda m: -(m - 20) ** 2)
+    assert best == 2 and order == [3, 1, 2, 1.5] and scores[3] == -100
+    state, hist = optimize.online_epochs(lambda s, e: s + e, 0, epochs=4, record=lambda s: s * 2)
+    assert state == 6 and hist == [0, 2, 6, 12]
