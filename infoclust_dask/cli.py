@@ -69,8 +69,7 @@ def _cmd_fit(args):
 
     method = get_method(args.method)
     ds = open_dataset(args.store)
-    if method.aux is not None and method.aux not in ds:
-        method.fit(None, ds)  # raises the registry's message naming the missing variable
+    method.check_store(ds)  # before a cluster starts
     sched = engine.resolve_scheduler(_scheduler(args))
     print(f"infoclust: fitting {args.method} on {args.store} {tuple(ds['x'].shape)} with scheduler {sched}",
           flush=True)

@@ -29,7 +29,7 @@ from __future__ import annotations
 from functools import partial
 import numpy as np
 
-from ._scheduler import Scheduler, local_client, resolve_scheduler, thread_pool
+from ._scheduler import Scheduler, close_local_client, local_client, resolve_scheduler, thread_pool
 from .kernels._common import Pass, run_chunk, run_fold_step
 
 __all__ = [
@@ -43,6 +43,7 @@ __all__ = [
     "as_array",
     "resolve_scheduler",
     "local_client",
+    "close_local_client",
     "Scheduler",
     "persist",
     "prepare",

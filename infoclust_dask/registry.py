@@ -114,15 +114,18 @@ class Method:
         out.update({o.param: values[o.dest] for o in self.options if o.param is not None})
         return out
 
-    def fit(self, est, ds):
-        """Fit ``est`` on the store dataset ``ds`` (its ``x`` and ``aux``)."""
-        if self.aux is None:
-            return est.fit(ds["x"])
-        if self.aux not in ds:
+    def check_store(self, ds):
+        """Raise a clear error when the store dataset ``ds`` lacks the
+        variable the method needs beside ``x``."""
+        if self.aux is not None and self.aux not in ds:
             what = "class labels ('label': ingest with --label-column)" if self.aux == "label" else \
                 "a second, paired view ('y')"
             raise ValueError(f"Method {self.name!r} needs {what}, but the store has no {self.aux!r} variable.")
-        return est.fit(ds["x"], ds[self.aux])
+
+    def fit(self, est, ds):
+        """Fit ``est`` on the store dataset ``ds`` (its ``x`` and ``aux``)."""
+        self.check_store(ds)
+        return est.fit(ds["x"]) if self.aux is None else est.fit(ds["x"], ds[self.aux])
 
 
 # --------------------------------------------------------------------------
