@@ -144,9 +144,8 @@ def resolve_scheduler(scheduler=None) -> Scheduler:
             from distributed import default_client
 
             return Scheduler("distributed", default_client())
-        except (ImportError, ValueError):
-            pass
-        return _configured_local()
+        except (ImportError, ValueError):  # no distributed client is active
+            return _configured_local()
     if isinstance(scheduler, str):
         s = scheduler.strip()
         low = s.lower()

@@ -1,6 +1,19 @@
 """Helpers shared by several test modules (not fixtures)."""
 
 import numpy as np
+from dask.callbacks import Callback
+
+
+class CountLocalComputes(Callback):
+    """Counts the graphs run by dask's local (threads / sync) schedulers in
+    this process while active (``with CountLocalComputes() as c: ...; c.n``)."""
+
+    def __init__(self):
+        super().__init__()
+        self.n = 0
+
+    def _start(self, dsk):
+        self.n += 1
 
 
 def finite_difference(f, m, h=1e-6):

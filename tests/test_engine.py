@@ -6,13 +6,19 @@ import dask.array as da
 import numpy as np
 import pytest
 import xarray as xr
-from dask.callbacks import Callback
+from helpers import CountLocalComputes
 
 from infoclust_dask import engine, write_dataset
 from infoclust_dask._validation import open_input
 from infoclust_dask.kernels import Pass
 from infoclust_dask.kernels._common import combine_concat
-from infoclust_dask.kernels.kmeans import ASSIGN, LLOYD_FAR, SOFT_KMEANS, lloyd_stats, soft_kmeans_stats
+from infoclust_dask.kernels.kmeans import (
+    ASSIGN,
+    LLOYD_FAR,
+    SOFT_KMEANS,
+    lloyd_stats,
+    soft_kmeans_stats,
+)
 from infoclust_dask.kernels.stats import MOMENTS, moments_stats
 
 
@@ -68,18 +74,9 @@ def test_xarray_and_store_inputs(xw, tmp_path):
         assert int(got["n"]) == 1000
 
 
-class _CountComputes(Callback):
-    def __init__(self):
-        super().__init__()
-        self.n = 0
-
-    def _start(self, dsk):
-        self.n += 1
-
-
 def test_one_compute_per_call(xw):
     x, w = xw
-    with _CountComputes() as counter:
+    with CountLocalComputes() as counter:
         engine.map_reduce(LLOYD_FAR, _as_dask(x, 50), _as_dask(w, 50), params={"centers": CENTERS}, scheduler="threads")
     assert counter.n == 1
 

@@ -14,25 +14,14 @@ import dask
 import dask.array as da
 import numpy as np
 import pytest
-from dask.callbacks import Callback
 from distributed import get_task_stream
+from helpers import CountLocalComputes
 
 from infoclust_dask import _scheduler, engine, metrics, open_dataset, write_dataset
 from infoclust_dask.datasets import make_smic_toy
 from infoclust_dask.ingest import ingest
 from infoclust_dask.kernels import Pass
 from infoclust_dask.kernels.stats import MOMENTS
-
-
-class _LocalComputes(Callback):
-    """Counts graphs run by dask's local (threads / sync) schedulers in this process."""
-
-    def __init__(self):
-        super().__init__()
-        self.n = 0
-
-    def _start(self, dsk):
-        self.n += 1
 
 
 def _prefixes(stream):
@@ -52,7 +41,7 @@ def source_store(tmp_path):
 
 def test_ingest_store_to_store_runs_on_the_workers(local_cluster_client, source_store, tmp_path):
     client = local_cluster_client
-    with _LocalComputes() as local, get_task_stream(client) as stream:
+    with CountLocalComputes() as local, get_task_stream(client) as stream:
         path, report = ingest(source_store, tmp_path / "out.zarr", standardize=True, pca=3, n_folds=4,
                               scheduler=client)
     assert local.n == 0, "a graph ran on dask's local scheduler in the calling process"
@@ -70,7 +59,7 @@ def test_write_dataset_of_a_dask_array_runs_on_the_workers(local_cluster_client,
     client = local_cluster_client
     x = da.random.default_rng(1).normal(size=(4000, 5), chunks=(700, 5))
     ref = x.compute(scheduler="sync")
-    with _LocalComputes() as local, get_task_stream(client) as stream:
+    with CountLocalComputes() as local, get_task_stream(client) as stream:
         path = write_dataset(tmp_path / "w.zarr", x, chunks=1000, scheduler=client)
     assert local.n == 0
     names = _prefixes(stream)
@@ -83,7 +72,7 @@ def test_lsmi_runs_on_the_workers(local_cluster_client):
     client = local_cluster_client
     X, y = make_smic_toy("four_blobs", 400, random_state=0)
     ref = metrics.lsmi(X, y, random_state=3, scheduler="sync")
-    with _LocalComputes() as local, get_task_stream(client) as stream:
+    with CountLocalComputes() as local, get_task_stream(client) as stream:
         got = metrics.lsmi(da.from_array(X, chunks=(90, 2)), y, random_state=3, scheduler=client)
     assert local.n == 0
     assert "lsmi_stats" in _prefixes(stream)
