@@ -198,7 +198,7 @@ def _block_tasks(bp, arrays, params, token):
     aligned = _align(arrays)
     lead = aligned[0]
     starts = _block_starts(lead.chunks[0])
-    block_lists = [None if a is None else a.to_delayed(optimize_graph=True).reshape(-1) for a in aligned]
+    block_lists = [None if a is None else a.to_delayed(optimize_graph=False).reshape(-1) for a in aligned]
     p = _params_key(bp, params, token)
     call = dask.delayed(partial(_call_block, bp), pure=True)
     for i, size in enumerate(lead.chunks[0]):
@@ -368,7 +368,7 @@ def fold_blocks(bp: Pass, *arrays, state, params=None, order=None, scheduler=Non
     lead = aligned[0]
     starts = _block_starts(lead.chunks[0])
     token = _token(bp, params, aligned, state, None if order is None else list(order))
-    block_lists = [None if a is None else a.to_delayed(optimize_graph=True).reshape(-1) for a in aligned]
+    block_lists = [None if a is None else a.to_delayed(optimize_graph=False).reshape(-1) for a in aligned]
     p = _params_key(bp, params, token)
     step = dask.delayed(partial(_fold_call, bp), pure=True)
     out = dask.delayed(state, pure=True, traverse=False, name=f"{bp.name}-state-{token}")
@@ -459,7 +459,7 @@ def block_pairs(
     elif max(a.chunks[0]) > rows:
         a = a.rechunk({0: rows})
     token = _token(bp, params, [a], split_every)
-    blocks = a.to_delayed().ravel()
+    blocks = a.to_delayed(optimize_graph=False).ravel()
     starts = _block_starts(a.chunks[0])[:-1]
     p = _params_key(bp, params, token)
     call = dask.delayed(partial(_call_pair, bp), pure=True)

@@ -34,6 +34,7 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import shutil
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -318,8 +319,22 @@ def _replace(tmp: Path, path: Path, overwrite: bool):
     shutil.rmtree(old, ignore_errors=True)
 
 
+_OPENED_LOCK = threading.Lock()
+_OPENED: dict = {}
+#: stores kept open per process (the most recently used ones)
+OPENED_MAX = 16
+
+
 def open_dataset(path):
     """Open a dataset store lazily (dask-backed xarray Dataset).
+
+    A store is opened once per process and version (its path and the
+    modification time of its ``zarr.json``): every call returns a shallow
+    copy of that one opening. Two openings of the same store give dask graphs
+    with the same keys but different zarr objects inside, which a
+    distributed scheduler reports as "different run_spec for key" (and which
+    can cancel one caller's tasks) when threads of one process - the cells
+    of a cross-validation sweep, bootstrap replicates - compute at once.
 
     Raises
     ------
@@ -342,10 +357,19 @@ def open_dataset(path):
             f"'{path}' is not a zarr (format 3) group: no zarr.json inside. Was it written "
             "by infoclust_dask.write_dataset / `infoclust ingest`?"
         )
-    try:
-        ds = xr.open_zarr(path, consolidated=False, zarr_format=3, chunks={})
-    except Exception as exc:  # zarr raises many types for corrupt metadata
-        raise StoreError(f"Could not open the store at '{path}': {exc}") from exc
+    # a rewrite renames a new folder into place; adding a variable adds an entry to the folder
+    key = (str(path.resolve()), path.stat().st_mtime_ns, (path / "zarr.json").stat().st_mtime_ns)
+    with _OPENED_LOCK:
+        ds = _OPENED.pop(key, None)
+        if ds is None:
+            try:
+                ds = xr.open_zarr(path, consolidated=False, zarr_format=3, chunks={})
+            except Exception as exc:  # zarr raises many types for corrupt metadata
+                raise StoreError(f"Could not open the store at '{path}': {exc}") from exc
+        _OPENED[key] = ds  # most recent last
+        while len(_OPENED) > OPENED_MAX:
+            _OPENED.pop(next(iter(_OPENED)))
+    ds = ds.copy(deep=False)
     version = ds.attrs.get("schema_version")
     if version is None:
         raise StoreError(

@@ -108,3 +108,19 @@ def test_task_keys_are_unique_per_inputs_and_params():
     c = engine.build_reduction(MOMENTS, x + 1, params={"shift": None})
     assert len({a.key, b.key, c.key}) == 3
     assert a.key == engine.build_reduction(MOMENTS, x, params={"shift": None}).key  # deterministic
+
+
+def test_lazy_results_keep_the_data_a_fit_persisted(local_cluster_client):
+    """fit persists small lazy input (engine.prepare) in a local variable;
+    the lazy labels_ built on it must keep those futures alive after fit
+    returns (a graph optimization that drops them loses the data)."""
+    import gc
+
+    from infoclust_dask import KMeans
+
+    client = local_cluster_client
+    X = da.random.default_rng(2).normal(size=(3000, 2), chunks=500)
+    km = KMeans(3, random_state=0, scheduler=client).fit(X)
+    gc.collect()
+    labels = engine.compute(km.labels_, scheduler=client)
+    np.testing.assert_array_equal(labels, km.predict(X.compute(scheduler="sync")))

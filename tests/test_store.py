@@ -138,3 +138,22 @@ def test_malformed_stores(tmp_path, arrays):
     g.attrs["schema_version"] = 99
     with pytest.raises(StoreError, match="schema_version=99, newer than this library"):
         open_dataset(p)
+
+
+def test_a_store_is_opened_once_per_version(tmp_path):
+    """Concurrent callers get the same dask graph (same zarr objects behind the
+    same keys); each gets its own Dataset object; a rewrite is a new version."""
+    import numpy as np
+
+    from infoclust_dask.store import open_dataset, write_dataset
+
+    path = write_dataset(tmp_path / "s.zarr", np.arange(12.0).reshape(6, 2))
+    a, b = open_dataset(path), open_dataset(str(path))
+    assert a is not b and a["x"].data.name == b["x"].data.name
+    ga, gb = dict(a["x"].data.__dask_graph__()), dict(b["x"].data.__dask_graph__())
+    assert all(ga[k] is gb[k] for k in ga)  # the very same tasks, not equal-looking copies
+    a.attrs["note"] = "mine"
+    assert "note" not in open_dataset(path).attrs
+    write_dataset(path, np.ones((6, 2)), overwrite=True)
+    c = open_dataset(path)
+    assert float(c["x"].values.sum()) == 12.0 and c.attrs["provenance"]["store_id"] != b.attrs["provenance"]["store_id"]
