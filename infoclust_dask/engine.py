@@ -319,7 +319,7 @@ def compute(obj, *, scheduler=None, progress: bool = False):
     if not is_lazy(obj) and not hasattr(obj, "dask"):
         return obj
     if sched.kind == "distributed":
-        fut = sched.client.compute(obj)
+        fut = sched.client.compute(obj, optimize_graph=False)
         if progress:
             from distributed import progress as dprogress
 
@@ -332,8 +332,8 @@ def compute(obj, *, scheduler=None, progress: bool = False):
         from dask.diagnostics import ProgressBar
 
         with ProgressBar():
-            return dask.compute(obj, scheduler=scheduler_name)[0]
-    return dask.compute(obj, scheduler=scheduler_name)[0]
+            return dask.compute(obj, scheduler=scheduler_name, optimize_graph=False)[0]
+    return dask.compute(obj, scheduler=scheduler_name, optimize_graph=False)[0]
 
 
 def _fold_call(bp, start, state, params, *blocks):
@@ -540,11 +540,11 @@ def persist(data, *, scheduler=None, chunk_rows: int | None = None):
     a = as_array(data)
     if sched.kind != "distributed":
         if _is_dask(a):
-            return a.persist(scheduler="sync" if sched.kind == "sync" else "threads")
+            return a.persist(scheduler="sync" if sched.kind == "sync" else "threads", optimize_graph=False)
         return da.from_array(a, chunks=(chunk_rows or _auto_rows(a),) + a.shape[1:])
     client = sched.client
     if _is_dask(a):
-        return client.persist(a)
+        return client.persist(a, optimize_graph=False)
     rows = chunk_rows or _auto_rows(a)
     slices = _row_slices(a.shape[0], 1, rows)
     futures = client.scatter([a[sl] for sl in slices])

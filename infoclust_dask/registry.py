@@ -214,7 +214,7 @@ def _int_or_auto(text):
 
 METHODS: dict[str, Method] = {m.name: m for m in (
     Method(
-        "kmeans", "KMeans", "K-means (Lloyd) with k-means++ / k-means|| seeding",
+        "kmeans", "KMeans", "K-means (Lloyd) with k-means++ / k-means‖ seeding",
         options=(
             Option("--init", "init", default="k-means++", choices=("k-means++", "k-means||", "random")),
             Option("--n-init", "n_init", type=_int_or_auto, default="auto", help="restarts, or 'auto'"),
