@@ -7,8 +7,8 @@ follow scikit-learn's conventions.
 
 __version__ = "0.1.0"
 
-from .cluster import SMIC, AssociativeClustering, DiscriminativeClustering, KMeans, SoftKMeans  # noqa: E402
+from .cluster import CMBC, SMIC, AssociativeClustering, DiscriminativeClustering, KMeans, SoftKMeans  # noqa: E402
 from .engine import map_reduce  # noqa: E402
 from .store import open_dataset, write_dataset  # noqa: E402
 
-__all__ = ["AssociativeClustering", "DiscriminativeClustering", "KMeans", "SMIC", "SoftKMeans", "map_reduce", "open_dataset", "write_dataset", "__version__"]
+__all__ = ["AssociativeClustering", "CMBC", "DiscriminativeClustering", "KMeans", "SMIC", "SoftKMeans", "map_reduce", "open_dataset", "write_dataset", "__version__"]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["make_blobs", "make_paired_dependency", "make_smic_toy", "SMIC_TOYS", "load_letter", "load_satimage", "load_penbased", "load_optdigits", "load_bundled", "BUNDLED"]
+__all__ = ["make_blobs", "make_paired_dependency", "make_cmbc_data", "cmbc_session", "CMBC_FEATURES", "make_smic_toy", "SMIC_TOYS", "load_letter", "load_satimage", "load_penbased", "load_optdigits", "load_bundled", "BUNDLED"]
 
 #: rows per generation block; the data depend on this constant and the seed
 #: only, never on the dask chunking or the workers.
@@ -149,6 +149,69 @@ def make_paired_dependency(n_samples=5000, *, n_latent=4, noise=0.2, signal_std=
     p = np.full((k, k), noise / k**2) + np.eye(k) * (1 - noise) / k  # joint of (z, z')
     mi = float(np.sum(p * np.log(p / (p.sum(1, keepdims=True) @ p.sum(0, keepdims=True)))))
     return X, Y, z, z2, mi
+
+
+#: features carrying the four clusterings Q1..Q4 of CMBC's synthetic data (Gondek et al. 2005, §6.1)
+CMBC_FEATURES = (6, 5, 4, 3)
+
+
+def make_cmbc_data(n_samples=1000, *, p_noise=0.1, features=CMBC_FEATURES, random_state=None):
+    """The synthetic data of CMBC, §6.1 (Gondek, Vaithyanathan & Garg 2005).
+
+    Several 2-way clusterings ``Q1, Q2, ...``, clustering ``l`` carried by
+    ``features[l]`` binary features (6, 5, 4, 3: 18 features, the strongest
+    first). Each clustering's two clusters have representative binary vectors;
+    a sample picks one cluster of every clustering independently, takes the
+    representatives' bits, and every bit is flipped with probability
+    ``p_noise``. The paper does not say how the representatives are drawn:
+    here one is a random bit vector and the other its complement, so that
+    every carrying feature separates the two clusters.
+
+    Returns
+    -------
+    Y : ndarray of uint8, shape (n_samples, sum(features))
+    Q : ndarray of int64, shape (n_samples, len(features))
+        The true clusterings, one column each.
+    groups : list of ndarray
+        The column indices of ``Y`` that carry each clustering.
+    """
+    if not 0.0 <= p_noise < 0.5:
+        raise ValueError(f"p_noise must be in [0, 0.5); got {p_noise}.")
+    rng = np.random.default_rng(random_state)
+    n = int(n_samples)
+    Q = rng.integers(0, 2, size=(n, len(features)))
+    cols, groups, start = [], [], 0
+    for l_, f in enumerate(features):
+        rep = rng.integers(0, 2, size=f)
+        reps = np.stack([rep, 1 - rep])  # (2, f)
+        cols.append(reps[Q[:, l_]])
+        groups.append(np.arange(start, start + f))
+        start += f
+    Y = np.hstack(cols)
+    flip = rng.uniform(size=Y.shape) < p_noise
+    return np.where(flip, 1 - Y, Y).astype(np.uint8), Q.astype(np.int64), groups
+
+
+def cmbc_session(Y, Q, groups, session, kind="known"):
+    """The prior knowledge of CMBC's experiment sessions (§6.1.1-6.1.2):
+    session ``s`` knows clusterings ``Q1 .. Qs``; its target is ``Q(s+1)``.
+
+    ``kind="known"``: returns ``(Y, known, target)`` with ``known`` the
+    first ``s`` columns of ``Q`` (Table 2). ``kind="negative"``: half of the
+    features of each known clustering, rounded up (3 of 6, 3 of 5, 2 of 4),
+    move from ``y+`` to ``y-``: returns ``(Y_plus, Y_minus, target)``
+    (Table 3).
+    """
+    if not 1 <= session < Q.shape[1]:
+        raise ValueError(f"session must be between 1 and {Q.shape[1] - 1}; got {session}.")
+    target = Q[:, session]
+    if kind == "known":
+        return Y, Q[:, :session], target
+    if kind == "negative":
+        neg = np.concatenate([g[: (len(g) + 1) // 2] for g in groups[:session]])
+        keep = np.setdiff1d(np.arange(Y.shape[1]), neg)
+        return Y[:, keep], Y[:, neg], target
+    raise ValueError(f"kind must be 'known' or 'negative'; got {kind!r}.")
 
 
 SMIC_TOYS = ("four_blobs", "circle_gaussian", "double_spirals", "high_low")

@@ -1,0 +1,377 @@
+"""CMBC: clustering with model-level constraints.
+
+Gondek, Vaithyanathan & Garg (2005), "Clustering with model-level
+constraints" (SIAM SDM). Users have binary data (documents x terms, users x
+items) and already know one or more clusterings they do not want again - or
+features that carry structure they do not want (negative features ``y-``).
+CMBC fits a Bernoulli mixture to the positive features ``y+`` (A.1)-(A.2)
+while keeping the clusters uninformative of ``y-``: it maximizes (3.14), the
+log-likelihood plus ``gamma`` times quadratic bounds on ``H(C | Y-)``
+((3.12)-(3.13)), by EM with deterministic annealing (Figures 1 and 2).
+
+Where the work happens:
+
+- one counting pass over (negative pattern, positive feature) pairs
+  (:data:`~infoclust_dask.kernels.cmbc.CMBC_PATTERNS`) gives the pattern
+  probabilities of (A.5) and, on the driver, the constants A0, A1, A2 of
+  Appendix B (:mod:`infoclust_dask.objectives.cmbc`);
+- every EM iteration is ONE map-reduce pass: the annealed E-step (4.15) and
+  the sums of the M-step (:data:`~infoclust_dask.kernels.cmbc.CMBC_ESTEP`);
+- the M-step solves one cubic per parameter on the driver, which holds only
+  ``theta`` (features x clusters) and the pattern constants.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClusterMixin
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils.validation import check_is_fitted
+
+from .. import engine
+from .._validation import (
+    Anything,
+    Interval,
+    Options,
+    check_data,
+    check_n_clusters,
+    check_random_state,
+    encode_labels,
+    open_input,
+    validate_params,
+)
+from ..kernels.cmbc import CMBC_ESTEP, CMBC_PATTERNS, CMBC_POSTERIOR
+from ..kernels.stats import GRAM, LABEL_VALUES
+from ..objectives import cmbc as obj
+
+__all__ = ["CMBC", "MIN_ROWS_PER_PATTERN"]
+
+#: fewer rows per distinct negative pattern than this make the pattern
+#: probabilities (A.5) - and so the bounds - estimates from a handful of rows
+MIN_ROWS_PER_PATTERN = 5
+
+#: gamma of ``gamma="default"``: see :class:`CMBC` and docs/RESULTS.md
+DEFAULT_GAMMA = 0.99
+
+
+def _is_sparse(a):
+    return hasattr(a, "tocsr") and hasattr(a, "nnz")
+
+
+class CMBC(ClusterMixin, BaseEstimator):
+    """Clustering with model-level constraints (CMBC) of binary data.
+
+    Parameters
+    ----------
+    n_clusters : int, default=2
+    gamma : float in [0, 1) or "default", default="default"
+        Weight of the constraint: the objective is ``(1 - gamma)/n * l(Y+) +
+        gamma * (H~l(C, Y-) - H~u(Y-))`` ((3.14) with the likelihood taken
+        per sample, see :mod:`infoclust_dask.objectives.cmbc`). ``0`` is the
+        annealed EM baseline. ``"default"`` is 0.99, the value that finds the
+        next clustering in every session of the paper's synthetic experiments
+        (docs/RESULTS.md, with the NMI-vs-gamma curve).
+    variant : {"bu", "pm"}, default="bu"
+        ``"bu"``: batch update (Figure 2), every parameter's cubic solved from
+        the same previous parameters. ``"pm"``: partial maximization (Figure
+        1), the parameters maximized one after another, each with the latest
+        values of the others; here one E-step pass serves a whole sweep over
+        the parameters (the figure's E-step per parameter would cost
+        features x clusters passes over the data per sweep).
+    anneal_rate : float in (0, 1), default=0.5
+        ``T <- anneal_rate * T`` between temperatures (the paper's alpha).
+    t0 : float or "auto", default="auto"
+        First temperature; "auto" is twice the largest eigenvalue of the
+        features' correlation matrix (one Gram pass), above the first split
+        of the annealing.
+    max_iter : int, default=100
+        EM iterations per temperature at most.
+    min_iter : int, default=3
+        EM iterations per temperature at least (near a split the parameters
+        of the clusters are almost equal and barely move at first).
+    tol : float, default=1e-5
+        A temperature ends when no parameter moved more than this.
+    perturbation : float, default=1e-3
+        Standard deviation of the noise added to the parameters at every new
+        temperature, so that clusters that are still equal can split.
+    n_init : int, default=1
+        Annealing runs from random parameters; the highest objective is kept.
+    random_state : int, Generator or None
+    scheduler : see :mod:`infoclust_dask._scheduler`
+    verbose : int, default=0
+
+    Attributes
+    ----------
+    theta_ : ndarray of shape (n_features, n_clusters)
+        ``p(y+_j = 1 | c_k)``.
+    labels_ : ndarray or dask array of shape (n_samples,)
+    objective_history_ : list of float
+        The objective at every EM iteration of the kept run.
+    temperatures_ : list of float
+        The temperatures of the kept run.
+    gamma_ : float
+    n_patterns_ : int
+        Distinct negative patterns ``|Y-|``.
+    n_iter_ : int
+        EM iterations (passes) of the kept run.
+
+    Notes
+    -----
+    One counting pass, one Gram pass for ``t0="auto"``, then one pass per EM
+    iteration. Known clusterings are one-hot encoded: their label
+    combinations are the negative patterns.
+
+    References
+    ----------
+    Gondek, Vaithyanathan & Garg (2005), eq. (3.12)-(3.14), (4.15)-(4.18),
+    (A.5)-(A.6), Appendix B, Figures 1-2, §6.1.
+    """
+
+    _parameter_constraints = {
+        "n_clusters": [Interval(int, 1)],
+        "gamma": [Interval(float, 0, 1, closed="left"), Options("default")],
+        "variant": [Options("bu", "pm")],
+        "anneal_rate": [Interval(float, 0, 1, closed="neither")],
+        "t0": [Interval(float, 0, closed="neither"), Options("auto")],
+        "max_iter": [Interval(int, 1)],
+        "min_iter": [Interval(int, 1)],
+        "tol": [Interval(float, 0)],
+        "perturbation": [Interval(float, 0)],
+        "n_init": [Interval(int, 1)],
+        "random_state": [Anything()],
+        "scheduler": [Anything()],
+        "verbose": [Interval(int, 0)],
+    }
+
+    def __init__(self, n_clusters=2, *, gamma="default", variant="bu", anneal_rate=0.5, t0="auto", max_iter=100,
+                 min_iter=3, tol=1e-5, perturbation=1e-3, n_init=1, random_state=None, scheduler=None, verbose=0):
+        self.n_clusters = n_clusters
+        self.gamma = gamma
+        self.variant = variant
+        self.anneal_rate = anneal_rate
+        self.t0 = t0
+        self.max_iter = max_iter
+        self.min_iter = min_iter
+        self.tol = tol
+        self.perturbation = perturbation
+        self.n_init = n_init
+        self.random_state = random_state
+        self.scheduler = scheduler
+        self.verbose = verbose
+
+    # ------------------------------------------------------------------
+    def _check_X(self, X, reset, sched):
+        if _is_sparse(X):
+            if sched.kind == "distributed":
+                raise ValueError("scipy.sparse input runs on a local scheduler ('sync' or 'threads'); for a "
+                                 "cluster, pass a dask array or a store.")
+            X = X.tocsr()
+            if reset:
+                self.n_features_in_ = X.shape[1]
+            elif X.shape[1] != self.n_features_in_:
+                raise ValueError(f"X has {X.shape[1]} features, but CMBC is expecting {self.n_features_in_} "
+                                 "features as input.")
+            if X.shape[0] == 0:
+                raise ValueError(f"Found array with 0 sample(s) (shape={X.shape}) while a minimum of 1 is required.")
+            return X
+        X, _ = check_data(self, X, reset=reset, scheduler=sched)
+        return engine.prepare(X, scheduler=sched) if reset else X
+
+    def _patterns(self, Y_minus, known, n, sched):
+        """The negative pattern of every row (codes 0..P-1, numpy or lazy) and P."""
+        keys, n_neg = [], 0
+        if known is not None:
+            cols = self._known_columns(known, n)
+            for col in cols:
+                codes, classes = encode_labels(col, n, sched, min_classes=1, name="known")
+                keys.append((codes, len(classes)))
+                n_neg += len(classes)
+        if Y_minus is not None:
+            Ym = open_input(Y_minus, variable="negative")
+            if Ym.ndim == 1:
+                Ym = Ym[:, None]
+            if Ym.ndim != 2 or Ym.shape[0] != n:
+                raise ValueError(f"Y_minus must have shape (n_samples, n_negative) = ({n}, ...); got {Ym.shape}.")
+            if Ym.shape[1] > 62:
+                raise ValueError(f"Y_minus has {Ym.shape[1]} columns; at most 62 negative features are supported "
+                                 "(their patterns are packed into 64-bit keys).")
+            vals = (engine.map_reduce(LABEL_VALUES, Ym, scheduler=sched)["values"] if engine.is_lazy(Ym)
+                    else np.unique(np.asarray(Ym)))
+            if not np.all(np.isin(vals, (0, 1))):
+                bad = vals[~np.isin(vals, (0, 1))][:5].tolist()
+                raise ValueError(f"Y_minus must be binary (0/1); found values {bad}.")
+            weights = (2 ** np.arange(Ym.shape[1], dtype=np.int64))
+            keys.append((Ym.astype(np.int64) @ weights, 2 ** Ym.shape[1]))
+            n_neg += Ym.shape[1]
+        if not keys:
+            return None, 0
+        key, radix = keys[0][0].astype(np.int64), keys[0][1]
+        for codes, size in keys[1:]:
+            if radix * size >= 2**62:
+                raise ValueError("The known clusterings and negative features have too many combinations to "
+                                 "index; pass fewer of them.")
+            key = key * size + codes.astype(np.int64)
+            radix *= size
+        pattern, values = encode_labels(key, n, sched, min_classes=1, name="negative pattern")
+        return pattern, len(values)
+
+    @staticmethod
+    def _known_columns(known, n):
+        if isinstance(known, (list, tuple)):
+            return list(known)
+        k = open_input(known, variable="label")
+        if k.ndim == 1:
+            return [k]
+        if k.ndim == 2 and k.shape[0] == n:
+            return [k[:, j] for j in range(k.shape[1])]
+        raise ValueError(f"known must be one label vector of length n_samples={n}, a list of them, or an "
+                         f"(n_samples, n_known) array; got shape {k.shape}.")
+
+    def _t0(self, X, sched):
+        if self.t0 != "auto":
+            return float(self.t0)
+        st = engine.map_reduce(GRAM, X, scheduler=sched)
+        n = float(st["n"])
+        mean = st["s1"] / n
+        cov = st["xtx"] / n - np.outer(mean, mean)
+        sd = np.sqrt(np.maximum(np.diag(cov), 1e-12))
+        corr = cov / np.outer(sd, sd)
+        return 2.0 * float(np.linalg.eigvalsh((corr + corr.T) / 2).max())
+
+    # ------------------------------------------------------------------
+    def fit(self, X, Y_minus=None, *, known=None):
+        """Cluster the binary rows of ``X`` (``y+``) away from the prior knowledge.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Binary features ``y+``: numpy (bool, uint8, ...), scipy.sparse,
+            dask, xarray or a store path.
+        Y_minus : array-like of shape (n_samples, n_negative), optional
+            Binary negative features ``y-`` (§6.1.2).
+        known : array-like, optional
+            Known clusterings (§6.1.1): one label vector of length
+            n_samples, a list of them, or an (n_samples, n_known) array of
+            label columns; any label values.
+
+        Without ``Y_minus`` and ``known`` the fit is the annealed EM
+        baseline (the constraint has nothing to act on).
+        """
+        validate_params(self)
+        sched = engine.resolve_scheduler(self.scheduler)
+        X = self._check_X(X, True, sched)
+        n, m = X.shape
+        check_n_clusters(self, self.n_clusters, n)
+        pattern, P = self._patterns(Y_minus, known, n, sched)
+        if pattern is None:
+            pattern, P = np.zeros(n, dtype=np.int64), 1
+        stats = engine.map_reduce(CMBC_PATTERNS, X, pattern, params={"n_patterns": P}, scheduler=sched)
+        if int(stats["nonbinary"]):
+            raise ValueError(f"X must be binary (0/1): {int(stats['nonbinary'])} entries are neither 0 nor 1. "
+                             "Binarize the data first, e.g. X = (X > 0).astype('uint8').")
+        present = stats["count"] > 0
+        P = int(present.sum())
+        gamma = DEFAULT_GAMMA if self.gamma == "default" else float(self.gamma)
+        if P >= 2:
+            if P * MIN_ROWS_PER_PATTERN > n:
+                raise ValueError(
+                    f"The prior knowledge has {P} distinct negative patterns for {n} samples (fewer than "
+                    f"{MIN_ROWS_PER_PATTERN} rows per pattern): the pattern probabilities (A.5) and the entropy "
+                    "bounds built on them would rest on a handful of rows each. Use fewer negative features or "
+                    "known clusterings with fewer labels.")
+            pm = obj.pattern_model(stats["count"][present], stats["S"][present], stats["n1"], n)
+        else:
+            pm = None  # one pattern (or no prior knowledge): the constraint is constant, plain annealed EM
+        t0 = self._t0(X, sched)
+        rng = check_random_state(self.random_state)
+        best = None
+        for run in range(self.n_init):
+            result = self._anneal(X, pm, gamma, t0, rng, sched, m, n)
+            if self.verbose:
+                print(f"[CMBC] run {run + 1}/{self.n_init}: objective {result[1][-1]:.6g}", flush=True)
+            if best is None or result[1][-1] > best[1][-1]:
+                best = result
+        theta, history, temps, n_iter = best
+        self.theta_ = theta
+        self.objective_history_ = history
+        self.temperatures_ = temps
+        self.n_iter_ = n_iter
+        self.gamma_ = gamma
+        self.n_patterns_ = P
+        self.pattern_model_ = pm
+        self.labels_ = self._labels(X)
+        return self
+
+    def _anneal(self, X, pm, gamma, t0, rng, sched, m, n):
+        K = self.n_clusters
+        theta = np.clip(0.5 + 0.05 * rng.standard_normal((m, K)), obj.EPS, 1 - obj.EPS)
+        history, temps, n_iter = [], [], 0
+        T = t0
+        while True:
+            temps.append(T)
+            theta = np.clip(theta + self.perturbation * rng.standard_normal(theta.shape), obj.EPS, 1 - obj.EPS)
+            converged = False
+            for it in range(self.max_iter):
+                st = engine.map_reduce(CMBC_ESTEP, X, params={"log_theta": np.log(theta),
+                                                              "log_1m_theta": np.log1p(-theta),
+                                                              "temperature": T}, scheduler=sched)
+                n_iter += 1
+                loglik = float(st["loglik"]) - n * np.log(K)
+                history.append((1 - gamma) / n * loglik + (gamma * obj.regularizer(theta, pm) if pm else 0.0))
+                new = self._m_step(st["S1"], st["R"], theta, pm, gamma, n)
+                moved = float(np.abs(new - theta).max())
+                theta = new
+                if it + 1 >= self.min_iter and moved < self.tol:
+                    converged = True
+                    break
+            hard = float(st["hard"]) / n
+            if self.verbose > 1:
+                print(f"[CMBC] T={T:.4g}: {it + 1} iterations, objective {history[-1]:.6g}, mean max q {hard:.4f}",
+                      flush=True)
+            if not converged and self.verbose:
+                warnings.warn(f"CMBC: EM did not settle at T={T:.3g} in max_iter={self.max_iter} iterations.",
+                              ConvergenceWarning, stacklevel=3)
+            if (T <= 1.0 and hard > 1 - 1e-3) or T < 1e-3:
+                break
+            T *= self.anneal_rate
+        return theta, history, temps, n_iter
+
+    def _m_step(self, S1, R, theta, pm, gamma, n):
+        """Maximize every ``theta[j, k]`` given the E-step sums: the plain EM
+        update when there is no constraint, else the cubic of each
+        coordinate (batch: all from ``theta``; partial maximization: one
+        after another, each seeing the latest values)."""
+        if pm is None or gamma == 0.0:
+            return np.clip(S1 / np.maximum(R, 1e-300)[None, :], obj.EPS, 1 - obj.EPS)
+        new = theta.copy()
+        src = theta if self.variant == "bu" else new
+        for k in range(theta.shape[1]):
+            for h in range(theta.shape[0]):
+                new[h, k] = obj.solve_coordinate(S1[h, k], R[k], src, h, k, pm, gamma)
+        return new
+
+    def _params(self):
+        return {"log_theta": np.log(self.theta_), "log_1m_theta": np.log1p(-self.theta_)}
+
+    def _labels(self, X):
+        proba = engine.map_blocks(CMBC_POSTERIOR, X, params=self._params(), trailing_shape=(self.n_clusters,))
+        return proba.argmax(axis=1)
+
+    def predict(self, X):
+        """Most probable cluster of each binary row (the Bernoulli mixture at T = 1)."""
+        check_is_fitted(self, "theta_")
+        sched = engine.resolve_scheduler(self.scheduler)
+        return self._labels(self._check_X(X, False, sched))
+
+    def predict_proba(self, X):
+        """``p(c_k | y+)`` of each row, equal cluster priors."""
+        check_is_fitted(self, "theta_")
+        sched = engine.resolve_scheduler(self.scheduler)
+        X = self._check_X(X, False, sched)
+        return engine.map_blocks(CMBC_POSTERIOR, X, params=self._params(), trailing_shape=(self.n_clusters,))
+
+    def fit_predict(self, X, Y_minus=None, *, known=None):
+        return self.fit(X, Y_minus, known=known).labels_
+
