@@ -39,15 +39,15 @@ from . import __version__, engine
 __all__ = ["cv_methods", "add_arguments", "expand_grid", "store_fingerprint", "plan", "run_cell", "CellCache", "summarize",
            "parse_grid"]
 
-def _fit(cls, params, X, aux, seed, scheduler, classes=None):
-    """Fit ``cls(**params)`` on the training rows; ``aux`` (labels or the
-    second view) is passed when the method has one. ``classes`` (all classes
-    of the store, present in this fold or not) fills an estimator's
-    ``classes`` parameter unless the grid sets it."""
-    est = cls(random_state=seed, scheduler=scheduler, **params)
+def _fit(method, params, X, aux, seed, scheduler, classes=None):
+    """Fit the registry method's estimator with ``params`` on the training
+    rows; ``aux`` (labels or the second view) is passed when the method has
+    one. ``classes`` (all classes of the store, present in this fold or not)
+    fills an estimator's ``classes`` parameter unless the grid sets it."""
+    est = method.estimator_class()(random_state=seed, scheduler=scheduler, **params)
     if classes is not None and "classes" in est.get_params() and "classes" not in params:
         est.set_params(classes=classes)
-    return est.fit(X) if aux is None else est.fit(X, aux)
+    return method.fit_arrays(est, X, aux)
 
 
 def _check_method(method):
@@ -187,7 +187,7 @@ def run_cell(store, method, params, fold, n_folds, fold_kind="ranges", seed=0, s
         classes = engine.map_reduce(LABEL_VALUES, ds["label"].data, scheduler=sched)["values"]
     # warnings (e.g. ConvergenceWarning) go to the caller / the Prefect log;
     # warnings.catch_warnings is not thread-safe, and cells run in threads
-    model = _fit(m.estimator_class(), params, Xtr, atr, int(seed) + int(fold), sched, classes)
+    model = _fit(m, params, Xtr, atr, int(seed) + int(fold), sched, classes)
     out = m.score(model, test["x"], test.get(aux) if aux else None, sched)
     return {"method": method, "params": params, "fold": int(fold), "n_folds": int(n_folds),
             "fold_kind": fold_kind, "seed": int(seed), "store": str(store),

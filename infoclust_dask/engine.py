@@ -76,7 +76,8 @@ def is_lazy(a) -> bool:
 
 
 def as_array(data):
-    """Numpy or dask array behind ``data`` (numpy, dask or xarray).
+    """Numpy or dask array behind ``data`` (numpy, dask or xarray; a
+    ``scipy.sparse`` matrix stays sparse, in CSR form, for kernels that take it).
 
     Dask arrays must have known chunk sizes and be chunked along rows only;
     columns are brought into one chunk.
@@ -90,6 +91,8 @@ def as_array(data):
         )
     if type(data).__module__.startswith("xarray."):
         data = data.data
+    if hasattr(data, "tocsr") and hasattr(data, "nnz"):  # scipy.sparse: kernels that take it slice its rows
+        return data.tocsr()
     if _is_dask(data):
         if any(np.isnan(c) for cs in data.chunks for c in cs):
             raise ValueError(

@@ -29,19 +29,19 @@ __all__ = ["Method", "Option", "METHODS", "FLOWS", "get_method", "load_flow", "a
 # --------------------------------------------------------------------------
 # option parsing helpers
 # --------------------------------------------------------------------------
-def auto_or(kind):
-    """An argparse type: the string ``"auto"`` or a value of ``kind``; the
-    error names the expected form."""
+def auto_or(kind, word="auto"):
+    """An argparse type: the string ``word`` (default "auto") or a value of
+    ``kind``; the error names the expected form."""
 
     def parse(text):
-        if text == "auto":
-            return "auto"
+        if text == word:
+            return word
         try:
             return kind(text)
         except ValueError:
-            raise ValueError(f"expected 'auto' or a {kind.__name__}, got {text!r}") from None
+            raise ValueError(f"expected {word!r} or a {kind.__name__}, got {text!r}") from None
 
-    parse.__name__ = f"'auto' or {kind.__name__}"
+    parse.__name__ = f"'{word}' or {kind.__name__}"
     return parse
 
 
@@ -76,6 +76,9 @@ class Method:
         One line for ``infoclust fit --help``.
     aux : {"label", "y", None}
         Store variable the fit takes beside ``x``.
+    aux_keyword : str, optional
+        Pass ``aux`` to ``fit`` as this keyword (CMBC's ``known=``) instead
+        of positionally.
     options : tuple of Option
         Method-specific command-line options.
     build : callable, optional
@@ -101,6 +104,7 @@ class Method:
     summary: Callable | None = None
     score: Callable | None = None
     required: tuple = ("n_clusters",)
+    aux_keyword: str | None = None
 
     def estimator_class(self):
         from . import cluster
@@ -125,7 +129,13 @@ class Method:
     def fit(self, est, ds):
         """Fit ``est`` on the store dataset ``ds`` (its ``x`` and ``aux``)."""
         self.check_store(ds)
-        return est.fit(ds["x"]) if self.aux is None else est.fit(ds["x"], ds[self.aux])
+        return self.fit_arrays(est, ds["x"], None if self.aux is None else ds[self.aux])
+
+    def fit_arrays(self, est, X, aux):
+        """``est.fit`` with the primary data and the auxiliary variable (or None)."""
+        if aux is None:
+            return est.fit(X)
+        return est.fit(X, **{self.aux_keyword: aux}) if self.aux_keyword else est.fit(X, aux)
 
 
 # --------------------------------------------------------------------------
@@ -169,6 +179,25 @@ def _summary_smic(est, ds, sched):
         out["ari_vs_label"] = float(adjusted_rand_score(engine.compute(ds["label"].data, scheduler=sched),
                                                         est.labels_))
     return out
+
+
+def _summary_cmbc(est, ds, sched):
+    from . import engine
+    from .metrics import contingency_table, nmi_paper
+
+    labels = np.asarray(engine.compute(est.labels_, scheduler=sched))
+    out = {"gamma": est.gamma_, "variant": est.variant, "n_patterns": est.n_patterns_,
+           "temperatures": len(est.temperatures_), "cluster_sizes": np.bincount(labels).tolist()}
+    for name in ds.data_vars:
+        if ds[name].dims == ("sample",) and np.issubdtype(ds[name].dtype, np.integer):
+            lab = np.asarray(engine.compute(ds[name].data, scheduler=sched))
+            out[f"nmi_vs_{name}"] = nmi_paper(labels, lab)
+            out[f"contingency_vs_{name}"] = contingency_table(labels, np.unique(lab, return_inverse=True)[1]).tolist()
+    return out
+
+
+def _build_cmbc(v):
+    return {"n_clusters": v["k"], "gamma": v["gamma"], "variant": v["variant"]}
 
 
 def _score_kmeans(model, Xte, cte, scheduler):
@@ -252,6 +281,17 @@ METHODS: dict[str, Method] = {m.name: m for m in (
                    help="membership widths, or 'auto' (held-out choice)"),
         ),
         build=_build_ac, summary=_summary_ac, score=_score_ac,
+    ),
+    Method(
+        "cmbc", "CMBC", "clustering of binary data away from a known clustering (the store needs a 'label')",
+        aux="label", aux_keyword="known",
+        options=(
+            Option("--gamma", "gamma", type=auto_or(float, "default"), default="default",
+                   help="constraint weight in [0, 1), or 'default' (0.99)"),
+            Option("--variant", "variant", default="bu", choices=("bu", "pm"),
+                   help="bu: batch update; pm: partial maximization"),
+        ),
+        build=_build_cmbc, summary=_summary_cmbc,
     ),
     Method(
         "smic", "SMIC", "SMI clustering with t chosen by LSMI",

@@ -186,3 +186,21 @@ def test_fit_smic_on_a_labelled_store(tmp_path, capsys):
         model.predict(X[:3])
     assert main(["fit", "smic", str(store), "-k", "2", "--t", "250", "--scheduler", "sync"]) == 2
     assert "needs at least t + 1 = 251 samples" in capsys.readouterr().err
+
+
+def test_fit_cmbc_finds_the_next_clustering(tmp_path, capsys):
+    """infoclust fit cmbc: binary store with the known clustering as its label;
+    the summary reports NMI against every integer label column of the store."""
+    from infoclust_dask import write_dataset
+    from infoclust_dask.datasets import make_cmbc_data
+
+    Y, Q, _ = make_cmbc_data(1000, p_noise=0.1, random_state=3)
+    store = write_dataset(tmp_path / "bin.zarr", Y.astype("float32"), label=Q[:, 0])
+    rc = main(["fit", "cmbc", str(store), "-k", "2", "--scheduler", "sync", "--storage", str(tmp_path)])
+    assert rc == 0
+    out = capsys.readouterr().out
+    summary = json.loads(out[out.index("{"): out.rindex("}") + 1])
+    assert summary["nmi_vs_label"] < 0.02 and summary["gamma"] == 0.99 and summary["n_patterns"] == 2
+    with pytest.raises(SystemExit):
+        main(["fit", "cmbc", str(store), "--gamma", "x", "--scheduler", "sync"])
+    assert "--gamma: invalid 'default' or float value: 'x'" in capsys.readouterr().err

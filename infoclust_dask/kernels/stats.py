@@ -66,7 +66,12 @@ MOMENTS = Pass("moments_stats", moments_stats, inputs=("x", "w"))
 
 
 def gram_stats(x):
-    """Count, sum and ``X^T X`` of a block (covariance / principal axes)."""
+    """Count, sum and ``X^T X`` of a block (covariance / principal axes);
+    ``scipy.sparse`` rows stay sparse."""
+    if hasattr(x, "tocsr"):
+        x = x.tocsr().astype(np.float64)
+        return {"n": np.array(x.shape[0], dtype=np.int64), "s1": np.asarray(x.sum(axis=0)).ravel(),
+                "xtx": np.asarray((x.T @ x).todense())}
     x = np.asarray(x, dtype=np.float64)
     return {"n": np.array(x.shape[0], dtype=np.int64), "s1": x.sum(axis=0), "xtx": x.T @ x}
 

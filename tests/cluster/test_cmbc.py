@@ -1,0 +1,98 @@
+"""CMBC (Gondek, Vaithyanathan & Garg 2005) end to end: on the §6.1 data it
+finds the next clustering given the known ones (where annealed EM finds the
+strongest), from known clusterings or negative features, both variants;
+chunked and sparse input agree with numpy; bad input is refused by message."""
+
+import dask.array as da
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from infoclust_dask import CMBC, engine
+from infoclust_dask.datasets import cmbc_session, make_cmbc_data
+from infoclust_dask.metrics import nmi_paper
+
+
+@pytest.fixture(scope="module")
+def data():
+    return make_cmbc_data(1000, p_noise=0.1, random_state=3)
+
+
+@pytest.mark.parametrize("session", [1, 2, 3])
+@pytest.mark.parametrize("variant", ["bu", "pm"])
+def test_finds_the_next_clustering_given_the_known_ones(data, session, variant):
+    Y, Q, groups = data
+    Yp, known, target = cmbc_session(Y, Q, groups, session)
+    m = CMBC(2, variant=variant, random_state=0, scheduler="sync").fit(Yp, known=known)
+    assert nmi_paper(m.labels_, target) > 0.7
+    assert max(nmi_paper(m.labels_, Q[:, l_]) for l_ in range(session)) < 0.02
+    assert m.theta_.shape == (18, 2) and m.temperatures_[0] > m.temperatures_[-1]
+    assert m.n_patterns_ == 2**session and m.gamma_ == 0.99
+
+
+def test_em_baseline_finds_the_strongest(data):
+    Y, Q, groups = data
+    Yp, known, _ = cmbc_session(Y, Q, groups, 1)
+    em = CMBC(2, gamma=0.0, random_state=0, scheduler="sync").fit(Yp, known=known)
+    assert nmi_paper(em.labels_, Q[:, 0]) > 0.8
+    plain = CMBC(2, gamma=0.0, random_state=0, scheduler="sync").fit(Yp)  # no prior knowledge at all
+    np.testing.assert_array_equal(plain.labels_, em.labels_)
+
+
+def test_negative_features(data):
+    Y, Q, groups = data
+    Yp, Ym, target = cmbc_session(Y, Q, groups, 1, kind="negative")
+    m = CMBC(2, gamma=0.9, random_state=0, scheduler="sync").fit(Yp, Ym)
+    assert Ym.shape[1] == 3 and Yp.shape[1] == 15
+    assert nmi_paper(m.labels_, target) > 0.7 and nmi_paper(m.labels_, Q[:, 0]) < 0.02
+
+
+def test_chunked_and_sparse_input_equal_numpy(data, scheduler):
+    Y, Q, groups = data
+    Yp, known, _ = cmbc_session(Y, Q, groups, 1)
+    kw = dict(random_state=1, max_iter=20)
+    ref = CMBC(2, scheduler="sync", **kw).fit(Yp, known=known)
+    lazy = CMBC(2, scheduler=scheduler, **kw).fit(da.from_array(Yp, chunks=(170, 18)),
+                                                  known=da.from_array(known[:, 0], chunks=170))
+    np.testing.assert_allclose(lazy.theta_, ref.theta_, rtol=1e-7, atol=1e-9)
+    np.testing.assert_array_equal(np.asarray(engine.compute(lazy.labels_, scheduler=scheduler)), ref.labels_)
+    sparse = CMBC(2, scheduler="sync", **kw).fit(sp.csr_matrix(Yp), known=known)
+    np.testing.assert_allclose(sparse.theta_, ref.theta_, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(ref.predict_proba(Yp).sum(axis=1), 1.0)
+    np.testing.assert_array_equal(ref.predict(Yp), ref.labels_)
+
+
+def test_known_accepts_lists_strings_and_columns(data):
+    Y, Q, groups = data
+    kw = dict(random_state=0, scheduler="sync", max_iter=10)
+    a = CMBC(2, **kw).fit(Y, known=Q[:, :2])
+    b = CMBC(2, **kw).fit(Y, known=[np.array(["u", "v"])[Q[:, 0]], Q[:, 1] + 7])
+    np.testing.assert_allclose(a.theta_, b.theta_, rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "X_fn, kw, match",
+    [
+        (lambda Y: Y * 2, {}, r"X must be binary \(0/1\): \d+ entries are neither 0 nor 1"),
+        (lambda Y: Y, {"known": np.zeros(10)}, r"known has 10 labels but X has 1000 samples"),
+        (lambda Y: Y, {"Y_minus": np.full((1000, 2), 3)}, r"Y_minus must be binary \(0/1\); found values \[3\]"),
+        (lambda Y: Y, {"known": np.arange(1000) % 300},
+         r"300 distinct negative patterns for 1000 samples \(fewer than 5 rows per pattern\)"),
+        (lambda Y: Y[:1], {}, r"n_samples=1 should be >= n_clusters=2"),
+    ],
+)
+def test_bad_input(data, X_fn, kw, match):
+    Y, _, _ = data
+    Ym = kw.pop("Y_minus", None)
+    with pytest.raises(ValueError, match=match):
+        CMBC(2, scheduler="sync").fit(X_fn(Y), Ym, **kw)
+
+
+@pytest.mark.parametrize("params, match", [
+    ({"gamma": 1.0}, r"The 'gamma' parameter of CMBC must be a float in the range \[0, 1\) or a str among"),
+    ({"variant": "xx"}, r"The 'variant' parameter of CMBC must be a str among \{'bu', 'pm'\}"),
+    ({"anneal_rate": 1.5}, r"The 'anneal_rate' parameter of CMBC must be a float in the range \(0, 1\)"),
+])
+def test_bad_parameters(data, params, match):
+    with pytest.raises(ValueError, match=match):
+        CMBC(2, **params).fit(data[0])
