@@ -65,7 +65,7 @@ def one(job):
     kind = "known" if table == 2 else "negative"
     Yp, prior, _ = cmbc_session(Y, Q, groups, session, kind)
     variant = {"CMBCbu": "bu", "CMBCpm": "pm", "EM": "bu"}[algo]
-    g = 0.0 if algo == "EM" else gamma
+    g = 0.0 if algo == "EM" else (gamma if gamma == "default" else float(gamma))
     est = CMBC(2, gamma=g, variant=variant, random_state=seed, scheduler="sync")
     est = est.fit(Yp, known=prior) if kind == "known" else est.fit(Yp, prior)
     return tuple(nmi_paper(est.labels_, Q[:, l_]) for l_ in range(4))
@@ -138,7 +138,7 @@ def main():
     p.add_argument("--sets", type=int, default=50, help="generated data sets per row (the paper: 100)")
     p.add_argument("--sessions", type=int, nargs="+", default=[1, 2, 3])
     p.add_argument("--noise", type=float, nargs="+", default=[0.1, 0.2, 0.3])
-    p.add_argument("--gamma", type=float, default=0.99, help="gamma of both CMBC variants (default: the default)")
+    p.add_argument("--gamma", default="default", help="gamma of both CMBC variants (default: CMBC's default rule)")
     p.add_argument("--processes", type=int, default=2)
     p.add_argument("--gamma-curve", action="store_true", help="NMI vs gamma in session 3 (Fig. 3) instead")
     a = p.parse_args()

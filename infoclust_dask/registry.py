@@ -287,7 +287,7 @@ METHODS: dict[str, Method] = {m.name: m for m in (
         aux="label", aux_keyword="known",
         options=(
             Option("--gamma", "gamma", type=auto_or(float, "default"), default="default",
-                   help="constraint weight in [0, 1), or 'default' (0.99)"),
+                   help="constraint weight in [0, 1), or 'default' (0.995 with known clusterings)"),
             Option("--variant", "variant", default="bu", choices=("bu", "pm"),
                    help="bu: batch update; pm: partial maximization"),
         ),

@@ -200,7 +200,7 @@ def test_fit_cmbc_finds_the_next_clustering(tmp_path, capsys):
     assert rc == 0
     out = capsys.readouterr().out
     summary = json.loads(out[out.index("{"): out.rindex("}") + 1])
-    assert summary["nmi_vs_label"] < 0.02 and summary["gamma"] == 0.99 and summary["n_patterns"] == 2
+    assert summary["nmi_vs_label"] < 0.02 and summary["gamma"] == 0.995 and summary["n_patterns"] == 2
     with pytest.raises(SystemExit):
         main(["fit", "cmbc", str(store), "--gamma", "x", "--scheduler", "sync"])
     assert "--gamma: invalid 'default' or float value: 'x'" in capsys.readouterr().err

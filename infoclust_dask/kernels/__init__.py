@@ -14,6 +14,7 @@ module per method, each pass declared once next to its kernel as a
 ``ac``         associative clustering
 ``knn``        k nearest neighbours, block against block
 ``smic``       SMIC's kernel values, out-of-sample sums and LSMI
+``cmbc``       CMBC's pattern counts and annealed E-step sums
 =============  ==========================================================
 
 Nothing here imports dask; :mod:`infoclust_dask.engine` runs the passes.

@@ -27,7 +27,7 @@ def test_finds_the_next_clustering_given_the_known_ones(data, session, variant):
     assert nmi_paper(m.labels_, target) > 0.7
     assert max(nmi_paper(m.labels_, Q[:, l_]) for l_ in range(session)) < 0.02
     assert m.theta_.shape == (18, 2) and m.temperatures_[0] > m.temperatures_[-1]
-    assert m.n_patterns_ == 2**session and m.gamma_ == 0.99
+    assert m.n_patterns_ == 2**session and m.gamma_ == 0.995
 
 
 def test_em_baseline_finds_the_strongest(data):
@@ -42,7 +42,8 @@ def test_em_baseline_finds_the_strongest(data):
 def test_negative_features(data):
     Y, Q, groups = data
     Yp, Ym, target = cmbc_session(Y, Q, groups, 1, kind="negative")
-    m = CMBC(2, gamma=0.9, random_state=0, scheduler="sync").fit(Yp, Ym)
+    m = CMBC(2, random_state=0, scheduler="sync").fit(Yp, Ym)
+    assert m.gamma_ == 0.9  # the default for negative features
     assert Ym.shape[1] == 3 and Yp.shape[1] == 15
     assert nmi_paper(m.labels_, target) > 0.7 and nmi_paper(m.labels_, Q[:, 0]) < 0.02
 
@@ -76,8 +77,8 @@ def test_known_accepts_lists_strings_and_columns(data):
         (lambda Y: Y * 2, {}, r"X must be binary \(0/1\): \d+ entries are neither 0 nor 1"),
         (lambda Y: Y, {"known": np.zeros(10)}, r"known has 10 labels but X has 1000 samples"),
         (lambda Y: Y, {"Y_minus": np.full((1000, 2), 3)}, r"Y_minus must be binary \(0/1\); found values \[3\]"),
-        (lambda Y: Y, {"known": np.arange(1000) % 300},
-         r"300 distinct negative patterns for 1000 samples \(fewer than 5 rows per pattern\)"),
+        (lambda Y: Y, {"known": np.arange(1000) % 600},
+         r"600 distinct negative patterns for 1000 samples \(fewer than 2 rows per pattern\)"),
         (lambda Y: Y[:1], {}, r"n_samples=1 should be >= n_clusters=2"),
     ],
 )
