@@ -67,3 +67,22 @@ def test_expected_failures_are_named_checks():
     names = {_name(c) for base in ESTIMATORS for _, c in estimator_checks_generator(base, legacy=True)}
     for base in ESTIMATORS:
         assert set(expected_failures(base)) <= names
+
+
+def test_cmbc_follows_the_estimator_api():
+    """CMBC takes binary data only, which scikit-learn's data checks (random
+    floats) cannot feed it; the checks that need no data run here, the data
+    ones have binary counterparts in tests/cluster/test_cmbc.py."""
+    from sklearn.base import clone
+    from sklearn.utils.estimator_checks import (
+        check_get_params_invariance,
+        check_no_attributes_set_in_init,
+        check_parameters_default_constructible,
+        check_set_params,
+    )
+
+    est = cluster.CMBC(3, gamma=0.5, variant="pm", scheduler="sync")
+    for check in (check_parameters_default_constructible, check_no_attributes_set_in_init,
+                  check_get_params_invariance, check_set_params):
+        check("CMBC", est)
+    assert clone(est).get_params() == est.get_params()
