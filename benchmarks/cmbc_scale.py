@@ -95,7 +95,7 @@ def main():
     seconds = time.perf_counter() - t0
     stop.set()
     th.join()
-    print(f"whole fit (max_iter=3 per temperature): {seconds:.1f} s, {est.n_iter_} EM passes + 2 setup passes, "
+    print(f"whole fit (max_iter=3 per temperature): {seconds:.1f} s, {est.n_iter_} EM passes (plus the counting, Gram and label passes), "
           f"{len(est.temperatures_)} temperatures; peak worker RSS "
           f"{', '.join(f'{v / 2**30:.2f} GiB' for v in peaks.values())}")
     if not a.keep:
