@@ -120,9 +120,15 @@ def curve(a):
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6, 4))
+    x = [1.0 - g for g in gammas]  # the action is close to 1: plot 1 - gamma on a log axis
     for p in a.noise:
-        ax.plot(gammas, curves[p], marker="o", label=f"p_noise {p}")
-    ax.set_xlabel("gamma")
+        ax.plot(x, curves[p], marker="o", label=f"p_noise {p}")
+    ax.set_xscale("log")
+    ax.invert_xaxis()
+    ax.set_xticks(x)
+    ax.set_xticklabels([f"{g:g}" for g in gammas], rotation=60, fontsize=7)
+    ax.minorticks_off()
+    ax.set_xlabel("gamma (axis: 1 - gamma, log scale)")
     ax.set_ylabel("mean NMI(C, Q4), session 3")
     ax.set_title("CMBCbu: similarity to the target clustering vs gamma (cf. Fig. 3)")
     ax.legend()
