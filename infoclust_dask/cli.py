@@ -69,7 +69,7 @@ def _cmd_fit(args):
 
     method = get_method(args.method)
     ds = open_dataset(args.store)
-    method.check_store(ds)  # before a cluster starts
+    method.check_store(ds, vars(args))  # before a cluster starts
     sched = engine.resolve_scheduler(_scheduler(args))
     print(f"infoclust: fitting {args.method} on {args.store} {tuple(ds['x'].shape)} with scheduler {sched}",
           flush=True)
@@ -78,7 +78,7 @@ def _cmd_fit(args):
     if "verbose" in est.get_params():
         est.set_params(verbose=1)
     t0 = time.perf_counter()
-    method.fit(est, ds)
+    method.fit(est, ds, vars(args))
     seconds = time.perf_counter() - t0
     run = new_run_dir(args.method, root=args.storage)
     save_model(est, run / "model.json")
@@ -91,6 +91,8 @@ def _cmd_fit(args):
         summary["n_iter"] = int(est.n_iter_)
     if method.summary is not None:
         summary.update(method.summary(est, ds, sched))
+    if method.artifacts is not None:
+        summary["plots"] = method.artifacts(est, ds, sched, run)
     if hasattr(est, "labels_") and not engine.is_lazy(est.labels_):
         write_npy(run / "labels.npy", est.labels_)
     write_json(run / "summary.json", summary)

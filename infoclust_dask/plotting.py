@@ -144,11 +144,12 @@ def plot_tradeoff(rows, path, *, param="reg_strength", title=""):
     return Path(path)
 
 
-def plot_contingency_heatmap(table, reliability, path, *, surprising=None, title=""):
+def plot_contingency_heatmap(table, reliability, path, *, surprising=None, title="", xlabel="y cluster",
+                             ylabel="x cluster"):
     """Heatmap of a contingency table (log2 observed / expected), each cell
-    annotated with its count and bootstrap reliability; cells surprising in
-    the reference are outlined (``surprising``: (K, L) array of "over",
-    "under" or "-")."""
+    annotated with its count and, when ``reliability`` is given, its
+    bootstrap reliability; cells surprising in the reference are outlined
+    (``surprising``: (K, L) array of "over", "under" or "-")."""
     plt = _plt()
     n = np.asarray(table, dtype=float)
     N = n.sum()
@@ -159,12 +160,13 @@ def plot_contingency_heatmap(table, reliability, path, *, surprising=None, title
     im = ax.imshow(ratio, cmap="RdBu_r", vmin=-lim, vmax=lim)
     for i in range(n.shape[0]):
         for j in range(n.shape[1]):
-            ax.text(j, i, f"{int(n[i, j])}\n{reliability[i][j]:.0%}", ha="center", va="center", fontsize=7)
+            text = f"{int(n[i, j])}" if reliability is None else f"{int(n[i, j])}\n{reliability[i][j]:.0%}"
+            ax.text(j, i, text, ha="center", va="center", fontsize=7)
             if surprising is not None and surprising[i][j] != "-":
                 ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, lw=1.5,
                                            ec="k" if surprising[i][j] == "over" else "grey"))
-    ax.set_xlabel("y cluster")
-    ax.set_ylabel("x cluster")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
     ax.set_xticks(range(n.shape[1]))
     ax.set_yticks(range(n.shape[0]))
     fig.colorbar(im, ax=ax, label="log2(observed / expected)")

@@ -79,6 +79,13 @@ class Method:
     aux_keyword : str, optional
         Pass ``aux`` to ``fit`` as this keyword (CMBC's ``known=``) instead
         of positionally.
+    aux_option : str, optional
+        The option (its ``dest``) whose value names the store variable(s) to
+        use instead of ``aux``: comma-separated, several become a list (CMBC's
+        ``--known label,topic``); "none" passes nothing.
+    artifacts : callable, optional
+        ``artifacts(est, ds, scheduler, run_dir) -> dict`` of files written
+        into the run folder (plots), reported in the summary.
     options : tuple of Option
         Method-specific command-line options.
     build : callable, optional
@@ -105,6 +112,8 @@ class Method:
     score: Callable | None = None
     required: tuple = ("n_clusters",)
     aux_keyword: str | None = None
+    aux_option: str | None = None
+    artifacts: Callable | None = None
 
     def estimator_class(self):
         from . import cluster
@@ -118,18 +127,32 @@ class Method:
         out.update({o.param: values[o.dest] for o in self.options if o.param is not None})
         return out
 
-    def check_store(self, ds):
-        """Raise a clear error when the store dataset ``ds`` lacks the
-        variable the method needs beside ``x``."""
-        if self.aux is not None and self.aux not in ds:
-            what = "class labels ('label': ingest with --label-column)" if self.aux == "label" else \
-                "a second, paired view ('y')"
-            raise ValueError(f"Method {self.name!r} needs {what}, but the store has no {self.aux!r} variable.")
+    def aux_names(self, values=None):
+        """The store variables that feed ``aux``: ``[aux]``, or the names given
+        to ``aux_option`` in ``values`` (the parsed options); [] for none."""
+        given = (values or {}).get(self.aux_option) if self.aux_option else None
+        if given is None:
+            return [] if self.aux is None else [self.aux]
+        names = [n.strip() for n in str(given).split(",") if n.strip()]
+        return [] if names in ([], ["none"]) else names
 
-    def fit(self, est, ds):
-        """Fit ``est`` on the store dataset ``ds`` (its ``x`` and ``aux``)."""
-        self.check_store(ds)
-        return self.fit_arrays(est, ds["x"], None if self.aux is None else ds[self.aux])
+    def check_store(self, ds, values=None):
+        """Raise a clear error when the store dataset ``ds`` lacks a
+        variable the method needs beside ``x``."""
+        for name in self.aux_names(values):
+            if name not in ds:
+                what = ("class labels ('label': ingest with --label-column)" if name == "label" else
+                        "a second, paired view ('y')" if name == "y" else f"the variable {name!r}")
+                raise ValueError(f"Method {self.name!r} needs {what}, but the store has no {name!r} variable; "
+                                 f"it holds {sorted(ds.data_vars)}.")
+
+    def fit(self, est, ds, values=None):
+        """Fit ``est`` on the store dataset ``ds``: its ``x`` and the aux
+        variable(s) (see :meth:`aux_names`)."""
+        self.check_store(ds, values)
+        names = self.aux_names(values)
+        aux = None if not names else ds[names[0]] if len(names) == 1 else [ds[n] for n in names]
+        return self.fit_arrays(est, ds["x"], aux)
 
     def fit_arrays(self, est, X, aux):
         """``est.fit`` with the primary data and the auxiliary variable (or None)."""
@@ -193,6 +216,26 @@ def _summary_cmbc(est, ds, sched):
             lab = np.asarray(engine.compute(ds[name].data, scheduler=sched))
             out[f"nmi_vs_{name}"] = nmi_paper(labels, lab)
             out[f"contingency_vs_{name}"] = contingency_table(labels, np.unique(lab, return_inverse=True)[1]).tolist()
+    return out
+
+
+def _artifacts_cmbc(est, ds, sched, run_dir):
+    """One heatmap per integer label column: the new clusters against it."""
+    from pathlib import Path
+
+    from . import engine
+    from .metrics import contingency_table
+    from .plotting import plot_contingency_heatmap
+
+    labels = np.asarray(engine.compute(est.labels_, scheduler=sched))
+    out = {}
+    for name in ds.data_vars:
+        if ds[name].dims == ("sample",) and np.issubdtype(ds[name].dtype, np.integer):
+            lab = np.unique(np.asarray(engine.compute(ds[name].data, scheduler=sched)), return_inverse=True)[1]
+            path = Path(run_dir) / f"contingency-{name}.png"
+            plot_contingency_heatmap(contingency_table(labels, lab), None, path, xlabel=f"{name} (stored)",
+                                     ylabel="CMBC cluster", title=f"CMBC clusters vs {name}: count")
+            out[name] = str(path)
     return out
 
 
@@ -284,8 +327,11 @@ METHODS: dict[str, Method] = {m.name: m for m in (
     ),
     Method(
         "cmbc", "CMBC", "clustering of binary data away from a known clustering (the store needs a 'label')",
-        aux="label", aux_keyword="known",
+        aux="label", aux_keyword="known", aux_option="known", artifacts=_artifacts_cmbc,
         options=(
+            Option("--known", None, default="label",
+                   help="store variable(s) with the known clustering(s), comma-separated (default label); "
+                        "'none' for the annealed EM baseline"),
             Option("--gamma", "gamma", type=auto_or(float, "default"), default="default",
                    help="constraint weight in [0, 1), or 'default' (0.995 with known clusterings)"),
             Option("--variant", "variant", default="bu", choices=("bu", "pm"),

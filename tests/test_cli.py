@@ -201,6 +201,14 @@ def test_fit_cmbc_finds_the_next_clustering(tmp_path, capsys):
     out = capsys.readouterr().out
     summary = json.loads(out[out.index("{"): out.rindex("}") + 1])
     assert summary["nmi_vs_label"] < 0.02 and summary["gamma"] == 0.995 and summary["n_patterns"] == 2
+    assert Path(summary["plots"]["label"]).stat().st_size > 0  # contingency heatmap in the run folder
+    rc = main(["fit", "cmbc", str(store), "-k", "2", "--known", "none", "--scheduler", "sync", "--storage",
+               str(tmp_path)])
+    out = capsys.readouterr().out
+    em = json.loads(out[out.index("{"): out.rindex("}") + 1])
+    assert rc == 0 and em["n_patterns"] == 1 and em["nmi_vs_label"] > 0.8  # the EM baseline finds Q1
+    assert main(["fit", "cmbc", str(store), "--known", "topic", "--scheduler", "sync"]) == 2
+    assert "the store has no 'topic' variable; it holds ['label', 'x']" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["fit", "cmbc", str(store), "--gamma", "x", "--scheduler", "sync"])
     assert "--gamma: invalid 'default' or float value: 'x'" in capsys.readouterr().err
