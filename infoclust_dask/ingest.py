@@ -169,7 +169,7 @@ def _is_store(src) -> bool:
 
 def ingest(src, dest, *, label_column=None, drop_nonfinite=False, standardize=False, pca=None, pca_method="gram",
            n_folds=None, fold_seed=0, chunks=None, codec="auto", overwrite=False, progress=False,
-           scheduler=None):
+           scheduler=None, binary=False):
     """Read ``src``, validate, optionally standardize / project, and write a store at ``dest``.
 
     ``src`` may also be an existing store, which is then preprocessed block by
@@ -192,6 +192,10 @@ def ingest(src, dest, *, label_column=None, drop_nonfinite=False, standardize=Fa
         Rows per chunk; default from :func:`~infoclust_dask.preprocess.choose_chunk_rows`.
     codec : {"auto", "lz4", "zstd", "none"}
         ``"auto"`` keeps LZ4 only when it shrinks the data by >= 15 %.
+    binary : bool
+        The features are binary (0/1, e.g. documents x terms for CMBC):
+        stored as uint8, one byte per value; any other value is an error.
+        Not with ``standardize`` or ``pca``.
 
     Returns ``(path, report)``; the report says what was read, rejected and
     dropped, and which chunk size and codec were chosen.
@@ -202,6 +206,9 @@ def ingest(src, dest, *, label_column=None, drop_nonfinite=False, standardize=Fa
     if codec not in ("auto", "lz4", "zstd", "none"):
         raise IngestError(f"codec must be 'auto', 'lz4', 'zstd' or 'none'; got {codec!r}.")
     check_destination(dest, overwrite)
+    if binary and (standardize or pca is not None):
+        raise IngestError("binary=True keeps the 0/1 values as they are; it cannot be combined with "
+                          "standardize or pca.")
     if _is_store(src):
         return preprocess_store(src, dest, standardize=standardize, pca=pca, pca_method=pca_method, n_folds=n_folds,
                                 fold_seed=fold_seed, chunks=chunks, codec=codec, overwrite=overwrite,
@@ -230,11 +237,19 @@ def ingest(src, dest, *, label_column=None, drop_nonfinite=False, standardize=Fa
                                    "columns": cols})
     if X.shape[0] == 0:
         raise IngestError(f"No rows of {src!r} are left after dropping non-finite rows.")
-    Xt, info = fit_transform(X.astype(np.float64, copy=False), standardize=standardize, pca=pca,
-                             pca_method=pca_method, scheduler=scheduler)
+    if binary:
+        bad = np.unique(X[(X != 0) & (X != 1)])
+        if bad.size:
+            raise IngestError(f"--binary: the data from {src!r} hold values other than 0 and 1 "
+                              f"({bad[:5].tolist()}); binarize them first.")
+        Xt = X.astype(np.uint8)
+        info = {"feature_mean": Xt.mean(axis=0), "feature_std": Xt.std(axis=0)}
+    else:
+        Xt, info = fit_transform(X.astype(np.float64, copy=False), standardize=standardize, pca=pca,
+                                 pca_method=pca_method, scheduler=scheduler)
     path, written = write_preprocessed(
         dest, Xt, info, standardize=standardize, pca=pca, n_folds=n_folds, fold_seed=fold_seed, chunks=chunks,
         codec=codec, label=label, class_names=names, provenance=prov, overwrite=overwrite, progress=progress,
-        scheduler=scheduler)
+        scheduler=scheduler, dtype=np.uint8 if binary else None)
     report.update(rows_written=int(Xt.shape[0]), features_written=int(Xt.shape[1]), **written)
     return path, report

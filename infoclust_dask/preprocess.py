@@ -188,7 +188,7 @@ def choose_codec(sample):
 
 def write_preprocessed(dest, x, info, *, standardize, pca, n_folds=None, fold_seed=0, chunks=None, codec="auto",
                        label=None, y=None, class_names=None, provenance=None, overwrite=False, progress=False,
-                       scheduler=None):
+                       scheduler=None, dtype=None):
     """Write ``x`` (from :func:`fit_transform`, with its ``info``) as a store:
     chunk size and codec chosen for the data, ``feature_mean``/``feature_std``
     (and PCA's ``components``) in the attributes, an optional hashed ``fold``
@@ -213,7 +213,7 @@ def write_preprocessed(dest, x, info, *, standardize, pca, n_folds=None, fold_se
         attrs.update(n_folds=int(n_folds), fold_seed=int(fold_seed))
     path = write_dataset(dest, x, label=label, y=y, fold=fold, chunks=rows, codec=codec, overwrite=overwrite,
                          class_names=class_names, provenance=prov, attrs=attrs, progress=progress,
-                         scheduler=scheduler)
+                         scheduler=scheduler, dtype=dtype)
     return path, report
 
 

@@ -150,7 +150,9 @@ def write_dataset(
         Rows per chunk (chunks span all features). Default: ~64 MB chunks.
     dtype : numpy dtype, optional
         Float dtype of ``x``/``y`` on disk; default keeps float32/float64 and
-        stores integer input as float64.
+        stores integer input as float64. ``uint8`` stores binary 0/1 ``x``
+        (CMBC's data) in one byte per value, after checking the values
+        (``y`` stays float).
     codec : {"lz4", "zstd", "none"}, default="lz4"
     overwrite : bool, default=False
         Replace an existing store. Without it an existing path is an error.
@@ -193,8 +195,17 @@ def write_dataset(
     out_dtype = np.dtype(dtype) if dtype is not None else (
         x.dtype if np.issubdtype(x.dtype, np.floating) else np.dtype(np.float64)
     )
-    if not np.issubdtype(out_dtype, np.floating):
-        raise TypeError(f"dtype must be a float dtype; got {out_dtype}.")
+    binary = out_dtype == np.uint8
+    if not (np.issubdtype(out_dtype, np.floating) or binary):
+        raise TypeError(f"dtype must be a float dtype, or uint8 for binary 0/1 data; got {out_dtype}.")
+    if binary:  # binary features (CMBC): one byte per value, and only 0 and 1 may be stored
+        from .kernels.stats import LABEL_VALUES
+
+        values = map_reduce(LABEL_VALUES, x, scheduler=scheduler)["values"]
+        bad = values[(values != 0) & (values != 1)]
+        if bad.size:
+            raise ValueError(f"dtype=uint8 stores binary data, but 'x' holds the values {bad[:5].tolist()}; "
+                             "binarize it first (e.g. (x > 0)) or keep a float dtype.")
     rows = int(chunks) if chunks is not None else default_chunk_rows(x.shape[1], out_dtype.itemsize)
     if rows <= 0:
         raise ValueError(f"chunks must be a positive number of rows; got {chunks}.")
@@ -218,7 +229,7 @@ def write_dataset(
         _check_float("y", y)
         if y.shape[0] != n:
             raise ValueError(f"'y' has {y.shape[0]} rows but 'x' has {n}; views must be paired row by row.")
-        add("y", y, ("sample", "feature_y"), out_dtype)
+        add("y", y, ("sample", "feature_y"), np.float64 if binary else out_dtype)
     if label is not None:
         label = _lazy(label)
         if label.ndim != 1:

@@ -212,3 +212,29 @@ def test_fit_cmbc_finds_the_next_clustering(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["fit", "cmbc", str(store), "--gamma", "x", "--scheduler", "sync"])
     assert "--gamma: invalid 'default' or float value: 'x'" in capsys.readouterr().err
+
+
+def test_ingest_binary_csv_then_fit_cmbc(tmp_path, capsys):
+    """A 0/1 CSV with a label column becomes a uint8 store; CMBC reads it;
+    a value other than 0/1 is refused by message and nothing is written."""
+    from infoclust_dask.datasets import make_cmbc_data
+
+    Y, Q, _ = make_cmbc_data(600, p_noise=0.1, random_state=4)
+    src = tmp_path / "docs.csv"
+    header = ",".join([f"t{j}" for j in range(Y.shape[1])] + ["known"])
+    rows = [",".join(map(str, list(r) + [int(q)])) for r, q in zip(Y, Q[:, 0], strict=True)]
+    src.write_text(header + "\n" + "\n".join(rows) + "\n")
+    store = tmp_path / "docs.zarr"
+    assert main(["ingest", str(src), str(store), "--label-column", "known", "--binary"]) == 0
+    ds = open_dataset(store)
+    assert ds["x"].dtype == np.uint8 and np.array_equal(ds["x"].values, Y)
+    capsys.readouterr()
+    assert main(["fit", "cmbc", str(store), "-k", "2", "--scheduler", "sync", "--storage", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert json.loads(out[out.index("{"): out.rindex("}") + 1])["nmi_vs_label"] < 0.05
+    bad = tmp_path / "bad.csv"
+    bad.write_text("a,b\n0,1\n2,0\n")
+    assert main(["ingest", str(bad), str(tmp_path / "bad.zarr"), "--binary"]) == 2
+    assert "hold values other than 0 and 1 ([2.0])" in capsys.readouterr().err
+    assert not (tmp_path / "bad.zarr").exists()
+    assert main(["ingest", str(bad), str(tmp_path / "b2.zarr"), "--binary", "--standardize"]) == 2

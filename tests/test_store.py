@@ -157,3 +157,21 @@ def test_a_store_is_opened_once_per_version(tmp_path):
     write_dataset(path, np.ones((6, 2)), overwrite=True)
     c = open_dataset(path)
     assert float(c["x"].values.sum()) == 12.0 and c.attrs["provenance"]["store_id"] != b.attrs["provenance"]["store_id"]
+
+
+def test_binary_stores_are_uint8_and_checked(tmp_path):
+    import dask.array as da
+    import numpy as np
+    import pytest
+
+    from infoclust_dask.store import open_dataset, write_dataset
+
+    x = (np.random.default_rng(0).uniform(size=(100, 4)) < 0.3).astype(np.float32)
+    p = write_dataset(tmp_path / "b.zarr", da.from_array(x, chunks=30), dtype=np.uint8)
+    assert open_dataset(p)["x"].dtype == np.uint8 and np.array_equal(open_dataset(p)["x"].values, x)
+    x[5, 2] = 0.5
+    with pytest.raises(ValueError, match=r"dtype=uint8 stores binary data, but 'x' holds the values \[0.5\]"):
+        write_dataset(tmp_path / "c.zarr", x, dtype=np.uint8)
+    assert not (tmp_path / "c.zarr").exists()
+    with pytest.raises(TypeError, match="dtype must be a float dtype, or uint8"):
+        write_dataset(tmp_path / "d.zarr", x, dtype=np.int32)
