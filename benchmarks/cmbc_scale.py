@@ -1,7 +1,7 @@
 """CMBC at scale: seconds per pass over a binary zarr store against a plain read.
 
-A store of ``--rows`` x ``--features`` binary values (float32 0/1, Blosc-LZ4,
-written from a lazy generator) and a known clustering; on a LocalCluster of 2
+A store of ``--rows`` x ``--features`` binary values (uint8 by default, or
+float32 0/1; Blosc-LZ4, written from a lazy generator) and a known clustering; on a LocalCluster of 2
 single-threaded worker processes, best of ``--repeat``:
 
 - plain read of ``x`` (dask sum),
@@ -40,6 +40,7 @@ def main():
     p.add_argument("--features", type=int, default=64)
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--keep", action="store_true")
+    p.add_argument("--dtype", choices=["uint8", "float32"], default="uint8", help="x on disk (default uint8)")
     a = p.parse_args()
 
     import dask.array as da
@@ -47,16 +48,17 @@ def main():
     from infoclust_dask import CMBC, engine, open_dataset, write_dataset
     from infoclust_dask.kernels.cmbc import CMBC_ESTEP, CMBC_PATTERNS
 
-    path = Path(__file__).parent / "_data" / f"cmbc-{a.rows}x{a.features}.zarr"
+    path = Path(__file__).parent / "_data" / f"cmbc-{a.rows}x{a.features}-{a.dtype}.zarr"
     client = engine.local_client(n_workers=2, threads_per_worker=1)
     if not path.exists():
         rng = da.random.default_rng(0)
         z = rng.integers(0, 2, size=a.rows, chunks=1_000_000)
         base = rng.random((a.rows, a.features), chunks=(1_000_000, a.features)) < 0.1  # noise bits
         signal = (da.arange(a.features) % 2 == 0)[None, :] & (z[:, None] == 1)
-        x = (base ^ signal).astype(np.float32)
+        x = (base ^ signal).astype(np.float32)  # 0/1; stored as a.dtype
         t0 = time.perf_counter()
-        write_dataset(path, x, label=z.astype(np.int32), chunks=524_288, check_finite=False, scheduler=client)
+        write_dataset(path, x, label=z.astype(np.int32), chunks=524_288, check_finite=False, scheduler=client,
+                      dtype=np.dtype(a.dtype))
         print(f"wrote {path} in {time.perf_counter() - t0:.1f} s")
     ds = open_dataset(path)
     nbytes = ds["x"].size * ds["x"].dtype.itemsize
