@@ -23,7 +23,8 @@ _FITTED = (
     "cluster_centers_", "inertia_", "n_iter_", "n_features_in_", "betas_", "centers_path_",
     "free_energy_path_", "n_iter_path_", "beta_", "data_scale_", "sigma_", "n_classes_", "reg_strength_",
     "contingency_", "cluster_centers_x_", "cluster_centers_y_", "n_features_y_in_",
-    "t_", "lsmi_", "eigenvalues_", "class_prior_", "timings_",
+    "t_", "lsmi_", "eigenvalues_", "class_prior_", "timings_", "classes_",
+    "theta_", "gamma_", "n_patterns_", "temperatures_", "objective_history_",
 )
 
 
@@ -119,7 +120,8 @@ def save_model(est, path, *, overwrite=False) -> Path:
 def load_model(path):
     """Rebuild an estimator saved by :func:`save_model`.
 
-    K-means, soft K-means, DC and AC come back ready to ``predict``. SMIC
+    K-means, soft K-means, DC (with its ``classes_``), AC and CMBC come back
+    ready to ``predict`` (DC also to ``score``). SMIC
     comes back as a record of its fit (``t_``, ``lsmi_`` keyed by int ``t``,
     ``eigenvalues_``, ``timings_``, ...): its ``predict`` needs the training
     rows and eigenvectors, which are not saved - refit ``SMIC(t=model.t_)``.

@@ -238,3 +238,22 @@ def test_ingest_binary_csv_then_fit_cmbc(tmp_path, capsys):
     assert "hold values other than 0 and 1 ([2.0])" in capsys.readouterr().err
     assert not (tmp_path / "bad.zarr").exists()
     assert main(["ingest", str(bad), str(tmp_path / "b2.zarr"), "--binary", "--standardize"]) == 2
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")  # tiny max_iter on purpose
+def test_saved_dc_and_cmbc_models_predict_and_score_after_loading(tmp_path):
+    from infoclust_dask import CMBC, DiscriminativeClustering
+    from infoclust_dask.datasets import make_cmbc_data
+    from infoclust_dask.runs import save_model
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 2))
+    y = np.where(X[:, 0] > 0, "right", "left")
+    dc = DiscriminativeClustering(2, sigma=0.5, max_iter=5, scheduler="sync").fit(X, y)
+    back = load_model(save_model(dc, tmp_path / "dc.json"))
+    assert list(back.classes_) == ["left", "right"] and back.score(X, y) == pytest.approx(dc.score(X, y))
+    Y, Q, _ = make_cmbc_data(400, random_state=0)
+    cm = CMBC(2, scheduler="sync", max_iter=10).fit(Y, known=Q[:, 0])
+    back = load_model(save_model(cm, tmp_path / "cm.json"))
+    np.testing.assert_array_equal(back.predict(Y), cm.labels_)
+    assert back.gamma_ == cm.gamma_ and back.temperatures_ == cm.temperatures_
