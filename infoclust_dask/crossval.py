@@ -198,9 +198,12 @@ def run_cell(store, method, params, fold, n_folds, fold_kind="ranges", seed=0, s
 
 
 def _centers(model):
+    """The fitted parameters a cell records: prototypes, or CMBC's theta."""
     if hasattr(model, "cluster_centers_x_"):
         return {"cluster_centers_x": np.asarray(model.cluster_centers_x_).tolist(),
                 "cluster_centers_y": np.asarray(model.cluster_centers_y_).tolist()}
+    if hasattr(model, "theta_"):
+        return {"theta": np.asarray(model.theta_).tolist()}
     return {"cluster_centers": np.asarray(model.cluster_centers_).tolist()}
 
 

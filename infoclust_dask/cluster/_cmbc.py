@@ -241,6 +241,30 @@ class CMBC(ClusterMixin, BaseEstimator):
         raise ValueError(f"known must be one label vector of length n_samples={n}, a list of them, or an "
                          f"(n_samples, n_known) array; got shape {k.shape}.")
 
+    def _pattern_model(self, X, Y_minus, known, n, sched):
+        """The counting pass over (negative pattern, feature) pairs and the
+        :class:`~infoclust_dask.objectives.cmbc.PatternModel` built from it
+        (None when there are fewer than two patterns: the constraint is then
+        constant); checks that X is binary. Returns ``(model, n_patterns)``."""
+        pattern, P = self._patterns(Y_minus, known, n, sched)
+        if pattern is None:
+            pattern, P = np.zeros(n, dtype=np.int64), 1
+        stats = engine.map_reduce(CMBC_PATTERNS, X, pattern, params={"n_patterns": P}, scheduler=sched)
+        if int(stats["nonbinary"]):
+            raise ValueError(f"X must be binary (0/1): {int(stats['nonbinary'])} entries are neither 0 nor 1. "
+                             "Binarize the data first, e.g. X = (X > 0).astype('uint8').")
+        present = stats["count"] > 0
+        P = int(present.sum())
+        if P < 2:
+            return None, P
+        if P * MIN_ROWS_PER_PATTERN > n:
+            raise ValueError(
+                f"The prior knowledge has {P} distinct negative patterns for {n} samples (fewer than "
+                f"{MIN_ROWS_PER_PATTERN} rows per pattern): the pattern probabilities (A.5) and the entropy "
+                "bounds built on them would rest on a handful of rows each. Use fewer negative features or "
+                "known clusterings with fewer labels.")
+        return obj.pattern_model(stats["count"][present], stats["S"][present], stats["n1"], n), P
+
     def _t0(self, X, sched):
         if self.t0 != "auto":
             return float(self.t0)
@@ -276,29 +300,11 @@ class CMBC(ClusterMixin, BaseEstimator):
         X = self._check_X(X, True, sched)
         n, m = X.shape
         check_n_clusters(self, self.n_clusters, n)
-        pattern, P = self._patterns(Y_minus, known, n, sched)
-        if pattern is None:
-            pattern, P = np.zeros(n, dtype=np.int64), 1
-        stats = engine.map_reduce(CMBC_PATTERNS, X, pattern, params={"n_patterns": P}, scheduler=sched)
-        if int(stats["nonbinary"]):
-            raise ValueError(f"X must be binary (0/1): {int(stats['nonbinary'])} entries are neither 0 nor 1. "
-                             "Binarize the data first, e.g. X = (X > 0).astype('uint8').")
-        present = stats["count"] > 0
-        P = int(present.sum())
+        pm, P = self._pattern_model(X, Y_minus, known, n, sched)
         if self.gamma == "default":
             gamma = DEFAULT_GAMMA["negative" if Y_minus is not None else "known"]
         else:
             gamma = float(self.gamma)
-        if P >= 2:
-            if P * MIN_ROWS_PER_PATTERN > n:
-                raise ValueError(
-                    f"The prior knowledge has {P} distinct negative patterns for {n} samples (fewer than "
-                    f"{MIN_ROWS_PER_PATTERN} rows per pattern): the pattern probabilities (A.5) and the entropy "
-                    "bounds built on them would rest on a handful of rows each. Use fewer negative features or "
-                    "known clusterings with fewer labels.")
-            pm = obj.pattern_model(stats["count"][present], stats["S"][present], stats["n1"], n)
-        else:
-            pm = None  # one pattern (or no prior knowledge): the constraint is constant, plain annealed EM
         t0 = self._t0(X, sched)
         rng = check_random_state(self.random_state)
         best = None
@@ -394,6 +400,25 @@ class CMBC(ClusterMixin, BaseEstimator):
         sched = engine.resolve_scheduler(self.scheduler)
         X = self._check_X(X, False, sched)
         return engine.map_blocks(CMBC_POSTERIOR, X, params=self._params(), trailing_shape=(self.n_clusters,))
+
+    def score(self, X, Y_minus=None, *, known=None, gamma=None):
+        """The objective (3.14) of the fitted parameters on the rows ``X``
+        with their prior knowledge (held-out rows, e.g. a cross-validation
+        fold): ``(1 - gamma)/n`` times their log-likelihood plus ``gamma``
+        times the bounds, the pattern constants counted on these rows; higher
+        is better. ``gamma`` defaults to the fit's ``gamma_``; give one
+        reference value to compare fits made with different gammas."""
+        check_is_fitted(self, "theta_")
+        sched = engine.resolve_scheduler(self.scheduler)
+        X = self._check_X(X, False, sched)
+        n = X.shape[0]
+        pm, _ = self._pattern_model(X, Y_minus, known, n, sched)
+        st = engine.map_reduce(CMBC_ESTEP, X, params={**self._params(), "temperature": 1.0}, scheduler=sched)
+        loglik = float(st["loglik"]) - n * np.log(self.n_clusters)
+        g = self.gamma_ if gamma is None else float(gamma)
+        if pm is None:
+            return (1.0 - g) / n * loglik
+        return obj.objective(loglik, self.theta_, pm, g)
 
     def fit_predict(self, X, Y_minus=None, *, known=None):
         return self.fit(X, Y_minus, known=known).labels_
