@@ -90,9 +90,7 @@ def _cmd_fit(args):
     if hasattr(est, "n_iter_"):
         summary["n_iter"] = int(est.n_iter_)
     if method.summary is not None:
-        summary.update(method.summary(est, ds, sched))
-    if method.artifacts is not None:
-        summary["plots"] = method.artifacts(est, ds, sched, run)
+        summary.update(method.summary(est, ds, sched, run))
     if hasattr(est, "labels_") and not engine.is_lazy(est.labels_):
         write_npy(run / "labels.npy", est.labels_)
     write_json(run / "summary.json", summary)

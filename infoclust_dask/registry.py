@@ -83,9 +83,6 @@ class Method:
         The option (its ``dest``) whose value names the store variable(s) to
         use instead of ``aux``: comma-separated, several become a list (CMBC's
         ``--known label,topic``); "none" passes nothing.
-    artifacts : callable, optional
-        ``artifacts(est, ds, scheduler, run_dir) -> dict`` of files written
-        into the run folder (plots), reported in the summary.
     options : tuple of Option
         Method-specific command-line options.
     build : callable, optional
@@ -93,8 +90,9 @@ class Method:
         option values (with ``n_clusters`` from ``-k`` and ``l`` from ``-l``);
         default: every option with a ``param`` passed as is.
     summary : callable, optional
-        ``summary(est, ds, scheduler) -> dict`` of method-specific facts for
-        the run's ``summary.json``.
+        ``summary(est, ds, scheduler, run_dir) -> dict`` of method-specific
+        facts for the run's ``summary.json``; it may write plots into
+        ``run_dir`` and list them under ``"plots"``.
     score : callable, optional
         ``score(model, X_test, aux_test, scheduler) -> dict`` with at least
         ``"score"`` (higher is better); None: not cross-validated.
@@ -113,7 +111,6 @@ class Method:
     required: tuple = ("n_clusters",)
     aux_keyword: str | None = None
     aux_option: str | None = None
-    artifacts: Callable | None = None
 
     def estimator_class(self):
         from . import cluster
@@ -164,7 +161,7 @@ class Method:
 # --------------------------------------------------------------------------
 # summaries and held-out scores (driver-side, small)
 # --------------------------------------------------------------------------
-def _summary_kmeans(est, ds, sched):
+def _summary_kmeans(est, ds, sched, run_dir=None):
     from . import engine
 
     k = est.cluster_centers_.shape[0]
@@ -172,16 +169,16 @@ def _summary_kmeans(est, ds, sched):
             "cluster_sizes": np.bincount(engine.compute(est.labels_, scheduler=sched), minlength=k).tolist()}
 
 
-def _summary_softkmeans(est, ds, sched):
+def _summary_softkmeans(est, ds, sched, run_dir=None):
     return {"critical_betas": est.critical_betas()}
 
 
-def _summary_dc(est, ds, sched):
+def _summary_dc(est, ds, sched, run_dir=None):
     return {"sigma": est.sigma_, "log_posterior_9": est.score(ds["x"], ds["label"]),
             "contingency": est.contingency_.tolist()}
 
 
-def _summary_ac(est, ds, sched):
+def _summary_ac(est, ds, sched, run_dir=None):
     over, under = est.most_surprising(3)
     return {"sigma": list(est.sigma_), "log_bayes_factor_3": est.score(ds["x"], ds["y"]),
             "mutual_information": est.mutual_information(ds["x"], ds["y"]),
@@ -189,7 +186,7 @@ def _summary_ac(est, ds, sched):
             "most_under_represented": under}
 
 
-def _summary_smic(est, ds, sched):
+def _summary_smic(est, ds, sched, run_dir=None):
     k = est.n_clusters
     out = {"t": est.t_, "kernel_normalization": est.kernel_normalization, "lsmi": est.lsmi_,
            "eigenvalues": est.eigenvalues_.tolist(), "timings": est.timings_,
@@ -204,38 +201,33 @@ def _summary_smic(est, ds, sched):
     return out
 
 
-def _summary_cmbc(est, ds, sched):
+def _summary_cmbc(est, ds, sched, run_dir=None):
+    """Facts of a CMBC run and, with ``run_dir``, one heatmap per integer
+    label column of the store (the new clusters against it); the labels and
+    each column are computed once for both."""
+    from pathlib import Path
+
     from . import engine
     from .metrics import contingency_table, nmi_paper
+    from .plotting import plot_contingency_heatmap
 
     labels = np.asarray(engine.compute(est.labels_, scheduler=sched))
     out = {"gamma": est.gamma_, "variant": est.variant, "n_patterns": est.n_patterns_,
            "temperatures": len(est.temperatures_), "cluster_sizes": np.bincount(labels).tolist()}
+    plots = {}
     for name in ds.data_vars:
         if ds[name].dims == ("sample",) and np.issubdtype(ds[name].dtype, np.integer):
             lab = np.asarray(engine.compute(ds[name].data, scheduler=sched))
+            table = contingency_table(labels, np.unique(lab, return_inverse=True)[1])
             out[f"nmi_vs_{name}"] = nmi_paper(labels, lab)
-            out[f"contingency_vs_{name}"] = contingency_table(labels, np.unique(lab, return_inverse=True)[1]).tolist()
-    return out
-
-
-def _artifacts_cmbc(est, ds, sched, run_dir):
-    """One heatmap per integer label column: the new clusters against it."""
-    from pathlib import Path
-
-    from . import engine
-    from .metrics import contingency_table
-    from .plotting import plot_contingency_heatmap
-
-    labels = np.asarray(engine.compute(est.labels_, scheduler=sched))
-    out = {}
-    for name in ds.data_vars:
-        if ds[name].dims == ("sample",) and np.issubdtype(ds[name].dtype, np.integer):
-            lab = np.unique(np.asarray(engine.compute(ds[name].data, scheduler=sched)), return_inverse=True)[1]
-            path = Path(run_dir) / f"contingency-{name}.png"
-            plot_contingency_heatmap(contingency_table(labels, lab), None, path, xlabel=f"{name} (stored)",
-                                     ylabel="CMBC cluster", title=f"CMBC clusters vs {name}: count")
-            out[name] = str(path)
+            out[f"contingency_vs_{name}"] = table.tolist()
+            if run_dir is not None:
+                path = Path(run_dir) / f"contingency-{name}.png"
+                plot_contingency_heatmap(table, None, path, xlabel=f"{name} (stored)", ylabel="CMBC cluster",
+                                         title=f"CMBC clusters vs {name}: count")
+                plots[name] = str(path)
+    if plots:
+        out["plots"] = plots
     return out
 
 
@@ -251,8 +243,9 @@ def _score_cmbc(model, Xte, known_te, scheduler):
     from . import engine
     from .metrics import nmi_paper
 
-    out = {"score": model.score(Xte, known=known_te, gamma=CMBC_SCORE_GAMMA),
-           "loglik_per_sample": model.score(Xte, known=known_te, gamma=0.0), "gamma": model.gamma_}
+    loglik, pm, n = model._held_out_terms(Xte, known=known_te)  # two passes, used at both gammas
+    out = {"score": model._objective_at(loglik, pm, n, CMBC_SCORE_GAMMA),
+           "loglik_per_sample": model._objective_at(loglik, pm, n, 0.0), "gamma": model.gamma_}
     if known_te is not None:
         out["nmi_known"] = nmi_paper(np.asarray(engine.compute(model.predict(Xte), scheduler=scheduler)),
                                      np.asarray(engine.compute(getattr(known_te, "data", known_te),
@@ -301,8 +294,7 @@ def _build_ac(v):
     return {"n_clusters": (v["k"], v["l"] or v["k"]), "sigma": v["sigma"]}
 
 
-def _int_or_auto(text):
-    return auto_or(int)(text)
+_int_or_auto = auto_or(int)
 
 
 METHODS: dict[str, Method] = {m.name: m for m in (
@@ -348,7 +340,7 @@ METHODS: dict[str, Method] = {m.name: m for m in (
     ),
     Method(
         "cmbc", "CMBC", "clustering of binary data away from a known clustering (the store needs a 'label')",
-        aux="label", aux_keyword="known", aux_option="known", artifacts=_artifacts_cmbc,
+        aux="label", aux_keyword="known", aux_option="known",
         options=(
             Option("--known", None, default="label",
                    help="store variable(s) with the known clustering(s), comma-separated (default label); "

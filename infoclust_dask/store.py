@@ -42,6 +42,8 @@ from typing import Any
 
 import numpy as np
 
+from . import engine
+
 __all__ = [
     "SCHEMA_VERSION",
     "StoreError",
@@ -87,18 +89,6 @@ def _check_float(name, a):
             f"'{name}' must hold numbers; got dtype {a.dtype}. Convert it, e.g. "
             f"{name}.astype('float64')."
         )
-
-
-def _lazy(a):
-    from .engine import as_array
-
-    return as_array(a)
-
-
-def _is_lazy(*arrays):
-    from .engine import is_lazy
-
-    return any(a is not None and is_lazy(a) for a in arrays)
 
 
 def check_destination(path, overwrite: bool = False) -> Path:
@@ -181,12 +171,11 @@ def write_dataset(
     if codec not in _CODECS:
         raise ValueError(f"codec must be one of {_CODECS}; got {codec!r}.")
     check_destination(path, overwrite)
-    from .engine import compute, map_reduce
     from .kernels.stats import MOMENTS
 
-    if not _is_lazy(x, y):  # the data live in this process: write them from here
+    if not any(a is not None and engine.is_lazy(a) for a in (x, y)):  # the data live in this process: write them from here
         scheduler = "threads"
-    x = _lazy(x)
+    x = engine.as_array(x)
     _check_2d("x", x)
     _check_float("x", x)
     n = x.shape[0]
@@ -201,7 +190,7 @@ def write_dataset(
     if binary:  # binary features (CMBC): one byte per value, and only 0 and 1 may be stored
         from .kernels.stats import LABEL_VALUES
 
-        values = map_reduce(LABEL_VALUES, x, scheduler=scheduler)["values"]
+        values = engine.map_reduce(LABEL_VALUES, x, scheduler=scheduler)["values"]
         bad = values[(values != 0) & (values != 1)]
         if bad.size:
             raise ValueError(f"dtype=uint8 stores binary data, but 'x' holds the values {bad[:5].tolist()}; "
@@ -224,14 +213,14 @@ def write_dataset(
 
     add("x", x, ("sample", "feature"), out_dtype)
     if y is not None:
-        y = _lazy(y)
+        y = engine.as_array(y)
         _check_2d("y", y)
         _check_float("y", y)
         if y.shape[0] != n:
             raise ValueError(f"'y' has {y.shape[0]} rows but 'x' has {n}; views must be paired row by row.")
         add("y", y, ("sample", "feature_y"), np.float64 if binary else out_dtype)
     if label is not None:
-        label = _lazy(label)
+        label = engine.as_array(label)
         if label.ndim != 1:
             raise ValueError(f"'label' must be 1-D (sample,); got shape {label.shape}.")
         if label.shape[0] != n:
@@ -246,7 +235,7 @@ def write_dataset(
             )
         add("label", label, ("sample",), np.int32)
     if fold is not None:
-        fold = _lazy(fold)
+        fold = engine.as_array(fold)
         if fold.shape != (n,):
             raise ValueError(f"'fold' must have one entry per row ({n}); got shape {fold.shape}.")
         if not np.issubdtype(fold.dtype, np.integer):
@@ -256,14 +245,14 @@ def write_dataset(
     if check_finite:
         for name in ("x", "y"):
             if name in variables:
-                bad = int(map_reduce(MOMENTS, variables[name][1], scheduler=scheduler)["n_bad"])
+                bad = int(engine.map_reduce(MOMENTS, variables[name][1], scheduler=scheduler)["n_bad"])
                 if bad:
                     raise ValueError(
                         f"'{name}' contains {bad} NaN or infinite values. Drop or impute those "
                         "rows first (CLI: `infoclust ingest --drop-nonfinite`)."
                     )
     if label is not None:
-        lmin = int(compute(variables["label"][1].min(), scheduler=scheduler))
+        lmin = int(engine.compute(variables["label"][1].min(), scheduler=scheduler))
         if lmin < 0:
             raise ValueError(f"'label' must be >= 0; found {lmin}.")
 
@@ -286,7 +275,7 @@ def write_dataset(
     try:
         # metadata now; the chunk writes as one graph on the chosen scheduler
         writes = ds.to_zarr(tmp, mode="w-", zarr_format=3, encoding=encoding, consolidated=False, compute=False)
-        compute(writes, scheduler=scheduler, progress=progress)
+        engine.compute(writes, scheduler=scheduler, progress=progress)
         _replace(tmp, path, overwrite)
     finally:
         _remove_tree(tmp)

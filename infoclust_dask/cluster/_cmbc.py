@@ -384,9 +384,11 @@ class CMBC(ClusterMixin, BaseEstimator):
     def _params(self):
         return {"log_theta": np.log(self.theta_), "log_1m_theta": np.log1p(-self.theta_)}
 
+    def _proba(self, X):
+        return engine.map_blocks(CMBC_POSTERIOR, X, params=self._params(), trailing_shape=(self.n_clusters,))
+
     def _labels(self, X):
-        proba = engine.map_blocks(CMBC_POSTERIOR, X, params=self._params(), trailing_shape=(self.n_clusters,))
-        return proba.argmax(axis=1)
+        return self._proba(X).argmax(axis=1)
 
     def predict(self, X):
         """Most probable cluster of each binary row (the Bernoulli mixture at T = 1)."""
@@ -398,8 +400,7 @@ class CMBC(ClusterMixin, BaseEstimator):
         """``p(c_k | y+)`` of each row, equal cluster priors."""
         check_is_fitted(self, "theta_")
         sched = engine.resolve_scheduler(self.scheduler)
-        X = self._check_X(X, False, sched)
-        return engine.map_blocks(CMBC_POSTERIOR, X, params=self._params(), trailing_shape=(self.n_clusters,))
+        return self._proba(self._check_X(X, False, sched))
 
     def score(self, X, Y_minus=None, *, known=None, gamma=None):
         """The objective (3.14) of the fitted parameters on the rows ``X``
@@ -408,17 +409,25 @@ class CMBC(ClusterMixin, BaseEstimator):
         times the bounds, the pattern constants counted on these rows; higher
         is better. ``gamma`` defaults to the fit's ``gamma_``; give one
         reference value to compare fits made with different gammas."""
+        loglik, pm, n = self._held_out_terms(X, Y_minus, known)
+        return self._objective_at(loglik, pm, n, self.gamma_ if gamma is None else float(gamma))
+
+    def _held_out_terms(self, X, Y_minus=None, known=None):
+        """The log-likelihood of the rows ``X`` at ``T = 1`` (one pass) and the
+        pattern model counted on them (one pass): ``(loglik, model, n)``;
+        :meth:`_objective_at` turns them into (3.14) at any gamma."""
         check_is_fitted(self, "theta_")
         sched = engine.resolve_scheduler(self.scheduler)
         X = self._check_X(X, False, sched)
         n = X.shape[0]
         pm, _ = self._pattern_model(X, Y_minus, known, n, sched)
         st = engine.map_reduce(CMBC_ESTEP, X, params={**self._params(), "temperature": 1.0}, scheduler=sched)
-        loglik = float(st["loglik"]) - n * np.log(self.n_clusters)
-        g = self.gamma_ if gamma is None else float(gamma)
+        return float(st["loglik"]) - n * np.log(self.n_clusters), pm, n
+
+    def _objective_at(self, loglik, pm, n, gamma):
         if pm is None:
-            return (1.0 - g) / n * loglik
-        return obj.objective(loglik, self.theta_, pm, g)
+            return (1.0 - gamma) / n * loglik
+        return obj.objective(loglik, self.theta_, pm, gamma)
 
     def fit_predict(self, X, Y_minus=None, *, known=None):
         return self.fit(X, Y_minus, known=known).labels_
