@@ -2,7 +2,7 @@
 
 ::
 
-    infoclust ingest SRC DEST [--label-column C] [--standardize] [--overwrite]
+    infoclust ingest SRC DEST [--label-column C ...] [--labels FILE] [--binary] [--standardize] [--overwrite]
     infoclust info STORE
     infoclust fit kmeans STORE -k 8 [--init k-means++] [--scheduler ADDRESS]
     infoclust fit softkmeans STORE -k 2 --beta-min 0.01 --beta-max 10 --n-betas 40
@@ -39,6 +39,7 @@ def _cmd_ingest(args):
         args.src, args.dest, label_column=args.label_column, drop_nonfinite=args.drop_nonfinite,
         standardize=args.standardize, pca=args.pca, pca_method=args.pca_method, n_folds=args.folds, fold_seed=args.fold_seed,
         chunks=args.chunks, codec=args.codec, overwrite=args.overwrite, progress=True, binary=args.binary,
+        labels=args.labels,
     )
     report["store"] = str(path)
     report["seconds"] = round(time.perf_counter() - t0, 2)
@@ -147,7 +148,13 @@ def build_parser():
     pi.add_argument("src", help="file path, an existing store (preprocessed block by block), or a bundled "
                                 "name: letter, satimage, digits, wine, iris")
     pi.add_argument("dest", help="store path to create, e.g. storage/datasets/letter.zarr")
-    pi.add_argument("--label-column", default=None, help="CSV column (index or header name) holding classes")
+    pi.add_argument("--label-column", action="append", default=None, metavar="C",
+                    help="CSV/parquet column (index or header name) holding classes; repeat it for several label "
+                         "columns (the first is stored as 'label', the others by header name, e.g. for "
+                         "fit cmbc --known label,topic)")
+    pi.add_argument("--labels", default=None, metavar="FILE",
+                    help=".npy (1-D, or n x m) or .npz (named 1-D arrays) file of label columns, e.g. the known "
+                         "clusterings that go with a sparse .npz")
     pi.add_argument("--drop-nonfinite", action="store_true", help="drop rows with NaN/inf instead of failing")
     pi.add_argument("--standardize", action="store_true", help="scale every feature to mean 0, std 1")
     pi.add_argument("--pca", type=int, default=None, metavar="K",

@@ -288,7 +288,7 @@ def write_results(run_dir, results, rows, best, params):
     return run / "summary.csv"
 
 
-def table_markdown(rows, params, fields=("score", "cost", "vq_cost", "seconds")):
+def table_markdown(rows, params, fields=("score", "cost", "vq_cost", "loglik_per_sample", "nmi_known", "seconds")):
     """The summary as a Markdown table (means +- std over folds)."""
     present = [f for f in fields if f"{f}_mean" in rows[0]]
     head = "| " + " | ".join(list(params) + ["folds"] + present) + " |"

@@ -332,9 +332,11 @@ def compute(obj, *, scheduler=None, progress: bool = False):
 
     scheduler_name = "sync" if sched.kind == "sync" else "threads"
     if progress:
+        import sys
+
         from dask.diagnostics import ProgressBar
 
-        with ProgressBar():
+        with ProgressBar(out=sys.stderr):  # stdout stays for results (the CLI's JSON)
             return dask.compute(obj, scheduler=scheduler_name, optimize_graph=False)[0]
     return dask.compute(obj, scheduler=scheduler_name, optimize_graph=False)[0]
 

@@ -12,6 +12,7 @@ handled by :mod:`infoclust_dask.preprocess`.
 from __future__ import annotations
 
 import csv
+import re
 from pathlib import Path
 
 import numpy as np
@@ -25,7 +26,7 @@ class IngestError(ValueError):
     """The source cannot be turned into a dataset store."""
 
 
-def _read_csv(path: Path, label_column):
+def _read_csv(path: Path, label_columns):
     with path.open(newline="") as fh:
         rows = [r for r in csv.reader(fh) if r and any(v.strip() for v in r)]
     if not rows:
@@ -34,15 +35,15 @@ def _read_csv(path: Path, label_column):
     first_row = [v.strip() for v in rows[0]]
     n0 = sum(_is_number(v) for v in first_row)
     n1 = sum(_is_number(v) for v in rows[1]) if len(rows) > 1 else len(first_row)
-    named = isinstance(label_column, str) and not label_column.lstrip("-").isdigit()
-    if n0 == 0 or n0 < n1 or (named and label_column in first_row):
+    named = any(isinstance(c, str) and not c.lstrip("-").isdigit() and c in first_row for c in label_columns)
+    if n0 == 0 or n0 < n1 or named:
         header, rows = first_row, rows[1:]
     if not rows:
         raise IngestError(f"'{path}' has a header but no data rows.")
     width = len(header) if header is not None else len(rows[0])
-    li = _label_index(header, label_column, width)
-    X = np.empty((len(rows), width - (li is not None)), dtype=np.float64)
-    labels = []
+    li = _label_indices(header, label_columns, width)
+    X = np.empty((len(rows), width - len(li)), dtype=np.float64)
+    labels = {i: [] for i in li}
     first = 2 if header is not None else 1
     for r, row in enumerate(rows):
         line = r + first
@@ -53,8 +54,8 @@ def _read_csv(path: Path, label_column):
             )
         j = 0
         for col, v in enumerate(row):
-            if col == li:
-                labels.append(v.strip())
+            if col in labels:
+                labels[col].append(v.strip())
                 continue
             try:
                 X[r, j] = float(v)
@@ -65,11 +66,26 @@ def _read_csv(path: Path, label_column):
                     "Remove non-numeric columns or name the class column with --label-column."
                 ) from None
             j += 1
-    label = class_names = None
-    if li is not None:
-        class_names, label = np.unique(labels, return_inverse=True)
-        class_names = [str(c) for c in class_names]
-    return X, label, class_names
+    return X, {_label_name(header, i, k): _encode(labels[i]) for k, i in enumerate(li)}
+
+
+def _encode(values):
+    """Class strings -> (codes 0..C-1, sorted class names)."""
+    names, codes = np.unique(np.asarray(values).astype(str), return_inverse=True)
+    return codes.astype(np.int64), [str(c) for c in names]
+
+
+def _label_name(header, index, k):
+    """Store variable of the k-th label column: the first is ``label`` (the
+    layout's class variable); the others keep their header name, made a
+    valid variable name, or ``label_<column>`` without a header."""
+    if k == 0:
+        return "label"
+    name = header[index] if header is not None else f"label_{index}"
+    name = re.sub(r"\W", "_", str(name).strip()) or f"label_{index}"
+    if name in ("x", "y", "fold", "label") or name[0].isdigit():
+        name = f"label_{name}"
+    return name
 
 
 def _is_number(v):
@@ -78,6 +94,17 @@ def _is_number(v):
     except ValueError:
         return False
     return True
+
+
+def _label_indices(header, label_columns, width):
+    """Column indices of the label columns, in the order given; each once."""
+    out = []
+    for c in label_columns:
+        i = _label_index(header, c, width)
+        if i in out:
+            raise IngestError(f"--label-column {c!r} names column {i} a second time.")
+        out.append(i)
+    return out
 
 
 def _label_index(header, label_column, width):
@@ -97,7 +124,7 @@ def _label_index(header, label_column, width):
     return header.index(label_column)
 
 
-def _read_parquet(path: Path, label_column):
+def _read_parquet(path: Path, label_columns):
     import pandas as pd
 
     try:
@@ -107,12 +134,9 @@ def _read_parquet(path: Path, label_column):
     if df.shape[0] == 0:
         raise IngestError(f"'{path}' has no rows.")
     cols = [str(c) for c in df.columns]
-    li = _label_index(cols, label_column, len(cols))
-    label = class_names = None
-    if li is not None:
-        class_names, label = np.unique(df.iloc[:, li].astype(str).to_numpy(), return_inverse=True)
-        class_names = [str(c) for c in class_names]
-        df = df.drop(columns=df.columns[li])
+    li = _label_indices(cols, label_columns, len(cols))
+    labels = {_label_name(cols, i, k): _encode(df.iloc[:, i].astype(str).to_numpy()) for k, i in enumerate(li)}
+    df = df.drop(columns=df.columns[li])
     for name, dtype in df.dtypes.items():
         if not (pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype)):
             bad = df[name].map(lambda v: not _is_number(str(v)) and v is not None)
@@ -121,45 +145,132 @@ def _read_parquet(path: Path, label_column):
                 f"'{path}' column {name!r} has dtype {dtype} (e.g. row {row}: {df[name].iloc[row]!r}), "
                 "not numbers. Drop that column or name the class column with --label-column."
             )
-    return df.to_numpy(dtype=np.float64, na_value=np.nan), label, class_names
+    return df.to_numpy(dtype=np.float64, na_value=np.nan), labels
 
 
-def read_source(src, *, label_column=None):
-    """Read ``src`` into ``(X, label or None, class_names or None, provenance)``.
+def read_source(src, *, label_column=None, labels=None):
+    """Read ``src`` into ``(X, labels, provenance)``.
 
     ``src`` is a bundled dataset name (``letter``, ``satimage``, ``digits``,
     ``wine``, ``iris``), a ``.npy`` file (x only), a ``.npz`` file (arrays
-    ``x`` and optionally ``label``), a ``.csv`` file (numeric columns; an
-    optional header; ``label_column`` by index or name holds the classes) or
-    a ``.parquet`` file (numeric columns; ``label_column`` by name or index).
+    ``x`` and optionally ``label``, or a scipy sparse matrix saved by
+    ``scipy.sparse.save_npz``, kept sparse: see :func:`ingest`), a ``.csv``
+    file (numeric columns; an optional header) or a ``.parquet`` file.
+
+    ``label_column`` (one column by index or header name, or a list of them)
+    holds classes or known clusterings in a CSV/parquet file; ``labels`` is a
+    separate file of label columns (``.npy``: 1-D, or (n, m) for m columns;
+    ``.npz``: one 1-D array per column, by name). ``labels`` in the result
+    maps store variable names to ``(codes 0..C-1, class names or None)``:
+    the first CSV/parquet label column and a 1-D ``.npy`` become ``label``
+    (the layout's class variable), named columns keep their names.
     """
     s = str(src)
+    cols = [] if label_column is None else list(label_column) if isinstance(label_column, (list, tuple)) \
+        else [label_column]
     if s in BUNDLED:
+        if cols:
+            raise IngestError(f"--label-column is for CSV/parquet files; the bundled {s!r} has its classes.")
         X, c, names = load_bundled(s)
-        return X, c, names, {"source": f"bundled:{s}"}
-    path = Path(s)
+        out = {"label": (c, names)}
+        prov = {"source": f"bundled:{s}"}
+    else:
+        path = Path(s)
+        if not path.exists():
+            raise FileNotFoundError(
+                f"No file '{path}' and no bundled dataset of that name (bundled: {sorted(BUNDLED)})."
+            )
+        suffix = path.suffix.lower()
+        prov = {"source": str(path.resolve())}
+        if cols and suffix not in (".csv", ".txt", ".parquet", ".pq"):
+            raise IngestError(f"--label-column is for CSV/parquet files; '{path}' is {suffix}. Put the labels "
+                              "in the .npz as 'label' or pass them with --labels FILE.")
+        out = {}
+        if suffix == ".npy":
+            X = np.load(path, allow_pickle=False, mmap_mode="r")
+        elif suffix == ".npz":
+            with np.load(path, allow_pickle=False) as z:
+                keys = set(z.keys())
+                if {"indptr", "indices", "data", "shape", "format"} <= keys:
+                    X = _load_sparse(path)
+                elif "x" not in keys:
+                    raise IngestError(f"'{path}' has no array 'x' (it has {sorted(keys)}) and is not a "
+                                      "scipy sparse matrix (scipy.sparse.save_npz).")
+                else:
+                    X = z["x"]
+                    if "label" in keys:
+                        out["label"] = _label_codes(z["label"], f"'{path}' array 'label'")
+        elif suffix in (".csv", ".txt"):
+            X, out = _read_csv(path, cols)
+        elif suffix in (".parquet", ".pq"):
+            X, out = _read_parquet(path, cols)
+        else:
+            raise IngestError(
+                f"Cannot ingest '{path}': use .npy, .npz, .csv, .parquet, a store or a bundled dataset name."
+            )
+    if labels is not None:
+        side = _read_label_file(labels, X.shape[0])
+        clash = sorted(set(side) & set(out))
+        if clash:
+            raise IngestError(f"--labels '{labels}' gives {clash}, which '{s}' already holds; rename them.")
+        out.update(side)
+        prov["labels"] = str(Path(labels).resolve())
+    return X, out, prov
+
+
+def _load_sparse(path):
+    import scipy.sparse as sp
+
+    try:
+        X = sp.load_npz(path)
+    except (ValueError, OSError) as exc:
+        raise IngestError(f"'{path}' looks like a scipy sparse matrix but cannot be read: {exc}") from None
+    if X.ndim != 2:
+        raise IngestError(f"'{path}' holds a sparse matrix of shape {X.shape}; it must be 2-D.")
+    return X.tocsr()
+
+
+def _read_label_file(path, n):
+    """Label columns from ``.npy`` (1-D or (n, m)) or ``.npz`` (named 1-D arrays)."""
+    path = Path(path)
     if not path.exists():
-        raise FileNotFoundError(
-            f"No file '{path}' and no bundled dataset of that name (bundled: {sorted(BUNDLED)})."
-        )
-    suffix = path.suffix.lower()
-    prov = {"source": str(path.resolve())}
-    if suffix == ".npy":
-        return np.load(path, allow_pickle=False), None, None, prov
-    if suffix == ".npz":
+        raise FileNotFoundError(f"No labels file '{path}'.")
+    if path.suffix.lower() == ".npy":
+        a = np.load(path, allow_pickle=False)
+        cols = {"label": a} if a.ndim == 1 else {f"label_{j}": a[:, j] for j in range(a.shape[1])} \
+            if a.ndim == 2 else None
+        if cols is None:
+            raise IngestError(f"--labels '{path}' has shape {a.shape}; give 1-D labels or an (n, m) array.")
+    elif path.suffix.lower() == ".npz":
         with np.load(path, allow_pickle=False) as z:
-            if "x" not in z:
-                raise IngestError(f"'{path}' has no array 'x' (it has {list(z.keys())}).")
-            return z["x"], (z["label"] if "label" in z else None), None, prov
-    if suffix in (".csv", ".txt"):
-        X, label, names = _read_csv(path, label_column)
-        return X, label, names, prov
-    if suffix in (".parquet", ".pq"):
-        X, label, names = _read_parquet(path, label_column)
-        return X, label, names, prov
-    raise IngestError(
-        f"Cannot ingest '{path}': use .npy, .npz, .csv, .parquet, a store or a bundled dataset name."
-    )
+            cols = {k: z[k] for k in z.keys()}
+    else:
+        raise IngestError(f"--labels '{path}': use a .npy or .npz file of integer label columns.")
+    out = {}
+    for name, a in cols.items():
+        if not name.isidentifier() or name in ("x", "y", "fold"):
+            raise IngestError(f"--labels '{path}': {name!r} cannot name a store variable; rename it.")
+        if a.shape != (n,):
+            raise IngestError(f"--labels '{path}': {name!r} has shape {a.shape} but the data have {n} rows; "
+                              "each label column needs one entry per row.")
+        out[name] = _label_codes(a, f"--labels '{path}' array {name!r}")
+    return out
+
+
+def _label_codes(a, what):
+    """``(codes, class names or None)`` of one label column: integers >= 0
+    are kept, strings are encoded (names kept), anything else is an error."""
+    a = np.asarray(a)
+    if a.ndim != 1:
+        raise IngestError(f"{what} has shape {a.shape}; labels must be 1-D, one per row.")
+    if np.issubdtype(a.dtype, np.integer) or np.issubdtype(a.dtype, np.bool_):
+        if a.size and a.min() < 0:
+            return _encode(a)
+        return a.astype(np.int64), None
+    if a.dtype.kind in "US":
+        return _encode(a)
+    raise IngestError(f"{what} has dtype {a.dtype}; labels must be integer classes (or strings). "
+                      "Convert them, e.g. np.asarray(labels).astype(int) if they are whole numbers.")
 
 
 def _is_store(src) -> bool:
@@ -169,7 +280,7 @@ def _is_store(src) -> bool:
 
 def ingest(src, dest, *, label_column=None, drop_nonfinite=False, standardize=False, pca=None, pca_method="gram",
            n_folds=None, fold_seed=0, chunks=None, codec="auto", overwrite=False, progress=False,
-           scheduler=None, binary=False):
+           scheduler=None, binary=False, labels=None):
     """Read ``src``, validate, optionally standardize / project, and write a store at ``dest``.
 
     ``src`` may also be an existing store, which is then preprocessed block by
@@ -196,6 +307,17 @@ def ingest(src, dest, *, label_column=None, drop_nonfinite=False, standardize=Fa
         The features are binary (0/1, e.g. documents x terms for CMBC):
         stored as uint8, one byte per value; any other value is an error.
         Not with ``standardize`` or ``pca``.
+    label_column : int, str or list of them, optional
+        CSV/parquet column(s) with classes or known clusterings; the first is
+        stored as ``label``, the others under their header names.
+    labels : path, optional
+        A ``.npy``/``.npz`` file of label columns (see :func:`read_source`),
+        e.g. the known clusterings that go with a sparse ``.npz``.
+
+    A scipy sparse ``.npz`` (``scipy.sparse.save_npz``) is written chunk by
+    chunk: each stored chunk is densified on its own (one chunk of rows,
+    ~64 MB), never the whole matrix, so documents x terms at 1e5+ columns
+    fit. Its values are kept as they are (``binary`` stores them as uint8).
 
     Returns ``(path, report)``; the report says what was read, rejected and
     dropped, and which chunk size and codec were chosen.
@@ -213,14 +335,22 @@ def ingest(src, dest, *, label_column=None, drop_nonfinite=False, standardize=Fa
         return preprocess_store(src, dest, standardize=standardize, pca=pca, pca_method=pca_method, n_folds=n_folds,
                                 fold_seed=fold_seed, chunks=chunks, codec=codec, overwrite=overwrite,
                                 scheduler=scheduler, progress=progress)
-    X, label, names, prov = read_source(src, label_column=label_column)
+    X, labels, prov = read_source(src, label_column=label_column, labels=labels)
+    if _is_sparse(X):
+        return _ingest_sparse(X, labels, prov, dest, binary=binary, standardize=standardize, pca=pca,
+                              n_folds=n_folds, fold_seed=fold_seed, chunks=chunks, codec=codec,
+                              overwrite=overwrite, progress=progress)
     X = np.asarray(X)
     if X.ndim == 1:
         raise IngestError(f"The data from {src!r} are 1-D (shape {X.shape}); reshape to (n, 1) first.")
     if not np.issubdtype(X.dtype, np.number):
         raise IngestError(f"The data from {src!r} have dtype {X.dtype}; they must be numeric.")
+    for name, (codes, _) in labels.items():
+        if codes.shape[0] != X.shape[0]:
+            raise IngestError(f"The label column {name!r} has {codes.shape[0]} entries but the data from {src!r} "
+                              f"have {X.shape[0]} rows; they must match row by row.")
     report = {"source": prov["source"], "rows_read": int(X.shape[0]), "features": int(X.shape[1]),
-              "rejected": []}
+              "rejected": [], "labels": list(labels)}
     bad = ~np.isfinite(X).all(axis=1)
     if bad.any():
         first = np.flatnonzero(bad)[:5].tolist()
@@ -231,7 +361,7 @@ def ingest(src, dest, *, label_column=None, drop_nonfinite=False, standardize=Fa
                 f"0-based; columns {cols}). Re-run with --drop-nonfinite to drop them."
             )
         X = X[~bad]
-        label = None if label is None else np.asarray(label)[~bad]
+        labels = {k: (np.asarray(c)[~bad], nm) for k, (c, nm) in labels.items()}
         report["rows_dropped_nonfinite"] = int(bad.sum())
         report["rejected"].append({"reason": "NaN or inf", "rows": int(bad.sum()), "first_rows": first,
                                    "columns": cols})
@@ -249,7 +379,62 @@ def ingest(src, dest, *, label_column=None, drop_nonfinite=False, standardize=Fa
                                  pca_method=pca_method, scheduler=scheduler)
     path, written = write_preprocessed(
         dest, Xt, info, standardize=standardize, pca=pca, n_folds=n_folds, fold_seed=fold_seed, chunks=chunks,
-        codec=codec, label=label, class_names=names, provenance=prov, overwrite=overwrite, progress=progress,
+        codec=codec, labels=labels, provenance=prov, overwrite=overwrite, progress=progress,
         scheduler=scheduler, dtype=np.uint8 if binary else None)
     report.update(rows_written=int(Xt.shape[0]), features_written=int(Xt.shape[1]), **written)
     return path, report
+
+
+def _is_sparse(X):
+    import scipy.sparse as sp
+
+    return sp.issparse(X)
+
+
+def _ingest_sparse(X, labels, prov, dest, *, binary, standardize, pca, n_folds, fold_seed, chunks, codec,
+                   overwrite, progress):
+    """Write a scipy sparse matrix as a dense store, one chunk of rows at a
+    time (the chunk densified inside its own write task)."""
+    import dask
+    import dask.array as da
+
+    from .preprocess import TARGET_CHUNK_BYTES, write_preprocessed
+
+    if standardize or pca is not None:
+        raise IngestError("A sparse .npz is stored as it is; --standardize and --pca would make it dense. "
+                          "Ingest it first, then preprocess the store (infoclust ingest STORE DEST --standardize).")
+    n, d = X.shape
+    if n == 0 or d == 0:
+        raise IngestError(f"The sparse matrix has shape {X.shape}; it needs rows and columns.")
+    for name, (codes, _) in labels.items():
+        if codes.shape[0] != n:
+            raise IngestError(f"The label column {name!r} has {codes.shape[0]} entries but the sparse matrix "
+                              f"has {n} rows; they must match row by row.")
+    X.sum_duplicates()
+    if not np.isfinite(X.data).all():
+        raise IngestError("The sparse matrix holds NaN or inf values; drop or impute them first.")
+    dtype = np.dtype(np.uint8) if binary else np.dtype(np.float64)
+    if binary:
+        bad = np.unique(X.data[(X.data != 0) & (X.data != 1)])
+        if bad.size:
+            raise IngestError(f"--binary: the sparse matrix holds values other than 0 and 1 ({bad[:5].tolist()});"
+                              " binarize it first (e.g. X.data[:] = 1).")
+    rows = int(chunks) if chunks is not None else max(1, min(n, TARGET_CHUNK_BYTES // (d * dtype.itemsize)))
+    whole = dask.delayed(X, pure=True)
+    blocks = [da.from_delayed(dask.delayed(_dense_rows)(whole, a, min(a + rows, n), dtype),
+                              shape=(min(a + rows, n) - a, d), dtype=dtype) for a in range(0, n, rows)]
+    x = da.concatenate(blocks, axis=0)
+    mean = np.asarray(X.mean(axis=0)).ravel()
+    sq = np.asarray(X.multiply(X).mean(axis=0)).ravel()
+    info = {"feature_mean": mean, "feature_std": np.sqrt(np.maximum(sq - mean ** 2, 0.0))}
+    path, written = write_preprocessed(
+        dest, x, info, standardize=False, pca=None, n_folds=n_folds, fold_seed=fold_seed, chunks=rows,
+        codec=codec, labels=labels, provenance={**prov, "sparse": {"nnz": int(X.nnz), "density": X.nnz / (n * d)}},
+        overwrite=overwrite, progress=progress, scheduler="threads", dtype=dtype)
+    report = {"source": prov["source"], "rows_read": n, "features": d, "rejected": [], "labels": list(labels),
+              "sparse_nnz": int(X.nnz), "rows_written": n, "features_written": d, **written}
+    return path, report
+
+
+def _dense_rows(X, a, b, dtype):
+    return X[a:b].toarray().astype(dtype, copy=False)

@@ -188,16 +188,29 @@ def choose_codec(sample):
 
 def write_preprocessed(dest, x, info, *, standardize, pca, n_folds=None, fold_seed=0, chunks=None, codec="auto",
                        label=None, y=None, class_names=None, provenance=None, overwrite=False, progress=False,
-                       scheduler=None, dtype=None):
+                       scheduler=None, dtype=None, labels=None, extra_labels=None, label_class_names=None):
     """Write ``x`` (from :func:`fit_transform`, with its ``info``) as a store:
     chunk size and codec chosen for the data, ``feature_mean``/``feature_std``
     (and PCA's ``components``) in the attributes, an optional hashed ``fold``
-    vector. Returns ``(path, report)``, the report saying what was chosen."""
+    vector. ``labels`` maps label variables to ``(codes, class names or
+    None)`` (from :func:`infoclust_dask.ingest.read_source`; ``"label"``
+    first); ``label``/``class_names``/``extra_labels`` are the arrays
+    themselves. Returns ``(path, report)``, the report saying what was chosen."""
     from .folds import fold_vector
     from .store import write_dataset
 
     n, d = x.shape
-    rows = min(int(chunks) if chunks is not None else choose_chunk_rows(n, d), n)
+    itemsize = np.dtype(dtype).itemsize if dtype is not None else 8
+    rows = min(int(chunks) if chunks is not None else choose_chunk_rows(n, d, itemsize), n)
+    extra_labels = dict(extra_labels or {})
+    label_class_names = dict(label_class_names or {})
+    for name, (codes, names) in (labels or {}).items():
+        if name == "label":
+            label, class_names = codes, names
+        else:
+            extra_labels[name] = codes
+            if names is not None:
+                label_class_names[name] = names
     codec, ratio = _codec_for(x, codec, scheduler)
     prov = {**(provenance or {}), "standardized": bool(standardize), "pca": pca}
     attrs = {"feature_mean": info["feature_mean"].tolist(), "feature_std": info["feature_std"].tolist()}
@@ -213,7 +226,8 @@ def write_preprocessed(dest, x, info, *, standardize, pca, n_folds=None, fold_se
         attrs.update(n_folds=int(n_folds), fold_seed=int(fold_seed))
     path = write_dataset(dest, x, label=label, y=y, fold=fold, chunks=rows, codec=codec, overwrite=overwrite,
                          class_names=class_names, provenance=prov, attrs=attrs, progress=progress,
-                         scheduler=scheduler, dtype=dtype)
+                         scheduler=scheduler, dtype=dtype, extra_labels=extra_labels or None,
+                         label_class_names=label_class_names or None)
     return path, report
 
 
@@ -239,6 +253,8 @@ def preprocess_store(src, dest, *, standardize=False, pca=None, pca_method="gram
         dest, x, info, standardize=standardize, pca=pca, n_folds=n_folds, fold_seed=fold_seed, chunks=chunks,
         codec=codec, label=ds["label"].data if "label" in ds else None, y=ds["y"].data if "y" in ds else None,
         class_names=ds.attrs.get("class_names"), overwrite=overwrite, progress=progress, scheduler=sched,
+        extra_labels={k: ds[k].data for k in ds.attrs.get("label_columns", []) if k in ds},
+        label_class_names=ds.attrs.get("label_class_names"),
         provenance={**ds.attrs.get("provenance", {}), "derived_from": str(src.resolve())})
     return path, {"source": str(src), "rows": int(x.shape[0]), "features": int(x.shape[1]), **report}
 

@@ -6,6 +6,8 @@ A dataset store is one zarr (format 3) group::
     label  (sample,)            int32             optional: classes / a known clustering
     y      (sample, feature_y)  float             optional: a second, paired view
     fold   (sample,)            int16             optional: cross-validation fold per row
+    <name> (sample,)            int32             optional: further label columns (known
+                                                  clusterings), listed in attrs ``label_columns``
 
 chunked along ``sample`` only, with attrs ``schema_version``, ``provenance``
 (source, creation time, library version, anything the writer adds, and a
@@ -120,6 +122,8 @@ def write_dataset(
     check_finite: bool = True,
     progress: bool = False,
     scheduler=None,
+    extra_labels: dict | None = None,
+    label_class_names: dict | None = None,
 ) -> Path:
     """Write a dataset store (see module docstring) and return its path.
 
@@ -148,6 +152,12 @@ def write_dataset(
         Replace an existing store. Without it an existing path is an error.
     class_names, provenance, attrs : optional
         Stored in the group attributes (JSON-serialisable).
+    extra_labels : dict of name -> array of shape (n_samples,), optional
+        Further integer label columns (e.g. several known clusterings for
+        CMBC: ``infoclust fit cmbc STORE --known label,topic``), stored as
+        variables of those names and listed in the attribute ``label_columns``.
+    label_class_names : dict of name -> list of str, optional
+        Class names of the extra label columns (attribute ``label_class_names``).
     check_finite : bool, default=True
         Refuse NaN/inf in ``x`` and ``y`` (one extra pass for dask input).
     progress : bool, default=False
@@ -234,6 +244,16 @@ def write_dataset(
                 "class_names=."
             )
         add("label", label, ("sample",), np.int32)
+    for name, arr in (extra_labels or {}).items():
+        if not str(name).isidentifier() or name in ("x", "y", "fold", "label"):
+            raise ValueError(f"extra_labels: {name!r} cannot name a label variable (x, y, fold and label are "
+                             "taken; use a Python identifier).")
+        arr = engine.as_array(arr)
+        if arr.shape != (n,):
+            raise ValueError(f"extra_labels[{name!r}] must have one entry per row ({n}); got shape {arr.shape}.")
+        if not np.issubdtype(arr.dtype, np.integer):
+            raise TypeError(f"extra_labels[{name!r}] must be integer classes; got dtype {arr.dtype}.")
+        add(name, arr, ("sample",), np.int32)
     if fold is not None:
         fold = engine.as_array(fold)
         if fold.shape != (n,):
@@ -251,10 +271,10 @@ def write_dataset(
                         f"'{name}' contains {bad} NaN or infinite values. Drop or impute those "
                         "rows first (CLI: `infoclust ingest --drop-nonfinite`)."
                     )
-    if label is not None:
-        lmin = int(engine.compute(variables["label"][1].min(), scheduler=scheduler))
+    for name in ["label"] * (label is not None) + list(extra_labels or {}):
+        lmin = int(engine.compute(variables[name][1].min(), scheduler=scheduler))
         if lmin < 0:
-            raise ValueError(f"'label' must be >= 0; found {lmin}.")
+            raise ValueError(f"'{name}' must be >= 0; found {lmin}.")
 
     all_attrs = {
         "schema_version": SCHEMA_VERSION,
@@ -267,6 +287,10 @@ def write_dataset(
     }
     if class_names is not None:
         all_attrs["class_names"] = [str(c) for c in class_names]
+    if extra_labels:
+        all_attrs["label_columns"] = list(extra_labels)
+    if label_class_names:
+        all_attrs["label_class_names"] = {k: [str(c) for c in v] for k, v in label_class_names.items()}
     all_attrs.update(attrs or {})
     ds = xr.Dataset(variables, attrs=all_attrs)
 

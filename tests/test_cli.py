@@ -1,6 +1,7 @@
 """The `infoclust` command: ingest validation, fit, run folders."""
 
 import json
+import re
 import os
 from pathlib import Path
 
@@ -257,3 +258,66 @@ def test_saved_dc_and_cmbc_models_predict_and_score_after_loading(tmp_path):
     back = load_model(save_model(cm, tmp_path / "cm.json"))
     np.testing.assert_array_equal(back.predict(Y), cm.labels_)
     assert back.gamma_ == cm.gamma_ and back.temperatures_ == cm.temperatures_
+
+
+def test_ingest_sparse_npz_with_known_clusterings_then_fit_cmbc_known_two(tmp_path, capsys):
+    """A scipy sparse .npz with a .npz of label columns becomes a uint8 store
+    equal to the dense matrix, written chunk by chunk (each chunk densified on
+    its own); every label column is a store variable; `fit cmbc --known
+    label,q2` conditions on both and reports NMI against all four."""
+    import scipy.sparse as sp
+
+    from infoclust_dask.datasets import make_cmbc_data
+
+    Y, Q, _ = make_cmbc_data(900, p_noise=0.1, random_state=5)
+    src = tmp_path / "docs.npz"
+    sp.save_npz(src, sp.csr_matrix(Y))
+    lab = tmp_path / "known.npz"
+    np.savez(lab, q1=Q[:, 0], q2=Q[:, 1], q3=Q[:, 2], q4=Q[:, 3])
+    store = tmp_path / "docs.zarr"
+    assert main(["ingest", str(src), str(store), "--binary", "--labels", str(lab), "--chunks", "200"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["sparse_nnz"] == int(Y.sum()) and rep["labels"] == ["q1", "q2", "q3", "q4"]
+    ds = open_dataset(store)
+    assert ds["x"].dtype == np.uint8 and ds["x"].chunks[0] == (200, 200, 200, 200, 100)
+    np.testing.assert_array_equal(ds["x"].values, Y)
+    for j, name in enumerate(("q1", "q2", "q3", "q4")):  # named columns keep their names
+        np.testing.assert_array_equal(ds[name].values, Q[:, j])
+    assert ds.attrs["label_columns"] == ["q1", "q2", "q3", "q4"] and "label" not in ds
+    np.testing.assert_allclose(ds.attrs["feature_mean"], Y.mean(axis=0), atol=1e-12)
+    np.testing.assert_allclose(ds.attrs["feature_std"], Y.std(axis=0), atol=1e-12)
+    assert main(["fit", "cmbc", str(store), "-k", "2", "--scheduler", "sync", "--storage", str(tmp_path)]) == 2
+    assert "the store has no 'label' variable; it holds ['q1', 'q2', 'q3', 'q4', 'x']" in capsys.readouterr().err
+    assert main(["fit", "cmbc", str(store), "-k", "2", "--known", "q1,q2", "--scheduler", "sync",
+                 "--storage", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    summary = json.loads(out[out.index("{"): out.rindex("}") + 1])
+    assert {"nmi_vs_q1", "nmi_vs_q2", "nmi_vs_q3", "nmi_vs_q4"} <= set(summary)
+    assert summary["nmi_vs_q1"] < 0.05 and summary["nmi_vs_q2"] < 0.05
+    assert max(summary["nmi_vs_q3"], summary["nmi_vs_q4"]) > 0.5  # the next clustering, not the known two
+
+
+def test_ingest_several_label_columns_and_bad_label_files(tmp_path, capsys):
+    src = tmp_path / "t.csv"
+    src.write_text("a,b,cls,topic\n1,2,x,sports\n3,4,y,arts\n5,6,x,arts\n")
+    store = tmp_path / "t.zarr"
+    assert main(["ingest", str(src), str(store), "--label-column", "cls", "--label-column", "topic"]) == 0
+    ds = open_dataset(store)
+    assert ds["x"].shape == (3, 2) and ds["label"].values.tolist() == [0, 1, 0]
+    assert ds["topic"].values.tolist() == [1, 0, 0] and ds.attrs["label_class_names"] == {"topic": ["arts", "sports"]}
+    capsys.readouterr()
+    dense = tmp_path / "d.npz"
+    np.savez(dense, x=np.ones((3, 2)))
+    for labels, message in (
+        (dict(q=np.zeros(4, int)), r"'q' has shape \(4,\) but the data have 3 rows"),
+        (dict(q=np.array([0.5, 1.0, 2.0])), r"'q' has dtype float64; labels must be integer"),
+        (dict(x=np.zeros(3, int)), r"'x' cannot name a store variable"),
+    ):
+        np.savez(tmp_path / "l.npz", **labels)
+        assert main(["ingest", str(dense), str(tmp_path / "bad.zarr"), "--labels", str(tmp_path / "l.npz"),
+                     "--overwrite"]) == 2
+        assert re.search(message, capsys.readouterr().err)
+        assert not (tmp_path / "bad.zarr").exists()
+    np.savez(tmp_path / "fl.npz", x=np.ones((3, 2)), label=np.array([0.5, 1.0, 2.0]))
+    assert main(["ingest", str(tmp_path / "fl.npz"), str(tmp_path / "bad.zarr")]) == 2
+    assert "array 'label' has dtype float64" in capsys.readouterr().err

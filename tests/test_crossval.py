@@ -195,3 +195,7 @@ def test_cmbc_gamma_by_held_out_objective(tmp_path):
     nmi = {g: np.mean([r["nmi_known"] for r in res if r["params"]["gamma"] == g]) for g in (0.0, 0.995)}
     assert mean[0.995] > mean[0.0]
     assert nmi[0.995] < 0.02 < 0.5 < nmi[0.0]
+    rows, best = cv.summarize(res)
+    table = cv.table_markdown(rows, ["gamma"])
+    assert "nmi_known" in table.splitlines()[0] and "loglik_per_sample" in table.splitlines()[0]
+    assert best["gamma"] == 0.995 and f"{best['nmi_known_mean']:.4g} +-" in table
