@@ -4,6 +4,7 @@
 
     infoclust ingest SRC DEST [--label-column C ...] [--labels FILE] [--binary] [--standardize] [--overwrite]
     infoclust info STORE
+    infoclust verify STORE
     infoclust fit kmeans STORE -k 8 [--init k-means++] [--scheduler ADDRESS]
     infoclust fit softkmeans STORE -k 2 --beta-min 0.01 --beta-max 10 --n-betas 40
     infoclust fit dc STORE -k 5 [--sigma auto]      (the store needs a 'label')
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -62,13 +64,22 @@ def _cmd_info(args):
     return 0
 
 
+def _cmd_verify(args):
+    from .store import verify_store
+
+    report = verify_store(args.store)
+    print(json.dumps(report, indent=2))
+    return 1 if report["problems"] else 0
+
+
 def _cmd_fit(args):
     from . import engine
     from .registry import get_method
-    from .runs import new_run_dir, save_model, write_json, write_npy
+    from .runs import check_writable, new_run_dir, save_model, write_json, write_npy
     from .store import open_dataset
 
     method = get_method(args.method)
+    check_writable(args.storage)  # before the work, not after it
     ds = open_dataset(args.store)
     method.check_store(ds, vars(args))  # before a cluster starts
     sched = engine.resolve_scheduler(_scheduler(args))
@@ -177,6 +188,11 @@ def build_parser():
     pn.add_argument("store")
     pn.set_defaults(func=_cmd_info)
 
+    pv = sub.add_parser("verify", help="check every chunk of a store against the manifest written with it "
+                                       "(sizes and CRC-32); exit 1 when a chunk is missing, truncated or changed")
+    pv.add_argument("store")
+    pv.set_defaults(func=_cmd_verify)
+
     _add_fit_parsers(sub)
 
     pc = sub.add_parser("crossval", help="cross-validation sweep (Prefect flow; resumes finished cells)")
@@ -194,13 +210,55 @@ def build_parser():
     return p
 
 
+class Terminated(BaseException):
+    """SIGTERM, turned into an exception so that ``finally`` blocks run
+    (temporary stores removed, the local cluster and Prefect's temporary
+    server stopped) exactly as for Ctrl-C."""
+
+
+def _on_sigterm(signum, frame):
+    raise Terminated()
+
+
+def _message(exc: BaseException) -> str:
+    """One line for the user: the error, and a hint where a bare library
+    error would send them the wrong way."""
+    text = str(exc) or type(exc).__name__
+    low = text.lower()
+    if isinstance(exc, RuntimeError) and ("decompress" in low or "codec" in low or "blosc" in low):
+        return (f"a chunk of the store could not be decoded ({text}); the store is damaged: "
+                "run `infoclust verify STORE` to list the damaged chunks, then re-ingest it.")
+    if isinstance(exc, MemoryError):
+        return f"out of memory ({text or 'MemoryError'}); use a smaller chunk size or a cluster with more memory."
+    if isinstance(exc, OSError) and exc.filename and exc.filename not in text:
+        return f"{text} ('{exc.filename}')"
+    return text
+
+
 def main(argv=None):
+    import signal
+    import threading
+
     args = build_parser().parse_args(argv)
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         return args.func(args)
-    except (ValueError, FileNotFoundError, FileExistsError, KeyError, ConnectionError, ImportError) as exc:
-        print(f"infoclust: error: {exc}", file=sys.stderr)
+    except KeyboardInterrupt:
+        print("infoclust: interrupted; nothing half-written was kept.", file=sys.stderr)
+        return 130
+    except Terminated:
+        print("infoclust: terminated (SIGTERM); nothing half-written was kept.", file=sys.stderr)
+        return 143
+    except (ValueError, TypeError, OSError, KeyError, RuntimeError, MemoryError, ImportError) as exc:
+        if os.environ.get("INFOCLUST_DEBUG"):
+            raise
+        print(f"infoclust: error: {_message(exc)}", file=sys.stderr)
         return 2
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":

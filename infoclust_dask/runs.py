@@ -17,7 +17,8 @@ import numpy as np
 
 from .store import atomic_write_text
 
-__all__ = ["storage_root", "new_run_dir", "save_model", "load_model", "write_json", "write_csv", "write_npy"]
+__all__ = ["storage_root", "check_writable", "new_run_dir", "save_model", "load_model", "write_json", "write_csv", "write_npy",
+           "MODEL_CLASSES"]
 
 _FITTED = (
     "cluster_centers_", "inertia_", "n_iter_", "n_features_in_", "betas_", "centers_path_",
@@ -31,6 +32,22 @@ _FITTED = (
 def storage_root() -> Path:
     """``$INFOCLUST_STORAGE`` or ``./storage``."""
     return Path(os.environ.get("INFOCLUST_STORAGE", "storage"))
+
+
+def check_writable(root=None) -> Path:
+    """Raise a clear ``OSError`` unless run folders can be created under
+    ``root`` (default :func:`storage_root`): checked before a long fit, so
+    that a read-only or full storage fails first, not after the work."""
+    root = Path(root) if root is not None else storage_root()
+    probe = root / "runs" / f".write-test-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+    try:
+        probe.parent.mkdir(parents=True, exist_ok=True)
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        raise OSError(exc.errno, f"the storage root '{root}' is not writable ({exc.strerror}); choose another "
+                                 "with --storage or $INFOCLUST_STORAGE") from None
+    return root
 
 
 def new_run_dir(method: str, root=None) -> Path:
@@ -102,14 +119,27 @@ def write_npy(path, array, *, overwrite=False) -> Path:
     return path
 
 
+#: what a model file may name: the estimators, and nothing else
+MODEL_CLASSES = ("KMeans", "SoftKMeans", "DiscriminativeClustering", "AssociativeClustering", "CMBC", "SMIC",
+                 "MDA2", "IsotropicGaussianMixture")
+MODEL_SCHEMA = "infoclust-model"
+MODEL_SCHEMA_VERSION = 1
+_DTYPES = ("float64", "float32", "int64", "int32", "int16", "int8", "uint8", "bool", "<U")
+
+
 def save_model(est, path, *, overwrite=False) -> Path:
-    """Save a fitted estimator's parameters and small fitted state as JSON."""
+    """Save a fitted estimator's parameters and small fitted state as JSON
+    (schema ``infoclust-model`` version 1; never pickle)."""
     from . import __version__
 
+    if type(est).__name__ not in MODEL_CLASSES:
+        raise TypeError(f"save_model saves the estimators {MODEL_CLASSES}; got {type(est).__name__}.")
     params = {k: v for k, v in est.get_params().items() if k != "scheduler"}
     fitted = {k: getattr(est, k) for k in _FITTED if hasattr(est, k)}
     doc = {
-        "class": f"{type(est).__module__}.{type(est).__name__}",
+        "schema": MODEL_SCHEMA,
+        "schema_version": MODEL_SCHEMA_VERSION,
+        "class": type(est).__name__,
         "library": f"infoclust_dask {__version__}",
         "params": params,
         "fitted": fitted,
@@ -117,8 +147,27 @@ def save_model(est, path, *, overwrite=False) -> Path:
     return write_json(path, doc, overwrite=overwrite)
 
 
+def _checked_arrays(v, where):
+    """Refuse arrays of types other than numbers, booleans and strings."""
+    if isinstance(v, dict) and "__ndarray__" in v:
+        dt = str(v.get("dtype", ""))
+        if not any(dt == d or (d == "<U" and dt.startswith("<U")) for d in _DTYPES):
+            raise ValueError(f"{where}: an array of dtype {dt!r}; model files hold numbers and strings only.")
+    elif isinstance(v, dict):
+        for k, x in v.items():
+            _checked_arrays(x, f"{where}.{k}")
+    elif isinstance(v, list):
+        for x in v:
+            _checked_arrays(x, where)
+
+
 def load_model(path):
     """Rebuild an estimator saved by :func:`save_model`.
+
+    Only the estimator classes of this library (:data:`MODEL_CLASSES`) are
+    rebuilt, from their parameters and fitted arrays; nothing else named in
+    the file is imported or called, and the document is checked against the
+    schema first (a clear ``ValueError`` names what is wrong).
 
     K-means, soft K-means, DC (with its ``classes_``), AC and CMBC come back
     ready to ``predict`` (DC also to ``score``). SMIC
@@ -126,13 +175,34 @@ def load_model(path):
     ``eigenvalues_``, ``timings_``, ...): its ``predict`` needs the training
     rows and eigenvectors, which are not saved - refit ``SMIC(t=model.t_)``.
     """
-    import importlib
+    from . import cluster
 
-    doc = json.loads(Path(path).read_text())
-    module, _, name = doc["class"].rpartition(".")
-    if not module.startswith("infoclust_dask."):
-        raise ValueError(f"'{path}' names class {doc['class']!r}, not an infoclust_dask estimator.")
-    cls = getattr(importlib.import_module(module), name)
+    path = Path(path)
+    try:
+        doc = json.loads(path.read_text())
+    except ValueError as exc:
+        raise ValueError(f"'{path}' is not a model file (not JSON: {exc}).") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("class"), str) or \
+            not isinstance(doc.get("params"), dict) or not isinstance(doc.get("fitted"), dict):
+        raise ValueError(f"'{path}' is not a model file: it needs 'class' (a name), 'params' and 'fitted' "
+                         "(objects), as written by save_model.")
+    if doc.get("schema", MODEL_SCHEMA) != MODEL_SCHEMA or int(doc.get("schema_version", 1)) > MODEL_SCHEMA_VERSION:
+        raise ValueError(f"'{path}' has schema {doc.get('schema')!r} version {doc.get('schema_version')}; this "
+                         f"library reads {MODEL_SCHEMA!r} up to version {MODEL_SCHEMA_VERSION}. Upgrade infoclust_dask.")
+    name = doc["class"].rpartition(".")[2]  # files of earlier versions give the module path too
+    if name not in MODEL_CLASSES or (doc["class"] != name and not doc["class"].startswith("infoclust_dask.cluster.")):
+        raise ValueError(f"'{path}' names class {doc['class']!r}, which is not an infoclust_dask estimator "
+                         f"({', '.join(MODEL_CLASSES)}); it was not loaded.")
+    cls = getattr(cluster, name)
+    allowed = set(cls().get_params())
+    unknown = sorted(set(doc["params"]) - allowed)
+    if unknown:
+        raise ValueError(f"'{path}': {name} has no parameters {unknown}; the file does not match this version.")
+    unknown = sorted(set(doc["fitted"]) - set(_FITTED))
+    if unknown:
+        raise ValueError(f"'{path}': unknown fitted attributes {unknown}; the file does not match this version.")
+    _checked_arrays(doc["params"], "params")
+    _checked_arrays(doc["fitted"], "fitted")
     est = cls(**_from_json(doc["params"]))
     for k, v in _from_json(doc["fitted"]).items():
         setattr(est, k, v)

@@ -54,6 +54,8 @@ __all__ = [
     "default_chunk_rows",
     "atomic_write_text",
     "check_destination",
+    "verify_store",
+    "is_store_of_ours",
 ]
 
 SCHEMA_VERSION = 1
@@ -93,16 +95,124 @@ def _check_float(name, a):
         )
 
 
+def is_store_of_ours(path) -> bool:
+    """True when ``path`` is a folder holding a zarr group whose attributes
+    carry our ``schema_version`` (a store this library wrote)."""
+    import json
+
+    meta = Path(path) / "zarr.json"
+    if not Path(path).is_dir() or not meta.is_file():
+        return False
+    try:
+        doc = json.loads(meta.read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(doc, dict) and doc.get("node_type") == "group" and \
+        "schema_version" in (doc.get("attributes") or {})
+
+
 def check_destination(path, overwrite: bool = False) -> Path:
-    """Refuse an existing ``path`` unless ``overwrite``: callers that compute
-    before writing check first, so they fail before the work, not after."""
+    """Refuse an existing ``path`` unless ``overwrite``, and refuse to
+    overwrite anything that is not a store this library wrote (a project
+    folder, a regular file, someone else's zarr): callers that compute before
+    writing check first, so they fail before the work, not after."""
     path = Path(path)
-    if path.exists() and not overwrite:
+    if not (path.exists() or path.is_symlink()):
+        return path
+    if not overwrite:
         raise StoreError(
             f"A store already exists at '{path}'. Pass overwrite=True (CLI: --overwrite) "
             "to replace it, or choose another path."
         )
+    if path.is_symlink() or not is_store_of_ours(path):
+        what = "a symbolic link" if path.is_symlink() else "a file" if path.is_file() else \
+            "a folder that is not an infoclust store (no zarr.json with a schema_version)"
+        raise StoreError(
+            f"'{path}' is {what}; overwrite replaces only stores written by infoclust_dask, so it was left "
+            "untouched. Choose another destination, or remove it yourself if it really should go."
+        )
     return path
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _temp_name(path: Path, kind: str) -> Path:
+    """A hidden sibling of ``path`` that names its writer's PID, so that a
+    later run can tell a crashed writer's leftovers from a live one's."""
+    return path.parent / f".{path.name}.{kind}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+
+
+def clean_stale_temporaries(path) -> list[Path]:
+    """Remove the leftovers of writers of ``path`` that died (killed mid-write:
+    ``.NAME.tmp-PID-*``, ``.NAME.old-PID-*`` and a ``.NAME.lock`` whose PID is
+    gone); leftovers of live processes stay. Returns what was removed."""
+    path = Path(path)
+    removed = []
+    if not path.parent.is_dir():
+        return removed
+    prefix = f".{path.name}."
+    for p in path.parent.iterdir():
+        if not p.name.startswith(prefix):
+            continue
+        rest = p.name[len(prefix):]
+        kind, _, tail = rest.partition("-")
+        if kind not in ("tmp", "old", "lock"):
+            continue
+        pid = tail.split("-")[0] if kind != "lock" else _read_lock_pid(p)
+        if not str(pid).isdigit() or _pid_alive(int(pid)):
+            continue
+        if p.is_dir():
+            shutil.rmtree(p, ignore_errors=True)
+        else:
+            p.unlink(missing_ok=True)
+        removed.append(p)
+    return removed
+
+
+def _read_lock_pid(p: Path):
+    try:
+        return p.read_text().strip()
+    except OSError:
+        return ""
+
+
+class _WriteLock:
+    """``.NAME.lock-`` beside the destination, created exclusively: one writer
+    per destination at a time; a second gets a clear error naming the first's
+    PID. A lock left by a killed writer is removed by the next writer."""
+
+    def __init__(self, path: Path):
+        self.lock = path.parent / f".{path.name}.lock-"
+        self.path = path
+
+    def __enter__(self):
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        for _ in range(2):
+            try:
+                fd = os.open(self.lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            except FileExistsError:
+                pid = _read_lock_pid(self.lock)
+                if pid.isdigit() and not _pid_alive(int(pid)):
+                    self.lock.unlink(missing_ok=True)
+                    continue
+                raise StoreError(f"Another process (PID {pid or '?'}) is writing '{self.path}'; wait for it "
+                                 f"to finish (or, if no such process runs, remove '{self.lock}').") from None
+            with os.fdopen(fd, "w") as fh:
+                fh.write(str(os.getpid()))
+            return self
+        raise StoreError(f"Cannot take the write lock '{self.lock}' for '{self.path}'.")
+
+    def __exit__(self, *exc):
+        self.lock.unlink(missing_ok=True)
+        return False
 
 
 def write_dataset(
@@ -295,15 +405,39 @@ def write_dataset(
     ds = xr.Dataset(variables, attrs=all_attrs)
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.parent / f".{path.name}.tmp-{uuid.uuid4().hex[:8]}"
-    try:
-        # metadata now; the chunk writes as one graph on the chosen scheduler
-        writes = ds.to_zarr(tmp, mode="w-", zarr_format=3, encoding=encoding, consolidated=False, compute=False)
-        engine.compute(writes, scheduler=scheduler, progress=progress)
-        _replace(tmp, path, overwrite)
-    finally:
-        _remove_tree(tmp)
+    clean_stale_temporaries(path)
+    with _WriteLock(path):
+        check_destination(path, overwrite)  # again, under the lock: another writer may have finished meanwhile
+        tmp = _temp_name(path, "tmp")
+        try:
+            # metadata now; the chunk writes as one graph on the chosen scheduler
+            writes = ds.to_zarr(tmp, mode="w-", zarr_format=3, encoding=encoding, consolidated=False,
+                                compute=False, write_empty_chunks=True)  # every chunk on disk: none reads as fill
+            engine.compute(writes, scheduler=scheduler, progress=progress)
+            _write_manifest(tmp)
+            _replace(tmp, path, overwrite)
+        except OSError as exc:
+            raise _disk_error(exc, path, int(ds.nbytes)) from exc
+        finally:
+            _remove_tree(tmp)
     return path
+
+
+def _disk_error(exc: OSError, path: Path, nbytes: int) -> Exception:
+    """An OSError of a store write as a message naming the path and the fix
+    (the half-written temporary is removed by the caller)."""
+    import errno
+
+    free = shutil.disk_usage(path.parent).free if path.parent.exists() else None
+    gib = 2 ** 30
+    if exc.errno == errno.ENOSPC or exc.errno == errno.EDQUOT:
+        return StoreError(f"No space left for the store '{path}': it needs up to {nbytes / gib:.2f} GiB "
+                          f"uncompressed and {free / gib:.2f} GiB are free there. Nothing was written; free "
+                          "space or choose another destination.")
+    if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+        return StoreError(f"Cannot write the store '{path}': {exc.strerror} ({exc.filename or path.parent}). "
+                          "Choose a writable destination.")
+    return StoreError(f"Writing the store '{path}' failed: {exc}. Nothing was written.")
 
 
 def _remove_tree(path: Path, wait: float = 10.0):
@@ -333,7 +467,8 @@ def _replace(tmp: Path, path: Path, overwrite: bool):
         return
     if not overwrite:
         raise StoreError(f"A store appeared at '{path}' while writing; not overwriting it.")
-    old = path.parent / f".{path.name}.old-{uuid.uuid4().hex[:8]}"
+    check_destination(path, overwrite)
+    old = _temp_name(path, "old")
     os.rename(path, old)
     try:
         os.rename(tmp, path)
@@ -347,6 +482,105 @@ _OPENED_LOCK = threading.Lock()
 _OPENED: dict = {}
 #: stores kept open per process (the most recently used ones)
 OPENED_MAX = 16
+
+
+#: per array: ``<array>/infoclust-manifest.json`` (inside the array's folder,
+#: where zarr does not look; a file beside the arrays would be reported by
+#: zarr as an unknown member of the group)
+MANIFEST = "infoclust-manifest.json"
+
+
+def _arrays(root: Path):
+    return sorted(p for p in root.iterdir() if p.is_dir() and (p / "zarr.json").exists())
+
+
+def _crc32(path: Path) -> int:
+    import zlib
+
+    crc = 0
+    with open(path, "rb") as fh:
+        while block := fh.read(1 << 22):
+            crc = zlib.crc32(block, crc)
+    return crc
+
+
+def _write_manifest(root: Path, names=None):
+    """Record every chunk file of the freshly written arrays (all, or
+    ``names``) with its size and CRC-32, one manifest per array: opening
+    checks that each listed chunk is there with its size (a deleted or
+    truncated chunk would otherwise read as fill values), :func:`verify_store`
+    checks the CRCs (garbage of the same size)."""
+    import json
+
+    for var in _arrays(root):
+        if names is not None and var.name not in names:
+            continue
+        chunks = {}
+        for dirpath, _, files in os.walk(var / "c"):
+            for f in files:
+                full = os.path.join(dirpath, f)
+                chunks[os.path.relpath(full, root)] = [os.path.getsize(full), _crc32(Path(full))]
+        (var / MANIFEST).write_text(json.dumps({"manifest_version": 1, "chunks": dict(sorted(chunks.items()))}))
+
+
+def _read_manifest(path: Path):
+    """All arrays' manifests merged (chunk path -> (size, crc)), or None when
+    no array has one (a store written by an older version or another tool)."""
+    import json
+
+    out, found = {}, False
+    for var in _arrays(path):
+        m = var / MANIFEST
+        if not m.exists():
+            continue
+        found = True
+        try:
+            doc = json.loads(m.read_text())
+            out.update({k: tuple(v) for k, v in doc["chunks"].items()})
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise StoreError(f"The chunk manifest '{m}' is damaged ({exc}); the store cannot be checked. "
+                             "Re-ingest it, or delete that manifest to read the array unchecked.") from None
+    return out if found else None
+
+
+def _describe_chunk(rel: str) -> str:
+    parts = rel.split("/")
+    return f"array {parts[0]!r}, chunk {tuple(int(i) for i in parts[2:] if i.isdigit())}"
+
+
+def _check_chunks(path: Path, manifest: dict, *, crc: bool = False) -> list[str]:
+    """Problems of the stored chunks against the manifest: missing, wrong
+    size, (with ``crc``) wrong content. Returns readable lines (empty: all good)."""
+    problems = []
+    for rel, (size, want) in manifest.items():
+        f = path / rel
+        try:
+            got = f.stat().st_size
+        except FileNotFoundError:
+            problems.append(f"{_describe_chunk(rel)} ('{rel}') is missing")
+            continue
+        if got != size:
+            problems.append(f"{_describe_chunk(rel)} ('{rel}') has {got} bytes, {size} were written")
+        elif crc and _crc32(f) != want:
+            problems.append(f"{_describe_chunk(rel)} ('{rel}') has different bytes from those written (CRC-32)")
+    return problems
+
+
+def verify_store(path) -> dict:
+    """Read every chunk of the store at ``path`` and compare it with the
+    manifest written with it (sizes and CRC-32). Returns a report
+    ``{"store", "chunks", "bytes", "problems"}``; an empty ``problems`` means
+    the bytes are those written. Stores without a manifest (written by an
+    older version or another tool) are reported as unverifiable."""
+    path = Path(path)
+    if not (path / "zarr.json").exists():
+        raise FileNotFoundError(f"No zarr store at '{path}'.")
+    manifest = _read_manifest(path)
+    if manifest is None:
+        return {"store": str(path), "chunks": 0, "bytes": 0,
+                "problems": [f"no {MANIFEST}: the store was not written by this version; it cannot be verified"]}
+    return {"store": str(path), "chunks": len(manifest), "bytes": int(sum(v[0] for v in manifest.values())),
+            "problems": _check_chunks(path, manifest, crc=True)}
 
 
 def open_dataset(path):
@@ -390,6 +624,12 @@ def open_dataset(path):
                 ds = xr.open_zarr(path, consolidated=False, zarr_format=3, chunks={})
             except Exception as exc:  # zarr raises many types for corrupt metadata
                 raise StoreError(f"Could not open the store at '{path}': {exc}") from exc
+            manifest = _read_manifest(path)
+            problems = _check_chunks(path, manifest) if manifest is not None else []
+            if problems:
+                more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
+                raise StoreError(f"The store at '{path}' is damaged: " + "; ".join(problems[:3]) + more +
+                                 ". Re-ingest it from its source; `infoclust verify` lists every damaged chunk.")
         _OPENED[key] = ds  # most recent last
         while len(_OPENED) > OPENED_MAX:
             _OPENED.pop(next(iter(_OPENED)))

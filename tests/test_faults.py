@@ -1,0 +1,210 @@
+"""Faults a careless or hostile user meets: overwriting what is not ours,
+crashed writers' leftovers, concurrent writers, bad bytes on disk, model
+files that name other code, errors that must be messages."""
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from infoclust_dask import KMeans, open_dataset, write_dataset
+from infoclust_dask.cli import main
+from infoclust_dask.runs import load_model, save_model
+from infoclust_dask.store import StoreError, clean_stale_temporaries, verify_store
+
+
+def _store(tmp_path, name="s.zarr", n=400, chunks=100):
+    rng = np.random.default_rng(0)
+    return write_dataset(tmp_path / name, rng.normal(size=(n, 3)), label=rng.integers(0, 3, n), chunks=chunks,
+                         codec="none")
+
+
+# --------------------------------------------------------------------------- overwrite
+def test_overwrite_refuses_a_project_folder_a_file_and_a_foreign_zarr(tmp_path, capsys):
+    src = tmp_path / "good.npy"
+    np.save(src, np.ones((10, 2)))
+    project = tmp_path / "project"
+    (project / "src").mkdir(parents=True)
+    (project / "src" / "thesis.tex").write_text("years of work")
+    assert main(["ingest", str(src), str(project), "--overwrite"]) == 2
+    assert "not an infoclust store" in capsys.readouterr().err
+    assert (project / "src" / "thesis.tex").read_text() == "years of work"
+    notes = tmp_path / "notes.txt"
+    notes.write_text("keep")
+    assert main(["ingest", str(src), str(notes), "--overwrite"]) == 2
+    assert "is a file" in capsys.readouterr().err and notes.read_text() == "keep"
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no .name.old-* left behind
+    foreign = tmp_path / "foreign.zarr"
+    foreign.mkdir()
+    (foreign / "zarr.json").write_text(json.dumps({"zarr_format": 3, "node_type": "group", "attributes": {}}))
+    assert main(["ingest", str(src), str(foreign), "--overwrite"]) == 2
+    assert (foreign / "zarr.json").exists()
+    ours = _store(tmp_path, "ours.zarr")  # a store of ours is replaced
+    assert main(["ingest", str(src), str(ours), "--overwrite"]) == 0
+    assert open_dataset(ours)["x"].shape == (10, 2)
+
+
+def test_stale_temporaries_of_a_dead_writer_are_removed_and_a_live_ones_kept(tmp_path):
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    dest = tmp_path / "d.zarr"
+    stale = tmp_path / f".d.zarr.tmp-{dead.pid}-abcd1234"
+    (stale / "x").mkdir(parents=True)
+    live = tmp_path / f".d.zarr.tmp-{os.getpid()}-abcd1234"
+    live.mkdir()
+    lock = tmp_path / ".d.zarr.lock-"
+    lock.write_text(str(dead.pid))
+    assert set(clean_stale_temporaries(dest)) == {stale, lock}
+    assert live.exists() and not stale.exists() and not lock.exists()
+
+
+def test_second_writer_of_one_destination_gets_a_clear_error(tmp_path):
+    dest = tmp_path / "d.zarr"
+    (tmp_path / ".d.zarr.lock-").write_text(str(os.getpid()))  # a live writer holds it
+    with pytest.raises(StoreError, match=rf"Another process \(PID {os.getpid()}\) is writing"):
+        write_dataset(dest, np.ones((5, 2)))
+    assert not dest.exists()
+
+
+def test_two_concurrent_ingests_one_wins_the_store_is_whole(tmp_path):
+    src = tmp_path / "big.npy"
+    np.save(src, np.random.default_rng(0).normal(size=(400_000, 8)))
+    dest = tmp_path / "d.zarr"
+    cmd = [sys.executable, "-m", "infoclust_dask.cli", "ingest", str(src), str(dest), "--chunks", "20000"]
+    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    codes = sorted(p.returncode for p in procs)
+    assert codes == [0, 2], outs
+    err = next(e for (o, e), p in zip(outs, procs, strict=True) if p.returncode == 2)
+    assert "is writing" in err or "already exists" in err
+    np.testing.assert_array_equal(open_dataset(dest)["x"].values, np.load(src))
+    assert verify_store(dest)["problems"] == []
+
+
+def test_ingest_killed_mid_write_leaves_nothing_and_a_rerun_succeeds(tmp_path):
+    src = tmp_path / "big.npy"
+    np.save(src, np.random.default_rng(0).normal(size=(3_000_000, 8)).astype(np.float32))
+    dest = tmp_path / "d.zarr"
+    cmd = [sys.executable, "-m", "infoclust_dask.cli", "ingest", str(src), str(dest), "--chunks", "50000",
+           "--codec", "zstd"]
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not list(tmp_path.glob(".d.zarr.tmp-*/x/c")):
+        time.sleep(0.02)
+    assert list(tmp_path.glob(".d.zarr.tmp-*")), "the writer never started writing"
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    assert not dest.exists()  # absent, never half-written
+    assert list(tmp_path.glob(".d.zarr.tmp-*"))  # the killed writer's leftovers ...
+    assert main(["ingest", str(src), str(dest), "--chunks", "500000"]) == 0
+    assert not list(tmp_path.glob(".d.zarr.*"))  # ... are removed by the next run
+    assert open_dataset(dest)["x"].shape == (3_000_000, 8)
+
+
+def test_sigterm_during_ingest_removes_the_temporary(tmp_path):
+    src = tmp_path / "big.npy"
+    np.save(src, np.random.default_rng(0).normal(size=(3_000_000, 8)).astype(np.float32))
+    dest = tmp_path / "d.zarr"
+    p = subprocess.Popen([sys.executable, "-m", "infoclust_dask.cli", "ingest", str(src), str(dest), "--chunks",
+                          "50000", "--codec", "zstd"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not list(tmp_path.glob(".d.zarr.tmp-*/x/c")):
+        time.sleep(0.02)
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 143 and "terminated (SIGTERM)" in err and "Traceback" not in err
+    assert not dest.exists() and not list(tmp_path.glob(".d.zarr*"))
+
+
+# --------------------------------------------------------------------------- bad bytes
+def test_deleted_truncated_and_garbled_chunks_are_named(tmp_path, capsys):
+    store = _store(tmp_path)
+    assert verify_store(store) == {"store": str(store), "chunks": 8,
+                                   "bytes": verify_store(store)["bytes"], "problems": []}
+    x2 = store / "x" / "c" / "2" / "0"
+    x2.write_bytes(x2.read_bytes()[:-8])  # truncated
+    (store / "label" / "c" / "1").unlink()  # deleted: zarr would read the fill value as a class
+    with pytest.raises(StoreError, match=r"damaged: .*array 'label', chunk \(1,\).* is missing|"
+                                         r"damaged: .*array 'x', chunk \(2, 0\)"):
+        open_dataset(store)
+    assert main(["verify", str(store)]) == 1
+    out = capsys.readouterr().out
+    assert "array 'x', chunk (2, 0)" in out and "has 2392 bytes, 2400 were written" in out
+    assert "array 'label', chunk (1,)" in out and "is missing" in out
+    store2 = _store(tmp_path, "g.zarr")
+    x1 = store2 / "x" / "c" / "1" / "0"
+    raw = bytearray(x1.read_bytes())
+    raw[100:108] = b"\xff" * 8  # garbage of the same size: a NaN-free inf-free float? no: caught by CRC
+    x1.write_bytes(bytes(raw))
+    assert main(["verify", str(store2)]) == 1
+    assert "array 'x', chunk (1, 0)" in capsys.readouterr().out
+
+
+def test_truncated_metadata_is_a_clear_error(tmp_path, capsys):
+    store = _store(tmp_path)
+    meta = store / "x" / "zarr.json"
+    meta.write_text(meta.read_text()[:40])
+    assert main(["info", str(store)]) == 2
+    err = capsys.readouterr().err
+    assert f"Could not open the store at '{store}'" in err and "Traceback" not in err
+
+
+def test_undecodable_chunk_says_verify(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    store = write_dataset(tmp_path / "c.zarr", np.round(rng.normal(size=(4000, 3)), 1), chunks=1000, codec="lz4")
+    x1 = store / "x" / "c" / "1" / "0"
+    raw = bytearray(x1.read_bytes())
+    raw[16:] = bytes(len(raw) - 16)  # same size, compressed stream destroyed
+    x1.write_bytes(bytes(raw))
+    assert main(["fit", "kmeans", str(store), "-k", "2", "--scheduler", "sync", "--storage", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "infoclust verify" in err
+
+
+# --------------------------------------------------------------------------- model files
+def test_load_model_rebuilds_only_estimators(tmp_path):
+    X = np.random.default_rng(0).normal(size=(50, 2))
+    path = save_model(KMeans(2, n_init=1, scheduler="sync", random_state=0).fit(X), tmp_path / "m.json")
+    doc = json.loads(path.read_text())
+    assert doc["schema"] == "infoclust-model" and doc["class"] == "KMeans"
+    np.testing.assert_array_equal(load_model(path).predict(X), KMeans(2, n_init=1, scheduler="sync",
+                                                                      random_state=0).fit(X).labels_)
+    victim = tmp_path / "written.txt"
+    for cls, params, message in (
+        ("infoclust_dask.runs.write_json", {"path": str(victim), "obj": 1}, "not an infoclust_dask estimator"),
+        ("os.system", {"command": "touch " + str(victim)}, "not an infoclust_dask estimator"),
+        ("KMeans", {"n_clusters": 2, "evil": 1}, r"no parameters \['evil'\]"),
+    ):
+        bad = tmp_path / "bad.json"
+        bad.write_text(json.dumps({**doc, "class": cls, "params": params}))
+        with pytest.raises(ValueError, match=message):
+            load_model(bad)
+        assert not victim.exists()
+    bad.write_text(json.dumps({**doc, "fitted": {"cluster_centers_": {"__ndarray__": [1], "dtype": "object"}}}))
+    with pytest.raises(ValueError, match="dtype 'object'"):
+        load_model(bad)
+    bad.write_text("[1, 2]")
+    with pytest.raises(ValueError, match="is not a model file"):
+        load_model(bad)
+
+
+# --------------------------------------------------------------------------- messages, not tracebacks
+def test_cli_errors_are_messages(tmp_path, capsys):
+    np.savez(tmp_path / "f.npz", x=np.ones((3, 2)), label=np.array([0.5, 1.0, 2.0]))
+    assert main(["ingest", str(tmp_path / "f.npz"), str(tmp_path / "a.zarr")]) == 2
+    assert "array 'label' has dtype float64" in capsys.readouterr().err
+    store = _store(tmp_path)
+    blocked = tmp_path / "a-file"  # a storage root under a regular file cannot be created, even by root
+    blocked.write_text("")
+    t0 = time.perf_counter()
+    assert main(["fit", "kmeans", str(store), "-k", "2", "--scheduler", "sync", "--storage",
+                 str(blocked / "storage")]) == 2
+    err = capsys.readouterr().err
+    assert "not writable" in err and str(blocked / "storage") in err and "Traceback" not in err
+    assert time.perf_counter() - t0 < 5  # checked before the fit, not after
