@@ -15,8 +15,10 @@
     a ``distributed.LocalCluster`` on this machine, started on first use and
     shared by every later call (2 single-threaded worker processes by default).
 ``"tcp://host:port"``
-    an existing dask scheduler; clients are cached per address (connection
-    timeout ``$INFOCLUST_CONNECT_TIMEOUT``, default 20 s).
+    an existing dask scheduler; clients are cached per address. One hard
+    deadline covers reaching it (``$INFOCLUST_CONNECT_TIMEOUT``, default
+    10 s): a refused port fails at once, a server that is not a dask
+    scheduler at the deadline.
 a ``distributed.Client``
     used as it is.
 
@@ -109,22 +111,77 @@ def close_local_client():
 atexit.register(close_local_client)
 
 
+def connect_timeout() -> float:
+    """Seconds allowed to reach a scheduler: ``$INFOCLUST_CONNECT_TIMEOUT``
+    (a number, or with an ``s`` suffix), default 10."""
+    raw = os.environ.get("INFOCLUST_CONNECT_TIMEOUT", "10").strip().lower().removesuffix("s")
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"INFOCLUST_CONNECT_TIMEOUT={raw!r} is not a number of seconds.") from None
+    if not value > 0:
+        raise ValueError(f"INFOCLUST_CONNECT_TIMEOUT must be > 0 seconds; got {value}.")
+    return value
+
+
+def _probe_tcp(address: str, timeout: float):
+    """Fail fast on a refused or unreachable port (distributed would retry
+    until its timeout)."""
+    import socket
+    from urllib.parse import urlsplit
+
+    if not address.startswith(("tcp://", "tls://")):
+        return
+    parts = urlsplit(address)
+    try:
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        raise ConnectionError(f"The scheduler address {address!r} has no valid port.") from None
+    if host is None or port is None:
+        raise ConnectionError(f"The scheduler address {address!r} needs a host and a port, e.g. "
+                              "tcp://127.0.0.1:8786.")
+    try:
+        socket.create_connection((host, port), timeout=timeout).close()
+    except OSError as exc:
+        raise ConnectionError(f"Could not connect to the dask scheduler at {address!r}: {exc.strerror or exc}. "
+                              "Start one (`dask scheduler`) or pass scheduler='local' for a LocalCluster on "
+                              "this machine.") from None
+
+
 def _remote_client(address: str):
+    """A client of the scheduler at ``address``, within one hard deadline
+    (:func:`connect_timeout`): a refused port fails at once, and an address
+    that accepts connections but does not speak dask (another server) fails
+    at the deadline instead of hanging in ``Client.__init__``."""
     with _LOCK:
         client = _REMOTE.get(address)
         if client is not None and client.status == "running":
             return client
         from distributed import Client
 
-        try:
-            timeout = os.environ.get("INFOCLUST_CONNECT_TIMEOUT", "20s")
-            client = Client(address, set_as_default=False, timeout=timeout)
-        except OSError as exc:
+        timeout = connect_timeout()
+        _probe_tcp(address, timeout)
+        box: dict = {}
+
+        def connect():
+            try:
+                box["client"] = Client(address, set_as_default=False, timeout=timeout)
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller below
+                box["error"] = exc
+
+        t = threading.Thread(target=connect, name=f"connect {address}", daemon=True)
+        t.start()
+        t.join(timeout + 2.0)
+        if t.is_alive() or "error" in box:
+            exc = box.get("error")
+            why = (f"no dask handshake within {timeout:g} s (is it a dask scheduler?)" if t.is_alive()
+                   else str(exc) or type(exc).__name__)
             raise ConnectionError(
-                f"Could not connect to the dask scheduler at {address!r}: {exc}. "
-                "Start one (`dask scheduler`) or pass scheduler='local' for a "
-                "LocalCluster on this machine."
-            ) from exc
+                f"Could not connect to the dask scheduler at {address!r}: {why}. Start one (`dask scheduler`), "
+                "pass scheduler='local' for a LocalCluster on this machine, or raise "
+                "$INFOCLUST_CONNECT_TIMEOUT."
+            ) from (exc if isinstance(exc, Exception) else None)
+        client = box["client"]
         _REMOTE[address] = client
         return client
 

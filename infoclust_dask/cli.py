@@ -111,9 +111,20 @@ def _cmd_fit(args):
     return 0
 
 
+def _preflight_scheduler(args):
+    """Reach a scheduler given by address before any flow or Prefect server
+    starts (one deadline; the client is cached and reused by the flow)."""
+    from . import engine
+
+    address = args.scheduler or os.environ.get("DASK_SCHEDULER_ADDRESS")
+    if address and "://" in address:
+        engine.resolve_scheduler(address)
+
+
 def _cmd_demo(args):
     from .registry import load_flow
 
+    _preflight_scheduler(args)
     load_flow("demo")(args)
     return 0
 
@@ -121,6 +132,7 @@ def _cmd_demo(args):
 def _cmd_crossval(args):
     from .registry import load_flow
 
+    _preflight_scheduler(args)
     out = load_flow("crossval")(args)
     print(json.dumps({k: out[k] for k in ("run_dir", "best", "best_score", "cells", "reused", "seconds")},
                      indent=2, default=str))

@@ -395,9 +395,7 @@ def _ingest_sparse(X, labels, prov, dest, *, binary, standardize, pca, n_folds, 
                    overwrite, progress):
     """Write a scipy sparse matrix as a dense store, one chunk of rows at a
     time (the chunk densified inside its own write task)."""
-    import dask
-    import dask.array as da
-
+    from . import engine
     from .preprocess import TARGET_CHUNK_BYTES, write_preprocessed
 
     if standardize or pca is not None:
@@ -420,10 +418,8 @@ def _ingest_sparse(X, labels, prov, dest, *, binary, standardize, pca, n_folds, 
             raise IngestError(f"--binary: the sparse matrix holds values other than 0 and 1 ({bad[:5].tolist()});"
                               " binarize it first (e.g. X.data[:] = 1).")
     rows = int(chunks) if chunks is not None else max(1, min(n, TARGET_CHUNK_BYTES // (d * dtype.itemsize)))
-    whole = dask.delayed(X, pure=True)
-    blocks = [da.from_delayed(dask.delayed(_dense_rows)(whole, a, min(a + rows, n), dtype),
-                              shape=(min(a + rows, n) - a, d), dtype=dtype) for a in range(0, n, rows)]
-    x = da.concatenate(blocks, axis=0)
+    (x,) = engine.generate(_DenseRows(X, dtype), n, block_rows=rows, outputs=((dtype, (d,)),),
+                           block_params=lambda a, b: {}, name="densify")
     mean = np.asarray(X.mean(axis=0)).ravel()
     sq = np.asarray(X.multiply(X).mean(axis=0)).ravel()
     info = {"feature_mean": mean, "feature_std": np.sqrt(np.maximum(sq - mean ** 2, 0.0))}
@@ -436,5 +432,17 @@ def _ingest_sparse(X, labels, prov, dest, *, binary, standardize, pca, n_folds, 
     return path, report
 
 
-def _dense_rows(X, a, b, dtype):
-    return X[a:b].toarray().astype(dtype, copy=False)
+class _DenseRows:
+    """Rows ``a:b`` of a sparse matrix as a dense block (one stored chunk).
+    Tokenized by a random id, not by hashing the whole matrix per block."""
+
+    def __init__(self, X, dtype):
+        import uuid
+
+        self.X, self.dtype, self.token = X, dtype, uuid.uuid4().hex
+
+    def __dask_tokenize__(self):
+        return self.token
+
+    def __call__(self, a, b):
+        return (self.X[a:b].toarray().astype(self.dtype, copy=False),)

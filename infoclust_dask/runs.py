@@ -8,6 +8,7 @@ fitted arrays, library version), ``summary.json`` and whatever a caller adds
 from __future__ import annotations
 
 import datetime as _dt
+import inspect
 import json
 import os
 import uuid
@@ -194,7 +195,7 @@ def load_model(path):
         raise ValueError(f"'{path}' names class {doc['class']!r}, which is not an infoclust_dask estimator "
                          f"({', '.join(MODEL_CLASSES)}); it was not loaded.")
     cls = getattr(cluster, name)
-    allowed = set(cls().get_params())
+    allowed = {p for p in inspect.signature(cls.__init__).parameters if p != "self"}
     unknown = sorted(set(doc["params"]) - allowed)
     if unknown:
         raise ValueError(f"'{path}': {name} has no parameters {unknown}; the file does not match this version.")

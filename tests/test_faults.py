@@ -4,7 +4,6 @@ files that name other code, errors that must be messages."""
 
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -208,3 +207,39 @@ def test_cli_errors_are_messages(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "not writable" in err and str(blocked / "storage") in err and "Traceback" not in err
     assert time.perf_counter() - t0 < 5  # checked before the fit, not after
+
+
+# --------------------------------------------------------------------------- bad scheduler addresses
+def test_bad_scheduler_addresses_fail_within_the_deadline(tmp_path, capsys, monkeypatch):
+    """A refused port fails at once; a server that accepts TCP but never
+    speaks dask (a silent socket, an HTTP server) fails at the deadline;
+    crossval fails before Prefect's server starts."""
+    import socket
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    monkeypatch.setenv("INFOCLUST_CONNECT_TIMEOUT", "3")
+    store = _store(tmp_path)
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)
+    http = ThreadingHTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler)  # its request threads are daemons
+    threading.Thread(target=http.serve_forever, daemon=True).start()
+    free = socket.socket()
+    free.bind(("127.0.0.1", 0))
+    refused = free.getsockname()[1]
+    free.close()
+    try:
+        for port, limit in ((refused, 2.0), (silent.getsockname()[1], 8.0), (http.server_address[1], 8.0)):
+            address = f"tcp://127.0.0.1:{port}"
+            for argv in (["fit", "kmeans", str(store), "-k", "2"], ["crossval", str(store), "--method", "kmeans"]):
+                t0 = time.perf_counter()
+                assert main(argv + ["--scheduler", address, "--storage", str(tmp_path)]) == 2
+                took = time.perf_counter() - t0
+                err = capsys.readouterr().err
+                assert f"Could not connect to the dask scheduler at '{address}'" in err, err
+                assert took < limit, (address, argv[0], took)
+    finally:
+        silent.close()
+        http.shutdown()
+    assert not (tmp_path / ".prefect").exists()  # no Prefect server was started for crossval
