@@ -26,7 +26,9 @@ chunking beyond float64 round-off.
 
 from __future__ import annotations
 
+import threading
 from functools import partial
+
 import numpy as np
 
 from ._scheduler import Scheduler, close_local_client, local_client, resolve_scheduler, thread_pool
@@ -322,12 +324,17 @@ def compute(obj, *, scheduler=None, progress: bool = False):
     if not is_lazy(obj) and not hasattr(obj, "dask"):
         return obj
     if sched.kind == "distributed":
-        fut = sched.client.compute(obj, optimize_graph=False)
-        if progress:
-            from distributed import progress as dprogress
+        for attempt in range(RESCATTER_ATTEMPTS + 1):
+            fut = sched.client.compute(obj, optimize_graph=False)
+            if progress:
+                from distributed import progress as dprogress
 
-            dprogress(fut)
-        return fut.result()
+                dprogress(fut)
+            try:
+                return fut.result()
+            except Exception:
+                if attempt == RESCATTER_ATTEMPTS or not _rescatter_lost(sched.client):
+                    raise
     import dask
 
     scheduler_name = "sync" if sched.kind == "sync" else "threads"
@@ -531,6 +538,57 @@ def prepare(data, *, scheduler=None, limit: int | None = None):
     return a
 
 
+#: times a pass is retried after re-sending scattered blocks lost with a worker
+RESCATTER_ATTEMPTS = 3
+_SCATTERED_LOCK = threading.Lock()
+_SCATTERED: dict = {}  # key -> [driver's block, live futures]
+
+
+def _remember_scattered(futures, blocks):
+    """Keep the driver's copy of every scattered block (views of the caller's
+    array, no copies) while a future of it lives, so that blocks lost with a
+    worker can be sent again (:func:`_rescatter_lost`)."""
+    import weakref
+
+    for f, b in zip(futures, blocks, strict=True):
+        with _SCATTERED_LOCK:
+            entry = _SCATTERED.setdefault(f.key, [b, 0])
+            entry[1] += 1
+        weakref.finalize(f, _forget_scattered, f.key)
+
+
+def _forget_scattered(key):
+    with _SCATTERED_LOCK:
+        entry = _SCATTERED.get(key)
+        if entry is not None:
+            entry[1] -= 1
+            if entry[1] <= 0:
+                del _SCATTERED[key]
+
+
+def _rescatter_lost(client) -> bool:
+    """Send again the scattered blocks that no worker holds any more (their
+    worker died): the same bytes get the same keys, so the graphs that use
+    them run unchanged. Returns whether anything was lost."""
+    with _SCATTERED_LOCK:
+        held = {k: v[0] for k, v in _SCATTERED.items()}
+    if not held:
+        return False
+    who = client.who_has(list(held))
+    lost = [k for k in held if not who.get(k)]
+    if not lost:
+        return False
+    import logging
+
+    logging.getLogger("infoclust_dask").warning(
+        "%d scattered block(s) were lost with a worker; sending them again from this process", len(lost))
+    again = client.scatter([held[k] for k in lost], hash=True)
+    # the graphs' own futures of these keys are alive (they are why the keys are remembered), so the
+    # scheduler keeps the re-sent data after ``again`` is dropped
+    del again
+    return True
+
+
 def persist(data, *, scheduler=None, chunk_rows: int | None = None):
     """Load ``data`` into the memory of the scheduler's workers (or into this
     process for local schedulers) and return a dask array over it.
@@ -552,7 +610,9 @@ def persist(data, *, scheduler=None, chunk_rows: int | None = None):
         return client.persist(a, optimize_graph=False)
     rows = chunk_rows or _auto_rows(a)
     slices = _row_slices(a.shape[0], 1, rows)
-    futures = client.scatter([a[sl] for sl in slices])
+    blocks = [a[sl] for sl in slices]
+    futures = client.scatter(blocks, hash=True)  # keys from the bytes: a re-scatter recreates the same keys
+    _remember_scattered(futures, blocks)
     pieces = [
         da.from_delayed(dask.delayed(f), shape=(sl.stop - sl.start,) + a.shape[1:], dtype=a.dtype)
         for f, sl in zip(futures, slices, strict=True)

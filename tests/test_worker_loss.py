@@ -1,0 +1,103 @@
+"""Worker loss: a real `dask scheduler` and three `dask worker` processes on
+127.0.0.1 (started here, stopped by PID); one worker is killed with SIGKILL
+in the middle of a fit on in-memory (numpy) data, whose blocks were scattered
+to the workers. The fit must end with the result of an undisturbed run (the
+driver sends the lost blocks again), and a worker that joins later is used."""
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from distributed import Client
+
+from infoclust_dask import DiscriminativeClustering, KMeans
+
+
+@pytest.fixture
+def real_cluster(tmp_path):
+    sched_file = tmp_path / "scheduler.json"
+    exe = str(Path(sys.executable).with_name("dask"))
+    procs = [subprocess.Popen([exe, "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
+                               "--scheduler-file", str(sched_file)], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)]
+
+    def worker():
+        p = subprocess.Popen([exe, "worker", "--scheduler-file", str(sched_file), "--nthreads", "1", "--no-nanny",
+                              "--host", "127.0.0.1", "--no-dashboard", "--memory-limit", "2GB"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        procs.append(p)
+        return p
+
+    try:
+        deadline = time.monotonic() + 60
+        while not sched_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        workers = [worker() for _ in range(3)]
+        client = Client(scheduler_file=str(sched_file), timeout=30, set_as_default=False)
+        client.wait_for_workers(3, timeout=60)
+        yield client, workers, worker
+        client.close()
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGKILL)
+            p.wait()
+
+
+def _kill_later(client, seconds, done):
+    """Kill, after ``seconds``, a worker that holds scattered blocks."""
+    pids = client.run(os.getpid)
+
+    def kill():
+        holder = next(w for w, keys in client.has_what().items() if any(str(k).startswith("ndarray-") for k in keys))
+        os.kill(pids[holder], signal.SIGKILL)
+        done.set()
+
+    t = threading.Timer(seconds, kill)
+    t.start()
+    return t
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_kmeans_and_dc_survive_a_killed_worker_with_numpy_input(real_cluster):
+    client, workers, start_worker = real_cluster
+    rng = np.random.default_rng(0)
+    n = 1_500_000
+    lab = rng.integers(0, 8, n)
+    X = rng.normal(size=(n, 8)) + 3.0 * lab[:, None] * (np.arange(8) % 3 == 0)
+    km = dict(n_init=1, max_iter=25, tol=0.0, random_state=0)
+    ref = KMeans(8, scheduler=client, **km).fit(X)
+    t0 = time.perf_counter()
+    KMeans(8, scheduler=client, **km).fit(X)
+    undisturbed = time.perf_counter() - t0
+    killed = threading.Event()
+    _kill_later(client, undisturbed * 0.4, killed)
+    got = KMeans(8, scheduler=client, **km).fit(X)
+    assert killed.is_set(), "the worker was killed after the fit ended: make the fit longer"
+    np.testing.assert_allclose(got.cluster_centers_, ref.cluster_centers_, rtol=0, atol=1e-10)
+    assert got.n_iter_ == ref.n_iter_
+
+    # DC: a fresh worker joins, another is killed mid-fit
+    new = start_worker()
+    client.wait_for_workers(3, timeout=60)
+    assert len(client.scheduler_info()["workers"]) == 3
+    Xd, yd = X[:400_000], lab[:400_000] % 3
+    dc = dict(sigma=1.0, max_iter=15, random_state=0)
+    ref = DiscriminativeClustering(4, scheduler=client, **dc).fit(Xd, yd)
+    t0 = time.perf_counter()
+    DiscriminativeClustering(4, scheduler=client, **dc).fit(Xd, yd)
+    undisturbed = time.perf_counter() - t0
+    killed.clear()
+    _kill_later(client, undisturbed * 0.4, killed)
+    got = DiscriminativeClustering(4, scheduler=client, **dc).fit(Xd, yd)
+    assert killed.is_set()
+    np.testing.assert_allclose(got.cluster_centers_, ref.cluster_centers_, rtol=0, atol=1e-10)
+    # the worker that joined holds data: it is used
+    assert any(a == new.pid for a in client.run(os.getpid).values())
+    assert client.has_what().get(next(w for w, p in client.run(os.getpid).items() if p == new.pid))
