@@ -139,6 +139,24 @@ class PairOf:
         return f"{one}, or a pair of them"
 
 
+class RandomStateLike:
+    """None, an int seed in [0, 2**32 - 1], or a numpy RandomState / Generator."""
+
+    def accepts(self, v):
+        if v is None or isinstance(v, (np.random.RandomState, np.random.Generator)):
+            return True
+        return isinstance(v, numbers.Integral) and not isinstance(v, bool) and 0 <= v <= 2**32 - 1
+
+    def __str__(self):
+        return "None, an int seed in [0, 4294967295] or a numpy RandomState/Generator"
+
+
+#: ``random_state`` of every estimator
+RANDOM_STATE = [RandomStateLike()]
+#: a kernel width: 1/(2 sigma^2) must stay a finite, non-zero float64
+SIGMA_RANGE = Interval(float, 1e-100, 1e100, closed="both")
+
+
 class Anything:
     """No constraint here (validated where it is used, e.g. schedulers)."""
 
@@ -212,10 +230,15 @@ def check_data(est, X, *, reset: bool, scheduler=None, need_moments: bool = Fals
         if A.ndim != 2:
             fix = " Reshape your data with X.reshape(-1, 1) for a single feature." if A.ndim == 1 else ""
             raise ValueError(f"Expected 2D array, got {A.ndim}D array of shape {A.shape} instead.{fix}")
+        if A.dtype == np.bool_:  # as for numpy input: booleans are 0/1 numbers
+            A = A.astype(np.float64)
         if not (np.issubdtype(A.dtype, np.floating) or np.issubdtype(A.dtype, np.integer)):
-            raise ValueError(f"X must be numeric; got dtype {A.dtype}. Convert it with X.astype('float64').")
+            raise ValueError(f"{name} must be numeric; got dtype {A.dtype}. Convert it with "
+                             f"{name}.astype('float64').")
         if A.shape[0] == 0:
             raise ValueError(f"Found array with 0 sample(s) (shape={A.shape}) while a minimum of 1 is required.")
+        if A.shape[1] == 0:
+            raise ValueError(f"Found array with 0 feature(s) (shape={A.shape}) while a minimum of 1 is required.")
         _check_width(est, A, reset, attr, name)
         if not need_moments:
             return A, None
@@ -319,6 +342,9 @@ def encode_labels(y, n_samples, scheduler=None, *, classes=None, min_classes=2, 
     fold). Integer labels that already are ``0 .. C-1`` are used as they are."""
     from .kernels.stats import ENCODE_LABELS, LABEL_VALUES
 
+    if y is None:
+        raise ValueError(f"{name} is None: this estimator learns from auxiliary labels; pass one label per "
+                         f"sample as {name} (e.g. fit(X, y)).")
     sched = engine.resolve_scheduler(scheduler)
     Y = open_input(y, variable="label")
     if Y.ndim == 2 and Y.shape[1] == 1:

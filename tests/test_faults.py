@@ -243,3 +243,36 @@ def test_bad_scheduler_addresses_fail_within_the_deadline(tmp_path, capsys, monk
         silent.close()
         http.shutdown()
     assert not (tmp_path / ".prefect").exists()  # no Prefect server was started for crossval
+
+
+# --------------------------------------------------------------------------- unclear crashes -> messages
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_extreme_parameters_and_inputs_are_clear_errors_or_fits():
+    import dask.array as da
+
+    from infoclust_dask import AssociativeClustering, DiscriminativeClustering
+
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(200, 3)), rng.integers(0, 3, 200)
+    cases = [
+        (lambda: DiscriminativeClustering(2, sigma=1e-300, scheduler="sync").fit(X, y), r"'sigma'.*\[1e-100, 1e\+100\].*Got 1e-300"),
+        (lambda: DiscriminativeClustering(2, sigma=1e300, scheduler="sync").fit(X, y), r"'sigma'.*Got 1e\+300"),
+        (lambda: AssociativeClustering(2, sigma=(1.0, 1e-300), scheduler="sync").fit(X, X[:, :2]), r"'sigma'.*pair"),
+        (lambda: DiscriminativeClustering(2, sigma=1.0, scheduler="sync").fit(X, None), r"y is None.*fit\(X, y\)"),
+        (lambda: KMeans(2, scheduler="sync", random_state=-1).fit(X), r"'random_state'.*Got -1"),
+        (lambda: KMeans(2, scheduler="sync").fit(da.zeros((100, 0), chunks=50)), r"0 feature\(s\)"),
+        (lambda: KMeans(2, scheduler="sync").fit(da.from_array(X.astype(str), chunks=50)), r"X must be numeric; got dtype <U"),
+    ]
+    for fit, message in cases:
+        with pytest.raises(ValueError, match=message):
+            fit()
+    # the ends of the sigma range and huge class ids fit
+    for sigma in (1e-100, 1e100):
+        m = DiscriminativeClustering(2, sigma=sigma, max_iter=3, scheduler="sync", random_state=0).fit(X, y)
+        assert np.isfinite(m.cluster_centers_).all()
+    m = DiscriminativeClustering(2, sigma=1.0, max_iter=3, scheduler="sync").fit(X, np.where(y == 0, 10**9, y))
+    assert m.classes_.tolist() == [1, 2, 10**9]
+    # numpy and dask booleans are treated alike (0/1)
+    a = KMeans(2, n_init=1, random_state=0, scheduler="sync").fit(X > 0)
+    b = KMeans(2, n_init=1, random_state=0, scheduler="sync").fit(da.from_array(X > 0, chunks=50))
+    np.testing.assert_allclose(a.cluster_centers_, b.cluster_centers_, atol=1e-12)

@@ -43,6 +43,8 @@ from .._validation import (
     Interval,
     Options,
     PairOf,
+    RANDOM_STATE,
+    SIGMA_RANGE,
     check_data,
     check_n_clusters,
     check_random_state,
@@ -203,7 +205,7 @@ class AssociativeClustering(BaseEstimator):
     # ------------------------------------------------------------------
     _parameter_constraints = {
         "n_clusters": [PairOf(Interval(int, 1))],
-        "sigma": [PairOf(Interval(float, 0, closed="neither"), Options("auto"))],
+        "sigma": [PairOf(SIGMA_RANGE, Options("auto"))],
         "prior": [Interval(float, 0, closed="neither"), ArrayLike()],
         "margin_weight": [PairOf(Interval(float, 0))],
         "optimizer": [Options("cg")],
@@ -214,7 +216,7 @@ class AssociativeClustering(BaseEstimator):
         "max_iter": [Interval(int, 1)],
         "sigma_grid": [ArrayLike(), Options(None)],
         "validation_fraction": [Interval(float, 0, 0.9, closed="right")],
-        "random_state": [Anything()],
+        "random_state": RANDOM_STATE,
         "scheduler": [Anything()],
         "verbose": [Interval(int, 0)],
     }

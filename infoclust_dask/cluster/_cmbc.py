@@ -35,6 +35,7 @@ from .._validation import (
     Anything,
     Interval,
     Options,
+    RANDOM_STATE,
     check_data,
     check_n_clusters,
     check_random_state,
@@ -152,7 +153,7 @@ class CMBC(ClusterMixin, BaseEstimator):
         "tol": [Interval(float, 0)],
         "perturbation": [Interval(float, 0)],
         "n_init": [Interval(int, 1)],
-        "random_state": [Anything()],
+        "random_state": RANDOM_STATE,
         "scheduler": [Anything()],
         "verbose": [Interval(int, 0)],
     }

@@ -31,12 +31,14 @@ from .._validation import (
     ArrayLike,
     Interval,
     Options,
-    validate_params,
+    RANDOM_STATE,
+    SIGMA_RANGE,
     check_data,
-    encode_labels,
     check_n_clusters,
     check_random_state,
+    encode_labels,
     param_error,
+    validate_params,
 )
 from ..objectives import dc as obj
 from ._base import voronoi_labels
@@ -228,7 +230,7 @@ class DiscriminativeClustering(ClusterMixin, BaseEstimator):
     # ------------------------------------------------------------------
     _parameter_constraints = {
         "n_clusters": [Interval(int, 1)],
-        "sigma": [Interval(float, 0, closed="neither"), Options("auto")],
+        "sigma": [SIGMA_RANGE, Options("auto")],
         "prior": [Interval(float, 0, closed="neither"), ArrayLike()],
         "optimizer": [Options(*_OPTIMIZERS)],
         "regularization": [Options(*_REGULARIZATIONS)],
@@ -242,7 +244,7 @@ class DiscriminativeClustering(ClusterMixin, BaseEstimator):
         "reg_grid": [ArrayLike(), Options(None)],
         "validation_fraction": [Interval(float, 0, 0.9, closed="right")],
         "classes": [ArrayLike(), Options(None)],
-        "random_state": [Anything()],
+        "random_state": RANDOM_STATE,
         "scheduler": [Anything()],
         "verbose": [Interval(int, 0)],
     }

@@ -21,14 +21,15 @@ from .. import engine
 from ..kernels.kmeans import DISTANCES, INERTIA, LLOYD_FAR, LLOYD_STEP
 from ..kernels.stats import SUM_SQ
 from .._validation import (
-    check_data,
-    check_n_clusters,
-    check_random_state,
-    check_sample_weight,
     Anything,
     ArrayLike,
     Interval,
     Options,
+    RANDOM_STATE,
+    check_data,
+    check_n_clusters,
+    check_random_state,
+    check_sample_weight,
     validate_params,
 )
 from ._base import voronoi_labels
@@ -195,7 +196,7 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         "tol": [Interval(float, 0)],
         "oversampling_factor": [Interval(float, 0, closed="neither")],
         "init_max_iter": [Interval(int, 1)],
-        "random_state": [Anything()],
+        "random_state": RANDOM_STATE,
         "scheduler": [Anything()],
         "verbose": [Interval(int, 0)],
     }

@@ -22,6 +22,8 @@ from .._validation import (
     Anything,
     Interval,
     Options,
+    RANDOM_STATE,
+    SIGMA_RANGE,
     check_data,
     check_n_clusters,
     check_random_state,
@@ -75,11 +77,11 @@ class IsotropicGaussianMixture(ClusterMixin, BaseEstimator):
 
     _parameter_constraints = {
         "n_clusters": [Interval(int, 1)],
-        "sigma": [Interval(float, 0, closed="neither"), Options(None)],
+        "sigma": [SIGMA_RANGE, Options(None)],
         "max_iter": [Interval(int, 1)],
         "tol": [Interval(float, 0)],
         "min_variance": [Interval(float, 0)],
-        "random_state": [Anything()],
+        "random_state": RANDOM_STATE,
         "scheduler": [Anything()],
     }
 

@@ -45,6 +45,7 @@ from .._validation import (
     ArrayLike,
     Interval,
     Options,
+    RANDOM_STATE,
     check_data,
     check_random_state,
     open_input,
@@ -198,7 +199,7 @@ class SMIC(ClusterMixin, BaseEstimator):
         "kernel_normalization": [Options(*NORMALIZATIONS)],
         "lsmi_n_bases": [Interval(int, 1)],
         "n_folds": [Interval(int, 2)],
-        "random_state": [Anything()],
+        "random_state": RANDOM_STATE,
         "scheduler": [Anything()],
         "verbose": [Interval(int, 0)],
     }

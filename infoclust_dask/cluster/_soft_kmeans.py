@@ -30,12 +30,13 @@ from .._validation import (
     ArrayLike,
     Interval,
     Options,
-    validate_params,
+    RANDOM_STATE,
     check_data,
     check_n_clusters,
     check_random_state,
     check_sample_weight,
     param_error,
+    validate_params,
 )
 from ._base import voronoi_labels
 from ._init import init_kmeanspp, init_random
@@ -176,7 +177,7 @@ class SoftKMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         "max_iter": [Interval(int, 1)],
         "tol": [Interval(float, 0)],
         "perturbation": [Interval(float, 0)],
-        "random_state": [Anything()],
+        "random_state": RANDOM_STATE,
         "scheduler": [Anything()],
     }
 
