@@ -41,7 +41,7 @@ def _cmd_ingest(args):
         args.src, args.dest, label_column=args.label_column, drop_nonfinite=args.drop_nonfinite,
         standardize=args.standardize, pca=args.pca, pca_method=args.pca_method, n_folds=args.folds, fold_seed=args.fold_seed,
         chunks=args.chunks, codec=args.codec, overwrite=args.overwrite, progress=True, binary=args.binary,
-        labels=args.labels,
+        labels=args.labels, encoding=args.encoding,
     )
     report["store"] = str(path)
     report["seconds"] = round(time.perf_counter() - t0, 2)
@@ -178,6 +178,7 @@ def build_parser():
     pi.add_argument("--labels", default=None, metavar="FILE",
                     help=".npy (1-D, or n x m) or .npz (named 1-D arrays) file of label columns, e.g. the known "
                          "clusterings that go with a sparse .npz")
+    pi.add_argument("--encoding", default="utf-8", help="text encoding of a CSV file (default utf-8; e.g. latin-1)")
     pi.add_argument("--drop-nonfinite", action="store_true", help="drop rows with NaN/inf instead of failing")
     pi.add_argument("--standardize", action="store_true", help="scale every feature to mean 0, std 1")
     pi.add_argument("--pca", type=int, default=None, metavar="K",
@@ -252,6 +253,10 @@ def main(argv=None):
     import threading
 
     args = build_parser().parse_args(argv)
+    if args.command in ("fit", "crossval", "demo", "ingest") and argv is None:  # a process of its own
+        from . import _watchdog
+
+        _watchdog.start()
     previous = None
     if threading.current_thread() is threading.main_thread():
         previous = signal.signal(signal.SIGTERM, _on_sigterm)

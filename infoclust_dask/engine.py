@@ -541,7 +541,7 @@ def prepare(data, *, scheduler=None, limit: int | None = None):
 #: times a pass is retried after re-sending scattered blocks lost with a worker
 RESCATTER_ATTEMPTS = 3
 _SCATTERED_LOCK = threading.Lock()
-_SCATTERED: dict = {}  # key -> [driver's block, live futures]
+_SCATTERED: dict = {}  # key -> [driver's block, live futures, future of a re-send]
 
 
 def _remember_scattered(futures, blocks):
@@ -552,7 +552,7 @@ def _remember_scattered(futures, blocks):
 
     for f, b in zip(futures, blocks, strict=True):
         with _SCATTERED_LOCK:
-            entry = _SCATTERED.setdefault(f.key, [b, 0])
+            entry = _SCATTERED.setdefault(f.key, [b, 0, None])  # block, live futures, re-sent future
             entry[1] += 1
         weakref.finalize(f, _forget_scattered, f.key)
 
@@ -583,9 +583,12 @@ def _rescatter_lost(client) -> bool:
     logging.getLogger("infoclust_dask").warning(
         "%d scattered block(s) were lost with a worker; sending them again from this process", len(lost))
     again = client.scatter([held[k] for k in lost], hash=True)
-    # the graphs' own futures of these keys are alive (they are why the keys are remembered), so the
-    # scheduler keeps the re-sent data after ``again`` is dropped
-    del again
+    # The scheduler keeps data only while a client future wants it, and the graphs' old futures of these
+    # keys were cancelled with the loss: the new futures live in the entry, as long as the old ones do.
+    with _SCATTERED_LOCK:
+        for f in again:
+            if f.key in _SCATTERED:
+                _SCATTERED[f.key][2] = f
     return True
 
 

@@ -26,9 +26,16 @@ class IngestError(ValueError):
     """The source cannot be turned into a dataset store."""
 
 
-def _read_csv(path: Path, label_columns):
-    with path.open(newline="") as fh:
-        rows = [r for r in csv.reader(fh) if r and any(v.strip() for v in r)]
+def _read_csv(path: Path, label_columns, encoding="utf-8"):
+    try:
+        with path.open(newline="", encoding=encoding) as fh:
+            rows = [r for r in csv.reader(fh) if r and any(v.strip() for v in r)]
+    except UnicodeDecodeError as exc:
+        raise IngestError(f"'{path}' is not {encoding} text: byte {exc.object[exc.start:exc.start + 1]!r} at offset "
+                          f"{exc.start} cannot be decoded. Give the file's encoding (CLI: --encoding latin-1, "
+                          "Python: encoding='latin-1').") from None
+    except LookupError:
+        raise IngestError(f"Unknown text encoding {encoding!r}; use e.g. utf-8 or latin-1.") from None
     if not rows:
         raise IngestError(f"'{path}' has no data rows.")
     header = None
@@ -148,7 +155,7 @@ def _read_parquet(path: Path, label_columns):
     return df.to_numpy(dtype=np.float64, na_value=np.nan), labels
 
 
-def read_source(src, *, label_column=None, labels=None):
+def read_source(src, *, label_column=None, labels=None, encoding="utf-8"):
     """Read ``src`` into ``(X, labels, provenance)``.
 
     ``src`` is a bundled dataset name (``letter``, ``satimage``, ``digits``,
@@ -201,7 +208,7 @@ def read_source(src, *, label_column=None, labels=None):
                     if "label" in keys:
                         out["label"] = _label_codes(z["label"], f"'{path}' array 'label'")
         elif suffix in (".csv", ".txt"):
-            X, out = _read_csv(path, cols)
+            X, out = _read_csv(path, cols, encoding)
         elif suffix in (".parquet", ".pq"):
             X, out = _read_parquet(path, cols)
         else:
@@ -280,7 +287,7 @@ def _is_store(src) -> bool:
 
 def ingest(src, dest, *, label_column=None, drop_nonfinite=False, standardize=False, pca=None, pca_method="gram",
            n_folds=None, fold_seed=0, chunks=None, codec="auto", overwrite=False, progress=False,
-           scheduler=None, binary=False, labels=None):
+           scheduler=None, binary=False, labels=None, encoding="utf-8"):
     """Read ``src``, validate, optionally standardize / project, and write a store at ``dest``.
 
     ``src`` may also be an existing store, which is then preprocessed block by
@@ -310,6 +317,8 @@ def ingest(src, dest, *, label_column=None, drop_nonfinite=False, standardize=Fa
     label_column : int, str or list of them, optional
         CSV/parquet column(s) with classes or known clusterings; the first is
         stored as ``label``, the others under their header names.
+    encoding : str, default="utf-8"
+        Text encoding of a CSV file (e.g. ``"latin-1"``).
     labels : path, optional
         A ``.npy``/``.npz`` file of label columns (see :func:`read_source`),
         e.g. the known clusterings that go with a sparse ``.npz``.
@@ -335,7 +344,7 @@ def ingest(src, dest, *, label_column=None, drop_nonfinite=False, standardize=Fa
         return preprocess_store(src, dest, standardize=standardize, pca=pca, pca_method=pca_method, n_folds=n_folds,
                                 fold_seed=fold_seed, chunks=chunks, codec=codec, overwrite=overwrite,
                                 scheduler=scheduler, progress=progress)
-    X, labels, prov = read_source(src, label_column=label_column, labels=labels)
+    X, labels, prov = read_source(src, label_column=label_column, labels=labels, encoding=encoding)
     if _is_sparse(X):
         return _ingest_sparse(X, labels, prov, dest, binary=binary, standardize=standardize, pca=pca,
                               n_folds=n_folds, fold_seed=fold_seed, chunks=chunks, codec=codec,
@@ -343,6 +352,11 @@ def ingest(src, dest, *, label_column=None, drop_nonfinite=False, standardize=Fa
     X = np.asarray(X)
     if X.ndim == 1:
         raise IngestError(f"The data from {src!r} are 1-D (shape {X.shape}); reshape to (n, 1) first.")
+    if np.issubdtype(X.dtype, np.complexfloating):
+        raise IngestError(f"The data from {src!r} are complex ({X.dtype}); clustering needs real features. "
+                          "Store the parts you mean, e.g. np.hstack([x.real, x.imag]) or np.abs(x).")
+    if X.dtype == np.bool_:
+        X = X.astype(np.uint8)
     if not np.issubdtype(X.dtype, np.number):
         raise IngestError(f"The data from {src!r} have dtype {X.dtype}; they must be numeric.")
     for name, (codes, _) in labels.items():

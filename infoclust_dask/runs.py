@@ -18,7 +18,7 @@ import numpy as np
 
 from .store import atomic_write_text
 
-__all__ = ["storage_root", "check_writable", "new_run_dir", "save_model", "load_model", "write_json", "write_csv", "write_npy",
+__all__ = ["storage_root", "check_writable", "safe_name", "dataset_store_path", "new_run_dir", "save_model", "load_model", "write_json", "write_csv", "write_npy",
            "MODEL_CLASSES"]
 
 _FITTED = (
@@ -51,11 +51,32 @@ def check_writable(root=None) -> Path:
     return root
 
 
+def safe_name(name: str, what: str = "name") -> str:
+    """``name`` as a single path component under the storage root: letters,
+    digits, ``.``, ``_`` and ``-`` only, not starting with a dot, so that a
+    name from a user (``../x``, ``/abs/path``) cannot escape ``storage/``."""
+    import re
+
+    text = str(name)
+    if not text or text.startswith(".") or not re.fullmatch(r"[A-Za-z0-9._-]+", text):
+        raise ValueError(f"{what} {text!r} cannot name a folder under the storage root: use letters, digits, "
+                         "'.', '_' and '-' (no '/', no '..', not starting with '.').")
+    return text
+
+
+def dataset_store_path(storage, source: str, suffix: str = "-demo") -> Path:
+    """``<storage>/datasets/<name><suffix>.zarr`` for a bundled name or a file
+    path (its stem, never its folder): the store stays under the storage root."""
+    src = str(source)
+    stem = Path(src).stem if ("/" in src or Path(src).suffix) else src
+    return Path(storage) / "datasets" / f"{safe_name(stem, 'dataset name')}{suffix}.zarr"
+
+
 def new_run_dir(method: str, root=None) -> Path:
     """Create and return ``<root>/runs/<UTC time>-<method>-<random>``."""
     root = Path(root) if root is not None else storage_root()
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    path = root / "runs" / f"{stamp}-{method}-{uuid.uuid4().hex[:6]}"
+    path = root / "runs" / f"{stamp}-{safe_name(method, 'run name')}-{uuid.uuid4().hex[:6]}"
     path.mkdir(parents=True, exist_ok=False)
     return path
 

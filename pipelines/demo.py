@@ -52,9 +52,10 @@ def methods_table() -> list[str]:
 @task(name="find-store")
 def existing_store(dataset: str, storage: str) -> str | None:
     """The demo store of ``dataset`` if an earlier run wrote it (validated)."""
+    from infoclust_dask.runs import dataset_store_path
     from infoclust_dask.store import open_dataset
 
-    dest = Path(storage) / "datasets" / f"{dataset}-demo.zarr"
+    dest = dataset_store_path(storage, dataset)
     if not dest.exists():
         return None
     ds = open_dataset(dest)  # raises on a malformed store
@@ -395,7 +396,7 @@ def demo_flow(dataset: str = "satimage", n_clusters: int = 6, scheduler: str | N
     soft K-means, AC with bootstrap reliability, SMIC (toy sets and digits;
     ``smic=False`` skips it), write a run folder. Returns the run folder path.
     """
-    from infoclust_dask.runs import new_run_dir, storage_root
+    from infoclust_dask.runs import dataset_store_path, new_run_dir, storage_root
 
     from ._env import default_scheduler
     from .bootstrap import bootstrap_flow
@@ -406,7 +407,7 @@ def demo_flow(dataset: str = "satimage", n_clusters: int = 6, scheduler: str | N
     scheduler = default_scheduler(scheduler)
     store = existing_store(dataset, storage)
     if store is None:
-        store = ingest_flow(source=dataset, dest=str(Path(storage) / "datasets" / f"{dataset}-demo.zarr"),
+        store = ingest_flow(source=dataset, dest=str(dataset_store_path(storage, dataset)),
                             standardize=True, n_folds=n_folds, fold_seed=seed, storage=storage)["path"]
     run = new_run_dir("demo", root=storage)
     cv = None

@@ -276,3 +276,52 @@ def test_extreme_parameters_and_inputs_are_clear_errors_or_fits():
     a = KMeans(2, n_init=1, random_state=0, scheduler="sync").fit(X > 0)
     b = KMeans(2, n_init=1, random_state=0, scheduler="sync").fit(da.from_array(X > 0, chunks=50))
     np.testing.assert_allclose(a.cluster_centers_, b.cluster_centers_, atol=1e-12)
+
+
+def test_ingest_complex_latin1_and_demo_paths_stay_clear_and_inside_storage(tmp_path, capsys):
+    from infoclust_dask.runs import dataset_store_path, new_run_dir
+
+    np.save(tmp_path / "c.npy", np.ones((4, 2)) * (1 + 2j))
+    assert main(["ingest", str(tmp_path / "c.npy"), str(tmp_path / "c.zarr")]) == 2
+    assert "are complex (complex128)" in capsys.readouterr().err
+    latin = tmp_path / "l.csv"
+    latin.write_bytes("caf\xe9,x\n1,2\n3,4\n".encode("latin-1"))
+    assert main(["ingest", str(latin), str(tmp_path / "l.zarr")]) == 2
+    assert "is not utf-8 text: byte b'\\xe9' at offset 3" in capsys.readouterr().err
+    assert main(["ingest", str(latin), str(tmp_path / "l.zarr"), "--encoding", "latin-1"]) == 0
+    storage = tmp_path / "storage"
+    assert dataset_store_path(storage, "/abs/where/data.npz") == storage / "datasets" / "data-demo.zarr"
+    assert dataset_store_path(storage, "satimage") == storage / "datasets" / "satimage-demo.zarr"
+    assert dataset_store_path(storage, "../../etc") == storage / "datasets" / "etc-demo.zarr"  # the stem only
+    for bad in ("..", "/abs/.hidden.npz", "a b"):
+        with pytest.raises(ValueError, match="cannot name a folder under the storage root"):
+            dataset_store_path(storage, bad)
+    with pytest.raises(ValueError, match="run name '../x'"):
+        new_run_dir("../x", root=storage)
+
+
+def test_children_of_a_killed_crossval_die_with_it(tmp_path):
+    """kill -9 of `infoclust crossval` while Prefect's temporary server and the
+    LocalCluster run: the watchdog stops every child it saw within seconds."""
+    import psutil
+
+    store = _store(tmp_path, n=4000, chunks=1000)
+    env = {**os.environ, "INFOCLUST_STORAGE": str(tmp_path / "storage"), "PREFECT_HOME": str(tmp_path / "prefect")}
+    p = subprocess.Popen([sys.executable, "-m", "infoclust_dask.cli", "crossval", str(store), "--method", "kmeans",
+                          "--grid", "n_clusters=2,3,4,5", "--folds", "5"], env=env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = psutil.Process(p.pid)
+    deadline = time.monotonic() + 180
+    kids = []
+    while time.monotonic() < deadline:
+        kids = [k for k in proc.children(recursive=True) if "_watchdog" not in " ".join(k.cmdline())]
+        if any("uvicorn" in " ".join(k.cmdline()) or "prefect" in " ".join(k.cmdline()) for k in kids) and \
+                len(kids) >= 3:
+            break
+        time.sleep(0.2)
+    kids = [k for k in proc.children(recursive=True) if "_watchdog" not in " ".join(k.cmdline())]
+    assert kids, "crossval started no child processes"
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    gone, alive = psutil.wait_procs(kids, timeout=15)
+    assert not alive, [" ".join(k.cmdline())[:120] for k in alive]

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from distributed import Client
+from distributed import Client, get_task_stream
 
 from infoclust_dask import DiscriminativeClustering, KMeans
 
@@ -89,7 +89,10 @@ def test_kmeans_and_dc_survive_a_killed_worker_with_numpy_input(real_cluster):
     assert len(client.scheduler_info()["workers"]) == 3
     Xd, yd = X[:400_000], lab[:400_000] % 3
     dc = dict(sigma=1.0, max_iter=15, random_state=0)
-    ref = DiscriminativeClustering(4, scheduler=client, **dc).fit(Xd, yd)
+    new_address = next(w for w, pid in client.run(os.getpid).items() if pid == new.pid)
+    with get_task_stream(client) as stream:
+        ref = DiscriminativeClustering(4, scheduler=client, **dc).fit(Xd, yd)
+    assert any(t["worker"] == new_address for t in stream.data), "the worker that joined ran no task"
     t0 = time.perf_counter()
     DiscriminativeClustering(4, scheduler=client, **dc).fit(Xd, yd)
     undisturbed = time.perf_counter() - t0
@@ -98,6 +101,3 @@ def test_kmeans_and_dc_survive_a_killed_worker_with_numpy_input(real_cluster):
     got = DiscriminativeClustering(4, scheduler=client, **dc).fit(Xd, yd)
     assert killed.is_set()
     np.testing.assert_allclose(got.cluster_centers_, ref.cluster_centers_, rtol=0, atol=1e-10)
-    # the worker that joined holds data: it is used
-    assert any(a == new.pid for a in client.run(os.getpid).values())
-    assert client.has_what().get(next(w for w, p in client.run(os.getpid).items() if p == new.pid))

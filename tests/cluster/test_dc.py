@@ -139,7 +139,7 @@ def test_lazy_and_numpy_fits_agree(dcdata):
         ({}, lambda c: c[:-1], r"y has 1499 labels but X has 1500 samples"),
         ({}, lambda c: c.reshape(-1, 3), r"y must be 1-D \(one label per sample\); got shape \(500, 3\)"),
         ({"sigma": -1.0}, lambda c: c,
-         r"The 'sigma' parameter of DiscriminativeClustering must be a float in the range \(0, inf\) or a str "
+         r"The 'sigma' parameter of DiscriminativeClustering must be a float in the range \[1e-100, 1e\+100\] or a str "
          r"among \{'auto'\}. Got -1.0 instead."),
         ({"optimizer": "newton"}, lambda c: c,
          r"The 'optimizer' parameter of DiscriminativeClustering must be a str among \{'cg', 'sa', 'online'\}"),

@@ -65,7 +65,7 @@ def test_fixed_sigma_and_errors(mix):
     X, c, _ = mix
     mog = IsotropicGaussianMixture(3, sigma=0.8, random_state=0).fit(X)
     np.testing.assert_allclose(mog.variances_, 0.64)
-    with pytest.raises(ValueError, match=r"The 'sigma' parameter of IsotropicGaussianMixture must be a float in the range \(0, inf\) or None. Got -1.0 instead."):
+    with pytest.raises(ValueError, match=r"The 'sigma' parameter of IsotropicGaussianMixture must be a float in the range \[1e-100, 1e\+100\] or None. Got -1.0 instead."):
         IsotropicGaussianMixture(3, sigma=-1.0).fit(X)
     with pytest.raises(ValueError, match=r"y contains NaN labels"):
         MDA2(3).fit(X, np.where(c == 0, np.nan, c))
