@@ -89,11 +89,21 @@ def _cmd_fit(args):
     est = method.estimator_class()(**params, random_state=args.seed, scheduler=sched)
     if "verbose" in est.get_params():
         est.set_params(verbose=1)
+    if args.resume:  # continue the fit recorded in that run folder
+        run = Path(args.resume)
+        if not (run / "checkpoint.json").exists():
+            raise FileNotFoundError(f"--resume {run}: no checkpoint there (a run folder of `infoclust fit` holds "
+                                    "checkpoint.json and passes/).")
+    else:
+        run = new_run_dir(args.method, root=args.storage)
+        print(f"run folder: {run} (resume a killed fit with --resume {run})", flush=True)
     t0 = time.perf_counter()
-    method.fit(est, ds, vars(args))
+    method.fit(est, ds, vars(args), **({"resume": run} if args.resume else {"checkpoint": run}))
     seconds = time.perf_counter() - t0
-    run = new_run_dir(args.method, root=args.storage)
-    save_model(est, run / "model.json")
+    if args.resume:
+        print(f"infoclust: resumed: {getattr(est, 'resumed_passes_', 0)} passes replayed from the checkpoint",
+              flush=True)
+    save_model(est, run / "model.json", overwrite=bool(args.resume))
     summary = {
         "method": args.method, "store": str(Path(args.store).resolve()),
         "n_samples": int(ds["x"].shape[0]), "n_features": int(ds["x"].shape[1]),
@@ -104,8 +114,8 @@ def _cmd_fit(args):
     if method.summary is not None:
         summary.update(method.summary(est, ds, sched, run))
     if hasattr(est, "labels_") and not engine.is_lazy(est.labels_):
-        write_npy(run / "labels.npy", est.labels_)
-    write_json(run / "summary.json", summary)
+        write_npy(run / "labels.npy", est.labels_, overwrite=bool(args.resume))
+    write_json(run / "summary.json", summary, overwrite=bool(args.resume))
     print(json.dumps(summary, indent=2, default=str))
     print(f"run folder: {run}")
     return 0
@@ -156,6 +166,9 @@ def _add_fit_parsers(sub):
         pm.add_argument("--seed", type=int, default=0)
         pm.add_argument("--scheduler", default=None, help="local (default), threads, sync or tcp://HOST:PORT")
         pm.add_argument("--storage", default=None, help="storage root for run folders (default ./storage)")
+        pm.add_argument("--resume", default=None, metavar="RUN_DIR",
+                        help="continue a killed fit from its run folder (same store and options): recorded "
+                             "passes are replayed, the rest run")
         pm.set_defaults(func=_cmd_fit)
 
 

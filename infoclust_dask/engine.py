@@ -31,6 +31,7 @@ from functools import partial
 
 import numpy as np
 
+from . import journal
 from ._scheduler import Scheduler, close_local_client, local_client, resolve_scheduler, thread_pool
 from .kernels._common import Pass, run_chunk, run_fold_step
 
@@ -285,9 +286,23 @@ def map_reduce(
     Notes
     -----
     One ``compute`` per call; empty blocks are skipped. The result equals the
-    in-memory computation up to float64 round-off for any chunking.
+    in-memory computation up to float64 round-off for any chunking. Inside a
+    fit with a checkpoint, results are recorded and, on resume, replayed
+    (:mod:`infoclust_dask.journal`).
     """
     params = dict(params or {})
+    j = journal.active()
+    if j is not None:
+        recorded = j.lookup(bp.name, params)
+        if recorded is not None:
+            return recorded
+    result = _map_reduce(bp, arrays, params, scheduler, split_every, block_rows, progress)
+    if j is not None:
+        j.record(bp.name, params, result)
+    return result
+
+
+def _map_reduce(bp, arrays, params, scheduler, split_every, block_rows, progress):
     arrays = [as_array(a) for a in arrays]
     _check_pass(bp, "reduce", arrays)
     sched = resolve_scheduler(scheduler)

@@ -143,19 +143,22 @@ class Method:
                 raise ValueError(f"Method {self.name!r} needs {what}, but the store has no {name!r} variable; "
                                  f"it holds {sorted(ds.data_vars)}.")
 
-    def fit(self, est, ds, values=None):
+    def fit(self, est, ds, values=None, **fit_kwargs):
         """Fit ``est`` on the store dataset ``ds``: its ``x`` and the aux
-        variable(s) (see :meth:`aux_names`)."""
+        variable(s) (see :meth:`aux_names`); ``fit_kwargs`` (e.g.
+        ``checkpoint=``/``resume=``) go to ``est.fit``."""
         self.check_store(ds, values)
         names = self.aux_names(values)
         aux = None if not names else ds[names[0]] if len(names) == 1 else [ds[n] for n in names]
-        return self.fit_arrays(est, ds["x"], aux)
+        return self.fit_arrays(est, ds["x"], aux, **fit_kwargs)
 
-    def fit_arrays(self, est, X, aux):
+    def fit_arrays(self, est, X, aux, **fit_kwargs):
         """``est.fit`` with the primary data and the auxiliary variable (or None)."""
         if aux is None:
-            return est.fit(X)
-        return est.fit(X, **{self.aux_keyword: aux}) if self.aux_keyword else est.fit(X, aux)
+            return est.fit(X, **fit_kwargs)
+        if self.aux_keyword:
+            return est.fit(X, **{self.aux_keyword: aux}, **fit_kwargs)
+        return est.fit(X, aux, **fit_kwargs)
 
 
 # --------------------------------------------------------------------------

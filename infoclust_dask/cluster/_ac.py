@@ -52,7 +52,7 @@ from .._validation import (
     validate_params,
 )
 from ..objectives import ac as obj
-from ._base import voronoi_labels
+from ._base import journaled, voronoi_labels
 from ._init import init_random
 from ._kmeans import KMeans
 
@@ -317,6 +317,7 @@ class AssociativeClustering(BaseEstimator):
                 best = (score, mx, my, history, n_iter)
         return best, scores
 
+    @journaled
     def fit(self, X, y=None):
         """Fit both prototype sets to paired rows of ``X`` and ``y``.
 

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 
+import json
+from pathlib import Path
+
 from .. import engine
+from ..journal import recording
 from ..kernels.kmeans import ASSIGN
 
-__all__ = ["voronoi_labels"]
+__all__ = ["voronoi_labels", "journaled"]
 
 
 def voronoi_labels(X, centers, *, scheduler=None, lazy=True):
@@ -15,3 +19,43 @@ def voronoi_labels(X, centers, *, scheduler=None, lazy=True):
     (the caller's input was lazy), else computed into a numpy array."""
     labels = engine.map_blocks(ASSIGN, X, params={"centers": centers})
     return labels if lazy else np.asarray(engine.compute(labels, scheduler=scheduler))
+
+
+def journaled(fit):
+    """Give an estimator's ``fit`` the keywords ``checkpoint=FOLDER`` (record
+    every pass there) and ``resume=FOLDER`` (replay that journal, then go on
+    recording into it); see the module docstring."""
+    import functools
+
+    @functools.wraps(fit)
+    def wrapper(self, X, *args, checkpoint=None, resume=None, **kwargs):
+        if checkpoint is not None and resume is not None and Path(checkpoint) != Path(resume):
+            raise ValueError("Pass checkpoint= (a new fit) or resume= (continue one), not two different folders.")
+        folder = resume if resume is not None else checkpoint
+        if folder is None:
+            return fit(self, X, *args, **kwargs)
+        with recording(folder, _fingerprint(self, X), resume=resume is not None) as j:
+            out = fit(self, X, *args, **kwargs)
+        if resume is not None:
+            self.resumed_passes_ = j.replayed  # passes taken from the journal, not from the data
+        return out
+
+    wrapper.__doc__ = (fit.__doc__ or "") + """
+        checkpoint : path, optional (keyword)
+            Record every pass of this fit in that folder (see
+            :mod:`infoclust_dask.journal`), so that a killed fit can resume.
+        resume : path, optional (keyword)
+            Continue the fit recorded in that folder: recorded passes are
+            replayed without reading the data, the rest run; the result equals
+            an uninterrupted fit's when ``random_state`` is an int.
+        """
+    return wrapper
+
+
+def _fingerprint(est, X) -> dict:
+    from .._validation import is_path, open_input
+
+    A = open_input(X, variable="x") if is_path(X) else engine.as_array(X)
+    params = {k: v for k, v in est.get_params().items() if k not in ("scheduler", "verbose")}
+    return {"estimator": type(est).__name__, "params": json.loads(json.dumps(params, default=repr)),
+            "shape": [int(s) for s in getattr(A, "shape", ())]}

@@ -46,6 +46,7 @@ from .._validation import (
 from ..kernels.cmbc import CMBC_ESTEP, CMBC_PATTERNS, CMBC_POSTERIOR
 from ..kernels.stats import GRAM, LABEL_VALUES
 from ..objectives import cmbc as obj
+from ._base import journaled
 
 __all__ = ["CMBC", "MIN_ROWS_PER_PATTERN"]
 
@@ -278,6 +279,7 @@ class CMBC(ClusterMixin, BaseEstimator):
         return 2.0 * float(np.linalg.eigvalsh((corr + corr.T) / 2).max())
 
     # ------------------------------------------------------------------
+    @journaled
     def fit(self, X, Y_minus=None, *, known=None):
         """Cluster the binary rows of ``X`` (``y+``) away from the prior knowledge.
 

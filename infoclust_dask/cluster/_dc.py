@@ -41,7 +41,7 @@ from .._validation import (
     validate_params,
 )
 from ..objectives import dc as obj
-from ._base import voronoi_labels
+from ._base import journaled, voronoi_labels
 from ._init import init_random
 from ._kmeans import KMeans
 
@@ -360,6 +360,7 @@ class DiscriminativeClustering(ClusterMixin, BaseEstimator):
             return np.concatenate([[0.0], np.geomspace(0.01, 1.0, 5)])
         return np.concatenate([[0.0], np.geomspace(1e-3, 1.0, 7) / max(float(np.sum(info.var)), 1e-12)])
 
+    @journaled
     def fit(self, X, y):
         """Fit prototypes to primary data ``X`` and auxiliary labels ``y``.
 

@@ -32,7 +32,7 @@ from .._validation import (
     check_sample_weight,
     validate_params,
 )
-from ._base import voronoi_labels
+from ._base import journaled, voronoi_labels
 from ._init import init_kmeans_parallel, init_kmeanspp, init_random
 
 __all__ = ["KMeans", "EmptyClusterWarning", "lloyd"]
@@ -236,6 +236,7 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
             rounds=self.init_max_iter, lloyd=refine,
         )
 
+    @journaled
     def fit(self, X, y=None, sample_weight=None):
         """Compute K-means clustering.
 

@@ -38,7 +38,7 @@ from .._validation import (
     param_error,
     validate_params,
 )
-from ._base import voronoi_labels
+from ._base import journaled, voronoi_labels
 from ._init import init_kmeanspp, init_random
 
 __all__ = ["SoftKMeans", "n_distinct"]
@@ -191,6 +191,7 @@ class SoftKMeans(ClusterMixin, TransformerMixin, BaseEstimator):
             )
         return b, True
 
+    @journaled
     def fit(self, X, y=None, sample_weight=None):
         """Fit at ``beta``, or anneal along ``beta_schedule``.
 

@@ -1,0 +1,125 @@
+"""Driver crash and resume: a fit journals its passes in the run folder
+(infoclust_dask.journal); a fit resumed from it replays them and ends where
+an uninterrupted fit ends."""
+
+import json
+import signal
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from infoclust_dask import (CMBC, AssociativeClustering, DiscriminativeClustering, KMeans, SoftKMeans, engine,
+                            open_dataset, write_dataset)
+from infoclust_dask.runs import load_model
+
+
+def _cut(folder, keep):
+    """Delete the journal's passes after the first ``keep`` (a driver killed there)."""
+    files = sorted((Path(folder) / "passes").glob("*.npz"))
+    for f in files[keep:]:
+        f.unlink()
+
+
+class CountPasses:
+    def __init__(self, monkeypatch):
+        self.n = 0
+        real = engine._map_reduce
+
+        def counting(*a, **k):
+            self.n += 1
+            return real(*a, **k)
+
+        monkeypatch.setattr(engine, "_map_reduce", counting)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("name", ["kmeans", "softkmeans", "dc", "ac", "cmbc"])
+def test_resumed_fit_equals_uninterrupted_fit(name, tmp_path, monkeypatch):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(3000, 4)) + 3 * rng.integers(0, 4, 3000)[:, None]
+    y = rng.integers(0, 3, 3000)
+    from infoclust_dask.datasets import make_cmbc_data
+
+    Yb, Q, _ = make_cmbc_data(2000, random_state=0)
+    make, args, kw, attrs = {
+        "kmeans": (lambda: KMeans(5, n_init=2, random_state=0, scheduler="sync"), (X,), {}, ["cluster_centers_"]),
+        "softkmeans": (lambda: SoftKMeans(3, beta_schedule=[0.05, 0.2, 1.0], random_state=0, scheduler="sync"),
+                       (X,), {}, ["cluster_centers_", "centers_path_"]),
+        "dc": (lambda: DiscriminativeClustering(3, sigma=1.0, max_iter=20, random_state=0, scheduler="sync"),
+               (X, y), {}, ["cluster_centers_"]),
+        "ac": (lambda: AssociativeClustering((2, 2), sigma=(1.0, 1.0), n_init=1, anneal_steps=2, random_state=0,
+                                             scheduler="sync"), (X, X[:, :2] + rng.normal(size=(3000, 2))), {},
+               ["cluster_centers_x_", "cluster_centers_y_"]),
+        "cmbc": (lambda: CMBC(2, random_state=0, scheduler="sync"), (Yb,), {"known": Q[:, 0]}, ["theta_"]),
+    }[name]
+    ref = make().fit(*args, **kw, checkpoint=tmp_path / "run")
+    total = len(list((tmp_path / "run" / "passes").glob("*.npz")))
+    assert total > 6
+    _cut(tmp_path / "run", total // 2)  # as if the driver died half-way
+    count = CountPasses(monkeypatch)
+    got = make().fit(*args, **kw, resume=tmp_path / "run")
+    assert got.resumed_passes_ == total // 2
+    assert count.n == total - total // 2  # the replayed passes did not touch the data
+    for a in attrs:
+        np.testing.assert_allclose(getattr(got, a), getattr(ref, a), rtol=0, atol=1e-10)
+
+
+def test_resume_refuses_another_fit_and_a_missing_checkpoint(tmp_path):
+    X = np.random.default_rng(0).normal(size=(500, 3))
+    KMeans(3, n_init=1, random_state=0, scheduler="sync").fit(X, checkpoint=tmp_path / "run")
+    with pytest.raises(ValueError, match=r"made by another fit \(params: .*'n_clusters': 3.*'n_clusters': 4"):
+        KMeans(4, n_init=1, random_state=0, scheduler="sync").fit(X, resume=tmp_path / "run")
+    with pytest.raises(ValueError, match=r"shape: checkpoint \[500, 3\], now \[400, 3\]"):
+        KMeans(3, n_init=1, random_state=0, scheduler="sync").fit(X[:400], resume=tmp_path / "run")
+    with pytest.raises(FileNotFoundError, match="nothing to resume"):
+        KMeans(3, scheduler="sync").fit(X, resume=tmp_path / "elsewhere")
+    with pytest.raises(FileExistsError, match="already holds a checkpoint"):
+        KMeans(3, scheduler="sync").fit(X, checkpoint=tmp_path / "run")
+
+
+@pytest.mark.parametrize("method,extra", [("kmeans", ["--n-init", "1", "--max-iter", "60", "--tol", "0"]),
+                                          ("dc", ["--sigma", "2.0", "--max-iter", "40"])])
+def test_killed_cli_fit_resumes_to_the_uninterrupted_result(method, extra, tmp_path):
+    """kill -9 of `infoclust fit` mid-fit, then `--resume RUN_DIR`: the same
+    centres as an uninterrupted fit (1e-10)."""
+    rng = np.random.default_rng(1)
+    lab = rng.integers(0, 6, 400_000)
+    X = rng.normal(size=(400_000, 6)) + 2.0 * lab[:, None] * (np.arange(6) % 2)
+    store = write_dataset(tmp_path / "s.zarr", X, label=lab % 3, chunks=50_000)
+    storage = tmp_path / "storage"
+    cmd = [sys.executable, "-m", "infoclust_dask.cli", "fit", method, str(store), "-k", "6", "--scheduler", "threads",
+           "--storage", str(storage), *extra]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    deadline = time.monotonic() + 240
+    run = None
+    while time.monotonic() < deadline and p.poll() is None:
+        runs = list((storage / "runs").glob(f"*-{method}-*")) if (storage / "runs").exists() else []
+        if runs and len(list((runs[0] / "passes").glob("*.npz"))) >= 8:
+            run = runs[0]
+            break
+        time.sleep(0.05)
+    assert run is not None and p.poll() is None, "the fit ended before it could be killed: make it longer"
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    assert not (run / "model.json").exists()
+    done = len(list((run / "passes").glob("*.npz")))
+    r = subprocess.run(cmd + ["--resume", str(run)], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    replayed = int(r.stdout.split("resumed: ")[1].split()[0])
+    assert replayed >= done - 1 >= 7
+    got = load_model(run / "model.json")
+    ds = open_dataset(store)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if method == "kmeans":
+            ref = KMeans(6, n_init=1, max_iter=60, tol=0.0, random_state=0, scheduler="threads").fit(ds["x"])
+        else:
+            ref = DiscriminativeClustering(6, sigma=2.0, max_iter=40, random_state=0, scheduler="threads").fit(
+                ds["x"], ds["label"])
+    np.testing.assert_allclose(got.cluster_centers_, ref.cluster_centers_, rtol=0, atol=1e-10)
+    assert json.loads((run / "summary.json").read_text())["method"] == method
