@@ -101,3 +101,56 @@ def test_kmeans_and_dc_survive_a_killed_worker_with_numpy_input(real_cluster):
     got = DiscriminativeClustering(4, scheduler=client, **dc).fit(Xd, yd)
     assert killed.is_set()
     np.testing.assert_allclose(got.cluster_centers_, ref.cluster_centers_, rtol=0, atol=1e-10)
+
+
+def test_tls_example_config_works_and_plain_clients_are_refused(tmp_path):
+    """deploy/tls: certificates from make-certs.sh and the dask-tls.yaml
+    settings give a scheduler and worker on 127.0.0.1 that infoclust reaches
+    by tls://; a client without the certificates is refused."""
+    import yaml
+
+    root = Path(__file__).resolve().parents[1]
+    certs = tmp_path / "tls"
+    subprocess.run(["bash", str(root / "deploy/tls/make-certs.sh"), str(certs)], check=True, capture_output=True)
+    cfg = yaml.safe_load((root / "deploy/tls/dask-tls.yaml").read_text())
+    tls = cfg["distributed"]["comm"]["tls"]
+    for part in ("scheduler", "worker", "client"):  # the example's paths, rooted in this test's folder
+        tls[part] = {k: str(certs / Path(v).name) for k, v in tls[part].items()}
+    tls["ca-file"] = str(certs / "ca.pem")
+    conf_dir = tmp_path / "dask-config"
+    conf_dir.mkdir()
+    (conf_dir / "tls.yaml").write_text(yaml.safe_dump(cfg))
+    env = {**os.environ, "DASK_CONFIG": str(conf_dir)}
+    exe = str(Path(sys.executable).with_name("dask"))
+    sched_file = tmp_path / "scheduler.json"
+    procs = [subprocess.Popen([exe, "scheduler", "--protocol", "tls", "--host", "127.0.0.1", "--port", "0",
+                               "--no-dashboard", "--scheduler-file", str(sched_file)], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+    try:
+        deadline = time.monotonic() + 60
+        while not sched_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        import json as _json
+
+        address = _json.loads(sched_file.read_text())["address"]
+        assert address.startswith("tls://127.0.0.1:")
+        procs.append(subprocess.Popen([exe, "worker", address, "--nthreads", "1", "--host", "127.0.0.1",
+                                       "--no-dashboard", "--no-nanny"], env=env,
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        X = np.random.default_rng(0).normal(size=(2000, 3))
+        code = ("import numpy as np, sys; from infoclust_dask import KMeans; "
+                "X = np.random.default_rng(0).normal(size=(2000, 3)); "
+                f"m = KMeans(3, n_init=1, random_state=0, scheduler={address!r}).fit(X); "
+                "print(repr(m.cluster_centers_.tolist()))")
+        r = subprocess.run([sys.executable, "-c", code], env={**env, "INFOCLUST_CONNECT_TIMEOUT": "30"},
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr[-2000:]
+        ref = KMeans(3, n_init=1, random_state=0, scheduler="sync").fit(X)
+        np.testing.assert_allclose(np.array(eval(r.stdout.strip())), ref.cluster_centers_, atol=1e-10)
+        plain = subprocess.run([sys.executable, "-c", code], env={**os.environ, "INFOCLUST_CONNECT_TIMEOUT": "5"},
+                               capture_output=True, text=True, timeout=120)
+        assert plain.returncode != 0 and "Could not connect to the dask scheduler" in plain.stderr
+    finally:
+        for p in procs:
+            p.send_signal(signal.SIGKILL)
+            p.wait()
