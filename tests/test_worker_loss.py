@@ -154,3 +154,37 @@ def test_tls_example_config_works_and_plain_clients_are_refused(tmp_path):
         for p in procs:
             p.send_signal(signal.SIGKILL)
             p.wait()
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_three_concurrent_cli_fits_on_one_store_and_scheduler(real_cluster, tmp_path):
+    """Three `infoclust fit` processes on the same store and scheduler at once
+    end with the results each gets alone."""
+    from infoclust_dask import write_dataset
+    from infoclust_dask.runs import load_model
+
+    client, _, _ = real_cluster
+    rng = np.random.default_rng(3)
+    lab = rng.integers(0, 5, 200_000)
+    store = write_dataset(tmp_path / "s.zarr", rng.normal(size=(200_000, 5)) + 2.0 * lab[:, None], label=lab % 2,
+                          chunks=25_000)
+    address = client.scheduler.address
+    runs = [("kmeans", ["-k", "5", "--n-init", "1", "--seed", "1"]), ("kmeans", ["-k", "4", "--n-init", "1", "--seed", "2"]),
+            ("dc", ["-k", "3", "--sigma", "2.0", "--max-iter", "10"])]
+    procs = [subprocess.Popen([sys.executable, "-m", "infoclust_dask.cli", "fit", m, str(store), *extra,
+                               "--scheduler", address, "--storage", str(tmp_path / f"st{i}")],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+             for i, (m, extra) in enumerate(runs)]
+    for p in procs:
+        _, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err[-2000:]
+    from infoclust_dask import open_dataset
+
+    ds = open_dataset(store)
+    alone = [KMeans(5, n_init=1, random_state=1, scheduler=client).fit(ds["x"]),
+             KMeans(4, n_init=1, random_state=2, scheduler=client).fit(ds["x"]),
+             DiscriminativeClustering(3, sigma=2.0, max_iter=10, random_state=0, scheduler=client).fit(ds["x"],
+                                                                                                    ds["label"])]
+    for i, ref in enumerate(alone):
+        got = load_model(next((tmp_path / f"st{i}" / "runs").glob("*/model.json")))
+        np.testing.assert_allclose(got.cluster_centers_, ref.cluster_centers_, rtol=0, atol=1e-10)
