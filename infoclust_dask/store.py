@@ -430,6 +430,10 @@ def _disk_error(exc: OSError, path: Path, nbytes: int) -> Exception:
 
     free = shutil.disk_usage(path.parent).free if path.parent.exists() else None
     gib = 2 ** 30
+    if exc.errno == errno.EFBIG:
+        return StoreError(f"The store '{path}' hit the file size limit of this process (ulimit -f) while "
+                          f"writing; it needs up to {nbytes / gib:.2f} GiB uncompressed. Nothing was written; "
+                          "raise the limit or use smaller chunks.")
     if exc.errno == errno.ENOSPC or exc.errno == errno.EDQUOT:
         return StoreError(f"No space left for the store '{path}': it needs up to {nbytes / gib:.2f} GiB "
                           f"uncompressed and {free / gib:.2f} GiB are free there. Nothing was written; free "

@@ -325,3 +325,29 @@ def test_children_of_a_killed_crossval_die_with_it(tmp_path):
     p.wait()
     gone, alive = psutil.wait_procs(kids, timeout=15)
     assert not alive, [" ".join(k.cmdline())[:120] for k in alive]
+
+
+def test_ingest_into_a_full_disk_is_named_and_leaves_nothing(tmp_path):
+    """A 2 MB tmpfs (or, where mounting is not allowed, a 2 MB file-size
+    limit) cannot hold a 16 MB store: a clear error with the path and the
+    space needed, and nothing half-written."""
+    src = tmp_path / "big.npy"
+    np.save(src, np.random.default_rng(0).normal(size=(250_000, 8)))
+    small = tmp_path / "small"
+    small.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(small)],
+                             capture_output=True).returncode == 0
+    code = ("import resource, signal, sys; signal.signal(signal.SIGXFSZ, signal.SIG_IGN); "
+            + ("" if mounted else "resource.setrlimit(resource.RLIMIT_FSIZE, (2**21, 2**21)); ")
+            + "from infoclust_dask.cli import main; sys.exit(main(sys.argv[1:]))")
+    try:
+        r = subprocess.run([sys.executable, "-c", code, "ingest", str(src), str(small / "d.zarr"), "--codec", "none"],
+                           capture_output=True, text=True, timeout=300)
+        assert r.returncode == 2, r.stderr
+        expect = "No space left for the store" if mounted else "hit the file size limit"
+        assert expect in r.stderr and str(small / "d.zarr") in r.stderr and "GiB" in r.stderr, r.stderr
+        assert "Traceback" not in r.stderr
+        assert not list(small.iterdir())  # neither the store nor a temporary
+    finally:
+        if mounted:
+            subprocess.run(["umount", str(small)], check=True)
