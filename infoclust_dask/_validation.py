@@ -250,7 +250,8 @@ def check_data(est, X, *, reset: bool, scheduler=None, need_moments: bool = Fals
         if int(st["n_bad"]):
             raise ValueError(
                 f"Input {name} contains {int(st['n_bad'])} NaN or infinite values. Drop or impute "
-                "them first (e.g. `infoclust ingest --drop-nonfinite`)."
+                "them first (e.g. `infoclust ingest --drop-nonfinite`). A store written by infoclust "
+                "holds none, so there they mean damaged bytes: check it with `infoclust verify STORE`."
             )
         return A, _info(st, A.shape, shift)
     if allow_1d and np.ndim(X) == 1:

@@ -143,6 +143,10 @@ def test_deleted_truncated_and_garbled_chunks_are_named(tmp_path, capsys):
     x1.write_bytes(bytes(raw))
     assert main(["verify", str(store2)]) == 1
     assert "array 'x', chunk (1, 0)" in capsys.readouterr().out
+    # a fit on it stops at the validation pass (the garbage decodes to NaN) and points to verify
+    assert main(["fit", "kmeans", str(store2), "-k", "2", "--scheduler", "sync", "--storage", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "NaN or infinite values" in err and "infoclust verify" in err
 
 
 def test_truncated_metadata_is_a_clear_error(tmp_path, capsys):
