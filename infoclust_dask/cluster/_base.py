@@ -22,7 +22,10 @@ def voronoi_labels(X, centers, *, scheduler=None, lazy=True):
 
 
 def journaled(fit):
-    """Give an estimator's ``fit`` the keywords ``checkpoint=FOLDER`` (record
+    """(Warnings raised in a decorated ``fit`` use one more stack level, for
+    this wrapper's frame, so that they point at the caller's line.)
+
+    Give an estimator's ``fit`` the keywords ``checkpoint=FOLDER`` (record
     every pass there) and ``resume=FOLDER`` (replay that journal, then go on
     recording into it); see the module docstring."""
     import functools

@@ -367,7 +367,7 @@ class CMBC(ClusterMixin, BaseEstimator):
             warnings.warn(
                 f"CMBC: EM did not settle at the final temperature T={T:.3g} in max_iter={self.max_iter} "
                 f"iterations (nor at {len(unsettled) - 1} earlier ones). The batch update can oscillate at large "
-                "gamma; variant='pm' does not, or raise max_iter.", ConvergenceWarning, stacklevel=3)
+                "gamma; variant='pm' does not, or raise max_iter.", ConvergenceWarning, stacklevel=4)
         return theta, history, temps, n_iter
 
     def _m_step(self, S1, R, theta, pm, gamma, n):

@@ -426,7 +426,7 @@ class DiscriminativeClustering(ClusterMixin, BaseEstimator):
                 f"DiscriminativeClustering: conjugate gradients stopped at max_iter={self._steps()}; "
                 "increase max_iter for a tighter optimum.",
                 ConvergenceWarning,
-                stacklevel=2,
+                stacklevel=3,
             )
         self.cluster_centers_ = centers
         self.sigma_ = sigma

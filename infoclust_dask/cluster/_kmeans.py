@@ -81,7 +81,7 @@ def lloyd(X, w, centers, *, max_iter, tol, sched, verbose=0, label="", warn_empt
                     "re-seeded at the points farthest from their centres. Consider fewer "
                     "clusters or another init.",
                     EmptyClusterWarning,
-                    stacklevel=3,
+                    stacklevel=4,
                 )
         shift = float(((new - centers) ** 2).sum())
         if verbose:
@@ -273,7 +273,7 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
                 f"KMeans stopped at max_iter={self.max_iter} before converging; increase "
                 "max_iter or tol.",
                 ConvergenceWarning,
-                stacklevel=2,
+                stacklevel=3,
             )
         self.labels_ = voronoi_labels(X, self.cluster_centers_, scheduler=sched, lazy=info.lazy_input)
         return self

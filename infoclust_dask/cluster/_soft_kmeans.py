@@ -253,7 +253,7 @@ class SoftKMeans(ClusterMixin, TransformerMixin, BaseEstimator):
                 f"{not_converged[:5]}{'...' if len(not_converged) > 5 else ''}; increase "
                 "max_iter or tol.",
                 ConvergenceWarning,
-                stacklevel=2,
+                stacklevel=3,
             )
         self.betas_ = betas
         self.centers_path_ = np.array(path)
