@@ -3,6 +3,7 @@ plan errors, and the Prefect flow's resume (only missing cells run) and
 retries."""
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -199,3 +200,38 @@ def test_cmbc_gamma_by_held_out_objective(tmp_path):
     table = cv.table_markdown(rows, ["gamma"])
     assert "nmi_known" in table.splitlines()[0] and "loglik_per_sample" in table.splitlines()[0]
     assert best["gamma"] == 0.995 and f"{best['nmi_known_mean']:.4g} +-" in table
+
+
+@pytest.mark.slow
+def test_killed_crossval_resumes_the_missing_cells(wine_store, tmp_path):
+    """kill -9 of `infoclust crossval` after some cells finished; the rerun
+    computes only the missing ones and gives the uninterrupted table."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    env = {**os.environ, "INFOCLUST_STORAGE": str(tmp_path / "storage"), "PREFECT_HOME": str(tmp_path / "prefect")}
+    cmd = [sys.executable, "-m", "infoclust_dask.cli", "crossval", str(wine_store), "--method", "dc",
+           "--grid", "n_clusters=2,3", "--grid", "sigma=0.5,1,2", "--grid", "max_iter=8", "--folds", "3",
+           "--fold-kind", "stored", "--scheduler", "threads"]
+    p = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    cells = tmp_path / "storage" / "crossval" / "cells"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and p.poll() is None and len(list(cells.glob("*.json"))) < 4:
+        time.sleep(0.05)
+    assert p.poll() is None, "crossval finished before it could be killed"
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    done = len(list(cells.glob("*.json")))
+    assert 4 <= done < 18
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    out = json.loads(r.stdout[r.stdout.index("{"):])
+    assert out["reused"] >= done - 1 and out["cells"] == 18  # a cell being written at the kill may rerun
+    resumed = (Path(out["run_dir"]) / "summary.csv").read_text().splitlines()
+    r2 = subprocess.run(cmd, env={**env, "INFOCLUST_STORAGE": str(tmp_path / "fresh")}, capture_output=True,
+                        text=True, timeout=600)
+    fresh = json.loads(r2.stdout[r2.stdout.index("{"):])
+    assert _without_seconds((Path(fresh["run_dir"]) / "summary.csv").read_text().splitlines()) == \
+        _without_seconds(resumed)
