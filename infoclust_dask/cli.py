@@ -5,6 +5,7 @@
     infoclust ingest SRC DEST [--label-column C ...] [--labels FILE] [--binary] [--standardize] [--overwrite]
     infoclust info STORE
     infoclust verify STORE
+    infoclust predict RUN/model.json STORE --write-labels clusters
     infoclust fit kmeans STORE -k 8 [--init k-means++] [--scheduler ADDRESS]
     infoclust fit softkmeans STORE -k 2 --beta-min 0.01 --beta-max 10 --n-betas 40
     infoclust fit dc STORE -k 5 [--sigma auto]      (the store needs a 'label')
@@ -23,6 +24,8 @@ import os
 import sys
 import time
 from pathlib import Path
+
+import numpy as np
 
 __all__ = ["main"]
 
@@ -80,6 +83,10 @@ def _cmd_fit(args):
 
     method = get_method(args.method)
     check_writable(args.storage)  # before the work, not after it
+    if args.write_labels:
+        from .store import check_label_name
+
+        check_label_name(args.write_labels)
     ds = open_dataset(args.store)
     method.check_store(ds, vars(args))  # before a cluster starts
     sched = engine.resolve_scheduler(_scheduler(args))
@@ -115,9 +122,52 @@ def _cmd_fit(args):
         summary.update(method.summary(est, ds, sched, run))
     if hasattr(est, "labels_") and not engine.is_lazy(est.labels_):
         write_npy(run / "labels.npy", est.labels_, overwrite=bool(args.resume))
+    if args.write_labels:
+        from .store import add_labels
+
+        add_labels(args.store, args.write_labels, est.labels_, overwrite=args.overwrite, scheduler=sched,
+                   attrs={"method": args.method, "run": str(run)})
+        summary["labels_written"] = f"{args.store}:{args.write_labels}"
     write_json(run / "summary.json", summary, overwrite=bool(args.resume))
     print(json.dumps(summary, indent=2, default=str))
     print(f"run folder: {run}")
+    return 0
+
+
+def _cmd_predict(args):
+    from . import engine
+    from .runs import load_model
+    from .store import add_labels, check_label_name, open_dataset
+
+    if args.write_labels:
+        check_label_name(args.write_labels)
+    if not args.write_labels and not args.out:
+        raise ValueError("Say where the labels go: --write-labels NAME (a variable of the store) and/or "
+                         "--out FILE.npy.")
+    if args.out and Path(args.out).exists() and not args.overwrite:
+        raise FileExistsError(f"'{args.out}' exists; pass --overwrite to replace it.")
+    model = load_model(args.model)
+    if not hasattr(model, "predict") or type(model).__name__ == "SMIC":
+        raise ValueError(f"A saved {type(model).__name__} cannot predict new rows (its predict needs the training "
+                         "rows); refit it on the store instead.")
+    ds = open_dataset(args.store)
+    sched = engine.resolve_scheduler(_scheduler(args))
+    model.set_params(scheduler=sched)
+    t0 = time.perf_counter()
+    labels = model.predict(ds["x"])  # lazy: one block at a time
+    if args.write_labels:
+        add_labels(args.store, args.write_labels, labels, overwrite=args.overwrite, scheduler=sched,
+                   attrs={"model": str(Path(args.model).resolve())})
+        labels = open_dataset(args.store)[args.write_labels].data
+    counts = np.bincount(np.asarray(engine.compute(labels, scheduler=sched)).ravel())
+    if args.out:
+        from .runs import write_npy
+
+        write_npy(args.out, np.asarray(engine.compute(labels, scheduler=sched)), overwrite=args.overwrite)
+    print(json.dumps({"model": str(args.model), "store": str(args.store), "n_samples": int(ds.sizes["sample"]),
+                      "cluster_sizes": counts.tolist(), "written": [w for w in (
+                          args.write_labels and f"{args.store}:{args.write_labels}", args.out) if w],
+                      "seconds": round(time.perf_counter() - t0, 3)}, indent=2))
     return 0
 
 
@@ -166,6 +216,9 @@ def _add_fit_parsers(sub):
         pm.add_argument("--seed", type=int, default=0)
         pm.add_argument("--scheduler", default=None, help="local (default), threads, sync or tcp://HOST:PORT")
         pm.add_argument("--storage", default=None, help="storage root for run folders (default ./storage)")
+        pm.add_argument("--write-labels", default=None, metavar="NAME",
+                        help="add the clusters to the store as the label variable NAME (atomic)")
+        pm.add_argument("--overwrite", action="store_true", help="with --write-labels: replace an existing NAME")
         pm.add_argument("--resume", default=None, metavar="RUN_DIR",
                         help="continue a killed fit from its run folder (same store and options): recorded "
                              "passes are replayed, the rest run")
@@ -221,6 +274,16 @@ def build_parser():
 
     _add_fit_parsers(sub)
 
+    pp = sub.add_parser("predict", help="apply a saved model (a run folder's model.json) to a store, block by "
+                                        "block")
+    pp.add_argument("model", help="model.json written by `infoclust fit`")
+    pp.add_argument("store")
+    pp.add_argument("--write-labels", default=None, metavar="NAME", help="add the labels to the store as NAME")
+    pp.add_argument("--out", default=None, metavar="FILE.npy", help="also write the labels to a .npy file")
+    pp.add_argument("--overwrite", action="store_true", help="replace an existing NAME / FILE")
+    pp.add_argument("--scheduler", default=None, help="local (default), threads, sync or tcp://HOST:PORT")
+    pp.set_defaults(func=_cmd_predict)
+
     pc = sub.add_parser("crossval", help="cross-validation sweep (Prefect flow; resumes finished cells)")
     from .crossval import add_arguments as add_crossval_arguments
 
@@ -267,7 +330,7 @@ def main(argv=None):
     import threading
 
     args = build_parser().parse_args(argv)
-    if args.command in ("fit", "crossval", "demo", "ingest") and argv is None:  # a process of its own
+    if args.command in ("fit", "predict", "crossval", "demo", "ingest") and argv is None:  # a process of its own
         from . import _watchdog
 
         _watchdog.start()

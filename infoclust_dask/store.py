@@ -56,6 +56,7 @@ __all__ = [
     "check_destination",
     "verify_store",
     "is_store_of_ours",
+    "add_labels",
 ]
 
 SCHEMA_VERSION = 1
@@ -658,6 +659,80 @@ def open_dataset(path):
     if len(ds["x"].chunks[1]) != 1:
         raise StoreError(f"In '{path}', 'x' is chunked along 'feature'; it must be chunked along 'sample' only.")
     return ds
+
+
+def check_label_name(name: str) -> str:
+    """A label variable's name: a Python identifier other than x, y and fold."""
+    if not str(name).isidentifier() or name in ("x", "y", "fold"):
+        raise ValueError(f"{name!r} cannot name a label variable (x, y and fold are taken; use a Python identifier).")
+    return name
+
+
+def add_labels(path, name: str, labels, *, overwrite: bool = False, scheduler=None, attrs: dict | None = None) -> Path:
+    """Add an integer label variable ``name`` (sample,) to the store at
+    ``path`` (e.g. the clusters of a fit), chunked like ``x``.
+
+    Atomic: the variable is written (with its chunk manifest) into a hidden
+    sibling of the store, then moved in with one rename; the group's
+    ``label_columns`` attribute is rewritten atomically. An existing variable
+    of that name is replaced only with ``overwrite`` (never ``x``, ``y`` or
+    ``fold``). ``labels`` may be lazy: it is written block by block on
+    ``scheduler``. Returns the store path.
+    """
+    import json
+
+    import dask.array as da
+    import xarray as xr
+
+    path = Path(path)
+    ds = open_dataset(path)
+    if not is_store_of_ours(path):
+        raise StoreError(f"'{path}' is not a store written by infoclust_dask; labels are added only to those.")
+    check_label_name(name)
+    if name in ds and not overwrite:
+        raise StoreError(f"The store '{path}' already has a variable {name!r}. Pass overwrite=True (CLI: "
+                         "--overwrite) to replace it, or choose another name.")
+    n = ds.sizes["sample"]
+    arr = engine.as_array(labels)
+    if arr.shape != (n,):
+        raise ValueError(f"The labels have shape {arr.shape}; the store has {n} samples, so they must be ({n},).")
+    if not np.issubdtype(arr.dtype, np.integer):
+        raise TypeError(f"Labels must be integers; got dtype {arr.dtype}.")
+    rows = ds["x"].chunks[0][0]
+    arr = (arr if engine.is_lazy(arr) else da.from_array(np.asarray(arr), chunks=rows)).astype(np.int32)
+    arr = arr.rechunk(rows)
+    if not engine.is_lazy(labels):
+        scheduler = "threads"
+    with _WriteLock(path.parent / f"{path.name}.{name}"):
+        tmp = _temp_name(path, "var")
+        old = None
+        try:
+            piece = xr.Dataset({name: (("sample",), arr)}, attrs={"schema_version": SCHEMA_VERSION})
+            writes = piece.to_zarr(tmp, mode="w-", zarr_format=3, consolidated=False, compute=False,
+                                   encoding={name: {"chunks": (rows,)}}, write_empty_chunks=True)
+            engine.compute(writes, scheduler=scheduler)
+            _write_manifest(tmp)
+            # the manifest lists paths relative to the store root, which are the same in the target
+            target = path / name
+            if target.exists():
+                old = _temp_name(path, "old")
+                os.rename(target, old)
+            os.rename(tmp / name, target)
+            meta = path / "zarr.json"
+            doc = json.loads(meta.read_text())
+            at = doc.setdefault("attributes", {})
+            cols = [c for c in at.get("label_columns", []) if c != name]
+            at["label_columns"] = cols + [name]
+            if attrs:
+                at.setdefault("label_attrs", {})[name] = attrs
+            atomic_write_text(meta, json.dumps(doc, indent=2), overwrite=True)
+        except OSError as exc:
+            raise _disk_error(exc, path, int(arr.nbytes)) from exc
+        finally:
+            _remove_tree(tmp, wait=1.0)
+            if old is not None:
+                shutil.rmtree(old, ignore_errors=True)
+    return path
 
 
 def atomic_write_text(path, text: str, *, overwrite: bool = False) -> Path:

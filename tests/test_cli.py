@@ -321,3 +321,40 @@ def test_ingest_several_label_columns_and_bad_label_files(tmp_path, capsys):
     np.savez(tmp_path / "fl.npz", x=np.ones((3, 2)), label=np.array([0.5, 1.0, 2.0]))
     assert main(["ingest", str(tmp_path / "fl.npz"), str(tmp_path / "bad.zarr")]) == 2
     assert "array 'label' has dtype float64" in capsys.readouterr().err
+
+
+def test_fit_write_labels_then_predict_a_saved_model_block_by_block(tmp_path, capsys):
+    """`fit --write-labels` adds the clusters to the store (atomic, no
+    overwrite without --overwrite); `predict MODEL STORE` applies the saved
+    model block by block and gives the same labels."""
+    from infoclust_dask import write_dataset
+    from infoclust_dask.store import verify_store
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(5000, 3)) + 4 * rng.integers(0, 3, 5000)[:, None]
+    store = write_dataset(tmp_path / "s.zarr", X, chunks=1000)
+    argv = ["fit", "kmeans", str(store), "-k", "3", "--scheduler", "sync", "--storage", str(tmp_path),
+            "--write-labels", "clusters"]
+    assert main(argv) == 0
+    run = Path(capsys.readouterr().out.strip().splitlines()[-1].split("run folder: ")[1])
+    ds = open_dataset(store)
+    stored = ds["clusters"].values
+    model = load_model(run / "model.json")
+    model.set_params(scheduler="sync")
+    np.testing.assert_array_equal(stored, model.predict(X))
+    assert np.bincount(stored).min() > 1000
+    assert ds.attrs["label_columns"] == ["clusters"] and ds["clusters"].chunks[0][0] == 1000
+    assert verify_store(store)["problems"] == []
+    assert main(argv) == 2
+    assert "already has a variable 'clusters'" in capsys.readouterr().err
+    out = tmp_path / "p.npy"
+    assert main(["predict", str(run / "model.json"), str(store), "--out", str(out), "--write-labels", "again",
+                 "--scheduler", "sync"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    np.testing.assert_array_equal(np.load(out), stored)
+    np.testing.assert_array_equal(open_dataset(store)["again"].values, stored)
+    assert sum(report["cluster_sizes"]) == 5000
+    assert main(["predict", str(run / "model.json"), str(store), "--scheduler", "sync"]) == 2
+    assert "--write-labels NAME" in capsys.readouterr().err
+    assert main(["predict", str(run / "model.json"), str(store), "--write-labels", "x", "--overwrite"]) == 2
+    assert "'x' cannot name a label variable" in capsys.readouterr().err

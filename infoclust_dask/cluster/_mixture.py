@@ -31,6 +31,7 @@ from .._validation import (
     validate_params,
 )
 from ._kmeans import KMeans
+from ._base import journaled
 
 __all__ = ["IsotropicGaussianMixture", "MDA2"]
 
@@ -123,7 +124,7 @@ class IsotropicGaussianMixture(ClusterMixin, BaseEstimator):
                 break
         else:
             warnings.warn(f"{type(self).__name__}: EM stopped at max_iter={self.max_iter}.",
-                          ConvergenceWarning, stacklevel=3)
+                          ConvergenceWarning, stacklevel=4)
         self.means_, self.variances_, self.weights_ = means, variances, np.exp(log_w)
         self.cluster_centers_ = means
         if c is not None:
@@ -131,6 +132,7 @@ class IsotropicGaussianMixture(ClusterMixin, BaseEstimator):
         self.loglik_history_ = history
         self.n_iter_ = it
 
+    @journaled
     def fit(self, X, y=None):
         """Fit by EM from K-means means. ``y`` is ignored."""
         validate_params(self)
@@ -167,6 +169,7 @@ class MDA2(IsotropicGaussianMixture):
         ``psi_j(i)``, with a 1e-3 pseudo-count so no class has probability 0.
     """
 
+    @journaled
     def fit(self, X, y):
         """Fit by EM on primary data ``X`` and class labels ``y``."""
         validate_params(self)

@@ -60,6 +60,7 @@ from ..objectives.smic import (
     orient,
     top_eigenvectors,
 )
+from ._base import journaled
 
 __all__ = ["SMIC", "local_scaling_affinity"]
 
@@ -231,6 +232,7 @@ class SMIC(ClusterMixin, BaseEstimator):
             raise ValueError(f"n_folds={self.n_folds} is larger than n_samples={n}; use n_folds <= n_samples.")
         return self._candidates(n), check_prior(self.class_prior, self.n_clusters)
 
+    @journaled
     def fit(self, X, y=None):
         """Cluster ``X`` (numpy, dask, xarray or store path), choosing ``t``
         by LSMI when ``t="auto"``. ``y`` is ignored."""
