@@ -136,13 +136,9 @@ def check_destination(path, overwrite: bool = False) -> Path:
 
 
 def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    import psutil
+
+    return psutil.pid_exists(pid)
 
 
 def _temp_name(path: Path, kind: str) -> Path:
