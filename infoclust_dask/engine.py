@@ -347,8 +347,18 @@ def compute(obj, *, scheduler=None, progress: bool = False):
                 dprogress(fut)
             try:
                 return fut.result()
-            except Exception:
-                if attempt == RESCATTER_ATTEMPTS or not _rescatter_lost(sched.client):
+            except Exception as exc:
+                if attempt == RESCATTER_ATTEMPTS or not _SCATTERED:
+                    raise
+                cancelled = "cancel" in type(exc).__name__.lower()
+                if not cancelled and not _lost_keys(sched.client):
+                    raise  # an error of the pass itself
+                # let the scheduler notice the dead worker first: blocks re-sent before it does may be
+                # placed on that worker and lost again (seen on a loaded machine)
+                import time
+
+                time.sleep(min(8.0, 0.5 * 2 ** attempt))
+                if not _rescatter_lost(sched.client):
                     raise
     import dask
 
@@ -554,7 +564,7 @@ def prepare(data, *, scheduler=None, limit: int | None = None):
 
 
 #: times a pass is retried after re-sending scattered blocks lost with a worker
-RESCATTER_ATTEMPTS = 3
+RESCATTER_ATTEMPTS = 5
 _SCATTERED_LOCK = threading.Lock()
 _SCATTERED: dict = {}  # key -> [driver's block, live futures, future of a re-send]
 
@@ -581,18 +591,26 @@ def _forget_scattered(key):
                 del _SCATTERED[key]
 
 
+def _lost_keys(client) -> list:
+    """Remembered scattered blocks that no worker holds."""
+    with _SCATTERED_LOCK:
+        keys = list(_SCATTERED)
+    if not keys:
+        return []
+    who = client.who_has(keys)
+    return [k for k in keys if not who.get(k)]
+
+
 def _rescatter_lost(client) -> bool:
     """Send again the scattered blocks that no worker holds any more (their
     worker died): the same bytes get the same keys, so the graphs that use
     them run unchanged. Returns whether anything was lost."""
-    with _SCATTERED_LOCK:
-        held = {k: v[0] for k, v in _SCATTERED.items()}
-    if not held:
-        return False
-    who = client.who_has(list(held))
-    lost = [k for k in held if not who.get(k)]
+    lost = _lost_keys(client)
     if not lost:
         return False
+    with _SCATTERED_LOCK:
+        held = {k: _SCATTERED[k][0] for k in lost if k in _SCATTERED}
+    lost = list(held)
     import logging
 
     logging.getLogger("infoclust_dask").warning(

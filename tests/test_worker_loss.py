@@ -68,7 +68,7 @@ def _kill_later(client, seconds, done):
 def test_kmeans_and_dc_survive_a_killed_worker_with_numpy_input(real_cluster):
     client, workers, start_worker = real_cluster
     rng = np.random.default_rng(0)
-    n = 1_500_000
+    n = 800_000
     lab = rng.integers(0, 8, n)
     X = rng.normal(size=(n, 8)) + 3.0 * lab[:, None] * (np.arange(8) % 3 == 0)
     km = dict(n_init=1, max_iter=25, tol=0.0, random_state=0)
@@ -87,7 +87,7 @@ def test_kmeans_and_dc_survive_a_killed_worker_with_numpy_input(real_cluster):
     new = start_worker()
     client.wait_for_workers(3, timeout=60)
     assert len(client.scheduler_info()["workers"]) == 3
-    Xd, yd = X[:400_000], lab[:400_000] % 3
+    Xd, yd = X[:250_000], lab[:250_000] % 3
     dc = dict(sigma=1.0, max_iter=15, random_state=0)
     new_address = next(w for w, pid in client.run(os.getpid).items() if pid == new.pid)
     with get_task_stream(client) as stream:
