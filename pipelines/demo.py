@@ -276,6 +276,15 @@ def smic_store(store: str, n_clusters: int, scheduler: str | None, seed: int) ->
             "timings": {k: round(v, 2) for k, v in m.timings_.items()}}
 
 
+def _integrity_line(v: dict) -> str:
+    """One report line from :func:`infoclust_dask.store.verify_store`."""
+    if v["chunks"] == 0:
+        return f"Integrity: not verifiable ({'; '.join(v['problems'])})."
+    state = "all bytes as written" if not v["problems"] else f"{len(v['problems'])} damaged: {v['problems'][:2]}"
+    return (f"Integrity: {v['chunks']} chunks ({v['bytes'] / 1e6:.1f} MB) checked against the store's manifest "
+            f"(sizes and CRC-32, `infoclust verify`): {state}.")
+
+
 @task(name="plot-and-report")
 def report(store: str, run_dir: str, km: dict, da_: dict, dataset: str, dc: dict | None = None,
            cv: dict | None = None, ac: dict | None = None, smic: dict | None = None,
@@ -286,7 +295,7 @@ def report(store: str, run_dir: str, km: dict, da_: dict, dataset: str, dc: dict
     from infoclust_dask.plotting import plot_clusters_2d
     from infoclust_dask.preprocess import principal_axes
     from infoclust_dask.runs import load_model
-    from infoclust_dask.store import open_dataset
+    from infoclust_dask.store import open_dataset, verify_store
 
     run = Path(run_dir)
     ds = open_dataset(store)
@@ -301,6 +310,7 @@ def report(store: str, run_dir: str, km: dict, da_: dict, dataset: str, dc: dict
         f"# infoclust demo: {dataset}",
         "",
         f"Store: `{store}` ({n} samples x {ds.sizes['feature']} features, standardized).",
+        _integrity_line(verify_store(store)),
         "",
         "## Methods in this build (infoclust_dask.registry)",
         "",
