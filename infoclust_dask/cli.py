@@ -159,11 +159,12 @@ def _cmd_predict(args):
         add_labels(args.store, args.write_labels, labels, overwrite=args.overwrite, scheduler=sched,
                    attrs={"model": str(Path(args.model).resolve())})
         labels = open_dataset(args.store)[args.write_labels].data
-    counts = np.bincount(np.asarray(engine.compute(labels, scheduler=sched)).ravel())
+    values = np.asarray(engine.compute(labels, scheduler=sched))  # once, for the counts and the file
+    counts = np.bincount(values.ravel())
     if args.out:
         from .runs import write_npy
 
-        write_npy(args.out, np.asarray(engine.compute(labels, scheduler=sched)), overwrite=args.overwrite)
+        write_npy(args.out, values, overwrite=args.overwrite)
     print(json.dumps({"model": str(args.model), "store": str(args.store), "n_samples": int(ds.sizes["sample"]),
                       "cluster_sizes": counts.tolist(), "written": [w for w in (
                           args.write_labels and f"{args.store}:{args.write_labels}", args.out) if w],

@@ -74,13 +74,10 @@ def _storable(result):
         return None
     out = {}
     for k, v in result.items():
-        if not isinstance(k, str):
+        number = isinstance(v, (np.generic, int, float, bool)) and np.asarray(v).dtype.kind in "biuf"
+        if not isinstance(k, str) or not (number or (isinstance(v, np.ndarray) and v.dtype.kind in "biuf")):
             return None
-        if isinstance(v, (np.ndarray, np.generic, int, float, bool)) and not isinstance(v, np.ndarray) or (
-                isinstance(v, np.ndarray) and v.dtype.kind in "biuf"):
-            out[k] = np.asarray(v)
-        else:
-            return None
+        out[k] = np.asarray(v)
     return out
 
 
