@@ -149,8 +149,8 @@ def _temp_name(path: Path, kind: str) -> Path:
 
 def clean_stale_temporaries(path) -> list[Path]:
     """Remove the leftovers of writers of ``path`` that died (killed mid-write:
-    ``.NAME.tmp-PID-*``, ``.NAME.old-PID-*`` and a ``.NAME.lock`` whose PID is
-    gone); leftovers of live processes stay. Returns what was removed."""
+    ``.NAME.tmp-PID-*``, ``.NAME.old-PID-*``, ``.NAME.var-PID-*`` and a
+    ``.NAME.lock`` whose PID is gone); leftovers of live processes stay. Returns what was removed."""
     path = Path(path)
     removed = []
     if not path.parent.is_dir():
@@ -161,7 +161,7 @@ def clean_stale_temporaries(path) -> list[Path]:
             continue
         rest = p.name[len(prefix):]
         kind, _, tail = rest.partition("-")
-        if kind not in ("tmp", "old", "lock"):
+        if kind not in ("tmp", "old", "lock", "var"):
             continue
         pid = tail.split("-")[0] if kind != "lock" else _read_lock_pid(p)
         if not str(pid).isdigit() or _pid_alive(int(pid)):
@@ -505,17 +505,15 @@ def _crc32(path: Path) -> int:
     return crc
 
 
-def _write_manifest(root: Path, names=None):
-    """Record every chunk file of the freshly written arrays (all, or
-    ``names``) with its size and CRC-32, one manifest per array: opening
+def _write_manifest(root: Path):
+    """Record every chunk file of the freshly written arrays with its size
+    and CRC-32, one manifest per array: opening
     checks that each listed chunk is there with its size (a deleted or
     truncated chunk would otherwise read as fill values), :func:`verify_store`
     checks the CRCs (garbage of the same size)."""
     import json
 
     for var in _arrays(root):
-        if names is not None and var.name not in names:
-            continue
         chunks = {}
         for dirpath, _, files in os.walk(var / "c"):
             for f in files:
@@ -699,6 +697,7 @@ def add_labels(path, name: str, labels, *, overwrite: bool = False, scheduler=No
     arr = arr.rechunk(rows)
     if not engine.is_lazy(labels):
         scheduler = "threads"
+    clean_stale_temporaries(path)
     with _WriteLock(path.parent / f"{path.name}.{name}"):
         tmp = _temp_name(path, "var")
         old = None
