@@ -224,6 +224,8 @@ def check_data(est, X, *, reset: bool, scheduler=None, need_moments: bool = Fals
     from sklearn.utils.validation import check_array, validate_data
 
     if is_path(X) or engine.is_lazy(X):
+        if reset and attr == "n_features_in_":
+            _set_feature_names(est, X, variable)
         A = open_input(X, variable=variable)
         if A.ndim == 1 and allow_1d:
             A = A[:, None]
@@ -267,6 +269,23 @@ def check_data(est, X, *, reset: bool, scheduler=None, need_moments: bool = Fals
     info = _info(engine.map_reduce(MOMENTS, A, params={"shift": shift}, scheduler="threads"), A.shape, shift)
     info.lazy_input = False
     return engine.prepare(A, scheduler=scheduler), info
+
+
+def _set_feature_names(est, X, variable):
+    """``feature_names_in_`` from a store's (or a DataArray's) ``feature_names``
+    attribute, written at ingest from a CSV header or DataFrame columns."""
+    if is_path(X):
+        from .store import open_dataset
+
+        ds = open_dataset(X)
+        attrs = ds[variable].attrs if variable in ds else {}
+    else:
+        attrs = getattr(X, "attrs", None) or {}
+    names = attrs.get("feature_names")
+    if names is not None:
+        est.feature_names_in_ = np.asarray([str(n) for n in names], dtype=object)
+    elif hasattr(est, "feature_names_in_"):
+        del est.feature_names_in_
 
 
 def _check_width(est, A, reset, attr, name):

@@ -73,7 +73,10 @@ def _read_csv(path: Path, label_columns, encoding="utf-8"):
                     "Remove non-numeric columns or name the class column with --label-column."
                 ) from None
             j += 1
-    return X, {_label_name(header, i, k): _encode(labels[i]) for k, i in enumerate(li)}
+    out = {_label_name(header, i, k): _encode(labels[i]) for k, i in enumerate(li)}
+    if header is not None:
+        out["__features__"] = [h for j, h in enumerate(header) if j not in li]
+    return X, out
 
 
 def _encode(values):
@@ -144,6 +147,7 @@ def _read_parquet(path: Path, label_columns):
     li = _label_indices(cols, label_columns, len(cols))
     labels = {_label_name(cols, i, k): _encode(df.iloc[:, i].astype(str).to_numpy()) for k, i in enumerate(li)}
     df = df.drop(columns=df.columns[li])
+    labels["__features__"] = [str(c) for c in df.columns]
     for name, dtype in df.dtypes.items():
         if not (pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype)):
             bad = df[name].map(lambda v: not _is_number(str(v)) and v is not None)
@@ -215,6 +219,9 @@ def read_source(src, *, label_column=None, labels=None, encoding="utf-8"):
             raise IngestError(
                 f"Cannot ingest '{path}': use .npy, .npz, .csv, .parquet, a store or a bundled dataset name."
             )
+    names = out.pop("__features__", None)
+    if names is not None:
+        prov["feature_names"] = names
     if labels is not None:
         side = _read_label_file(labels, X.shape[0])
         clash = sorted(set(side) & set(out))
@@ -391,10 +398,12 @@ def ingest(src, dest, *, label_column=None, drop_nonfinite=False, standardize=Fa
     else:
         Xt, info = fit_transform(X.astype(np.float64, copy=False), standardize=standardize, pca=pca,
                                  pca_method=pca_method, scheduler=scheduler)
+    names = prov.pop("feature_names", None)
     path, written = write_preprocessed(
         dest, Xt, info, standardize=standardize, pca=pca, n_folds=n_folds, fold_seed=fold_seed, chunks=chunks,
         codec=codec, labels=labels, provenance=prov, overwrite=overwrite, progress=progress,
-        scheduler=scheduler, dtype=np.uint8 if binary else None)
+        scheduler=scheduler, dtype=np.uint8 if binary else None,
+        feature_names=names if pca is None and names is not None and len(names) == Xt.shape[1] else None)
     report.update(rows_written=int(Xt.shape[0]), features_written=int(Xt.shape[1]), **written)
     return path, report
 

@@ -188,7 +188,8 @@ def choose_codec(sample):
 
 def write_preprocessed(dest, x, info, *, standardize, pca, n_folds=None, fold_seed=0, chunks=None, codec="auto",
                        label=None, y=None, class_names=None, provenance=None, overwrite=False, progress=False,
-                       scheduler=None, dtype=None, labels=None, extra_labels=None, label_class_names=None):
+                       scheduler=None, dtype=None, labels=None, extra_labels=None, label_class_names=None,
+                       feature_names=None):
     """Write ``x`` (from :func:`fit_transform`, with its ``info``) as a store:
     chunk size and codec chosen for the data, ``feature_mean``/``feature_std``
     (and PCA's ``components``) in the attributes, an optional hashed ``fold``
@@ -227,7 +228,7 @@ def write_preprocessed(dest, x, info, *, standardize, pca, n_folds=None, fold_se
     path = write_dataset(dest, x, label=label, y=y, fold=fold, chunks=rows, codec=codec, overwrite=overwrite,
                          class_names=class_names, provenance=prov, attrs=attrs, progress=progress,
                          scheduler=scheduler, dtype=dtype, extra_labels=extra_labels or None,
-                         label_class_names=label_class_names or None)
+                         label_class_names=label_class_names or None, feature_names=feature_names)
     return path, report
 
 
@@ -254,6 +255,7 @@ def preprocess_store(src, dest, *, standardize=False, pca=None, pca_method="gram
         codec=codec, label=ds["label"].data if "label" in ds else None, y=ds["y"].data if "y" in ds else None,
         class_names=ds.attrs.get("class_names"), overwrite=overwrite, progress=progress, scheduler=sched,
         extra_labels={k: ds[k].data for k in ds.attrs.get("label_columns", []) if k in ds},
+        feature_names=ds["x"].attrs.get("feature_names") if pca is None else None,
         label_class_names=ds.attrs.get("label_class_names"),
         provenance={**ds.attrs.get("provenance", {}), "derived_from": str(src.resolve())})
     return path, {"source": str(src), "rows": int(x.shape[0]), "features": int(x.shape[1]), **report}

@@ -26,7 +26,7 @@ _FITTED = (
     "free_energy_path_", "n_iter_path_", "beta_", "data_scale_", "sigma_", "n_classes_", "reg_strength_",
     "contingency_", "cluster_centers_x_", "cluster_centers_y_", "n_features_y_in_",
     "t_", "lsmi_", "eigenvalues_", "class_prior_", "timings_", "classes_",
-    "theta_", "gamma_", "n_patterns_", "temperatures_", "objective_history_",
+    "theta_", "gamma_", "n_patterns_", "temperatures_", "objective_history_", "feature_names_in_",
 )
 
 
@@ -158,6 +158,8 @@ def save_model(est, path, *, overwrite=False) -> Path:
         raise TypeError(f"save_model saves the estimators {MODEL_CLASSES}; got {type(est).__name__}.")
     params = {k: v for k, v in est.get_params().items() if k != "scheduler"}
     fitted = {k: getattr(est, k) for k in _FITTED if hasattr(est, k)}
+    if "feature_names_in_" in fitted:  # object array of str (scikit-learn's type) -> a str array in the file
+        fitted["feature_names_in_"] = np.asarray(fitted["feature_names_in_"], dtype=str)
     doc = {
         "schema": MODEL_SCHEMA,
         "schema_version": MODEL_SCHEMA_VERSION,
@@ -227,5 +229,5 @@ def load_model(path):
     _checked_arrays(doc["fitted"], "fitted")
     est = cls(**_from_json(doc["params"]))
     for k, v in _from_json(doc["fitted"]).items():
-        setattr(est, k, v)
+        setattr(est, k, v.astype(object) if k == "feature_names_in_" else v)
     return est

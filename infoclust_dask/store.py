@@ -231,6 +231,7 @@ def write_dataset(
     scheduler=None,
     extra_labels: dict | None = None,
     label_class_names: dict | None = None,
+    feature_names=None,
 ) -> Path:
     """Write a dataset store (see module docstring) and return its path.
 
@@ -265,6 +266,10 @@ def write_dataset(
         variables of those names and listed in the attribute ``label_columns``.
     label_class_names : dict of name -> list of str, optional
         Class names of the extra label columns (attribute ``label_class_names``).
+    feature_names : list of str, optional
+        One name per column of ``x`` (a CSV header, DataFrame columns), kept in
+        the attributes of ``x``; estimators fitted on the store report them as
+        ``feature_names_in_``.
     check_finite : bool, default=True
         Refuse NaN/inf in ``x`` and ``y`` (one extra pass for dask input).
     progress : bool, default=False
@@ -329,6 +334,11 @@ def write_dataset(
         encoding[name]["compressors"] = comp if comp is not None else ()
 
     add("x", x, ("sample", "feature"), out_dtype)
+    if feature_names is not None:
+        feature_names = [str(f) for f in feature_names]
+        if len(feature_names) != x.shape[1]:
+            raise ValueError(f"feature_names has {len(feature_names)} names for {x.shape[1]} columns of 'x'.")
+        variables["x"] = (("sample", "feature"), variables["x"][1], {"feature_names": feature_names})
     if y is not None:
         y = engine.as_array(y)
         _check_2d("y", y)

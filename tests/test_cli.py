@@ -358,3 +358,24 @@ def test_fit_write_labels_then_predict_a_saved_model_block_by_block(tmp_path, ca
     assert "--write-labels NAME" in capsys.readouterr().err
     assert main(["predict", str(run / "model.json"), str(store), "--write-labels", "x", "--overwrite"]) == 2
     assert "'x' cannot name a label variable" in capsys.readouterr().err
+
+
+def test_feature_names_travel_from_the_csv_header_to_the_model_and_back(tmp_path):
+    from infoclust_dask import KMeans
+    from infoclust_dask.runs import save_model
+
+    src = tmp_path / "t.csv"
+    rng = np.random.default_rng(0)
+    rows = "\n".join(f"{a:.3f},{b:.3f},{'x' if a > 0 else 'y'},{c:.3f}" for a, b, c in rng.normal(size=(60, 3)))
+    src.write_text("height,weight,cls,age\n" + rows + "\n")
+    store = tmp_path / "t.zarr"
+    assert main(["ingest", str(src), str(store), "--label-column", "cls"]) == 0
+    assert open_dataset(store)["x"].attrs["feature_names"] == ["height", "weight", "age"]
+    m = KMeans(2, n_init=1, random_state=0, scheduler="sync").fit(store)
+    assert m.feature_names_in_.tolist() == ["height", "weight", "age"] and m.feature_names_in_.dtype == object
+    back = load_model(save_model(m, tmp_path / "m.json"))
+    assert back.feature_names_in_.tolist() == ["height", "weight", "age"] and back.feature_names_in_.dtype == object
+    m.fit(np.ones((10, 3)) * np.arange(10)[:, None])  # refitted on unnamed data: no names left
+    assert not hasattr(m, "feature_names_in_")
+    assert main(["ingest", str(store), str(tmp_path / "std.zarr"), "--standardize"]) == 0  # kept store -> store
+    assert open_dataset(tmp_path / "std.zarr")["x"].attrs["feature_names"] == ["height", "weight", "age"]
