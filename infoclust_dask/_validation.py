@@ -8,6 +8,7 @@ input is checked lazily plus one counting pass that also yields the moments.
 from __future__ import annotations
 
 import numbers
+from pathlib import Path
 
 import numpy as np
 
@@ -53,9 +54,12 @@ def open_input(data, variable: str = "x"):
     input goes through :func:`infoclust_dask.engine.as_array`."""
     if data is None:
         return None
+    data = lazy_zarr(data)
     if is_path(data):
-        from .store import open_dataset
+        from .store import is_store_of_ours, open_dataset
 
+        if not is_store_of_ours(data) and (Path(data) / "zarr.json").exists():
+            return engine.as_array(_open_foreign(Path(data), variable))
         ds = open_dataset(data)
         if variable not in ds:
             raise KeyError(
@@ -63,6 +67,45 @@ def open_input(data, variable: str = "x"):
             )
         data = ds[variable]
     return engine.as_array(data)
+
+
+def lazy_zarr(data):
+    """A ``zarr.Array`` as a dask array over its chunks (read lazily, never
+    loaded whole); anything else as it is."""
+    if type(data).__module__.startswith("zarr") and hasattr(data, "chunks") and hasattr(data, "shape"):
+        import dask.array as da
+
+        return da.from_zarr(data)
+    return data
+
+
+def _open_foreign(path: Path, variable: str):
+    """A zarr store this library did not write: a plain zarr array (its
+    ``zarr.json`` says ``node_type: array``), or a group written by
+    ``xarray.to_zarr`` / zarr, whose ``variable`` (or only 2-D array, for
+    ``x``) is read lazily."""
+    import json
+
+    import dask.array as da
+
+    try:
+        node = json.loads((path / "zarr.json").read_text()).get("node_type")
+    except ValueError as exc:
+        raise ValueError(f"'{path}' has a damaged zarr.json ({exc}).") from None
+    if node == "array":
+        return da.from_zarr(str(path))
+    import zarr
+
+    group = zarr.open_group(str(path), mode="r")
+    arrays = {name: a for name, a in group.arrays()}
+    if variable in arrays:
+        return da.from_zarr(arrays[variable])
+    two_d = [name for name, a in arrays.items() if a.ndim == 2]
+    if variable == "x" and len(two_d) == 1:
+        return da.from_zarr(arrays[two_d[0]])
+    raise KeyError(f"The zarr store {str(path)!r} has no array {variable!r}"
+                   + (f" and {len(two_d)} two-dimensional arrays {sorted(two_d)}" if variable == "x" else "")
+                   + f"; it holds {sorted(arrays)}. Open it with xarray and pass the array you mean.")
 
 
 # --------------------------------------------------------------------------
@@ -223,6 +266,7 @@ def check_data(est, X, *, reset: bool, scheduler=None, need_moments: bool = Fals
     """
     from sklearn.utils.validation import check_array, validate_data
 
+    X = lazy_zarr(X)
     if is_path(X) or engine.is_lazy(X):
         if reset and attr == "n_features_in_":
             _set_feature_names(est, X, variable)
@@ -275,9 +319,9 @@ def _set_feature_names(est, X, variable):
     """``feature_names_in_`` from a store's (or a DataArray's) ``feature_names``
     attribute, written at ingest from a CSV header or DataFrame columns."""
     if is_path(X):
-        from .store import open_dataset
+        from .store import is_store_of_ours, open_dataset
 
-        ds = open_dataset(X)
+        ds = open_dataset(X) if is_store_of_ours(X) else {}
         attrs = ds[variable].attrs if variable in ds else {}
     else:
         attrs = getattr(X, "attrs", None) or {}

@@ -175,3 +175,28 @@ def test_binary_stores_are_uint8_and_checked(tmp_path):
     assert not (tmp_path / "c.zarr").exists()
     with pytest.raises(TypeError, match="dtype must be a float dtype, or uint8"):
         write_dataset(tmp_path / "d.zarr", x, dtype=np.int32)
+
+
+def test_any_zarr_store_and_zarr_arrays_are_read_lazily(tmp_path):
+    """A store written by xarray.to_zarr, a plain zarr array path and a
+    zarr.Array object fit like the numpy data they hold."""
+    import dask.array as da
+    import xarray as xr
+    import zarr
+
+    from infoclust_dask import KMeans
+    from infoclust_dask._validation import open_input
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(3000, 3)) + 5 * rng.integers(0, 3, 3000)[:, None]
+    ref = KMeans(3, n_init=1, random_state=0, scheduler="sync").fit(X).cluster_centers_
+    xr.Dataset({"data": (("time", "band"), X)}).chunk({"time": 500}).to_zarr(tmp_path / "xr.zarr", zarr_format=3, consolidated=False)
+    arr = zarr.create_array(str(tmp_path / "plain.zarr"), shape=X.shape, chunks=(700, 3), dtype="f8")
+    arr[:] = X
+    for src in (str(tmp_path / "xr.zarr"), str(tmp_path / "plain.zarr"), zarr.open_array(str(tmp_path / "plain.zarr"))):
+        assert isinstance(open_input(src), da.Array)  # lazy, chunk by chunk
+        got = KMeans(3, n_init=1, random_state=0, scheduler="sync").fit(src).cluster_centers_
+        np.testing.assert_allclose(got, ref, atol=1e-10)
+    xr.Dataset({"a": (("s", "f"), X), "b": (("s", "g"), X)}).to_zarr(tmp_path / "two.zarr", zarr_format=3, consolidated=False)
+    with pytest.raises(KeyError, match=r"has no array 'x' and 2 two-dimensional arrays \['a', 'b'\]"):
+        KMeans(2, scheduler="sync").fit(str(tmp_path / "two.zarr"))
