@@ -84,20 +84,16 @@ def _open_foreign(path: Path, variable: str):
     ``zarr.json`` says ``node_type: array``), or a group written by
     ``xarray.to_zarr`` / zarr, whose ``variable`` (or only 2-D array, for
     ``x``) is read lazily."""
-    import json
-
     import dask.array as da
-
-    try:
-        node = json.loads((path / "zarr.json").read_text()).get("node_type")
-    except ValueError as exc:
-        raise ValueError(f"'{path}' has a damaged zarr.json ({exc}).") from None
-    if node == "array":
-        return da.from_zarr(str(path))
     import zarr
 
-    group = zarr.open_group(str(path), mode="r")
-    arrays = {name: a for name, a in group.arrays()}
+    try:
+        node = zarr.open(str(path), mode="r")
+    except Exception as exc:  # zarr raises many types for damaged metadata
+        raise ValueError(f"Could not open the zarr store at '{path}': {exc}") from None
+    if isinstance(node, zarr.Array):
+        return da.from_zarr(node)
+    arrays = dict(node.arrays())
     if variable in arrays:
         return da.from_zarr(arrays[variable])
     two_d = [name for name, a in arrays.items() if a.ndim == 2]

@@ -11,6 +11,7 @@ every half second and, once the parent is gone, terminates the ones it saw
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -50,18 +51,14 @@ def watch(parent: int):
         time.sleep(POLL_SECONDS)
     alive = []
     for p in seen.values():
-        try:
+        with contextlib.suppress(psutil.NoSuchProcess):  # already gone: nothing to stop
             if p.is_running():  # is_running compares creation times: a recycled PID is not ours
                 p.terminate()
                 alive.append(p)
-        except psutil.NoSuchProcess:
-            pass
     _, still = psutil.wait_procs(alive, timeout=GRACE_SECONDS)
     for p in still:
-        try:
+        with contextlib.suppress(psutil.NoSuchProcess):
             p.kill()
-        except psutil.NoSuchProcess:
-            pass
 
 
 if __name__ == "__main__":
