@@ -591,6 +591,15 @@ def _forget_scattered(key):
                 del _SCATTERED[key]
 
 
+def _on_scattered(a) -> bool:
+    """Whether the dask array's graph reads blocks this process scattered."""
+    with _SCATTERED_LOCK:
+        if not _SCATTERED:
+            return False
+        keys = set(_SCATTERED)
+    return any(k in keys for k in a.__dask_graph__())
+
+
 def _lost_keys(client) -> list:
     """Remembered scattered blocks that no worker holds."""
     with _SCATTERED_LOCK:
@@ -643,6 +652,11 @@ def persist(data, *, scheduler=None, chunk_rows: int | None = None):
         return da.from_array(a, chunks=(chunk_rows or _auto_rows(a),) + a.shape[1:])
     client = sched.client
     if _is_dask(a):
+        if _on_scattered(a):
+            # already in the workers' memory (e.g. a nested KMeans seeding DC): results computed from
+            # scattered blocks and held as futures could not be recomputed once lost with a worker,
+            # while this graph still can after the blocks are sent again (:func:`_rescatter_lost`)
+            return a
         return client.persist(a, optimize_graph=False)
     rows = chunk_rows or _auto_rows(a)
     slices = _row_slices(a.shape[0], 1, rows)
