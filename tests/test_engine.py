@@ -178,6 +178,11 @@ def test_persist_scatters_numpy_to_workers(local_cluster_client, xw):
     assert isinstance(X, da.Array) and X.chunks[0][0] == 128
     got = engine.map_reduce(LLOYD_FAR, X, w, params={"centers": CENTERS}, scheduler=local_cluster_client)
     np.testing.assert_allclose(got["sums"], lloyd_stats(x, w, centers=CENTERS)["sums"], rtol=1e-10)
+    # placed once: a nested fit (KMeans seeding DC) must not persist it again, since results computed from
+    # scattered blocks could not be recomputed after a worker loss (the graph over the blocks can be)
+    assert engine.prepare(X, scheduler=local_cluster_client) is X
+    Y = X[:, :2]
+    assert engine.persist(Y, scheduler=local_cluster_client) is Y
 
 
 from hypothesis import given, settings  # noqa: E402
