@@ -196,6 +196,28 @@ RANDOM_STATE = [RandomStateLike()]
 SIGMA_RANGE = Interval(float, 1e-100, 1e100, closed="both")
 
 
+class _NoneOrName:
+    def accepts(self, v):
+        return v is None or (isinstance(v, str) and v != "")
+
+    def __str__(self):
+        return "None or the name of a dim"
+
+
+class _NoneOrNames:
+    def accepts(self, v):
+        return v is None or (isinstance(v, (list, tuple)) and len(v) > 0 and all(isinstance(s, str) for s in v))
+
+    def __str__(self):
+        return "None or a non-empty list of variable names"
+
+
+#: ``sample_dim`` of every estimator (xarray input: the dim that holds the samples)
+SAMPLE_DIM = [_NoneOrName()]
+#: ``variables`` of every estimator (Dataset input: the variables stacked as features)
+VARIABLES = [_NoneOrNames()]
+
+
 class Anything:
     """No constraint here (validated where it is used, e.g. schedulers)."""
 
@@ -298,7 +320,15 @@ def check_data(est, X, *, reset: bool, scheduler=None, need_moments: bool = Fals
         return A, _info(st, A.shape, shift)
     if allow_1d and np.ndim(X) == 1:
         X = np.asarray(X).reshape(-1, 1)
-    if attr == "n_features_in_":
+    if attr == "n_features_in_" and type(X).__module__.startswith("xarray."):
+        # scikit-learn knows feature names of DataFrames only: a DataArray's come from its attrs/coords
+        A = check_array(np.asarray(X.data), dtype=[np.float64, np.float32], ensure_min_samples=1, input_name=name)
+        _check_width(est, A, reset, attr, name)
+        if reset:
+            _set_feature_names(est, X, variable)
+        else:
+            _check_feature_names(est, X.attrs.get("feature_names"), name)
+    elif attr == "n_features_in_":
         A = validate_data(est, X, reset=reset, dtype=[np.float64, np.float32], ensure_min_samples=1)
     else:
         A = check_array(X, dtype=[np.float64, np.float32], ensure_min_samples=1, input_name=name)
@@ -326,6 +356,16 @@ def _set_feature_names(est, X, variable):
         est.feature_names_in_ = np.asarray([str(n) for n in names], dtype=object)
     elif hasattr(est, "feature_names_in_"):
         del est.feature_names_in_
+
+
+def _check_feature_names(est, names, name):
+    fitted = getattr(est, "feature_names_in_", None)
+    if fitted is None or names is None:
+        return
+    names = [str(n) for n in names]
+    if names != list(fitted):
+        raise ValueError(f"The feature names of {name} ({names}) differ from those seen in fit "
+                         f"({list(fitted)}): pass the same features in the same order.")
 
 
 def _check_width(est, A, reset, attr, name):

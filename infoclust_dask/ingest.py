@@ -11,72 +11,16 @@ handled by :mod:`infoclust_dask.preprocess`.
 
 from __future__ import annotations
 
-import csv
 import re
 from pathlib import Path
 
 import numpy as np
 
+from . import _readers
+from ._readers import IngestError
 from .datasets import BUNDLED, load_bundled
 
 __all__ = ["read_source", "ingest", "IngestError"]
-
-
-class IngestError(ValueError):
-    """The source cannot be turned into a dataset store."""
-
-
-def _read_csv(path: Path, label_columns, encoding="utf-8"):
-    try:
-        with path.open(newline="", encoding=encoding) as fh:
-            rows = [r for r in csv.reader(fh) if r and any(v.strip() for v in r)]
-    except UnicodeDecodeError as exc:
-        raise IngestError(f"'{path}' is not {encoding} text: byte {exc.object[exc.start:exc.start + 1]!r} at offset "
-                          f"{exc.start} cannot be decoded. Give the file's encoding (CLI: --encoding latin-1, "
-                          "Python: encoding='latin-1').") from None
-    except LookupError:
-        raise IngestError(f"Unknown text encoding {encoding!r}; use e.g. utf-8 or latin-1.") from None
-    if not rows:
-        raise IngestError(f"'{path}' has no data rows.")
-    header = None
-    first_row = [v.strip() for v in rows[0]]
-    n0 = sum(_is_number(v) for v in first_row)
-    n1 = sum(_is_number(v) for v in rows[1]) if len(rows) > 1 else len(first_row)
-    named = any(isinstance(c, str) and not c.lstrip("-").isdigit() and c in first_row for c in label_columns)
-    if n0 == 0 or n0 < n1 or named:
-        header, rows = first_row, rows[1:]
-    if not rows:
-        raise IngestError(f"'{path}' has a header but no data rows.")
-    width = len(header) if header is not None else len(rows[0])
-    li = _label_indices(header, label_columns, width)
-    X = np.empty((len(rows), width - len(li)), dtype=np.float64)
-    labels = {i: [] for i in li}
-    first = 2 if header is not None else 1
-    for r, row in enumerate(rows):
-        line = r + first
-        if len(row) != width:
-            raise IngestError(
-                f"'{path}' line {line} has {len(row)} fields, expected {width}: the file is "
-                "ragged. Fix or remove that line."
-            )
-        j = 0
-        for col, v in enumerate(row):
-            if col in labels:
-                labels[col].append(v.strip())
-                continue
-            try:
-                X[r, j] = float(v)
-            except ValueError:
-                name = f" ({header[col]!r})" if header is not None else ""
-                raise IngestError(
-                    f"'{path}' line {line}, column {col + 1}{name}: {v!r} is not a number. "
-                    "Remove non-numeric columns or name the class column with --label-column."
-                ) from None
-            j += 1
-    out = {_label_name(header, i, k): _encode(labels[i]) for k, i in enumerate(li)}
-    if header is not None:
-        out["__features__"] = [h for j, h in enumerate(header) if j not in li]
-    return X, out
 
 
 def _encode(values):
@@ -96,67 +40,6 @@ def _label_name(header, index, k):
     if name in ("x", "y", "fold", "label") or name[0].isdigit():
         name = f"label_{name}"
     return name
-
-
-def _is_number(v):
-    try:
-        float(v)
-    except ValueError:
-        return False
-    return True
-
-
-def _label_indices(header, label_columns, width):
-    """Column indices of the label columns, in the order given; each once."""
-    out = []
-    for c in label_columns:
-        i = _label_index(header, c, width)
-        if i in out:
-            raise IngestError(f"--label-column {c!r} names column {i} a second time.")
-        out.append(i)
-    return out
-
-
-def _label_index(header, label_column, width):
-    if label_column is None:
-        return None
-    if isinstance(label_column, int) or str(label_column).lstrip("-").isdigit():
-        i = int(label_column)
-        if width is not None:
-            i = i % width if i < 0 else i
-            if not 0 <= i < width:
-                raise IngestError(f"--label-column {label_column} is out of range for {width} columns.")
-        return i
-    if header is None:
-        raise IngestError(f"--label-column {label_column!r} names a column but the file has no header.")
-    if label_column not in header:
-        raise IngestError(f"No column named {label_column!r}; the header has {header}.")
-    return header.index(label_column)
-
-
-def _read_parquet(path: Path, label_columns):
-    import pandas as pd
-
-    try:
-        df = pd.read_parquet(path)
-    except ImportError as exc:  # pragma: no cover - pyarrow is a dependency
-        raise IngestError(f"Reading '{path}' needs pyarrow: pip install pyarrow ({exc}).") from exc
-    if df.shape[0] == 0:
-        raise IngestError(f"'{path}' has no rows.")
-    cols = [str(c) for c in df.columns]
-    li = _label_indices(cols, label_columns, len(cols))
-    labels = {_label_name(cols, i, k): _encode(df.iloc[:, i].astype(str).to_numpy()) for k, i in enumerate(li)}
-    df = df.drop(columns=df.columns[li])
-    labels["__features__"] = [str(c) for c in df.columns]
-    for name, dtype in df.dtypes.items():
-        if not (pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype)):
-            bad = df[name].map(lambda v: not _is_number(str(v)) and v is not None)
-            row = int(np.flatnonzero(bad.to_numpy())[0]) if bad.any() else 0
-            raise IngestError(
-                f"'{path}' column {name!r} has dtype {dtype} (e.g. row {row}: {df[name].iloc[row]!r}), "
-                "not numbers. Drop that column or name the class column with --label-column."
-            )
-    return df.to_numpy(dtype=np.float64, na_value=np.nan), labels
 
 
 def read_source(src, *, label_column=None, labels=None, encoding="utf-8"):
@@ -211,10 +94,8 @@ def read_source(src, *, label_column=None, labels=None, encoding="utf-8"):
                     X = z["x"]
                     if "label" in keys:
                         out["label"] = _label_codes(z["label"], f"'{path}' array 'label'")
-        elif suffix in (".csv", ".txt"):
-            X, out = _read_csv(path, cols, encoding)
-        elif suffix in (".parquet", ".pq"):
-            X, out = _read_parquet(path, cols)
+        elif suffix in _TABLES:
+            X, out = _read_table_whole(_open_table(path, cols, encoding))
         else:
             raise IngestError(
                 f"Cannot ingest '{path}': use .npy, .npz, .csv, .parquet, a store or a bundled dataset name."
@@ -230,6 +111,37 @@ def read_source(src, *, label_column=None, labels=None, encoding="utf-8"):
         out.update(side)
         prov["labels"] = str(Path(labels).resolve())
     return X, out, prov
+
+
+_TABLES = (".csv", ".txt", ".parquet", ".pq")
+
+
+def _open_table(path: Path, cols, encoding="utf-8", rows=None):
+    if path.suffix.lower() in (".parquet", ".pq"):
+        return _readers.read_parquet(path, cols, rows=rows)
+    return _readers.read_csv(path, cols, encoding, rows=rows)
+
+
+def _table_labels(table, encoders):
+    out = {}
+    for k, i in enumerate(table.label_index):
+        out[_label_name(table.header, i, k)] = encoders[i].finish()
+    if table.header is not None:
+        out["__features__"] = table.feature_names
+    return out
+
+
+def _read_table_whole(table):
+    """A CSV/parquet table in memory (:func:`read_source`; :func:`ingest` streams instead)."""
+    encoders = {i: _readers.LabelEncoder() for i in table.label_index}
+    parts = []
+    for block in table.blocks:
+        parts.append(block.x)
+        for i, v in block.labels.items():
+            encoders[i].add(v)
+    if not parts:
+        raise IngestError("The file has no data rows.")
+    return np.concatenate(parts), _table_labels(table, encoders)
 
 
 def _load_sparse(path):
@@ -338,7 +250,7 @@ def ingest(src, dest, *, label_column=None, drop_nonfinite=False, standardize=Fa
     Returns ``(path, report)``; the report says what was read, rejected and
     dropped, and which chunk size and codec were chosen.
     """
-    from .preprocess import fit_transform, preprocess_store, write_preprocessed
+    from .preprocess import preprocess_store
     from .store import check_destination
 
     if codec not in ("auto", "lz4", "zstd", "none"):
@@ -351,12 +263,155 @@ def ingest(src, dest, *, label_column=None, drop_nonfinite=False, standardize=Fa
         return preprocess_store(src, dest, standardize=standardize, pca=pca, pca_method=pca_method, n_folds=n_folds,
                                 fold_seed=fold_seed, chunks=chunks, codec=codec, overwrite=overwrite,
                                 scheduler=scheduler, progress=progress)
-    X, labels, prov = read_source(src, label_column=label_column, labels=labels, encoding=encoding)
-    if _is_sparse(X):
-        return _ingest_sparse(X, labels, prov, dest, binary=binary, standardize=standardize, pca=pca,
-                              n_folds=n_folds, fold_seed=fold_seed, chunks=chunks, codec=codec,
-                              overwrite=overwrite, progress=progress)
-    X = np.asarray(X)
+    path = Path(str(src))
+    streamed = str(src) not in BUNDLED and path.suffix.lower() in _TABLES + (".npy",) and path.is_file()
+    from .store import _temp_name
+
+    scratch = _temp_name(Path(dest), "raw") if streamed and path.suffix.lower() in _TABLES else None
+    try:
+        if streamed:
+            X, labels, prov, finite = _read_streamed(path, label_column, labels, encoding, scratch, progress)
+        else:
+            X, labels, prov = read_source(src, label_column=label_column, labels=labels, encoding=encoding)
+            finite = None
+            if _is_sparse(X):
+                return _ingest_sparse(X, labels, prov, dest, binary=binary, standardize=standardize, pca=pca,
+                                      n_folds=n_folds, fold_seed=fold_seed, chunks=chunks, codec=codec,
+                                      overwrite=overwrite, progress=progress)
+        return _validate_and_write(
+            src, X, labels, prov, finite, dest, drop_nonfinite=drop_nonfinite, binary=binary,
+            standardize=standardize, pca=pca, pca_method=pca_method, n_folds=n_folds, fold_seed=fold_seed,
+            chunks=chunks, codec=codec, overwrite=overwrite, progress=progress, scheduler=scheduler)
+    finally:
+        if scratch is not None and scratch.exists():
+            import shutil
+
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _read_streamed(path, label_column, label_file, encoding, scratch, progress):
+    """A ``.npy``, CSV or parquet file as a lazy array, never whole in memory.
+
+    ``.npy`` (C order) is read in blocks of rows at their file offset. CSV
+    and parquet are parsed block by block into a scratch zarr array beside
+    the destination (``.NAME.raw-PID-*``, removed afterwards, or by the next
+    run if this one is killed), the label columns encoded on the way (4 bytes
+    per row kept) and the finite rows noted; everything after reads that
+    array block by block (``scratch``: the caller removes it). Returns ``(x,
+    labels, provenance, finite rows or None)``."""
+    import dask.array as da
+
+    from . import engine
+
+    cols = [] if label_column is None else list(label_column) if isinstance(label_column, (list, tuple)) \
+        else [label_column]
+    suffix = path.suffix.lower()
+    prov = {"source": str(path.resolve())}
+    labels, finite = {}, None
+    if suffix == ".npy":
+        if cols:
+            raise IngestError(f"--label-column is for CSV/parquet files; '{path}' is .npy. Pass the labels "
+                              "with --labels FILE.")
+        shape, dtype, fortran, offset = _readers.npy_header(path)
+        if len(shape) != 2:
+            raise IngestError(f"The data from '{path}' have shape {shape}; store an (n_samples, n_features) "
+                              "array (reshape 1-D data to (n, 1)).")
+        if dtype.hasobject or dtype.fields is not None:
+            raise IngestError(f"The data from '{path}' have dtype {dtype}; they must be numeric.")
+        rows = _readers.block_rows(shape[1], dtype.itemsize)
+        if fortran:  # column-major: a block of rows is not contiguous on disk; read through a memory map
+            x = da.from_array(np.load(path, mmap_mode="r", allow_pickle=False), chunks=(rows, shape[1]))
+        else:
+            (x,) = engine.generate(_readers.NpyRows(path, dtype, shape, offset), shape[0], block_rows=rows,
+                                   outputs=((dtype, (shape[1],)),), block_params=lambda a, b: {}, name="read-npy")
+    else:
+        import zarr
+
+        table = _open_table(path, cols, encoding)
+        d = table.width - len(table.label_index)
+        if d == 0:
+            raise IngestError(f"'{path}' has no feature columns besides the label column(s).")
+        rows = _readers.block_rows(d)
+        scratch.parent.mkdir(parents=True, exist_ok=True)
+        z = zarr.create_array(str(scratch), shape=(0, d), chunks=(rows, d), dtype="f8",
+                              compressors=zarr.codecs.BloscCodec(cname="lz4", clevel=1, shuffle="shuffle"))
+        encoders = {i: _readers.LabelEncoder() for i in table.label_index}
+        finite_parts = []
+        shown = _Progress(f"reading {path.name}", progress)
+        for block in table.blocks:
+            z.append(block.x, axis=0)
+            finite_parts.append(np.isfinite(block.x).all(axis=1))
+            for i, v in block.labels.items():
+                encoders[i].add(v)
+            shown.update(block.start + block.x.shape[0])
+        shown.close()
+        if z.shape[0] == 0:
+            raise IngestError(f"'{path}' has no data rows.")
+        finite = np.concatenate(finite_parts)
+        x = da.from_zarr(z)
+        labels = _table_labels(table, encoders)
+        names = labels.pop("__features__", None)
+        if names is not None:
+            prov["feature_names"] = names
+    if label_file is not None:
+        side = _read_label_file(label_file, x.shape[0])
+        clash = sorted(set(side) & set(labels))
+        if clash:
+            raise IngestError(f"--labels '{label_file}' gives {clash}, which '{path}' already holds; rename them.")
+        labels.update(side)
+        prov["labels"] = str(Path(label_file).resolve())
+    return x, labels, prov, finite
+
+
+class _Progress:
+    """Rows read so far, on stderr: rewritten in place on a terminal, one
+    closing line otherwise (stdout stays for the CLI's JSON)."""
+
+    def __init__(self, what, enabled):
+        import sys
+        import time
+
+        self.what, self.enabled, self.t0, self.last, self.rows = what, enabled, time.monotonic(), 0.0, 0
+        self.tty = enabled and sys.stderr.isatty()
+
+    def update(self, rows):
+        import sys
+        import time
+
+        self.rows = rows
+        now = time.monotonic()
+        if self.tty and now - self.last > 0.5:
+            sys.stderr.write(f"\r{self.what}: {rows:,} rows ({now - self.t0:.0f} s)")
+            sys.stderr.flush()
+            self.last = now
+
+    def close(self):
+        import sys
+        import time
+
+        if self.enabled:
+            sys.stderr.write(f"{chr(13) if self.tty else ''}{self.what}: {self.rows:,} rows in "
+                             f"{time.monotonic() - self.t0:.1f} s\n")
+
+
+def _first_bad_values(x, limit=5):
+    """Up to ``limit`` distinct values of a block that are neither 0 nor 1."""
+    v = np.unique(x[(x != 0) & (x != 1)])
+    return v[:limit]
+
+
+def _validate_and_write(src, X, labels, prov, finite, dest, *, drop_nonfinite, binary, standardize, pca,
+                        pca_method, n_folds, fold_seed, chunks, codec, overwrite, progress, scheduler):
+    """Check the rows (numeric, finite, binary when asked) of numpy or lazy
+    ``X``, then standardize / project and write the store."""
+    import dask
+
+    from . import engine
+    from .preprocess import fit_transform, write_preprocessed
+
+    lazy = engine.is_lazy(X)
+    if not lazy:
+        X = np.asarray(X)
     if X.ndim == 1:
         raise IngestError(f"The data from {src!r} are 1-D (shape {X.shape}); reshape to (n, 1) first.")
     if np.issubdtype(X.dtype, np.complexfloating):
@@ -372,16 +427,21 @@ def ingest(src, dest, *, label_column=None, drop_nonfinite=False, standardize=Fa
                               f"have {X.shape[0]} rows; they must match row by row.")
     report = {"source": prov["source"], "rows_read": int(X.shape[0]), "features": int(X.shape[1]),
               "rejected": [], "labels": list(labels)}
-    bad = ~np.isfinite(X).all(axis=1)
+    if finite is None:
+        import dask.array as da
+
+        finite = engine.compute(da.isfinite(X).all(axis=1)) if lazy else np.isfinite(X).all(axis=1)
+    bad = ~np.asarray(finite, dtype=bool)
     if bad.any():
         first = np.flatnonzero(bad)[:5].tolist()
-        cols = np.flatnonzero(~np.isfinite(X[bad]).all(axis=0))[:5].tolist()
+        sample = np.asarray(engine.compute(X[np.flatnonzero(bad)[:1000]]) if lazy else X[bad])
+        cols = np.flatnonzero(~np.isfinite(sample).all(axis=0))[:5].tolist()
         if not drop_nonfinite:
             raise IngestError(
                 f"{int(bad.sum())} row(s) of {src!r} contain NaN or inf (first at rows {first}, "
                 f"0-based; columns {cols}). Re-run with --drop-nonfinite to drop them."
             )
-        X = X[~bad]
+        X = engine.take_rows(X, ~bad) if lazy else X[~bad]
         labels = {k: (np.asarray(c)[~bad], nm) for k, (c, nm) in labels.items()}
         report["rows_dropped_nonfinite"] = int(bad.sum())
         report["rejected"].append({"reason": "NaN or inf", "rows": int(bad.sum()), "first_rows": first,
@@ -389,15 +449,23 @@ def ingest(src, dest, *, label_column=None, drop_nonfinite=False, standardize=Fa
     if X.shape[0] == 0:
         raise IngestError(f"No rows of {src!r} are left after dropping non-finite rows.")
     if binary:
-        bad = np.unique(X[(X != 0) & (X != 1)])
-        if bad.size:
+        if lazy:
+            parts = [dask.delayed(_first_bad_values)(b) for b in X.to_delayed().ravel()]
+            bad_values = np.unique(np.concatenate(engine.compute(parts)))
+        else:
+            bad_values = _first_bad_values(X)
+        if bad_values.size:
             raise IngestError(f"--binary: the data from {src!r} hold values other than 0 and 1 "
-                              f"({bad[:5].tolist()}); binarize them first.")
+                              f"({bad_values[:5].tolist()}); binarize them first.")
         Xt = X.astype(np.uint8)
-        info = {"feature_mean": Xt.mean(axis=0), "feature_std": Xt.std(axis=0)}
+        if lazy:
+            mean, std = engine.compute((Xt.mean(axis=0, dtype=np.float64), Xt.std(axis=0, dtype=np.float64)))
+        else:
+            mean, std = Xt.mean(axis=0), Xt.std(axis=0)
+        info = {"feature_mean": np.asarray(mean), "feature_std": np.asarray(std)}
     else:
-        Xt, info = fit_transform(X.astype(np.float64, copy=False), standardize=standardize, pca=pca,
-                                 pca_method=pca_method, scheduler=scheduler)
+        Xt, info = fit_transform(X if lazy else X.astype(np.float64, copy=False), standardize=standardize,
+                                 pca=pca, pca_method=pca_method, scheduler=scheduler)
     names = prov.pop("feature_names", None)
     path, written = write_preprocessed(
         dest, Xt, info, standardize=standardize, pca=pca, n_folds=n_folds, fold_seed=fold_seed, chunks=chunks,

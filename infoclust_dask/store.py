@@ -149,7 +149,7 @@ def _temp_name(path: Path, kind: str) -> Path:
 
 def clean_stale_temporaries(path) -> list[Path]:
     """Remove the leftovers of writers of ``path`` that died (killed mid-write:
-    ``.NAME.tmp-PID-*``, ``.NAME.old-PID-*``, ``.NAME.var-PID-*`` and a
+    ``.NAME.tmp-PID-*``, ``.NAME.old-PID-*``, ``.NAME.var-PID-*``, ``.NAME.raw-PID-*`` and a
     ``.NAME.lock`` whose PID is gone); leftovers of live processes stay. Returns what was removed."""
     path = Path(path)
     removed = []
@@ -161,7 +161,7 @@ def clean_stale_temporaries(path) -> list[Path]:
             continue
         rest = p.name[len(prefix):]
         kind, _, tail = rest.partition("-")
-        if kind not in ("tmp", "old", "lock", "var"):
+        if kind not in ("tmp", "old", "lock", "var", "raw"):
             continue
         pid = tail.split("-")[0] if kind != "lock" else _read_lock_pid(p)
         if not str(pid).isdigit() or _pid_alive(int(pid)):

@@ -38,6 +38,8 @@ from .. import engine, optimize
 from ..kernels.ac import AC_COUNTS, AC_GRAD, AC_HARD_COUNTS
 from ..kernels.stats import CROSS_GRAM, LABEL_SUMS, PROJECT
 from .._validation import (
+    SAMPLE_DIM,
+    VARIABLES,
     Anything,
     ArrayLike,
     Interval,
@@ -52,6 +54,7 @@ from .._validation import (
     validate_params,
 )
 from ..objectives import ac as obj
+from ._xarray import XarrayIO
 from ._base import journaled, voronoi_labels
 from ._init import init_random
 from ._kmeans import KMeans
@@ -104,7 +107,7 @@ def _pair(value, name, est):
     return (a, b)
 
 
-class AssociativeClustering(BaseEstimator):
+class AssociativeClustering(XarrayIO, BaseEstimator):
     """Associative clustering of paired data (X, Y).
 
     Parameters
@@ -149,6 +152,12 @@ class AssociativeClustering(BaseEstimator):
     random_state : int, RandomState or None
     scheduler : see :func:`infoclust_dask.engine.resolve_scheduler`
     verbose : int, default=0
+    sample_dim : str, optional
+        For xarray input: the dim that holds the samples (see
+        :mod:`infoclust_dask.cluster._xarray`); outputs are then DataArrays
+        over that dim.
+    variables : list of str, optional
+        For a Dataset: the data variables stacked as features.
 
     Attributes
     ----------
@@ -184,6 +193,8 @@ class AssociativeClustering(BaseEstimator):
         validation_fraction=0.2,
         random_state=None,
         scheduler=None,
+        sample_dim=None,
+        variables=None,
         verbose=0,
     ):
         self.n_clusters = n_clusters
@@ -200,6 +211,8 @@ class AssociativeClustering(BaseEstimator):
         self.validation_fraction = validation_fraction
         self.random_state = random_state
         self.scheduler = scheduler
+        self.sample_dim = sample_dim
+        self.variables = variables
         self.verbose = verbose
 
     # ------------------------------------------------------------------
@@ -218,6 +231,8 @@ class AssociativeClustering(BaseEstimator):
         "validation_fraction": [Interval(float, 0, 0.9, closed="right")],
         "random_state": RANDOM_STATE,
         "scheduler": [Anything()],
+        "sample_dim": SAMPLE_DIM,
+        "variables": VARIABLES,
         "verbose": [Interval(int, 0)],
     }
 

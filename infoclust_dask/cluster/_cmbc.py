@@ -32,6 +32,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from .. import engine
 from .._validation import (
+    SAMPLE_DIM,
+    VARIABLES,
     Anything,
     Interval,
     Options,
@@ -46,6 +48,7 @@ from .._validation import (
 from ..kernels.cmbc import CMBC_ESTEP, CMBC_PATTERNS, CMBC_POSTERIOR
 from ..kernels.stats import GRAM, LABEL_VALUES
 from ..objectives import cmbc as obj
+from ._xarray import XarrayIO
 from ._base import journaled
 
 __all__ = ["CMBC", "MIN_ROWS_PER_PATTERN"]
@@ -65,7 +68,7 @@ def _is_sparse(a):
     return hasattr(a, "tocsr") and hasattr(a, "nnz")
 
 
-class CMBC(ClusterMixin, BaseEstimator):
+class CMBC(XarrayIO, ClusterMixin, BaseEstimator):
     """Clustering with model-level constraints (CMBC) of binary data.
 
     Parameters
@@ -115,6 +118,12 @@ class CMBC(ClusterMixin, BaseEstimator):
     random_state : int, Generator or None
     scheduler : see :mod:`infoclust_dask._scheduler`
     verbose : int, default=0
+    sample_dim : str, optional
+        For xarray input: the dim that holds the samples (see
+        :mod:`infoclust_dask.cluster._xarray`); outputs are then DataArrays
+        over that dim.
+    variables : list of str, optional
+        For a Dataset: the data variables stacked as features.
 
     Attributes
     ----------
@@ -156,11 +165,13 @@ class CMBC(ClusterMixin, BaseEstimator):
         "n_init": [Interval(int, 1)],
         "random_state": RANDOM_STATE,
         "scheduler": [Anything()],
+        "sample_dim": SAMPLE_DIM,
+        "variables": VARIABLES,
         "verbose": [Interval(int, 0)],
     }
 
     def __init__(self, n_clusters=2, *, gamma="default", variant="bu", anneal_rate=0.5, t0="auto", max_iter=100,
-                 min_iter=3, tol=1e-5, perturbation=1e-3, n_init=1, random_state=None, scheduler=None, verbose=0):
+                 min_iter=3, tol=1e-5, perturbation=1e-3, n_init=1, random_state=None, scheduler=None, sample_dim=None, variables=None, verbose=0):
         self.n_clusters = n_clusters
         self.gamma = gamma
         self.variant = variant
@@ -173,6 +184,8 @@ class CMBC(ClusterMixin, BaseEstimator):
         self.n_init = n_init
         self.random_state = random_state
         self.scheduler = scheduler
+        self.sample_dim = sample_dim
+        self.variables = variables
         self.verbose = verbose
 
     # ------------------------------------------------------------------

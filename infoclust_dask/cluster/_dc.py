@@ -27,6 +27,8 @@ from sklearn.utils.validation import check_is_fitted
 from .. import engine, optimize
 from ..kernels.dc import DC_COUNTS, DC_GRAD, DC_HARD_COUNTS, DC_ONLINE, DC_REG
 from .._validation import (
+    SAMPLE_DIM,
+    VARIABLES,
     Anything,
     ArrayLike,
     Interval,
@@ -41,6 +43,7 @@ from .._validation import (
     validate_params,
 )
 from ..objectives import dc as obj
+from ._xarray import XarrayIO
 from ._base import journaled, voronoi_labels
 from ._init import init_random
 from ._kmeans import KMeans
@@ -91,7 +94,7 @@ def _hard_counts(X, c, centers, n_classes, scheduler, subset=None):
     )["counts"]
 
 
-class DiscriminativeClustering(ClusterMixin, BaseEstimator):
+class DiscriminativeClustering(XarrayIO, ClusterMixin, BaseEstimator):
     """Discriminative clustering: Voronoi regions of x informative of labels c.
 
     Parameters
@@ -153,6 +156,12 @@ class DiscriminativeClustering(ClusterMixin, BaseEstimator):
     random_state : int, Generator or None, default=None
     scheduler : None, str or distributed.Client, default=None
     verbose : int, default=0
+    sample_dim : str, optional
+        For xarray input: the dim that holds the samples (see
+        :mod:`infoclust_dask.cluster._xarray`); outputs are then DataArrays
+        over that dim.
+    variables : list of str, optional
+        For a Dataset: the data variables stacked as features.
 
     Attributes
     ----------
@@ -206,6 +215,8 @@ class DiscriminativeClustering(ClusterMixin, BaseEstimator):
         classes=None,
         random_state=None,
         scheduler=None,
+        sample_dim=None,
+        variables=None,
         verbose=0,
     ):
         self.n_clusters = n_clusters
@@ -225,6 +236,8 @@ class DiscriminativeClustering(ClusterMixin, BaseEstimator):
         self.classes = classes
         self.random_state = random_state
         self.scheduler = scheduler
+        self.sample_dim = sample_dim
+        self.variables = variables
         self.verbose = verbose
 
     # ------------------------------------------------------------------
@@ -246,6 +259,8 @@ class DiscriminativeClustering(ClusterMixin, BaseEstimator):
         "classes": [ArrayLike(), Options(None)],
         "random_state": RANDOM_STATE,
         "scheduler": [Anything()],
+        "sample_dim": SAMPLE_DIM,
+        "variables": VARIABLES,
         "verbose": [Interval(int, 0)],
     }
 

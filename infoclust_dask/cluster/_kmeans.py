@@ -21,6 +21,8 @@ from .. import engine
 from ..kernels.kmeans import DISTANCES, INERTIA, LLOYD_FAR, LLOYD_STEP
 from ..kernels.stats import SUM_SQ
 from .._validation import (
+    SAMPLE_DIM,
+    VARIABLES,
     Anything,
     ArrayLike,
     Interval,
@@ -32,6 +34,7 @@ from .._validation import (
     check_sample_weight,
     validate_params,
 )
+from ._xarray import XarrayIO
 from ._base import journaled, voronoi_labels
 from ._init import init_kmeans_parallel, init_kmeanspp, init_random
 
@@ -100,7 +103,7 @@ def lloyd(X, w, centers, *, max_iter, tol, sched, verbose=0, label="", warn_empt
     return centers, float(st["inertia"]), it
 
 
-class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
+class KMeans(XarrayIO, ClusterMixin, TransformerMixin, BaseEstimator):
     """K-means clustering whose every pass is a map-reduce over row blocks.
 
     Parameters
@@ -130,6 +133,12 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         Where the passes run; see :mod:`infoclust_dask.engine`.
     verbose : int, default=0
         Print one line per iteration when > 0.
+    sample_dim : str, optional
+        For xarray input: the dim that holds the samples (see
+        :mod:`infoclust_dask.cluster._xarray`); outputs are then DataArrays
+        over that dim.
+    variables : list of str, optional
+        For a Dataset: the data variables stacked as features.
 
     Attributes
     ----------
@@ -174,6 +183,8 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         init_max_iter=2,
         random_state=None,
         scheduler=None,
+        sample_dim=None,
+        variables=None,
         verbose=0,
     ):
         self.n_clusters = n_clusters
@@ -185,6 +196,8 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         self.init_max_iter = init_max_iter
         self.random_state = random_state
         self.scheduler = scheduler
+        self.sample_dim = sample_dim
+        self.variables = variables
         self.verbose = verbose
 
     # ------------------------------------------------------------------
@@ -198,6 +211,8 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         "init_max_iter": [Interval(int, 1)],
         "random_state": RANDOM_STATE,
         "scheduler": [Anything()],
+        "sample_dim": SAMPLE_DIM,
+        "variables": VARIABLES,
         "verbose": [Interval(int, 0)],
     }
 

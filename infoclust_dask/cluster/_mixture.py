@@ -19,6 +19,8 @@ from sklearn.utils.validation import check_is_fitted
 from .. import engine
 from ..kernels.mixture import MIXTURE_ASSIGN, MIXTURE_EM
 from .._validation import (
+    SAMPLE_DIM,
+    VARIABLES,
     Anything,
     Interval,
     Options,
@@ -31,12 +33,13 @@ from .._validation import (
     validate_params,
 )
 from ._kmeans import KMeans
+from ._xarray import XarrayIO
 from ._base import journaled
 
 __all__ = ["IsotropicGaussianMixture", "MDA2"]
 
 
-class IsotropicGaussianMixture(ClusterMixin, BaseEstimator):
+class IsotropicGaussianMixture(XarrayIO, ClusterMixin, BaseEstimator):
     """Mixture of isotropic Gaussians fitted by EM ("MoG").
 
     Parameters
@@ -53,6 +56,12 @@ class IsotropicGaussianMixture(ClusterMixin, BaseEstimator):
         Floor of a learned variance, relative to the mean feature variance.
     random_state : int, Generator or None
     scheduler : None, str or distributed.Client
+    sample_dim : str, optional
+        For xarray input: the dim that holds the samples (see
+        :mod:`infoclust_dask.cluster._xarray`); outputs are then DataArrays
+        over that dim.
+    variables : list of str, optional
+        For a Dataset: the data variables stacked as features.
 
     Attributes
     ----------
@@ -67,7 +76,7 @@ class IsotropicGaussianMixture(ClusterMixin, BaseEstimator):
     _joint = False
 
     def __init__(self, n_clusters=2, *, sigma=None, max_iter=100, tol=1e-7, min_variance=1e-6,
-                 random_state=None, scheduler=None):
+                 random_state=None, scheduler=None, sample_dim=None, variables=None):
         self.n_clusters = n_clusters
         self.sigma = sigma
         self.max_iter = max_iter
@@ -75,6 +84,8 @@ class IsotropicGaussianMixture(ClusterMixin, BaseEstimator):
         self.min_variance = min_variance
         self.random_state = random_state
         self.scheduler = scheduler
+        self.sample_dim = sample_dim
+        self.variables = variables
 
     _parameter_constraints = {
         "n_clusters": [Interval(int, 1)],
@@ -84,6 +95,8 @@ class IsotropicGaussianMixture(ClusterMixin, BaseEstimator):
         "min_variance": [Interval(float, 0)],
         "random_state": RANDOM_STATE,
         "scheduler": [Anything()],
+        "sample_dim": SAMPLE_DIM,
+        "variables": VARIABLES,
     }
 
     def _check(self, n):
@@ -140,13 +153,16 @@ class IsotropicGaussianMixture(ClusterMixin, BaseEstimator):
         X, info = check_data(self, X, reset=True, scheduler=sched, need_moments=True)
         self._check(info.n)
         self._em(X, None, 0, info, sched)
-        self.labels_ = self.predict(X)
+        self.labels_ = self._assign(X)
         return self
 
     def predict(self, X):
         """Most probable component given x alone."""
         check_is_fitted(self)
         X, _ = check_data(self, X, reset=False)
+        return self._assign(X)
+
+    def _assign(self, X):
         return engine.map_blocks(
             MIXTURE_ASSIGN, X,
             params={"means": self.means_, "variances": self.variances_, "log_weights": np.log(self.weights_)},
@@ -179,7 +195,7 @@ class MDA2(IsotropicGaussianMixture):
         C, self.classes_ = encode_labels(y, info.n, sched, min_classes=1)
         self.n_classes_ = len(self.classes_)
         self._em(X, C, self.n_classes_, info, sched)
-        self.labels_ = self.predict(X)
+        self.labels_ = self._assign(X)
         return self
 
     def fit_predict(self, X, y):

@@ -41,6 +41,8 @@ from .. import engine, metrics
 from ..kernels.knn import KNN, KNN_QUERY
 from ..kernels.smic import SMIC_OOS
 from .._validation import (
+    SAMPLE_DIM,
+    VARIABLES,
     Anything,
     ArrayLike,
     Interval,
@@ -60,6 +62,7 @@ from ..objectives.smic import (
     orient,
     top_eigenvectors,
 )
+from ._xarray import XarrayIO
 from ._base import journaled
 
 __all__ = ["SMIC", "local_scaling_affinity"]
@@ -95,7 +98,7 @@ def _neighbour_lists(X, t, scheduler):
     return np.asarray(d2), np.asarray(idx)
 
 
-class SMIC(ClusterMixin, BaseEstimator):
+class SMIC(XarrayIO, ClusterMixin, BaseEstimator):
     """Squared-loss mutual information clustering (SMIC) with LSMI model selection.
 
     Parameters
@@ -131,6 +134,12 @@ class SMIC(ClusterMixin, BaseEstimator):
         1: print the time of the neighbour search and one line per
         candidate ``t`` (LSMI, eigenvalues, cluster sizes); 2: also the
         kernel and eigensolver time of every candidate as it finishes.
+    sample_dim : str, optional
+        For xarray input: the dim that holds the samples (see
+        :mod:`infoclust_dask.cluster._xarray`); outputs are then DataArrays
+        over that dim.
+    variables : list of str, optional
+        For a Dataset: the data variables stacked as features.
 
     Attributes
     ----------
@@ -179,7 +188,7 @@ class SMIC(ClusterMixin, BaseEstimator):
 
     def __init__(self, n_clusters, *, t="auto", t_candidates=(1, 2, 3, 4, 5, 6, 7, 8, 9, 10), class_prior=None,
                  kernel_normalization="none", lsmi_n_bases=200, n_folds=5, random_state=None,
-                 scheduler=None, verbose=0):
+                 scheduler=None, sample_dim=None, variables=None, verbose=0):
         self.n_clusters = n_clusters
         self.t = t
         self.t_candidates = t_candidates
@@ -189,6 +198,8 @@ class SMIC(ClusterMixin, BaseEstimator):
         self.n_folds = n_folds
         self.random_state = random_state
         self.scheduler = scheduler
+        self.sample_dim = sample_dim
+        self.variables = variables
         self.verbose = verbose
 
     # ------------------------------------------------------------------
@@ -202,6 +213,8 @@ class SMIC(ClusterMixin, BaseEstimator):
         "n_folds": [Interval(int, 2)],
         "random_state": RANDOM_STATE,
         "scheduler": [Anything()],
+        "sample_dim": SAMPLE_DIM,
+        "variables": VARIABLES,
         "verbose": [Interval(int, 0)],
     }
 
@@ -349,12 +362,15 @@ class SMIC(ClusterMixin, BaseEstimator):
         ``labels_`` (the in-sample rule); ``predict`` treats its input as new
         points.
         """
-        return np.argmax(self.predict_proba(X), axis=1)
+        return np.argmax(self._proba(X), axis=1)
 
     def predict_proba(self, X):
         """The clipped out-of-sample class-posterior estimates of §2.3,
         normalized to sum to 1 per row; rows with no positive estimate get
         the class prior."""
+        return self._proba(X)
+
+    def _proba(self, X):
         raw = self._posterior(X)
         tot = raw.sum(axis=1, keepdims=True)
         prior = np.broadcast_to(self.class_prior_, raw.shape)

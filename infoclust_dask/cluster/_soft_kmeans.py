@@ -26,6 +26,8 @@ from .. import engine
 from ..kernels.kmeans import RESPONSIBILITIES, SOFT_KMEANS
 from ..kernels.stats import WEIGHTED_SUM
 from .._validation import (
+    SAMPLE_DIM,
+    VARIABLES,
     Anything,
     ArrayLike,
     Interval,
@@ -38,6 +40,7 @@ from .._validation import (
     param_error,
     validate_params,
 )
+from ._xarray import XarrayIO
 from ._base import journaled, voronoi_labels
 from ._init import init_kmeanspp, init_random
 
@@ -85,7 +88,7 @@ def _soft_iterate(X, w, centers, beta, *, max_iter, tol, sched):
     return centers, free, max_iter, False
 
 
-class SoftKMeans(ClusterMixin, TransformerMixin, BaseEstimator):
+class SoftKMeans(XarrayIO, ClusterMixin, TransformerMixin, BaseEstimator):
     """Soft K-means with stiffness beta, optionally annealed.
 
     Parameters
@@ -113,6 +116,12 @@ class SoftKMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         beta, so that merged centres can split.
     random_state : int, Generator or None, default=None
     scheduler : None, str or distributed.Client, default=None
+    sample_dim : str, optional
+        For xarray input: the dim that holds the samples (see
+        :mod:`infoclust_dask.cluster._xarray`); outputs are then DataArrays
+        over that dim.
+    variables : list of str, optional
+        For a Dataset: the data variables stacked as features.
 
     Attributes
     ----------
@@ -158,6 +167,8 @@ class SoftKMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         perturbation=1e-2,
         random_state=None,
         scheduler=None,
+        sample_dim=None,
+        variables=None,
     ):
         self.n_clusters = n_clusters
         self.beta = beta
@@ -168,6 +179,8 @@ class SoftKMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         self.perturbation = perturbation
         self.random_state = random_state
         self.scheduler = scheduler
+        self.sample_dim = sample_dim
+        self.variables = variables
 
     _parameter_constraints = {
         "n_clusters": [Interval(int, 1)],
@@ -179,6 +192,8 @@ class SoftKMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         "perturbation": [Interval(float, 0)],
         "random_state": RANDOM_STATE,
         "scheduler": [Anything()],
+        "sample_dim": SAMPLE_DIM,
+        "variables": VARIABLES,
     }
 
     def _betas(self):

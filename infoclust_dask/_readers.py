@@ -1,0 +1,311 @@
+"""Streaming readers for :mod:`infoclust_dask.ingest`: CSV, parquet and
+``.npy`` files read a block of rows at a time, never whole.
+
+- CSV: the header is sniffed from the first two non-empty lines (Python's
+  ``csv`` module), then pandas' C parser reads blocks of rows
+  (``read_csv(chunksize=...)``, about 10x faster than a Python loop).
+- parquet: pyarrow's ``ParquetFile.iter_batches`` (the ``[parquet]`` extra).
+- ``.npy``: blocks of rows read with ``numpy.fromfile`` at their offset, so
+  no page of the file stays mapped in this process.
+
+Each reader yields :class:`Block` s: the block's first row, the numeric
+features as float64, and the label columns as strings (encoded to integer
+codes across blocks by :class:`LabelEncoder`, the class names sorted as
+``numpy.unique`` sorts them).
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+#: bytes of float64 features per block read (rows = this / (8 * width))
+BLOCK_BYTES = 32 << 20
+#: strings read as missing numbers in CSV feature columns (then NaN or inf: --drop-nonfinite)
+NA_STRINGS = ["", "nan", "NaN", "NAN", "NA", "N/A", "null", "NULL", "None"]
+
+
+class IngestError(ValueError):
+    """The source cannot be turned into a dataset store."""
+
+
+@dataclass
+class Block:
+    start: int  # first row (0-based, among data rows)
+    x: np.ndarray  # (rows, features) float64, or the file's dtype for .npy
+    labels: dict = field(default_factory=dict)  # column index -> array of str
+
+
+@dataclass
+class Table:
+    """What a reader found before the first block: column layout and names."""
+
+    width: int
+    header: list | None
+    label_index: list  # column indices of the label columns, in the order asked
+    blocks: object  # iterator of Block
+    n_rows: int | None = None  # known up front for parquet and .npy
+
+    @property
+    def feature_names(self):
+        if self.header is None:
+            return None
+        return [h for j, h in enumerate(self.header) if j not in self.label_index]
+
+
+def block_rows(width: int, itemsize: int = 8) -> int:
+    return max(1024, BLOCK_BYTES // max(1, width * itemsize))
+
+
+def is_number(v) -> bool:
+    try:
+        float(v)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def label_indices(header, label_columns, width):
+    """Column indices of the label columns, in the order given; each once."""
+    out = []
+    for c in label_columns:
+        i = _label_index(header, c, width)
+        if i in out:
+            raise IngestError(f"--label-column {c!r} names column {i} a second time.")
+        out.append(i)
+    return out
+
+
+def _label_index(header, label_column, width):
+    if isinstance(label_column, int) or str(label_column).lstrip("-").isdigit():
+        i = int(label_column)
+        i = i % width if i < 0 else i
+        if not 0 <= i < width:
+            raise IngestError(f"--label-column {label_column} is out of range for {width} columns.")
+        return i
+    if header is None:
+        raise IngestError(f"--label-column {label_column!r} names a column but the file has no header.")
+    if label_column not in header:
+        raise IngestError(f"No column named {label_column!r}; the header has {header}.")
+    return header.index(label_column)
+
+
+def _decode_error(path, encoding, exc, where=""):
+    return IngestError(
+        f"'{path}' is not {encoding} text: byte {exc.object[exc.start:exc.start + 1]!r} at offset {exc.start}"
+        f"{where} cannot be decoded. Give the file's encoding (CLI: --encoding latin-1, Python: "
+        "encoding='latin-1').")
+
+
+# --------------------------------------------------------------------------
+# CSV
+# --------------------------------------------------------------------------
+def _sniff_csv(path: Path, encoding: str):
+    """The first two non-empty rows, with their physical line numbers."""
+    rows = []
+    try:
+        with path.open(newline="", encoding=encoding) as fh:
+            reader = csv.reader(fh)
+            for r in reader:
+                if r and any(v.strip() for v in r):
+                    rows.append((reader.line_num, [v.strip() for v in r]))
+                    if len(rows) == 2:
+                        break
+    except UnicodeDecodeError as exc:
+        raise _decode_error(path, encoding, exc) from None
+    except LookupError:
+        raise IngestError(f"Unknown text encoding {encoding!r}; use e.g. utf-8 or latin-1.") from None
+    return rows
+
+
+def read_csv(path, label_columns=(), encoding="utf-8", rows=None) -> Table:
+    """Open a CSV file for reading in blocks: numeric feature columns, an
+    optional header (taken when the first row is not all numbers, or names
+    a label column), label columns by index or header name."""
+    import pandas as pd
+
+    path = Path(path)
+    first = _sniff_csv(path, encoding)
+    if not first:
+        raise IngestError(f"'{path}' has no data rows.")
+    line0, row0 = first[0]
+    n0 = sum(is_number(v) for v in row0)
+    n1 = sum(is_number(v) for v in first[1][1]) if len(first) > 1 else len(row0)
+    named = any(isinstance(c, str) and not c.lstrip("-").isdigit() and c in row0 for c in label_columns)
+    header = row0 if (n0 == 0 or n0 < n1 or named) else None
+    if header is not None and len(first) < 2:
+        raise IngestError(f"'{path}' has a header but no data rows.")
+    width = len(row0)
+    if len(first) > 1 and len(first[1][1]) != width:
+        raise IngestError(f"'{path}' line {first[1][0]} has {len(first[1][1])} fields, expected {width}: the file "
+                          "is ragged. Fix or remove that line.")
+    li = label_indices(header, list(label_columns), width)
+    skip = line0 if header is not None else line0 - 1  # physical lines before the first data row
+    rows = rows or block_rows(width)
+    numeric = [j for j in range(width) if j not in li]
+    try:
+        reader = pd.read_csv(
+            path, header=None, skiprows=skip, chunksize=rows,
+            encoding=encoding, skip_blank_lines=True, skipinitialspace=True, dtype={i: str for i in li},
+            keep_default_na=False, na_values={j: NA_STRINGS for j in numeric}, engine="c")
+    except LookupError:
+        raise IngestError(f"Unknown text encoding {encoding!r}; use e.g. utf-8 or latin-1.") from None
+    return Table(width, header, li, _csv_blocks(path, reader, header, li, numeric, skip, encoding))
+
+
+def _csv_blocks(path, reader, header, li, numeric, skip, encoding):
+    it = iter(reader)
+    try:
+        yield from _csv_chunks(path, it, header, li, numeric, skip, encoding)
+    finally:
+        reader.close()
+
+
+def _csv_chunks(path, it, header, li, numeric, skip, encoding):
+    import pandas as pd
+
+    start = 0
+    while True:
+        try:
+            chunk = next(it)
+        except StopIteration:
+            return
+        except UnicodeDecodeError as exc:
+            raise _decode_error(path, encoding, exc, f" (in the block after data row {start})") from None
+        except pd.errors.ParserError as exc:
+            m = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", str(exc))
+            if m:
+                raise IngestError(f"'{path}' line {int(m.group(2))} has {m.group(3)} fields, expected "
+                                  f"{m.group(1)}: the file is ragged. Fix or remove that line.") from None
+            raise IngestError(f"'{path}' cannot be parsed as CSV: {exc}") from None
+        for j in numeric:
+            col = chunk[j]
+            if pd.api.types.is_numeric_dtype(col.dtype) and not pd.api.types.is_bool_dtype(col.dtype):
+                continue
+            conv = pd.to_numeric(col, errors="coerce")
+            bad = np.flatnonzero((conv.isna() & col.notna()).to_numpy())
+            if bad.size == 0:
+                chunk[j] = conv
+                continue
+            r = int(bad[0])
+            name = f" ({header[j]!r})" if header is not None else ""
+            raise IngestError(
+                f"'{path}' line {skip + start + r + 1}, column {j + 1}{name}: {col.iloc[r]!r} is not a number. "
+                "Remove non-numeric columns or name the class column with --label-column.")
+        x = chunk[numeric].to_numpy(dtype=np.float64, na_value=np.nan)
+        labels = {i: chunk[i].astype(str).str.strip().to_numpy(dtype=str) for i in li}
+        yield Block(start, x, labels)
+        start += len(chunk)
+
+
+# --------------------------------------------------------------------------
+# parquet
+# --------------------------------------------------------------------------
+def read_parquet(path, label_columns=(), rows=None) -> Table:
+    """Open a parquet file for reading in record batches (pyarrow)."""
+    try:
+        import pyarrow.parquet as pq
+    except ImportError as exc:
+        raise IngestError(f"Reading '{path}' needs pyarrow: pip install 'infoclust_dask[parquet]' ({exc}).") \
+            from None
+    import pyarrow as pa
+
+    path = Path(path)
+    try:
+        pf = pq.ParquetFile(path)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise IngestError(f"'{path}' cannot be read as parquet: {exc}") from None
+    n = pf.metadata.num_rows
+    if n == 0:
+        raise IngestError(f"'{path}' has no rows.")
+    schema = pf.schema_arrow
+    cols = [str(c) for c in schema.names]
+    li = label_indices(cols, list(label_columns), len(cols))
+    for j, f in enumerate(schema):
+        if j in li:
+            continue
+        t = f.type
+        if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)):
+            sample = pf.read_row_group(0, columns=[f.name]).column(0).slice(0, 1).to_pylist()
+            raise IngestError(
+                f"'{path}' column {f.name!r} has dtype {t} (e.g. row 0: {sample[0] if sample else None!r}), "
+                "not numbers. Drop that column or name the class column with --label-column.")
+    rows = rows or block_rows(len(cols))
+    return Table(len(cols), cols, li, _parquet_blocks(pf, cols, li, rows), n_rows=n)
+
+
+def _parquet_blocks(pf, cols, li, rows):
+    start = 0
+    numeric = [c for j, c in enumerate(cols) if j not in li]
+    for batch in pf.iter_batches(batch_size=rows):
+        df = batch.to_pandas()
+        df.columns = cols
+        x = df[numeric].to_numpy(dtype=np.float64, na_value=np.nan)
+        labels = {i: df.iloc[:, i].astype(str).to_numpy(dtype=str) for i in li}
+        yield Block(start, x, labels)
+        start += len(df)
+
+
+# --------------------------------------------------------------------------
+# .npy
+# --------------------------------------------------------------------------
+class NpyRows:
+    """Rows ``a:b`` of a C-ordered ``.npy`` file, read with ``numpy.fromfile``
+    at their offset (for :func:`infoclust_dask.engine.generate`)."""
+
+    def __init__(self, path, dtype, shape, offset):
+        self.path, self.dtype, self.shape, self.offset = str(path), np.dtype(dtype), tuple(shape), int(offset)
+        st = Path(path).stat()
+        self.token = (self.path, st.st_size, st.st_mtime_ns)
+
+    def __dask_tokenize__(self):
+        return self.token
+
+    def __call__(self, a, b):
+        width = int(np.prod(self.shape[1:], dtype=np.int64))
+        out = np.fromfile(self.path, dtype=self.dtype, count=(b - a) * width,
+                          offset=self.offset + a * width * self.dtype.itemsize)
+        return (out.reshape((b - a,) + self.shape[1:]),)
+
+
+def npy_header(path):
+    """``(shape, dtype, fortran_order, data offset)`` of a ``.npy`` file."""
+    with open(path, "rb") as fh:
+        version = np.lib.format.read_magic(fh)
+        if version == (1, 0):
+            shape, fortran, dtype = np.lib.format.read_array_header_1_0(fh)
+        elif version == (2, 0):
+            shape, fortran, dtype = np.lib.format.read_array_header_2_0(fh)
+        else:  # 3.0 is written only for structured dtypes with non-latin-1 field names
+            raise IngestError(f"'{path}' is a .npy file of format {version}, which holds a structured dtype; "
+                              "store a plain numeric (n, d) array.")
+        return shape, dtype, fortran, fh.tell()
+
+
+# --------------------------------------------------------------------------
+# labels across blocks
+# --------------------------------------------------------------------------
+class LabelEncoder:
+    """Strings -> integer codes, block by block, 4 bytes per row kept (not
+    the strings); :meth:`finish` renumbers the classes in sorted order."""
+
+    def __init__(self):
+        self.index: dict = {}
+        self.parts: list = []
+
+    def add(self, values):
+        uniq, inv = np.unique(np.asarray(values, dtype=str), return_inverse=True)
+        m = np.array([self.index.setdefault(s, len(self.index)) for s in uniq.tolist()], dtype=np.int32)
+        self.parts.append(m[inv.ravel()] if m.size else np.zeros(0, np.int32))
+
+    def finish(self):
+        names = sorted(self.index)
+        remap = np.empty(len(names), dtype=np.int64)
+        for new, name in enumerate(names):
+            remap[self.index[name]] = new
+        codes = remap[np.concatenate(self.parts)] if self.parts else np.zeros(0, np.int64)
+        return codes, names

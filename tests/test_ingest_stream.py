@@ -1,0 +1,119 @@
+"""Streaming ingest: CSV, parquet and .npy read in blocks of rows. With a
+tiny block size the stores must equal what an in-memory reader (pandas /
+numpy on the whole file) gives, errors must name the right line across
+blocks, and nothing is left beside the destination."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from infoclust_dask import _readers
+from infoclust_dask.ingest import IngestError, ingest
+from infoclust_dask.store import open_dataset
+
+
+@pytest.fixture
+def small_blocks(monkeypatch):
+    monkeypatch.setattr(_readers, "BLOCK_BYTES", 1)  # block_rows -> its floor of 1024 rows
+
+
+def _frame(n=5000, seed=0):
+    rng = np.random.default_rng(seed)
+    df = pd.DataFrame(rng.normal(size=(n, 4)), columns=["a", "b", "c", "d"])
+    cls = rng.choice(["oak", "ash", "elm", "yew"], n)
+    cls[:1500] = rng.choice(["yew", "oak"], 1500)  # 'ash' and 'elm' first seen in a later block
+    df.insert(2, "cls", cls)
+    df["grp"] = rng.integers(0, 3, n)
+    return df
+
+
+def _no_leftovers(folder):
+    return [p for p in os.listdir(folder) if p.startswith(".")] == []
+
+
+def test_csv_in_blocks_equals_the_whole_file_read_by_pandas(tmp_path, small_blocks):
+    df = _frame()
+    src = tmp_path / "t.csv"
+    df.to_csv(src, index=False)
+    path, rep = ingest(src, tmp_path / "s.zarr", label_column=["cls", "grp"])
+    ds = open_dataset(path)
+    ref = pd.read_csv(src)
+    np.testing.assert_array_equal(ds["x"].values, ref[["a", "b", "c", "d"]].to_numpy())
+    assert ds["x"].attrs["feature_names"] == ["a", "b", "c", "d"]
+    names = sorted(ref["cls"].unique())
+    assert ds.attrs["class_names"] == names
+    np.testing.assert_array_equal(ds["label"].values, [names.index(v) for v in ref["cls"]])
+    np.testing.assert_array_equal(ds["grp"].values, ref["grp"].to_numpy())  # '0' < '1' < '2' keeps the codes
+    assert rep["rows_read"] == 5000
+    assert _no_leftovers(tmp_path)
+
+
+def test_csv_errors_name_the_line_in_a_later_block(tmp_path, small_blocks):
+    df = _frame(n=3000)
+    text = df.to_csv(index=False).splitlines()
+    bad = list(text)
+    bad[2501] = bad[2501].replace(bad[2501].split(",")[1], "oops", 1)  # data row 2500 is line 2502
+    (tmp_path / "bad.csv").write_text("\n".join(bad) + "\n")
+    with pytest.raises(IngestError, match=r"line 2502, column 2 \('b'\): 'oops' is not a number"):
+        ingest(tmp_path / "bad.csv", tmp_path / "s.zarr", label_column="cls")
+    ragged = list(text)
+    ragged[2100] += ",9"
+    (tmp_path / "ragged.csv").write_text("\n".join(ragged) + "\n")
+    with pytest.raises(IngestError, match=r"line 2101 has 7 fields, expected 6: the file is ragged"):
+        ingest(tmp_path / "ragged.csv", tmp_path / "s.zarr", label_column="cls")
+    nan = list(text)
+    nan[1800] = nan[1800].replace(nan[1800].split(",")[0], "nan", 1)
+    (tmp_path / "nan.csv").write_text("\n".join(nan) + "\n")
+    with pytest.raises(IngestError, match=r"1 row\(s\) .* \(first at rows \[1799\], 0-based; columns \[0\]\)"):
+        ingest(tmp_path / "nan.csv", tmp_path / "s.zarr", label_column="cls")
+    assert not (tmp_path / "s.zarr").exists() and _no_leftovers(tmp_path)
+    path, rep = ingest(tmp_path / "nan.csv", tmp_path / "s.zarr", label_column="cls", drop_nonfinite=True)
+    ds = open_dataset(path)
+    keep = np.ones(3000, bool)
+    keep[1799] = False
+    np.testing.assert_array_equal(ds["x"].values, df.drop(columns=["cls"]).to_numpy(dtype=float)[keep])
+    np.testing.assert_array_equal(ds["label"].values, np.unique(df["cls"], return_inverse=True)[1][keep])
+    assert rep["rows_dropped_nonfinite"] == 1 and _no_leftovers(tmp_path)
+
+
+def test_parquet_in_batches_and_standardized(tmp_path, small_blocks):
+    df = _frame(n=4000, seed=1)
+    df.to_parquet(tmp_path / "t.parquet", row_group_size=700)
+    path, _ = ingest(tmp_path / "t.parquet", tmp_path / "s.zarr", label_column="cls", standardize=True)
+    ds = open_dataset(path)
+    num = df.drop(columns=["cls"]).to_numpy(dtype=float)
+    np.testing.assert_allclose(ds["x"].values, (num - num.mean(0)) / num.std(0), rtol=0, atol=1e-12)
+    assert ds["x"].attrs["feature_names"] == ["a", "b", "c", "d", "grp"]
+    np.testing.assert_array_equal(ds["label"].values, np.unique(df["cls"], return_inverse=True)[1])
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_npy_read_in_blocks_c_and_fortran_order(tmp_path, small_blocks, order):
+    x = np.asarray(np.random.default_rng(2).normal(size=(3000, 5)).astype(np.float32), order=order)
+    np.save(tmp_path / "x.npy", x)
+    path, rep = ingest(tmp_path / "x.npy", tmp_path / "s.zarr", pca=2)
+    ds = open_dataset(path)
+    xc = x.astype(np.float64) - x.astype(np.float64).mean(0)
+    w, v = np.linalg.eigh(xc.T @ xc / len(x))
+    ref = xc @ v[:, ::-1][:, :2]
+    got = ds["x"].values
+    np.testing.assert_allclose(np.abs(got), np.abs(ref), rtol=0, atol=1e-8)  # axes up to sign
+    with pytest.raises(IngestError, match=r"shape \(3000,\)"):
+        np.save(tmp_path / "v.npy", x[:, 0].copy())
+        ingest(tmp_path / "v.npy", tmp_path / "v.zarr")
+
+
+def test_a_killed_ingest_leaves_a_scratch_folder_the_next_run_removes(tmp_path):
+    from infoclust_dask.store import clean_stale_temporaries
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    pid = int(dead.stdout)
+    stale = tmp_path / f".s.zarr.raw-{pid}-0123abcd"
+    stale.mkdir()
+    (stale / "zarr.json").write_text("{}")
+    assert clean_stale_temporaries(tmp_path / "s.zarr") == [stale]
+    assert not stale.exists()
