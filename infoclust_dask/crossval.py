@@ -19,7 +19,7 @@ Scores (higher is better, summed or averaged over the held-out rows):
   contingency table (Sinkkonen et al.), ``mi`` = its mutual information
   (nats). The store needs the second view ``y``.
 
-The Prefect flow in ``pipelines/crossval.py`` orchestrates these functions;
+The Prefect flow in ``infoclust_pipelines/crossval.py`` orchestrates these functions;
 they work without Prefect too.
 """
 
@@ -301,17 +301,17 @@ def table_markdown(rows, params, fields=("score", "cost", "vq_cost", "loglik_per
 
 
 def add_arguments(p):
-    """The options of ``infoclust crossval`` and ``python -m pipelines.crossval``
+    """The options of ``infoclust crossval`` and ``python -m infoclust_pipelines.crossval``
     (one definition, used by both)."""
     p.add_argument("store", help="dataset store (zarr folder)")
-    p.add_argument("--method", default="dc", choices=sorted(cv_methods()))
+    p.add_argument("--method", default="dc", choices=sorted(cv_methods()), help="estimator to cross-validate (default dc)")
     p.add_argument("--grid", action="append", default=[], metavar="NAME=V1,V2,...",
                    help="a parameter and its values; repeat for a grid (e.g. --grid sigma=0.5,1,2 "
                         "--grid n_clusters=2,5,10)")
     p.add_argument("--folds", type=int, default=10, help="number of folds (default 10)")
     p.add_argument("--fold-kind", choices=["ranges", "stored"], default="ranges",
                    help="folds as index ranges, or the store's fold vector (ingest --folds K)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed of the folds and the fits (default 0)")
     p.add_argument("--scheduler", default=None,
                    help="'local' (LocalCluster, the default), 'threads', or tcp://HOST:8786; "
                         "default $DASK_SCHEDULER_ADDRESS, else 'local'")

@@ -295,9 +295,9 @@ def _read_streamed(path, label_column, label_file, encoding, scratch, progress):
     ``.npy`` (C order) is read in blocks of rows at their file offset. CSV
     and parquet are parsed block by block into a scratch zarr array beside
     the destination (``.NAME.raw-PID-*``, removed afterwards, or by the next
-    run if this one is killed), the label columns encoded on the way (4 bytes
-    per row kept) and the finite rows noted; everything after reads that
-    array block by block (``scratch``: the caller removes it). Returns ``(x,
+    run if this one is killed), with the label columns' codes and a
+    finite-row mask beside it, so that memory does not grow with the rows;
+    everything after reads those arrays block by block (``scratch``: the caller removes it). Returns ``(x,
     labels, provenance, finite rows or None)``."""
     import dask.array as da
 
@@ -333,21 +333,23 @@ def _read_streamed(path, label_column, label_file, encoding, scratch, progress):
             raise IngestError(f"'{path}' has no feature columns besides the label column(s).")
         rows = _readers.block_rows(d)
         scratch.parent.mkdir(parents=True, exist_ok=True)
-        z = zarr.create_array(str(scratch), shape=(0, d), chunks=(rows, d), dtype="f8",
+        root = zarr.open_group(str(scratch), mode="w")
+        z = root.create_array("x", shape=(0, d), chunks=(rows, d), dtype="f8",
                               compressors=zarr.codecs.BloscCodec(cname="lz4", clevel=1, shuffle="shuffle"))
-        encoders = {i: _readers.LabelEncoder() for i in table.label_index}
-        finite_parts = []
+        zf = root.create_array("finite", shape=(0,), chunks=(rows,), dtype="bool")
+        encoders = {i: _readers.LabelEncoder(root.create_array(f"label{i}", shape=(0,), chunks=(rows,), dtype="i4"))
+                    for i in table.label_index}
         shown = _Progress(f"reading {path.name}", progress)
         for block in table.blocks:
             z.append(block.x, axis=0)
-            finite_parts.append(np.isfinite(block.x).all(axis=1))
+            zf.append(np.isfinite(block.x).all(axis=1))
             for i, v in block.labels.items():
                 encoders[i].add(v)
             shown.update(block.start + block.x.shape[0])
         shown.close()
         if z.shape[0] == 0:
             raise IngestError(f"'{path}' has no data rows.")
-        finite = np.concatenate(finite_parts)
+        finite = da.from_zarr(zf)
         x = da.from_zarr(z)
         labels = _table_labels(table, encoders)
         names = labels.pop("__features__", None)
@@ -404,8 +406,6 @@ def _validate_and_write(src, X, labels, prov, finite, dest, *, drop_nonfinite, b
                         pca_method, n_folds, fold_seed, chunks, codec, overwrite, progress, scheduler):
     """Check the rows (numeric, finite, binary when asked) of numpy or lazy
     ``X``, then standardize / project and write the store."""
-    import dask
-
     from . import engine
     from .preprocess import fit_transform, write_preprocessed
 
@@ -427,12 +427,16 @@ def _validate_and_write(src, X, labels, prov, finite, dest, *, drop_nonfinite, b
                               f"have {X.shape[0]} rows; they must match row by row.")
     report = {"source": prov["source"], "rows_read": int(X.shape[0]), "features": int(X.shape[1]),
               "rejected": [], "labels": list(labels)}
-    if finite is None:
+    if finite is None and lazy:
         import dask.array as da
 
-        finite = engine.compute(da.isfinite(X).all(axis=1)) if lazy else np.isfinite(X).all(axis=1)
-    bad = ~np.asarray(finite, dtype=bool)
-    if bad.any():
+        finite = da.isfinite(X).all(axis=1)
+    elif finite is None:
+        finite = np.isfinite(X).all(axis=1)
+    # a lazy mask is brought into memory (a byte per row) only when some row is bad
+    n_bad = int(engine.compute((~finite).sum())) if engine.is_lazy(finite) else int((~finite).sum())
+    if n_bad:
+        bad = ~np.asarray(engine.compute(finite) if engine.is_lazy(finite) else finite, dtype=bool)
         first = np.flatnonzero(bad)[:5].tolist()
         sample = np.asarray(engine.compute(X[np.flatnonzero(bad)[:1000]]) if lazy else X[bad])
         cols = np.flatnonzero(~np.isfinite(sample).all(axis=0))[:5].tolist()
@@ -442,7 +446,8 @@ def _validate_and_write(src, X, labels, prov, finite, dest, *, drop_nonfinite, b
                 f"0-based; columns {cols}). Re-run with --drop-nonfinite to drop them."
             )
         X = engine.take_rows(X, ~bad) if lazy else X[~bad]
-        labels = {k: (np.asarray(c)[~bad], nm) for k, (c, nm) in labels.items()}
+        labels = {k: (engine.take_rows(c, ~bad) if engine.is_lazy(c) else np.asarray(c)[~bad], nm)
+                  for k, (c, nm) in labels.items()}
         report["rows_dropped_nonfinite"] = int(bad.sum())
         report["rejected"].append({"reason": "NaN or inf", "rows": int(bad.sum()), "first_rows": first,
                                    "columns": cols})
@@ -450,8 +455,12 @@ def _validate_and_write(src, X, labels, prov, finite, dest, *, drop_nonfinite, b
         raise IngestError(f"No rows of {src!r} are left after dropping non-finite rows.")
     if binary:
         if lazy:
-            parts = [dask.delayed(_first_bad_values)(b) for b in X.to_delayed().ravel()]
-            bad_values = np.unique(np.concatenate(engine.compute(parts)))
+            bad_values = np.zeros(0)
+            if int(engine.compute(((X != 0) & (X != 1)).sum())):  # then the first block that has some
+                for i in range(X.numblocks[0]):
+                    bad_values = _first_bad_values(np.asarray(engine.compute(X.blocks[i])))
+                    if bad_values.size:
+                        break
         else:
             bad_values = _first_bad_values(X)
         if bad_values.size:

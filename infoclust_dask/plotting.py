@@ -10,8 +10,18 @@ __all__ = ["plot_clusters_2d", "plot_annealing_path", "plot_validation_curve", "
            "plot_contingency_heatmap"]
 
 
+def available() -> bool:
+    """Whether matplotlib (the ``[plots]`` extra) is installed."""
+    import importlib.util
+
+    return importlib.util.find_spec("matplotlib") is not None
+
+
 def _plt():
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError:
+        raise ImportError("Plots need matplotlib: pip install 'infoclust_dask[plots]'.") from None
 
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt

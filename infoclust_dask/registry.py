@@ -12,7 +12,7 @@ module, one objectives module, one estimator module and one entry here
 
 The registry also names the Prefect flows the command starts
 (:data:`FLOWS`), by import path, so that the library never imports
-``pipelines`` at module level and ``pipelines`` never imports the CLI.
+``infoclust_pipelines`` at module level and ``infoclust_pipelines`` never imports the CLI.
 """
 
 from __future__ import annotations
@@ -177,8 +177,13 @@ def _summary_softkmeans(est, ds, sched, run_dir=None):
 
 
 def _summary_dc(est, ds, sched, run_dir=None):
-    return {"sigma": est.sigma_, "log_posterior_9": est.score(ds["x"], ds["label"]),
-            "contingency": est.contingency_.tolist()}
+    out = {"sigma": est.sigma_, "log_posterior_9": est.score(ds["x"], ds["label"]),
+           "contingency": est.contingency_.tolist(), "n_evaluations": len(est.objective_history_)}
+    if est.n_iter_ == 0 and est.optimizer == "cg":
+        out["note"] = (f"conjugate gradients took no step: at sigma={est.sigma_:.4g} the smoothed posterior (5) is "
+                       "flat around the K-means start (gradient below tolerance), so the prototypes are K-means'; "
+                       "the held-out choice of sigma found no width that did better. Try --sigma larger.")
+    return out
 
 
 def _summary_ac(est, ds, sched, run_dir=None):
@@ -212,6 +217,7 @@ def _summary_cmbc(est, ds, sched, run_dir=None):
 
     from . import engine
     from .metrics import contingency_table, nmi_paper
+    from . import plotting
     from .plotting import plot_contingency_heatmap
 
     labels = np.asarray(engine.compute(est.labels_, scheduler=sched))
@@ -224,7 +230,7 @@ def _summary_cmbc(est, ds, sched, run_dir=None):
             table = contingency_table(labels, np.unique(lab, return_inverse=True)[1])
             out[f"nmi_vs_{name}"] = nmi_paper(labels, lab)
             out[f"contingency_vs_{name}"] = table.tolist()
-            if run_dir is not None:
+            if run_dir is not None and plotting.available():
                 path = Path(run_dir) / f"contingency-{name}.png"
                 plot_contingency_heatmap(table, None, path, xlabel=f"{name} (stored)", ylabel="CMBC cluster",
                                          title=f"CMBC clusters vs {name}: count")
@@ -304,20 +310,23 @@ METHODS: dict[str, Method] = {m.name: m for m in (
     Method(
         "kmeans", "KMeans", "K-means (Lloyd) with k-means++ / k-means‖ seeding",
         options=(
-            Option("--init", "init", default="k-means++", choices=("k-means++", "k-means||", "random")),
+            Option("--init", "init", default="k-means++", choices=("k-means++", "k-means||", "random"),
+                   help="seeding (default k-means++; k-means|| for very large stores)"),
             Option("--n-init", "n_init", type=_int_or_auto, default="auto", help="restarts, or 'auto'"),
-            Option("--max-iter", "max_iter", type=int, default=300),
-            Option("--tol", "tol", type=float, default=1e-4),
+            Option("--max-iter", "max_iter", type=int, default=300, help="Lloyd iterations at most (default 300)"),
+            Option("--tol", "tol", type=float, default=1e-4,
+                   help="stop when the centres move less than this, relative to the data's variance"),
         ),
         build=_build_kmeans, summary=_summary_kmeans, score=_score_kmeans,
     ),
     Method(
         "softkmeans", "SoftKMeans", "soft K-means annealed over a schedule of stiffness beta",
         options=(
-            Option("--beta-min", None, type=float, default=0.01),
-            Option("--beta-max", None, type=float, default=10.0),
-            Option("--n-betas", None, type=int, default=40),
-            Option("--max-iter", "max_iter", type=int, default=300),
+            Option("--beta-min", None, type=float, default=0.01, help="first (softest) stiffness (default 0.01)"),
+            Option("--beta-max", None, type=float, default=10.0, help="last (stiffest) stiffness (default 10)"),
+            Option("--n-betas", None, type=int, default=40, help="stiffnesses, log-spaced (default 40)"),
+            Option("--max-iter", "max_iter", type=int, default=300,
+                   help="EM iterations at most per stiffness (default 300)"),
         ),
         build=_build_softkmeans, summary=_summary_softkmeans,
     ),
@@ -377,8 +386,8 @@ def get_method(name) -> Method:
 
 #: Prefect flows the command starts: name -> "module:function" taking the parsed arguments
 FLOWS = {
-    "demo": "pipelines.demo:run_from_args",
-    "crossval": "pipelines.crossval:run_from_args",
+    "demo": "infoclust_pipelines.demo:run_from_args",
+    "crossval": "infoclust_pipelines.crossval:run_from_args",
 }
 
 
@@ -390,6 +399,6 @@ def load_flow(name):
     except ImportError as exc:
         raise ImportError(
             f"The {name!r} flow lives in the '{module}' module, which could not be imported ({exc}). "
-            "Install the project with its flows (pip install infoclust_dask) or run from the project folder."
+            "The flows need Prefect: pip install 'infoclust_dask[pipelines]' (or '[all]')."
         ) from exc
     return getattr(mod, func)

@@ -110,6 +110,34 @@ def test_help_lists_commands(capsys):
         assert cmd in out
 
 
+def test_version_and_every_option_has_a_help_line(capsys):
+    from importlib.metadata import version
+
+
+    with pytest.raises(SystemExit) as e:
+        main(["--version"])
+    assert e.value.code == 0 and capsys.readouterr().out.strip() == f"infoclust {version('infoclust_dask')}"
+
+    from infoclust_dask.registry import METHODS
+
+    def undocumented(argv):
+        with pytest.raises(SystemExit):
+            main([*argv, "--help"])
+        lines = capsys.readouterr().out.split("options:")[1].splitlines()
+        bare = []
+        for i, line in enumerate(lines):
+            if re.match(r"^  -", line):
+                same = re.search(r"\S\s{2,}\S", line.strip())
+                below = i + 1 < len(lines) and re.match(r"^ {10,}\S", lines[i + 1])
+                if not (same or below) and not line.strip().startswith("-h, --help"):
+                    bare.append(line.strip())
+        return bare
+
+    commands = [["ingest"], ["info"], ["verify"], ["predict"], ["crossval"], ["demo"]] + \
+        [["fit", m] for m in METHODS]
+    assert {" ".join(c): undocumented(c) for c in commands} == {" ".join(c): [] for c in commands}
+
+
 def test_info_and_fit_softkmeans(tmp_path, capsys):
     x = np.random.default_rng(0).normal(0, 2.0, size=(3000, 1))
     np.save(tmp_path / "x.npy", x)
@@ -117,6 +145,9 @@ def test_info_and_fit_softkmeans(tmp_path, capsys):
     assert main(["ingest", str(tmp_path / "x.npy"), str(store), "--chunks", "1000"]) == 0
     capsys.readouterr()
     assert main(["info", str(store)]) == 0
+    text = capsys.readouterr().out
+    assert "samples   3,000" in text and "features  1" in text and "3 chunk(s) of 1,000 rows" in text
+    assert main(["info", str(store), "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
     assert info["variables"]["x"]["shape"] == [3000, 1] and info["attrs"]["schema_version"] == 1
     assert main(["fit", "softkmeans", str(store), "-k", "2", "--beta-min", "0.05", "--beta-max", "1",

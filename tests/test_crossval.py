@@ -103,7 +103,7 @@ def _task_runs(flow_run_id, prefix="cv-cell"):
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_flow_resumes_only_missing_cells(prefect_harness, wine_store, tmp_path):
-    from pipelines.crossval import crossval_flow
+    from infoclust_pipelines.crossval import crossval_flow
 
     grid = {"n_clusters": [2, 3], "sigma": [0.5, 2.0]}
     kw = dict(store=wine_store, method="dc", grid={**grid, "max_iter": [8]}, n_folds=3, fold_kind="stored",
@@ -139,7 +139,7 @@ def _without_seconds(lines):
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_flow_retries_a_failed_cell_and_plots_tradeoff(prefect_harness, wine_store, tmp_path, monkeypatch):
-    from pipelines.crossval import crossval_flow
+    from infoclust_pipelines.crossval import crossval_flow
 
     calls = {"n": 0}
     real = cv.run_cell

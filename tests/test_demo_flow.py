@@ -8,7 +8,7 @@ import pytest
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")  # the paper's 29-iteration cap
 def test_demo_flow_writes_report_and_plots(prefect_harness, tmp_path):
-    from pipelines.demo import demo_flow
+    from infoclust_pipelines.demo import demo_flow
 
     run = Path(demo_flow(dataset="wine", n_clusters=3, scheduler="threads", storage=str(tmp_path), n_betas=10,
                          n_boot=2, n_pairs=1000))

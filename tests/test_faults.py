@@ -356,3 +356,33 @@ def test_ingest_into_a_full_disk_is_named_and_leaves_nothing(tmp_path):
     finally:
         if mounted:
             subprocess.run(["umount", str(small)], check=True)
+
+
+def test_ctrl_c_during_a_fit_on_the_local_cluster_ends_with_one_line(tmp_path):
+    """SIGINT to the whole process group (what Ctrl-C in a terminal sends,
+    workers included) during `infoclust fit` on the default local cluster:
+    exit 130 with one line, no tracebacks from this process or its workers,
+    and no worker left behind."""
+    import psutil
+
+    store = _store(tmp_path, n=400_000, chunks=50_000)
+    p = subprocess.Popen([sys.executable, "-m", "infoclust_dask.cli", "fit", "softkmeans", str(store), "-k", "6",
+                          "--n-betas", "200", "--storage", str(tmp_path / "st")], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, start_new_session=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # a background job's
+    proc = psutil.Process(p.pid)  # shell ignores SIGINT, and children inherit that: give Ctrl-C back
+    for _ in range(5):  # "run folder: ..." is printed once the local cluster is up and the fit starts
+        if "run folder" in p.stdout.readline():
+            break
+    kids = [k for k in proc.children(recursive=True) if "_watchdog" not in " ".join(k.cmdline())]
+    assert len(kids) >= 2
+    time.sleep(2)
+    assert p.poll() is None, "the fit ended before Ctrl-C: make it longer"
+    os.killpg(p.pid, signal.SIGINT)
+    _, err = p.communicate(timeout=90)
+    assert p.returncode == 130, err[-2000:]
+    lines = [ln for ln in err.splitlines() if ln.strip() and "%" not in ln and not ln.startswith("[")]
+    assert "Traceback" not in err and len(lines) <= 2, err[-3000:]
+    assert any("interrupted" in ln.lower() for ln in lines), lines
+    gone, alive = psutil.wait_procs(kids, timeout=15)
+    assert not alive

@@ -72,7 +72,7 @@ def test_kernels_import_no_dask_and_nothing_above_them(path):
 COMPUTE_CALLS = {"compute", "persist", "to_delayed", "from_delayed", "delayed"}
 
 
-@pytest.mark.parametrize("path", [p for p in _sources("infoclust_dask", "pipelines")
+@pytest.mark.parametrize("path", [p for p in _sources("infoclust_dask", "infoclust_pipelines")
                                   if p.name not in ("engine.py", "_scheduler.py")],
                          ids=lambda p: str(p.relative_to(ROOT)))
 def test_only_the_engine_computes_or_builds_task_graphs(path):
@@ -97,6 +97,33 @@ def test_engine_and_store_do_not_import_each_other():
 
 
 def test_cli_and_pipelines_do_not_import_each_other():
-    assert not {m for m in _imports(PKG / "cli.py") if m.split(".")[0] == "pipelines"}
-    for p in _sources("pipelines"):
+    assert not {m for m in _imports(PKG / "cli.py") if m.split(".")[0] == "infoclust_pipelines"}
+    for p in _sources("infoclust_pipelines"):
         assert not {m for m in _imports(p) if m.startswith("infoclust_dask.cli")}, p
+
+
+def test_estimators_and_ingest_import_no_extra(tmp_path):
+    """`pip install infoclust_dask` (no extras) is enough for the estimators,
+    CSV/.npy ingest, `info` and `fit`, run here with Prefect, matplotlib,
+    pyarrow and fastapi made unimportable."""
+    import subprocess
+    import sys
+
+    code = f"""
+import sys
+for name in ('prefect', 'matplotlib', 'pyarrow', 'fastapi'):
+    sys.modules[name] = None  # as if not installed: importing it raises ImportError
+import numpy as np
+from infoclust_dask import KMeans, DiscriminativeClustering
+from infoclust_dask.cli import main
+x = np.random.default_rng(0).normal(size=(200, 3))
+KMeans(2, n_init=1, scheduler='sync').fit(x)
+DiscriminativeClustering(2, sigma=1.0, max_iter=3, scheduler='sync').fit(x, (x[:, 0] > 0).astype(int))
+open({str(tmp_path / 't.csv')!r}, 'w').write('a,b,c\\n' + '\\n'.join(f'{{r[0]}},{{r[1]}},{{r[2]}}' for r in x))
+assert main(['ingest', {str(tmp_path / 't.csv')!r}, {str(tmp_path / 's.zarr')!r}]) == 0
+assert main(['info', {str(tmp_path / 's.zarr')!r}]) == 0
+assert main(['fit', 'kmeans', {str(tmp_path / 's.zarr')!r}, '-k', '2', '--scheduler', 'sync',
+             '--storage', {str(tmp_path / 'st')!r}]) == 0
+"""
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr[-2000:]

@@ -22,7 +22,7 @@ def test_cli_defaults_build_a_valid_estimator(name):
 
 
 def test_every_method_has_a_demo_step():
-    from pipelines.demo import DEMO_STEPS, methods_table
+    from infoclust_pipelines.demo import DEMO_STEPS, methods_table
 
     assert set(DEMO_STEPS) == set(registry.METHODS)
     table = "\n".join(methods_table())

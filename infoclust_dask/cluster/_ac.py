@@ -37,6 +37,7 @@ from sklearn.utils.validation import check_is_fitted
 from .. import engine, optimize
 from ..kernels.ac import AC_COUNTS, AC_GRAD, AC_HARD_COUNTS
 from ..kernels.stats import CROSS_GRAM, LABEL_SUMS, PROJECT
+from .._progress import Steps, say
 from .._validation import (
     SAMPLE_DIM,
     VARIABLES,
@@ -288,8 +289,8 @@ class AssociativeClustering(XarrayIO, BaseEstimator):
 
         def progress(info):
             if self.verbose > 1:
-                print(f"[AC sigma=({sigma[0]:.3g}, {sigma[1]:.3g})] evaluation {len(history) + info['evaluation']:4d}"
-                      f"  log BF'' {info['value']:.6g}  ({info['seconds']:.2f}s)", flush=True)
+                say(f"[AC sigma=({sigma[0]:.3g}, {sigma[1]:.3g})] evaluation {len(history) + info['evaluation']:4d}"
+                      f"  log BF'' {info['value']:.6g}  ({info['seconds']:.2f}s)")
 
         res = optimize.conjugate_gradients(fun, np.concatenate([mx.ravel(), my.ravel()]), max_iter=self.max_iter,
                                            gtol=1e-8, callback=progress)
@@ -326,8 +327,8 @@ class AssociativeClustering(XarrayIO, BaseEstimator):
             score = obj.log_bayes_factor(hard_table(X, Y, mx, my, sched, subset), prior)
             scores.append(score)
             if self.verbose:
-                print(f"[AC] restart {run + 1}/{self.n_init} ({'annealed' if anneal else 'CG'}): training "
-                      f"log BF (3) {score:.6g}", flush=True)
+                say(f"[AC] restart {run + 1}/{self.n_init} ({'annealed' if anneal else 'CG'}): training "
+                      f"log BF (3) {score:.6g}")
             if best is None or score > best[0]:
                 best = (score, mx, my, history, n_iter)
         return best, scores
@@ -365,13 +366,15 @@ class AssociativeClustering(XarrayIO, BaseEstimator):
             def valid_score(protos):
                 return obj.log_bayes_factor(hard_table(X, Y, protos[0], protos[1], sched, valid), prior)
 
-            def progress(info):
-                if self.verbose:
-                    print(f"[AC] relative width {info['candidate']:.3g}: held-out log BF (3) {info['score']:.6g}",
-                          flush=True)
+            grid = self._grid()
+            with Steps(self, len(grid), "AC: width search", unit="width") as bar:
 
-            r, self.sigma_scores_ = optimize.held_out_search(self._grid(), fit_on_train, valid_score,
-                                                             callback=progress)
+                def progress(info):
+                    bar.update(1, width=f"{info['candidate']:.3g}")
+                    if self.verbose:
+                        say(f"[AC] relative width {info['candidate']:.3g}: held-out log BF (3) {info['score']:.6g}")
+
+                r, self.sigma_scores_ = optimize.held_out_search(grid, fit_on_train, valid_score, callback=progress)
             sigma = (r * scale[0], r * scale[1])
         else:
             sigma = (float(sig[0]), float(sig[1]))

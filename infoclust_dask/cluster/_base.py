@@ -30,18 +30,23 @@ def journaled(fit):
     recording into it); see the module docstring."""
     import functools
 
+    from ._xarray import prepare_call
+
     @functools.wraps(fit)
     def wrapper(self, X, *args, checkpoint=None, resume=None, **kwargs):
         if checkpoint is not None and resume is not None and Path(checkpoint) != Path(resume):
             raise ValueError("Pass checkpoint= (a new fit) or resume= (continue one), not two different folders.")
+        X, args, kwargs, finish = prepare_call(self, "fit", X, args, kwargs)  # xarray in: see _xarray
         folder = resume if resume is not None else checkpoint
         if folder is None:
-            return fit(self, X, *args, **kwargs)
+            return finish(fit(self, X, *args, **kwargs))
         with recording(folder, _fingerprint(self, X), resume=resume is not None) as j:
             out = fit(self, X, *args, **kwargs)
         if resume is not None:
             self.resumed_passes_ = j.replayed  # passes taken from the journal, not from the data
-        return out
+        return finish(out)
+
+    wrapper.__wrapped_xarray__ = True
 
     wrapper.__doc__ = (fit.__doc__ or "") + """
         checkpoint : path, optional (keyword)

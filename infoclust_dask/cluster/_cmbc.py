@@ -31,6 +31,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from .. import engine
+from .._progress import Steps, say
 from .._validation import (
     SAMPLE_DIM,
     VARIABLES,
@@ -327,7 +328,7 @@ class CMBC(XarrayIO, ClusterMixin, BaseEstimator):
         for run in range(self.n_init):
             result = self._anneal(X, pm, gamma, t0, rng, sched, m, n)
             if self.verbose:
-                print(f"[CMBC] run {run + 1}/{self.n_init}: objective {result[1][-1]:.6g}", flush=True)
+                say(f"[CMBC] run {run + 1}/{self.n_init}: objective {result[1][-1]:.6g}")
             if best is None or result[1][-1] > best[1][-1]:
                 best = result
         theta, history, temps, n_iter = best
@@ -346,8 +347,10 @@ class CMBC(XarrayIO, ClusterMixin, BaseEstimator):
         theta = np.clip(0.5 + 0.05 * rng.standard_normal((m, K)), obj.EPS, 1 - obj.EPS)
         history, temps, n_iter, unsettled = [], [], 0, []
         T = t0
+        bar = Steps(self, None, "CMBC: annealing", unit="T")
         while True:
             temps.append(T)
+            bar.update(1, T=f"{T:.3g}")
             theta = np.clip(theta + self.perturbation * rng.standard_normal(theta.shape), obj.EPS, 1 - obj.EPS)
             converged, step, last = False, 1.0, None
             for it in range(self.max_iter):
@@ -369,13 +372,13 @@ class CMBC(XarrayIO, ClusterMixin, BaseEstimator):
                     break
             hard = float(st["hard"]) / n
             if self.verbose > 1:
-                print(f"[CMBC] T={T:.4g}: {it + 1} iterations, objective {history[-1]:.6g}, mean max q {hard:.4f}",
-                      flush=True)
+                say(f"[CMBC] T={T:.4g}: {it + 1} iterations, objective {history[-1]:.6g}, mean max q {hard:.4f}")
             if not converged:
                 unsettled.append(T)
             if (T <= 1.0 and hard > 1 - 1e-3) or T < 1e-3:
                 break
             T *= self.anneal_rate
+        bar.close()
         if unsettled and unsettled[-1] == T:
             warnings.warn(
                 f"CMBC: EM did not settle at the final temperature T={T:.3g} in max_iter={self.max_iter} "

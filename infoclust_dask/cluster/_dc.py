@@ -26,6 +26,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .. import engine, optimize
 from ..kernels.dc import DC_COUNTS, DC_GRAD, DC_HARD_COUNTS, DC_ONLINE, DC_REG
+from .._progress import Steps, say
 from .._validation import (
     SAMPLE_DIM,
     VARIABLES,
@@ -311,8 +312,8 @@ class DiscriminativeClustering(XarrayIO, ClusterMixin, BaseEstimator):
 
         def progress(info):
             if self.verbose:
-                print(f"[DC sigma={sigma:.4g}] evaluation {info['evaluation']:4d}  log posterior (10) "
-                      f"{info['value']:.6g}  |grad| {info['grad_norm']:.3g}  ({info['seconds']:.2f}s)", flush=True)
+                say(f"[DC sigma={sigma:.4g}] evaluation {info['evaluation']:4d}  log posterior (10) "
+                      f"{info['value']:.6g}  |grad| {info['grad_norm']:.3g}  ({info['seconds']:.2f}s)")
 
         res = optimize.conjugate_gradients(fun, centers, max_iter=self._steps(), gtol=1e-6, callback=progress)
         return res.x, res.history, res.n_iter, res.converged
@@ -328,8 +329,8 @@ class DiscriminativeClustering(XarrayIO, ClusterMixin, BaseEstimator):
 
         def progress(info):
             if self.verbose:
-                print(f"[DC-SA width={width:.4g}] step {info['step']}/{info['steps']}  T={info['temperature']:.3g}  "
-                      f"(9)={info['value']:.6g}  best={info['best']:.6g}", flush=True)
+                say(f"[DC-SA width={width:.4g}] step {info['step']}/{info['steps']}  T={info['temperature']:.3g}  "
+                      f"(9)={info['value']:.6g}  best={info['best']:.6g}")
 
         res = optimize.simulated_annealing(score, centers, steps=self._steps(), width=width,
                                            temperature=self.sa_temperature, rng=rng, callback=progress)
@@ -353,8 +354,8 @@ class DiscriminativeClustering(XarrayIO, ClusterMixin, BaseEstimator):
 
         def progress(info):
             if self.verbose:
-                print(f"[DC-online sigma={sigma:.4g}] epoch {info['epoch']}/{info['epochs']}  "
-                      f"(9)={info['value']:.6g}", flush=True)
+                say(f"[DC-online sigma={sigma:.4g}] epoch {info['epoch']}/{info['epochs']}  "
+                      f"(9)={info['value']:.6g}")
 
         state = {"m": np.array(centers, dtype=np.float64), "gamma": np.zeros((centers.shape[0], n_classes)), "t": 0}
         state, history = optimize.online_epochs(
@@ -415,14 +416,19 @@ class DiscriminativeClustering(XarrayIO, ClusterMixin, BaseEstimator):
             def valid_score(m):
                 return obj.log_posterior(_hard_counts(X, c, m, n_classes, sched, valid), self.prior)
 
-            def progress(info):
-                if self.verbose:
-                    s, lam = info["candidate"]
-                    print(f"[DC] sigma={s:.4g} lambda={lam:.4g}: held-out log posterior (9) {info['score']:.6g}",
-                          flush=True)
+            cands = [(s, lam) for s in sigmas for lam in lams]
+            with Steps(self, len(cands), "DC: width search", unit="width") as bar:
 
-            (sigma, lam), scores = optimize.held_out_search([(s, lam) for s in sigmas for lam in lams],
-                                                             fit_on_train, valid_score, callback=progress)
+                def progress(info):
+                    s, lam = info["candidate"]
+                    bar.update(1, sigma=f"{s:.3g}", score=f"{info['score']:.5g}")
+                    if self.verbose:
+                        say(f"[DC] sigma {len(scores_seen) + 1}/{len(cands)} = {s:.4g} lambda={lam:.4g}: held-out "
+                            f"log posterior (9) {info['score']:.6g}")
+                    scores_seen.append(info["score"])
+
+                scores_seen = []
+                (sigma, lam), scores = optimize.held_out_search(cands, fit_on_train, valid_score, callback=progress)
             self.validation_scores_ = scores
             if self.sigma == "auto":
                 self.sigma_scores_ = {s: max(v for (s2, _), v in scores.items() if s2 == s) for s in sigmas}

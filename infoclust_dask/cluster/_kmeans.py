@@ -20,6 +20,7 @@ from sklearn.utils.validation import check_is_fitted
 from .. import engine
 from ..kernels.kmeans import DISTANCES, INERTIA, LLOYD_FAR, LLOYD_STEP
 from ..kernels.stats import SUM_SQ
+from .._progress import say
 from .._validation import (
     SAMPLE_DIM,
     VARIABLES,
@@ -91,10 +92,9 @@ def lloyd(X, w, centers, *, max_iter, tol, sched, verbose=0, label="", warn_empt
             # inertia at the old centres from the sums (progress only; the
             # returned inertia is computed exactly)
             approx = sxx - 2 * float(np.sum(centers * sums)) + float(counts @ np.sum(centers**2, axis=1))
-            print(
+            say(
                 f"[KMeans{label}] iteration {it:4d}/{max_iter}  inertia~{approx:.6g}  "
-                f"shift={shift:.3g}  ({time.perf_counter() - t0:.2f}s)",
-                flush=True,
+                f"shift={shift:.3g}  ({time.perf_counter() - t0:.2f}s)"
             )
         centers = new
         if (shift == 0.0 and not empty.size) or shift <= tol:

@@ -18,6 +18,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .. import engine
 from ..kernels.mixture import MIXTURE_ASSIGN, MIXTURE_EM
+from .._progress import log
 from .._validation import (
     SAMPLE_DIM,
     VARIABLES,
@@ -62,6 +63,9 @@ class IsotropicGaussianMixture(XarrayIO, ClusterMixin, BaseEstimator):
         over that dim.
     variables : list of str, optional
         For a Dataset: the data variables stacked as features.
+    verbose : int, default=0
+        1: a progress bar (on a terminal) and one log line per stage; 2: also
+        every EM iteration (see :mod:`infoclust_dask._progress`).
 
     Attributes
     ----------
@@ -76,7 +80,7 @@ class IsotropicGaussianMixture(XarrayIO, ClusterMixin, BaseEstimator):
     _joint = False
 
     def __init__(self, n_clusters=2, *, sigma=None, max_iter=100, tol=1e-7, min_variance=1e-6,
-                 random_state=None, scheduler=None, sample_dim=None, variables=None):
+                 random_state=None, scheduler=None, sample_dim=None, variables=None, verbose=0):
         self.n_clusters = n_clusters
         self.sigma = sigma
         self.max_iter = max_iter
@@ -86,6 +90,7 @@ class IsotropicGaussianMixture(XarrayIO, ClusterMixin, BaseEstimator):
         self.scheduler = scheduler
         self.sample_dim = sample_dim
         self.variables = variables
+        self.verbose = verbose
 
     _parameter_constraints = {
         "n_clusters": [Interval(int, 1)],
@@ -97,6 +102,7 @@ class IsotropicGaussianMixture(XarrayIO, ClusterMixin, BaseEstimator):
         "scheduler": [Anything()],
         "sample_dim": SAMPLE_DIM,
         "variables": VARIABLES,
+        "verbose": [Interval(int, 0)],
     }
 
     def _check(self, n):
@@ -133,6 +139,7 @@ class IsotropicGaussianMixture(XarrayIO, ClusterMixin, BaseEstimator):
             if c is not None:
                 psi = (st["N"] + 1e-3) / (R[:, None] + 1e-3 * n_classes)
                 log_psi = np.log(psi)
+            log(self, f"[{type(self).__name__}] EM iteration {it}: log-likelihood {history[-1]:.8g}", level=2)
             if len(history) > 1 and abs(history[-1] - history[-2]) <= self.tol * abs(history[-1]):
                 break
         else:
@@ -144,6 +151,7 @@ class IsotropicGaussianMixture(XarrayIO, ClusterMixin, BaseEstimator):
             self.class_probabilities_ = np.exp(log_psi)
         self.loglik_history_ = history
         self.n_iter_ = it
+        log(self, f"[{type(self).__name__}] EM: {it} iterations, log-likelihood {history[-1]:.8g}")
 
     @journaled
     def fit(self, X, y=None):

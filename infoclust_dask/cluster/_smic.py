@@ -40,6 +40,7 @@ from sklearn.utils.validation import check_is_fitted
 from .. import engine, metrics
 from ..kernels.knn import KNN, KNN_QUERY
 from ..kernels.smic import SMIC_OOS
+from .._progress import Steps, say
 from .._validation import (
     SAMPLE_DIM,
     VARIABLES,
@@ -257,15 +258,19 @@ class SMIC(XarrayIO, ClusterMixin, BaseEstimator):
         timings = dict.fromkeys(("knn", "kernel", "eigen", "assign", "lsmi"), 0.0)
 
         t0 = time.perf_counter()
+        if self.verbose:
+            say(f"[SMIC] searching the {ts[-1]} nearest neighbours of {info.n:,} rows (block against block)")
         d2, idx = _neighbour_lists(A, ts[-1], sched)
         timings["knn"] = time.perf_counter() - t0
         if self.verbose:
-            print(f"[SMIC] {ts[-1]} nearest neighbours of {info.n} rows: {timings['knn']:.1f} s", flush=True)
+            say(f"[SMIC] {ts[-1]} nearest neighbours of {info.n} rows: {timings['knn']:.1f} s")
 
         fits = {}  # t -> (labels, eigenvalues); the eigenvectors of the chosen t are solved again below
-        for t in ts:
-            solution = self._solve(d2, idx, t, prior, seed, timings)
-            fits[t] = solution[:2]
+        with Steps(self, len(ts), "SMIC: kernel + eigenvectors per t", unit="t") as bar:
+            for t in ts:
+                solution = self._solve(d2, idx, t, prior, seed, timings)
+                fits[t] = solution[:2]
+                bar.update(1, t=t)
 
         # LSMI of every candidate clustering in ONE pass (shared bases, folds, Phi^T Phi)
         t0 = time.perf_counter()
@@ -278,8 +283,8 @@ class SMIC(XarrayIO, ClusterMixin, BaseEstimator):
         if self.verbose:
             for t, r in zip(ts, results, strict=True):
                 sizes = np.bincount(fits[t][0], minlength=self.n_clusters)
-                print(f"[SMIC] t={t}: LSMI={r.value:.4f} (width {r.width:g}, delta {r.delta:g}), eigenvalues "
-                      f"{np.array2string(fits[t][1], precision=4)}, cluster sizes {sizes.tolist()}", flush=True)
+                say(f"[SMIC] t={t}: LSMI={r.value:.4f} (width {r.width:g}, delta {r.delta:g}), eigenvalues "
+                      f"{np.array2string(fits[t][1], precision=4)}, cluster sizes {sizes.tolist()}")
         best = max(ts, key=lambda t: (self.lsmi_[t], -t))
         if best != ts[-1]:  # keeping every candidate's n x c eigenvectors would cost len(ts) times the memory
             solution = self._solve(d2, idx, best, prior, seed, timings)
@@ -310,7 +315,7 @@ class SMIC(XarrayIO, ClusterMixin, BaseEstimator):
         timings["eigen"] += t2 - t1
         timings["assign"] += time.perf_counter() - t2
         if self.verbose > 1:
-            print(f"[SMIC] t={t}: kernel {t1 - t0:.1f} s, eigensolver {t2 - t1:.1f} s", flush=True)
+            say(f"[SMIC] t={t}: kernel {t1 - t0:.1f} s, eigensolver {t2 - t1:.1f} s")
         return labels, lam, Vt, sigma, degree
 
     def fit_predict(self, X, y=None):

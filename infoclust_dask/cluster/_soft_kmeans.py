@@ -25,6 +25,7 @@ from sklearn.utils.validation import check_is_fitted
 from .. import engine
 from ..kernels.kmeans import RESPONSIBILITIES, SOFT_KMEANS
 from ..kernels.stats import WEIGHTED_SUM
+from .._progress import Steps, log
 from .._validation import (
     SAMPLE_DIM,
     VARIABLES,
@@ -122,6 +123,9 @@ class SoftKMeans(XarrayIO, ClusterMixin, TransformerMixin, BaseEstimator):
         over that dim.
     variables : list of str, optional
         For a Dataset: the data variables stacked as features.
+    verbose : int, default=0
+        1: a progress bar (on a terminal) and one log line per stage; 2: also
+        every EM iteration (see :mod:`infoclust_dask._progress`).
 
     Attributes
     ----------
@@ -169,6 +173,7 @@ class SoftKMeans(XarrayIO, ClusterMixin, TransformerMixin, BaseEstimator):
         scheduler=None,
         sample_dim=None,
         variables=None,
+        verbose=0,
     ):
         self.n_clusters = n_clusters
         self.beta = beta
@@ -181,6 +186,7 @@ class SoftKMeans(XarrayIO, ClusterMixin, TransformerMixin, BaseEstimator):
         self.scheduler = scheduler
         self.sample_dim = sample_dim
         self.variables = variables
+        self.verbose = verbose
 
     _parameter_constraints = {
         "n_clusters": [Interval(int, 1)],
@@ -194,6 +200,7 @@ class SoftKMeans(XarrayIO, ClusterMixin, TransformerMixin, BaseEstimator):
         "scheduler": [Anything()],
         "sample_dim": SAMPLE_DIM,
         "variables": VARIABLES,
+        "verbose": [Interval(int, 0)],
     }
 
     def _betas(self):
@@ -253,15 +260,20 @@ class SoftKMeans(XarrayIO, ClusterMixin, TransformerMixin, BaseEstimator):
 
         path, free, iters = [], [], []
         not_converged = []
-        for beta in betas:
-            if annealing:
-                centers = centers + self.perturbation * np.sqrt(scale2) * rng.standard_normal(centers.shape)
-            centers, f, it, ok = _soft_iterate(X, w, centers, beta, max_iter=self.max_iter, tol=tol, sched=sched)
-            path.append(centers.copy())
-            free.append(f)
-            iters.append(it)
-            if not ok:
-                not_converged.append(float(beta))
+        with Steps(self, len(betas), "SoftKMeans: annealing", unit="beta") as bar:
+            for i, beta in enumerate(betas):
+                if annealing:
+                    centers = centers + self.perturbation * np.sqrt(scale2) * rng.standard_normal(centers.shape)
+                centers, f, it, ok = _soft_iterate(X, w, centers, beta, max_iter=self.max_iter, tol=tol,
+                                                   sched=sched)
+                path.append(centers.copy())
+                free.append(f)
+                iters.append(it)
+                if not ok:
+                    not_converged.append(float(beta))
+                bar.update(1, beta=f"{beta:.3g}")
+                log(self, f"[SoftKMeans] beta {i + 1}/{len(betas)} = {beta:.4g}: {it} iterations, "
+                          f"free energy {f:.6g}")
         if not_converged:
             warnings.warn(
                 f"SoftKMeans did not converge within max_iter={self.max_iter} at beta="

@@ -85,8 +85,8 @@ def as_samples(X, sample_dim=None, variables=None, what="X"):
         names = None
     else:
         data = A.data
-        if names is None and other[0] in A.coords and A.coords[other[0]].ndim == 1:
-            names = [str(v) for v in A.coords[other[0]].values]
+        if names is None and other[0] in A.indexes:  # the feature dim's coordinate (in memory, an index)
+            names = [str(v) for v in A.indexes[other[0]]]
     out = xr.DataArray(data, dims=(sd, "feature"), attrs={"feature_names": names} if names is not None else {})
     return out, sd, _coord(X, sd)
 
@@ -164,25 +164,42 @@ def _second_view(method, args, kwargs, est, sd, X0):
     return (y,) + tuple(args[1:])
 
 
+def prepare_call(est, method_name, X, args, kwargs):
+    """Convert xarray arguments of ``est.method_name(X, *args, **kwargs)``;
+    returns ``(X, args, kwargs, finish)`` where ``finish(result)`` turns the
+    per-sample result (and ``labels_`` after a fit) into DataArrays. A no-op
+    for other input. (A function the wrappers call, so that each wrapper adds
+    one frame to the stack levels of warnings, not two.)"""
+    if not is_xarray(X):
+        return X, args, kwargs, _same
+    X0 = X
+    X, sd, coord = as_samples(X, getattr(est, "sample_dim", None), getattr(est, "variables", None))
+    args = _second_view(method_name, args, kwargs, est, sd, X0)
+    if "known" in kwargs:
+        kwargs = {**kwargs, "known": label_from(X0, kwargs["known"], sd, "known")}
+
+    def finish(out):
+        if method_name in ("fit", "fit_predict", "fit_transform") and hasattr(est, "labels_"):
+            est.labels_ = wrap(est.labels_, sd, coord, "labels_")
+        if method_name in PER_SAMPLE:
+            return wrap(out, sd, coord, method_name)
+        return out
+
+    return X, args, kwargs, finish
+
+
+def _same(out):
+    return out
+
+
 def xarray_io(method_name, func):
     """Wrap an estimator method: xarray input -> (samples, features) DataArray,
     per-sample output -> DataArray over the caller's sample dim."""
 
     @functools.wraps(func)
     def wrapper(self, X, *args, **kwargs):
-        if not is_xarray(X):
-            return func(self, X, *args, **kwargs)
-        X0 = X
-        X, sd, coord = as_samples(X, getattr(self, "sample_dim", None), getattr(self, "variables", None))
-        args = _second_view(method_name, args, kwargs, self, sd, X0)
-        if "known" in kwargs:
-            kwargs["known"] = label_from(X0, kwargs["known"], sd, "known")
-        out = func(self, X, *args, **kwargs)
-        if method_name in ("fit", "fit_predict", "fit_transform") and hasattr(self, "labels_"):
-            self.labels_ = wrap(self.labels_, sd, coord, "labels_")
-        if method_name in PER_SAMPLE:
-            return wrap(out, sd, coord, method_name)
-        return out
+        X, args, kwargs, finish = prepare_call(self, method_name, X, args, kwargs)
+        return finish(func(self, X, *args, **kwargs))
 
     wrapper.__wrapped_xarray__ = True
     return wrapper

@@ -212,7 +212,7 @@ def test_store_fit_and_bootstrap_flow(prefect_harness, tmp_path):
 
     from infoclust_dask import write_dataset
     from infoclust_dask.runs import load_model
-    from pipelines.bootstrap import bootstrap_flow
+    from infoclust_pipelines.bootstrap import bootstrap_flow
 
     X, Y, z, _, _ = make_paired_dependency(600, n_latent=3, random_state=1)
     store = write_dataset(tmp_path / "pairs.zarr", X, y=Y, label=z, chunks=300)

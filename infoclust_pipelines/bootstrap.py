@@ -9,7 +9,7 @@ cluster, how often it recurs as surprising. Writes ``reliability.csv``,
 ``summary.json`` and ``heatmap.png`` (the table annotated with the
 reliabilities) to a run folder and a table artifact to Prefect.
 
-    python -m pipelines.bootstrap STORE -K 4 -L 4 --n-boot 20
+    python -m infoclust_pipelines.bootstrap STORE -K 4 -L 4 --n-boot 20
 """
 
 from __future__ import annotations
@@ -129,7 +129,7 @@ def bootstrap_flow(store: str, n_clusters: list[int] = (4, 4), n_boot: int = 20,
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(prog="python -m pipelines.bootstrap", description=bootstrap_flow.__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m infoclust_pipelines.bootstrap", description=bootstrap_flow.__doc__.split("\n")[0])
     p.add_argument("store", help="store with paired views x and y")
     p.add_argument("-K", type=int, default=4, help="x clusters")
     p.add_argument("-L", type=int, default=4, help="y clusters")

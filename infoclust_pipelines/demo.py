@@ -9,7 +9,7 @@ on the four toy sets of Sugiyama et al. (Fig. 4) and on the bundled digits
 (ingested into a store, on the dask cluster), write a run folder with a
 report and plots, print where they are.
 
-Run it with ``python -m pipelines.demo`` (or ``infoclust demo``). It needs no
+Run it with ``python -m infoclust_pipelines.demo`` (or ``infoclust demo``). It needs no
 Prefect server (a temporary local API starts) and, by default, computes on a
 LocalCluster started on demand; ``--scheduler tcp://HOST:8786`` or
 ``DASK_SCHEDULER_ADDRESS`` sends every pass to an existing dask scheduler.
@@ -466,7 +466,7 @@ def default_dataset() -> str:
 
 
 def run_from_args(a) -> str:
-    """The demo from parsed arguments (``infoclust demo`` and ``python -m pipelines.demo``)."""
+    """The demo from parsed arguments (``infoclust demo`` and ``python -m infoclust_pipelines.demo``)."""
     dataset = a.dataset
     if dataset is None:
         dataset = default_dataset()

@@ -7,7 +7,7 @@ optional standardization, PCA by dask's TSQR SVD, a stored fold vector, chunk
 size and codec chosen for the data, atomic write); the flow records the
 report in a run folder and as a Prefect artifact.
 
-    python -m pipelines.ingest letter storage/datasets/letter.zarr --standardize --folds 10
+    python -m infoclust_pipelines.ingest letter storage/datasets/letter.zarr --standardize --folds 10
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ def ingest_flow(source: str, dest: str, label_column: str | None = None, drop_no
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(prog="python -m pipelines.ingest", description=ingest_flow.__doc__)
+    p = argparse.ArgumentParser(prog="python -m infoclust_pipelines.ingest", description=ingest_flow.__doc__)
     p.add_argument("source")
     p.add_argument("dest")
     p.add_argument("--label-column", default=None)

@@ -19,7 +19,7 @@ worker), and a task that itself submits passes would occupy a worker slot
 while waiting on them. The drivers of our estimators hold only small
 statistics, so the flow process is the right place for them.
 
-    python -m pipelines.crossval STORE --method dc --grid sigma=0.5,1,2 --grid n_clusters=2,5,10 --folds 10
+    python -m infoclust_pipelines.crossval STORE --method dc --grid sigma=0.5,1,2 --grid n_clusters=2,5,10 --folds 10
     infoclust crossval STORE ...           (the same)
 """
 
@@ -135,7 +135,7 @@ def crossval_flow(store: str, method: str = "dc", grid: dict | None = None, n_fo
 def build_parser():
     from infoclust_dask.crossval import add_arguments
 
-    p = argparse.ArgumentParser(prog="python -m pipelines.crossval",
+    p = argparse.ArgumentParser(prog="python -m infoclust_pipelines.crossval",
                                 description="Cross-validation sweep (Prefect flow; resumes finished cells).")
     return add_arguments(p)
 
