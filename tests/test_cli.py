@@ -113,7 +113,6 @@ def test_help_lists_commands(capsys):
 def test_version_and_every_option_has_a_help_line(capsys):
     from importlib.metadata import version
 
-
     with pytest.raises(SystemExit) as e:
         main(["--version"])
     assert e.value.code == 0 and capsys.readouterr().out.strip() == f"infoclust {version('infoclust_dask')}"
