@@ -31,10 +31,13 @@ class _TqdmHandler(logging.Handler):
             self.handleError(record)
 
 
-def _console():
-    """A stderr handler on the package logger, once, when nobody configured
-    logging (an application's own handlers are left alone)."""
-    if LOGGER.handlers or logging.getLogger().handlers:
+def console(force: bool = False):
+    """A stderr handler on the package logger, once: when nobody configured
+    logging (an application's own handlers are left alone), or always with
+    ``force`` (the ``infoclust`` command, which is the application)."""
+    if any(isinstance(h, _TqdmHandler) for h in LOGGER.handlers):
+        return
+    if not force and (LOGGER.handlers or logging.getLogger().handlers):
         if LOGGER.level == logging.NOTSET or LOGGER.level > logging.INFO:
             LOGGER.setLevel(logging.INFO)
         return
@@ -51,14 +54,14 @@ def verbosity(est) -> int:
 
 def say(message: str):
     """``message`` at INFO on the package logger (callers check ``verbose``)."""
-    _console()
+    console()
     LOGGER.info(message)
 
 
 def log(est, message: str, level: int = 1):
     """``message`` at INFO when ``est.verbose >= level``."""
     if verbosity(est) >= level:
-        _console()
+        console()
         LOGGER.info(message)
 
 
@@ -72,7 +75,7 @@ class Steps:
         if self.on:
             from tqdm import tqdm
 
-            _console()
+            console()
             self.bar = tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, disable=None, leave=False,
                             dynamic_ncols=True)
 

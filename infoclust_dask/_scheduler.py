@@ -21,6 +21,10 @@
     scheduler at the deadline.
 a ``distributed.Client``
     used as it is.
+a dask cluster object
+    ``LocalCluster``, dask-jobqueue's and dask-kubernetes' clusters, anything
+    with a ``scheduler_address``: a client of that cluster (cached per
+    address, like an address string).
 
 Only :mod:`infoclust_dask.engine` uses this module; nothing here builds a
 graph.
@@ -88,7 +92,9 @@ def local_client(n_workers: int | None = None, threads_per_worker: int = 1):
             threads_per_worker=threads_per_worker,
             processes=True,
             host="127.0.0.1",
-            dashboard_address=None,
+            # the scheduler's HTTP endpoints start even without a dashboard: a free loopback port, so that
+            # a second process does not warn that 8787 is taken
+            dashboard_address="127.0.0.1:0",
             silence_logs=logging.WARNING,
         ))
         client = Client(cluster, set_as_default=False)
@@ -238,8 +244,12 @@ def resolve_scheduler(scheduler=None) -> Scheduler:
         )
     if hasattr(scheduler, "scheduler") and hasattr(scheduler, "compute"):
         return Scheduler("distributed", scheduler)
+    address = getattr(scheduler, "scheduler_address", None)
+    if isinstance(address, str) and address.startswith(_ADDRESS_PREFIXES):  # a Cluster object
+        return Scheduler("distributed", _remote_client(address))
     raise TypeError(
-        f"scheduler must be None, a string or a distributed.Client; got {type(scheduler).__name__}."
+        f"scheduler must be None, a string, a distributed.Client or a dask cluster (with a scheduler_address); "
+        f"got {type(scheduler).__name__}."
     )
 
 

@@ -381,6 +381,12 @@ def _message(exc: BaseException) -> str:
     return text
 
 
+def _log_to_stderr():
+    from ._progress import console
+
+    console(force=True)
+
+
 def _quiet_shutdown():
     from ._scheduler import quiet_local_workers
 
@@ -392,6 +398,7 @@ def main(argv=None):
     import threading
 
     args = build_parser().parse_args(argv)
+    _log_to_stderr()  # progress lines of verbose estimators (fit sets verbose=1)
     if args.command in ("fit", "predict", "crossval", "demo", "ingest") and argv is None:  # a process of its own
         from . import _watchdog
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["contingency_table", "dc_log_posterior", "lsmi", "lsmi_many", "nmi_paper", "quantization_error"]
+__all__ = ["contingency_table", "dc_log_posterior", "kmeans_heldout_loglik", "lsmi", "lsmi_many", "nmi_paper",
+           "quantization_error"]
 
 
 def contingency_table(labels, c, *, n_clusters=None, n_classes=None):
@@ -106,6 +107,32 @@ def quantization_error(X, centers, *, scheduler=None):
     st = engine.map_reduce(INERTIA, X, None, params={"centers": centers}, scheduler=scheduler)
     n = engine.n_rows(X)
     return float(st["inertia"]) / max(n, 1)
+
+
+def kmeans_heldout_loglik(X, centers, sizes, inertia, *, scheduler=None):
+    """Mean log-likelihood per row of ``X`` (held-out rows) under the
+    spherical Gaussian mixture that a K-means fit on the training rows
+    defines: weights ``sizes / sum(sizes)``, means ``centers`` and one common
+    variance ``inertia / (sum(sizes) d)`` (the maximum-likelihood variance of
+    the hard partition). The criterion for choosing the number of clusters:
+    unlike the held-out K-means cost, which keeps falling as clusters are
+    added, it stops rising once a true cluster is split (the variance no
+    longer drops enough to pay for the spread of the weights). One pass.
+    """
+    from . import engine
+    from ._validation import open_input
+    from .kernels.mixture import MIXTURE_EM
+
+    X = open_input(X)
+    centers = np.asarray(centers, dtype=np.float64)
+    sizes = np.asarray(sizes, dtype=np.float64)
+    k, d = centers.shape
+    var = max(float(inertia) / (sizes.sum() * d), np.finfo(float).tiny)
+    with np.errstate(divide="ignore"):
+        log_w = np.log(sizes / sizes.sum())
+    st = engine.map_reduce(MIXTURE_EM, X, None, params={"means": centers, "variances": np.full(k, var),
+                                                       "log_weights": log_w}, scheduler=scheduler)
+    return float(st["loglik"]) / max(engine.n_rows(X), 1)
 
 
 def lsmi(X, labels, *, n_classes=None, n_bases=200, widths=None, deltas=None, n_folds=5, random_state=None,

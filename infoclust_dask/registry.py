@@ -267,10 +267,15 @@ def _build_cmbc(v):
 
 
 def _score_kmeans(model, Xte, cte, scheduler):
-    from .metrics import quantization_error
+    """Held-out log-likelihood of the K-means mixture (the score: it peaks at
+    the number of clusters the data have), and the held-out K-means cost,
+    which always falls as k grows."""
+    from .metrics import kmeans_heldout_loglik, quantization_error
 
     q = quantization_error(Xte, model.cluster_centers_, scheduler=scheduler)
-    return {"score": -q, "vq_cost": q, "train_inertia": float(model.inertia_)}
+    ll = kmeans_heldout_loglik(Xte, model.cluster_centers_, model.cluster_sizes_, model.inertia_,
+                               scheduler=scheduler)
+    return {"score": ll, "loglik_per_sample": ll, "vq_cost": q, "train_inertia": float(model.inertia_)}
 
 
 def _score_dc(model, Xte, cte, scheduler):

@@ -22,7 +22,7 @@ __all__ = ["storage_root", "check_writable", "safe_name", "dataset_store_path", 
            "MODEL_CLASSES"]
 
 _FITTED = (
-    "cluster_centers_", "inertia_", "n_iter_", "n_features_in_", "betas_", "centers_path_",
+    "cluster_centers_", "inertia_", "n_iter_", "cluster_sizes_", "n_features_in_", "betas_", "centers_path_",
     "free_energy_path_", "n_iter_path_", "beta_", "data_scale_", "sigma_", "n_classes_", "reg_strength_",
     "contingency_", "cluster_centers_x_", "cluster_centers_y_", "n_features_y_in_",
     "t_", "lsmi_", "eigenvalues_", "class_prior_", "timings_", "classes_",

@@ -65,6 +65,8 @@ def summarize(reference: dict, replicates: list[dict], alpha: float, run_dir: st
 
     from infoclust_dask.plotting import plot_contingency_heatmap
     from infoclust_dask.reliability import summarize_replicates
+
+    from ._artifacts import publish_plot
     from infoclust_dask.runs import write_csv
 
     cells, rel = summarize_replicates(reference["table"], replicates, alpha=alpha)
@@ -83,6 +85,8 @@ def summarize(reference: dict, replicates: list[dict], alpha: float, run_dir: st
     create_table_artifact(table=[{k: (round(v, 6) if isinstance(v, float) else v) for k, v in c.items() if k in cols}
                                  for c in cells],
                           key="ac-bootstrap-reliability", description=f"cross clusters of {store}")
+    publish_plot(run / "heatmap.png", key="ac-bootstrap-heatmap",
+                 title=f"{Path(store).name}: cross clusters, count and reliability")
     summary = {"store": store, "n_boot": len(replicates), "alpha": alpha, "reference": reference,
                "cells": cells, "most_over": over, "most_under": under}
     (run / "summary.json").write_text(json.dumps(summary, indent=1, default=float))

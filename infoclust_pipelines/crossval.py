@@ -65,6 +65,8 @@ def summarize_sweep(results: list[dict], method: str, params: list[str], run_dir
     from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
     from infoclust_dask.crossval import summarize, table_markdown, write_results
+
+    from ._artifacts import publish_plot
     from infoclust_dask.plotting import plot_tradeoff, plot_validation_curve
 
     rows, best = summarize(results)
@@ -84,6 +86,8 @@ def summarize_sweep(results: list[dict], method: str, params: list[str], run_dir
                  f"(mean held-out score {best['score_mean']:.6g})\n\n{md}\n\nRun folder: `{run}`\n",
         key=f"crossval-{method}-report", description="cross-validation summary")
     (run / "report.md").write_text(f"# {method} sweep on `{store}`\n\nBest: `{best_params}`\n\n{md}\n")
+    for plot in plots:
+        publish_plot(plot, key=f"crossval-{method}-{Path(plot).stem}", title=f"{method}: {Path(plot).stem}")
     return {"best": best_params, "best_score": best["score_mean"], "table": md, "plots": plots}
 
 

@@ -392,6 +392,12 @@ def report(store: str, run_dir: str, km: dict, da_: dict, dataset: str, dc: dict
         "`annealing.png` (centres along PC 1 against beta), `smic-fig4.png` (SMIC on the toy sets).",
     ]
     (run / "report.md").write_text("\n".join(lines) + "\n")
+    from ._artifacts import publish_plot
+
+    for name, title in (("kmeans", f"K-means on {dataset} (first two principal components)"),
+                        ("annealing", "Deterministic annealing: centres along PC 1 against beta"),
+                        ("smic-fig4", "SMIC on the toy sets (Sugiyama et al. 2011, Fig. 4)")):
+        publish_plot(run / f"{name}.png", key=f"demo-{name}", title=title)
     (run / "summary.json").write_text(json.dumps({"kmeans": km, "dc": dc, "annealing": da_, "crossval": cv,
                                                   "ac": ac, "smic": smic, "cmbc": cmbc}, indent=2, default=float))
     return str(run / "report.md")

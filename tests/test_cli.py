@@ -85,8 +85,8 @@ def test_fit_kmeans_writes_run_folder(tmp_path, capsys, blobs):
     capsys.readouterr()
     assert main(["fit", "kmeans", str(store), "-k", "4", "--scheduler", "threads",
                  "--storage", str(tmp_path / "st")]) == 0
-    out = capsys.readouterr().out
-    assert "iteration" in out  # progress, one line per pass
+    out, err = capsys.readouterr()
+    assert "iteration" in err  # progress, one line per pass, on stderr (stdout is for results)
     run = Path(out.strip().splitlines()[-1].split("run folder: ")[1])
     summary = json.loads((run / "summary.json").read_text())
     assert summary["n_clusters"] == 4 and sum(summary["cluster_sizes"]) == len(X)
@@ -163,8 +163,8 @@ def test_fit_dc_on_a_labelled_store(tmp_path, capsys):
     capsys.readouterr()
     assert main(["fit", "dc", str(tmp_path / "w.zarr"), "-k", "3", "--sigma", "1.5", "--max-iter", "20",
                  "--scheduler", "sync", "--storage", str(tmp_path / "st")]) == 0
-    out = capsys.readouterr().out
-    assert "log posterior (10)" in out  # progress per evaluation
+    out, err = capsys.readouterr()
+    assert "log posterior (10)" in err  # progress per evaluation, on stderr
     summary = json.loads(out[out.index("{\n"): out.rindex("}") + 1])
     assert summary["sigma"] == 1.5 and np.asarray(summary["contingency"]).sum() == 178
     x = np.zeros((5, 2))
@@ -200,9 +200,9 @@ def test_fit_smic_on_a_labelled_store(tmp_path, capsys):
     X, y = make_smic_toy("double_spirals", random_state=0)
     store = write_dataset(tmp_path / "s.zarr", X, label=y)
     rc = main(["fit", "smic", str(store), "-k", "2", "--scheduler", "sync", "--storage", str(tmp_path)])
-    out = capsys.readouterr().out
-    assert rc == 0, out
-    assert "[SMIC] t=10: LSMI=" in out  # one progress line per candidate
+    out, err = capsys.readouterr()
+    assert rc == 0, out + err
+    assert "[SMIC] t=10: LSMI=" in err  # one progress line per candidate, on stderr
     summary = json.loads(out[out.index("{\n"):out.rindex("}") + 1])
     assert summary["ari_vs_label"] == 1.0 and sorted(map(int, summary["lsmi"])) == list(range(1, 11))
     assert summary["t"] == int(max(summary["lsmi"], key=summary["lsmi"].get))  # t with the largest LSMI

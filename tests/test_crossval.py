@@ -202,6 +202,43 @@ def test_cmbc_gamma_by_held_out_objective(tmp_path):
     assert best["gamma"] == 0.995 and f"{best['nmi_known_mean']:.4g} +-" in table
 
 
+def test_kmeans_cluster_count_by_held_out_mixture_likelihood_picks_six(tmp_path):
+    """On six Gaussian blobs the held-out K-means cost falls all the way to
+    k = 10, but the held-out log-likelihood of the K-means mixture (the
+    score) peaks at 6; the score equals a numpy reference on one cell."""
+    from scipy.special import logsumexp
+    from sklearn.datasets import make_blobs
+
+    from infoclust_dask import KMeans, write_dataset
+
+    X, _ = make_blobs(n_samples=3000, centers=6, n_features=8, cluster_std=1.0, center_box=(-10, 10),
+                      random_state=0)
+    store = write_dataset(tmp_path / "b.zarr", X)
+    grid = {"n_clusters": list(range(2, 11)), "n_init": [3]}
+    cells = cv.plan(store, "kmeans", grid, 5, "ranges", seed=0)
+    res = [cv.run_cell(store, "kmeans", c["params"], c["fold"], 5, "ranges", seed=0, scheduler="sync")
+           for c in cells]
+    rows, best = cv.summarize(res)
+    assert best["n_clusters"] == 6
+    vq = {r["n_clusters"]: r["vq_cost_mean"] for r in rows}
+    assert min(vq, key=vq.get) == 10  # the plain held-out cost would pick the largest k
+    # one cell against numpy: the mixture of the training fit, evaluated on the held-out rows
+    one = next(r for r in res if r["params"]["n_clusters"] == 4 and r["fold"] == 0)
+    from infoclust_dask.folds import split
+    from infoclust_dask.store import open_dataset
+
+    train, test = split(open_dataset(store), 0, 5, "ranges", variables=("x",), scheduler="sync")
+    xtr, xte = np.asarray(train["x"]), np.asarray(test["x"])
+    km = KMeans(4, n_init=3, random_state=0, scheduler="sync").fit(xtr)
+    lab = km.predict(xtr)
+    sizes = np.bincount(lab, minlength=4)
+    var = ((xtr - km.cluster_centers_[lab]) ** 2).sum() / xtr.size
+    d2 = ((xte[:, None] - km.cluster_centers_[None]) ** 2).sum(-1)
+    ref = np.mean(logsumexp(np.log(sizes / sizes.sum()) - d2 / (2 * var), axis=1)) \
+        - xte.shape[1] / 2 * np.log(2 * np.pi * var)
+    np.testing.assert_allclose(one["score"], ref, rtol=1e-10)
+
+
 @pytest.mark.slow
 def test_killed_crossval_resumes_the_missing_cells(wine_store, tmp_path):
     """kill -9 of `infoclust crossval` after some cells finished; the rerun

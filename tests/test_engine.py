@@ -221,3 +221,18 @@ def test_fold_blocks_runs_blocks_in_the_given_order(xw, scheduler):
     assert [s for s, _ in got] == [s for s, _ in want]
     np.testing.assert_allclose([v for _, v in got], [v for _, v in want], rtol=1e-12)
     assert engine.n_blocks(X) == 4
+
+
+def test_a_cluster_object_is_a_scheduler(xw):
+    """scheduler= a dask cluster (LocalCluster here; dask-jobqueue and
+    dask-kubernetes clusters look the same: a scheduler_address)."""
+    from distributed import LocalCluster
+
+    x, w = xw
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as cluster:
+        sched = engine.resolve_scheduler(cluster)
+        assert sched.kind == "distributed" and sched.client.scheduler.address == cluster.scheduler_address
+        got = engine.map_reduce(LLOYD_FAR, x, w, params={"centers": CENTERS}, scheduler=cluster)
+        assert sched.client.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.task_groups)) > 0
+        sched.client.close()
+    np.testing.assert_allclose(got["sums"], lloyd_stats(x, w, centers=CENTERS)["sums"], rtol=1e-10)

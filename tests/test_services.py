@@ -118,3 +118,20 @@ def test_prefect_yaml_deploys_with_nightly_schedule(services, tmp_path):
     assert [s["schedule"].get("cron") for s in weekly["schedules"]] == ["0 3 * * 0"]
     assert weekly["parameters"]["n_boot"] == 50
     assert nightly["pull_steps"][0]["prefect.deployments.steps.set_working_directory"]["directory"] == str(ROOT)
+    # the scheduler address comes from the deploying environment (up.sh's env.sh), not a hard-coded port
+    assert nightly["job_variables"]["env"]["DASK_SCHEDULER_ADDRESS"] == services["scheduler_address"]
+
+    # one deployment run end to end: a process worker picks it up and runs it against the local services
+    dest = tmp_path / "wine.zarr"
+    r = subprocess.run([prefect, "deployment", "run", "infoclust-ingest/ingest-letter", "--param", "source=wine",
+                        "--param", f"dest={dest}", "--param", "n_folds=3"],
+                       capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    r = subprocess.run([prefect, "worker", "start", "--pool", "infoclust-pool", "--type", "process", "--run-once"],
+                       capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)
+    runs = _api(services, "/flow_runs/filter", {"deployments": {"id": {"any_": [deps["ingest-letter"]["id"]]}}})
+    assert [fr["state_type"] for fr in runs] == ["COMPLETED"], r.stdout[-3000:] + r.stderr[-3000:]
+    from infoclust_dask import open_dataset
+
+    ds = open_dataset(dest)
+    assert ds["x"].shape == (178, 13) and ds.attrs["n_folds"] == 3

@@ -54,8 +54,9 @@ def lloyd(X, w, centers, *, max_iter, tol, sched, verbose=0, label="", warn_empt
     ``algorithm="lloyd"`` does. Empty clusters are moved to the points
     farthest from their centres, with an :class:`EmptyClusterWarning`.
 
-    Returns ``(centers, inertia, n_iter)``; the inertia is the exact weighted
-    sum of squared distances to the nearest final centre. One pass per
+    Returns ``(centers, inertia, n_iter, counts)``; the inertia is the exact
+    weighted sum of squared distances to the nearest final centre, ``counts``
+    the (weighted) number of rows nearest to each final centre. One pass per
     iteration (:data:`~infoclust_dask.kernels.kmeans.LLOYD_STEP`), one more
     for the inertia, and one extra whenever a cluster empties.
     """
@@ -100,7 +101,7 @@ def lloyd(X, w, centers, *, max_iter, tol, sched, verbose=0, label="", warn_empt
         if (shift == 0.0 and not empty.size) or shift <= tol:
             break
     st = engine.map_reduce(INERTIA, X, w, params={"centers": centers}, scheduler=sched)
-    return centers, float(st["inertia"]), it
+    return centers, float(st["inertia"]), it, np.asarray(st["counts"], dtype=np.float64)
 
 
 class KMeans(XarrayIO, ClusterMixin, TransformerMixin, BaseEstimator):
@@ -149,6 +150,8 @@ class KMeans(XarrayIO, ClusterMixin, TransformerMixin, BaseEstimator):
         Weighted sum of squared distances of samples to their nearest centre.
     n_iter_ : int
         Lloyd iterations of the best run.
+    cluster_sizes_ : ndarray of shape (n_clusters,)
+        (Weighted) number of training rows nearest to each centre.
     n_features_in_ : int
 
     Notes
@@ -276,13 +279,13 @@ class KMeans(XarrayIO, ClusterMixin, TransformerMixin, BaseEstimator):
         best = None
         for run in range(n_init):
             c0 = self._seed(X, w, rng, sched)
-            centers, inertia, n_iter = lloyd(
+            centers, inertia, n_iter, counts = lloyd(
                 X, w, c0, max_iter=self.max_iter, tol=tol, sched=sched, verbose=self.verbose,
                 label=f" run {run + 1}/{n_init}" if n_init > 1 else "",
             )
             if best is None or inertia < best[1]:
-                best = (centers, inertia, n_iter)
-        self.cluster_centers_, self.inertia_, self.n_iter_ = best
+                best = (centers, inertia, n_iter, counts)
+        self.cluster_centers_, self.inertia_, self.n_iter_, self.cluster_sizes_ = best
         if self.n_iter_ >= self.max_iter and self.max_iter > 1:
             warnings.warn(
                 f"KMeans stopped at max_iter={self.max_iter} before converging; increase "

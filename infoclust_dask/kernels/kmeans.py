@@ -154,19 +154,24 @@ def lloyd_step_stats(x, w=None, *, centers, n_threads=1):
 
 def inertia_stats(x, w=None, *, centers, n_threads=1):
     """``inertia = sum_n w_n min_k ||x_n - m_k||^2`` of a block (exact: the
-    distance to the assigned centre is recomputed, not expanded)."""
+    distance to the assigned centre is recomputed, not expanded) and the
+    (weighted) number of rows nearest to each centre, ``counts``."""
     c = np.ascontiguousarray(centers, dtype=np.float64)
     total = 0.0
+    counts = np.zeros(c.shape[0])
     for xs, ws in subblocks(x, w):
         n = xs.shape[0]
         if _sk_inertia is None:
-            total += float(lloyd_stats(xs, ws, centers=c)["inertia"])
+            st = lloyd_stats(xs, ws, centers=c)
+            total += float(st["inertia"])
+            counts += st["counts"]
             continue
         wk = np.ones(n) if ws is None else ws
         lab = np.empty(n, dtype=np.int32)
         _sk_lloyd_iter(xs, wk, c, None, None, lab, np.empty(c.shape[0]), n_threads, False)
         total += float(_sk_inertia(xs, wk, c, lab, n_threads))
-    return {"inertia": np.array(total)}
+        counts += np.bincount(lab, weights=wk, minlength=c.shape[0])
+    return {"inertia": np.array(total), "counts": counts}
 
 
 def combine_lloyd(parts):
