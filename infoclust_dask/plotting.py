@@ -29,40 +29,66 @@ def _plt():
     return plt
 
 
-def plot_clusters_2d(Z, labels, centers_2d, path, *, title=""):
-    """Scatter of 2-D coordinates ``Z`` coloured by ``labels`` with centres."""
+def _wrap(title, width):
+    import textwrap
+
+    return "\n".join(textwrap.wrap(title, width)) if title else title
+
+
+def plot_clusters_2d(Z, labels, centers_2d, path, *, title="", explained=None, axis_names=("PC 1", "PC 2")):
+    """Scatter of 2-D coordinates ``Z`` coloured by ``labels`` (a legend entry
+    per cluster), with the centres. ``explained``: the fraction of variance
+    of each axis (principal components), shown on the axis labels."""
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(6, 5), dpi=110)
-    ax.scatter(Z[:, 0], Z[:, 1], c=labels, s=4, cmap="tab10", alpha=0.6, linewidths=0)
+    fig, ax = plt.subplots(figsize=(6.4, 5), dpi=110, layout="constrained")
+    labels = np.asarray(labels)
+    ks = np.unique(labels)
+    cmap = plt.get_cmap("tab10" if len(ks) <= 10 else "tab20")
+    for i, k in enumerate(ks):
+        m = labels == k
+        ax.scatter(Z[m, 0], Z[m, 1], s=4, color=cmap(i % cmap.N), alpha=0.6, linewidths=0,
+                   label=f"cluster {k} ({int(m.sum())})")
     ax.scatter(centers_2d[:, 0], centers_2d[:, 1], c="k", marker="x", s=80, linewidths=2, label="centres")
-    ax.set_xlabel("PC 1")
-    ax.set_ylabel("PC 2")
-    ax.set_title(title)
-    ax.legend(loc="best")
-    fig.tight_layout()
+    for j, name in enumerate(axis_names):
+        text = name if explained is None else f"{name} ({100 * float(explained[j]):.0f}% of the variance)"
+        (ax.set_xlabel if j == 0 else ax.set_ylabel)(text)
+    ax.set_title(_wrap(title, 60))
+    leg = ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=8, frameon=False,
+                    title="cluster (rows)", title_fontsize=8)
+    for h in leg.legend_handles:  # legend markers of a readable size (the points are tiny)
+        h.set_sizes([25])
     fig.savefig(Path(path))
     plt.close(fig)
     return Path(path)
 
 
-def plot_annealing_path(betas, coords, path, *, critical=None, title=""):
-    """Centre coordinates (n_betas, n_clusters) against beta (log axis):
-    the pitchfork bifurcations of deterministic annealing (MacKay fig. 20.11)."""
+def plot_annealing_path(betas, coords, path, *, critical=None, predicted=None, title="",
+                        ylabel="centre coordinate on PC 1"):
+    """Centre coordinates (n_betas, n_clusters) against beta (log axis): the
+    pitchfork bifurcations of deterministic annealing (MacKay 2003, fig.
+    20.11). ``predicted``: the first split beta = 1/sigma_1^2 of MacKay
+    (20.17), drawn and explained in the legend; ``critical``: the betas where
+    the centres were seen to split."""
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(6, 4), dpi=110)
+    fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=110, layout="constrained")
     coords = np.asarray(coords)
     for k in range(coords.shape[1]):
-        ax.plot(betas, coords[:, k], ".-", ms=3, lw=1)
-    for b in critical or []:
-        ax.axvline(b, color="grey", ls=":", lw=1)
+        ax.plot(betas, coords[:, k], ".-", ms=3, lw=1, color="C0", alpha=0.8,
+                label="centres" if k == 0 else None)
+    for i, b in enumerate(critical or []):
+        ax.axvline(b, color="grey", ls=":", lw=1, label="observed splits" if i == 0 else None)
+    if predicted is not None:
+        ax.axvline(predicted, color="C3", ls="--", lw=1.2,
+                   label=f"predicted first split: beta = 1/sigma_1^2 = {predicted:.3g}\n"
+                         "(sigma_1^2: variance along PC 1, MacKay (20.17))")
     ax.set_xscale("log")
     from matplotlib.ticker import NullFormatter
 
     ax.xaxis.set_minor_formatter(NullFormatter())
-    ax.set_xlabel("stiffness beta")
-    ax.set_ylabel("centre coordinate (PC 1)")
-    ax.set_title(title)
-    fig.tight_layout()
+    ax.set_xlabel("stiffness beta (1 / squared data units, log scale)")
+    ax.set_ylabel(ylabel)
+    ax.set_title(_wrap(title, 70), fontsize=10)
+    ax.legend(loc="best", fontsize=7)
     fig.savefig(Path(path))
     plt.close(fig)
     return Path(path)
@@ -102,7 +128,7 @@ def plot_validation_curve(rows, params, path, *, score="score", title=""):
     plt = _plt()
     x = curve_parameter(rows, params)
     others = [p for p in params if p != x]
-    fig, ax = plt.subplots(figsize=(6.5, 4.2), dpi=110)
+    fig, ax = plt.subplots(figsize=(6.5, 4.2), dpi=110, layout="constrained")
     groups = {}
     for r in rows:
         groups.setdefault(tuple((p, _hashable(r[p])) for p in others), []).append(r)
@@ -116,14 +142,15 @@ def plot_validation_curve(rows, params, path, *, score="score", title=""):
                     fmt="o-", capsize=3, ms=4, lw=1.2, label=label)
     if x is not None:
         xs = [r[x] for r in rows]
-        if min(xs) > 0 and max(xs) / min(xs) > 10:
+        if all(isinstance(v, (int, np.integer)) for v in xs):  # e.g. n_clusters: a tick per value, no 2.5
+            ax.set_xticks(sorted(set(xs)))
+        elif min(xs) > 0 and max(xs) / min(xs) > 10:
             ax.set_xscale("log")
         ax.set_xlabel(x)
     ax.set_ylabel(f"held-out {score} (mean +- std over folds)")
-    ax.set_title(title)
+    ax.set_title(_wrap(title, 70))
     if groups and any(g for g in groups):
         ax.legend(loc="best", fontsize=8)
-    fig.tight_layout()
     fig.savefig(Path(path))
     plt.close(fig)
     return Path(path)
@@ -144,9 +171,9 @@ def plot_tradeoff(rows, path, *, param="reg_strength", title=""):
         for r in rs:
             ax.annotate(f"{r[param]:g}", (r["vq_cost_mean"], r["cost_mean"]), fontsize=7,
                         textcoords="offset points", xytext=(3, 3))
-    ax.set_xlabel("held-out K-means cost per sample (VQ distortion)")
-    ax.set_ylabel("held-out DC cost, -(9)")
-    ax.set_title(title or f"Trade-off as {param} varies (labels: {param})")
+    ax.set_xlabel("held-out K-means cost per sample (VQ distortion, squared data units)")
+    ax.set_ylabel("held-out DC cost, -(9) (nats)")
+    ax.set_title(_wrap(title or f"Trade-off as {param} varies (labels: {param})", 70))
     ax.legend(loc="best", fontsize=8)
     fig.tight_layout()
     fig.savefig(Path(path))
@@ -166,12 +193,14 @@ def plot_contingency_heatmap(table, reliability, path, *, surprising=None, title
     expected = n.sum(1, keepdims=True) @ n.sum(0, keepdims=True) / max(N, 1)
     ratio = np.log2((n + 0.5) / (expected + 0.5))
     lim = max(1.0, float(np.abs(ratio).max()))
-    fig, ax = plt.subplots(figsize=(1.0 + 0.9 * n.shape[1], 0.8 + 0.8 * n.shape[0]), dpi=110)
+    fig, ax = plt.subplots(figsize=(2.4 + 0.9 * n.shape[1], 1.4 + 0.8 * n.shape[0]), dpi=110,
+                           layout="constrained")
     im = ax.imshow(ratio, cmap="RdBu_r", vmin=-lim, vmax=lim)
     for i in range(n.shape[0]):
         for j in range(n.shape[1]):
             text = f"{int(n[i, j])}" if reliability is None else f"{int(n[i, j])}\n{reliability[i][j]:.0%}"
-            ax.text(j, i, text, ha="center", va="center", fontsize=7)
+            dark = abs(ratio[i, j]) / lim > 0.55  # the ends of RdBu are dark: white text there
+            ax.text(j, i, text, ha="center", va="center", fontsize=7, color="white" if dark else "black")
             if surprising is not None and surprising[i][j] != "-":
                 ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, lw=1.5,
                                            ec="k" if surprising[i][j] == "over" else "grey"))
@@ -179,9 +208,10 @@ def plot_contingency_heatmap(table, reliability, path, *, surprising=None, title
     ax.set_ylabel(ylabel)
     ax.set_xticks(range(n.shape[1]))
     ax.set_yticks(range(n.shape[0]))
-    fig.colorbar(im, ax=ax, label="log2(observed / expected)")
-    ax.set_title(title or "cross clusters: count and bootstrap reliability", fontsize=9)
-    fig.tight_layout()
+    fig.colorbar(im, ax=ax, label="log2(observed / expected count)", shrink=0.9)
+    # the title over the whole figure (not the axes), wrapped to its width: it cannot run into the colour bar
+    fig.suptitle(_wrap(title or "cross clusters: count and bootstrap reliability",
+                       max(24, int(12 * (2.4 + 0.9 * n.shape[1])))), fontsize=9)
     fig.savefig(Path(path))
     plt.close(fig)
     return Path(path)
@@ -193,24 +223,27 @@ def plot_smic_panels(panels, path, *, title=""):
     (bottom). ``panels``: dicts with ``name``, ``X`` (n, 2), ``labels``,
     ``lsmi`` ({t: value}), ``t`` and ``ari``."""
     plt = _plt()
-    fig, axes = plt.subplots(2, len(panels), figsize=(3.2 * len(panels), 6.0), squeeze=False)
+    fig, axes = plt.subplots(2, len(panels), figsize=(3.2 * len(panels), 6.2), squeeze=False, layout="constrained")
     for j, p in enumerate(panels):
         X = np.asarray(p["X"])
         ax = axes[0, j]
         ax.scatter(X[:, 0], X[:, 1], c=p["labels"], cmap="tab10", s=8, vmin=0, vmax=9)
         ax.set_title(f"{p['name']}\nARI={p['ari']:.3f}", fontsize=9)
-        ax.set_xticks([])
-        ax.set_yticks([])
+        ax.set_xlabel("x1", fontsize=8)
+        ax.set_ylabel("x2", fontsize=8)
+        ax.tick_params(labelsize=7)
         ts = sorted(p["lsmi"], key=int)
         ax = axes[1, j]
         ax.plot([int(t) for t in ts], [p["lsmi"][t] for t in ts], "o-", ms=3)
-        ax.axvline(int(p["t"]), color="k", lw=0.8, ls="--")
-        ax.set_xlabel("t")
+        ax.axvline(int(p["t"]), color="k", lw=0.8, ls="--", label=f"chosen t={int(p['t'])}")
+        ax.set_xticks([int(t) for t in ts])
+        ax.tick_params(labelsize=7)
+        ax.set_xlabel("t (neighbours in the local scaling)", fontsize=8)
+        ax.legend(fontsize=7, loc="best")
         if j == 0:
-            ax.set_ylabel("LSMI (14)")
+            ax.set_ylabel("LSMI (14), held-out", fontsize=8)
     if title:
         fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return Path(path)

@@ -187,7 +187,7 @@ def anneal(store: str, n_clusters: int, scheduler: str | None, seed: int, run_di
     crit = sk.critical_betas()
     coords = (sk.centers_path_ - mean) @ axes[0]
     plot_annealing_path(betas, coords, Path(run_dir) / "annealing.png", critical=[b for b, _ in crit],
-                        title=f"Deterministic annealing, K={n_clusters}: predicted first split at beta={beta_c:.3g}")
+                        predicted=beta_c, title=f"Deterministic annealing (soft K-means), K={n_clusters}")
     return {"predicted_first_split": float(beta_c), "observed_splits": crit,
             "n_passes": sk.n_iter_, "seconds": round(seconds, 2)}
 
@@ -299,13 +299,15 @@ def report(store: str, run_dir: str, km: dict, da_: dict, dataset: str, dc: dict
 
     run = Path(run_dir)
     ds = open_dataset(store)
-    mean, axes, _ = principal_axes(ds["x"], 2, scheduler="threads")
+    mean, axes, var = principal_axes(ds["x"], ds.sizes["feature"], scheduler="threads")
+    explained, axes = var[:2] / var.sum(), axes[:2]
     n = ds.sizes["sample"]
     take = np.sort(np.random.default_rng(0).choice(n, size=min(n, 5000), replace=False))
     xs = engine.compute(ds["x"].data[take], scheduler="threads")  # 5000 rows for the figure
     model = load_model(run / "kmeans-model.json")
     plot_clusters_2d((xs - mean) @ axes.T, model.predict(xs), (model.cluster_centers_ - mean) @ axes.T,
-                     run / "kmeans.png", title=f"K-means, K={model.n_clusters}, on {dataset}")
+                     run / "kmeans.png", title=f"K-means, K={model.n_clusters}, on {dataset} (5000 rows shown)",
+                     explained=explained)
     lines = [
         f"# infoclust demo: {dataset}",
         "",
