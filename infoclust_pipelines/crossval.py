@@ -50,13 +50,14 @@ def plan_sweep(store: str, method: str, grid: dict, n_folds: int, fold_kind: str
 
 @task(name="cv-cell", retries=2, retry_delay_seconds=2, task_run_name="cv-cell-{key}")
 def cv_cell(key: str, params: dict, fold: int, store: str, method: str, n_folds: int, fold_kind: str,
-            seed: int, scheduler: str | None, cache_dir: str) -> dict:
+            seed: int, scheduler: str | None, cache_dir: str, position: str = "") -> dict:
     """Fit and score one (fold, parameters) cell; save its result atomically."""
     from infoclust_dask.crossval import CellCache, run_cell
 
     result = run_cell(store, method, params, fold, n_folds, fold_kind, seed, scheduler)
     CellCache(cache_dir).save(key, result)
-    get_run_logger().info("cell %s fold %d: score %.6g (%.1f s)", params, fold, result["score"], result["seconds"])
+    get_run_logger().info("cell %s %s fold %d: score %.6g (%.1f s)", position, params, fold, result["score"],
+                          result["seconds"])
     return {"key": key, **result}
 
 
@@ -118,7 +119,7 @@ def crossval_flow(store: str, method: str = "dc", grid: dict | None = None, n_fo
         futures = cv_cell.map(
             [c["key"] for c in todo], [c["params"] for c in todo], [c["fold"] for c in todo],
             store=store, method=method, n_folds=n_folds, fold_kind=fold_kind, seed=seed, scheduler=scheduler,
-            cache_dir=str(cache.root))
+            cache_dir=str(cache.root), position=[f"{i + 1}/{len(todo)}" for i in range(len(todo))])
         for c, res in zip(todo, futures.result(), strict=True):
             done[c["key"]] = res
     results = [done[c["key"]] for c in cells]
