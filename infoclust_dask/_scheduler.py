@@ -107,12 +107,18 @@ def close_local_client():
     with _LOCK:
         client, cluster = _LOCAL["client"], _LOCAL["cluster"]
         _LOCAL["client"] = _LOCAL["cluster"] = None
-    # persisted data still held at exit is expected; don't warn that it is "lost"
-    logging.getLogger("distributed.scheduler").setLevel(logging.ERROR)
-    if client is not None:
-        client.close()
-    if cluster is not None:
-        cluster.close()
+    # Stopping the cluster makes distributed log about data "lost" with the workers and transfers cut
+    # short: expected here, so the workers and this process' distributed loggers are quiet meanwhile.
+    logging.disable(logging.WARNING)
+    try:
+        if client is not None:
+            with contextlib.suppress(Exception):
+                client.run(_silence, wait=True, on_error="ignore")
+            client.close()
+        if cluster is not None:
+            cluster.close()
+    finally:
+        logging.disable(logging.NOTSET)
 
 
 atexit.register(close_local_client)
