@@ -122,7 +122,9 @@ class Journal:
             raise ValueError(f"The checkpoint in '{self.folder}' was made by another fit ({detail}); resume "
                              "with the same estimator, parameters and data, or start a new fit.")
         index = []
-        for f in sorted(self.passes.glob("*.npz")):
+        for f in sorted(self.passes.glob(".*.tmp.npz")):  # a record torn by the kill, never renamed into place
+            f.unlink(missing_ok=True)
+        for f in sorted(p for p in self.passes.glob("*.npz") if not p.name.startswith(".")):
             try:
                 with np.load(f, allow_pickle=False) as z:
                     meta_ = json.loads(bytes(z["__meta__"]).decode())

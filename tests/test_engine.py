@@ -233,6 +233,6 @@ def test_a_cluster_object_is_a_scheduler(xw):
         sched = engine.resolve_scheduler(cluster)
         assert sched.kind == "distributed" and sched.client.scheduler.address == cluster.scheduler_address
         got = engine.map_reduce(LLOYD_FAR, x, w, params={"centers": CENTERS}, scheduler=cluster)
-        assert sched.client.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.task_groups)) > 0
+        assert sum(sched.client.run(lambda dask_worker: dask_worker.state.executed_count).values()) > 0
         sched.client.close()
     np.testing.assert_allclose(got["sums"], lloyd_stats(x, w, centers=CENTERS)["sums"], rtol=1e-10)

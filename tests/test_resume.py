@@ -61,6 +61,8 @@ def test_resumed_fit_equals_uninterrupted_fit(name, tmp_path, monkeypatch):
     total = len(list((tmp_path / "run" / "passes").glob("*.npz")))
     assert total > 6
     _cut(tmp_path / "run", total // 2)  # as if the driver died half-way
+    # ... while writing the next record: a torn temporary (it sorts first) must not end the journal
+    (tmp_path / "run" / "passes" / f".{total // 2:07d}.abcdef.tmp.npz").write_bytes(b"PK\x03\x04torn")
     count = CountPasses(monkeypatch)
     got = make().fit(*args, **kw, resume=tmp_path / "run")
     assert got.resumed_passes_ == total // 2
