@@ -12,6 +12,10 @@ ratio. Then the whole model selection (t in 1..10) on ``--selection-n``
 rows held in memory.
 
     python benchmarks/smic_scale.py --n 100000 1000000 --selection-n 5000
+    python benchmarks/smic_scale.py --n 100000 1000000 --selection-n 0 --knn approximate --keep
+
+``--knn`` is SMIC's neighbour search (``exact``: block against block;
+``approximate``: a faiss HNSW index per row block; ``auto``: SMIC's rule).
 """
 
 import argparse
@@ -65,6 +69,7 @@ def main():
     p.add_argument("--sklearn-max", type=int, default=200_000)
     p.add_argument("--selection-n", type=int, default=5000)
     p.add_argument("--keep", action="store_true")
+    p.add_argument("--knn", choices=["auto", "exact", "approximate"], default="auto")
     a = p.parse_args()
 
     from distributed import Client, LocalCluster
@@ -96,11 +101,12 @@ def main():
             print(f"\nn={n}, d={a.d}: store {path.name}, chunks of {ds['x'].chunks[0][0]} rows", flush=True)
             with Peaks(client) as pk:
                 t0 = time.perf_counter()
-                m = SMIC(a.clusters, t=a.t, random_state=0, scheduler=client, verbose=2).fit(ds["x"])
+                m = SMIC(a.clusters, t=a.t, random_state=0, scheduler=client, verbose=2, knn=a.knn).fit(ds["x"])
                 total = time.perf_counter() - t0
             labels = np.asarray(ds["label"].values)
             print(f"SMIC t={a.t}: total {total:.1f} s = " + ", ".join(f"{k} {v:.1f} s" for k, v in m.timings_.items())
-                  + f" (+ {total - sum(m.timings_.values()):.1f} s validation/persist); ARI {ari(labels, m.labels_):.3f}")
+                  + f" (+ {total - sum(m.timings_.values()):.1f} s validation/persist); ARI {ari(labels, m.labels_):.3f}; "
+                  f"neighbour search {m.knn_}, recall {m.knn_recall_:.4f}")
             print(f"peak RSS: {pk.text()}; data {n * a.d * 8 / 2**30:.2f} GiB", flush=True)
             if n <= a.sklearn_max:
                 from sklearn.neighbors import NearestNeighbors

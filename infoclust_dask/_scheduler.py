@@ -99,6 +99,9 @@ def local_client(n_workers: int | None = None, threads_per_worker: int = 1):
         ))
         client = Client(cluster, set_as_default=False)
         _LOCAL["cluster"], _LOCAL["client"] = cluster, client
+        # registered after distributed's own exit handlers, so it runs before them (last in, first out):
+        # the quiet shutdown below, not distributed's
+        atexit.register(close_local_client)
         return client
 
 
@@ -109,7 +112,7 @@ def close_local_client():
         _LOCAL["client"] = _LOCAL["cluster"] = None
     # Stopping the cluster makes distributed log about data "lost" with the workers and transfers cut
     # short: expected here, so the workers and this process' distributed loggers are quiet meanwhile.
-    logging.disable(logging.WARNING)
+    logging.disable(logging.CRITICAL)
     try:
         if client is not None:
             with contextlib.suppress(Exception):
@@ -120,8 +123,6 @@ def close_local_client():
     finally:
         logging.disable(logging.NOTSET)
 
-
-atexit.register(close_local_client)
 
 
 def _silence():

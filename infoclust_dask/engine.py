@@ -471,7 +471,10 @@ def block_pairs(
 ):
     """Every row block of ``data`` against every row block, combined per
     query block: ``bp.chunk(query_block, data_block, q_start=, d_start=,
-    **params)`` for all pairs, merged with ``bp.combine`` in a tree.
+    **params)`` for all pairs, merged with ``bp.combine`` in a tree. With
+    ``bp.prepare``, each data block is first turned into
+    ``bp.prepare(data_block, **params)`` (once per block, e.g. a search
+    index) and the pairs receive that instead.
 
     No task holds more than two blocks and one partial result. Blocks are at
     most ``block_rows`` rows (at least ``min_rows``), and there are at least
@@ -500,10 +503,14 @@ def block_pairs(
     starts = _block_starts(a.chunks[0])[:-1]
     p = _params_key(bp, params, token)
     call = dask.delayed(partial(_call_pair, bp), pure=True)
+    data_side = blocks
+    if bp.prepare is not None:  # e.g. a search index per data block, built once where the block is
+        prep = dask.delayed(partial(_call_prepare, bp), pure=True)
+        data_side = [prep(db, p, dask_key_name=f"{bp.name}-prepare-{token}-{di}") for di, db in enumerate(blocks)]
     per_output = [[] for _ in outputs]
     for qi, (qb, qs, qn) in enumerate(zip(blocks, starts, a.chunks[0], strict=True)):
         parts = [call(qb, db, int(qs), int(ds), p, dask_key_name=f"{bp.name}-{token}-{qi}-{di}")
-                 for di, (db, ds) in enumerate(zip(blocks, starts, strict=True))]
+                 for di, (db, ds) in enumerate(zip(data_side, starts, strict=True))]
         res = _tree(parts, bp.combine, split_every, delayed=dask.delayed, name=f"{bp.name}-combine-{token}-{qi}")
         for k, (dtype, trailing) in enumerate(outputs):
             per_output[k].append(da.from_delayed(res[k], shape=(qn,) + tuple(trailing), dtype=dtype))
@@ -515,6 +522,10 @@ def block_pairs(
 
 def _call_pair(bp, xq, xd, q_start, d_start, params):
     return bp.chunk(xq, xd, q_start=q_start, d_start=d_start, **params)
+
+
+def _call_prepare(bp, xd, params):
+    return bp.prepare(xd, **params)
 
 
 def generate(func, n_rows: int, *, block_rows: int, outputs: tuple, block_params, name: str):

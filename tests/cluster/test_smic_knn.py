@@ -1,0 +1,96 @@
+"""SMIC's approximate neighbour graph (faiss HNSW, one index per row block
+on the workers) against exact references: the block-wise graph equals a
+single-process index over all rows within its recall, the recall estimate
+equals a brute-force count, and SMIC clusters the same with either graph."""
+
+import numpy as np
+import pytest
+from sklearn.datasets import make_blobs
+from sklearn.metrics import adjusted_rand_score
+from sklearn.neighbors import NearestNeighbors
+
+from infoclust_dask import SMIC, engine
+from infoclust_dask.cluster._smic import _neighbour_lists, knn_recall
+from infoclust_dask.kernels.knn import HNSW_DEFAULTS, hnsw_block, hnsw_index
+
+pytest.importorskip("faiss")  # the [knn] extra; make test installs it
+
+
+def _blobs(n, seed=0):
+    X, y = make_blobs(n_samples=n, centers=6, n_features=8, cluster_std=1.0, random_state=seed)
+    return X, y
+
+
+def _exact(X, t):
+    ind = NearestNeighbors(n_neighbors=t + 1).fit(X).kneighbors(X, return_distance=False)
+    return np.array([[j for j in row if j != i][:t] for i, row in enumerate(ind)])
+
+
+def _recall(a, b):
+    return np.mean([len(set(r) & set(s)) / len(r) for r, s in zip(a, b, strict=True)])
+
+
+@pytest.mark.parametrize("scheduler", ["sync", "threads", "distributed"])
+def test_blockwise_graph_matches_exact_and_a_single_index(scheduler, request):
+    sched = request.getfixturevalue("local_cluster_client") if scheduler == "distributed" else scheduler
+    X, _ = _blobs(6000)
+    t = 10
+    exact = _exact(X, t)
+    d2, idx = _neighbour_lists(X, t, sched, "approximate", HNSW_DEFAULTS)  # 2 indexed blocks of 3000
+    assert idx.shape == (6000, t) and (idx >= 0).all() and (idx != np.arange(6000)[:, None]).all()
+    # distances are exact for the pairs found, sorted
+    np.testing.assert_allclose(d2, ((X[:, None, :] - X[idx]) ** 2).sum(-1), rtol=1e-12)
+    assert (np.diff(d2, axis=1) >= 0).all()
+    blockwise = _recall(exact, idx)
+    # one index over all rows, in this process: the same library, no blocks
+    _, single = hnsw_block(X, hnsw_index(X, **HNSW_DEFAULTS), q_start=0, d_start=0, t=t, **HNSW_DEFAULTS)
+    assert blockwise >= 0.98 and abs(blockwise - _recall(exact, single)) < 0.02
+
+
+def test_recall_estimate_equals_a_brute_force_count():
+    X, _ = _blobs(3000, seed=1)
+    t = 8
+    exact = _exact(X, t)
+    noisy = exact.copy()
+    rng = np.random.default_rng(0)
+    wrong = rng.random(noisy.shape) < 0.2  # a fifth of the entries replaced by rows that are no neighbours
+    noisy[wrong] = (np.nonzero(wrong)[0] + 1500) % 3000  # the row half the data set away
+    got = knn_recall(X, noisy, n_queries=3000, scheduler="sync")  # every row sampled: the exact count
+    np.testing.assert_allclose(got, _recall(exact, noisy), rtol=0, atol=1e-12)
+    assert 0.75 < got < 0.85
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_smic_with_the_approximate_graph_clusters_as_with_the_exact_one():
+    X, y = _blobs(3000, seed=2)
+    ex = SMIC(6, t=7, random_state=0, scheduler="sync", knn="exact").fit(X)
+    ap = SMIC(6, t=7, random_state=0, scheduler="sync", knn="approximate").fit(X)
+    assert ex.knn_ == "exact" and ex.knn_recall_ == 1.0
+    assert ap.knn_ == "approximate" and ap.knn_recall_ >= 0.98
+    assert adjusted_rand_score(ex.labels_, ap.labels_) > 0.99
+    assert adjusted_rand_score(y, ap.labels_) > 0.99
+    # auto: exact at this size
+    assert SMIC(6, t=7, random_state=0, scheduler="sync").fit(X).knn_ == "exact"
+
+
+def test_low_recall_warns_and_bad_params_are_named():
+    X, _ = _blobs(3000, seed=3)
+    with pytest.warns(UserWarning, match=r"recall 0\.\d+ .* below 0.9; raise knn_params"):
+        SMIC(6, t=7, random_state=0, scheduler="sync", knn="approximate",
+             knn_params={"M": 2, "ef_construction": 2, "ef_search": 1}).fit(X)
+    with pytest.raises(ValueError, match="'knn_params' parameter of SMIC must be None or a dict with keys"):
+        SMIC(6, knn_params={"nprobe": 4}).fit(X)
+    with pytest.raises(ValueError, match="'knn' parameter of SMIC must be"):
+        SMIC(6, knn="faiss").fit(X)
+
+
+def test_store_input_runs_the_index_on_the_blocks(tmp_path, local_cluster_client):
+    from infoclust_dask import write_dataset
+
+    X, _ = _blobs(4000, seed=4)
+    store = write_dataset(tmp_path / "b.zarr", X, chunks=1000)
+    a = SMIC(6, t=5, random_state=0, scheduler=local_cluster_client, knn="approximate").fit(store)
+    b = SMIC(6, t=5, random_state=0, scheduler="sync", knn="approximate").fit(X)
+    assert a.knn_recall_ >= 0.98
+    assert adjusted_rand_score(np.asarray(engine.compute(a.labels_) if engine.is_lazy(a.labels_) else a.labels_),
+                               b.labels_) > 0.99
