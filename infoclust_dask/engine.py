@@ -468,6 +468,7 @@ def block_pairs(
     split_every: int = 8,
     block_rows: int = 16384,
     min_rows: int = 1,
+    min_blocks: int = 4,
 ):
     """Every row block of ``data`` against every row block, combined per
     query block: ``bp.chunk(query_block, data_block, q_start=, d_start=,
@@ -478,8 +479,9 @@ def block_pairs(
 
     No task holds more than two blocks and one partial result. Blocks are at
     most ``block_rows`` rows (at least ``min_rows``), and there are at least
-    four when the data allow it, so the (block, block) pairs keep every
-    worker busy even for a store with a few large chunks.
+    ``min_blocks`` (default four) when the data allow it, so the (block,
+    block) pairs keep every worker busy even for a store with a few large
+    chunks.
 
     ``outputs`` gives ``(dtype, trailing_shape)`` of each array in the
     combined per-block result (a tuple of per-row arrays). Returns that tuple
@@ -493,7 +495,7 @@ def block_pairs(
     a = as_array(data)
     _check_pass(bp, "reduce", [a])
     lazy = _is_dask(a)
-    rows = max(int(min(block_rows, -(-a.shape[0] // 4))), int(min_rows))
+    rows = max(int(min(block_rows, -(-a.shape[0] // max(int(min_blocks), 1)))), int(min_rows))
     if not lazy:
         a = da.from_array(np.asarray(a, dtype=np.float64), chunks=(rows,) + a.shape[1:])
     elif max(a.chunks[0]) > rows:

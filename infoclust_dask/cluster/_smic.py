@@ -121,7 +121,7 @@ def _neighbour_lists(X, t, scheduler, method="exact", params=None):
     if method == "approximate":
         rows = max(min(-(-n // 2), INDEX_MAX_ROWS), t + 1)
         d2, idx = engine.block_pairs(KNN_HNSW, X, params={"t": t, **(params or {})}, outputs=outputs,
-                                     block_rows=rows, min_rows=t + 1, scheduler=scheduler)
+                                     block_rows=rows, min_rows=t + 1, min_blocks=2, scheduler=scheduler)
     else:
         d2, idx = engine.block_pairs(KNN, X, params={"t": t}, outputs=outputs, min_rows=t + 1, scheduler=scheduler)
     if engine.is_lazy(d2):
