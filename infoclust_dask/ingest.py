@@ -100,17 +100,23 @@ def read_source(src, *, label_column=None, labels=None, encoding="utf-8"):
             raise IngestError(
                 f"Cannot ingest '{path}': use .npy, .npz, .csv, .parquet, a store or a bundled dataset name."
             )
-    names = out.pop("__features__", None)
+    _finish_labels(out, prov, labels, X.shape[0], s)
+    return X, out, prov
+
+
+def _finish_labels(labels, prov, label_file, n, src):
+    """Move the feature names found with the label columns into the
+    provenance, and add the label columns of ``label_file`` (``--labels``)."""
+    names = labels.pop("__features__", None)
     if names is not None:
         prov["feature_names"] = names
-    if labels is not None:
-        side = _read_label_file(labels, X.shape[0])
-        clash = sorted(set(side) & set(out))
+    if label_file is not None:
+        side = _read_label_file(label_file, n)
+        clash = sorted(set(side) & set(labels))
         if clash:
-            raise IngestError(f"--labels '{labels}' gives {clash}, which '{s}' already holds; rename them.")
-        out.update(side)
-        prov["labels"] = str(Path(labels).resolve())
-    return X, out, prov
+            raise IngestError(f"--labels '{label_file}' gives {clash}, which '{src}' already holds; rename them.")
+        labels.update(side)
+        prov["labels"] = str(Path(label_file).resolve())
 
 
 _TABLES = (".csv", ".txt", ".parquet", ".pq")
@@ -352,16 +358,7 @@ def _read_streamed(path, label_column, label_file, encoding, scratch, progress):
         finite = da.from_zarr(zf)
         x = da.from_zarr(z)
         labels = _table_labels(table, encoders)
-        names = labels.pop("__features__", None)
-        if names is not None:
-            prov["feature_names"] = names
-    if label_file is not None:
-        side = _read_label_file(label_file, x.shape[0])
-        clash = sorted(set(side) & set(labels))
-        if clash:
-            raise IngestError(f"--labels '{label_file}' gives {clash}, which '{path}' already holds; rename them.")
-        labels.update(side)
-        prov["labels"] = str(Path(label_file).resolve())
+    _finish_labels(labels, prov, label_file, x.shape[0], path)
     return x, labels, prov, finite
 
 
