@@ -342,9 +342,13 @@ def compute(obj, *, scheduler=None, progress: bool = False):
         for attempt in range(RESCATTER_ATTEMPTS + 1):
             fut = sched.client.compute(obj, optimize_graph=False)
             if progress:
+                import contextlib
+                import sys
+
                 from distributed import progress as dprogress
 
-                dprogress(fut)
+                with contextlib.redirect_stdout(sys.stderr):  # its text bar writes to stdout, which is for results
+                    dprogress(fut)
             try:
                 return fut.result()
             except Exception as exc:
@@ -469,13 +473,15 @@ def block_pairs(
     block_rows: int = 16384,
     min_rows: int = 1,
     min_blocks: int = 4,
+    progress: bool = False,
 ):
     """Every row block of ``data`` against every row block, combined per
     query block: ``bp.chunk(query_block, data_block, q_start=, d_start=,
     **params)`` for all pairs, merged with ``bp.combine`` in a tree. With
     ``bp.prepare``, each data block is first turned into
     ``bp.prepare(data_block, **params)`` (once per block, e.g. a search
-    index) and the pairs receive that instead.
+    index) and the pairs receive that instead. ``progress`` shows a bar of
+    the tasks done (for numpy input, which is computed here).
 
     No task holds more than two blocks and one partial result. Blocks are at
     most ``block_rows`` rows (at least ``min_rows``), and there are at least
@@ -519,7 +525,7 @@ def block_pairs(
     result = tuple(da.concatenate(parts) for parts in per_output)
     if lazy:
         return result
-    return tuple(np.asarray(r) for r in compute(result, scheduler=scheduler))
+    return tuple(np.asarray(r) for r in compute(result, scheduler=scheduler, progress=progress))
 
 
 def _call_pair(bp, xq, xd, q_start, d_start, params):

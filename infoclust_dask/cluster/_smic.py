@@ -102,7 +102,7 @@ INDEX_MAX_ROWS = 2_000_000
 MIN_RECALL = 0.9
 
 
-def _neighbour_lists(X, t, scheduler, method="exact", params=None):
+def _neighbour_lists(X, t, scheduler, method="exact", params=None, progress=False):
     """The ``t`` nearest neighbours of every row (never itself), sorted by
     distance, as numpy ``(dist2, index)`` of shape ``(n, t)`` on the driver.
 
@@ -121,11 +121,13 @@ def _neighbour_lists(X, t, scheduler, method="exact", params=None):
     if method == "approximate":
         rows = max(min(-(-n // 2), INDEX_MAX_ROWS), t + 1)
         d2, idx = engine.block_pairs(KNN_HNSW, X, params={"t": t, **(params or {})}, outputs=outputs,
-                                     block_rows=rows, min_rows=t + 1, min_blocks=2, scheduler=scheduler)
+                                     block_rows=rows, min_rows=t + 1, min_blocks=2, scheduler=scheduler,
+                                     progress=progress)
     else:
-        d2, idx = engine.block_pairs(KNN, X, params={"t": t}, outputs=outputs, min_rows=t + 1, scheduler=scheduler)
+        d2, idx = engine.block_pairs(KNN, X, params={"t": t}, outputs=outputs, min_rows=t + 1, scheduler=scheduler,
+                                     progress=progress)
     if engine.is_lazy(d2):
-        d2, idx = engine.compute((d2, idx), scheduler=scheduler)
+        d2, idx = engine.compute((d2, idx), scheduler=scheduler, progress=progress)
     return np.asarray(d2), np.asarray(idx)
 
 
@@ -341,7 +343,8 @@ class SMIC(XarrayIO, ClusterMixin, BaseEstimator):
         method = self._knn_method(info.n)
         if self.verbose:
             say(f"[SMIC] searching the {ts[-1]} nearest neighbours of {info.n:,} rows ({method})")
-        d2, idx = _neighbour_lists(A, ts[-1], sched, method, {**HNSW_DEFAULTS, **(self.knn_params or {})})
+        d2, idx = _neighbour_lists(A, ts[-1], sched, method, {**HNSW_DEFAULTS, **(self.knn_params or {})},
+                                   progress=self.verbose >= 1)
         timings["knn"] = time.perf_counter() - t0
         self.knn_ = method
         self.knn_recall_ = 1.0
