@@ -528,6 +528,79 @@ def block_pairs(
     return tuple(np.asarray(r) for r in compute(result, scheduler=scheduler, progress=progress))
 
 
+def cross_pairs(bp: Pass, queries, *data, outputs: tuple, params: dict | None = None,
+                query_inputs: dict | None = None, scheduler=None, query_rows: int = 4096, split_every: int = 8,
+                progress: bool = False):
+    """Every block of ``queries`` (rows not in ``data``, e.g. new rows to
+    predict) against every row block of the row-aligned ``data`` arrays, in
+    ONE graph: ``bp.chunk(*data_blocks, start=, xq=query_block,
+    **params, **query_inputs_block)`` for all pairs, combined per query block
+    with ``bp.combine`` in a tree. ``query_inputs`` are arrays with one row
+    per query row (e.g. each new row's neighbour list from a first
+    ``cross_pairs``), handed to the chunk block by block. So the data are
+    read once per call for any number of query rows (query blocks of
+    ``query_rows`` rows bound the chunk's query x block tables).
+
+    ``outputs``: ``(key, dtype, trailing_shape)`` per returned array, ``key``
+    indexing the combined result (a tuple position or a dict name). Returns
+    numpy arrays with one row per query row (computed here).
+    """
+    import dask
+    import dask.array as da
+
+    params = dict(params or {})
+    arrays = [as_array(a) for a in data]
+    _check_pass(bp, "reduce", arrays)
+    q = as_array(queries)
+    n_q = int(q.shape[0])
+    if n_q == 0:
+        return tuple(np.zeros((0,) + tuple(trailing), dtype=dtype) for _, dtype, trailing in outputs)
+    rows = max(1, int(query_rows))
+
+    def q_blocks(a):
+        a = as_array(a)
+        a = a.rechunk({0: rows}) if _is_dask(a) else da.from_array(np.asarray(a), chunks=(rows,) + a.shape[1:])
+        if a.ndim == 2 and len(a.chunks[1]) > 1:
+            a = a.rechunk({1: -1})
+        return a.to_delayed(optimize_graph=False).reshape(-1), a
+
+    qb, qa = q_blocks(q)
+    extra = {k: q_blocks(v) for k, v in (query_inputs or {}).items()}
+    for k, (_, v) in extra.items():
+        if v.shape[0] != n_q:
+            raise ValueError(f"query_inputs[{k!r}] has {v.shape[0]} rows; the queries have {n_q}.")
+    aligned = _align(arrays)
+    lead = aligned[0]
+    starts = _block_starts(lead.chunks[0])
+    block_lists = [None if a is None else a.to_delayed(optimize_graph=False).reshape(-1) for a in aligned]
+    token = _token(bp, params, [qa, *[v for _, v in extra.values()], *aligned], rows, split_every)
+    p = _params_key(bp, params, token)
+    call = dask.delayed(partial(_call_cross, bp, sorted(extra)), pure=True)
+    per_output = [[] for _ in outputs]
+    for qi, qn in enumerate(qa.chunks[0]):
+        qextra = [extra[k][0][qi] for k in sorted(extra)]
+        parts = [call(qb[qi], qextra, int(starts[di]), p, *[None if bl is None else bl[di] for bl in block_lists],
+                      dask_key_name=f"{bp.name}-x-{token}-{qi}-{di}")
+                 for di, size in enumerate(lead.chunks[0]) if size > 0]
+        res = _tree(parts, bp.combine, split_every, delayed=dask.delayed, name=f"{bp.name}-x-combine-{token}-{qi}")
+        for k, (key, dtype, trailing) in enumerate(outputs):
+            part = dask.delayed(_pick, pure=True)(res, key)
+            per_output[k].append(da.from_delayed(part, shape=(qn,) + tuple(trailing), dtype=dtype))
+    result = tuple(da.concatenate(parts) for parts in per_output)
+    return tuple(np.asarray(r) for r in compute(result, scheduler=scheduler, progress=progress))
+
+
+def _pick(result, key):
+    return np.asarray(result[key])
+
+
+def _call_cross(bp, names, xq, qextra, d_start, params, *blocks):
+    kw = {**params, **dict(zip(names, qextra, strict=True)), "xq": xq}
+    if bp.start:
+        return bp.chunk(*blocks, start=d_start, **kw)
+    return bp.chunk(*blocks, **kw)
+
+
 def _call_pair(bp, xq, xd, q_start, d_start, params):
     return bp.chunk(xq, xd, q_start=q_start, d_start=d_start, **params)
 

@@ -423,7 +423,9 @@ class SMIC(XarrayIO, ClusterMixin, BaseEstimator):
         """Unnormalized out-of-sample class-posterior estimates of §2.3 for
         the rows of ``X``: ``pi_y max(0, sum_i K(x', x_i) phi~_yi) /
         (lambda_y max(0, phi~_y)^T 1)`` (with ``K`` normalized like the fit's
-        kernel). Two passes over the training rows per block of new rows."""
+        kernel). Two passes over the training rows for all new rows
+        (:func:`infoclust_dask.engine.cross_pairs`: their neighbours, then the
+        kernel sums), in blocks of ``PREDICT_ROWS`` new rows."""
         if hasattr(self, "t_") and not hasattr(self, "eigenvectors_"):
             raise NotFittedError(
                 "This SMIC was loaded from model.json, which records the fit (t_, lsmi_, eigenvalues_) but not the "
@@ -437,19 +439,19 @@ class SMIC(XarrayIO, ClusterMixin, BaseEstimator):
         if self.kernel_normalization == "symmetric":
             phi = phi / np.sqrt(self.degree_)[:, None]
         denom = self.eigenvalues_ * np.maximum(self.eigenvectors_, 0.0).sum(axis=0)
-        out = []
-        for start in range(0, A.shape[0], PREDICT_ROWS):
-            q = A[start:start + PREDICT_ROWS]
-            q = np.asarray(engine.compute(q, scheduler=sched) if engine.is_lazy(q) else q, dtype=np.float64)
-            d2q, nbr = engine.map_reduce(KNN_QUERY, self.X_fit_, params={"xq": q, "t": t}, scheduler=sched)
-            sums = engine.map_reduce(SMIC_OOS, self.X_fit_, phi, self.local_scales_,
-                                     params={"xq": q, "sigma_q": np.sqrt(d2q[:, t - 1]), "nbr": nbr},
-                                     scheduler=sched)
-            raw = self.class_prior_ * np.maximum(sums["kphi"], 0.0) / denom
-            if self.kernel_normalization == "symmetric":
-                raw = raw / np.sqrt(1.0 + sums["ksum"])[:, None]
-            out.append(raw)
-        return np.vstack(out) if out else np.zeros((0, self.n_clusters))
+        c = self.n_clusters
+        # two passes over the training rows for any number of new rows: their neighbours, then the sums
+        d2q, nbr = engine.cross_pairs(KNN_QUERY, A, self.X_fit_, params={"t": t}, scheduler=sched,
+                                      query_rows=PREDICT_ROWS,
+                                      outputs=((0, np.float64, (t,)), (1, np.int64, (t,))))
+        kphi, ksum = engine.cross_pairs(SMIC_OOS, A, self.X_fit_, phi, self.local_scales_, scheduler=sched,
+                                        query_inputs={"sigma_q": np.sqrt(d2q[:, t - 1]), "nbr": nbr},
+                                        query_rows=PREDICT_ROWS,
+                                        outputs=(("kphi", np.float64, (c,)), ("ksum", np.float64, ())))
+        raw = self.class_prior_ * np.maximum(kphi, 0.0) / denom
+        if self.kernel_normalization == "symmetric":
+            raw = raw / np.sqrt(1.0 + ksum)[:, None]
+        return raw
 
     def predict(self, X):
         """Clusters of new rows by the out-of-sample rule of §2.3.
@@ -458,8 +460,8 @@ class SMIC(XarrayIO, ClusterMixin, BaseEstimator):
         ``t`` nearest training rows, and the training rows it is closer to
         than their own ``t``-th neighbour. Rows linked to no training row
         with positive weight get the cluster of the largest prior (ties:
-        the first). Cost: two passes over the training data per
-        ``PREDICT_ROWS`` new rows. For the training rows themselves use
+        the first). Cost: two passes over the training data for any number
+        of new rows (in one graph each). For the training rows themselves use
         ``labels_`` (the in-sample rule); ``predict`` treats its input as new
         points.
         """

@@ -94,3 +94,39 @@ def test_store_input_runs_the_index_on_the_blocks(tmp_path, local_cluster_client
     assert a.knn_recall_ >= 0.98
     assert adjusted_rand_score(np.asarray(engine.compute(a.labels_) if engine.is_lazy(a.labels_) else a.labels_),
                                b.labels_) > 0.99
+
+
+@pytest.mark.parametrize("normalization", ["none", "symmetric"])
+def test_predict_in_two_passes_equals_the_blockwise_rule(normalization, monkeypatch):
+    """predict for 10 000 new rows (three query blocks) equals the earlier
+    implementation - neighbours and kernel sums for 4096 new rows at a time,
+    two passes each - to 1e-10, and reads the training data twice in all."""
+    from infoclust_dask.kernels.knn import KNN_QUERY
+    from infoclust_dask.kernels.smic import SMIC_OOS
+
+    X, _ = _blobs(3000, seed=5)
+    new = np.random.default_rng(1).normal(size=(10_000, 8)) * 3
+    m = SMIC(6, t=6, random_state=0, scheduler="sync", kernel_normalization=normalization).fit(X)
+    computes = []
+    real = engine.compute
+    monkeypatch.setattr(engine, "compute",
+                        lambda obj, **k: (computes.append(1) if isinstance(obj, tuple) else None) or real(obj, **k))
+    got = m.predict_proba(new)
+    assert len(computes) == 2
+    monkeypatch.setattr(engine, "compute", real)
+    t, phi = m.t_, m.eigenvectors_
+    if normalization == "symmetric":
+        phi = phi / np.sqrt(m.degree_)[:, None]
+    denom = m.eigenvalues_ * np.maximum(m.eigenvectors_, 0.0).sum(axis=0)
+    ref = []
+    for a in range(0, len(new), 4096):
+        q = new[a:a + 4096]
+        d2q, nbr = engine.map_reduce(KNN_QUERY, X, params={"xq": q, "t": t}, scheduler="sync")
+        sums = engine.map_reduce(SMIC_OOS, X, phi, m.local_scales_,
+                                 params={"xq": q, "sigma_q": np.sqrt(d2q[:, t - 1]), "nbr": nbr}, scheduler="sync")
+        raw = m.class_prior_ * np.maximum(sums["kphi"], 0.0) / denom
+        if normalization == "symmetric":
+            raw = raw / np.sqrt(1.0 + sums["ksum"])[:, None]
+        tot = raw.sum(axis=1, keepdims=True)
+        ref.append(np.where(tot > 0, raw / np.where(tot > 0, tot, 1.0), m.class_prior_))
+    np.testing.assert_allclose(got, np.vstack(ref), rtol=1e-10, atol=1e-12)
