@@ -24,9 +24,11 @@ __all__ = ["read_source", "ingest", "IngestError"]
 
 
 def _encode(values):
-    """Class strings -> (codes 0..C-1, sorted class names)."""
-    names, codes = np.unique(np.asarray(values).astype(str), return_inverse=True)
-    return codes.astype(np.int64), [str(c) for c in names]
+    """Class strings -> (codes 0..C-1, sorted class names): the block-wise
+    encoder of the streaming readers, given everything at once."""
+    enc = _readers.LabelEncoder()
+    enc.add(values)
+    return enc.finish()
 
 
 def _label_name(header, index, k):

@@ -42,13 +42,19 @@ def knn_block(xq, xd, *, q_start=None, d_start=0, t):
         return knn_top(np.zeros((nq, 0)), np.zeros((nq, 0), dtype=np.int64), t)
     ind = NearestNeighbors(n_neighbors=k, algorithm="auto").fit(xd).kneighbors(xq, return_distance=False)
     if self_query:
-        own = np.arange(nq) + (q_start - d_start)
-        drop = ind == own[:, None]
-        drop[~drop.any(axis=1), -1] = True
-        ind = ind[~drop].reshape(nq, k - 1)
+        ind = _without_own(ind, np.arange(nq) + (q_start - d_start))
     diff = xq[:, None, :] - xd[ind]
     d2 = np.einsum("ijk,ijk->ij", diff, diff)
     return knn_top(d2, ind.astype(np.int64) + d_start, t)
+
+
+def _without_own(ind, own):
+    """Candidate lists ``ind`` (rows, k) asked one wider than needed, without
+    each row's own index ``own`` (local to the data block); a row whose own
+    index is not among its candidates loses its farthest one instead."""
+    drop = ind == own[:, None]
+    drop[~drop.any(axis=1), -1] = True
+    return ind[~drop].reshape(ind.shape[0], ind.shape[1] - 1)
 
 
 def knn_top(d2, idx, t):
@@ -135,10 +141,7 @@ def hnsw_block(xq, prepared, *, q_start=None, d_start=0, t, M=None, ef_construct
         _, ind = index.search(np.ascontiguousarray(q, dtype=np.float32), k)
         ind = ind.astype(np.int64)
         if self_query:
-            own = np.arange(a, a + q.shape[0])
-            drop = ind == own[:, None]
-            drop[~drop.any(axis=1), -1] = True
-            ind = ind[~drop].reshape(q.shape[0], k - 1)
+            ind = _without_own(ind, np.arange(a, a + q.shape[0]))
         valid = ind >= 0
         safe = np.where(valid, ind, 0)
         diff = q[:, None, :] - xd[safe]
