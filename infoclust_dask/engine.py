@@ -40,6 +40,8 @@ __all__ = [
     "map_blocks",
     "fold_blocks",
     "block_pairs",
+    "exchange",
+    "RowBlocks",
     "generate",
     "build_reduction",
     "n_blocks",
@@ -49,6 +51,7 @@ __all__ = [
     "close_local_client",
     "Scheduler",
     "persist",
+    "persist_all",
     "prepare",
     "compute",
     "n_rows",
@@ -609,6 +612,121 @@ def _call_prepare(bp, xd, params):
     return bp.prepare(xd, **params)
 
 
+class RowBlocks:
+    """One object per row block (e.g. the rows of a sparse matrix), made by
+    :func:`exchange` and kept where it was made: in the workers' memory on a
+    ``distributed`` scheduler (futures), in this process otherwise.
+    :meth:`apply` runs a function on every block with one shared argument
+    (e.g. the vector of a matrix-vector product: sent to each worker once
+    per call) and returns the per-block results in row order. Call
+    :meth:`release` (or drop the object) to free the blocks."""
+
+    def __init__(self, sched, blocks, starts, sizes, name):
+        self.sched, self.blocks, self.name = sched, blocks, name
+        self.starts, self.sizes = list(starts), list(sizes)
+        self.calls = 0
+
+    @property
+    def n_rows(self) -> int:
+        return int(sum(self.sizes))
+
+    def apply(self, func, shared=None):
+        """``[func(block, shared) for block in blocks]``, where the blocks are."""
+        self.calls += 1
+        if self.blocks is None:
+            raise RuntimeError(f"{self.name}: the row blocks were released.")
+        if self.sched.kind != "distributed":
+            return [func(b, shared) for b in self.blocks]
+        client = self.sched.client
+        arg = client.scatter(shared, broadcast=True, hash=False) if isinstance(shared, np.ndarray) else shared
+        futs = [client.submit(func, b, arg, key=f"{self.name}-apply-{self.calls}-{i}", pure=False)
+                for i, b in enumerate(self.blocks)]
+        try:
+            return client.gather(futs)
+        finally:
+            for f in futs:
+                f.release()
+            if arg is not shared:
+                arg.release()
+
+    def release(self):
+        if self.blocks is not None and self.sched.kind == "distributed":
+            for f in self.blocks:
+                f.release()
+        self.blocks = None
+
+
+def _exchange_split(split, params, shared, bounds, start, *blocks):
+    return split(*blocks, start=start, bounds=bounds, **params, **shared)
+
+
+def _exchange_join(join, params, shared, n, start, incoming, *blocks):
+    return join(*blocks, list(incoming), start=start, n=n, **params, **shared)
+
+
+def exchange(split, join, *arrays, params=None, shared=None, block_rows=None, scheduler=None, name="exchange",
+             progress=False):
+    """An all-to-all exchange between the row blocks of the row-aligned
+    ``arrays`` (e.g. transposing a sparse matrix held as row blocks), with
+    the results kept where they are made (:class:`RowBlocks`).
+
+    Source block ``s`` makes one piece per destination block:
+    ``split(*blocks_s, start=, bounds=, **params, **shared)`` returns a list
+    of ``B`` pieces (``bounds``: the ``B + 1`` row offsets of the blocks).
+    Destination block ``b`` then receives piece ``b`` of every source:
+    ``join(*blocks_b, [piece from each source], start=, n=, **params,
+    **shared)`` makes the block's object. ``shared`` are arrays every task
+    reads (e.g. one number per row of the whole data): sent to each worker
+    once. ``block_rows`` rechunks the rows first (default: the arrays'
+    chunks, or about 64 MB blocks for numpy input). No task holds more than
+    one block's data and its pieces."""
+    import dask
+    from dask.base import tokenize
+
+    params = dict(params or {})
+    sched = resolve_scheduler(scheduler)
+    arrays = [as_array(a) for a in arrays]
+    if any(_is_dask(a) for a in arrays):
+        aligned = _align(arrays)
+        if block_rows is not None:
+            aligned = [a.rechunk({0: int(block_rows)}) for a in aligned]
+    else:
+        _same_rows(arrays)
+        rows = int(block_rows or _auto_rows(arrays[0]))
+        aligned = [persist(a, scheduler=sched, chunk_rows=rows) for a in arrays]
+    aligned = [a.rechunk({1: -1}) if a.ndim == 2 and len(a.chunks[1]) > 1 else a for a in aligned]
+    sizes = list(aligned[0].chunks[0])
+    bounds = _block_starts(sizes)
+    starts = bounds[:-1]
+    n = int(bounds[-1])
+    token = tokenize(split, join, params, {k: tokenize(v) for k, v in (shared or {}).items()}, *aligned)
+    if sched.kind == "distributed" and shared:
+        shared = {k: sched.client.scatter(np.asarray(v), broadcast=True, hash=False) for k, v in shared.items()}
+    shared = dict(shared or {})
+    block_lists = [a.to_delayed(optimize_graph=False).reshape(-1) for a in aligned]
+    sp = dask.delayed(partial(_exchange_split, split, params), pure=True)
+    jn = dask.delayed(partial(_exchange_join, join, params), pure=True)
+    splits = [sp(shared, [int(b) for b in bounds], int(starts[i]), *[bl[i] for bl in block_lists],
+                 dask_key_name=f"{name}-split-{token}-{i}") for i in range(len(sizes))]
+    joins = [jn(shared, n, int(starts[b]), [splits[s][b] for s in range(len(sizes))],
+                *[bl[b] for bl in block_lists], dask_key_name=f"{name}-join-{token}-{b}")
+             for b in range(len(sizes))]
+    if sched.kind == "distributed":
+        blocks = sched.client.compute(joins, optimize_graph=False)
+        if progress:
+            import contextlib
+            import sys
+
+            from distributed import progress as dprogress
+
+            with contextlib.redirect_stdout(sys.stderr):
+                dprogress(blocks)
+        _wait_futures(sched.client, blocks)
+    else:
+        blocks = list(compute(joins, scheduler=sched, progress=progress))
+    return RowBlocks(sched, blocks, starts, sizes, name)
+
+
 def generate(func, n_rows: int, *, block_rows: int, outputs: tuple, block_params, name: str):
     """Lazy arrays of ``n_rows`` rows made block by block where they are
     computed (synthetic data sets): ``func(start, stop, **block_params(start,
@@ -760,6 +878,49 @@ def persist(data, *, scheduler=None, chunk_rows: int | None = None):
         for f, sl in zip(futures, slices, strict=True)
     ]
     return da.concatenate(pieces, axis=0)
+
+
+def persist_all(arrays, *, scheduler=None, progress: bool = False):
+    """Persist several lazy arrays of one graph together (their shared tasks
+    run once), in the workers' memory or, for local schedulers, this
+    process'. ``progress`` shows a bar of the tasks done."""
+    import dask
+
+    sched = resolve_scheduler(scheduler)
+    arrays = tuple(arrays)
+    if sched.kind != "distributed":
+        if progress:
+            import sys
+
+            from dask.diagnostics import ProgressBar
+
+            with ProgressBar(out=sys.stderr):
+                return dask.persist(*arrays, scheduler="sync" if sched.kind == "sync" else "threads",
+                                    optimize_graph=False)
+        return dask.persist(*arrays, scheduler="sync" if sched.kind == "sync" else "threads", optimize_graph=False)
+    out = sched.client.persist(list(arrays), optimize_graph=False)
+    from distributed import futures_of
+
+    if progress:
+        import contextlib
+        import sys
+
+        from distributed import progress as dprogress
+
+        with contextlib.redirect_stdout(sys.stderr):
+            dprogress(out)
+    _wait_futures(sched.client, futures_of(out))
+    return tuple(out)
+
+
+def _wait_futures(client, futures):
+    """Wait until every future is done (their data stay where they are);
+    raise the first error."""
+    from distributed import as_completed
+
+    for f in as_completed(list(futures), loop=client.loop):
+        if f.status == "error":
+            f.result()
 
 
 def _take_block(x, keep):

@@ -40,7 +40,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .. import engine, metrics
 from ..kernels.knn import HNSW_DEFAULTS, KNN, KNN_HNSW, KNN_QUERY, have_faiss
-from ..kernels.smic import SMIC_OOS
+from ..kernels.smic import SMIC_OOS, kernel_row_block, kernel_row_sums, kernel_transpose_pieces, sparse_matmat
 from .._progress import Steps, say
 from .._validation import (
     SAMPLE_DIM,
@@ -58,9 +58,10 @@ from .._validation import (
 )
 from ..objectives.smic import (
     NORMALIZATIONS,
-    assignment_scores,
+    assign,
     check_prior,
     kernel_matrix,
+    operator_eigenvectors,
     orient,
     top_eigenvectors,
 )
@@ -100,11 +101,17 @@ EXACT_KNN_MAX_ROWS = 50_000
 INDEX_MAX_ROWS = 2_000_000
 #: ``knn_recall_`` below this gives a warning
 MIN_RECALL = 0.9
+#: up to this many rows the kernel is assembled and solved in this process; above, its row blocks stay on
+#: the workers and the eigensolver's products are map-reduce passes
+DRIVER_KERNEL_MAX_ROWS = 200_000
+#: rows per kernel row block on the workers (at least 8 blocks)
+KERNEL_BLOCK_ROWS = 1 << 20
 
 
-def _neighbour_lists(X, t, scheduler, method="exact", params=None, progress=False):
+def _neighbour_lists(X, t, scheduler, method="exact", params=None, progress=False, keep=False):
     """The ``t`` nearest neighbours of every row (never itself), sorted by
-    distance, as numpy ``(dist2, index)`` of shape ``(n, t)`` on the driver.
+    distance, as numpy ``(dist2, index)`` of shape ``(n, t)`` on the driver
+    (``keep=True``: dask arrays persisted on the workers for dask input).
 
     ``method="exact"``: every row block against every row block on the
     workers (:data:`~infoclust_dask.kernels.knn.KNN`), O(n^2 d), no task
@@ -127,6 +134,8 @@ def _neighbour_lists(X, t, scheduler, method="exact", params=None, progress=Fals
         d2, idx = engine.block_pairs(KNN, X, params={"t": t}, outputs=outputs, min_rows=t + 1, scheduler=scheduler,
                                      progress=progress)
     if engine.is_lazy(d2):
+        if keep:
+            return engine.persist_all((d2, idx), scheduler=scheduler, progress=progress)
         d2, idx = engine.compute((d2, idx), scheduler=scheduler, progress=progress)
     return np.asarray(d2), np.asarray(idx)
 
@@ -141,6 +150,8 @@ def knn_recall(X, idx, *, n_queries=2000, random_state=0, scheduler=None):
     xq = np.asarray(engine.compute(X[rows], scheduler=scheduler) if engine.is_lazy(X) else np.asarray(X)[rows],
                     dtype=np.float64)
     _, true = engine.map_reduce(KNN_QUERY, X, params={"xq": xq, "t": t + 1}, scheduler=scheduler)
+    if engine.is_lazy(idx):
+        idx = dict(zip(rows.tolist(), np.asarray(engine.compute(idx[rows], scheduler=scheduler)), strict=True))
     hits = 0
     for r, row in enumerate(rows):
         exact = [j for j in true[r] if j != row][:t]
@@ -343,8 +354,9 @@ class SMIC(XarrayIO, ClusterMixin, BaseEstimator):
         method = self._knn_method(info.n)
         if self.verbose:
             say(f"[SMIC] searching the {ts[-1]} nearest neighbours of {info.n:,} rows ({method})")
+        on_workers = info.n > DRIVER_KERNEL_MAX_ROWS
         d2, idx = _neighbour_lists(A, ts[-1], sched, method, {**HNSW_DEFAULTS, **(self.knn_params or {})},
-                                   progress=self.verbose >= 1)
+                                   progress=self.verbose >= 1, keep=on_workers)
         timings["knn"] = time.perf_counter() - t0
         self.knn_ = method
         self.knn_recall_ = 1.0
@@ -364,7 +376,7 @@ class SMIC(XarrayIO, ClusterMixin, BaseEstimator):
         fits = {}  # t -> (labels, eigenvalues); the eigenvectors of the chosen t are solved again below
         with Steps(self, len(ts), "SMIC: kernel + eigenvectors per t", unit="t") as bar:
             for t in ts:
-                solution = self._solve(d2, idx, t, prior, seed, timings)
+                solution = self._solve(d2, idx, t, prior, seed, timings, sched, on_workers)
                 fits[t] = solution[:2]
                 bar.update(1, t=t)
 
@@ -383,7 +395,8 @@ class SMIC(XarrayIO, ClusterMixin, BaseEstimator):
                       f"{np.array2string(fits[t][1], precision=4)}, cluster sizes {sizes.tolist()}")
         best = max(ts, key=lambda t: (self.lsmi_[t], -t))
         if best != ts[-1]:  # keeping every candidate's n x c eigenvectors would cost len(ts) times the memory
-            solution = self._solve(d2, idx, best, prior, seed, timings)
+            solution = self._solve(d2, idx, best, prior, seed, timings, sched, on_workers)
+        del d2, idx
         self.labels_, self.eigenvalues_, self.eigenvectors_, self.local_scales_, self.degree_ = solution
         self.t_ = best
         self.class_prior_ = prior
@@ -392,27 +405,65 @@ class SMIC(XarrayIO, ClusterMixin, BaseEstimator):
         self.timings_ = timings
         return self
 
-    def _solve(self, d2, idx, t, prior, seed, timings):
+    def _solve(self, d2, idx, t, prior, seed, timings, sched=None, on_workers=False):
         """Kernel (7) at ``t``, its top-c eigenvectors, the sign rule and the
         in-sample assignment; adds the stage times to ``timings``. The
         solution is deterministic (dense ``eigh``, or ``eigsh`` from a start
         vector drawn from ``seed``), so solving a candidate twice gives the
-        same labels. Returns ``(labels, eigenvalues, oriented eigenvectors,
+        same labels. ``on_workers``: the kernel's row blocks are made and kept
+        on the workers and ``eigsh`` runs on a ``LinearOperator`` whose
+        products are map-reduce passes (this process holds ``O(n c)``
+        numbers). Returns ``(labels, eigenvalues, oriented eigenvectors,
         local scales, degrees)``."""
         t0 = time.perf_counter()
-        K, sigma, degree = kernel_matrix(d2, idx, t, normalization=self.kernel_normalization)
-        t1 = time.perf_counter()
-        lam, V = top_eigenvectors(K, self.n_clusters, random_state=seed)
-        del K
+        if on_workers:
+            lam, V, sigma, degree, t1 = self._eigen_on_workers(d2, idx, t, seed, sched)
+        else:
+            K, sigma, degree = kernel_matrix(d2, idx, t, normalization=self.kernel_normalization)
+            t1 = time.perf_counter()
+            lam, V = top_eigenvectors(K, self.n_clusters, random_state=seed)
+            del K
         t2 = time.perf_counter()
-        Vt = orient(V)
-        labels = np.argmax(assignment_scores(Vt, prior), axis=1)
+        Vt = orient(V, copy=False)
+        labels = assign(Vt, prior)
         timings["kernel"] += t1 - t0
         timings["eigen"] += t2 - t1
         timings["assign"] += time.perf_counter() - t2
         if self.verbose > 1:
             say(f"[SMIC] t={t}: kernel {t1 - t0:.1f} s, eigensolver {t2 - t1:.1f} s")
         return labels, lam, Vt, sigma, degree
+
+    def _eigen_on_workers(self, d2, idx, t, seed, sched):
+        """Kernel row blocks made where the neighbour lists are (an
+        all-to-all exchange transposes the directed kernel:
+        :func:`infoclust_dask.engine.exchange`), then ``eigsh`` on their
+        products. Returns ``(eigenvalues, eigenvectors, local scales,
+        degrees, time the kernel was ready)``."""
+        n = int(d2.shape[0])
+        sigma = np.sqrt(np.asarray(engine.compute(d2[:, t - 1], scheduler=sched) if engine.is_lazy(d2)
+                                   else d2[:, t - 1], dtype=np.float64))
+        rows = max(min(KERNEL_BLOCK_ROWS, -(-n // 8)), 1)
+        K = engine.exchange(kernel_transpose_pieces, kernel_row_block, d2, idx, params={"t": t},
+                            shared={"sigma": sigma}, block_rows=rows, scheduler=sched, name="smic-kernel",
+                            progress=self.verbose >= 1)
+        try:
+            degree = np.concatenate(K.apply(kernel_row_sums))
+            t1 = time.perf_counter()
+            scale = 1.0 / np.sqrt(degree) if self.kernel_normalization == "symmetric" else None
+
+            def matvec(v):
+                if scale is not None:
+                    return scale * np.concatenate(K.apply(sparse_matmat, scale * v))
+                return np.concatenate(K.apply(sparse_matmat, v))
+
+            with Steps(self, None, f"SMIC t={t}: eigensolver products", unit="product") as bar:
+                lam, V = operator_eigenvectors(matvec, n, self.n_clusters, random_state=seed,
+                                               callback=lambda: bar.update(1))
+            if self.verbose > 1:
+                say(f"[SMIC] t={t}: {K.calls - 1} kernel products on {len(K.sizes)} row blocks")
+        finally:
+            K.release()
+        return lam, V, sigma, degree, t1
 
     def fit_predict(self, X, y=None):
         """Fit and return ``labels_`` (the in-sample assignment rule)."""

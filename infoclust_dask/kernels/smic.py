@@ -12,7 +12,8 @@ import numpy as np
 from ._common import Pass, in_sub_blocks, sq_distances
 from .stats import hashed_fold_ids
 
-__all__ = ["local_scaling_values", "smic_oos_stats", "SMIC_OOS", "gaussian_basis", "lsmi_stats", "LSMI",
+__all__ = ["local_scaling_values", "directed_kernel_entries", "kernel_transpose_pieces", "kernel_row_block",
+           "kernel_row_sums", "sparse_matmat", "smic_oos_stats", "SMIC_OOS", "gaussian_basis", "lsmi_stats", "LSMI",
            "LSMI_TINY"]
 
 
@@ -27,6 +28,75 @@ def local_scaling_values(d2, sigma_a, sigma_b):
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = np.where(d2 <= 0.0, 0.0, d2 / denom)
     return np.exp(-ratio)
+
+
+def directed_kernel_entries(d2, idx, *, start, t, sigma):
+    """The directed entries of kernel (7) for the rows ``start ..`` of one
+    block: row ``i`` links to its ``t`` nearest other rows ``idx[i, :t]``
+    with value ``exp(-d2 / (2 sigma_i sigma_j))``. ``sigma`` holds the local
+    scales of ALL rows (the columns are global). Returns ``(rows local to the
+    block, global columns, values)``; padded entries (index ``-1``, found by
+    an approximate search that returned fewer than ``t``) are dropped."""
+    d2 = np.asarray(d2, dtype=np.float64)[:, :t]
+    cols = np.asarray(idx)[:, :t].ravel()
+    rows = np.repeat(np.arange(d2.shape[0], dtype=np.int64), t)
+    ok = cols >= 0
+    rows, cols, d2 = rows[ok], cols[ok].astype(np.int64, copy=False), d2.ravel()[ok]
+    sigma = np.asarray(sigma, dtype=np.float64)
+    return rows, cols, local_scaling_values(d2, sigma[start + rows], sigma[cols])
+
+
+def kernel_transpose_pieces(d2, idx, *, start, t, sigma, bounds):
+    """This block's directed entries (:func:`directed_kernel_entries`)
+    transposed and split by the row block of their column: piece ``b`` holds
+    ``(row local to block b, global column = this block's row, value)`` for
+    the rows ``bounds[b] .. bounds[b + 1]``. Indices are int32 when they fit
+    (the pieces travel between workers)."""
+    rows, cols, vals = directed_kernel_entries(d2, idx, start=start, t=t, sigma=sigma)
+    bounds = np.asarray(bounds, dtype=np.int64)
+    itype = np.int32 if bounds[-1] < 2**31 else np.int64
+    dest = np.searchsorted(bounds, cols, side="right") - 1
+    order = np.argsort(dest, kind="stable")
+    cuts = np.searchsorted(dest[order], np.arange(len(bounds)))
+    pieces = []
+    for b in range(len(bounds) - 1):
+        sel = order[cuts[b]:cuts[b + 1]]
+        pieces.append(((cols[sel] - bounds[b]).astype(itype), (rows[sel] + start).astype(itype), vals[sel]))
+    return pieces
+
+
+def kernel_row_block(d2, idx, incoming, *, start, t, sigma, n):
+    """Rows ``start .. start + len(d2)`` of the symmetric kernel (7): the
+    elementwise maximum of the directed kernel and its transpose (the "or"
+    rule), ``K_ii = 1``, exact zeros removed - the rows of what
+    :func:`infoclust_dask.objectives.smic.kernel_matrix` assembles.
+    ``incoming`` are the pieces (:func:`kernel_transpose_pieces`) every
+    block sent to this one. Returns a ``scipy.sparse.csr_matrix`` of shape
+    ``(rows, n)``."""
+    import scipy.sparse as sp
+
+    m = np.asarray(d2).shape[0]
+    rows, cols, vals = directed_kernel_entries(d2, idx, start=start, t=t, sigma=sigma)
+    A = sp.csr_matrix((vals, (rows, cols)), shape=(m, n))
+    if incoming:
+        tr = sp.csr_matrix((np.concatenate([p[2] for p in incoming]),
+                            (np.concatenate([p[0] for p in incoming]).astype(np.int64),
+                             np.concatenate([p[1] for p in incoming]).astype(np.int64))), shape=(m, n))
+        A = A.maximum(tr)
+    eye = sp.csr_matrix((np.ones(m), (np.arange(m), start + np.arange(m))), shape=(m, n))
+    K = A.maximum(eye).tocsr()  # values are <= 1: the maximum with the identity sets the diagonal to 1
+    K.eliminate_zeros()
+    return K
+
+
+def kernel_row_sums(K, _=None):
+    """Row sums of one row block of the kernel (the degrees ``D``)."""
+    return np.asarray(K.sum(axis=1), dtype=np.float64).ravel()
+
+
+def sparse_matmat(K, V):
+    """``K @ V`` of one row block (dense float64 result)."""
+    return np.asarray(K @ np.asarray(V, dtype=np.float64))
 
 
 def smic_oos_stats(xd, phi, sigma, *, start=0, xq, sigma_q, nbr):

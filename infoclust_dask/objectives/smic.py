@@ -37,15 +37,17 @@ import scipy.linalg
 import scipy.sparse as sp
 from scipy.sparse.linalg import eigsh
 
-from ..kernels.smic import local_scaling_values
+from ..kernels.smic import directed_kernel_entries
 
 __all__ = [
     "NORMALIZATIONS",
+    "assign",
     "ROUNDOFF",
     "assignment_scores",
     "check_prior",
     "kernel_matrix",
     "orient",
+    "operator_eigenvectors",
     "top_eigenvectors",
 ]
 
@@ -88,9 +90,7 @@ def kernel_matrix(d2, idx, t, *, normalization="none"):
     if not 1 <= t <= d2.shape[1]:
         raise ValueError(f"t={t} needs at least t neighbours per sample; the lists have {d2.shape[1]}.")
     sigma = np.sqrt(d2[:, t - 1])
-    rows = np.repeat(np.arange(n), t)
-    cols = idx[:, :t].ravel()
-    vals = local_scaling_values(d2[:, :t].ravel(), sigma[rows], sigma[cols])
+    rows, cols, vals = directed_kernel_entries(d2, idx, start=0, t=t, sigma=sigma)
     A = sp.csr_matrix((vals, (rows, cols)), shape=(n, n))
     K = A.maximum(A.T).tolil()
     K.setdiag(1.0)
@@ -126,19 +126,55 @@ def top_eigenvectors(K, c, *, tol=1e-12, random_state=0):
         w, V = w[n - c:], V[:, n - c:]
     else:
         v0 = np.random.default_rng(random_state).uniform(0.5, 1.5, size=n)
-        w, V = eigsh(K, k=c, which="LA", tol=tol, v0=v0, ncv=min(n, max(2 * c + 1, 32)), maxiter=100 * n)
+        w, V = eigsh(K, k=c, which="LA", tol=tol, v0=v0, ncv=eigsh_ncv(n, c), maxiter=100 * n)
     order = np.argsort(-w, kind="stable")
     return w[order], V[:, order]
 
 
-def orient(V, *, roundoff=ROUNDOFF):
-    """The sign rule of §2.3 after zeroing round-off entries (module notes)."""
-    V = np.array(V, dtype=np.float64, copy=True)
-    big = np.abs(V).max(axis=0)
-    V[np.abs(V) < roundoff * big[None, :]] = 0.0
-    s = np.sign(V.sum(axis=0))
-    s[s == 0] = 1.0
-    return V * s[None, :]
+def eigsh_ncv(n, c):
+    """ARPACK's number of Lanczos vectors: ``max(2c + 1, 32)`` (at most n)."""
+    return min(n, max(2 * c + 1, 32))
+
+
+def operator_eigenvectors(matvec, n, c, *, tol=1e-12, random_state=0, ncv=None, callback=None):
+    """:func:`top_eigenvectors` of a symmetric ``n x n`` matrix known only
+    through ``matvec(v) -> K v`` (e.g. a map-reduce pass over kernel row
+    blocks kept on the workers): ARPACK's ``eigsh`` on a
+    ``scipy.sparse.linalg.LinearOperator`` with the same tolerance, start
+    vector and (default) Lanczos basis as :func:`top_eigenvectors`, so both
+    give the same eigenpairs. This process holds the ``ncv`` Lanczos vectors
+    and the ``c`` eigenvectors: ``O(n (ncv + c))`` numbers, never the
+    matrix. ``callback()`` runs after every product (progress)."""
+    from scipy.sparse.linalg import LinearOperator
+
+    if not 1 <= c < n - 1:
+        raise ValueError(f"Cannot take {c} eigenvectors of a {n} x {n} kernel through products "
+                         "(needs c < n - 1).")
+
+    def mv(v):
+        out = np.asarray(matvec(np.asarray(v, dtype=np.float64).ravel()), dtype=np.float64).reshape(-1)
+        if callback is not None:
+            callback()
+        return out
+
+    op = LinearOperator((n, n), matvec=mv, dtype=np.float64)
+    v0 = np.random.default_rng(random_state).uniform(0.5, 1.5, size=n)
+    w, V = eigsh(op, k=c, which="LA", tol=tol, v0=v0, ncv=ncv or eigsh_ncv(n, c), maxiter=100 * n)
+    order = np.argsort(-w, kind="stable")
+    return w[order], V[:, order]
+
+
+def orient(V, *, roundoff=ROUNDOFF, copy=True):
+    """The sign rule of §2.3 after zeroing round-off entries (module notes).
+    Column by column (``copy=False``: in place), so an ``n x c`` matrix
+    needs no ``n x c`` temporaries."""
+    V = np.array(V, dtype=np.float64, copy=True) if copy else np.asarray(V, dtype=np.float64)
+    for y in range(V.shape[1]):
+        col = V[:, y]
+        col[np.abs(col) < roundoff * np.abs(col).max()] = 0.0
+        if col.sum() < 0:
+            np.negative(col, out=col)
+    return V
 
 
 def check_prior(prior, c):
@@ -161,3 +197,14 @@ def assignment_scores(Vt, prior):
     per row; the cluster of sample ``i`` is the argmax of row ``i``."""
     P = np.maximum(Vt, 0.0)
     return P * (prior / P.sum(axis=0))[None, :]
+
+
+def assign(Vt, prior, *, rows=1 << 16):
+    """The in-sample clusters of §2.3: the argmax per row of
+    :func:`assignment_scores`, computed ``rows`` rows at a time (no
+    ``n x c`` temporary)."""
+    scale = prior / np.array([np.maximum(Vt[:, y], 0.0).sum() for y in range(Vt.shape[1])])
+    out = np.empty(Vt.shape[0], dtype=np.int64)
+    for a in range(0, Vt.shape[0], rows):
+        out[a:a + rows] = np.argmax(np.maximum(Vt[a:a + rows], 0.0) * scale[None, :], axis=1)
+    return out

@@ -1,0 +1,129 @@
+"""SMIC's kernel kept on the workers as row blocks and its eigensolver on
+products (issue 16) against independent references: the row blocks made by
+the all-to-all exchange equal the kernel assembled in one process; the
+LinearOperator eigensolver equals ``eigsh`` and dense ``eigh`` on the
+assembled matrix; SMIC fitted either way gives the same clustering."""
+
+import numpy as np
+import pytest
+import scipy.linalg
+import scipy.sparse as sp
+from scipy.sparse.linalg import eigsh
+from sklearn.datasets import make_blobs
+
+from infoclust_dask import SMIC, engine
+from infoclust_dask.cluster import _smic
+from infoclust_dask.cluster._smic import _neighbour_lists
+from infoclust_dask.kernels.smic import kernel_row_block, kernel_row_sums, kernel_transpose_pieces, sparse_matmat
+from infoclust_dask.objectives.smic import kernel_matrix, operator_eigenvectors, top_eigenvectors
+
+
+def _data(n=2500, seed=0, std=2.5):
+    # overlapping blobs: one connected graph, so the top eigenvalues are simple (no degenerate eigenspace)
+    X, y = make_blobs(n_samples=n, centers=4, n_features=5, cluster_std=std, random_state=seed)
+    return X, y
+
+
+def _row_blocks(d2, idx, t, sched, rows):
+    sigma = np.sqrt(d2[:, t - 1])
+    return engine.exchange(kernel_transpose_pieces, kernel_row_block, d2, idx, params={"t": t},
+                           shared={"sigma": sigma}, block_rows=rows, scheduler=sched, name="test-kernel")
+
+
+@pytest.mark.parametrize("rows", [300, 1000, 2500])
+def test_row_blocks_equal_the_assembled_kernel(scheduler, rows):
+    X, _ = _data()
+    t = 7
+    d2, idx = _neighbour_lists(X, t, "sync")
+    K, _, degree = kernel_matrix(d2, idx, t)
+    blocks = _row_blocks(d2, idx, t, scheduler, rows)
+    try:
+        assert blocks.sizes == [len(range(a, min(a + rows, 2500))) for a in range(0, 2500, rows)]
+        if scheduler == "sync":  # in this process: the blocks themselves, stacked
+            stacked = sp.vstack(blocks.blocks).tocsr()
+            assert (stacked != K).nnz == 0  # the same entries, bit for bit
+        v = np.random.default_rng(1).normal(size=2500)
+        np.testing.assert_allclose(np.concatenate(blocks.apply(sparse_matmat, v)), K @ v, rtol=1e-13, atol=1e-13)
+        np.testing.assert_allclose(np.concatenate(blocks.apply(kernel_row_sums)), degree, rtol=1e-14)
+        assert blocks.calls == 2
+    finally:
+        blocks.release()
+    with pytest.raises(RuntimeError, match="released"):
+        blocks.apply(kernel_row_sums)
+
+
+def test_row_blocks_drop_padded_neighbours():
+    """An approximate search may return fewer than t neighbours (index -1,
+    distance inf): those entries are no edges, in both constructions."""
+    X, _ = _data(600)
+    t = 5
+    d2, idx = _neighbour_lists(X, t, "sync")
+    idx, d2 = idx.copy(), d2.copy()
+    idx[::7, -1], d2[::7, -1] = -1, np.inf
+    d2[::7, -1] = d2[::7, -2]  # a finite local scale for those rows
+    K, _, _ = kernel_matrix(d2, idx, t)
+    blocks = _row_blocks(d2, idx, t, "sync", 128)
+    assert (sp.vstack(blocks.blocks).tocsr() != K).nnz == 0
+    assert K.nnz < 600 * (2 * t + 1)
+
+
+@pytest.mark.parametrize("normalization", ["none", "symmetric"])
+def test_operator_eigensolver_equals_eigsh_and_eigh_on_the_assembled_matrix(normalization):
+    X, _ = _data()
+    t, c = 7, 4
+    d2, idx = _neighbour_lists(X, t, "sync")
+    K, _, degree = kernel_matrix(d2, idx, t, normalization=normalization)
+    blocks = _row_blocks(d2, idx, t, "threads", 400)
+    scale = 1 / np.sqrt(degree) if normalization == "symmetric" else np.ones(2500)
+    products = []
+
+    def matvec(v):
+        return scale * np.concatenate(blocks.apply(sparse_matmat, scale * v))
+
+    lam, V = operator_eigenvectors(matvec, 2500, c, random_state=3, callback=lambda: products.append(1))
+    ref_lam, ref_V = top_eigenvectors(K, c, random_state=3)  # ARPACK on the assembled sparse matrix
+    dense = scipy.linalg.eigh(K.toarray(), eigvals_only=True)[::-1][:c]
+    np.testing.assert_allclose(lam, ref_lam, rtol=0, atol=1e-8)
+    np.testing.assert_allclose(lam, dense, rtol=0, atol=1e-8)
+    # the same invariant subspace (an eigenvalue 1 of the normalized kernel can be multiple: one per
+    # connected component, and any basis of it is right)
+    assert scipy.linalg.subspace_angles(V, ref_V).max() < 1e-6
+    np.testing.assert_allclose(K @ V, V * lam, rtol=0, atol=1e-8)  # eigenpairs of the assembled matrix
+    assert len(products) == blocks.calls > c
+    direct = eigsh(K, k=c, which="LA", tol=1e-12)[0]
+    np.testing.assert_allclose(np.sort(direct)[::-1], lam, rtol=0, atol=1e-8)
+
+
+def test_operator_eigensolver_refuses_too_many_eigenvectors():
+    with pytest.raises(ValueError, match="Cannot take 9 eigenvectors of a 10 x 10"):
+        operator_eigenvectors(lambda v: v, 10, 9)
+
+
+@pytest.mark.parametrize("normalization", ["none", "symmetric"])
+def test_smic_with_the_kernel_on_the_workers_equals_the_driver_kernel(scheduler, normalization, monkeypatch):
+    X, y = _data(3000, seed=2)
+    on_driver = SMIC(4, t=8, random_state=0, scheduler=scheduler, kernel_normalization=normalization).fit(X)
+    monkeypatch.setattr(_smic, "DRIVER_KERNEL_MAX_ROWS", 0)
+    monkeypatch.setattr(_smic, "KERNEL_BLOCK_ROWS", 500)
+    on_workers = SMIC(4, t=8, random_state=0, scheduler=scheduler, kernel_normalization=normalization).fit(X)
+    np.testing.assert_allclose(on_workers.eigenvalues_, on_driver.eigenvalues_, rtol=0, atol=1e-8)
+    np.testing.assert_array_equal(on_workers.labels_, on_driver.labels_)
+    np.testing.assert_allclose(on_workers.eigenvectors_, on_driver.eigenvectors_, rtol=0, atol=1e-6)
+    np.testing.assert_allclose(on_workers.degree_, on_driver.degree_, rtol=1e-13)
+    np.testing.assert_allclose(on_workers.local_scales_, on_driver.local_scales_, rtol=0, atol=0)
+    np.testing.assert_array_equal(on_workers.predict(X[:50] + 0.01), on_driver.predict(X[:50] + 0.01))
+
+
+def test_smic_model_selection_with_the_kernel_on_the_workers(monkeypatch):
+    """t="auto" with dask input: the neighbour lists stay persisted (lazy)
+    while every candidate's kernel is made from them, and the LSMI choice is
+    the driver kernel's."""
+    import dask.array as da
+
+    X, y = _data(2000, seed=4, std=1.5)
+    ref = SMIC(4, t_candidates=(3, 6, 9), random_state=0, scheduler="threads").fit(X)
+    monkeypatch.setattr(_smic, "DRIVER_KERNEL_MAX_ROWS", 0)
+    got = SMIC(4, t_candidates=(3, 6, 9), random_state=0, scheduler="threads").fit(da.from_array(X, chunks=700))
+    assert got.t_ == ref.t_
+    np.testing.assert_allclose([got.lsmi_[t] for t in (3, 6, 9)], [ref.lsmi_[t] for t in (3, 6, 9)], rtol=1e-10)
+    np.testing.assert_array_equal(got.labels_, ref.labels_)
