@@ -134,8 +134,9 @@ def _neighbour_lists(X, t, scheduler, method="exact", params=None, progress=Fals
         d2, idx = engine.block_pairs(KNN, X, params={"t": t}, outputs=outputs, min_rows=t + 1, scheduler=scheduler,
                                      progress=progress)
     if engine.is_lazy(d2):
-        if keep:
-            return engine.persist_all((d2, idx), scheduler=scheduler, progress=progress)
+        if keep:  # row numbers fit in int32 below 2**31 rows: 4 bytes per entry less on the workers
+            return engine.persist_all((d2, idx.astype(np.int32) if n < 2**31 else idx), scheduler=scheduler,
+                                      progress=progress)
         d2, idx = engine.compute((d2, idx), scheduler=scheduler, progress=progress)
     return np.asarray(d2), np.asarray(idx)
 
@@ -376,7 +377,11 @@ class SMIC(XarrayIO, ClusterMixin, BaseEstimator):
         fits = {}  # t -> (labels, eigenvalues); the eigenvectors of the chosen t are solved again below
         with Steps(self, len(ts), "SMIC: kernel + eigenvectors per t", unit="t") as bar:
             for t in ts:
-                solution = self._solve(d2, idx, t, prior, seed, timings, sched, on_workers)
+                # with one candidate the neighbour lists are not needed once its kernel is made
+                lists = [d2, idx] if len(ts) > 1 else [d2, idx, "release"]
+                if len(ts) == 1:
+                    del d2, idx
+                solution = self._solve(lists, t, prior, seed, timings, sched, on_workers)
                 fits[t] = solution[:2]
                 bar.update(1, t=t)
 
@@ -395,8 +400,7 @@ class SMIC(XarrayIO, ClusterMixin, BaseEstimator):
                       f"{np.array2string(fits[t][1], precision=4)}, cluster sizes {sizes.tolist()}")
         best = max(ts, key=lambda t: (self.lsmi_[t], -t))
         if best != ts[-1]:  # keeping every candidate's n x c eigenvectors would cost len(ts) times the memory
-            solution = self._solve(d2, idx, best, prior, seed, timings, sched, on_workers)
-        del d2, idx
+            solution = self._solve([d2, idx, "release"], best, prior, seed, timings, sched, on_workers)
         self.labels_, self.eigenvalues_, self.eigenvectors_, self.local_scales_, self.degree_ = solution
         self.t_ = best
         self.class_prior_ = prior
@@ -405,7 +409,7 @@ class SMIC(XarrayIO, ClusterMixin, BaseEstimator):
         self.timings_ = timings
         return self
 
-    def _solve(self, d2, idx, t, prior, seed, timings, sched=None, on_workers=False):
+    def _solve(self, lists, t, prior, seed, timings, sched=None, on_workers=False):
         """Kernel (7) at ``t``, its top-c eigenvectors, the sign rule and the
         in-sample assignment; adds the stage times to ``timings``. The
         solution is deterministic (dense ``eigh``, or ``eigsh`` from a start
@@ -413,13 +417,17 @@ class SMIC(XarrayIO, ClusterMixin, BaseEstimator):
         same labels. ``on_workers``: the kernel's row blocks are made and kept
         on the workers and ``eigsh`` runs on a ``LinearOperator`` whose
         products are map-reduce passes (this process holds ``O(n c)``
-        numbers). Returns ``(labels, eigenvalues, oriented eigenvectors,
-        local scales, degrees)``."""
+        numbers). ``lists`` is ``[dist2, index]`` of the neighbours, with a
+        third entry ``"release"`` when this is their last use (they are
+        dropped once the kernel is made). Returns ``(labels, eigenvalues,
+        oriented eigenvectors, local scales, degrees)``."""
         t0 = time.perf_counter()
         if on_workers:
-            lam, V, sigma, degree, t1 = self._eigen_on_workers(d2, idx, t, seed, sched)
+            lam, V, sigma, degree, t1 = self._eigen_on_workers(lists, t, seed, sched)
         else:
-            K, sigma, degree = kernel_matrix(d2, idx, t, normalization=self.kernel_normalization)
+            K, sigma, degree = kernel_matrix(lists[0], lists[1], t, normalization=self.kernel_normalization)
+            if len(lists) > 2:
+                lists.clear()
             t1 = time.perf_counter()
             lam, V = top_eigenvectors(K, self.n_clusters, random_state=seed)
             del K
@@ -433,12 +441,13 @@ class SMIC(XarrayIO, ClusterMixin, BaseEstimator):
             say(f"[SMIC] t={t}: kernel {t1 - t0:.1f} s, eigensolver {t2 - t1:.1f} s")
         return labels, lam, Vt, sigma, degree
 
-    def _eigen_on_workers(self, d2, idx, t, seed, sched):
+    def _eigen_on_workers(self, lists, t, seed, sched):
         """Kernel row blocks made where the neighbour lists are (an
         all-to-all exchange transposes the directed kernel:
         :func:`infoclust_dask.engine.exchange`), then ``eigsh`` on their
         products. Returns ``(eigenvalues, eigenvectors, local scales,
         degrees, time the kernel was ready)``."""
+        d2, idx = lists[:2]
         n = int(d2.shape[0])
         sigma = np.sqrt(np.asarray(engine.compute(d2[:, t - 1], scheduler=sched) if engine.is_lazy(d2)
                                    else d2[:, t - 1], dtype=np.float64))
@@ -446,6 +455,9 @@ class SMIC(XarrayIO, ClusterMixin, BaseEstimator):
         K = engine.exchange(kernel_transpose_pieces, kernel_row_block, d2, idx, params={"t": t},
                             shared={"sigma": sigma}, block_rows=rows, scheduler=sched, name="smic-kernel",
                             progress=self.verbose >= 1)
+        del d2, idx
+        if len(lists) > 2:
+            lists.clear()  # the workers free the persisted lists: only the kernel blocks stay
         try:
             degree = np.concatenate(K.apply(kernel_row_sums))
             t1 = time.perf_counter()
