@@ -59,6 +59,23 @@ class Peaks:
         return ", ".join(f"{'driver' if k == 'driver' else 'worker'} {v / 2**30:.2f} GiB" for k, v in self.peaks.items())
 
 
+def record(n, m, total, ari_value, pk):
+    """Add this run's stage times to docs/smic_scale.json (plot_smic_scale.py draws them)."""
+    import datetime
+    import json
+
+    path = Path(__file__).parents[1] / "docs" / "smic_scale.json"
+    rows = json.loads(path.read_text()) if path.exists() else []
+    rows = [r for r in rows if not (r["n"] == n and r["knn"] == m.knn_)]
+    workers = sorted(v for k, v in pk.peaks.items() if k != "driver")
+    rows.append({"n": n, "knn": m.knn_, "recall": round(m.knn_recall_, 4), "total_s": round(total, 1),
+                 **{f"{k}_s": round(v, 1) for k, v in m.timings_.items()}, "ari": round(ari_value, 4),
+                 "driver_gib": round(pk.peaks.get("driver", 0) / 2**30, 2),
+                 "worker_gib": [round(v / 2**30, 2) for v in workers],
+                 "date": datetime.date.today().isoformat()})
+    path.write_text(json.dumps(sorted(rows, key=lambda r: (r["knn"], r["n"])), indent=1) + "\n")
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--n", type=int, nargs="+", default=[100_000, 1_000_000])
@@ -108,6 +125,7 @@ def main():
                   + f" (+ {total - sum(m.timings_.values()):.1f} s validation/persist); ARI {ari(labels, m.labels_):.3f}; "
                   f"neighbour search {m.knn_}, recall {m.knn_recall_:.4f}")
             print(f"peak RSS: {pk.text()}; data {n * a.d * 8 / 2**30:.2f} GiB", flush=True)
+            record(n, m, total, ari(labels, m.labels_), pk)
             if n <= a.sklearn_max:
                 from sklearn.neighbors import NearestNeighbors
 

@@ -321,7 +321,8 @@ def _map_reduce(bp, arrays, params, scheduler, split_every, block_rows, progress
         if sched.kind == "sync" or len(slices) == 1:
             parts = [run(sl) for sl in slices]
         else:
-            parts = list(thread_pool().map(run, slices))
+            with one_blas_thread():
+                parts = list(thread_pool().map(run, slices))
         result = _tree(parts, bp.combine, split_every)
         return bp.finalize(result) if bp.finalize is not None else result
 
@@ -375,9 +376,27 @@ def compute(obj, *, scheduler=None, progress: bool = False):
 
         from dask.diagnostics import ProgressBar
 
-        with ProgressBar(out=sys.stderr):  # stdout stays for results (the CLI's JSON)
+        with ProgressBar(out=sys.stderr), one_blas_thread():  # stdout stays for results (the CLI's JSON)
             return dask.compute(obj, scheduler=scheduler_name, optimize_graph=False)[0]
-    return dask.compute(obj, scheduler=scheduler_name, optimize_graph=False)[0]
+    with one_blas_thread():
+        return dask.compute(obj, scheduler=scheduler_name, optimize_graph=False)[0]
+
+
+_BLAS = []
+
+
+def one_blas_thread():
+    """While dask's threads run block kernels in this process, each BLAS /
+    OpenMP call uses one thread (two dask threads on two cores must not each
+    start two BLAS threads). Worker processes of a ``distributed`` cluster
+    get the same from their nanny (``OMP_NUM_THREADS=1`` etc. in
+    ``distributed.nanny.pre-spawn-environ``); the compiled kernels start no
+    threads at all."""
+    from threadpoolctl import ThreadpoolController
+
+    if not _BLAS:
+        _BLAS.append(ThreadpoolController())
+    return _BLAS[0].limit(limits=1)
 
 
 def _fold_call(bp, start, state, params, *blocks):

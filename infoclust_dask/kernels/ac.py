@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import _compiled
 from ._common import Pass, subblocks
 from .dc import dc_memberships
 from .kmeans import assign_labels
@@ -18,7 +19,10 @@ __all__ = ["ac_count_stats", "AC_COUNTS", "ac_grad_stats", "AC_GRAD", "ac_hard_c
 def ac_count_stats(x, y, *, mx, my, sx, sy):
     """Smoothed cross counts ``n_ij = sum_r g_i(x_r) g_j(y_r)`` (K, L) of a
     block, with normalized Gaussian memberships of width ``sx`` / ``sy``
-    (:func:`dc_memberships`); the margins are its row and column sums."""
+    (:func:`dc_memberships`); the margins are its row and column sums.
+    Compiled (:func:`infoclust_dask.kernels._compiled.ac_counts`) or numpy."""
+    if _compiled.available():
+        return _compiled.ac_counts(x, y, mx=mx, my=my, sx=sx, sy=sy)
     n = np.zeros((mx.shape[0], my.shape[0]))
     for xs, ys in subblocks(x, y):
         n += dc_memberships(xs, mx, sx).T @ dc_memberships(ys, my, sy)
@@ -32,7 +36,11 @@ def ac_grad_stats(x, y, *, mx, my, sx, sy, psi, psi_x, psi_y, lam_x, lam_y):
     ``L_i^(x)(y)``), ``W_i(r) = g_i(x_r) [A_i(r) - sum_i' g_i'(x_r) A_i'(r)]``
     and ``sx^2 dlogBF''/dm_i^(x) = sum_r W_i(r) x_r - (sum_r W_i(r)) m_i^(x)``;
     symmetrically for y. Returns ``WX`` (K, dx), ``Wx`` (K,), ``WY`` (L, dy),
-    ``Wy`` (L,)."""
+    ``Wy`` (L,). Compiled (:func:`infoclust_dask.kernels._compiled.ac_grad`)
+    or numpy."""
+    if _compiled.available():
+        return _compiled.ac_grad(x, y, mx=mx, my=my, sx=sx, sy=sy, psi=psi, psi_x=psi_x, psi_y=psi_y,
+                                 lam_x=lam_x, lam_y=lam_y)
     out = {"WX": np.zeros(mx.shape), "Wx": np.zeros(mx.shape[0]), "WY": np.zeros(my.shape),
            "Wy": np.zeros(my.shape[0])}
     for xs, ys in subblocks(x, y):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import _compiled
 from ._common import Pass, softmax
 
 __all__ = [
@@ -61,7 +62,12 @@ def estep_stats(y, *, log_theta, log_1m_theta, temperature):
     c_k)^(1/T)`` (4.15) with equal priors, and the sums the M-step needs:
     ``S1[j, k] = sum_i q_ik y_ij`` (m, K), ``R[k] = sum_i q_ik``; also the
     log-likelihood (3.1) at ``T = 1`` (``loglik``, without the constant prior
-    term ``-n log K``), and ``sum_i max_k q_ik`` (how hard the assignment is)."""
+    term ``-n log K``), and ``sum_i max_k q_ik`` (how hard the assignment is).
+    Dense blocks use the compiled loop
+    (:func:`infoclust_dask.kernels._compiled.cmbc_estep`: no float64 copy of
+    the binary rows), sparse blocks scipy's products."""
+    if _compiled.available() and not hasattr(y, "tocsr"):
+        return _compiled.cmbc_estep(y, log_theta=log_theta, log_1m_theta=log_1m_theta, temperature=temperature)
     y = _dense_or_sparse(y)
     ll = log_likelihoods(y, log_theta, log_1m_theta)
     q = softmax(ll / temperature)

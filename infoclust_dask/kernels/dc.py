@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import _compiled
 from ._common import Pass, softmax, sq_distances, subblocks
 from .kmeans import assign_labels, lloyd_stats, soft_kmeans_stats
 
@@ -29,7 +30,11 @@ def dc_memberships(x, centers, sigma):
 
 
 def dc_count_stats(x, c, *, centers, sigma, n_classes):
-    """Smoothed counts of (10): ``n[j, i] = sum_{x: c(x) = i} y_j(x)``, (K, C)."""
+    """Smoothed counts of (10): ``n[j, i] = sum_{x: c(x) = i} y_j(x)``, (K, C).
+    Compiled (:func:`infoclust_dask.kernels._compiled.dc_counts`: one loop,
+    no (rows x K) temporaries) or numpy."""
+    if _compiled.available():
+        return _compiled.dc_counts(x, c, centers=centers, sigma=sigma, n_classes=n_classes)
     counts = np.zeros((centers.shape[0], n_classes))
     for xs, cs in subblocks(x, c):
         y = dc_memberships(xs, centers, sigma)
@@ -45,7 +50,10 @@ def dc_grad_stats(x, c, *, centers, sigma, L):
     With ``W_j(x) = y_j(x) [L_{j,c(x)} - sum_l y_l(x) L_{l,c(x)}]`` (equal to
     ``sum_l y_l y_j (L_{j,c} - L_{l,c})`` as the memberships sum to one),
     ``sigma^2 dlogp/dm_j = sum_x W_j(x) x - (sum_x W_j(x)) m_j``; the block
-    returns ``WX = W^T X`` (K, d) and ``W = sum_x W(x)`` (K,)."""
+    returns ``WX = W^T X`` (K, d) and ``W = sum_x W(x)`` (K,). Compiled
+    (:func:`infoclust_dask.kernels._compiled.dc_grad`) or numpy."""
+    if _compiled.available():
+        return _compiled.dc_grad(x, c, centers=centers, sigma=sigma, L=L)
     wx = np.zeros(centers.shape)
     ws = np.zeros(centers.shape[0])
     for xs, cs in subblocks(x, c):

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import _compiled
 from ._common import (
-    SUBBLOCK_BYTES,
     Pass,
     combine_concat,
     combine_sum,
@@ -55,6 +55,16 @@ def lloyd_stats(x, w=None, *, centers, n_far=0):
     also reports its ``n_far`` points farthest from their centre (for
     re-seeding empty clusters), merged by :func:`combine_lloyd`.
     """
+    if _compiled.available():
+        x = _compiled.as_rows(x)
+        _, dmin, counts, sums = _compiled.lloyd(x, w, centers=centers)
+        out = {"counts": counts, "sums": sums,
+               "inertia": np.array(dmin.sum() if w is None else np.asarray(w, dtype=np.float64) @ dmin)}
+        if n_far:
+            idx = _top_far(dmin if w is None else dmin * (np.asarray(w) > 0), n_far)
+            out["far_d"] = dmin[idx]
+            out["far_x"] = x[idx].astype(np.float64)
+        return out
     x = np.asarray(x, dtype=np.float64)
     k = centers.shape[0]
     d = sq_distances(x, centers)
@@ -80,96 +90,33 @@ def lloyd_stats(x, w=None, *, centers, n_far=0):
     return out
 
 
-try:  # scikit-learn's compiled Lloyd routines (private but long-stable; numpy fallback)
-    from sklearn.cluster._k_means_common import _inertia_dense as _sk_inertia
-    from sklearn.cluster._k_means_lloyd import lloyd_iter_chunked_dense as _sk_lloyd_iter
-except ImportError:  # pragma: no cover
-    _sk_lloyd_iter = _sk_inertia = None
-
-
-def lloyd_step_stats(x, w=None, *, centers, n_threads=1):
+def lloyd_step_stats(x, w=None, *, centers):
     """The per-iteration Lloyd pass: ``counts`` and ``sums`` as
-    :func:`lloyd_stats`, without the inertia.
-
-    Uses scikit-learn's compiled ``lloyd_iter_chunked_dense`` (GEMM + fused
-    argmin/accumulate, GIL released) on cache-sized pieces of the block. That
-    routine moves far points into clusters left empty in a piece, changing
-    the sums but not the labels. float64 C-contiguous input is passed as is
-    and a piece where that happened is re-summed from its labels; other input
-    is converted piece by piece into a buffer that also carries k "phantom"
-    rows equal to the centres (weight 1), so that no cluster is empty, and
-    their contribution is subtracted afterwards. Either way the result is the
-    plain per-block sum of :func:`lloyd_stats` (tested to 1e-10).
-    """
-    c = np.ascontiguousarray(centers, dtype=np.float64)
-    k, d = c.shape
-    if _sk_lloyd_iter is None:
-        st = lloyd_stats(x, w, centers=c)
-        return {"counts": st["counts"], "sums": st["sums"]}
-    x = np.asarray(x)
-    counts, sums = np.zeros(k), np.zeros(c.shape)
-    own = np.arange(k)
-    rows = max(256, SUBBLOCK_BYTES // (8 * max(1, d)))
-    direct = x.dtype == np.float64 and x.flags.c_contiguous
-    if not direct:
-        buf = np.empty((rows + k, d))
-        wbuf = np.ones(rows + k)
-    wfull = None if w is None else np.ascontiguousarray(w, dtype=np.float64)
-    for i in range(0, x.shape[0], rows):
-        n = min(rows, x.shape[0] - i)
-        if direct:
-            xb, m = x[i : i + n], n
-            wb = np.ones(n) if wfull is None else wfull[i : i + n]
-        else:
-            xb, wb, m = buf[: n + k], wbuf[: n + k], n + k
-            xb[:n] = x[i : i + n]
-            xb[n:] = c
-            wb[:n] = 1.0 if wfull is None else wfull[i : i + n]
-            wb[n:] = 1.0
-        if m <= k:  # too few rows for the routine's relocation step
-            st = lloyd_stats(xb[:n], wb[:n], centers=c)
-            counts += st["counts"]
-            sums += st["sums"]
-            continue
-        cn = np.empty_like(c)
-        wic = np.empty(k)
-        lab = np.empty(m, dtype=np.int32)
-        _sk_lloyd_iter(xb, wb, c, cn, wic, lab, np.empty(k), n_threads, True)
-        if direct:
-            natural = np.bincount(lab, weights=wb, minlength=k)
-            if np.all(natural > 0):
-                counts += wic
-                sums += cn * wic[:, None]
-                continue
-        elif np.array_equal(lab[n:], own):
-            counts += wic - 1.0
-            sums += cn * wic[:, None] - c
-            continue
-        # a cluster was empty in this piece (relocated by the routine): sum by labels
-        onehot = (lab[:n][None, :] == own[:, None]) * wb[None, :n]
-        counts += onehot.sum(axis=1)
-        sums += onehot @ xb[:n]
-    return {"counts": counts, "sums": sums}
+    :func:`lloyd_stats`, without the inertia: one compiled loop over the
+    rows (:func:`infoclust_dask.kernels._compiled.lloyd`), or
+    :func:`lloyd_stats` itself when the compiled kernels are off."""
+    if _compiled.available():
+        _, _, counts, sums = _compiled.lloyd(x, w, centers=centers)
+        return {"counts": counts, "sums": sums}
+    st = lloyd_stats(x, w, centers=np.asarray(centers, dtype=np.float64))
+    return {"counts": st["counts"], "sums": st["sums"]}
 
 
-def inertia_stats(x, w=None, *, centers, n_threads=1):
+def inertia_stats(x, w=None, *, centers):
     """``inertia = sum_n w_n min_k ||x_n - m_k||^2`` of a block (exact: the
     distance to the assigned centre is recomputed, not expanded) and the
     (weighted) number of rows nearest to each centre, ``counts``."""
-    c = np.ascontiguousarray(centers, dtype=np.float64)
+    if _compiled.available():
+        _, dmin, counts, _ = _compiled.lloyd(x, w, centers=centers, with_sums=False)
+        return {"inertia": np.array(dmin.sum() if w is None else np.asarray(w, dtype=np.float64) @ dmin),
+                "counts": counts}
+    c = np.asarray(centers, dtype=np.float64)
     total = 0.0
     counts = np.zeros(c.shape[0])
     for xs, ws in subblocks(x, w):
-        n = xs.shape[0]
-        if _sk_inertia is None:
-            st = lloyd_stats(xs, ws, centers=c)
-            total += float(st["inertia"])
-            counts += st["counts"]
-            continue
-        wk = np.ones(n) if ws is None else ws
-        lab = np.empty(n, dtype=np.int32)
-        _sk_lloyd_iter(xs, wk, c, None, None, lab, np.empty(c.shape[0]), n_threads, False)
-        total += float(_sk_inertia(xs, wk, c, lab, n_threads))
+        lab, d2 = nearest(xs, c)
+        wk = np.ones(xs.shape[0]) if ws is None else ws
+        total += float(wk @ d2)
         counts += np.bincount(lab, weights=wk, minlength=c.shape[0])
     return {"inertia": np.array(total), "counts": counts}
 
@@ -191,17 +138,9 @@ def combine_lloyd(parts):
 
 def assign_labels(x, *, centers):
     """Nearest-centre labels (20.3) of a block, int64 (ties: lowest index)."""
-    if _sk_lloyd_iter is None:
-        return np.argmin(sq_distances(x, centers), axis=1).astype(np.int64)
-    c = np.ascontiguousarray(centers, dtype=np.float64)
-    n = np.asarray(x).shape[0]
-    lab = np.empty(n, dtype=np.int32)
-    start = 0
-    for xs, _ in subblocks(x):
-        m = xs.shape[0]
-        _sk_lloyd_iter(xs, np.ones(m), c, None, None, lab[start : start + m], np.empty(c.shape[0]), 1, False)
-        start += m
-    return lab.astype(np.int64)
+    if _compiled.available():
+        return _compiled.lloyd(x, centers=centers, with_sums=False)[0]
+    return np.argmin(sq_distances(x, centers), axis=1).astype(np.int64)
 
 
 def min_sq_dist(x, *, centers):
@@ -219,7 +158,10 @@ def soft_responsibilities(x, centers, beta):
 def soft_kmeans_stats(x, w=None, *, centers, beta):
     """Partial sums of one soft K-means step: ``R[k]`` (20.9), ``S[k] =
     sum_n w_n r_k^(n) x_n`` (numerator of 20.8) and ``sum_n w_n log Z_n``
-    (minus beta times the free energy)."""
+    (minus beta times the free energy). Compiled
+    (:func:`infoclust_dask.kernels._compiled.soft_kmeans`) or numpy."""
+    if _compiled.available():
+        return _compiled.soft_kmeans(x, w, centers=centers, beta=beta)
     x = np.asarray(x, dtype=np.float64)
     r, log_z = soft_responsibilities(x, centers, beta)
     if w is not None:
@@ -230,24 +172,23 @@ def soft_kmeans_stats(x, w=None, *, centers, beta):
 
 
 def nearest(x, centers):
-    """Index of the nearest centre and the squared distance to it, per row.
-
-    Labels from scikit-learn's compiled Lloyd E-step when available (GEMM +
-    fused argmin), else numpy; the distance is then recomputed exactly as
-    ``||x - m_label||^2`` (no cancellation, so a row equal to a centre has
-    distance 0). Works through the block in cache-sized pieces."""
+    """Index of the nearest centre and the exact squared distance to it
+    (``||x - m_label||^2``, no cancellation: a row equal to a centre has
+    distance 0), per row. Compiled in one loop, or numpy in cache-sized
+    pieces (labels from the expanded distances, then the distance
+    recomputed)."""
+    if _compiled.available():
+        lab, d2, _, _ = _compiled.lloyd(x, centers=centers, with_sums=False)
+        return lab, d2
     c = np.ascontiguousarray(centers, dtype=np.float64)
     n = np.asarray(x).shape[0]
-    lab = np.empty(n, dtype=np.int32)
+    lab = np.empty(n, dtype=np.int64)
     d2 = np.empty(n)
     start = 0
     for xs, _ in subblocks(x):
         m = xs.shape[0]
         sl = slice(start, start + m)
-        if _sk_lloyd_iter is not None:
-            _sk_lloyd_iter(xs, np.ones(m), c, None, None, lab[sl], np.empty(c.shape[0]), 1, False)
-        else:
-            lab[sl] = assign_labels(xs, centers=c)
+        lab[sl] = np.argmin(sq_distances(xs, c), axis=1)
         diff = np.take(c, lab[sl], axis=0)
         np.subtract(xs, diff, out=diff)
         d2[sl] = np.einsum("ij,ij->i", diff, diff)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import _compiled
 from ._common import Pass, softmax, sq_distances, subblocks
 
 __all__ = ["mixture_log_joint", "mixture_em_stats", "MIXTURE_EM", "mixture_assign", "MIXTURE_ASSIGN"]
@@ -26,7 +27,11 @@ def mixture_em_stats(x, c=None, *, means, variances, log_weights, log_psi=None, 
     with ``c`` and ``log_psi`` (MDA2, a joint mixture of x and the class) they
     are ``∝ pi_j N(x_n; mu_j, s_j^2) psi_{j, c_n}``. Returns ``R = sum r``,
     ``S = sum r x``, ``Q = sum r |x|^2``, the log likelihood and, with ``c``,
-    ``N[j, i] = sum_{c_n = i} r_nj``."""
+    ``N[j, i] = sum_{c_n = i} r_nj``. Compiled
+    (:func:`infoclust_dask.kernels._compiled.mixture_em`) or numpy."""
+    if _compiled.available():
+        return _compiled.mixture_em(x, c, means=means, variances=variances, log_weights=log_weights,
+                                    log_psi=log_psi, n_classes=n_classes)
     k, d = means.shape
     R, S, Q, ll = np.zeros(k), np.zeros((k, d)), np.zeros(k), 0.0
     N = np.zeros((k, n_classes)) if c is not None else None

@@ -1,0 +1,405 @@
+"""Compiled block kernels (numba): one fused loop per row instead of the
+numpy kernels' (rows x K) temporaries.
+
+Each loop reads a row once, computes its exact squared distances to the K
+centres (differences, not the ``|x|^2 - 2 x.m + |m|^2`` expansion), turns
+them into what the pass needs (nearest centre, stable softmax memberships,
+mixture posteriors) and adds the row's share to float64 sums. float32 rows
+are read as they are (no float64 copy of the block). Functions run without
+the GIL (``nogil``) on one thread each: a dask worker runs as many of them
+at once as it has threads, and nothing inside starts threads of its own
+(no ``parallel=True``, no BLAS), so two single-threaded workers on two
+cores use two cores. Compiled code is cached on disk (numba's
+``cache=True``: ``__pycache__`` beside this file, or numba's user cache
+directory when that is read-only), so a new process loads it instead of
+compiling (see ``docs/BENCHMARKS.md`` for the first-call cost).
+
+The numpy kernels of :mod:`infoclust_dask.kernels` stay as the references
+the tests compare these with (to 1e-10). ``INFOCLUST_KERNELS=numpy`` in the
+environment makes every pass use the numpy kernels; without numba installed
+they are used too.
+
+The formulas are those of the numpy kernels they replace: MacKay (2003,
+ch. 20) eq. 20.3-20.9 for (soft) K-means, Kaski, Sinkkonen & Klami (2005)
+eq. (4), (10), (11) for DC, Sinkkonen, Kaski, Nikkilä & Lahti (AC technical
+report, §III) for AC, the isotropic mixture E-step, and the annealed E-step
+(4.15) of CMBC with its M-step sums (Gondek, Vaithyanathan & Garg 2005) on
+dense binary rows.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+
+__all__ = ["available", "as_rows", "lloyd", "soft_kmeans", "dc_counts", "dc_grad", "ac_counts", "ac_grad",
+           "mixture_em", "cmbc_estep"]
+
+try:  # numba is a dependency; the numpy kernels remain when it cannot be imported
+    import numba
+
+    _jit = numba.njit(cache=True, nogil=True, error_model="numpy")
+except ImportError:  # pragma: no cover - exercised by INFOCLUST_KERNELS=numpy instead
+    numba = None
+
+
+def available() -> bool:
+    """Whether the passes use these kernels (numba importable and not
+    switched off by ``INFOCLUST_KERNELS=numpy``)."""
+    return numba is not None and os.environ.get("INFOCLUST_KERNELS", "").lower() != "numpy"
+
+
+def as_rows(x):
+    """A block as the kernels take it: float32 or float64, C-contiguous,
+    2-D (other dtypes become float64; no copy when already right)."""
+    x = np.asarray(x)
+    if x.dtype not in (np.float32, np.float64):
+        x = x.astype(np.float64)
+    if x.ndim == 1:
+        x = x[:, None]
+    return np.ascontiguousarray(x)
+
+
+def _labels(c):
+    """Class labels as int64 (one compiled specialization for every label dtype)."""
+    return np.ascontiguousarray(np.asarray(c).astype(np.int64, copy=False))
+
+
+def _centres_t(centers):
+    """Centres transposed to (d, K): the innermost loop runs over K."""
+    return np.ascontiguousarray(np.asarray(centers, dtype=np.float64).T)
+
+
+if numba is not None:
+
+    @_jit
+    def _dist_row(x, i, ct, acc):
+        d, k = ct.shape
+        for j in range(k):
+            acc[j] = 0.0
+        for f in range(d):
+            xf = np.float64(x[i, f])
+            for j in range(k):
+                diff = xf - ct[f, j]
+                acc[j] += diff * diff
+
+    @_jit
+    def _softmax_row(acc, scale, out):
+        """``out = softmax(scale * acc)``; returns ``log sum exp(scale * acc)``."""
+        k = acc.shape[0]
+        m = scale * acc[0]
+        for j in range(1, k):
+            e = scale * acc[j]
+            if e > m:
+                m = e
+        s = 0.0
+        for j in range(k):
+            out[j] = math.exp(scale * acc[j] - m)
+            s += out[j]
+        for j in range(k):
+            out[j] /= s
+        return m + math.log(s)
+
+    @_jit
+    def _lloyd_rows(x, w, ct, counts, sums, labels, dmin, with_sums):
+        n, d = x.shape
+        k = ct.shape[1]
+        acc = np.empty(k)
+        weighted = w.shape[0] > 0
+        for i in range(n):
+            _dist_row(x, i, ct, acc)
+            best = 0
+            bd = acc[0]
+            for j in range(1, k):
+                if acc[j] < bd:
+                    bd = acc[j]
+                    best = j
+            labels[i] = best
+            dmin[i] = bd
+            wi = w[i] if weighted else 1.0
+            counts[best] += wi
+            if with_sums:
+                for f in range(d):
+                    sums[best, f] += wi * np.float64(x[i, f])
+
+    @_jit
+    def _soft_rows(x, w, ct, scale, R, S, out_logz):
+        n, d = x.shape
+        k = ct.shape[1]
+        acc = np.empty(k)
+        r = np.empty(k)
+        weighted = w.shape[0] > 0
+        total = 0.0
+        for i in range(n):
+            _dist_row(x, i, ct, acc)
+            lz = _softmax_row(acc, scale, r)
+            wi = w[i] if weighted else 1.0
+            total += wi * lz
+            for j in range(k):
+                rj = wi * r[j]
+                R[j] += rj
+                for f in range(d):
+                    S[j, f] += rj * np.float64(x[i, f])
+        out_logz[0] = total
+
+    @_jit
+    def _dc_count_rows(x, c, ct, scale, counts):
+        n = x.shape[0]
+        k = ct.shape[1]
+        acc = np.empty(k)
+        y = np.empty(k)
+        for i in range(n):
+            _dist_row(x, i, ct, acc)
+            _softmax_row(acc, scale, y)
+            ci = c[i]
+            for j in range(k):
+                counts[j, ci] += y[j]
+
+    @_jit
+    def _dc_grad_rows(x, c, ct, scale, L, WX, Ws):
+        n, d = x.shape
+        k = ct.shape[1]
+        acc = np.empty(k)
+        y = np.empty(k)
+        for i in range(n):
+            _dist_row(x, i, ct, acc)
+            _softmax_row(acc, scale, y)
+            ci = c[i]
+            mean = 0.0
+            for j in range(k):
+                mean += y[j] * L[j, ci]
+            for j in range(k):
+                wj = y[j] * (L[j, ci] - mean)
+                Ws[j] += wj
+                for f in range(d):
+                    WX[j, f] += wj * np.float64(x[i, f])
+
+    @_jit
+    def _ac_count_rows(x, y, ctx, cty, sx, sy, counts):
+        n = x.shape[0]
+        k, l_ = ctx.shape[1], cty.shape[1]
+        ax, ay = np.empty(k), np.empty(l_)
+        gx, gy = np.empty(k), np.empty(l_)
+        for r in range(n):
+            _dist_row(x, r, ctx, ax)
+            _softmax_row(ax, sx, gx)
+            _dist_row(y, r, cty, ay)
+            _softmax_row(ay, sy, gy)
+            for i in range(k):
+                for j in range(l_):
+                    counts[i, j] += gx[i] * gy[j]
+
+    @_jit
+    def _ac_grad_rows(x, y, ctx, cty, sx, sy, psi, cx, cy, WX, Wx, WY, Wy):
+        n, dx = x.shape
+        dy = y.shape[1]
+        k, l_ = ctx.shape[1], cty.shape[1]
+        ax, ay = np.empty(k), np.empty(l_)
+        gx, gy = np.empty(k), np.empty(l_)
+        a, b = np.empty(k), np.empty(l_)
+        for r in range(n):
+            _dist_row(x, r, ctx, ax)
+            _softmax_row(ax, sx, gx)
+            _dist_row(y, r, cty, ay)
+            _softmax_row(ay, sy, gy)
+            for i in range(k):
+                s = 0.0
+                for j in range(l_):
+                    s += psi[i, j] * gy[j]
+                a[i] = s - cx[i]
+            for j in range(l_):
+                s = 0.0
+                for i in range(k):
+                    s += gx[i] * psi[i, j]
+                b[j] = s - cy[j]
+            ma = 0.0
+            for i in range(k):
+                ma += gx[i] * a[i]
+            mb = 0.0
+            for j in range(l_):
+                mb += gy[j] * b[j]
+            for i in range(k):
+                wi = gx[i] * (a[i] - ma)
+                Wx[i] += wi
+                for f in range(dx):
+                    WX[i, f] += wi * np.float64(x[r, f])
+            for j in range(l_):
+                wj = gy[j] * (b[j] - mb)
+                Wy[j] += wj
+                for f in range(dy):
+                    WY[j, f] += wj * np.float64(y[r, f])
+
+    @_jit
+    def _mixture_rows(x, c, ct, const, inv2v, log_psi, R, S, Q, N, out_ll):
+        n, d = x.shape
+        k = ct.shape[1]
+        acc = np.empty(k)
+        r = np.empty(k)
+        with_c = c.shape[0] > 0
+        with_psi = log_psi.shape[0] > 0
+        ll = 0.0
+        for i in range(n):
+            _dist_row(x, i, ct, acc)
+            sq = 0.0
+            for f in range(d):
+                xf = np.float64(x[i, f])
+                sq += xf * xf
+            ci = c[i] if with_c else 0
+            for j in range(k):
+                acc[j] = const[j] - acc[j] * inv2v[j]
+                if with_psi:
+                    acc[j] += log_psi[j, ci]
+            ll += _softmax_row(acc, 1.0, r)
+            for j in range(k):
+                R[j] += r[j]
+                Q[j] += r[j] * sq
+                if with_c:
+                    N[j, ci] += r[j]
+                for f in range(d):
+                    S[j, f] += r[j] * np.float64(x[i, f])
+        out_ll[0] = ll
+
+
+    @_jit
+    def _cmbc_rows(y, W, b, inv_t, S1, R, out):
+        n, m = y.shape
+        k = W.shape[1]
+        ll = np.empty(k)
+        p = np.empty(k)
+        q = np.empty(k)
+        loglik = 0.0
+        hard = 0.0
+        for i in range(n):
+            for c in range(k):
+                ll[c] = b[c]
+            for j in range(m):
+                v = np.float64(y[i, j])
+                if v != 0.0:
+                    for c in range(k):
+                        ll[c] += v * W[j, c]
+            loglik += _softmax_row(ll, 1.0, p)
+            _softmax_row(ll, inv_t, q)
+            top = q[0]
+            for c in range(k):
+                R[c] += q[c]
+                if q[c] > top:
+                    top = q[c]
+            hard += top
+            for j in range(m):
+                v = np.float64(y[i, j])
+                if v != 0.0:
+                    for c in range(k):
+                        S1[j, c] += v * q[c]
+        out[0] = loglik
+        out[1] = hard
+
+
+_EMPTY = np.zeros(0)
+_EMPTY_INT = np.zeros(0, dtype=np.int64)
+_EMPTY_2D = np.zeros((0, 0))
+
+
+def _weights(w, n):
+    return _EMPTY if w is None else np.ascontiguousarray(w, dtype=np.float64).reshape(n)
+
+
+def lloyd(x, w=None, *, centers, with_sums=True):
+    """Nearest centre of every row (ties: the lowest index), the exact
+    squared distance to it, and the (weighted) counts and sums per centre of
+    the Lloyd update (MacKay 2003, eq. 20.3-20.6). Returns
+    ``(labels int64, dmin, counts, sums)``."""
+    x = as_rows(x)
+    n = x.shape[0]
+    k, d = np.shape(centers)
+    labels, dmin = np.empty(n, dtype=np.int64), np.empty(n)
+    counts, sums = np.zeros(k), np.zeros((k, d) if with_sums else (0, 0))
+    _lloyd_rows(x, _weights(w, n), _centres_t(centers), counts, sums, labels, dmin, with_sums)
+    return labels, dmin, counts, sums
+
+
+def soft_kmeans(x, w=None, *, centers, beta):
+    """``R``, ``S`` and ``sum w log Z`` of one soft K-means step (MacKay 2003,
+    eq. 20.7-20.9, ``d = ||x - m||^2 / 2``)."""
+    x = as_rows(x)
+    k, d = np.shape(centers)
+    R, S, lz = np.zeros(k), np.zeros((k, d)), np.zeros(1)
+    _soft_rows(x, _weights(w, x.shape[0]), _centres_t(centers), -0.5 * float(beta), R, S, lz)
+    return {"R": R, "S": S, "log_z": np.array(lz[0])}
+
+
+def dc_counts(x, c, *, centers, sigma, n_classes):
+    """Smoothed counts (10) of DC, Kaski et al. (2005): ``n[j, i] = sum over
+    rows of class i of y_j(x)`` with the memberships (4)."""
+    counts = np.zeros((np.shape(centers)[0], int(n_classes)))
+    _dc_count_rows(as_rows(x), _labels(c), _centres_t(centers), -0.5 / float(sigma) ** 2, counts)
+    return {"counts": counts}
+
+
+def dc_grad(x, c, *, centers, sigma, L):
+    """Gradient sums (11) of DC: ``WX = W^T X`` and ``W = sum_x W(x)`` with
+    ``W_j(x) = y_j(x) [L_{j,c(x)} - sum_l y_l(x) L_{l,c(x)}]``."""
+    k, d = np.shape(centers)
+    WX, Ws = np.zeros((k, d)), np.zeros(k)
+    _dc_grad_rows(as_rows(x), _labels(c), _centres_t(centers), -0.5 / float(sigma) ** 2,
+                  np.ascontiguousarray(L, dtype=np.float64), WX, Ws)
+    return {"WX": WX, "W": Ws}
+
+
+def ac_counts(x, y, *, mx, my, sx, sy):
+    """Smoothed cross counts ``n_ij = sum_r g_i(x_r) g_j(y_r)`` of AC."""
+    counts = np.zeros((np.shape(mx)[0], np.shape(my)[0]))
+    _ac_count_rows(as_rows(x), as_rows(y), _centres_t(mx), _centres_t(my), -0.5 / float(sx) ** 2,
+                   -0.5 / float(sy) ** 2, counts)
+    return {"counts": counts}
+
+
+def ac_grad(x, y, *, mx, my, sx, sy, psi, psi_x, psi_y, lam_x, lam_y):
+    """Gradient sums of log BF'' of AC (see :func:`infoclust_dask.kernels.ac.ac_grad_stats`)."""
+    k, dx = np.shape(mx)
+    l_, dy = np.shape(my)
+    out = {"WX": np.zeros((k, dx)), "Wx": np.zeros(k), "WY": np.zeros((l_, dy)), "Wy": np.zeros(l_)}
+    _ac_grad_rows(as_rows(x), as_rows(y), _centres_t(mx), _centres_t(my), -0.5 / float(sx) ** 2,
+                  -0.5 / float(sy) ** 2, np.ascontiguousarray(psi, dtype=np.float64),
+                  float(lam_x) * np.asarray(psi_x, dtype=np.float64), float(lam_y) * np.asarray(psi_y, dtype=np.float64),
+                  out["WX"], out["Wx"], out["WY"], out["Wy"])
+    return out
+
+
+def mixture_em(x, c=None, *, means, variances, log_weights, log_psi=None, n_classes=0):
+    """E-step responsibilities of an isotropic Gaussian mixture (optionally
+    times ``psi_{j, c}``) and the M-step sums ``R``, ``S``, ``Q``, the log
+    likelihood and, with classes, ``N`` (see
+    :func:`infoclust_dask.kernels.mixture.mixture_em_stats`)."""
+    x = as_rows(x)
+    k, d = np.shape(means)
+    v = np.asarray(variances, dtype=np.float64)
+    const = np.asarray(log_weights, dtype=np.float64) - 0.5 * d * np.log(2 * np.pi * v)
+    R, S, Q, ll = np.zeros(k), np.zeros((k, d)), np.zeros(k), np.zeros(1)
+    with_c = c is not None
+    N = np.zeros((k, int(n_classes))) if with_c else _EMPTY_2D
+    lp = np.ascontiguousarray(log_psi, dtype=np.float64) if (with_c and log_psi is not None) else _EMPTY_2D
+    _mixture_rows(x, _labels(c) if with_c else _EMPTY_INT, _centres_t(means), const, 1.0 / (2.0 * v), lp,
+                  R, S, Q, N, ll)
+    out = {"R": R, "S": S, "Q": Q, "loglik": np.array(ll[0])}
+    if with_c:
+        out["N"] = N
+    return out
+
+
+def cmbc_estep(y, *, log_theta, log_1m_theta, temperature):
+    """The annealed E-step (4.15) of CMBC on dense rows ``y`` (bool, any
+    integer or float type, read as they are) and its M-step sums (see
+    :func:`infoclust_dask.kernels.cmbc.estep_stats`): per row the
+    log-likelihoods (A.2) over the nonzero features only."""
+    y = np.asarray(y)
+    if y.dtype == np.bool_:
+        y = y.view(np.uint8)
+    y = np.ascontiguousarray(y)
+    lt = np.asarray(log_theta, dtype=np.float64)
+    l1 = np.asarray(log_1m_theta, dtype=np.float64)
+    m, k = lt.shape
+    S1, R, out = np.zeros((m, k)), np.zeros(k), np.zeros(2)
+    _cmbc_rows(y, np.ascontiguousarray(lt - l1), l1.sum(axis=0), 1.0 / float(temperature), S1, R, out)
+    return {"S1": S1, "R": R, "loglik": np.array(out[0]), "hard": np.array(out[1])}

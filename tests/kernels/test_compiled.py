@@ -1,0 +1,206 @@
+"""The compiled block kernels (numba) against the numpy kernels they replace
+(the references, selected with ``INFOCLUST_KERNELS=numpy``): every pass's
+partial results agree to 1e-10 for float64 and float32 rows, weights,
+label dtypes and non-contiguous blocks; BLAS and OpenMP use one thread while
+dask's threads run kernels; nothing imports scikit-learn's private modules."""
+
+import ast
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from infoclust_dask.kernels import _compiled, ac, cmbc, dc, kmeans, mixture
+
+pytestmark = pytest.mark.skipif(_compiled.numba is None, reason="numba is a dependency; make test installs it")
+
+
+def _both(monkeypatch, fn, *args, **kw):
+    """(compiled result, numpy reference result) of one kernel call."""
+    monkeypatch.delenv("INFOCLUST_KERNELS", raising=False)
+    assert _compiled.available()
+    got = fn(*args, **kw)
+    monkeypatch.setenv("INFOCLUST_KERNELS", "numpy")
+    assert not _compiled.available()
+    ref = fn(*args, **kw)
+    monkeypatch.delenv("INFOCLUST_KERNELS")
+    return got, ref
+
+
+def _close(got, ref, rtol=1e-10, atol=1e-12):
+    if isinstance(ref, dict):
+        assert set(got) == set(ref)
+        for k in ref:
+            _close(got[k], ref[k], rtol, atol)
+        return
+    if isinstance(ref, tuple):
+        for g, r in zip(got, ref, strict=True):
+            _close(g, r, rtol, atol)
+        return
+    ref = np.asarray(ref)
+    got = np.asarray(got)
+    assert got.shape == ref.shape
+    if ref.dtype.kind in "iu":
+        np.testing.assert_array_equal(got, ref)
+    else:
+        np.testing.assert_allclose(got, ref, rtol=rtol, atol=atol * max(1.0, np.abs(ref).max(initial=0)))
+
+
+def _data(n=3000, d=7, k=5, dtype=np.float64, seed=0):
+    rng = np.random.default_rng(seed)
+    centers = rng.normal(size=(k, d)) * 3
+    x = (centers[rng.integers(k, size=n)] + rng.normal(size=(n, d))).astype(dtype)
+    return x, centers + rng.normal(scale=0.3, size=centers.shape)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_kmeans_kernels(monkeypatch, dtype, weighted):
+    x, c = _data(dtype=dtype)
+    w = np.random.default_rng(1).uniform(0, 2, size=x.shape[0]) if weighted else None
+    _close(*_both(monkeypatch, kmeans.lloyd_step_stats, x, w, centers=c))
+    _close(*_both(monkeypatch, kmeans.inertia_stats, x, w, centers=c))
+    got, ref = _both(monkeypatch, kmeans.lloyd_stats, x, w, centers=c, n_far=4)
+    _close(got, ref)
+    _close(*_both(monkeypatch, kmeans.assign_labels, x, centers=c))
+    _close(*_both(monkeypatch, kmeans.nearest, x, c))
+    _close(*_both(monkeypatch, kmeans.soft_kmeans_stats, x, w, centers=c, beta=0.7))
+    _close(*_both(monkeypatch, kmeans.closest_count_stats, x, w, centers=c))
+
+
+def test_lloyd_kernel_against_brute_force():
+    """An independent reference: explicit loops in Python over 200 rows."""
+    x, c = _data(200, 4, 3, seed=5)
+    w = np.linspace(0.5, 1.5, 200)
+    lab, dmin, counts, sums = _compiled.lloyd(x, w, centers=c)
+    for i in range(200):
+        d = [sum((x[i, f] - c[j, f]) ** 2 for f in range(4)) for j in range(3)]
+        assert lab[i] == int(np.argmin(d)) and abs(dmin[i] - min(d)) <= 1e-12 * max(1, min(d))
+    for j in range(3):
+        np.testing.assert_allclose(counts[j], w[lab == j].sum(), rtol=1e-13)
+        np.testing.assert_allclose(sums[j], (w[lab == j, None] * x[lab == j]).sum(0), rtol=1e-12)
+
+
+def test_ties_go_to_the_lowest_index_and_a_row_on_a_centre_has_distance_zero():
+    c = np.array([[0.0, 0.0], [2.0, 0.0], [0.0, 0.0]])
+    x = np.array([[1.0, 0.0], [0.0, 0.0], [2.0, 0.0]])
+    lab, dmin, _, _ = _compiled.lloyd(x, centers=c)
+    np.testing.assert_array_equal(lab, [0, 0, 1])
+    np.testing.assert_array_equal(dmin, [1.0, 0.0, 0.0])
+
+
+@pytest.mark.parametrize("label_dtype", [np.int8, np.int32, np.int64, np.float64])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_dc_kernels(monkeypatch, dtype, label_dtype):
+    x, m = _data(4000, 6, 4, dtype=dtype, seed=2)
+    cls = np.random.default_rng(3).integers(0, 5, size=x.shape[0]).astype(label_dtype)
+    L = np.log(np.random.default_rng(4).dirichlet(np.ones(5), size=4))
+    _close(*_both(monkeypatch, dc.dc_count_stats, x, cls, centers=m, sigma=1.3, n_classes=5))
+    _close(*_both(monkeypatch, dc.dc_grad_stats, x, cls, centers=m, sigma=1.3, L=L))
+    # a narrow width: memberships near one-hot, the stable softmax must not underflow to 0/0
+    _close(*_both(monkeypatch, dc.dc_count_stats, x, cls, centers=m, sigma=0.01, n_classes=5))
+    _close(*_both(monkeypatch, dc.dc_grad_stats, x, cls, centers=m, sigma=0.01, L=L))
+
+
+def test_dc_kernels_on_a_non_contiguous_block(monkeypatch):
+    x, m = _data(2000, 6, 4, seed=6)
+    xs = np.asfortranarray(x)[::2]
+    cls = np.arange(1000) % 3
+    _close(*_both(monkeypatch, dc.dc_count_stats, xs, cls, centers=m, sigma=2.0, n_classes=3))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_ac_kernels(monkeypatch, dtype):
+    x, mx = _data(3000, 5, 4, dtype=dtype, seed=7)
+    y, my = _data(3000, 3, 6, dtype=dtype, seed=8)
+    rng = np.random.default_rng(9)
+    psi = rng.normal(size=(4, 6))
+    _close(*_both(monkeypatch, ac.ac_count_stats, x, y, mx=mx, my=my, sx=1.5, sy=0.8))
+    _close(*_both(monkeypatch, ac.ac_grad_stats, x, y, mx=mx, my=my, sx=1.5, sy=0.8, psi=psi,
+                  psi_x=rng.normal(size=4), psi_y=rng.normal(size=6), lam_x=0.3, lam_y=0.7))
+
+
+@pytest.mark.parametrize("with_classes", [False, True])
+def test_mixture_kernel(monkeypatch, with_classes):
+    x, means = _data(3000, 5, 4, seed=10)
+    rng = np.random.default_rng(11)
+    kw = {"means": means, "variances": rng.uniform(0.5, 2, size=4), "log_weights": np.log(rng.dirichlet(np.ones(4)))}
+    if with_classes:
+        cls = rng.integers(0, 3, size=3000)
+        kw.update(log_psi=np.log(rng.dirichlet(np.ones(3), size=4)), n_classes=3)
+        _close(*_both(monkeypatch, mixture.mixture_em_stats, x, cls, **kw))
+        _close(*_both(monkeypatch, mixture.mixture_em_stats, x, cls, **{**kw, "log_psi": None}))
+    else:
+        _close(*_both(monkeypatch, mixture.mixture_em_stats, x, **kw))
+
+
+@pytest.mark.parametrize("dtype", [np.bool_, np.uint8, np.float64])
+@pytest.mark.parametrize("temperature", [1.0, 0.3, 4.0])
+def test_cmbc_estep_kernel(monkeypatch, dtype, temperature):
+    rng = np.random.default_rng(13)
+    y = (rng.random((2000, 30)) < 0.3).astype(dtype)
+    theta = rng.uniform(0.05, 0.95, size=(30, 3))
+    kw = {"log_theta": np.log(theta), "log_1m_theta": np.log1p(-theta), "temperature": temperature}
+    _close(*_both(monkeypatch, cmbc.estep_stats, y, **kw))
+    import scipy.sparse as sp
+
+    # sparse blocks keep scipy's products; they agree with the compiled dense loop
+    _close(cmbc.estep_stats(sp.csr_matrix(y.astype(np.float64)), **kw), cmbc.estep_stats(y, **kw))
+
+
+def test_empty_block(monkeypatch):
+    x = np.zeros((0, 3))
+    c = np.ones((2, 3))
+    _close(*_both(monkeypatch, kmeans.lloyd_step_stats, x, centers=c))
+    _close(*_both(monkeypatch, dc.dc_count_stats, x, np.zeros(0), centers=c, sigma=1.0, n_classes=2))
+
+
+@pytest.mark.filterwarnings("ignore:DiscriminativeClustering. conjugate gradients stopped")
+def test_whole_fits_equal_with_either_kernel(monkeypatch):
+    """Estimators on top: the same centres from compiled and numpy passes."""
+    from infoclust_dask import DiscriminativeClustering, KMeans
+
+    x, _ = _data(5000, 4, 3, seed=12)
+    y = (x[:, 0] > 0).astype(int)
+    fits = {}
+    for mode in ("", "numpy"):
+        monkeypatch.setenv("INFOCLUST_KERNELS", mode)
+        km = KMeans(3, random_state=0, scheduler="sync").fit(x)
+        dc_ = DiscriminativeClustering(3, sigma=1.0, max_iter=8, random_state=0, scheduler="sync").fit(x, y)
+        fits[mode] = (km.cluster_centers_, dc_.cluster_centers_)
+    np.testing.assert_allclose(fits[""][0], fits["numpy"][0], rtol=1e-10)
+    # a few conjugate-gradient steps (a long run amplifies round-off differences in the line searches)
+    np.testing.assert_allclose(fits[""][1], fits["numpy"][1], rtol=1e-7, atol=1e-8)
+
+
+def test_one_blas_thread_while_dask_threads_run_kernels():
+    from threadpoolctl import threadpool_info
+
+    from infoclust_dask import engine
+
+    with engine.one_blas_thread():
+        assert all(i["num_threads"] == 1 for i in threadpool_info())
+
+
+def test_cluster_workers_use_one_blas_thread_each(local_cluster_client):
+    threads = local_cluster_client.run(
+        lambda: [i["num_threads"] for i in __import__("threadpoolctl").threadpool_info() if i["user_api"] == "blas"])
+    assert threads and all(t == [1] * len(t) for t in threads.values())
+
+
+def test_no_private_imports_from_other_packages():
+    """The kernels call only public APIs (scikit-learn's private Lloyd
+    routines were the reason for its upper pin)."""
+    root = Path(_compiled.__file__).parents[1]
+    bad = []
+    for path in root.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = []
+            if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            for name in names:
+                if name.split(".")[0] != "infoclust_dask" and any(p.startswith("_") for p in name.split(".")[1:]):
+                    bad.append(f"{path.name}: {name}")
+    assert not bad, bad
