@@ -131,9 +131,18 @@ def top_eigenvectors(K, c, *, tol=1e-12, random_state=0):
     return w[order], V[:, order]
 
 
-def eigsh_ncv(n, c):
-    """ARPACK's number of Lanczos vectors: ``max(2c + 1, 32)`` (at most n)."""
-    return min(n, max(2 * c + 1, 32))
+#: bytes of the Lanczos basis plus the eigenvectors that :func:`operator_eigenvectors` aims to stay within
+OPERATOR_BYTES = 2 * 2**30
+
+
+def eigsh_ncv(n, c, budget=None):
+    """ARPACK's number of Lanczos vectors: ``max(2c + 1, 32)`` (at most n);
+    with a ``budget`` in bytes, fewer when ``n (ncv + c)`` float64 numbers
+    would not fit (at least ``c + 6``: more restarts, the same eigenpairs)."""
+    ncv = min(n, max(2 * c + 1, 32))
+    if budget is not None:
+        ncv = min(ncv, max(c + 6, int(budget // (8 * n)) - c))
+    return min(ncv, n - 1)
 
 
 def operator_eigenvectors(matvec, n, c, *, tol=1e-12, random_state=0, ncv=None, callback=None):
@@ -144,7 +153,9 @@ def operator_eigenvectors(matvec, n, c, *, tol=1e-12, random_state=0, ncv=None, 
     vector and (default) Lanczos basis as :func:`top_eigenvectors`, so both
     give the same eigenpairs. This process holds the ``ncv`` Lanczos vectors
     and the ``c`` eigenvectors: ``O(n (ncv + c))`` numbers, never the
-    matrix. ``callback()`` runs after every product (progress)."""
+    matrix; by default ``ncv`` is chosen so that they take at most
+    :data:`OPERATOR_BYTES` (2 GiB) when ``c + 6`` vectors allow it
+    (:func:`eigsh_ncv`). ``callback()`` runs after every product (progress)."""
     from scipy.sparse.linalg import LinearOperator
 
     if not 1 <= c < n - 1:
@@ -159,7 +170,8 @@ def operator_eigenvectors(matvec, n, c, *, tol=1e-12, random_state=0, ncv=None, 
 
     op = LinearOperator((n, n), matvec=mv, dtype=np.float64)
     v0 = np.random.default_rng(random_state).uniform(0.5, 1.5, size=n)
-    w, V = eigsh(op, k=c, which="LA", tol=tol, v0=v0, ncv=ncv or eigsh_ncv(n, c), maxiter=100 * n)
+    w, V = eigsh(op, k=c, which="LA", tol=tol, v0=v0, ncv=ncv or eigsh_ncv(n, c, OPERATOR_BYTES),
+                 maxiter=100 * n)
     order = np.argsort(-w, kind="stable")
     return w[order], V[:, order]
 
