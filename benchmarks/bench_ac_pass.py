@@ -13,29 +13,11 @@ of that shape when it is missing. Results are added to ``docs/kernels.json``
 """
 
 import argparse
-import json
-import os
-import time
 import uuid
 from pathlib import Path
 
 import numpy as np
-
-
-def best(fn, repeat):
-    ts = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return min(ts), float(np.median(ts))
-
-
-def record(key, value):
-    path = Path(__file__).parents[1] / "docs" / "kernels.json"
-    data = json.loads(path.read_text()) if path.exists() else {}
-    data[key] = value
-    path.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+from _bench import best, numpy_kernels, record
 
 
 def main():
@@ -80,9 +62,8 @@ def main():
     read()  # one untimed read: the store comes from the page cache in every timed run alike
     t_read, med_read = best(read, a.repeat)
     t_eval, med_eval = best(evaluate, a.repeat)
-    client.run(lambda: os.environ.__setitem__("INFOCLUST_KERNELS", "numpy"))
-    t_np, med_np = best(evaluate, a.repeat)
-    client.run(lambda: os.environ.pop("INFOCLUST_KERNELS", None))
+    with numpy_kernels(client):
+        t_np, med_np = best(evaluate, a.repeat)
     gb = a.rows * (64 + 8) * 4 / 1e9
     print(f"store {a.rows} pairs (x 64 + y 8 float32, {gb:.2f} GB), K = L = {a.k}, 2 worker processes: "
           f"plain read {t_read:.2f} s (median {med_read:.2f}); one AC evaluation (2 passes): compiled kernels "

@@ -15,6 +15,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from _bench import record
+
 CHILD = r"""
 import time, json
 t0 = time.perf_counter()
@@ -57,11 +59,8 @@ def main():
           f"specializations) {cold['first_calls_s']:.2f} s (compiling)")
     print(f"new process, cache written by the first: import {warm['import_s']:.2f} s, first calls "
           f"{warm['first_calls_s']:.2f} s (loaded from {files} cache files); later calls {warm['second_calls_s'] * 1e3:.1f} ms")
-    path = Path(__file__).parents[1] / "docs" / "kernels.json"
-    data = json.loads(path.read_text()) if path.exists() else {}
-    data["compile"] = {"cold_first_calls_s": round(cold["first_calls_s"], 2),
-                       "cached_first_calls_s": round(warm["first_calls_s"], 3)}
-    path.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+    record("compile", {"cold_first_calls_s": round(cold["first_calls_s"], 2),
+                       "cached_first_calls_s": round(warm["first_calls_s"], 3)})
 
 
 if __name__ == "__main__":

@@ -14,47 +14,13 @@ Both with the compiled kernels (the default) and with the numpy kernels
 """
 
 import argparse
-import json
-import os
 import shutil
 import time
 import uuid
 from pathlib import Path
 
 import numpy as np
-
-
-def best(fn, repeat):
-    ts = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return min(ts), float(np.median(ts))
-
-
-def record(key, value):
-    path = Path(__file__).parents[1] / "docs" / "kernels.json"
-    data = json.loads(path.read_text()) if path.exists() else {}
-    data[key] = value
-    path.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
-
-
-class numpy_kernels:
-    """``INFOCLUST_KERNELS=numpy`` in this process (and the workers) while inside."""
-
-    def __init__(self, client=None):
-        self.client = client
-
-    def __enter__(self):
-        os.environ["INFOCLUST_KERNELS"] = "numpy"
-        if self.client is not None:
-            self.client.run(lambda: os.environ.__setitem__("INFOCLUST_KERNELS", "numpy"))
-
-    def __exit__(self, *exc):
-        os.environ.pop("INFOCLUST_KERNELS", None)
-        if self.client is not None:
-            self.client.run(lambda: os.environ.pop("INFOCLUST_KERNELS", None))
+from _bench import best, numpy_kernels, record
 
 
 def main():

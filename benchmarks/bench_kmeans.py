@@ -10,6 +10,7 @@ import argparse
 import time
 
 import numpy as np
+from _bench import numpy_kernels, record
 
 
 def best_of(fn, repeat=3):
@@ -42,11 +43,9 @@ def main():
     print(f"data {a.n} x {a.d} float64 ({X.nbytes / 1e6:.0f} MB), k={a.k}, {a.iters} Lloyd iterations")
 
     # --- one Lloyd pass --------------------------------------------------------
-    import os
-
-    os.environ["INFOCLUST_KERNELS"] = "numpy"
-    t_ref, _ = best_of(lambda: engine.map_reduce(LLOYD_STEP, X, None, params={"centers": init}, scheduler="threads"))
-    del os.environ["INFOCLUST_KERNELS"]
+    with numpy_kernels():
+        t_ref, _ = best_of(lambda: engine.map_reduce(LLOYD_STEP, X, None, params={"centers": init},
+                                                     scheduler="threads"))
     t_pass, _ = best_of(lambda: engine.map_reduce(LLOYD_STEP, X, None, params={"centers": init}, scheduler="threads"))
     print(f"ours: one Lloyd pass, numpy kernel (INFOCLUST_KERNELS=numpy)      {t_ref * 1e3:8.1f} ms")
     print(f"ours: one Lloyd pass, compiled kernel (numba)                     {t_pass * 1e3:8.1f} ms")
@@ -71,15 +70,9 @@ def main():
     print(f"sklearn KMeans(lloyd), same     {t_sk:7.2f} s / {m_sk.n_iter_} it = {per_sk * 1e3:7.1f} ms/iteration")
     print(f"  centres agree: max |diff| = {np.abs(m_ours.cluster_centers_ - m_sk.cluster_centers_).max():.2e}")
     print(f"RATIO per iteration ours/sklearn = {per_ours / per_sk:.2f}  (target <= 1.2)")
-    import json
-    from pathlib import Path
-
-    out = Path(__file__).parents[1] / "docs" / "kernels.json"
-    rec = json.loads(out.read_text()) if out.exists() else {}
-    rec["kmeans"] = {"numpy_pass_ms": round(t_ref * 1e3, 1), "compiled_pass_ms": round(t_pass * 1e3, 1),
+    record("kmeans", {"numpy_pass_ms": round(t_ref * 1e3, 1), "compiled_pass_ms": round(t_pass * 1e3, 1),
                      "ours_ms_per_iter": round(per_ours * 1e3, 1), "sklearn_ms_per_iter": round(per_sk * 1e3, 1),
-                     "ratio": round(per_ours / per_sk, 2)}
-    out.write_text(json.dumps(rec, indent=1, sort_keys=True) + "\n")
+                     "ratio": round(per_ours / per_sk, 2)})
 
     # --- whole fit vs dask-ml ----------------------------------------------------
     Xd = da.from_array(X, chunks=(125_000, a.d))

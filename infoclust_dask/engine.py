@@ -376,23 +376,28 @@ def compute(obj, *, scheduler=None, progress: bool = False):
 
         from dask.diagnostics import ProgressBar
 
-        with ProgressBar(out=sys.stderr), one_blas_thread():  # stdout stays for results (the CLI's JSON)
+        with ProgressBar(out=sys.stderr), one_blas_thread(scheduler_name):  # stdout: results (CLI JSON)
             return dask.compute(obj, scheduler=scheduler_name, optimize_graph=False)[0]
-    with one_blas_thread():
+    with one_blas_thread(scheduler_name):
         return dask.compute(obj, scheduler=scheduler_name, optimize_graph=False)[0]
 
 
 _BLAS = []
 
 
-def one_blas_thread():
+def one_blas_thread(scheduler_name="threads"):
     """While dask's threads run block kernels in this process, each BLAS /
     OpenMP call uses one thread (two dask threads on two cores must not each
     start two BLAS threads). Worker processes of a ``distributed`` cluster
     get the same from their nanny (``OMP_NUM_THREADS=1`` etc. in
     ``distributed.nanny.pre-spawn-environ``); the compiled kernels start no
-    threads at all."""
+    threads at all. For ``"sync"`` (one thread) nothing is limited."""
+    import contextlib
+
     from threadpoolctl import ThreadpoolController
+
+    if scheduler_name != "threads":
+        return contextlib.nullcontext()
 
     if not _BLAS:
         _BLAS.append(ThreadpoolController())

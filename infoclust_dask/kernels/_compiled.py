@@ -158,23 +158,34 @@ if numba is not None:
                 counts[j, ci] += y[j]
 
     @_jit
+    def _add_centred(g, a, x, r, WX, Ws):
+        """One row's share of a gradient of DC (11) / AC: ``w_j = g_j (a_j -
+        sum_l g_l a_l)``, ``Ws += w``, ``WX += w x_r``."""
+        k = g.shape[0]
+        d = x.shape[1]
+        mean = 0.0
+        for j in range(k):
+            mean += g[j] * a[j]
+        for j in range(k):
+            wj = g[j] * (a[j] - mean)
+            Ws[j] += wj
+            for f in range(d):
+                WX[j, f] += wj * np.float64(x[r, f])
+
+    @_jit
     def _dc_grad_rows(x, c, ct, scale, L, WX, Ws):
-        n, d = x.shape
+        n = x.shape[0]
         k = ct.shape[1]
         acc = np.empty(k)
         y = np.empty(k)
+        a = np.empty(k)
         for i in range(n):
             _dist_row(x, i, ct, acc)
             _softmax_row(acc, scale, y)
             ci = c[i]
-            mean = 0.0
             for j in range(k):
-                mean += y[j] * L[j, ci]
-            for j in range(k):
-                wj = y[j] * (L[j, ci] - mean)
-                Ws[j] += wj
-                for f in range(d):
-                    WX[j, f] += wj * np.float64(x[i, f])
+                a[j] = L[j, ci]
+            _add_centred(y, a, x, i, WX, Ws)
 
     @_jit
     def _ac_count_rows(x, y, ctx, cty, sx, sy, counts):
@@ -193,8 +204,7 @@ if numba is not None:
 
     @_jit
     def _ac_grad_rows(x, y, ctx, cty, sx, sy, psi, cx, cy, WX, Wx, WY, Wy):
-        n, dx = x.shape
-        dy = y.shape[1]
+        n = x.shape[0]
         k, l_ = ctx.shape[1], cty.shape[1]
         ax, ay = np.empty(k), np.empty(l_)
         gx, gy = np.empty(k), np.empty(l_)
@@ -214,22 +224,8 @@ if numba is not None:
                 for i in range(k):
                     s += gx[i] * psi[i, j]
                 b[j] = s - cy[j]
-            ma = 0.0
-            for i in range(k):
-                ma += gx[i] * a[i]
-            mb = 0.0
-            for j in range(l_):
-                mb += gy[j] * b[j]
-            for i in range(k):
-                wi = gx[i] * (a[i] - ma)
-                Wx[i] += wi
-                for f in range(dx):
-                    WX[i, f] += wi * np.float64(x[r, f])
-            for j in range(l_):
-                wj = gy[j] * (b[j] - mb)
-                Wy[j] += wj
-                for f in range(dy):
-                    WY[j, f] += wj * np.float64(y[r, f])
+            _add_centred(gx, a, x, r, WX, Wx)
+            _add_centred(gy, b, y, r, WY, Wy)
 
     @_jit
     def _mixture_rows(x, c, ct, const, inv2v, log_psi, R, S, Q, N, out_ll):

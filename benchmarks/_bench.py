@@ -1,0 +1,45 @@
+"""Helpers the kernel benchmarks share (``from _bench import ...``: the
+scripts run as ``python benchmarks/<name>.py``, so this folder is on the path)."""
+
+import json
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+KERNELS_JSON = Path(__file__).parents[1] / "docs" / "kernels.json"
+
+
+def best(fn, repeat):
+    """(best, median) seconds of ``repeat`` calls of ``fn``."""
+    ts = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t0)
+    return min(ts), float(np.median(ts))
+
+
+def record(key, value):
+    """Store one benchmark's figures under ``key`` in docs/kernels.json."""
+    data = json.loads(KERNELS_JSON.read_text()) if KERNELS_JSON.exists() else {}
+    data[key] = value
+    KERNELS_JSON.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+
+
+class numpy_kernels:
+    """``INFOCLUST_KERNELS=numpy`` in this process (and a client's workers) while inside."""
+
+    def __init__(self, client=None):
+        self.client = client
+
+    def __enter__(self):
+        os.environ["INFOCLUST_KERNELS"] = "numpy"
+        if self.client is not None:
+            self.client.run(lambda: os.environ.__setitem__("INFOCLUST_KERNELS", "numpy"))
+
+    def __exit__(self, *exc):
+        os.environ.pop("INFOCLUST_KERNELS", None)
+        if self.client is not None:
+            self.client.run(lambda: os.environ.pop("INFOCLUST_KERNELS", None))
