@@ -50,9 +50,12 @@ test-min:
 	$(MIN_VENV)/bin/python -m pytest -m "not slow" -q
 
 bench: install-bench
+	$(PY) benchmarks/bench_compile.py
 	$(PY) benchmarks/bench_kmeans.py
 	$(PY) benchmarks/bench_zarr_pass.py
 	$(PY) benchmarks/bench_dc_pass.py
+	$(PY) benchmarks/bench_ac_pass.py
+	$(PY) benchmarks/plot_kernels.py
 
 clean:
 	rm -rf $(VENV) $(MIN_VENV) storage/datasets storage/runs storage/.prefect

@@ -645,10 +645,12 @@ class RowBlocks:
     per call) and returns the per-block results in row order. Call
     :meth:`release` (or drop the object) to free the blocks."""
 
-    def __init__(self, sched, blocks, starts, sizes, name):
+    def __init__(self, sched, blocks, starts, sizes, name, keep=None):
         self.sched, self.blocks, self.name = sched, blocks, name
         self.starts, self.sizes = list(starts), list(sizes)
         self.calls = 0
+        # scattered inputs the blocks were made from: a block lost with a worker is made again from them
+        self._keep = keep
 
     @property
     def n_rows(self) -> int:
@@ -677,7 +679,7 @@ class RowBlocks:
         if self.blocks is not None and self.sched.kind == "distributed":
             for f in self.blocks:
                 f.release()
-        self.blocks = None
+        self.blocks = self._keep = None
 
 
 def _exchange_split(split, params, shared, bounds, start, *blocks):
@@ -748,7 +750,7 @@ def exchange(split, join, *arrays, params=None, shared=None, block_rows=None, sc
         _wait_futures(sched.client, blocks)
     else:
         blocks = list(compute(joins, scheduler=sched, progress=progress))
-    return RowBlocks(sched, blocks, starts, sizes, name)
+    return RowBlocks(sched, blocks, starts, sizes, name, keep=shared)
 
 
 def generate(func, n_rows: int, *, block_rows: int, outputs: tuple, block_params, name: str):

@@ -276,6 +276,43 @@ def smic_store(store: str, n_clusters: int, scheduler: str | None, seed: int) ->
             "timings": {k: round(v, 2) for k, v in m.timings_.items()}}
 
 
+@task(name="smic-large")
+def smic_large(scheduler: str | None, seed: int, n: int = 250_000) -> dict:
+    """SMIC (t fixed at 10) on ``n`` generated rows (10 Gaussian blobs, d = 16,
+    made on the workers): the approximate neighbour graph (faiss HNSW per row
+    block) and, above 200 000 rows, the kernel kept on the workers with the
+    eigensolver's products as map-reduce passes."""
+    import numpy as np
+    from sklearn.metrics import adjusted_rand_score as ari
+
+    from infoclust_dask import SMIC, engine
+    from infoclust_dask.cluster._smic import DRIVER_KERNEL_MAX_ROWS
+    from infoclust_dask.datasets import make_blobs
+
+    from infoclust_dask.kernels.knn import have_faiss
+
+    if not have_faiss():  # the exact graph of this many rows takes minutes: shown only with the [knn] extra
+        return {"n": n, "skipped": "faiss-cpu is not installed (pip install 'infoclust_dask[knn]')"}
+    scheduler = engine.resolve_scheduler(scheduler)
+    X, y, _ = make_blobs(n, 16, centers=10, random_state=seed, chunks=65_536)
+    t0 = time.perf_counter()
+    m = SMIC(10, t=10, random_state=seed, scheduler=scheduler).fit(X)
+    seconds = time.perf_counter() - t0
+    y = np.asarray(engine.compute(y, scheduler=scheduler))
+    return {"n": n, "knn": m.knn_, "recall": round(float(m.knn_recall_), 4), "ari": float(ari(y, m.labels_)),
+            "seconds": round(seconds, 1), "on_workers": n > DRIVER_KERNEL_MAX_ROWS,
+            "timings": {k: round(v, 1) for k, v in m.timings_.items()}}
+
+
+def _kernels_line() -> str:
+    from infoclust_dask.kernels import _compiled
+
+    if _compiled.available():
+        return (f"Block kernels: compiled (numba {_compiled.numba.__version__}; cached on disk; "
+                "`INFOCLUST_KERNELS=numpy` selects the numpy references).")
+    return "Block kernels: numpy (numba not importable, or INFOCLUST_KERNELS=numpy)."
+
+
 def _integrity_line(v: dict) -> str:
     """One report line from :func:`infoclust_dask.store.verify_store`."""
     if v["chunks"] == 0:
@@ -313,6 +350,7 @@ def report(store: str, run_dir: str, km: dict, da_: dict, dataset: str, dc: dict
         "",
         f"Store: `{store}` ({n} samples x {ds.sizes['feature']} features, standardized).",
         _integrity_line(verify_store(store)),
+        _kernels_line(),
         "",
         "## Methods in this build (infoclust_dask.registry)",
         "",
@@ -376,6 +414,16 @@ def report(store: str, run_dir: str, km: dict, da_: dict, dataset: str, dc: dict
             f"selection: {real['timings']}) vs K-means ARI {real['kmeans_ari']:.3f}",
             f"- LSMI per t: {real['lsmi']}",
         ]
+        big = smic.get("large")
+        if big and "skipped" in big:
+            lines += [f"- {big['n']:,} generated rows: skipped, {big['skipped']}"]
+        elif big:
+            lines += [
+                f"- {big['n']:,} generated rows (10 blobs, d = 16, t = 10) on the dask cluster: neighbour graph "
+                f"{big['knn']} (recall {big['recall']:.3f} against exact search on 2000 rows), kernel and "
+                f"eigensolver products {'on the workers' if big['on_workers'] else 'in this process'}: "
+                f"ARI {big['ari']:.3f} in {big['seconds']} s ({big['timings']})",
+            ]
     if cmbc is not None:
         lines += [
             "", "## CMBC: the next clustering (Gondek, Vaithyanathan & Garg)",
@@ -409,10 +457,11 @@ def report(store: str, run_dir: str, km: dict, da_: dict, dataset: str, dc: dict
 def demo_flow(dataset: str = "satimage", n_clusters: int = 6, scheduler: str | None = None,
               storage: str | None = None, seed: int = 0, n_betas: int = 24,
               sigmas: list[float] = (0.75, 1.5, 3.0), n_folds: int = 3, n_boot: int = 8, n_pairs: int = 4000,
-              smic: bool = True) -> str:
+              smic: bool = True, smic_rows: int = 250_000) -> str:
     """Ingest ``dataset``, cross-validate DC's sigma, fit K-means and DC, anneal
-    soft K-means, AC with bootstrap reliability, SMIC (toy sets and digits;
-    ``smic=False`` skips it), write a run folder. Returns the run folder path.
+    soft K-means, AC with bootstrap reliability, SMIC (toy sets, digits and
+    ``smic_rows`` generated rows - 0 skips those; ``smic=False`` skips SMIC),
+    write a run folder. Returns the run folder path.
     """
     from infoclust_dask.runs import dataset_store_path, new_run_dir, storage_root
 
@@ -448,7 +497,8 @@ def demo_flow(dataset: str = "satimage", n_clusters: int = 6, scheduler: str | N
         if digits is None:
             digits = ingest_flow(source="digits", dest=str(Path(storage) / "datasets" / "digits-demo.zarr"),
                                  standardize=True, n_folds=n_folds, fold_seed=seed, storage=storage)["path"]
-        smic_res = {"toys": smic_toys(str(run), seed), "store": smic_store(digits, 10, scheduler, seed)}
+        smic_res = {"toys": smic_toys(str(run), seed), "store": smic_store(digits, 10, scheduler, seed),
+                    "large": smic_large(scheduler, seed, smic_rows) if smic_rows else None}
     cmbc_res = cmbc_next(storage, scheduler, seed)
     rep = report(store, str(run), km, da_, dataset, dc, cv, ac, smic_res, cmbc_res)
     print(f"run folder: {run}")

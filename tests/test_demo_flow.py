@@ -11,7 +11,7 @@ def test_demo_flow_writes_report_and_plots(prefect_harness, tmp_path):
     from infoclust_pipelines.demo import demo_flow
 
     run = Path(demo_flow(dataset="wine", n_clusters=3, scheduler="threads", storage=str(tmp_path), n_betas=10,
-                         n_boot=2, n_pairs=1000))
+                         n_boot=2, n_pairs=1000, smic_rows=0))  # the 250 000-row SMIC: make demo
     assert run.parent == tmp_path / "runs"
     report = (run / "report.md").read_text()
     assert "K-means" in report and "ARI" in report and "predicted first split" in report
@@ -35,6 +35,7 @@ def test_demo_flow_writes_report_and_plots(prefect_harness, tmp_path):
     assert smic["store"]["ari"] > smic["store"]["kmeans_ari"]  # digits: SMIC beats K-means
     assert sorted(map(int, smic["store"]["lsmi"])) == list(range(1, 11))
     assert (run / "smic-fig4.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "Block kernels: compiled (numba" in report
     # a second run reuses the store instead of overwriting it, and every finished cell
     run2 = Path(demo_flow(dataset="wine", n_clusters=3, scheduler="threads", storage=str(tmp_path), n_betas=6,
                           n_boot=2, n_pairs=1000, smic=False))
