@@ -103,6 +103,13 @@ if numba is not None:
         return m + math.log(s)
 
     @_jit
+    def _memberships_row(x, i, ct, scale, acc, out):
+        """Row ``i``'s softmax memberships ``softmax(scale ||x_i - m_j||^2)``
+        into ``out``; returns their log normalizer."""
+        _dist_row(x, i, ct, acc)
+        return _softmax_row(acc, scale, out)
+
+    @_jit
     def _lloyd_rows(x, w, ct, counts, sums, labels, dmin, with_sums):
         n, d = x.shape
         k = ct.shape[1]
@@ -133,8 +140,7 @@ if numba is not None:
         weighted = w.shape[0] > 0
         total = 0.0
         for i in range(n):
-            _dist_row(x, i, ct, acc)
-            lz = _softmax_row(acc, scale, r)
+            lz = _memberships_row(x, i, ct, scale, acc, r)
             wi = w[i] if weighted else 1.0
             total += wi * lz
             for j in range(k):
@@ -151,8 +157,7 @@ if numba is not None:
         acc = np.empty(k)
         y = np.empty(k)
         for i in range(n):
-            _dist_row(x, i, ct, acc)
-            _softmax_row(acc, scale, y)
+            _memberships_row(x, i, ct, scale, acc, y)
             ci = c[i]
             for j in range(k):
                 counts[j, ci] += y[j]
@@ -180,8 +185,7 @@ if numba is not None:
         y = np.empty(k)
         a = np.empty(k)
         for i in range(n):
-            _dist_row(x, i, ct, acc)
-            _softmax_row(acc, scale, y)
+            _memberships_row(x, i, ct, scale, acc, y)
             ci = c[i]
             for j in range(k):
                 a[j] = L[j, ci]
@@ -194,10 +198,8 @@ if numba is not None:
         ax, ay = np.empty(k), np.empty(l_)
         gx, gy = np.empty(k), np.empty(l_)
         for r in range(n):
-            _dist_row(x, r, ctx, ax)
-            _softmax_row(ax, sx, gx)
-            _dist_row(y, r, cty, ay)
-            _softmax_row(ay, sy, gy)
+            _memberships_row(x, r, ctx, sx, ax, gx)
+            _memberships_row(y, r, cty, sy, ay, gy)
             for i in range(k):
                 for j in range(l_):
                     counts[i, j] += gx[i] * gy[j]
@@ -210,10 +212,8 @@ if numba is not None:
         gx, gy = np.empty(k), np.empty(l_)
         a, b = np.empty(k), np.empty(l_)
         for r in range(n):
-            _dist_row(x, r, ctx, ax)
-            _softmax_row(ax, sx, gx)
-            _dist_row(y, r, cty, ay)
-            _softmax_row(ay, sy, gy)
+            _memberships_row(x, r, ctx, sx, ax, gx)
+            _memberships_row(y, r, cty, sy, ay, gy)
             for i in range(k):
                 s = 0.0
                 for j in range(l_):
