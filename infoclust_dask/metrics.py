@@ -193,12 +193,13 @@ def lsmi(X, labels, *, n_classes=None, n_bases=200, widths=None, deltas=None, n_
 
 
 def lsmi_many(X, labels, *, n_classes=None, n_bases=200, widths=None, deltas=None, n_folds=5, random_state=None,
-              standardize=True, mean=None, std=None, scheduler=None):
+              standardize=True, mean=None, std=None, scheduler=None, progress=False):
     """:func:`lsmi` of several labelings of the same rows (``labels`` of shape
     ``(n, L)``) with ONE pass over ``X``: the bases, folds and the
     label-independent sums ``Phi^T Phi`` are shared, only the per-class sums
     differ. Returns a list of ``L``
-    :class:`~infoclust_dask.objectives.lsmi.LSMIResult`."""
+    :class:`~infoclust_dask.objectives.lsmi.LSMIResult`. ``progress`` shows
+    a bar of the pass's tasks on stderr."""
     from threadpoolctl import threadpool_limits
 
     from . import engine
@@ -246,7 +247,7 @@ def lsmi_many(X, labels, *, n_classes=None, n_bases=200, widths=None, deltas=Non
         LSMI, A, lab,
         params={"centers": centers, "widths": widths, "n_classes": c, "n_folds": int(n_folds), "seed": seed,
                 "shift": np.asarray(mean, dtype=np.float64), "scale": np.asarray(std, dtype=np.float64)},
-        scheduler=scheduler,
+        scheduler=scheduler, progress=progress,
     )
     # many small eigh / einsum calls: one BLAS thread is faster, and far
     # faster when other processes share the cores

@@ -386,10 +386,13 @@ class SMIC(XarrayIO, ClusterMixin, BaseEstimator):
                 bar.update(1, t=t)
 
         # LSMI of every candidate clustering in ONE pass (shared bases, folds, Phi^T Phi)
+        if self.verbose:
+            say(f"[SMIC] LSMI of {len(ts)} candidate clustering(s): one pass over the rows")
         t0 = time.perf_counter()
         results = metrics.lsmi_many(A, np.stack([fits[t][0] for t in ts], axis=1), n_classes=self.n_clusters,
                                     n_bases=self.lsmi_n_bases, n_folds=self.n_folds, random_state=seed,
-                                    mean=info.mean, std=np.sqrt(info.var), scheduler=sched)
+                                    mean=info.mean, std=np.sqrt(info.var), scheduler=sched,
+                                    progress=self.verbose >= 1)
         timings["lsmi"] = time.perf_counter() - t0
         self.lsmi_ = {t: r.value for t, r in zip(ts, results, strict=True)}
         self.lsmi_details_ = dict(zip(ts, results, strict=True))
@@ -452,6 +455,9 @@ class SMIC(XarrayIO, ClusterMixin, BaseEstimator):
         sigma = np.sqrt(np.asarray(engine.compute(d2[:, t - 1], scheduler=sched) if engine.is_lazy(d2)
                                    else d2[:, t - 1], dtype=np.float64))
         rows = max(min(KERNEL_BLOCK_ROWS, -(-n // 8)), 1)
+        if self.verbose:
+            say(f"[SMIC] t={t}: kernel row blocks on the workers ({-(-n // rows)} blocks), then eigsh on their "
+                "products")
         K = engine.exchange(kernel_transpose_pieces, kernel_row_block, d2, idx, params={"t": t},
                             shared={"sigma": sigma}, block_rows=rows, scheduler=sched, name="smic-kernel",
                             progress=self.verbose >= 1)
