@@ -500,6 +500,7 @@ def block_pairs(
     block_rows: int = 16384,
     min_rows: int = 1,
     min_blocks: int = 4,
+    query_rows: int | None = None,
     progress: bool = False,
 ):
     """Every row block of ``data`` against every row block, combined per
@@ -516,6 +517,12 @@ def block_pairs(
     block) pairs keep every worker busy even for a store with a few large
     chunks.
 
+    With ``bp.prepare`` the data blocks are exactly ``block_rows`` rows (a
+    store's smaller chunks are joined: fewer, larger indexes), and
+    ``query_rows`` (a divisor of the block rows) splits the query side into
+    smaller blocks, each nested in one data block (smaller per-pair results
+    for the same search work).
+
     ``outputs`` gives ``(dtype, trailing_shape)`` of each array in the
     combined per-block result (a tuple of per-row arrays). Returns that tuple
     of arrays of ``n`` rows: numpy (computed) for numpy input, lazy dask
@@ -531,11 +538,16 @@ def block_pairs(
     rows = max(int(min(block_rows, -(-a.shape[0] // max(int(min_blocks), 1)))), int(min_rows))
     if not lazy:
         a = da.from_array(np.asarray(a, dtype=np.float64), chunks=(rows,) + a.shape[1:])
-    elif max(a.chunks[0]) > rows:
+    elif max(a.chunks[0]) > rows or (bp.prepare is not None and a.chunks[0][0] != rows):
         a = a.rechunk({0: rows})
-    token = _token(bp, params, [a], split_every)
+    if query_rows is not None and rows % int(query_rows):
+        raise ValueError(f"query_rows={query_rows} must divide the block rows ({rows}).")
+    qa = a if query_rows is None else a.rechunk({0: int(query_rows)})
+    token = _token(bp, params, [a], split_every, query_rows)
     blocks = a.to_delayed(optimize_graph=False).ravel()
     starts = _block_starts(a.chunks[0])[:-1]
+    q_blocks = qa.to_delayed(optimize_graph=False).ravel()
+    q_starts = _block_starts(qa.chunks[0])[:-1]
     p = _params_key(bp, params, token)
     call = dask.delayed(partial(_call_pair, bp), pure=True)
     data_side = blocks
@@ -543,7 +555,7 @@ def block_pairs(
         prep = dask.delayed(partial(_call_prepare, bp), pure=True)
         data_side = [prep(db, p, dask_key_name=f"{bp.name}-prepare-{token}-{di}") for di, db in enumerate(blocks)]
     per_output = [[] for _ in outputs]
-    for qi, (qb, qs, qn) in enumerate(zip(blocks, starts, a.chunks[0], strict=True)):
+    for qi, (qb, qs, qn) in enumerate(zip(q_blocks, q_starts, qa.chunks[0], strict=True)):
         parts = [call(qb, db, int(qs), int(ds), p, dask_key_name=f"{bp.name}-{token}-{qi}-{di}")
                  for di, (db, ds) in enumerate(zip(data_side, starts, strict=True))]
         res = _tree(parts, bp.combine, split_every, delayed=dask.delayed, name=f"{bp.name}-combine-{token}-{qi}")

@@ -99,6 +99,8 @@ class KnnParams:
 EXACT_KNN_MAX_ROWS = 50_000
 #: rows per indexed block of the approximate search (two blocks at least: both workers build)
 INDEX_MAX_ROWS = 2_000_000
+#: rows per query block of the approximate search (nested in the indexed blocks)
+QUERY_MAX_ROWS = 500_000
 #: ``knn_recall_`` below this gives a warning
 MIN_RECALL = 0.9
 #: up to this many rows the kernel is assembled and solved in this process; above, its row blocks stay on
@@ -126,10 +128,14 @@ def _neighbour_lists(X, t, scheduler, method="exact", params=None, progress=Fals
         raise ValueError(f"t must be between 1 and n_samples - 1 = {n - 1}; got {t}.")
     outputs = ((np.float64, (t,)), (np.int64, (t,)))
     if method == "approximate":
-        rows = max(min(-(-n // 2), INDEX_MAX_ROWS), t + 1)
+        # indexes of at most INDEX_MAX_ROWS rows (at least two); queried in blocks of at most
+        # QUERY_MAX_ROWS rows nested in them, so that one pair's (rows, t) result stays small
+        target = max(min(-(-n // 2), INDEX_MAX_ROWS), t + 1)
+        parts = -(-target // QUERY_MAX_ROWS)
+        query = -(-target // parts)
         d2, idx = engine.block_pairs(KNN_HNSW, X, params={"t": t, **(params or {})}, outputs=outputs,
-                                     block_rows=rows, min_rows=t + 1, min_blocks=2, scheduler=scheduler,
-                                     progress=progress)
+                                     block_rows=query * parts, query_rows=query, min_rows=t + 1, min_blocks=2,
+                                     scheduler=scheduler, progress=progress)
     else:
         d2, idx = engine.block_pairs(KNN, X, params={"t": t}, outputs=outputs, min_rows=t + 1, scheduler=scheduler,
                                      progress=progress)

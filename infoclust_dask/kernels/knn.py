@@ -129,7 +129,8 @@ def hnsw_block(xq, prepared, *, q_start=None, d_start=0, t, M=None, ef_construct
     xd, blob = prepared
     xq = np.asarray(xq, dtype=np.float64)
     nq, nd = xq.shape[0], xd.shape[0]
-    self_query = q_start is not None and q_start == d_start
+    # the query rows may be rows of this data block (or some of them): ask one more, drop the own row
+    self_query = q_start is not None and q_start < d_start + nd and d_start < q_start + nq
     k = min(t + (1 if self_query else 0), nd)
     if nq == 0 or k == 0:
         return knn_top(np.zeros((nq, 0)), np.zeros((nq, 0), dtype=np.int64), t)
@@ -141,7 +142,7 @@ def hnsw_block(xq, prepared, *, q_start=None, d_start=0, t, M=None, ef_construct
         _, ind = index.search(np.ascontiguousarray(q, dtype=np.float32), k)
         ind = ind.astype(np.int64)
         if self_query:
-            ind = _without_own(ind, np.arange(a, a + q.shape[0]))
+            ind = _without_own(ind, np.arange(a, a + q.shape[0]) + (q_start - d_start))
         valid = ind >= 0
         safe = np.where(valid, ind, 0)
         diff = q[:, None, :] - xd[safe]

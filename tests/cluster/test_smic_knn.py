@@ -130,3 +130,25 @@ def test_predict_in_two_passes_equals_the_blockwise_rule(normalization, monkeypa
         tot = raw.sum(axis=1, keepdims=True)
         ref.append(np.where(tot > 0, raw / np.where(tot > 0, tot, 1.0), m.class_prior_))
     np.testing.assert_allclose(got, np.vstack(ref), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("lazy", [False, True])
+def test_query_blocks_nested_in_indexed_blocks_give_the_same_graph(lazy):
+    """Smaller query blocks (each inside one indexed block) change the pairs,
+    not the answer: the same lists as whole-block queries, own rows dropped."""
+    import dask.array as da
+
+    from infoclust_dask.kernels.knn import KNN_HNSW
+
+    X, _ = _blobs(6000, seed=3)
+    data = da.from_array(X, chunks=700) if lazy else X  # store-like small chunks are joined into 3000-row blocks
+    out = ((np.float64, (6,)), (np.int64, (6,)))
+    kw = {"params": {"t": 6, **HNSW_DEFAULTS}, "outputs": out, "block_rows": 3000, "min_blocks": 2,
+          "scheduler": "threads"}
+    whole = engine.compute(engine.block_pairs(KNN_HNSW, data, **kw), scheduler="threads")
+    nested = engine.compute(engine.block_pairs(KNN_HNSW, data, query_rows=750, **kw), scheduler="threads")
+    np.testing.assert_array_equal(nested[1], whole[1])
+    np.testing.assert_array_equal(nested[0], whole[0])
+    assert (nested[1] != np.arange(6000)[:, None]).all()
+    with pytest.raises(ValueError, match="must divide"):
+        engine.block_pairs(KNN_HNSW, data, query_rows=700, **kw)
