@@ -173,6 +173,8 @@ def operator_eigenvectors(matvec, n, c, *, tol=1e-12, random_state=0, ncv=None, 
     w, V = eigsh(op, k=c, which="LA", tol=tol, v0=v0, ncv=ncv or eigsh_ncv(n, c, OPERATOR_BYTES),
                  maxiter=100 * n)
     order = np.argsort(-w, kind="stable")
+    if np.array_equal(order, np.arange(c)[::-1]):  # ARPACK's ascending order: a view, not an n x c copy
+        return w[order], V[:, ::-1]
     return w[order], V[:, order]
 
 
