@@ -9,7 +9,7 @@ Tuning Parameter Selection and Analytic Solution* (2011, ICML), §2.3.
 - :func:`top_eigenvectors`: the ``c`` principal eigenvectors of the kernel,
   which maximize the SMI approximation (8) under orthonormality.
 - :func:`orient`: the sign rule ``phi~ = phi sign(phi^T 1)``.
-- :func:`assignment_scores`: the assignment rule of §2.3 with class prior pi.
+- :func:`assign`: the assignment rule of §2.3 with class prior pi.
 
 Conventions (not spelled out in the paper, fixed here):
 
@@ -43,7 +43,6 @@ __all__ = [
     "NORMALIZATIONS",
     "assign",
     "ROUNDOFF",
-    "assignment_scores",
     "check_prior",
     "kernel_matrix",
     "orient",
@@ -205,18 +204,11 @@ def check_prior(prior, c):
     return np.sort(p / p.sum())
 
 
-def assignment_scores(Vt, prior):
-    """``pi_y [max(0, phi~_y)]_i / (max(0, phi~_y)^T 1)`` of §2.3, shape (n, c):
-    the clipped, normalized class-posterior estimates up to a common factor
-    per row; the cluster of sample ``i`` is the argmax of row ``i``."""
-    P = np.maximum(Vt, 0.0)
-    return P * (prior / P.sum(axis=0))[None, :]
-
-
 def assign(Vt, prior, *, rows=1 << 16):
-    """The in-sample clusters of §2.3: the argmax per row of
-    :func:`assignment_scores`, computed ``rows`` rows at a time (no
-    ``n x c`` temporary)."""
+    """The in-sample clusters of §2.3: per row the argmax over y of
+    ``pi_y [max(0, phi~_y)]_i / (max(0, phi~_y)^T 1)`` (the clipped,
+    normalized class-posterior estimates up to a common factor per row),
+    computed ``rows`` rows at a time (no ``n x c`` temporary)."""
     scale = prior / np.array([np.maximum(Vt[:, y], 0.0).sum() for y in range(Vt.shape[1])])
     out = np.empty(Vt.shape[0], dtype=np.int64)
     for a in range(0, Vt.shape[0], rows):
