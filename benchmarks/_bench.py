@@ -21,6 +21,26 @@ def best(fn, repeat):
     return min(ts), float(np.median(ts))
 
 
+def interleaved(fns, repeat, setup=None):
+    """Run the callables of ``fns`` (name -> (fn, context manager factory or
+    None)) in rounds, one of each per round, ``repeat`` rounds, so that the
+    machine's slow phases hit every contender alike. Returns name -> (best,
+    median) seconds."""
+    times = {name: [] for name in fns}
+    for _ in range(repeat):
+        for name, (fn, ctx) in fns.items():
+            if ctx is None:
+                t0 = time.perf_counter()
+                fn()
+                times[name].append(time.perf_counter() - t0)
+            else:
+                with ctx():
+                    t0 = time.perf_counter()
+                    fn()
+                    times[name].append(time.perf_counter() - t0)
+    return {name: (min(ts), float(np.median(ts))) for name, ts in times.items()}
+
+
 def record(key, value):
     """Store one benchmark's figures under ``key`` in docs/kernels.json."""
     data = json.loads(KERNELS_JSON.read_text()) if KERNELS_JSON.exists() else {}

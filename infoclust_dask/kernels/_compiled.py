@@ -40,7 +40,12 @@ __all__ = ["available", "as_rows", "lloyd", "soft_kmeans", "dc_counts", "dc_grad
 try:  # numba is a dependency; the numpy kernels remain when it cannot be imported
     import numba
 
-    _jit = numba.njit(cache=True, nogil=True, error_model="numpy")
+    #: LLVM may reassociate sums (so the reductions over features become SIMD
+    #: code), contract multiply-adds into FMAs, take reciprocals and ignore the
+    #: sign of zero; it may NOT assume finite values ("nnan"/"ninf" stay off:
+    #: exp(-inf) = 0 and infinite distances keep their meaning).
+    FASTMATH = frozenset({"reassoc", "contract", "arcp", "nsz"})
+    _jit = numba.njit(cache=True, nogil=True, error_model="numpy", fastmath=set(FASTMATH))
 except ImportError:  # pragma: no cover - exercised by INFOCLUST_KERNELS=numpy instead
     numba = None
 
@@ -67,61 +72,128 @@ def _labels(c):
     return np.ascontiguousarray(np.asarray(c).astype(np.int64, copy=False))
 
 
-def _centres_t(centers):
-    """Centres transposed to (d, K): the innermost loop runs over K."""
-    return np.ascontiguousarray(np.asarray(centers, dtype=np.float64).T)
+def _centres(centers):
+    """Centres as C-contiguous float64 (K, d): a centre's features are
+    adjacent, so the innermost loop (over features) is one SIMD reduction."""
+    return np.ascontiguousarray(centers, dtype=np.float64)
 
+
+#: rows per tile: memberships are computed for a tile of rows at once so that
+#: the exponentials (TILE x K of them) run as one SIMD loop
+TILE = 64
+
+# exp by Cody-Waite range reduction: x = n ln2 + r, |r| <= ln2 / 2, exp(r) by
+# its Taylor polynomial to degree 13 (truncation < 4e-18), 2^n assembled from
+# its exponent bits (n + 1023 sits in the low mantissa bits of 2^52 + n + 1023,
+# shifted into place as an integer). Accurate to 1 ulp against numpy (tests).
+_LOG2E = 1.4426950408889634
+_LN2_HI = 6.93147180369123816490e-01
+_LN2_LO = 1.90821492927058770002e-10
+_BIAS = 4503599627371519.0  # 2**52 + 1023
+_EXP_MIN = -708.0  # below it exp(x) < 3.3e-308: taken as 0 (denormal results are not formed)
 
 if numba is not None:
+    # Compiled eagerly (explicit signature), without fastmath, before any
+    # caller: numba compiles a callee with the flags of the first caller that
+    # needs it (numba issue #7168), and the fastmath kernels below would
+    # otherwise be that caller (LLVM could then fold the range reduction).
+    # floor() keeps the rounding step exact even under reassociation.
+    _jit_exact = numba.njit("void(float64[::1], int64, float64[::1])", cache=True, nogil=True,
+                            error_model="numpy")
+
+    @_jit_exact
+    def _exp_nonpos(v, n, fbuf):
+        """``v[:n] = exp(v[:n])`` in place for ``v <= 0`` (NaN stays NaN, values
+        below -708 give 0), in three loops LLVM turns into SIMD code (math.exp
+        is a scalar library call). ``fbuf``: scratch of at least ``n`` float64."""
+        ibuf = fbuf.view(np.int64)
+        for j in range(n):
+            a = v[j] if v[j] > _EXP_MIN else _EXP_MIN
+            fbuf[j] = math.floor(a * _LOG2E + 0.5) + _BIAS
+        for j in range(n):
+            ibuf[j] = ibuf[j] << 52  # 2^n as float64 bits (n >= -1021)
+        for j in range(n):
+            vj = v[j]
+            a = vj if vj > _EXP_MIN else _EXP_MIN
+            nf = math.floor(a * _LOG2E + 0.5)
+            r = (a - nf * _LN2_HI) - nf * _LN2_LO
+            p = 1.0 / 6227020800.0
+            p = 1.0 / 479001600.0 + r * p
+            p = 1.0 / 39916800.0 + r * p
+            p = 1.0 / 3628800.0 + r * p
+            p = 1.0 / 362880.0 + r * p
+            p = 1.0 / 40320.0 + r * p
+            p = 1.0 / 5040.0 + r * p
+            p = 1.0 / 720.0 + r * p
+            p = 1.0 / 120.0 + r * p
+            p = 1.0 / 24.0 + r * p
+            p = 1.0 / 6.0 + r * p
+            p = 0.5 + r * p
+            p = 1.0 + r * p
+            p = 1.0 + r * p
+            e = p * fbuf[j]
+            v[j] = e if vj >= _EXP_MIN else (0.0 if vj < _EXP_MIN else vj)
 
     @_jit
-    def _dist_row(x, i, ct, acc):
-        d, k = ct.shape
+    def _dist_row(x, i, cm, acc, r):
+        """``acc[r, j] = ||x_i - m_j||^2`` (differences, float64), one SIMD
+        reduction over the features per centre."""
+        k, d = cm.shape
         for j in range(k):
-            acc[j] = 0.0
-        for f in range(d):
-            xf = np.float64(x[i, f])
+            s = 0.0
+            for f in range(d):
+                diff = np.float64(x[i, f]) - cm[j, f]
+                s += diff * diff
+            acc[r, j] = s
+
+    @_jit
+    def _softmax_tile(z, nt, scale, out, logz, fbuf, with_logz):
+        """``out[r] = softmax(scale * z[r])`` for the first ``nt`` rows of the
+        tile (stable: the row maximum is subtracted); with ``with_logz``,
+        ``logz[r] = log sum_j exp(scale * z[r, j])``. ``out`` may be ``z``."""
+        k = z.shape[1]
+        for r in range(nt):
+            m = scale * z[r, 0]
+            for j in range(1, k):
+                e = scale * z[r, j]
+                if e > m:
+                    m = e
             for j in range(k):
-                diff = xf - ct[f, j]
-                acc[j] += diff * diff
+                out[r, j] = scale * z[r, j] - m
+            logz[r] = m
+        _exp_nonpos(out.reshape(out.size), nt * k, fbuf)
+        for r in range(nt):
+            s = 0.0
+            for j in range(k):
+                s += out[r, j]
+            inv = 1.0 / s
+            for j in range(k):
+                out[r, j] *= inv
+            if with_logz:
+                logz[r] += math.log(s)
 
     @_jit
-    def _softmax_row(acc, scale, out):
-        """``out = softmax(scale * acc)``; returns ``log sum exp(scale * acc)``."""
-        k = acc.shape[0]
-        m = scale * acc[0]
-        for j in range(1, k):
-            e = scale * acc[j]
-            if e > m:
-                m = e
-        s = 0.0
-        for j in range(k):
-            out[j] = math.exp(scale * acc[j] - m)
-            s += out[j]
-        for j in range(k):
-            out[j] /= s
-        return m + math.log(s)
+    def _memberships_tile(x, i0, nt, cm, scale, acc, out, logz, fbuf, with_logz):
+        """Softmax memberships ``softmax(scale ||x_i - m_j||^2)`` of rows
+        ``i0 .. i0 + nt - 1`` into ``out[:nt]`` (their log normalizers into
+        ``logz`` with ``with_logz``)."""
+        for r in range(nt):
+            _dist_row(x, i0 + r, cm, acc, r)
+        _softmax_tile(acc, nt, scale, out, logz, fbuf, with_logz)
 
     @_jit
-    def _memberships_row(x, i, ct, scale, acc, out):
-        """Row ``i``'s softmax memberships ``softmax(scale ||x_i - m_j||^2)``
-        into ``out``; returns their log normalizer."""
-        _dist_row(x, i, ct, acc)
-        return _softmax_row(acc, scale, out)
-
-    @_jit
-    def _lloyd_rows(x, w, ct, counts, sums, labels, dmin, with_sums):
+    def _lloyd_rows(x, w, cm, counts, sums, labels, dmin, with_sums):
         n, d = x.shape
-        k = ct.shape[1]
-        acc = np.empty(k)
+        k = cm.shape[0]
+        acc = np.empty((1, k))
         weighted = w.shape[0] > 0
         for i in range(n):
-            _dist_row(x, i, ct, acc)
+            _dist_row(x, i, cm, acc, 0)
             best = 0
-            bd = acc[0]
+            bd = acc[0, 0]
             for j in range(1, k):
-                if acc[j] < bd:
-                    bd = acc[j]
+                if acc[0, j] < bd:
+                    bd = acc[0, j]
                     best = j
             labels[i] = best
             dmin[i] = bd
@@ -132,162 +204,191 @@ if numba is not None:
                     sums[best, f] += wi * np.float64(x[i, f])
 
     @_jit
-    def _soft_rows(x, w, ct, scale, R, S, out_logz):
+    def _soft_rows(x, w, cm, scale, R, S, out_logz):
         n, d = x.shape
-        k = ct.shape[1]
-        acc = np.empty(k)
-        r = np.empty(k)
+        k = cm.shape[0]
+        acc, g = np.empty((TILE, k)), np.empty((TILE, k))
+        lz, fbuf = np.empty(TILE), np.empty(TILE * k)
         weighted = w.shape[0] > 0
         total = 0.0
-        for i in range(n):
-            lz = _memberships_row(x, i, ct, scale, acc, r)
-            wi = w[i] if weighted else 1.0
-            total += wi * lz
-            for j in range(k):
-                rj = wi * r[j]
-                R[j] += rj
-                for f in range(d):
-                    S[j, f] += rj * np.float64(x[i, f])
+        for i0 in range(0, n, TILE):
+            nt = min(TILE, n - i0)
+            _memberships_tile(x, i0, nt, cm, scale, acc, g, lz, fbuf, True)
+            for r in range(nt):
+                i = i0 + r
+                wi = w[i] if weighted else 1.0
+                total += wi * lz[r]
+                for j in range(k):
+                    rj = wi * g[r, j]
+                    R[j] += rj
+                    for f in range(d):
+                        S[j, f] += rj * np.float64(x[i, f])
         out_logz[0] = total
 
     @_jit
-    def _dc_count_rows(x, c, ct, scale, counts):
+    def _dc_count_rows(x, c, cm, scale, counts):
         n = x.shape[0]
-        k = ct.shape[1]
-        acc = np.empty(k)
-        y = np.empty(k)
-        for i in range(n):
-            _memberships_row(x, i, ct, scale, acc, y)
-            ci = c[i]
-            for j in range(k):
-                counts[j, ci] += y[j]
+        k = cm.shape[0]
+        acc, y = np.empty((TILE, k)), np.empty((TILE, k))
+        lz, fbuf = np.empty(TILE), np.empty(TILE * k)
+        for i0 in range(0, n, TILE):
+            nt = min(TILE, n - i0)
+            _memberships_tile(x, i0, nt, cm, scale, acc, y, lz, fbuf, False)
+            for r in range(nt):
+                ci = c[i0 + r]
+                for j in range(k):
+                    counts[j, ci] += y[r, j]
 
     @_jit
-    def _add_centred(g, a, x, r, WX, Ws):
-        """One row's share of a gradient of DC (11) / AC: ``w_j = g_j (a_j -
-        sum_l g_l a_l)``, ``Ws += w``, ``WX += w x_r``."""
-        k = g.shape[0]
+    def _add_centred(g, r, a, x, i, WX, Ws):
+        """One row's share of a gradient of DC (11) / AC: ``w_j = g_rj (a_j -
+        sum_l g_rl a_l)``, ``Ws += w``, ``WX += w x_i``."""
+        k = g.shape[1]
         d = x.shape[1]
         mean = 0.0
         for j in range(k):
-            mean += g[j] * a[j]
+            mean += g[r, j] * a[j]
         for j in range(k):
-            wj = g[j] * (a[j] - mean)
+            wj = g[r, j] * (a[j] - mean)
             Ws[j] += wj
             for f in range(d):
-                WX[j, f] += wj * np.float64(x[r, f])
+                WX[j, f] += wj * np.float64(x[i, f])
 
     @_jit
-    def _dc_grad_rows(x, c, ct, scale, L, WX, Ws):
+    def _dc_grad_rows(x, c, cm, scale, L, WX, Ws):
         n = x.shape[0]
-        k = ct.shape[1]
-        acc = np.empty(k)
-        y = np.empty(k)
+        k = cm.shape[0]
+        acc, y = np.empty((TILE, k)), np.empty((TILE, k))
+        lz, fbuf = np.empty(TILE), np.empty(TILE * k)
         a = np.empty(k)
-        for i in range(n):
-            _memberships_row(x, i, ct, scale, acc, y)
-            ci = c[i]
-            for j in range(k):
-                a[j] = L[j, ci]
-            _add_centred(y, a, x, i, WX, Ws)
+        for i0 in range(0, n, TILE):
+            nt = min(TILE, n - i0)
+            _memberships_tile(x, i0, nt, cm, scale, acc, y, lz, fbuf, False)
+            for r in range(nt):
+                ci = c[i0 + r]
+                for j in range(k):
+                    a[j] = L[j, ci]
+                _add_centred(y, r, a, x, i0 + r, WX, Ws)
 
     @_jit
-    def _ac_count_rows(x, y, ctx, cty, sx, sy, counts):
+    def _ac_count_rows(x, y, cmx, cmy, sx, sy, counts):
         n = x.shape[0]
-        k, l_ = ctx.shape[1], cty.shape[1]
-        ax, ay = np.empty(k), np.empty(l_)
-        gx, gy = np.empty(k), np.empty(l_)
-        for r in range(n):
-            _memberships_row(x, r, ctx, sx, ax, gx)
-            _memberships_row(y, r, cty, sy, ay, gy)
-            for i in range(k):
-                for j in range(l_):
-                    counts[i, j] += gx[i] * gy[j]
-
-    @_jit
-    def _ac_grad_rows(x, y, ctx, cty, sx, sy, psi, cx, cy, WX, Wx, WY, Wy):
-        n = x.shape[0]
-        k, l_ = ctx.shape[1], cty.shape[1]
-        ax, ay = np.empty(k), np.empty(l_)
-        gx, gy = np.empty(k), np.empty(l_)
-        a, b = np.empty(k), np.empty(l_)
-        for r in range(n):
-            _memberships_row(x, r, ctx, sx, ax, gx)
-            _memberships_row(y, r, cty, sy, ay, gy)
-            for i in range(k):
-                s = 0.0
-                for j in range(l_):
-                    s += psi[i, j] * gy[j]
-                a[i] = s - cx[i]
-            for j in range(l_):
-                s = 0.0
+        k, l_ = cmx.shape[0], cmy.shape[0]
+        ax, ay = np.empty((TILE, k)), np.empty((TILE, l_))
+        gx, gy = np.empty((TILE, k)), np.empty((TILE, l_))
+        lz, fbuf = np.empty(TILE), np.empty(TILE * max(k, l_))
+        for i0 in range(0, n, TILE):
+            nt = min(TILE, n - i0)
+            _memberships_tile(x, i0, nt, cmx, sx, ax, gx, lz, fbuf, False)
+            _memberships_tile(y, i0, nt, cmy, sy, ay, gy, lz, fbuf, False)
+            for r in range(nt):
                 for i in range(k):
-                    s += gx[i] * psi[i, j]
-                b[j] = s - cy[j]
-            _add_centred(gx, a, x, r, WX, Wx)
-            _add_centred(gy, b, y, r, WY, Wy)
+                    gi = gx[r, i]
+                    for j in range(l_):
+                        counts[i, j] += gi * gy[r, j]
 
     @_jit
-    def _mixture_rows(x, c, ct, const, inv2v, log_psi, R, S, Q, N, out_ll):
+    def _ac_grad_rows(x, y, cmx, cmy, sx, sy, psi, cx, cy, WX, Wx, WY, Wy):
+        n = x.shape[0]
+        k, l_ = cmx.shape[0], cmy.shape[0]
+        ax, ay = np.empty((TILE, k)), np.empty((TILE, l_))
+        gx, gy = np.empty((TILE, k)), np.empty((TILE, l_))
+        lz, fbuf = np.empty(TILE), np.empty(TILE * max(k, l_))
+        a, b = np.empty(k), np.empty(l_)
+        for i0 in range(0, n, TILE):
+            nt = min(TILE, n - i0)
+            _memberships_tile(x, i0, nt, cmx, sx, ax, gx, lz, fbuf, False)
+            _memberships_tile(y, i0, nt, cmy, sy, ay, gy, lz, fbuf, False)
+            for r in range(nt):
+                for i in range(k):
+                    s = 0.0
+                    for j in range(l_):
+                        s += psi[i, j] * gy[r, j]
+                    a[i] = s - cx[i]
+                for j in range(l_):
+                    b[j] = -cy[j]
+                for i in range(k):
+                    gi = gx[r, i]
+                    for j in range(l_):
+                        b[j] += gi * psi[i, j]
+                _add_centred(gx, r, a, x, i0 + r, WX, Wx)
+                _add_centred(gy, r, b, y, i0 + r, WY, Wy)
+
+    @_jit
+    def _mixture_rows(x, c, cm, const, inv2v, log_psi, R, S, Q, N, out_ll):
         n, d = x.shape
-        k = ct.shape[1]
-        acc = np.empty(k)
-        r = np.empty(k)
+        k = cm.shape[0]
+        acc, g = np.empty((TILE, k)), np.empty((TILE, k))
+        lz, fbuf = np.empty(TILE), np.empty(TILE * k)
         with_c = c.shape[0] > 0
         with_psi = log_psi.shape[0] > 0
         ll = 0.0
-        for i in range(n):
-            _dist_row(x, i, ct, acc)
-            sq = 0.0
-            for f in range(d):
-                xf = np.float64(x[i, f])
-                sq += xf * xf
-            ci = c[i] if with_c else 0
-            for j in range(k):
-                acc[j] = const[j] - acc[j] * inv2v[j]
-                if with_psi:
-                    acc[j] += log_psi[j, ci]
-            ll += _softmax_row(acc, 1.0, r)
-            for j in range(k):
-                R[j] += r[j]
-                Q[j] += r[j] * sq
-                if with_c:
-                    N[j, ci] += r[j]
+        for i0 in range(0, n, TILE):
+            nt = min(TILE, n - i0)
+            for r in range(nt):
+                i = i0 + r
+                _dist_row(x, i, cm, acc, r)
+                ci = c[i] if with_c else 0
+                for j in range(k):
+                    acc[r, j] = const[j] - acc[r, j] * inv2v[j]
+                    if with_psi:
+                        acc[r, j] += log_psi[j, ci]
+            _softmax_tile(acc, nt, 1.0, g, lz, fbuf, True)
+            for r in range(nt):
+                i = i0 + r
+                ll += lz[r]
+                sq = 0.0
                 for f in range(d):
-                    S[j, f] += r[j] * np.float64(x[i, f])
+                    xf = np.float64(x[i, f])
+                    sq += xf * xf
+                ci = c[i] if with_c else 0
+                for j in range(k):
+                    rj = g[r, j]
+                    R[j] += rj
+                    Q[j] += rj * sq
+                    if with_c:
+                        N[j, ci] += rj
+                    for f in range(d):
+                        S[j, f] += rj * np.float64(x[i, f])
         out_ll[0] = ll
-
 
     @_jit
     def _cmbc_rows(y, W, b, inv_t, S1, R, out):
         n, m = y.shape
         k = W.shape[1]
-        ll = np.empty(k)
-        p = np.empty(k)
-        q = np.empty(k)
+        ll = np.empty((TILE, k))
+        p = np.empty((TILE, k))
+        q = np.empty((TILE, k))
+        lz, lz2, fbuf = np.empty(TILE), np.empty(TILE), np.empty(TILE * k)
         loglik = 0.0
         hard = 0.0
-        for i in range(n):
-            for c in range(k):
-                ll[c] = b[c]
-            for j in range(m):
-                v = np.float64(y[i, j])
-                if v != 0.0:
-                    for c in range(k):
-                        ll[c] += v * W[j, c]
-            loglik += _softmax_row(ll, 1.0, p)
-            _softmax_row(ll, inv_t, q)
-            top = q[0]
-            for c in range(k):
-                R[c] += q[c]
-                if q[c] > top:
-                    top = q[c]
-            hard += top
-            for j in range(m):
-                v = np.float64(y[i, j])
-                if v != 0.0:
-                    for c in range(k):
-                        S1[j, c] += v * q[c]
+        for i0 in range(0, n, TILE):
+            nt = min(TILE, n - i0)
+            for r in range(nt):
+                i = i0 + r
+                for c in range(k):
+                    ll[r, c] = b[c]
+                for j in range(m):
+                    v = np.float64(y[i, j])
+                    if v != 0.0:
+                        for c in range(k):
+                            ll[r, c] += v * W[j, c]
+            _softmax_tile(ll, nt, 1.0, p, lz, fbuf, True)
+            _softmax_tile(ll, nt, inv_t, q, lz2, fbuf, False)
+            for r in range(nt):
+                i = i0 + r
+                loglik += lz[r]
+                top = q[r, 0]
+                for c in range(k):
+                    R[c] += q[r, c]
+                    if q[r, c] > top:
+                        top = q[r, c]
+                hard += top
+                for j in range(m):
+                    v = np.float64(y[i, j])
+                    if v != 0.0:
+                        for c in range(k):
+                            S1[j, c] += v * q[r, c]
         out[0] = loglik
         out[1] = hard
 
@@ -311,7 +412,7 @@ def lloyd(x, w=None, *, centers, with_sums=True):
     k, d = np.shape(centers)
     labels, dmin = np.empty(n, dtype=np.int64), np.empty(n)
     counts, sums = np.zeros(k), np.zeros((k, d) if with_sums else (0, 0))
-    _lloyd_rows(x, _weights(w, n), _centres_t(centers), counts, sums, labels, dmin, with_sums)
+    _lloyd_rows(x, _weights(w, n), _centres(centers), counts, sums, labels, dmin, with_sums)
     return labels, dmin, counts, sums
 
 
@@ -321,7 +422,7 @@ def soft_kmeans(x, w=None, *, centers, beta):
     x = as_rows(x)
     k, d = np.shape(centers)
     R, S, lz = np.zeros(k), np.zeros((k, d)), np.zeros(1)
-    _soft_rows(x, _weights(w, x.shape[0]), _centres_t(centers), -0.5 * float(beta), R, S, lz)
+    _soft_rows(x, _weights(w, x.shape[0]), _centres(centers), -0.5 * float(beta), R, S, lz)
     return {"R": R, "S": S, "log_z": np.array(lz[0])}
 
 
@@ -329,7 +430,7 @@ def dc_counts(x, c, *, centers, sigma, n_classes):
     """Smoothed counts (10) of DC, Kaski et al. (2005): ``n[j, i] = sum over
     rows of class i of y_j(x)`` with the memberships (4)."""
     counts = np.zeros((np.shape(centers)[0], int(n_classes)))
-    _dc_count_rows(as_rows(x), _labels(c), _centres_t(centers), -0.5 / float(sigma) ** 2, counts)
+    _dc_count_rows(as_rows(x), _labels(c), _centres(centers), -0.5 / float(sigma) ** 2, counts)
     return {"counts": counts}
 
 
@@ -338,7 +439,7 @@ def dc_grad(x, c, *, centers, sigma, L):
     ``W_j(x) = y_j(x) [L_{j,c(x)} - sum_l y_l(x) L_{l,c(x)}]``."""
     k, d = np.shape(centers)
     WX, Ws = np.zeros((k, d)), np.zeros(k)
-    _dc_grad_rows(as_rows(x), _labels(c), _centres_t(centers), -0.5 / float(sigma) ** 2,
+    _dc_grad_rows(as_rows(x), _labels(c), _centres(centers), -0.5 / float(sigma) ** 2,
                   np.ascontiguousarray(L, dtype=np.float64), WX, Ws)
     return {"WX": WX, "W": Ws}
 
@@ -346,7 +447,7 @@ def dc_grad(x, c, *, centers, sigma, L):
 def ac_counts(x, y, *, mx, my, sx, sy):
     """Smoothed cross counts ``n_ij = sum_r g_i(x_r) g_j(y_r)`` of AC."""
     counts = np.zeros((np.shape(mx)[0], np.shape(my)[0]))
-    _ac_count_rows(as_rows(x), as_rows(y), _centres_t(mx), _centres_t(my), -0.5 / float(sx) ** 2,
+    _ac_count_rows(as_rows(x), as_rows(y), _centres(mx), _centres(my), -0.5 / float(sx) ** 2,
                    -0.5 / float(sy) ** 2, counts)
     return {"counts": counts}
 
@@ -356,7 +457,7 @@ def ac_grad(x, y, *, mx, my, sx, sy, psi, psi_x, psi_y, lam_x, lam_y):
     k, dx = np.shape(mx)
     l_, dy = np.shape(my)
     out = {"WX": np.zeros((k, dx)), "Wx": np.zeros(k), "WY": np.zeros((l_, dy)), "Wy": np.zeros(l_)}
-    _ac_grad_rows(as_rows(x), as_rows(y), _centres_t(mx), _centres_t(my), -0.5 / float(sx) ** 2,
+    _ac_grad_rows(as_rows(x), as_rows(y), _centres(mx), _centres(my), -0.5 / float(sx) ** 2,
                   -0.5 / float(sy) ** 2, np.ascontiguousarray(psi, dtype=np.float64),
                   float(lam_x) * np.asarray(psi_x, dtype=np.float64), float(lam_y) * np.asarray(psi_y, dtype=np.float64),
                   out["WX"], out["Wx"], out["WY"], out["Wy"])
@@ -376,7 +477,7 @@ def mixture_em(x, c=None, *, means, variances, log_weights, log_psi=None, n_clas
     with_c = c is not None
     N = np.zeros((k, int(n_classes))) if with_c else _EMPTY_2D
     lp = np.ascontiguousarray(log_psi, dtype=np.float64) if (with_c and log_psi is not None) else _EMPTY_2D
-    _mixture_rows(x, _labels(c) if with_c else _EMPTY_INT, _centres_t(means), const, 1.0 / (2.0 * v), lp,
+    _mixture_rows(x, _labels(c) if with_c else _EMPTY_INT, _centres(means), const, 1.0 / (2.0 * v), lp,
                   R, S, Q, N, ll)
     out = {"R": R, "S": S, "Q": Q, "loglik": np.array(ll[0])}
     if with_c:
