@@ -78,11 +78,13 @@ def main():
     Xd = da.from_array(X, chunks=(125_000, a.d))
     whole = {}
     for init_ in ("k-means||", "k-means++"):
-        t0 = time.perf_counter()
-        ours = KMeans(a.k, init=init_, random_state=0, scheduler="threads").fit(Xd)
-        whole[init_] = time.perf_counter() - t0
-        print(f"ours:   whole fit ({init_}, dask input, threads)   {whole[init_]:7.2f} s, {ours.n_iter_:3d} iterations, "
-              f"inertia {ours.inertia_:.6g}")
+        def fit_ours(init_=init_):
+            return KMeans(a.k, init=init_, random_state=0, scheduler="threads").fit(Xd)
+
+        fit_ours()  # untimed: first-call costs (compiled-kernel cache loads, thread pool) paid once
+        whole[init_], ours = best_of(fit_ours)
+        print(f"ours:   whole fit ({init_}, dask input, threads)   {whole[init_]:7.2f} s (best of 3), "
+              f"{ours.n_iter_:3d} iterations, inertia {ours.inertia_:.6g}")
     try:
         from dask_ml.cluster import KMeans as DMKMeans
     except ImportError:
@@ -90,15 +92,20 @@ def main():
         return
     import dask
 
-    with dask.config.set(scheduler="threads"):
-        t0 = time.perf_counter()
-        dm = DMKMeans(n_clusters=a.k, random_state=0).fit(Xd)  # default init k-means||
-        t_dm = time.perf_counter() - t0
+    def fit_dm():
+        with dask.config.set(scheduler="threads"):
+            return DMKMeans(n_clusters=a.k, random_state=0).fit(Xd)  # default init k-means||
+
+    fit_dm()  # untimed, as ours
+    t_dm, dm = best_of(fit_dm)
     d2 = ((X[:, None, :] - dm.cluster_centers_[None]) ** 2).sum(-1).min(1).sum()
-    print(f"dask-ml KMeans whole fit (k-means||, threads)     {t_dm:7.2f} s, {dm.n_iter_:3d} iterations, "
+    print(f"dask-ml KMeans whole fit (k-means||, threads)     {t_dm:7.2f} s (best of 3), {dm.n_iter_:3d} iterations, "
           f"true inertia {d2:.6g}")
     print(f"RATIO whole fit dask-ml/ours, both k-means||: {t_dm / whole['k-means||']:.1f}x; "
           f"vs ours k-means++: {t_dm / whole['k-means++']:.1f}x  (target >= 5)")
+    record("kmeans_whole", {"ours_kmeans_parallel_s": round(whole["k-means||"], 3),
+                            "ours_kmeanspp_s": round(whole["k-means++"], 3), "dask_ml_s": round(t_dm, 3),
+                            "ratio": round(t_dm / whole["k-means||"], 2)})
 
 
 if __name__ == "__main__":
