@@ -2,8 +2,11 @@
 numpy kernels' (rows x K) temporaries.
 
 Each loop reads a row once, computes its exact squared distances to the K
-centres (differences, not the ``|x|^2 - 2 x.m + |m|^2`` expansion), turns
-them into what the pass needs (nearest centre, stable softmax memberships,
+centres (differences, not the ``|x|^2 - 2 x.m + |m|^2`` expansion; one SIMD
+reduction over the features per centre: LLVM may reassociate those sums,
+"fastmath" without the no-NaN/no-inf assumptions), turns them into what the
+pass needs (nearest centre, stable softmax memberships computed for a tile of
+:data:`TILE` rows so that their exponentials run as one SIMD loop,
 mixture posteriors) and adds the row's share to float64 sums. float32 rows
 are read as they are (no float64 copy of the block). Functions run without
 the GIL (``nogil``) on one thread each: a dask worker runs as many of them
