@@ -51,6 +51,7 @@ test-min:
 
 bench: install-bench
 	$(PY) benchmarks/bench_compile.py
+	$(PY) benchmarks/bench_kernels_micro.py
 	$(PY) benchmarks/bench_kmeans.py
 	$(PY) benchmarks/bench_zarr_pass.py
 	$(PY) benchmarks/bench_dc_pass.py
