@@ -176,6 +176,11 @@ if numba is not None:
                 logz[r] += math.log(s)
 
     @_jit
+    def _tile_buffers(k):
+        """Scratch of one tile: scores, memberships (TILE x k), log normalizers, exp scratch."""
+        return np.empty((TILE, k)), np.empty((TILE, k)), np.empty(TILE), np.empty(TILE * k)
+
+    @_jit
     def _memberships_tile(x, i0, nt, cm, scale, acc, out, logz, fbuf, with_logz):
         """Softmax memberships ``softmax(scale ||x_i - m_j||^2)`` of rows
         ``i0 .. i0 + nt - 1`` into ``out[:nt]`` (their log normalizers into
@@ -210,8 +215,7 @@ if numba is not None:
     def _soft_rows(x, w, cm, scale, R, S, out_logz):
         n, d = x.shape
         k = cm.shape[0]
-        acc, g = np.empty((TILE, k)), np.empty((TILE, k))
-        lz, fbuf = np.empty(TILE), np.empty(TILE * k)
+        acc, g, lz, fbuf = _tile_buffers(k)
         weighted = w.shape[0] > 0
         total = 0.0
         for i0 in range(0, n, TILE):
@@ -232,8 +236,7 @@ if numba is not None:
     def _dc_count_rows(x, c, cm, scale, counts):
         n = x.shape[0]
         k = cm.shape[0]
-        acc, y = np.empty((TILE, k)), np.empty((TILE, k))
-        lz, fbuf = np.empty(TILE), np.empty(TILE * k)
+        acc, y, lz, fbuf = _tile_buffers(k)
         for i0 in range(0, n, TILE):
             nt = min(TILE, n - i0)
             _memberships_tile(x, i0, nt, cm, scale, acc, y, lz, fbuf, False)
@@ -261,8 +264,7 @@ if numba is not None:
     def _dc_grad_rows(x, c, cm, scale, L, WX, Ws):
         n = x.shape[0]
         k = cm.shape[0]
-        acc, y = np.empty((TILE, k)), np.empty((TILE, k))
-        lz, fbuf = np.empty(TILE), np.empty(TILE * k)
+        acc, y, lz, fbuf = _tile_buffers(k)
         a = np.empty(k)
         for i0 in range(0, n, TILE):
             nt = min(TILE, n - i0)
@@ -277,13 +279,12 @@ if numba is not None:
     def _ac_count_rows(x, y, cmx, cmy, sx, sy, counts):
         n = x.shape[0]
         k, l_ = cmx.shape[0], cmy.shape[0]
-        ax, ay = np.empty((TILE, k)), np.empty((TILE, l_))
-        gx, gy = np.empty((TILE, k)), np.empty((TILE, l_))
-        lz, fbuf = np.empty(TILE), np.empty(TILE * max(k, l_))
+        ax, gx, lz, fbuf = _tile_buffers(k)
+        ay, gy, _, fbuf_y = _tile_buffers(l_)
         for i0 in range(0, n, TILE):
             nt = min(TILE, n - i0)
             _memberships_tile(x, i0, nt, cmx, sx, ax, gx, lz, fbuf, False)
-            _memberships_tile(y, i0, nt, cmy, sy, ay, gy, lz, fbuf, False)
+            _memberships_tile(y, i0, nt, cmy, sy, ay, gy, lz, fbuf_y, False)
             for r in range(nt):
                 for i in range(k):
                     gi = gx[r, i]
@@ -294,14 +295,13 @@ if numba is not None:
     def _ac_grad_rows(x, y, cmx, cmy, sx, sy, psi, cx, cy, WX, Wx, WY, Wy):
         n = x.shape[0]
         k, l_ = cmx.shape[0], cmy.shape[0]
-        ax, ay = np.empty((TILE, k)), np.empty((TILE, l_))
-        gx, gy = np.empty((TILE, k)), np.empty((TILE, l_))
-        lz, fbuf = np.empty(TILE), np.empty(TILE * max(k, l_))
+        ax, gx, lz, fbuf = _tile_buffers(k)
+        ay, gy, _, fbuf_y = _tile_buffers(l_)
         a, b = np.empty(k), np.empty(l_)
         for i0 in range(0, n, TILE):
             nt = min(TILE, n - i0)
             _memberships_tile(x, i0, nt, cmx, sx, ax, gx, lz, fbuf, False)
-            _memberships_tile(y, i0, nt, cmy, sy, ay, gy, lz, fbuf, False)
+            _memberships_tile(y, i0, nt, cmy, sy, ay, gy, lz, fbuf_y, False)
             for r in range(nt):
                 for i in range(k):
                     s = 0.0
@@ -321,8 +321,7 @@ if numba is not None:
     def _mixture_rows(x, c, cm, const, inv2v, log_psi, R, S, Q, N, out_ll):
         n, d = x.shape
         k = cm.shape[0]
-        acc, g = np.empty((TILE, k)), np.empty((TILE, k))
-        lz, fbuf = np.empty(TILE), np.empty(TILE * k)
+        acc, g, lz, fbuf = _tile_buffers(k)
         with_c = c.shape[0] > 0
         with_psi = log_psi.shape[0] > 0
         ll = 0.0
