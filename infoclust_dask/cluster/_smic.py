@@ -14,9 +14,12 @@ Where the work happens:
   ONCE, block against block on the workers (:func:`infoclust_dask.engine.block_pairs`
   running :data:`infoclust_dask.kernels.knn.KNN`); every candidate ``t`` reuses the
   first ``t`` columns;
-- the sparse kernel (``n (2t + 1)`` entries at most) and its eigenvectors
-  (``n x c``) live on the driver: ``scipy.sparse.linalg.eigsh`` runs there;
-  one candidate's kernel at a time, and only the labels and eigenvalues of
+- up to :data:`DRIVER_KERNEL_MAX_ROWS` rows the sparse kernel (``n (2t + 1)``
+  entries at most) and its eigenvectors (``n x c``) live on the driver and
+  ``scipy.sparse.linalg.eigsh`` runs there; above, the kernel is made and
+  kept on the workers as row blocks and the driver's Krylov-Schur
+  eigensolver (:func:`infoclust_dask.eigen.krylov_schur`) sees it only
+  through map-reduce products; one candidate's kernel at a time, and only the labels and eigenvalues of
   every candidate are kept - the chosen ``t`` is solved again at the end
   (one more kernel and eigensolve instead of ``len(t_candidates)`` sets of
   ``n x c`` eigenvectors);
@@ -421,12 +424,12 @@ class SMIC(XarrayIO, ClusterMixin, BaseEstimator):
     def _solve(self, lists, t, prior, seed, timings, sched=None, on_workers=False):
         """Kernel (7) at ``t``, its top-c eigenvectors, the sign rule and the
         in-sample assignment; adds the stage times to ``timings``. The
-        solution is deterministic (dense ``eigh``, or ``eigsh`` from a start
+        solution is deterministic (dense ``eigh``, ``eigsh`` or Krylov-Schur from a start
         vector drawn from ``seed``), so solving a candidate twice gives the
         same labels. ``on_workers``: the kernel's row blocks are made and kept
-        on the workers and ``eigsh`` runs on a ``LinearOperator`` whose
-        products are map-reduce passes (this process holds ``O(n c)``
-        numbers). ``lists`` is ``[dist2, index]`` of the neighbours, with a
+        on the workers and the Krylov-Schur eigensolver runs on their
+        products, which are map-reduce passes (this process holds ``O(n c)``
+        numbers: a basis of about ``2c`` vectors). ``lists`` is ``[dist2, index]`` of the neighbours, with a
         third entry ``"release"`` when this is their last use (they are
         dropped once the kernel is made). Returns ``(labels, eigenvalues,
         oriented eigenvectors, local scales, degrees)``."""
@@ -453,7 +456,7 @@ class SMIC(XarrayIO, ClusterMixin, BaseEstimator):
     def _eigen_on_workers(self, lists, t, seed, sched):
         """Kernel row blocks made where the neighbour lists are (an
         all-to-all exchange transposes the directed kernel:
-        :func:`infoclust_dask.engine.exchange`), then ``eigsh`` on their
+        :func:`infoclust_dask.engine.exchange`), then Krylov-Schur on their
         products. Returns ``(eigenvalues, eigenvectors, local scales,
         degrees, time the kernel was ready)``."""
         d2, idx = lists[:2]
@@ -462,7 +465,7 @@ class SMIC(XarrayIO, ClusterMixin, BaseEstimator):
                                    else d2[:, t - 1], dtype=np.float64))
         rows = max(min(KERNEL_BLOCK_ROWS, -(-n // 8)), 1)
         if self.verbose:
-            say(f"[SMIC] t={t}: kernel row blocks on the workers ({-(-n // rows)} blocks), then eigsh on their "
+            say(f"[SMIC] t={t}: kernel row blocks on the workers ({-(-n // rows)} blocks), then Krylov-Schur on their "
                 "products")
         K = engine.exchange(kernel_transpose_pieces, kernel_row_block, d2, idx, params={"t": t},
                             shared={"sigma": sigma}, block_rows=rows, scheduler=sched, name="smic-kernel",

@@ -37,6 +37,7 @@ import scipy.linalg
 import scipy.sparse as sp
 from scipy.sparse.linalg import eigsh
 
+from ..eigen import basis_size, krylov_schur
 from ..kernels.smic import directed_kernel_entries
 
 __all__ = [
@@ -130,51 +131,34 @@ def top_eigenvectors(K, c, *, tol=1e-12, random_state=0):
     return w[order], V[:, order]
 
 
-#: bytes of the Lanczos basis plus the eigenvectors that :func:`operator_eigenvectors` aims to stay within
-OPERATOR_BYTES = 2 * 2**30
+#: bytes of the Krylov basis that :func:`operator_eigenvectors` aims to stay within
+OPERATOR_BYTES = 3 * 2**29
 
 
-def eigsh_ncv(n, c, budget=None):
-    """ARPACK's number of Lanczos vectors: ``max(2c + 1, 32)`` (at most n);
-    with a ``budget`` in bytes, fewer when ``n (ncv + c)`` float64 numbers
-    would not fit (at least ``c + 6``: more restarts, the same eigenpairs)."""
-    ncv = min(n, max(2 * c + 1, 32))
-    if budget is not None:
-        ncv = min(ncv, max(c + 6, int(budget // (8 * n)) - c))
-    return min(ncv, n - 1)
+def eigsh_ncv(n, c):
+    """ARPACK's number of Lanczos vectors for :func:`top_eigenvectors`:
+    ``max(2c + 1, 32)``, at most ``n - 1``."""
+    return min(n - 1, max(2 * c + 1, 32))
 
 
-def operator_eigenvectors(matvec, n, c, *, tol=1e-12, random_state=0, ncv=None, callback=None):
+def operator_eigenvectors(matvec, n, c, *, tol=1e-12, random_state=0, m=None, callback=None):
     """:func:`top_eigenvectors` of a symmetric ``n x n`` matrix known only
     through ``matvec(v) -> K v`` (e.g. a map-reduce pass over kernel row
-    blocks kept on the workers): ARPACK's ``eigsh`` on a
-    ``scipy.sparse.linalg.LinearOperator`` with the same tolerance, start
-    vector and (default) Lanczos basis as :func:`top_eigenvectors`, so both
-    give the same eigenpairs. This process holds the ``ncv`` Lanczos vectors
-    and the ``c`` eigenvectors: ``O(n (ncv + c))`` numbers, never the
-    matrix; by default ``ncv`` is chosen so that they take at most
-    :data:`OPERATOR_BYTES` (2 GiB) when ``c + 6`` vectors allow it
-    (:func:`eigsh_ncv`). ``callback()`` runs after every product (progress)."""
-    from scipy.sparse.linalg import LinearOperator
-
+    blocks kept on the workers): the Krylov-Schur method of
+    :func:`infoclust_dask.eigen.krylov_schur` with ARPACK's tolerance rule
+    and the same start vector as :func:`top_eigenvectors`, so both give the
+    same eigenpairs. This process holds the ``m + 1`` basis vectors (``m``
+    chosen so that they take at most :data:`OPERATOR_BYTES`, 1.5 GiB, when
+    ``c + 3`` vectors allow it) and forms the ``n x c`` eigenvectors while
+    freeing the basis: ``O(n m)`` numbers, never the matrix and never
+    ARPACK's extra ``n x ncv`` extraction arrays. ``callback()`` runs after
+    every product (progress)."""
     if not 1 <= c < n - 1:
         raise ValueError(f"Cannot take {c} eigenvectors of a {n} x {n} kernel through products "
                          "(needs c < n - 1).")
-
-    def mv(v):
-        out = np.asarray(matvec(np.asarray(v, dtype=np.float64).ravel()), dtype=np.float64).reshape(-1)
-        if callback is not None:
-            callback()
-        return out
-
-    op = LinearOperator((n, n), matvec=mv, dtype=np.float64)
     v0 = np.random.default_rng(random_state).uniform(0.5, 1.5, size=n)
-    w, V = eigsh(op, k=c, which="LA", tol=tol, v0=v0, ncv=ncv or eigsh_ncv(n, c, OPERATOR_BYTES),
-                 maxiter=100 * n)
-    order = np.argsort(-w, kind="stable")
-    if np.array_equal(order, np.arange(c)[::-1]):  # ARPACK's ascending order: a view, not an n x c copy
-        return w[order], V[:, ::-1]
-    return w[order], V[:, order]
+    return krylov_schur(matvec, n, c, v0=v0, tol=tol, m=m or basis_size(n, c, OPERATOR_BYTES),
+                        random_state=random_state, callback=callback)
 
 
 def orient(V, *, roundoff=ROUNDOFF, copy=True):

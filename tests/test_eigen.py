@@ -1,0 +1,82 @@
+"""The driver's Krylov-Schur eigensolver against independent references:
+dense LAPACK ``eigh`` and ARPACK's ``eigsh`` on the same matrices, an
+exhausted Krylov space (invariant subspace), its memory rule and its
+errors."""
+
+import numpy as np
+import pytest
+import scipy.linalg
+import scipy.sparse as sp
+from scipy.sparse.linalg import eigsh
+
+from infoclust_dask.eigen import ConvergenceError, basis_size, krylov_schur
+
+
+def _sym(n, seed):
+    G = np.random.default_rng(seed).standard_normal((n, n))
+    return (G + G.T) / 2
+
+
+@pytest.mark.parametrize("n, k, m, block", [(300, 5, None, 64), (300, 5, 8, 1 << 18), (120, 1, 4, 50)])
+def test_equals_dense_eigh(n, k, m, block):
+    A = _sym(n, 0)
+    calls = []
+    lam, V = krylov_schur(lambda v: A @ v, n, k, v0=np.ones(n), m=m, block=block,
+                          callback=lambda: calls.append(1))
+    w, U = scipy.linalg.eigh(A)
+    np.testing.assert_allclose(lam, w[::-1][:k], rtol=0, atol=1e-10)
+    assert V.shape == (n, k) and V.flags.c_contiguous
+    np.testing.assert_allclose(V.T @ V, np.eye(k), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(A @ V, V * lam, rtol=0, atol=1e-9)
+    # the same eigenvectors up to sign (the top eigenvalues of a random matrix are simple)
+    np.testing.assert_allclose(np.abs(np.sum(V * U[:, ::-1][:, :k], axis=0)), 1.0, rtol=0, atol=1e-9)
+    assert len(calls) > k
+
+
+def test_equals_arpack_on_a_sparse_graph_kernel_with_fewer_vectors():
+    """A kNN-like sparse kernel with clustered top eigenvalues: the same
+    eigenvalues as ARPACK to 1e-10, with fewer basis vectors than ARPACK
+    uses."""
+    rng = np.random.default_rng(1)
+    n = 4000
+    rows = np.repeat(np.arange(n), 6)
+    cols = (rows + rng.integers(1, 40, size=rows.size)) % n
+    K = sp.coo_matrix((rng.uniform(0.1, 1, size=rows.size), (rows, cols)), shape=(n, n)).tocsr()
+    K = K.maximum(K.T) + sp.identity(n)
+    ref = np.sort(eigsh(K, k=10, which="LA", tol=1e-12, v0=np.ones(n))[0])[::-1]
+    lam, V = krylov_schur(lambda v: K @ v, n, 10, v0=np.ones(n), m=14)
+    np.testing.assert_allclose(lam, ref, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(K @ V, V * lam, rtol=0, atol=1e-8)
+
+
+def test_an_exhausted_krylov_space_continues_from_a_random_vector():
+    """``v0`` in a two-dimensional invariant subspace of a diagonal matrix:
+    the expansion breaks down after two products, continues from random
+    vectors orthogonal to the basis, and still finds the top eigenvalues
+    (which ``v0`` does not touch)."""
+    d = np.linspace(0.0, 1.0, 200)
+    d[-4:] = [2.0, 3.0, 4.0, 5.0]
+    v0 = np.zeros(200)
+    v0[[0, 1]] = 1.0
+    lam, V = krylov_schur(lambda v: d * v, 200, 3, v0=v0, m=12, random_state=5)
+    np.testing.assert_allclose(lam, [5.0, 4.0, 3.0], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(np.abs(V[[-1, -2, -3], [0, 1, 2]]), 1.0, rtol=0, atol=1e-10)
+
+
+def test_basis_size_follows_the_budget():
+    assert basis_size(10**6, 10) == 21
+    assert basis_size(10**7, 10, 3 * 2**29) == 19  # 20 vectors of 80 MB in 1.5 GiB
+    assert basis_size(10**8, 10, 3 * 2**29) == 13  # k + 3 at least, over the budget
+    assert basis_size(12, 10) == 12
+
+
+def test_errors_name_the_values():
+    A = _sym(50, 2)
+    with pytest.raises(ValueError, match="1 <= k < m <= n; got k=10, m=10, n=50"):
+        krylov_schur(lambda v: A @ v, 50, 10, v0=np.ones(50), m=10)
+    with pytest.raises(ValueError, match="finite nonzero vector of length 50"):
+        krylov_schur(lambda v: A @ v, 50, 3, v0=np.zeros(50))
+    with pytest.raises(ValueError, match=r"matvec returned shape \(49,\); expected \(50,\)"):
+        krylov_schur(lambda v: (A @ v)[:49], 50, 3, v0=np.ones(50))
+    with pytest.raises(ConvergenceError, match="did not reach tol=1e-12 in 0 restarts"):
+        krylov_schur(lambda v: A @ v, 50, 3, v0=np.ones(50), m=5, max_restarts=0)
