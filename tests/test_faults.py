@@ -305,6 +305,21 @@ def test_ingest_complex_latin1_and_demo_paths_stay_clear_and_inside_storage(tmp_
         new_run_dir("../x", root=storage)
 
 
+def _live_children(proc):
+    """(process, command line) of ``proc``'s descendants that are running:
+    a child that exited between listing and reading its command line (a
+    zombie not yet reaped, or gone) is not one the watchdog must stop."""
+    import psutil
+
+    out = []
+    for k in proc.children(recursive=True):
+        try:
+            out.append((k, " ".join(k.cmdline())))
+        except psutil.NoSuchProcess:  # ZombieProcess is a NoSuchProcess
+            continue
+    return out
+
+
 def test_children_of_a_killed_crossval_die_with_it(tmp_path):
     """kill -9 of `infoclust crossval` while Prefect's temporary server and the
     LocalCluster run: the watchdog stops every child it saw within seconds."""
@@ -319,17 +334,16 @@ def test_children_of_a_killed_crossval_die_with_it(tmp_path):
     deadline = time.monotonic() + 180
     kids = []
     while time.monotonic() < deadline:
-        kids = [k for k in proc.children(recursive=True) if "_watchdog" not in " ".join(k.cmdline())]
-        if any("uvicorn" in " ".join(k.cmdline()) or "prefect" in " ".join(k.cmdline()) for k in kids) and \
-                len(kids) >= 3:
+        kids = [(k, cmd) for k, cmd in _live_children(proc) if "_watchdog" not in cmd]
+        if any("uvicorn" in cmd or "prefect" in cmd for _, cmd in kids) and len(kids) >= 3:
             break
         time.sleep(0.2)
-    kids = [k for k in proc.children(recursive=True) if "_watchdog" not in " ".join(k.cmdline())]
+    kids = {k: cmd for k, cmd in _live_children(proc) if "_watchdog" not in cmd}
     assert kids, "crossval started no child processes"
     p.send_signal(signal.SIGKILL)
     p.wait()
-    gone, alive = psutil.wait_procs(kids, timeout=15)
-    assert not alive, [" ".join(k.cmdline())[:120] for k in alive]
+    gone, alive = psutil.wait_procs(list(kids), timeout=15)
+    assert not alive, [kids[k][:120] for k in alive]
 
 
 def test_ingest_into_a_full_disk_is_named_and_leaves_nothing(tmp_path):
@@ -374,7 +388,7 @@ def test_ctrl_c_during_a_fit_on_the_local_cluster_ends_with_one_line(tmp_path):
     for _ in range(5):  # "run folder: ..." is printed once the local cluster is up and the fit starts
         if "run folder" in p.stdout.readline():
             break
-    kids = [k for k in proc.children(recursive=True) if "_watchdog" not in " ".join(k.cmdline())]
+    kids = [k for k, cmd in _live_children(proc) if "_watchdog" not in cmd]
     assert len(kids) >= 2
     time.sleep(2)
     assert p.poll() is None, "the fit ended before Ctrl-C: make it longer"
