@@ -236,3 +236,40 @@ def test_a_cluster_object_is_a_scheduler(xw):
         assert sum(sched.client.run(lambda dask_worker: dask_worker.state.executed_count).values()) > 0
         sched.client.close()
     np.testing.assert_allclose(got["sums"], lloyd_stats(x, w, centers=CENTERS)["sums"], rtol=1e-10)
+
+
+def test_reduce_tasks_read_store_blocks_themselves(xw, tmp_path, scheduler):
+    """A reduce pass over a store-backed array: each block task reads its
+    block inside (no separate load task holding the block as a result), and
+    the result equals the in-memory one."""
+    x, w = xw
+    path = write_dataset(tmp_path / "d.zarr", x, chunks=111)
+    X = open_input(path)
+    d = engine.build_reduction(LLOYD_FAR, X, None, params={"centers": CENTERS})
+    names = {dask.utils.key_split(k) for k in dict(d.__dask_graph__())}
+    assert names <= {"lloyd_far_stats", "lloyd_far_stats-params", "lloyd_far_stats-combine",
+                     "lloyd_far_stats-finalize"}, names
+    got = engine.map_reduce(LLOYD_FAR, X, w, params={"centers": CENTERS}, scheduler=scheduler)
+    ref = lloyd_stats(x, w, centers=CENTERS)
+    for key in ref:
+        np.testing.assert_allclose(got[key], ref[key], rtol=1e-10, atol=1e-12, err_msg=key)
+
+
+def test_blocks_stay_keys_where_reading_inside_would_read_twice_or_ship_data(xw, tmp_path, local_cluster_client):
+    x, w = xw
+    path = write_dataset(tmp_path / "d.zarr", x, chunks=111)
+    X = open_input(path)
+    aligned = engine._align([X, X[:, :1] * 2.0])  # the second input is made from the first one's blocks
+    assert engine._inline_loads(aligned) is None
+    aligned = engine._align([X, da.from_zarr(str(path / "x")).rechunk(70)])  # a source chunk feeds two blocks
+    assert engine._inline_loads(aligned) is None
+    big = np.zeros((300_000, 4))  # 9.6 MB blocks of data in the graph: the blocks must stay keys
+    assert engine._inline_loads(engine._align([_as_dask(big, 300_000)])) is None
+    P = engine.persist(x, scheduler=local_cluster_client, chunk_rows=128)  # futures: fetched by the scheduler
+    assert engine._inline_loads(engine._align([P])) is None
+    loads = engine._inline_loads(engine._align([X, _as_dask(w, 111)]))
+    assert [len(b) for b in loads] == [10, 10]
+    np.testing.assert_array_equal(loads[0][3](), x[333:444])
+    for inputs in ([X, X[:, :1] * 2.0], [P, w]):
+        got = engine.map_reduce(MOMENTS, inputs[0], scheduler=local_cluster_client)
+        np.testing.assert_allclose(got["s2"], moments_stats(x)["s2"], rtol=1e-10)
