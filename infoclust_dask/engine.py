@@ -204,9 +204,10 @@ class _Load:
     A reduce pass whose block task depends on a separate load task keeps the
     loaded block (tens of MB) as a task result between the two; run inside
     the task, the block lives only while its kernel runs. Measured on an AC
-    counts pass over 1e7 stored pairs (2 workers): 4.1-4.9 s with separate
-    load tasks, 3.4-3.5 s with the load inside, a plain read 3.2-3.4 s
-    (``benchmarks/bench_ac_pass.py`` has the whole evaluation)."""
+    counts pass over 1e7 stored pairs (2 workers, 5 rounds): 4.12-4.92 s
+    with separate load tasks, 3.65-4.34 s with the load inside, a plain
+    read 3.05-3.78 s (``benchmarks/bench_ac_pass.py`` times the whole
+    evaluation)."""
 
     __slots__ = ("graph", "key")
 
@@ -224,34 +225,31 @@ def _call_block(bp, start, params, *blocks):
     return run_chunk(bp, start, blocks, params)
 
 
-def _inline_loads(aligned):
-    """Per input, one :class:`_Load` per block, or ``None`` when the blocks
-    must stay keys of the graph: an input holding futures (persisted data
-    must be fetched by the scheduler), a block recipe holding data (more
-    than :data:`INLINE_LOAD_BYTES`), or recipes that share a task (across
-    blocks or inputs: a source chunk that two blocks need, or one input
-    derived from another, would be read twice)."""
+def _inline_loads(aligned, keyed):
+    """Per input, one :class:`_Load` per block (``keyed``: the blocks as
+    delayed keys, from ``to_delayed(optimize_graph=False)``: unfused, so
+    shared tasks stay visible), or ``None`` when the blocks must stay keys
+    of the graph: an input holding futures (persisted data must be fetched
+    by the scheduler), a block recipe holding data (more than
+    :data:`INLINE_LOAD_BYTES`), or recipes that share a task (across blocks
+    or inputs: a source chunk that two blocks need, or one input derived
+    from another, would be read twice)."""
     from dask.core import istask
     from dask.optimization import cull
     from dask.sizeof import sizeof
+    from distributed import futures_of
 
-    try:
-        from distributed import futures_of
-    except ImportError:  # pragma: no cover - distributed is a dependency
-        futures_of = None
-    dask_inputs = [a for a in aligned if a is not None]
-    if futures_of is not None and any(futures_of(a) for a in dask_inputs):
+    if any(futures_of(a) for a in aligned if a is not None):
         return None
     seen = set()
     out = []
-    for a in aligned:
-        if a is None:
+    for blocks in keyed:
+        if blocks is None:
             out.append(None)
             continue
-        delayed = a.to_delayed(optimize_graph=False).reshape(-1)  # unfused: shared tasks stay visible
-        full = dict(delayed[0].__dask_graph__()) if len(delayed) else {}
+        full = dict(blocks[0].__dask_graph__()) if len(blocks) else {}
         loads = []
-        for d in delayed:
+        for d in blocks:
             graph, _ = cull(full, [d.key])
             if sum(sizeof(v) for v in graph.values()) > INLINE_LOAD_BYTES:
                 return None
@@ -280,9 +278,9 @@ def _block_tasks(bp, arrays, params, token, inline=False):
     aligned = _align(arrays)
     lead = aligned[0]
     starts = _block_starts(lead.chunks[0])
-    block_lists = _inline_loads(aligned) if inline else None
-    if block_lists is None:
-        block_lists = [None if a is None else a.to_delayed(optimize_graph=False).reshape(-1) for a in aligned]
+    block_lists = [None if a is None else a.to_delayed(optimize_graph=False).reshape(-1) for a in aligned]
+    if inline:
+        block_lists = _inline_loads(aligned, block_lists) or block_lists
     p = _params_key(bp, params, token)
     call = dask.delayed(partial(_call_block, bp), pure=True)
     for i, size in enumerate(lead.chunks[0]):
