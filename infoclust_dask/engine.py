@@ -225,10 +225,16 @@ def _call_block(bp, start, params, *blocks):
     return run_chunk(bp, start, blocks, params)
 
 
+def _keyed_blocks(aligned):
+    """Per aligned input, its row blocks as delayed keys of its unoptimized
+    graph (``None`` stays ``None``)."""
+    return [None if a is None else a.to_delayed(optimize_graph=False).reshape(-1) for a in aligned]
+
+
 def _inline_loads(aligned, keyed):
     """Per input, one :class:`_Load` per block (``keyed``: the blocks as
-    delayed keys, from ``to_delayed(optimize_graph=False)``: unfused, so
-    shared tasks stay visible), or ``None`` when the blocks must stay keys
+    delayed keys, from :func:`_keyed_blocks`: unfused, so shared tasks stay
+    visible), or ``None`` when the blocks must stay keys
     of the graph: an input holding futures (persisted data must be fetched
     by the scheduler), a block recipe holding data (more than
     :data:`INLINE_LOAD_BYTES`), or recipes that share a task (across blocks
@@ -278,7 +284,7 @@ def _block_tasks(bp, arrays, params, token, inline=False):
     aligned = _align(arrays)
     lead = aligned[0]
     starts = _block_starts(lead.chunks[0])
-    block_lists = [None if a is None else a.to_delayed(optimize_graph=False).reshape(-1) for a in aligned]
+    block_lists = _keyed_blocks(aligned)
     if inline:
         block_lists = _inline_loads(aligned, block_lists) or block_lists
     p = _params_key(bp, params, token)
@@ -509,7 +515,7 @@ def fold_blocks(bp: Pass, *arrays, state, params=None, order=None, scheduler=Non
     lead = aligned[0]
     starts = _block_starts(lead.chunks[0])
     token = _token(bp, params, aligned, state, None if order is None else list(order))
-    block_lists = [None if a is None else a.to_delayed(optimize_graph=False).reshape(-1) for a in aligned]
+    block_lists = _keyed_blocks(aligned)
     p = _params_key(bp, params, token)
     step = dask.delayed(partial(_fold_call, bp), pure=True)
     out = dask.delayed(state, pure=True, traverse=False, name=f"{bp.name}-state-{token}")
@@ -684,7 +690,7 @@ def cross_pairs(bp: Pass, queries, *data, outputs: tuple, params: dict | None = 
     aligned = _align(arrays)
     lead = aligned[0]
     starts = _block_starts(lead.chunks[0])
-    block_lists = [None if a is None else a.to_delayed(optimize_graph=False).reshape(-1) for a in aligned]
+    block_lists = _keyed_blocks(aligned)
     token = _token(bp, params, [qa, *[v for _, v in extra.values()], *aligned], rows, split_every)
     p = _params_key(bp, params, token)
     call = dask.delayed(partial(_call_cross, bp, sorted(extra)), pure=True)
@@ -814,7 +820,7 @@ def exchange(split, join, *arrays, params=None, shared=None, block_rows=None, sc
     if sched.kind == "distributed" and shared:
         shared = {k: sched.client.scatter(np.asarray(v), broadcast=True, hash=False) for k, v in shared.items()}
     shared = dict(shared or {})
-    block_lists = [a.to_delayed(optimize_graph=False).reshape(-1) for a in aligned]
+    block_lists = _keyed_blocks(aligned)
     sp = dask.delayed(partial(_exchange_split, split, params), pure=True)
     jn = dask.delayed(partial(_exchange_join, join, params), pure=True)
     splits = [sp(shared, [int(b) for b in bounds], int(starts[i]), *[bl[i] for bl in block_lists],

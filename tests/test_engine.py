@@ -257,7 +257,7 @@ def test_reduce_tasks_read_store_blocks_themselves(xw, tmp_path, scheduler):
 
 def _keyed(aligned):
     """The two arguments of ``engine._inline_loads``: the aligned inputs and their blocks as keys."""
-    return aligned, [a.to_delayed(optimize_graph=False).reshape(-1) for a in aligned]
+    return aligned, engine._keyed_blocks(aligned)
 
 
 def test_blocks_stay_keys_where_reading_inside_would_read_twice_or_ship_data(xw, tmp_path, local_cluster_client):
@@ -275,6 +275,9 @@ def test_blocks_stay_keys_where_reading_inside_would_read_twice_or_ship_data(xw,
     loads = engine._inline_loads(*_keyed(engine._align([X, _as_dask(w, 111)])))
     assert [len(b) for b in loads] == [10, 10]
     np.testing.assert_array_equal(loads[0][3](), x[333:444])
-    for inputs in ([X, X[:, :1] * 2.0], [P, w]):
-        got = engine.map_reduce(MOMENTS, inputs[0], scheduler=local_cluster_client)
-        np.testing.assert_allclose(got["s2"], moments_stats(x)["s2"], rtol=1e-10)
+    # both inputs reach the kernel on the fallback paths: weights derived from X's blocks, and persisted rows
+    for X_in, w_in, w_ref in ((X, X[:, 0] ** 2 + 1.0, x[:, 0] ** 2 + 1.0), (P, w, w)):
+        got = engine.map_reduce(MOMENTS, X_in, w_in, scheduler=local_cluster_client)
+        ref = moments_stats(x, w_ref)
+        for key in ("s1", "s2"):
+            np.testing.assert_allclose(got[key], ref[key], rtol=1e-10, err_msg=key)
