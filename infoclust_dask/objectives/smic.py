@@ -164,13 +164,21 @@ def operator_eigenvectors(matvec, n, c, *, tol=1e-12, random_state=0, m=None, ca
 def orient(V, *, roundoff=ROUNDOFF, copy=True):
     """The sign rule of §2.3 after zeroing round-off entries (module notes).
     Column by column (``copy=False``: in place), so an ``n x c`` matrix
-    needs no ``n x c`` temporaries."""
+    needs no ``n x c`` temporaries.
+
+    Every write goes through a binary operation on the column view
+    (``col *= -1``), never a unary ufunc with ``out=`` the same strided
+    view: numpy's SIMD loop for ``np.negative(col, out=col)`` on a float64
+    column of a C-ordered array with 8 columns (float32: 4) writes wrong
+    values on AVX-512 machines (numpy 2.2-2.4; the eigenvectors of the
+    operator path are C-ordered, so SMIC with ``n_clusters=8`` mislabelled
+    most rows above 200 000 rows)."""
     V = np.array(V, dtype=np.float64, copy=True) if copy else np.asarray(V, dtype=np.float64)
     for y in range(V.shape[1]):
         col = V[:, y]
         col[np.abs(col) < roundoff * np.abs(col).max()] = 0.0
         if col.sum() < 0:
-            np.negative(col, out=col)
+            col *= -1.0
     return V
 
 
