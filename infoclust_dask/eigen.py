@@ -34,7 +34,7 @@ from typing import Callable
 
 import numpy as np
 
-__all__ = ["BLOCK", "ConvergenceError", "basis_size", "krylov_schur"]
+__all__ = ["BLOCK", "ConvergenceError", "basis_size", "block_size", "krylov_schur"]
 
 #: entries per column block of the basis (its ``m + 1`` rows of a block are contiguous)
 BLOCK = 1 << 18
@@ -45,28 +45,46 @@ class ConvergenceError(RuntimeError):
     """The wanted Ritz pairs did not converge within ``max_restarts``."""
 
 
-def basis_size(n, k, budget=None):
-    """Number of basis vectors ``m``: ``max(2k + 1, 20)`` (at most ``n``);
-    with a ``budget`` in bytes, fewer when ``(m + 1) n`` float64 numbers
-    would not fit - but at least ``k + 3`` (more restarts, the same
-    eigenpairs)."""
-    m = max(2 * k + 1, 20)
+def basis_size(n, k, budget=None, block_size=1):
+    """Number of Ritz columns ``m`` of the basis (which holds ``m + b``
+    vectors for block size ``b``): ``max(2k + 1, 20, k + 2b)`` (at most
+    ``n - b``); with a ``budget`` in bytes, fewer when ``(m + b) n`` float64
+    numbers would not fit - but at least ``k + max(b, 3)`` (more restarts,
+    the same eigenpairs)."""
+    b = int(block_size)
+    m = max(2 * k + 1, 20, k + 2 * b)
     if budget is not None:
-        m = min(m, max(k + 3, int(budget // (8 * n)) - 1))
-    return min(m, n)
+        m = min(m, max(k + max(b, 3), int(budget // (8 * n)) - b))
+    return min(m, n - b)
+
+
+def block_size(n, k, budget=None, margin=2):
+    """Block size of :func:`krylov_schur` for ``k`` wanted eigenpairs:
+    ``k + margin`` (an eigenvalue of multiplicity up to ``k + margin`` is
+    found whole), smaller only when a basis of ``k + 2b`` vectors of length
+    ``n`` would not fit in ``budget`` bytes (then the largest ``b >= 1``
+    that fits)."""
+    b = k + int(margin)
+    if budget is not None:
+        fit = int(budget // (8 * n))
+        b = min(b, max(1, (fit - k) // 2))
+    return max(1, min(b, (n - k) // 2))
 
 
 class _Basis:
-    """``m + 1`` orthonormal vectors of length ``n`` held as column blocks
-    ``(m + 1, BLOCK)``: projections and updates run block by block (BLAS
+    """``rows`` orthonormal vectors of length ``n`` held as column blocks
+    ``(rows, BLOCK)``: projections and updates run block by block (BLAS
     gemv on contiguous rows) and the blocks can be freed one at a time."""
 
     def __init__(self, n, rows, block):
         self.n, self.bounds = n, [(a, min(a + block, n)) for a in range(0, n, block)]
         self.blocks = [np.empty((rows, b - a)) for a, b in self.bounds]
 
-    def get(self, j):
-        return np.concatenate([blk[j] for blk in self.blocks])
+    def get(self, j, b=None):
+        """Vector ``j`` (``b=None``), or vectors ``j .. j + b`` as a C-ordered ``(n, b)`` array."""
+        if b is None:
+            return np.concatenate([blk[j] for blk in self.blocks])
+        return np.concatenate([blk[j:j + b].T for blk in self.blocks])
 
     def set(self, j, v):
         for blk, (a, b) in zip(self.blocks, self.bounds, strict=True):
@@ -81,6 +99,8 @@ class _Basis:
         caller must then replace it)."""
         h = np.zeros(j)
         before = float(np.linalg.norm(w))
+        if j == 0:
+            return h, before
         for _ in range(3):
             g = sum(blk[:j] @ w[a:b] for blk, (a, b) in zip(self.blocks, self.bounds, strict=True))
             for blk, (a, b) in zip(self.blocks, self.bounds, strict=True):
@@ -92,12 +112,12 @@ class _Basis:
             before = after
         return h, 0.0
 
-    def rotate(self, Y, p, m):
-        """``V[:p] <- V[:m] Y`` and ``V[p] <- V[m]`` (the restart), in place."""
+    def rotate(self, Y, p, mu, b):
+        """``V[:p] <- V[:mu] Y`` and ``V[p:p + b] <- V[mu:mu + b]`` (the restart), in place."""
         for blk in self.blocks:
-            last = blk[m].copy()
-            blk[:p] = Y.T @ blk[:m]
-            blk[p] = last
+            last = blk[mu:mu + b].copy()
+            blk[:p] = Y.T @ blk[:mu]
+            blk[p:p + b] = last
 
     def extract(self, Y):
         """``V[:m] Y`` as a C-ordered ``(n, k)`` array, freeing each basis
@@ -110,7 +130,18 @@ class _Basis:
         return out
 
 
-def krylov_schur(matvec: Callable[[np.ndarray], np.ndarray], n, k, *, v0, tol=1e-12, m=None,
+def _new_direction(V, j, rng, n):
+    """A unit vector orthogonal to ``V[:j]`` from random draws (an exhausted
+    Krylov space, or a start column in the span of the others)."""
+    for _ in range(5):
+        w = rng.standard_normal(n)
+        _, beta = V.project(j, w)
+        if beta > 0.0:
+            return w / beta
+    raise ConvergenceError(f"krylov_schur: no direction orthogonal to {j} basis vectors of length {n} was found.")
+
+
+def krylov_schur(matvec: Callable[[np.ndarray], np.ndarray], n, k, *, v0, tol=1e-12, m=None, block_size=1,
                  max_restarts=1000, random_state=0, callback=None, block=BLOCK):
     """The ``k`` largest (algebraic) eigenvalues of a symmetric ``n x n``
     matrix ``A`` and their orthonormal eigenvectors, from products
@@ -119,21 +150,32 @@ def krylov_schur(matvec: Callable[[np.ndarray], np.ndarray], n, k, *, v0, tol=1e
     Parameters
     ----------
     matvec : callable
-        ``(n,) float64 -> (n,)``; called once per Lanczos step.
+        ``block_size == 1``: ``(n,) float64 -> (n,)``; else ``(n, b) ->
+        (n, b)`` (one product of a block of ``b`` vectors, e.g. one pass
+        over the row blocks of ``A``). Called once per expansion step.
     n, k : int
-        Size of ``A`` and number of eigenpairs (``1 <= k < m <= n``).
+        Size of ``A`` and number of eigenpairs (``1 <= k < m``, ``m + b <= n``).
     v0 : array of shape (n,)
-        Start vector (need not be normalized; must not be zero).
+        Start vector (need not be normalized; must not be zero); the other
+        ``b - 1`` start columns are drawn from ``random_state``.
     tol : float
         Relative residual tolerance (ARPACK's rule).
     m : int, optional
-        Basis size; :func:`basis_size` by default. The process holds
-        ``(m + 1) n`` float64 numbers plus a few vectors of length ``n``.
+        Ritz columns of the basis; :func:`basis_size` by default. The
+        process holds ``(m + b) n`` float64 numbers plus a few blocks of
+        ``b`` vectors of length ``n``.
+    block_size : int, default=1
+        ``b``: vectors per product. A single-vector Krylov space holds ONE
+        vector of each eigenspace, so an eigenvalue of multiplicity ``r``
+        needs ``b >= r`` to be found whole (e.g. the eigenvalue 1 of a
+        normalized graph kernel with ``r`` connected components); nearly
+        equal eigenvalues converge in fewer products with ``b`` above
+        their number.
     max_restarts : int
         Restarts before :class:`ConvergenceError`.
     random_state : int
-        Seed of the vectors that replace an exhausted Krylov space (when
-        ``A`` has an invariant subspace containing ``v0``).
+        Seed of the start columns after the first and of the vectors that
+        replace an exhausted Krylov space (an invariant subspace of ``A``).
     callback : callable, optional
         Called after every product (progress).
 
@@ -142,54 +184,62 @@ def krylov_schur(matvec: Callable[[np.ndarray], np.ndarray], n, k, *, v0, tol=1e
     eigenvalues : array of shape (k,), decreasing
     eigenvectors : array of shape (n, k), C-ordered
     """
-    m = basis_size(n, k) if m is None else int(m)
-    if not 1 <= k < m <= n:
-        raise ValueError(f"krylov_schur needs 1 <= k < m <= n; got k={k}, m={m}, n={n}.")
+    b = int(block_size)
+    m = basis_size(n, k, block_size=b) if m is None else int(m)
+    if b < 1 or not 1 <= k < m or m + b > n or m < k + b:
+        raise ValueError(f"krylov_schur needs 1 <= k < m, k + b <= m and m + b <= n; got k={k}, m={m}, "
+                         f"b={b}, n={n}.")
     v = np.array(v0, dtype=np.float64).reshape(-1)
     if v.shape != (n,) or not np.all(np.isfinite(v)) or not np.linalg.norm(v) > 0:
         raise ValueError(f"v0 must be a finite nonzero vector of length {n}.")
     rng = np.random.default_rng(random_state)
-    V = _Basis(n, m + 1, block)
+    V = _Basis(n, m + b, block)
     V.set(0, v / np.linalg.norm(v))
-    H = np.zeros((m + 1, m))  # Rayleigh quotient S (upper m x m) and the residual row b (row m)
+    for j in range(1, b):
+        V.set(j, _new_direction(V, j, rng, n))
+    H = np.zeros((m + b, m))  # Rayleigh quotient S (upper mu x mu) and the residual block B (rows mu .. mu + b)
     p = 0  # vectors kept by the last restart
-    keep = min(max(k + 1, (m + k) // 2), m - 1)
+    keep = min(max(k + 1, (m + k) // 2), m - b)
     for restart in range(max_restarts + 1):
-        for j in range(p, m):
-            w = np.asarray(matvec(V.get(j)), dtype=np.float64).reshape(-1)
-            if w.shape != (n,):
-                raise ValueError(f"matvec returned shape {w.shape}; expected ({n},).")
+        s = p
+        while s + b <= m:
+            X = V.get(s) if b == 1 else V.get(s, b)
+            W = np.asarray(matvec(X), dtype=np.float64)
+            if W.shape != X.shape:
+                raise ValueError(f"matvec returned shape {W.shape}; expected {X.shape}.")
             if callback is not None:
                 callback()
-            w = w.copy()
-            H[: j + 1, j], beta = V.project(j + 1, w)
-            if beta > 0.0:
-                H[j + 1, j] = beta
-                V.set(j + 1, w / beta)
-                continue
-            # A v_j lies in the basis' span (an invariant subspace): the decomposition holds with
-            # b = 0 here, and the expansion goes on from a random vector orthogonal to the basis
-            H[j + 1, j] = 0.0
-            for _ in range(3):
-                w = rng.standard_normal(n)
-                _, beta = V.project(j + 1, w)
+            W = W.reshape(n, b)
+            for i in range(b):
+                j = s + b + i  # the new column; A v_{s+i} = sum_{l <= j} H[l, s+i] v_l
+                w = np.array(W[:, i], dtype=np.float64, copy=True)
+                H[:j, s + i], beta = V.project(j, w)
                 if beta > 0.0:
-                    break
-            V.set(j + 1, w / beta)
-        S = H[:m, :m]
+                    H[j, s + i] = beta
+                    V.set(j, w / beta)
+                else:
+                    # A v_{s+i} lies in the basis' span (an invariant subspace): the decomposition holds with a
+                    # zero entry here, and the expansion goes on from a random vector orthogonal to the basis
+                    H[j, s + i] = 0.0
+                    V.set(j, _new_direction(V, j, rng, n))
+            s += b
+        mu = s
+        S = H[:mu, :mu]
         theta, Y = np.linalg.eigh(0.5 * (S + S.T))
         theta, Y = theta[::-1], Y[:, ::-1]
-        b = H[m, :m] @ Y  # residual of Ritz pair i: |b_i| (the basis is orthonormal)
-        done = np.abs(b[:k]) <= tol * np.maximum(np.abs(theta[:k]), _EPS ** (2 / 3))
+        B = H[mu:mu + b, :mu] @ Y  # residual of Ritz pair i: ||B[:, i]|| (the basis is orthonormal)
+        res = np.linalg.norm(B, axis=0)
+        done = res[:k] <= tol * np.maximum(np.abs(theta[:k]), _EPS ** (2 / 3))
         if done.all():
             return theta[:k].copy(), V.extract(Y[:, :k])
         if restart == max_restarts:
             break
         p = keep
-        V.rotate(Y[:, :p], p, m)
+        V.rotate(Y[:, :p], p, mu, b)
         H[:] = 0.0
         H[np.arange(p), np.arange(p)] = theta[:p]
-        H[p, :p] = b[:p]
+        H[p:p + b, :p] = B[:, :p]
     raise ConvergenceError(
         f"krylov_schur: {int((~done).sum())} of the {k} wanted eigenpairs did not reach tol={tol:g} in "
-        f"{max_restarts} restarts (basis of {m} vectors); raise max_restarts or the basis size m.")
+        f"{max_restarts} restarts (basis of {m} + {b} vectors, block size {b}); raise max_restarts or the basis "
+        "size m.")

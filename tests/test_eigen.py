@@ -9,7 +9,7 @@ import scipy.linalg
 import scipy.sparse as sp
 from scipy.sparse.linalg import eigsh
 
-from infoclust_dask.eigen import ConvergenceError, basis_size, krylov_schur
+from infoclust_dask.eigen import ConvergenceError, basis_size, block_size, krylov_schur
 
 
 def _sym(n, seed):
@@ -67,12 +67,16 @@ def test_basis_size_follows_the_budget():
     assert basis_size(10**6, 10) == 21
     assert basis_size(10**7, 10, 3 * 2**29) == 19  # 20 vectors of 80 MB in 1.5 GiB
     assert basis_size(10**8, 10, 3 * 2**29) == 13  # k + 3 at least, over the budget
-    assert basis_size(12, 10) == 12
+    assert basis_size(12, 10) == 11  # m + b <= n
+    assert basis_size(10**6, 10, block_size=12) == 34  # k + 2b
+    assert basis_size(10**7, 10, 3 * 2**29, block_size=12) == 22  # k + b at least, over the budget
+    assert block_size(10**6, 10) == 12
+    assert block_size(10**7, 10, 3 * 2**29) == 5  # (20 - 10) // 2: a basis of k + 2b vectors fits
 
 
 def test_errors_name_the_values():
     A = _sym(50, 2)
-    with pytest.raises(ValueError, match="1 <= k < m <= n; got k=10, m=10, n=50"):
+    with pytest.raises(ValueError, match=r"1 <= k < m, k \+ b <= m and m \+ b <= n; got k=10, m=10, b=1, n=50"):
         krylov_schur(lambda v: A @ v, 50, 10, v0=np.ones(50), m=10)
     with pytest.raises(ValueError, match="finite nonzero vector of length 50"):
         krylov_schur(lambda v: A @ v, 50, 3, v0=np.zeros(50))
@@ -80,3 +84,49 @@ def test_errors_name_the_values():
         krylov_schur(lambda v: (A @ v)[:49], 50, 3, v0=np.ones(50))
     with pytest.raises(ConvergenceError, match="did not reach tol=1e-12 in 0 restarts"):
         krylov_schur(lambda v: A @ v, 50, 3, v0=np.ones(50), m=5, max_restarts=0)
+
+
+def _copies(r, n_each, seed, gap=0.0):
+    """``r`` copies of one connected sparse graph kernel, normalized as
+    ``D^-1/2 K D^-1/2`` (top eigenvalue exactly 1 in each copy: multiplicity
+    ``r``), the copy ``q`` shifted by ``q * gap`` (near-duplicates)."""
+    rng = np.random.default_rng(seed)
+    rows = np.repeat(np.arange(n_each), 4)
+    cols = (rows + rng.integers(1, 9, size=rows.size)) % n_each
+    K = sp.coo_matrix((rng.uniform(0.1, 1, size=rows.size), (rows, cols)), shape=(n_each, n_each)).tocsr()
+    K = K.maximum(K.T) + sp.identity(n_each)
+    d = np.asarray(K.sum(axis=1)).ravel()
+    K = sp.diags(1 / np.sqrt(d)) @ K @ sp.diags(1 / np.sqrt(d))
+    return sp.block_diag([K + q * gap * sp.identity(n_each) for q in range(r)]).tocsr()
+
+
+@pytest.mark.parametrize("gap", [0.0, 1e-8])
+def test_a_block_finds_a_repeated_eigenvalue_whole_where_one_vector_cannot(gap):
+    """Four identical components (eigenvalue 1 four times, or four values
+    1e-8 apart) and a start vector symmetric across them: the block method
+    (b = k + 2) returns the eigenvalues of ``eigh`` to 1e-10 and the same
+    invariant subspace; the single-vector method (b = 1) from the same
+    start cannot see more than one vector of an exactly repeated eigenspace
+    (its Krylov space is symmetric across the copies) and returns wrong
+    eigenvalues; 1e-8 apart, the copies are distinct eigenvalues it finds."""
+    A = _copies(4, 150, 3, gap)
+    n, k = A.shape[0], 6
+    w, U = scipy.linalg.eigh(A.toarray())
+    ref = w[::-1][:k]
+    lam, V = krylov_schur(lambda X: A @ X, n, k, v0=np.ones(n), block_size=k + 2, random_state=1)
+    np.testing.assert_allclose(lam, ref, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(A @ V, V * lam, rtol=0, atol=1e-9)
+    top = U[:, ::-1][:, :4]  # the (nearly) repeated eigenspace: the same projector
+    np.testing.assert_allclose(V[:, :4] @ V[:, :4].T, top @ top.T, rtol=0, atol=1e-6 if gap else 1e-9)
+    lam1, _ = krylov_schur(lambda v: A @ v, n, k, v0=np.ones(n), block_size=1, random_state=1)
+    assert (np.abs(lam1 - ref).max() > 1e-3) == (gap == 0.0)
+
+
+@pytest.mark.parametrize("b", [2, 5, 7])
+def test_block_sizes_agree_with_dense_eigh(b):
+    A = _sym(300, 4)
+    lam, V = krylov_schur(lambda X: A @ X, 300, 5, v0=np.ones(300), block_size=b, block=64)
+    w, U = scipy.linalg.eigh(A)
+    np.testing.assert_allclose(lam, w[::-1][:5], rtol=0, atol=1e-10)
+    np.testing.assert_allclose(np.abs(np.sum(V * U[:, ::-1][:, :5], axis=0)), 1.0, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(V.T @ V, np.eye(5), rtol=0, atol=1e-12)

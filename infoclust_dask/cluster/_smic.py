@@ -42,6 +42,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
 from .. import engine, metrics
+from ..kernels.components import COMPONENTS, component_labels
 from ..kernels.knn import HNSW_DEFAULTS, KNN, KNN_HNSW, KNN_QUERY, have_faiss
 from ..kernels.smic import SMIC_OOS, kernel_row_block, kernel_row_sums, kernel_transpose_pieces, sparse_matmat
 from .._progress import Steps, say
@@ -61,6 +62,7 @@ from .._validation import (
 )
 from ..objectives.smic import (
     NORMALIZATIONS,
+    align,
     assign,
     check_prior,
     kernel_matrix,
@@ -196,6 +198,15 @@ class SMIC(XarrayIO, ClusterMixin, BaseEstimator):
         Gaussian bases of LSMI (the paper's 200).
     n_folds : int, default=5
         Folds of LSMI's cross-validation of its width and regularization.
+    eigen_solver : {"auto", "dense", "operator"}, default="auto"
+        Where the kernel lives while its top eigenvectors are found.
+        ``"dense"``: assembled in this process (LAPACK ``eigh`` up to 1500
+        rows, else the block Krylov-Schur method on products with the
+        assembled sparse matrix); ``"operator"``: made and kept on the
+        workers as row blocks, the same block Krylov-Schur method running on
+        map-reduce products (this process holds only the Krylov basis);
+        ``"auto"``: dense up to 200 000 rows, operator above. Both give the
+        same eigenpairs and labels (tested on the same kernels).
     knn : {"auto", "exact", "approximate"}, default="auto"
         How the neighbour lists of (7) are found. ``"exact"``: every row
         block against every block, O(n^2 d) (59 min at n = 1e6 on 2
@@ -242,7 +253,17 @@ class SMIC(XarrayIO, ClusterMixin, BaseEstimator):
     eigenvalues_ : ndarray, shape (n_clusters,)
         ``lambda_1 >= ... >= lambda_c`` of the (normalized) kernel.
     eigenvectors_ : ndarray, shape (n_samples, n_clusters)
-        The oriented eigenvectors ``phi~_y`` (round-off zeroed).
+        The oriented eigenvectors ``phi~_y`` (round-off zeroed), aligned
+        inside (nearly) repeated eigenspaces (see Notes); for the
+        ``"symmetric"`` kernel of a graph with ``n_clusters`` components,
+        the components' ``D^1/2 1_q`` (normalized).
+    eigen_rotation_ : ndarray, shape (n_clusters, n_clusters)
+        ``eigenvectors_ = V @ eigen_rotation_`` for the eigensolver's
+        orthonormal eigenvectors ``V`` (the alignment and the sign rule);
+        ``predict`` extends ``V diag(1 / lambda) eigen_rotation_``.
+    n_components_ : int
+        Connected components of the neighbour graph at ``t_`` (a warning
+        when there are more than ``n_clusters``).
     local_scales_ : ndarray, shape (n_samples,)
         Local scales ``sigma_i`` of (7) (distance to the ``t``-th other sample).
     degree_ : ndarray, shape (n_samples,)
@@ -260,6 +281,24 @@ class SMIC(XarrayIO, ClusterMixin, BaseEstimator):
 
     Notes
     -----
+    Eigenvectors of (nearly) equal eigenvalues - relative gaps at most
+    1e-6, e.g. one per connected component of a ``"symmetric"`` kernel -
+    are not determined: any orthonormal basis of their span is a correct
+    answer of an eigensolver, and the paper's rule, which reads the
+    eigenvectors one by one, would depend on which one a given solver or
+    BLAS returns. Inside such a group the basis is first aligned by the
+    rotation of scikit-learn's ``cluster_qr`` (pivoted QR, then the polar
+    factor; :func:`infoclust_dask.objectives.smic.align`), which gives the
+    same vectors for every basis of the span; columns of simple
+    eigenvalues are used as they are. The connected components of the
+    neighbour graph are counted on the workers (``n_components_``). When
+    there are exactly ``n_clusters`` of them and the kernel is
+    ``"symmetric"``, its top eigenvalue 1 is repeated ``c`` times with the
+    components' ``D^1/2 1_q`` as eigenvectors: the clusters are the
+    components and no eigensolver runs. With kernel (7) as is, each
+    component's top eigenvector is still found by the eigensolver (their
+    eigenvalues differ), as the paper's rule asks.
+
     Conventions of the kernel and eigenvectors (a point is not its own
     neighbour, the "or" rule as an elementwise maximum, ``K_ii = 1``, zero
     local scales of duplicate points, round-off zeroing and ``sign(0) = +1``)
@@ -276,7 +315,8 @@ class SMIC(XarrayIO, ClusterMixin, BaseEstimator):
     """
 
     def __init__(self, n_clusters, *, t="auto", t_candidates=(1, 2, 3, 4, 5, 6, 7, 8, 9, 10), class_prior=None,
-                 kernel_normalization="none", lsmi_n_bases=200, n_folds=5, knn="auto", knn_params=None,
+                 kernel_normalization="none", lsmi_n_bases=200, n_folds=5, eigen_solver="auto", knn="auto",
+                 knn_params=None,
                  random_state=None, scheduler=None, sample_dim=None, variables=None, verbose=0):
         self.n_clusters = n_clusters
         self.t = t
@@ -285,6 +325,7 @@ class SMIC(XarrayIO, ClusterMixin, BaseEstimator):
         self.kernel_normalization = kernel_normalization
         self.lsmi_n_bases = lsmi_n_bases
         self.n_folds = n_folds
+        self.eigen_solver = eigen_solver
         self.knn = knn
         self.knn_params = knn_params
         self.random_state = random_state
@@ -302,6 +343,7 @@ class SMIC(XarrayIO, ClusterMixin, BaseEstimator):
         "kernel_normalization": [Options(*NORMALIZATIONS)],
         "lsmi_n_bases": [Interval(int, 1)],
         "n_folds": [Interval(int, 2)],
+        "eigen_solver": [Options("auto", "dense", "operator")],
         "knn": [Options("auto", "exact", "approximate")],
         "knn_params": [KnnParams()],
         "random_state": RANDOM_STATE,
@@ -364,7 +406,8 @@ class SMIC(XarrayIO, ClusterMixin, BaseEstimator):
         method = self._knn_method(info.n)
         if self.verbose:
             say(f"[SMIC] searching the {ts[-1]} nearest neighbours of {info.n:,} rows ({method})")
-        on_workers = info.n > DRIVER_KERNEL_MAX_ROWS
+        on_workers = self.eigen_solver == "operator" or (self.eigen_solver == "auto"
+                                                          and info.n > DRIVER_KERNEL_MAX_ROWS)
         d2, idx = _neighbour_lists(A, ts[-1], sched, method, {**HNSW_DEFAULTS, **(self.knn_params or {})},
                                    progress=self.verbose >= 1, keep=on_workers)
         timings["knn"] = time.perf_counter() - t0
@@ -384,13 +427,15 @@ class SMIC(XarrayIO, ClusterMixin, BaseEstimator):
                 + (f", recall {self.knn_recall_:.4f}" if method == "approximate" else ""))
 
         fits = {}  # t -> (labels, eigenvalues); the eigenvectors of the chosen t are solved again below
+        components = {}  # t -> (component labels, number of components) of the neighbour graph
         with Steps(self, len(ts), "SMIC: kernel + eigenvectors per t", unit="t") as bar:
             for t in ts:
                 # with one candidate the neighbour lists are not needed once its kernel is made
                 lists = [d2, idx] if len(ts) > 1 else [d2, idx, "release"]
                 if len(ts) == 1:
                     del d2, idx
-                solution = self._solve(lists, t, prior, seed, timings, sched, on_workers)
+                components[t] = self._components(lists[1], t, sched)
+                solution = self._solve(lists, t, prior, seed, timings, sched, on_workers, components[t])
                 fits[t] = solution[:2]
                 bar.update(1, t=t)
 
@@ -408,65 +453,113 @@ class SMIC(XarrayIO, ClusterMixin, BaseEstimator):
         if self.verbose:
             for t, r in zip(ts, results, strict=True):
                 sizes = np.bincount(fits[t][0], minlength=self.n_clusters)
-                say(f"[SMIC] t={t}: LSMI={r.value:.4f} (width {r.width:g}, delta {r.delta:g}), eigenvalues "
+                say(f"[SMIC] t={t}: {components[t][1]} connected component(s), LSMI={r.value:.4f} "
+                    f"(width {r.width:g}, delta {r.delta:g}), eigenvalues "
                       f"{np.array2string(fits[t][1], precision=4)}, cluster sizes {sizes.tolist()}")
         best = max(ts, key=lambda t: (self.lsmi_[t], -t))
         if best != ts[-1]:  # keeping every candidate's n x c eigenvectors would cost len(ts) times the memory
-            solution = self._solve([d2, idx, "release"], best, prior, seed, timings, sched, on_workers)
-        self.labels_, self.eigenvalues_, self.eigenvectors_, self.local_scales_, self.degree_ = solution
+            solution = self._solve([d2, idx, "release"], best, prior, seed, timings, sched, on_workers,
+                                   components[best])
+        (self.labels_, self.eigenvalues_, self.eigenvectors_, self.eigen_rotation_, self.local_scales_,
+         self.degree_) = solution
         self.t_ = best
+        self.n_components_ = components[best][1]
+        if self.n_components_ > self.n_clusters:
+            warnings.warn(
+                f"SMIC: the neighbour graph at t={best} has {self.n_components_} connected components, more than "
+                f"n_clusters={self.n_clusters}: the top eigenvectors then describe only some of the components "
+                "and the others fall to whichever cluster the assignment rule gives them. Raise t (or "
+                "t_candidates) or n_clusters.", UserWarning, stacklevel=3)
         self.class_prior_ = prior
         self.X_fit_ = A
         self.n_samples_fit_ = info.n
         self.timings_ = timings
         return self
 
-    def _solve(self, lists, t, prior, seed, timings, sched=None, on_workers=False):
-        """Kernel (7) at ``t``, its top-c eigenvectors, the sign rule and the
-        in-sample assignment; adds the stage times to ``timings``. The
-        solution is deterministic (dense ``eigh``, ``eigsh`` or Krylov-Schur from a start
-        vector drawn from ``seed``), so solving a candidate twice gives the
-        same labels. ``on_workers``: the kernel's row blocks are made and kept
-        on the workers and the Krylov-Schur eigensolver runs on their
-        products, which are map-reduce passes (this process holds ``O(n c)``
-        numbers: a basis of about ``2c`` vectors). ``lists`` is ``[dist2, index]`` of the neighbours, with a
-        third entry ``"release"`` when this is their last use (they are
-        dropped once the kernel is made). Returns ``(labels, eigenvalues,
-        oriented eigenvectors, local scales, degrees)``."""
+    def _components(self, idx, t, sched):
+        """Connected components of the neighbour graph at ``t`` (the
+        kernel's nonzero pattern): a union-find forest per block of
+        neighbour lists, where the lists are, tree-combined
+        (:data:`~infoclust_dask.kernels.components.COMPONENTS`); this
+        process receives the forest and numbers the components. Returns
+        ``(labels, n_components)``."""
+        forest = engine.map_reduce(COMPONENTS, idx, params={"t": int(t)}, scheduler=sched)
+        return component_labels(forest, int(idx.shape[0]))
+
+    def _solve(self, lists, t, prior, seed, timings, sched=None, on_workers=False, components=None):
+        """Kernel (7) at ``t``, its top-c eigenvectors, the alignment of
+        (nearly) repeated eigenspaces, the sign rule and the in-sample
+        assignment; adds the stage times to ``timings``. The solution is
+        deterministic (dense ``eigh`` or block Krylov-Schur from start
+        vectors drawn from ``seed``), so solving a candidate twice gives the
+        same labels. ``on_workers``: the kernel's row blocks are made and
+        kept on the workers and the block Krylov-Schur eigensolver runs on
+        their products, which are map-reduce passes (this process holds
+        ``O(n c)`` numbers). ``lists`` is ``[dist2, index]`` of the
+        neighbours, with a third entry ``"release"`` when this is their
+        last use (they are dropped once the kernel is made).
+        ``components``: ``(labels, count)`` of the neighbour graph; with
+        exactly ``n_clusters`` components and the ``"symmetric"`` kernel no
+        eigensolver runs: the top eigenspace is the span of the components'
+        ``D^1/2 1_q`` (eigenvalue 1, ``c`` times), so the clusters are the
+        components. Returns ``(labels, eigenvalues, oriented
+        eigenvectors, rotation, local scales, degrees)``."""
+        by_components = (self.kernel_normalization == "symmetric" and components is not None
+                         and components[1] == self.n_clusters)
         t0 = time.perf_counter()
         if on_workers:
-            lam, V, sigma, degree, t1 = self._eigen_on_workers(lists, t, seed, sched)
+            lam, V, sigma, degree, t1 = self._eigen_on_workers(lists, t, seed, sched, skip=by_components)
         else:
             K, sigma, degree = kernel_matrix(lists[0], lists[1], t, normalization=self.kernel_normalization)
             if len(lists) > 2:
                 lists.clear()
             t1 = time.perf_counter()
-            lam, V = top_eigenvectors(K, self.n_clusters, random_state=seed)
+            lam = V = None
+            if not by_components:
+                lam, V = top_eigenvectors(K, self.n_clusters, random_state=seed)
             del K
+        if by_components:
+            lam, V = self._component_vectors(components[0], degree)
         t2 = time.perf_counter()
-        Vt = orient(V, copy=False)
+        V, R = align(V, lam, copy=False)
+        Vt, signs = orient(V, copy=False, return_signs=True)
+        R = R * signs[None, :]
         labels = assign(Vt, prior)
         timings["kernel"] += t1 - t0
         timings["eigen"] += t2 - t1
         timings["assign"] += time.perf_counter() - t2
         if self.verbose > 1:
             say(f"[SMIC] t={t}: kernel {t1 - t0:.1f} s, eigensolver {t2 - t1:.1f} s")
-        return labels, lam, Vt, sigma, degree
+        return labels, lam, Vt, R, sigma, degree
 
-    def _eigen_on_workers(self, lists, t, seed, sched):
+    def _component_vectors(self, comp, degree):
+        """The top eigenpairs of a ``"symmetric"`` kernel whose graph has
+        ``c`` components: ``D^1/2 1_q / ||D^1/2 1_q||`` for each component
+        ``q`` (numbered by its smallest row), all of eigenvalue 1 (each
+        component's ``D^-1/2 K D^-1/2`` has row sums of ``D^-1 K`` equal to
+        1, and a connected component's top eigenvalue is simple)."""
+        c = self.n_clusters
+        weight = np.sqrt(degree)
+        V = np.zeros((comp.size, c))
+        V[np.arange(comp.size), comp] = weight
+        V /= np.sqrt(np.bincount(comp, weights=degree, minlength=c))[None, :]
+        return np.ones(c), V
+
+    def _eigen_on_workers(self, lists, t, seed, sched, skip=False):
         """Kernel row blocks made where the neighbour lists are (an
         all-to-all exchange transposes the directed kernel:
-        :func:`infoclust_dask.engine.exchange`), then Krylov-Schur on their
-        products. Returns ``(eigenvalues, eigenvectors, local scales,
-        degrees, time the kernel was ready)``."""
+        :func:`infoclust_dask.engine.exchange`), then block Krylov-Schur on
+        their products (``skip``: only the degrees). Returns
+        ``(eigenvalues, eigenvectors, local scales, degrees, time the kernel
+        was ready)``."""
         d2, idx = lists[:2]
         n = int(d2.shape[0])
         sigma = np.sqrt(np.asarray(engine.compute(d2[:, t - 1], scheduler=sched) if engine.is_lazy(d2)
                                    else d2[:, t - 1], dtype=np.float64))
         rows = max(min(KERNEL_BLOCK_ROWS, -(-n // 8)), 1)
         if self.verbose:
-            say(f"[SMIC] t={t}: kernel row blocks on the workers ({-(-n // rows)} blocks), then Krylov-Schur on their "
-                "products")
+            say(f"[SMIC] t={t}: kernel row blocks on the workers ({-(-n // rows)} blocks), then block Krylov-Schur "
+                "on their products")
         K = engine.exchange(kernel_transpose_pieces, kernel_row_block, d2, idx, params={"t": t},
                             shared={"sigma": sigma}, block_rows=rows, scheduler=sched, name="smic-kernel",
                             progress=self.verbose >= 1)
@@ -476,12 +569,14 @@ class SMIC(XarrayIO, ClusterMixin, BaseEstimator):
         try:
             degree = np.concatenate(K.apply(kernel_row_sums))
             t1 = time.perf_counter()
-            scale = 1.0 / np.sqrt(degree) if self.kernel_normalization == "symmetric" else None
+            if skip:
+                return None, None, sigma, degree, t1
+            scale = 1.0 / np.sqrt(degree)[:, None] if self.kernel_normalization == "symmetric" else None
 
-            def matvec(v):
+            def matvec(X):
                 if scale is not None:
-                    return scale * np.concatenate(K.apply(sparse_matmat, scale * v))
-                return np.concatenate(K.apply(sparse_matmat, v))
+                    return scale * np.concatenate(K.apply(sparse_matmat, scale * X))
+                return np.concatenate(K.apply(sparse_matmat, X))
 
             with Steps(self, None, f"SMIC t={t}: eigensolver products", unit="product") as bar:
                 lam, V = operator_eigenvectors(matvec, n, self.n_clusters, random_state=seed,
@@ -501,7 +596,9 @@ class SMIC(XarrayIO, ClusterMixin, BaseEstimator):
         """Unnormalized out-of-sample class-posterior estimates of §2.3 for
         the rows of ``X``: ``pi_y max(0, sum_i K(x', x_i) phi~_yi) /
         (lambda_y max(0, phi~_y)^T 1)`` (with ``K`` normalized like the fit's
-        kernel). Two passes over the training rows for all new rows
+        kernel); inside an aligned group of (nearly) repeated eigenvalues
+        the extension ``K(x', .) V diag(1/lambda)`` of the eigensolver's
+        vectors is rotated like them (``eigen_rotation_``). Two passes over the training rows for all new rows
         (:func:`infoclust_dask.engine.cross_pairs`: their neighbours, then the
         kernel sums), in blocks of ``PREDICT_ROWS`` new rows."""
         if hasattr(self, "t_") and not hasattr(self, "eigenvectors_"):
@@ -513,10 +610,12 @@ class SMIC(XarrayIO, ClusterMixin, BaseEstimator):
         sched = engine.resolve_scheduler(self.scheduler)
         A, _ = check_data(self, X, reset=False, scheduler=sched)
         t = self.t_
-        phi = self.eigenvectors_
+        # Nystrom extension of the eigenvectors V = phi~ R^T: K(x', .) V diag(1/lambda) R = K(x', .) phi~ G
+        R = self.eigen_rotation_
+        phi = self.eigenvectors_ @ (R.T @ (R / self.eigenvalues_[:, None]))
         if self.kernel_normalization == "symmetric":
-            phi = phi / np.sqrt(self.degree_)[:, None]
-        denom = self.eigenvalues_ * np.maximum(self.eigenvectors_, 0.0).sum(axis=0)
+            phi /= np.sqrt(self.degree_)[:, None]
+        denom = np.maximum(self.eigenvectors_, 0.0).sum(axis=0)
         c = self.n_clusters
         # two passes over the training rows for any number of new rows: their neighbours, then the sums
         d2q, nbr = engine.cross_pairs(KNN_QUERY, A, self.X_fit_, params={"t": t}, scheduler=sched,

@@ -35,7 +35,6 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
-from scipy.sparse.linalg import eigsh
 
 from ..eigen import basis_size, krylov_schur
 from ..kernels.smic import directed_kernel_entries
@@ -47,6 +46,8 @@ __all__ = [
     "check_prior",
     "kernel_matrix",
     "orient",
+    "align",
+    "eigen_block_size",
     "operator_eigenvectors",
     "top_eigenvectors",
 ]
@@ -108,14 +109,15 @@ def top_eigenvectors(K, c, *, tol=1e-12, random_state=0):
     """The ``c`` largest (algebraic) eigenvalues of symmetric ``K`` and their
     unit eigenvectors, eigenvalues in decreasing order.
 
-    Dense ``eigh`` up to :data:`DENSE_MAX` samples, else ARPACK's ``eigsh``
-    (``which="LA"``) with a tight tolerance (gaps between the ``c``-th and
-    ``(c+1)``-th eigenvalue can be 1e-4) and a reproducible start vector.
+    Dense ``eigh`` up to :data:`DENSE_MAX` samples, else the block
+    Krylov-Schur method of :func:`operator_eigenvectors` on products with
+    the assembled sparse ``K`` (the same solver as the kernel kept on the
+    workers, so both paths return the same eigenpairs).
     """
     n = K.shape[0]
     if not 1 <= c <= n:
         raise ValueError(f"Cannot take {c} eigenvectors of a {n} x {n} kernel.")
-    if n <= DENSE_MAX or c >= n - 1:
+    if n <= DENSE_MAX or c + 2 * eigen_block_size(n, c) + 3 > n:
         # all eigenvalues (LAPACK syevd): the subset driver (syevr) can return
         # fewer than asked when the top eigenvalue is highly degenerate (many
         # disconnected components at t = 1)
@@ -124,44 +126,53 @@ def top_eigenvectors(K, c, *, tol=1e-12, random_state=0):
         with threadpool_limits(1 if n <= 500 else None, user_api="blas"):
             w, V = scipy.linalg.eigh(K.toarray() if sp.issparse(K) else K, driver="evd")
         w, V = w[n - c:], V[:, n - c:]
-    else:
-        v0 = np.random.default_rng(random_state).uniform(0.5, 1.5, size=n)
-        w, V = eigsh(K, k=c, which="LA", tol=tol, v0=v0, ncv=eigsh_ncv(n, c), maxiter=100 * n)
-    order = np.argsort(-w, kind="stable")
-    return w[order], V[:, order]
+        order = np.argsort(-w, kind="stable")
+        return w[order], V[:, order]
+    return operator_eigenvectors(lambda X: K @ X, n, c, tol=tol, random_state=random_state)
 
 
-#: bytes of the Krylov basis that :func:`operator_eigenvectors` aims to stay within
+#: bytes of the Krylov basis and product blocks that :func:`operator_eigenvectors` aims to stay within
 OPERATOR_BYTES = 3 * 2**29
+#: block size of the eigensolver beyond ``c``: eigenvalues repeated up to ``c + 2`` times are found whole
+BLOCK_MARGIN = 2
 
 
-def eigsh_ncv(n, c):
-    """ARPACK's number of Lanczos vectors for :func:`top_eigenvectors`:
-    ``max(2c + 1, 32)``, at most ``n - 1``."""
-    return min(n - 1, max(2 * c + 1, 32))
+def eigen_block_size(n, c, budget=OPERATOR_BYTES):
+    """Vectors per product of :func:`operator_eigenvectors`: ``c +``
+    :data:`BLOCK_MARGIN`, fewer only when the basis (``c + 2b`` vectors at
+    least) and a product's input and output (``2b``) would not fit in
+    ``budget`` bytes (``n = 1e7``, ``c = 10``: 2)."""
+    fit = int(budget // (8 * n))
+    return max(1, min(c + BLOCK_MARGIN, (fit - c) // 4, (n - c) // 3))
 
 
-def operator_eigenvectors(matvec, n, c, *, tol=1e-12, random_state=0, m=None, callback=None):
+def operator_eigenvectors(matvec, n, c, *, tol=1e-12, random_state=0, m=None, block_size=None, callback=None):
     """:func:`top_eigenvectors` of a symmetric ``n x n`` matrix known only
-    through ``matvec(v) -> K v`` (e.g. a map-reduce pass over kernel row
-    blocks kept on the workers): the Krylov-Schur method of
-    :func:`infoclust_dask.eigen.krylov_schur` with ARPACK's tolerance rule
-    and the same start vector as :func:`top_eigenvectors`, so both give the
-    same eigenpairs. This process holds the ``m + 1`` basis vectors (``m``
-    chosen so that they take at most :data:`OPERATOR_BYTES`, 1.5 GiB, when
-    ``c + 3`` vectors allow it) and forms the ``n x c`` eigenvectors while
-    freeing the basis: ``O(n m)`` numbers, never the matrix and never
-    ARPACK's extra ``n x ncv`` extraction arrays. ``callback()`` runs after
-    every product (progress)."""
-    if not 1 <= c < n - 1:
-        raise ValueError(f"Cannot take {c} eigenvectors of a {n} x {n} kernel through products "
-                         "(needs c < n - 1).")
+    through products ``matvec(X) -> K X`` of ``(n, b)`` blocks (e.g. a
+    map-reduce pass over kernel row blocks kept on the workers): the block
+    Krylov-Schur method of :func:`infoclust_dask.eigen.krylov_schur` with
+    ARPACK's tolerance rule and block size ``b =``
+    :func:`eigen_block_size` (``c + 2``), so that an eigenvalue repeated up
+    to ``c + 2`` times - one per connected component of a normalized graph
+    kernel - is found whole, and nearly equal ones are not missed. The
+    first start column is ``top_eigenvectors``' seeded vector. This process
+    holds ``m + b`` basis vectors (``m`` chosen so that they take at most
+    :data:`OPERATOR_BYTES`, 1.5 GiB, when the block allows it) and forms
+    the ``n x c`` eigenvectors while freeing the basis: ``O(n (m + b))``
+    numbers, never the matrix. ``callback()`` runs after every product
+    (progress)."""
+    b = eigen_block_size(n, c) if block_size is None else int(block_size)
+    if not 1 <= c or c + b + 3 > n - b:
+        raise ValueError(f"Cannot take {c} eigenvectors of a {n} x {n} kernel through products of {b} vectors "
+                         f"(needs c + 2b + 3 <= n).")
     v0 = np.random.default_rng(random_state).uniform(0.5, 1.5, size=n)
-    return krylov_schur(matvec, n, c, v0=v0, tol=tol, m=m or basis_size(n, c, OPERATOR_BYTES),
+    budget = max(OPERATOR_BYTES - 2 * b * 8 * n, 0)
+    return krylov_schur(matvec if b > 1 else (lambda v: matvec(v[:, None])[:, 0]), n, c, v0=v0, tol=tol,
+                        m=m or basis_size(n, c, budget, block_size=b), block_size=b,
                         random_state=random_state, callback=callback)
 
 
-def orient(V, *, roundoff=ROUNDOFF, copy=True):
+def orient(V, *, roundoff=ROUNDOFF, copy=True, return_signs=False):
     """The sign rule of §2.3 after zeroing round-off entries (module notes).
     Column by column (``copy=False``: in place), so an ``n x c`` matrix
     needs no ``n x c`` temporaries.
@@ -172,14 +183,92 @@ def orient(V, *, roundoff=ROUNDOFF, copy=True):
     column of a C-ordered array with 8 columns (float32: 4) writes wrong
     values on AVX-512 machines (numpy 2.2-2.4; the eigenvectors of the
     operator path are C-ordered, so SMIC with ``n_clusters=8`` mislabelled
-    most rows above 200 000 rows)."""
+    most rows above 200 000 rows). ``return_signs=True`` also returns the
+    ``+-1`` applied to each column."""
     V = np.array(V, dtype=np.float64, copy=True) if copy else np.asarray(V, dtype=np.float64)
+    signs = np.ones(V.shape[1])
     for y in range(V.shape[1]):
         col = V[:, y]
         col[np.abs(col) < roundoff * np.abs(col).max()] = 0.0
         if col.sum() < 0:
             col *= -1.0
-    return V
+            signs[y] = -1.0
+    return (V, signs) if return_signs else V
+
+
+#: eigenvalues closer than this (relative to the largest magnitude) form one (nearly) repeated eigenspace
+ALIGN_GAP = 1e-6
+
+
+def eigen_groups(lam, *, rel_gap=ALIGN_GAP):
+    """Runs of consecutive eigenvalues (decreasing order) whose gaps are at
+    most ``rel_gap * max |lambda|``: the (nearly) repeated eigenspaces, in
+    which an eigensolver may return any orthonormal basis. Returns lists of
+    column indices (singletons included)."""
+    lam = np.asarray(lam, dtype=np.float64)
+    scale = max(float(np.abs(lam).max()), np.finfo(np.float64).tiny) if lam.size else 1.0
+    groups = [[0]] if lam.size else []
+    for y in range(1, lam.size):
+        if lam[y - 1] - lam[y] <= rel_gap * scale:
+            groups[-1].append(y)
+        else:
+            groups.append([y])
+    return groups
+
+
+def _pivot_rows(V, cols, rows=1 << 16):
+    """The ``r = len(cols)`` rows of ``V[:, cols]`` chosen by QR with column
+    pivoting of its transpose (the largest remaining norm after projecting
+    out the rows already chosen; ties: the first), streamed over row blocks
+    (``O(n)`` extra memory). The choice depends only on the rows' geometry in
+    ``R^r``, so a rotation ``V[:, cols] Q`` chooses the same rows."""
+    n, r = V.shape[0], len(cols)
+    res = np.empty(n)
+    for a in range(0, n, rows):
+        blk = V[a:a + rows, cols]
+        res[a:a + rows] = np.einsum("ij,ij->i", blk, blk)
+    Q = np.zeros((r, 0))
+    piv = []
+    for _ in range(r):
+        i = int(np.argmax(res))
+        v = np.asarray(V[i, cols], dtype=np.float64)
+        v = v - Q @ (Q.T @ v)
+        v = v - Q @ (Q.T @ v)
+        q = v / np.linalg.norm(v)
+        Q = np.column_stack([Q, q])
+        for a in range(0, n, rows):
+            res[a:a + rows] -= (V[a:a + rows, cols] @ q) ** 2
+        piv.append(i)
+        res[piv] = -np.inf
+    return piv
+
+
+def align(V, lam, *, rel_gap=ALIGN_GAP, copy=True, rows=1 << 16):
+    """Make the eigenvector basis of every (nearly) repeated eigenspace
+    (:func:`eigen_groups`) independent of the solver: inside each group of
+    ``r >= 2`` columns, the rotation of scikit-learn's ``cluster_qr``
+    (Damle, Minden & Ying, 2019): the ``r`` rows picked by pivoted QR
+    (:func:`_pivot_rows`), ``M = V[piv, group]``, and the orthogonal polar
+    factor ``R = U W^T`` of ``M^T = U S W^T``, applied as ``V[:, group] R``.
+    For any rotation ``Q`` of the group, ``V Q`` gives the same pivots and
+    ``(V Q)(Q^T U W^T) = V U W^T``: the same aligned vectors, column by
+    column, in pivot order. Columns of simple eigenvalues are untouched, so
+    where the eigenvectors are determined the paper's rule sees them as they
+    are. Returns ``(aligned V, R)`` with ``R`` the ``c x c`` block-diagonal
+    rotation (``V_aligned = V R``)."""
+    V = np.array(V, dtype=np.float64, copy=True) if copy else np.asarray(V, dtype=np.float64)
+    c = V.shape[1]
+    R = np.eye(c)
+    for cols in eigen_groups(lam, rel_gap=rel_gap):
+        if len(cols) < 2:
+            continue
+        piv = _pivot_rows(V, cols, rows)
+        U, _, Wt = np.linalg.svd(V[np.ix_(piv, cols)].T)
+        Rg = U @ Wt
+        for a in range(0, V.shape[0], rows):
+            V[a:a + rows, cols] = V[a:a + rows, cols] @ Rg
+        R[np.ix_(cols, cols)] = Rg
+    return V, R
 
 
 def check_prior(prior, c):
