@@ -292,10 +292,11 @@ class SMIC(XarrayIO, ClusterMixin, BaseEstimator):
     same vectors for every basis of the span; columns of simple
     eigenvalues are used as they are. The connected components of the
     neighbour graph are counted on the workers (``n_components_``). When
-    there are exactly ``n_clusters`` of them and the kernel is
-    ``"symmetric"``, its top eigenvalue 1 is repeated ``c`` times with the
-    components' ``D^1/2 1_q`` as eigenvectors: the clusters are the
-    components and no eigensolver runs. With kernel (7) as is, each
+    there are at least ``n_clusters`` of them and the kernel is
+    ``"symmetric"``, its top eigenvalue 1 is repeated once per component
+    with the components' ``D^1/2 1_q`` as eigenvectors: the clusters are
+    the components (with more components than clusters, the
+    ``n_clusters`` largest; a warning says so) and no eigensolver runs. With kernel (7) as is, each
     component's top eigenvector is still found by the eigensolver (their
     eigenvalues differ), as the paper's rule asks.
 
@@ -499,13 +500,13 @@ class SMIC(XarrayIO, ClusterMixin, BaseEstimator):
         neighbours, with a third entry ``"release"`` when this is their
         last use (they are dropped once the kernel is made).
         ``components``: ``(labels, count)`` of the neighbour graph; with
-        exactly ``n_clusters`` components and the ``"symmetric"`` kernel no
-        eigensolver runs: the top eigenspace is the span of the components'
-        ``D^1/2 1_q`` (eigenvalue 1, ``c`` times), so the clusters are the
-        components. Returns ``(labels, eigenvalues, oriented
+        at least ``n_clusters`` components and the ``"symmetric"`` kernel no
+        eigensolver runs: the top eigenspace is spanned by the components'
+        ``D^1/2 1_q`` (eigenvalue 1, once per component), so the clusters
+        are the components (:meth:`_component_vectors`). Returns ``(labels, eigenvalues, oriented
         eigenvectors, rotation, local scales, degrees)``."""
         by_components = (self.kernel_normalization == "symmetric" and components is not None
-                         and components[1] == self.n_clusters)
+                         and components[1] >= self.n_clusters)
         t0 = time.perf_counter()
         if on_workers:
             lam, V, sigma, degree, t1 = self._eigen_on_workers(lists, t, seed, sched, skip=by_components)
@@ -534,15 +535,24 @@ class SMIC(XarrayIO, ClusterMixin, BaseEstimator):
 
     def _component_vectors(self, comp, degree):
         """The top eigenpairs of a ``"symmetric"`` kernel whose graph has
-        ``c`` components: ``D^1/2 1_q / ||D^1/2 1_q||`` for each component
-        ``q`` (numbered by its smallest row), all of eigenvalue 1 (each
-        component's ``D^-1/2 K D^-1/2`` has row sums of ``D^-1 K`` equal to
-        1, and a connected component's top eigenvalue is simple)."""
+        ``k >= c`` components: ``D^1/2 1_q / ||D^1/2 1_q||`` of each
+        component ``q``, all of eigenvalue 1 (each component's
+        ``D^-1/2 K D^-1/2`` is similar to the row-stochastic ``D^-1 K``, and
+        a connected component's top eigenvalue is simple). With ``k > c``
+        any ``c`` of them are top eigenvectors: the ``c`` components with
+        the most rows are kept (ties: the smaller first row), in the order
+        of their first rows; the rows of the others are zero in every
+        vector."""
         c = self.n_clusters
-        weight = np.sqrt(degree)
+        sizes = np.bincount(comp)
+        kept = np.sort(np.argsort(-sizes, kind="stable")[:c])
+        col = np.full(sizes.size, -1, dtype=np.int64)
+        col[kept] = np.arange(c)
+        col = col[comp]
+        rows = np.flatnonzero(col >= 0)
         V = np.zeros((comp.size, c))
-        V[np.arange(comp.size), comp] = weight
-        V /= np.sqrt(np.bincount(comp, weights=degree, minlength=c))[None, :]
+        V[rows, col[rows]] = np.sqrt(degree[rows])
+        V /= np.sqrt(np.bincount(col[rows], weights=degree[rows], minlength=c))[None, :]
         return np.ones(c), V
 
     def _eigen_on_workers(self, lists, t, seed, sched, skip=False):

@@ -1,0 +1,199 @@
+"""SMIC on degenerate structure, both eigensolver paths on the same data
+(issue 24): the kernel assembled here (``eigen_solver="dense"``: LAPACK
+``eigh`` up to 1500 rows) against the kernel kept as row blocks with the
+block Krylov-Schur method on their products (``"operator"``); the
+alignment of repeated eigenspaces against random rotations of exact
+eigenvectors; the connected components against scipy on the assembled
+kernel; a fit on either side of the size switch."""
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.linalg
+from scipy.sparse.csgraph import connected_components
+from sklearn.metrics import adjusted_rand_score as ari
+
+from infoclust_dask import SMIC, engine
+from infoclust_dask.cluster import _smic
+from infoclust_dask.cluster._smic import _neighbour_lists
+from infoclust_dask.kernels.components import COMPONENTS, component_labels
+from infoclust_dask.objectives.smic import align, assign, eigen_groups, kernel_matrix, orient
+
+
+def _blob(n, d, rng, scale=1.0):
+    return rng.normal(size=(n, d)) * scale
+
+
+def case(name, seed=0):
+    """``(X, truth, n_clusters)`` of each degenerate structure."""
+    rng = np.random.default_rng(seed)
+    if name == "separate":  # c components of unequal sizes: c nearly equal top eigenvalues
+        sizes = [120, 90, 150, 60]
+        X = np.vstack([_blob(s, 3, rng) + 40 * q for q, s in enumerate(sizes)])
+        y = np.repeat(np.arange(4), sizes)
+        return X, y, 4
+    if name == "isolated":  # c components plus two far points (two more components)
+        X, y, _ = case("separate", seed)
+        X = np.vstack([X, [[500.0, 0, 0]], [[-500.0, 0, 0]]])
+        return X, np.concatenate([y, [4, 5]]), 4
+    if name == "touching":  # two clusters that touch: one connected graph
+        X = np.vstack([_blob(200, 2, rng), _blob(200, 2, rng) + [3.2, 0]])
+        return X, np.repeat([0, 1], 200), 2
+    if name == "copies":  # one blob on a dyadic grid and exact copies of it: the kernel is three equal blocks
+        base = np.round(_blob(100, 3, rng) * 2**20) / 2**20
+        X = np.vstack([base + 64.0 * q for q in range(3)])
+        return X, np.repeat(np.arange(3), 100), 3
+    if name == "near_duplicate":  # copies of one blob, moved 1e-9: eigenvalues equal to ~1e-8
+        base = _blob(100, 3, rng)
+        X = np.vstack([base + 30 * q + 1e-9 * rng.normal(size=base.shape) for q in range(3)])
+        return X, np.repeat(np.arange(3), 100), 3
+    if name == "more_components":  # 5 blobs, 3 clusters asked
+        X = np.vstack([_blob(80, 2, rng) + 50 * q for q in range(5)])
+        return X, np.repeat(np.arange(5), 80), 3
+    raise ValueError(name)
+
+
+CASES = ["separate", "isolated", "touching", "copies", "near_duplicate", "more_components"]
+
+
+def _fit(X, c, solver, normalization, t=6):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # more components than clusters: the warning is tested below
+        return SMIC(c, t=t, eigen_solver=solver, kernel_normalization=normalization, random_state=0,
+                    scheduler="sync").fit(X)
+
+
+@pytest.mark.parametrize("normalization", ["none", "symmetric"])
+@pytest.mark.parametrize("name", CASES)
+def test_operator_path_equals_dense_eigh_on_the_same_kernel(name, normalization):
+    X, y, c = case(name)
+    dense = _fit(X, c, "dense", normalization)
+    operator = _fit(X, c, "operator", normalization)
+    np.testing.assert_allclose(operator.eigenvalues_, dense.eigenvalues_, rtol=0, atol=1e-8)
+    assert ari(dense.labels_, operator.labels_) == 1.0
+    assert operator.n_components_ == dense.n_components_
+    # the eigenvalues are those of the assembled kernel, by LAPACK
+    d2, idx = _neighbour_lists(X, 6, "sync")
+    K, _, _ = kernel_matrix(d2, idx, 6, normalization=normalization)
+    w = scipy.linalg.eigh(K.toarray(), eigvals_only=True)[::-1][:c]
+    np.testing.assert_allclose(dense.eigenvalues_, w, rtol=0, atol=1e-8)
+    if name in ("separate", "copies", "near_duplicate"):  # one component per cluster
+        assert ari(y, dense.labels_) == 1.0
+
+
+def test_operator_path_on_a_distributed_cluster_equals_dense(local_cluster_client):
+    X, y, c = case("near_duplicate")
+    dense = _fit(X, c, "dense", "none")
+    operator = SMIC(c, t=6, eigen_solver="operator", random_state=0, scheduler=local_cluster_client).fit(X)
+    np.testing.assert_allclose(operator.eigenvalues_, dense.eigenvalues_, rtol=0, atol=1e-8)
+    np.testing.assert_array_equal(operator.labels_, dense.labels_)
+    np.testing.assert_array_equal(operator.predict(X[:40] + 0.05), dense.predict(X[:40] + 0.05))
+
+
+def test_the_partition_does_not_depend_on_the_basis_of_a_repeated_eigenspace():
+    """Exact eigenvectors of the symmetric kernel of 4 separate components
+    (eigenvalue 1, four times) rotated by random orthogonal matrices: the
+    aligned, oriented vectors and the labels are the same for every
+    rotation, and the labels are the components. Without the alignment
+    some rotated bases give other partitions (2 of these 10)."""
+    X, y, c = case("separate")
+    d2, idx = _neighbour_lists(X, 6, "sync")
+    K, _, _ = kernel_matrix(d2, idx, 6, normalization="symmetric")
+    w, U = scipy.linalg.eigh(K.toarray())
+    lam, V = w[::-1][:c], U[:, ::-1][:, :c]
+    assert eigen_groups(lam) == [[0, 1, 2, 3]]
+    prior = np.full(c, 1 / c)
+    ref = orient(align(V, lam)[0])
+    rng = np.random.default_rng(0)
+    unaligned = []
+    for _ in range(10):
+        Q, _ = np.linalg.qr(rng.normal(size=(c, c)))
+        rotated = V @ Q
+        aligned, R = align(rotated, lam)
+        np.testing.assert_allclose(aligned, rotated @ R, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(orient(aligned), ref, rtol=0, atol=1e-10)
+        assert ari(y, assign(orient(aligned), prior)) == 1.0
+        unaligned.append(ari(y, assign(orient(rotated), prior)))
+    assert min(unaligned) < 0.9, unaligned  # the paper's rule alone depends on the basis
+
+
+def test_simple_eigenvalues_are_not_rotated():
+    rng = np.random.default_rng(0)
+    V, _ = np.linalg.qr(rng.normal(size=(50, 3)))
+    out, R = align(V, np.array([3.0, 2.0, 1.0]))
+    np.testing.assert_array_equal(out, V)
+    np.testing.assert_array_equal(R, np.eye(3))
+    assert eigen_groups([5.0, 5.0 - 1e-9, 4.0, 4.0]) == [[0, 1], [2, 3]]
+
+
+@pytest.mark.parametrize("chunks", [None, 37, 200])
+@pytest.mark.parametrize("name", CASES)
+def test_components_equal_scipy_on_the_assembled_kernel(name, chunks):
+    import dask.array as da
+
+    X, _, _ = case(name)
+    t = 3
+    d2, idx = _neighbour_lists(X, t, "sync")
+    K, _, _ = kernel_matrix(d2, idx, t)
+    k_ref, lab_ref = connected_components(K, directed=False)
+    data = idx if chunks is None else da.from_array(idx, chunks=(chunks, -1))
+    labels, k = component_labels(engine.map_reduce(COMPONENTS, data, params={"t": t}, scheduler="threads",
+                                                   block_rows=50), len(X))
+    assert k == k_ref
+    assert ari(lab_ref, labels) == 1.0
+    firsts = [np.flatnonzero(labels == q)[0] for q in range(k)]
+    assert firsts == sorted(firsts)  # numbered by their smallest row, whatever the blocks
+
+
+def test_components_count_a_graph_of_isolated_points_and_padding():
+    idx = np.array([[-1, -1], [0, -1], [-1, -1], [-1, -1]])
+    labels, k = component_labels(engine.map_reduce(COMPONENTS, idx, params={"t": 2}, scheduler="sync"), 4)
+    assert k == 3 and labels.tolist() == [0, 0, 1, 2]
+
+
+def test_more_components_than_clusters_warns_and_reports_them():
+    X, _, c = case("more_components")
+    with pytest.warns(UserWarning, match="has 5 connected components, more than n_clusters=3"):
+        m = SMIC(c, t=6, random_state=0, scheduler="sync").fit(X)
+    assert m.n_components_ == 5
+
+
+@pytest.mark.parametrize("solver", ["dense", "operator"])
+def test_components_equal_to_clusters_are_the_clusters_of_the_symmetric_kernel(solver):
+    X, y, c = case("separate")
+    m = _fit(X, c, solver, "symmetric")
+    assert m.n_components_ == c
+    assert ari(y, m.labels_) == 1.0
+    np.testing.assert_array_equal(m.eigenvalues_, np.ones(c))
+    d2, idx = _neighbour_lists(X, 6, "sync")
+    K, _, _ = kernel_matrix(d2, idx, 6, normalization="symmetric")
+    np.testing.assert_allclose(K @ m.eigenvectors_, m.eigenvectors_, rtol=0, atol=1e-12)  # exact eigenvectors
+    np.testing.assert_allclose(m.eigenvectors_.T @ m.eigenvectors_, np.eye(c), rtol=0, atol=1e-12)
+    assert ari(y[:60], m.predict(X[:60] + 0.01)) == 1.0
+
+
+def _recipe(n, seed=7, c=8, d=16):
+    """The issue-24 recipe: c Gaussian blobs 9 sigma apart (one component each)."""
+    rng = np.random.default_rng(seed)
+    C = rng.normal(0, 9, size=(c, d))
+    z = rng.integers(0, c, n)
+    return C[z] + rng.normal(size=(n, d)), z
+
+
+def test_a_fit_on_either_side_of_the_size_switch_finds_the_blobs(monkeypatch):
+    """The switch from the assembled kernel to row blocks on the workers
+    moved to 3000 rows: the same recipe just below and just above it, with
+    eight clusters (the column count that a strided in-place negation
+    corrupted), is clustered exactly, and the two paths agree on the same
+    rows."""
+    monkeypatch.setattr(_smic, "DRIVER_KERNEL_MAX_ROWS", 3000)
+    monkeypatch.setattr(_smic, "KERNEL_BLOCK_ROWS", 700)
+    for n in (2900, 3100):
+        X, z = _recipe(n)
+        m = SMIC(8, t=10, random_state=0, scheduler="sync").fit(X)
+        assert ari(z, m.labels_) >= 0.99, n
+    X, z = _recipe(3100)
+    dense = SMIC(8, t=10, eigen_solver="dense", random_state=0, scheduler="sync").fit(X)
+    np.testing.assert_array_equal(dense.labels_, m.labels_)
+    np.testing.assert_allclose(dense.eigenvalues_, m.eigenvalues_, rtol=0, atol=1e-8)
