@@ -68,10 +68,11 @@ def test_basis_size_follows_the_budget():
     assert basis_size(10**7, 10, 3 * 2**29) == 19  # 20 vectors of 80 MB in 1.5 GiB
     assert basis_size(10**8, 10, 3 * 2**29) == 13  # k + 3 at least, over the budget
     assert basis_size(12, 10) == 11  # m + b <= n
-    assert basis_size(10**6, 10, block_size=12) == 34  # k + 2b
+    assert basis_size(10**6, 10, block_size=12) == 94  # k + 7b
     assert basis_size(10**7, 10, 3 * 2**29, block_size=12) == 22  # k + b at least, over the budget
     assert block_size(10**6, 10) == 12
-    assert block_size(10**7, 10, 3 * 2**29) == 5  # (20 - 10) // 2: a basis of k + 2b vectors fits
+    assert block_size(10**6, 10, 3 * 2**29) == 12  # 201 vectors fit
+    assert block_size(10**7, 10, 3 * 2**29) == 2  # (20 - 10) // 4: basis k + 2b and a product's 2b fit
 
 
 def test_errors_name_the_values():
@@ -130,3 +131,17 @@ def test_block_sizes_agree_with_dense_eigh(b):
     np.testing.assert_allclose(lam, w[::-1][:5], rtol=0, atol=1e-10)
     np.testing.assert_allclose(np.abs(np.sum(V * U[:, ::-1][:, :5], axis=0)), 1.0, rtol=0, atol=1e-9)
     np.testing.assert_allclose(V.T @ V, np.eye(5), rtol=0, atol=1e-12)
+
+
+def test_a_block_space_that_runs_out_continues_from_random_vectors():
+    """A matrix with three distinct eigenvalues: a block of 3 start vectors
+    spans an invariant subspace of dimension 9 after two products, the
+    block step replaces the vanished columns by random directions, and the
+    result is still the top of the spectrum (eigenvalue 5 four times)."""
+    d = np.repeat([1.0, 2.0, 5.0], [100, 60, 40])
+    calls = []
+    lam, V = krylov_schur(lambda X: d[:, None] * X, 200, 4, v0=np.ones(200), block_size=3, m=16,
+                          random_state=2, callback=lambda: calls.append(1))
+    np.testing.assert_allclose(lam, [5.0] * 4, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(d[:, None] * V, V * lam, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(V.T @ V, np.eye(4), rtol=0, atol=1e-12)

@@ -36,7 +36,7 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 
-from ..eigen import basis_size, krylov_schur
+from ..eigen import basis_size, block_size, krylov_schur
 from ..kernels.smic import directed_kernel_entries
 
 __all__ = [
@@ -58,6 +58,8 @@ NORMALIZATIONS = ("none", "symmetric")
 ROUNDOFF = 1e-10
 #: problems up to this size use a dense symmetric eigensolver (exact, fast)
 DENSE_MAX = 1500
+#: eigenvalues closer than this (relative to the largest magnitude) form one (nearly) repeated eigenspace
+ALIGN_GAP = 1e-6
 
 
 def kernel_matrix(d2, idx, t, *, normalization="none"):
@@ -137,39 +139,53 @@ OPERATOR_BYTES = 3 * 2**29
 BLOCK_MARGIN = 2
 
 
-def eigen_block_size(n, c, budget=OPERATOR_BYTES):
-    """Vectors per product of :func:`operator_eigenvectors`: ``c +``
-    :data:`BLOCK_MARGIN`, fewer only when the basis (``c + 2b`` vectors at
-    least) and a product's input and output (``2b``) would not fit in
-    ``budget`` bytes (``n = 1e7``, ``c = 10``: 2)."""
-    fit = int(budget // (8 * n))
-    return max(1, min(c + BLOCK_MARGIN, (fit - c) // 4, (n - c) // 3))
+def eigen_block_size(n, c):
+    """Vectors per product of :func:`operator_eigenvectors`:
+    :func:`infoclust_dask.eigen.block_size` with margin
+    :data:`BLOCK_MARGIN` within :data:`OPERATOR_BYTES` (``c + 2``; at
+    ``n = 1e7``, ``c = 10``: 2)."""
+    return block_size(n, c, OPERATOR_BYTES, BLOCK_MARGIN)
 
 
-def operator_eigenvectors(matvec, n, c, *, tol=1e-12, random_state=0, m=None, block_size=None, callback=None):
+def operator_eigenvectors(matvec, n, c, *, tol=1e-12, random_state=0, m=None, block_size=None, callback=None,
+                          report=None):
     """:func:`top_eigenvectors` of a symmetric ``n x n`` matrix known only
     through products ``matvec(X) -> K X`` of ``(n, b)`` blocks (e.g. a
     map-reduce pass over kernel row blocks kept on the workers): the block
     Krylov-Schur method of :func:`infoclust_dask.eigen.krylov_schur` with
-    ARPACK's tolerance rule and block size ``b =``
-    :func:`eigen_block_size` (``c + 2``), so that an eigenvalue repeated up
-    to ``c + 2`` times - one per connected component of a normalized graph
-    kernel - is found whole, and nearly equal ones are not missed. The
-    first start column is ``top_eigenvectors``' seeded vector. This process
-    holds ``m + b`` basis vectors (``m`` chosen so that they take at most
-    :data:`OPERATOR_BYTES`, 1.5 GiB, when the block allows it) and forms
-    the ``n x c`` eigenvectors while freeing the basis: ``O(n (m + b))``
+    ARPACK's tolerance rule and block size ``b =`` :func:`eigen_block_size`
+    (``c + 2``; ``block_size`` overrides it). A single-vector Krylov space
+    holds ONE vector of each eigenspace, so an eigenvalue repeated ``r``
+    times (exact copies of a component, one component per cluster of a
+    normalized kernel) would be found once; a block of ``b >= r`` vectors
+    finds it whole, and nearly equal eigenvalues converge without being
+    skipped. The first start column is ``top_eigenvectors``' seeded vector,
+    the others are drawn from ``random_state``. ``report`` (a dict)
+    receives ``"products"`` and ``"block_size"``.
+
+    This process holds ``m + b`` basis vectors (``m`` from
+    :func:`infoclust_dask.eigen.basis_size`, within :data:`OPERATOR_BYTES`,
+    1.5 GiB, together with a product's input and output) and forms the
+    ``n x c`` eigenvectors while freeing the basis: ``O(n (m + b))``
     numbers, never the matrix. ``callback()`` runs after every product
     (progress)."""
     b = eigen_block_size(n, c) if block_size is None else int(block_size)
-    if not 1 <= c or c + b + 3 > n - b:
+    if not 1 <= c or c + 2 * b + 3 > n:
         raise ValueError(f"Cannot take {c} eigenvectors of a {n} x {n} kernel through products of {b} vectors "
                          f"(needs c + 2b + 3 <= n).")
     v0 = np.random.default_rng(random_state).uniform(0.5, 1.5, size=n)
+    report = {} if report is None else report
+    report.update(products=0, block_size=b)
+
+    def counted(X):
+        report["products"] += 1
+        if callback is not None:
+            callback()
+        return matvec(X)
+
     budget = max(OPERATOR_BYTES - 2 * b * 8 * n, 0)
-    return krylov_schur(matvec if b > 1 else (lambda v: matvec(v[:, None])[:, 0]), n, c, v0=v0, tol=tol,
-                        m=m or basis_size(n, c, budget, block_size=b), block_size=b,
-                        random_state=random_state, callback=callback)
+    return krylov_schur(counted if b > 1 else (lambda v: counted(v[:, None])[:, 0]), n, c, v0=v0, tol=tol,
+                        m=m or basis_size(n, c, budget, block_size=b), block_size=b, random_state=random_state)
 
 
 def orient(V, *, roundoff=ROUNDOFF, copy=True, return_signs=False):
@@ -194,10 +210,6 @@ def orient(V, *, roundoff=ROUNDOFF, copy=True, return_signs=False):
             col *= -1.0
             signs[y] = -1.0
     return (V, signs) if return_signs else V
-
-
-#: eigenvalues closer than this (relative to the largest magnitude) form one (nearly) repeated eigenspace
-ALIGN_GAP = 1e-6
 
 
 def eigen_groups(lam, *, rel_gap=ALIGN_GAP):

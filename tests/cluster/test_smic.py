@@ -193,17 +193,23 @@ def test_predict_agrees_with_refit_on_all_points(name, normalization, seed):
     assert ari(full.labels_[held], part.predict(X[held])) >= 0.95
 
 
-@pytest.mark.parametrize("name,normalization", [("four_blobs", "none"), ("circle_gaussian", "symmetric"),
-                                                ("double_spirals", "none")])
-def test_predict_agrees_with_refit_at_the_full_fits_t(name, normalization):
+@pytest.mark.parametrize("name,normalization,draw", [("four_blobs", "none", 7), ("circle_gaussian", "symmetric", 2),
+                                                     ("double_spirals", "none", 7)])
+def test_predict_agrees_with_refit_at_the_full_fits_t(name, normalization, draw):
     """The same with the full fit's t forced on the training rows (50 of
-    200 held out), on a draw where both fits find the same partition."""
-    X, y = make_smic_toy(name, random_state=7)
+    200 held out), on a draw where both neighbour graphs have at most c
+    components. (On draw 7 of circle & Gaussian the refit's graph at t=2
+    has 8 components for 2 clusters: the symmetric kernel's eigenvalue 1 is
+    repeated 8 times, so which 2 eigenvectors an eigensolver returned - and
+    this test's outcome - depended on the machine's LAPACK; such fits now
+    keep the 2 largest components and warn, see test_smic_degenerate.)"""
+    X, y = make_smic_toy(name, random_state=draw)
     c = len(np.unique(y))
     held = np.random.default_rng(0).permutation(len(y))[:50]
     train = np.setdiff1d(np.arange(len(y)), held)
     full = SMIC(c, kernel_normalization=normalization, random_state=0, scheduler="sync").fit(X)
     part = SMIC(c, t=full.t_, kernel_normalization=normalization, random_state=0, scheduler="sync").fit(X[train])
+    assert full.n_components_ <= c and part.n_components_ <= c
     assert ari(full.labels_[held], part.predict(X[held])) >= 0.95
 
 
