@@ -16,6 +16,12 @@ rows held in memory.
 
 ``--knn`` is SMIC's neighbour search (``exact``: block against block;
 ``approximate``: a faiss HNSW index per row block; ``auto``: SMIC's rule).
+``--data far`` writes the blobs of issue 24 instead (centres drawn with
+standard deviation 9, unit noise: one connected component of the
+neighbour graph per cluster); the default ``blobs`` are
+:func:`infoclust_dask.datasets.make_blobs` (10 centres).
+
+    python benchmarks/smic_scale.py --n 220000 1000000 --data far --clusters 8 --selection-n 0 --knn approximate --keep
 """
 
 import argparse
@@ -59,21 +65,44 @@ class Peaks:
         return ", ".join(f"{'driver' if k == 'driver' else 'worker'} {v / 2**30:.2f} GiB" for k, v in self.peaks.items())
 
 
-def record(n, m, total, ari_value, pk):
+def record(n, m, total, ari_value, pk, data="blobs"):
     """Add this run's stage times to docs/smic_scale.json (plot_smic_scale.py draws them)."""
     import datetime
     import json
 
     path = Path(__file__).parents[1] / "docs" / "smic_scale.json"
     rows = json.loads(path.read_text()) if path.exists() else []
-    rows = [r for r in rows if not (r["n"] == n and r["knn"] == m.knn_)]
+    rows = [r for r in rows if not (r["n"] == n and r["knn"] == m.knn_ and r.get("data", "blobs") == data)]
     workers = sorted(v for k, v in pk.peaks.items() if k != "driver")
-    rows.append({"n": n, "knn": m.knn_, "recall": round(m.knn_recall_, 4), "total_s": round(total, 1),
+    rows.append({"n": n, "data": data, "knn": m.knn_, "recall": round(m.knn_recall_, 4), "total_s": round(total, 1),
                  **{f"{k}_s": round(v, 1) for k, v in m.timings_.items()}, "ari": round(ari_value, 4),
                  "driver_gib": round(pk.peaks.get("driver", 0) / 2**30, 2),
                  "worker_gib": [round(v / 2**30, 2) for v in workers],
-                 "date": datetime.date.today().isoformat()})
-    path.write_text(json.dumps(sorted(rows, key=lambda r: (r["knn"], r["n"])), indent=1) + "\n")
+                 "n_components": m.n_components_, "date": datetime.date.today().isoformat()})
+    path.write_text(json.dumps(sorted(rows, key=lambda r: (r.get("data", "blobs"), r["knn"], r["n"])), indent=1)
+                    + "\n")
+
+
+def far_blobs(n, d, c, seed=7, rows=1 << 20):
+    """Issue 24's recipe as a dask array made block by block (seeded per
+    block): ``c`` centres drawn from N(0, 9^2), unit Gaussian noise."""
+    import dask
+    import dask.array as da
+
+    C = np.random.default_rng(seed).normal(0, 9, size=(c, d))
+
+    def part(i, size):
+        rng = np.random.default_rng([seed, i])
+        z = rng.integers(0, c, size)
+        return C[z] + rng.normal(size=(size, d)), z
+
+    xs, zs = [], []
+    for i, a in enumerate(range(0, n, rows)):
+        size = min(rows, n - a)
+        p = dask.delayed(part, nout=2)(i, size)
+        xs.append(da.from_delayed(p[0], (size, d), dtype=np.float64))
+        zs.append(da.from_delayed(p[1], (size,), dtype=np.int64))
+    return da.concatenate(xs).rechunk((65_536, d)), da.concatenate(zs).rechunk(65_536)
 
 
 def main():
@@ -87,6 +116,7 @@ def main():
     p.add_argument("--selection-n", type=int, default=5000)
     p.add_argument("--keep", action="store_true")
     p.add_argument("--knn", choices=["auto", "exact", "approximate"], default="auto")
+    p.add_argument("--data", choices=["blobs", "far"], default="blobs")
     a = p.parse_args()
 
     from distributed import Client, LocalCluster
@@ -110,9 +140,13 @@ def main():
     client = Client(cluster)
     try:
         for n in a.n:
-            path = Path(__file__).parent / "_data" / f"smic-scale-{n}x{a.d}.zarr"
+            suffix = "" if a.data == "blobs" else f"-far{a.clusters}"
+            path = Path(__file__).parent / "_data" / f"smic-scale-{n}x{a.d}{suffix}.zarr"
             if not path.exists():
-                X, lab, _ = make_blobs(n, a.d, centers=a.clusters, random_state=0, chunks=65_536)
+                if a.data == "blobs":
+                    X, lab, _ = make_blobs(n, a.d, centers=a.clusters, random_state=0, chunks=65_536)
+                else:
+                    X, lab = far_blobs(n, a.d, a.clusters)
                 write_dataset(path, X, label=lab, check_finite=False)
             ds = open_dataset(path)
             print(f"\nn={n}, d={a.d}: store {path.name}, chunks of {ds['x'].chunks[0][0]} rows", flush=True)
@@ -125,7 +159,8 @@ def main():
                   + f" (+ {total - sum(m.timings_.values()):.1f} s validation/persist); ARI {ari(labels, m.labels_):.3f}; "
                   f"neighbour search {m.knn_}, recall {m.knn_recall_:.4f}")
             print(f"peak RSS: {pk.text()}; data {n * a.d * 8 / 2**30:.2f} GiB", flush=True)
-            record(n, m, total, ari(labels, m.labels_), pk)
+            print(f"neighbour graph: {m.n_components_} connected components", flush=True)
+            record(n, m, total, ari(labels, m.labels_), pk, a.data)
             if n <= a.sklearn_max:
                 from sklearn.neighbors import NearestNeighbors
 

@@ -108,6 +108,9 @@ INDEX_MAX_ROWS = 2_000_000
 QUERY_MAX_ROWS = 500_000
 #: ``knn_recall_`` below this gives a warning
 MIN_RECALL = 0.9
+#: a warning when the graph has more components than clusters and more than this fraction of the rows has no
+#: positive entry in any eigenvector (a few stray points in components of their own are common and harmless)
+MAX_UNCOVERED_FRACTION = 0.01
 #: up to this many rows the kernel is assembled and solved in this process; above, its row blocks stay on
 #: the workers and the eigensolver's products are map-reduce passes
 DRIVER_KERNEL_MAX_ROWS = 200_000
@@ -262,8 +265,10 @@ class SMIC(XarrayIO, ClusterMixin, BaseEstimator):
         orthonormal eigenvectors ``V`` (the alignment and the sign rule);
         ``predict`` extends ``V diag(1 / lambda) eigen_rotation_``.
     n_components_ : int
-        Connected components of the neighbour graph at ``t_`` (a warning
-        when there are more than ``n_clusters``).
+        Connected components of the neighbour graph at ``t_``. A warning
+        when there are more than ``n_clusters`` and more than 1 % of the rows
+        lie in components no eigenvector covers (their clusters are then
+        arbitrary).
     local_scales_ : ndarray, shape (n_samples,)
         Local scales ``sigma_i`` of (7) (distance to the ``t``-th other sample).
     degree_ : ndarray, shape (n_samples,)
@@ -465,12 +470,13 @@ class SMIC(XarrayIO, ClusterMixin, BaseEstimator):
          self.degree_) = solution
         self.t_ = best
         self.n_components_ = components[best][1]
-        if self.n_components_ > self.n_clusters:
+        uncovered = int(np.count_nonzero(self.eigenvectors_.max(axis=1) <= 0.0))
+        if self.n_components_ > self.n_clusters and uncovered > MAX_UNCOVERED_FRACTION * info.n:
             warnings.warn(
                 f"SMIC: the neighbour graph at t={best} has {self.n_components_} connected components, more than "
-                f"n_clusters={self.n_clusters}: the top eigenvectors then describe only some of the components "
-                "and the others fall to whichever cluster the assignment rule gives them. Raise t (or "
-                "t_candidates) or n_clusters.", UserWarning, stacklevel=3)
+                f"n_clusters={self.n_clusters}, and {uncovered} rows lie in components that none of the "
+                f"{self.n_clusters} top eigenvectors covers: the assignment rule puts them in cluster 0 without "
+                "evidence. Raise t (or t_candidates) or n_clusters.", UserWarning, stacklevel=3)
         self.class_prior_ = prior
         self.X_fit_ = A
         self.n_samples_fit_ = info.n

@@ -33,10 +33,10 @@ def case(name, seed=0):
         X = np.vstack([_blob(s, 3, rng) + 40 * q for q, s in enumerate(sizes)])
         y = np.repeat(np.arange(4), sizes)
         return X, y, 4
-    if name == "isolated":  # c components plus two far points (two more components)
+    if name == "isolated":  # c components plus two far groups of t + 1 = 7 points (two more components)
         X, y, _ = case("separate", seed)
-        X = np.vstack([X, [[500.0, 0, 0]], [[-500.0, 0, 0]]])
-        return X, np.concatenate([y, [4, 5]]), 4
+        X = np.vstack([X, _blob(7, 3, rng, 0.1) + 500.0, _blob(7, 3, rng, 0.1) - 500.0])
+        return X, np.concatenate([y, [4] * 7, [5] * 7]), 4
     if name == "touching":  # two clusters that touch: one connected graph
         X = np.vstack([_blob(200, 2, rng), _blob(200, 2, rng) + [3.2, 0]])
         return X, np.repeat([0, 1], 200), 2
@@ -154,9 +154,30 @@ def test_components_count_a_graph_of_isolated_points_and_padding():
 
 def test_more_components_than_clusters_warns_and_reports_them():
     X, _, c = case("more_components")
-    with pytest.warns(UserWarning, match="has 5 connected components, more than n_clusters=3"):
+    with pytest.warns(UserWarning, match=r"has 5 connected components, more than n_clusters=3, and (\d+) rows lie "
+                                         "in components that none of the 3 top eigenvectors covers") as rec:
         m = SMIC(c, t=6, random_state=0, scheduler="sync").fit(X)
     assert m.n_components_ == 5
+    uncovered = int((m.eigenvectors_ <= 0).all(axis=1).sum())
+    assert uncovered >= 160 and f"and {uncovered} rows" in str(rec[0].message)  # 2 blobs at least
+
+
+def test_a_few_stray_points_in_components_of_their_own_do_not_warn():
+    """Four blobs of 300 rows and a far group of 7 (its own component at
+    t = 6), symmetric kernel: the 4 largest components are the clusters and
+    7 of 1207 rows are covered by no eigenvector, no warning. (With kernel
+    (7) as is, the tight group's top eigenvalue exceeds a blob's, so a
+    whole blob would be uncovered, which warns.)"""
+    rng = np.random.default_rng(0)
+    X = np.vstack([_blob(300, 3, rng) + 40 * q for q in range(4)] + [_blob(7, 3, rng, 0.1) + 500.0])
+    y = np.repeat(np.arange(5), [300] * 4 + [7])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        m = SMIC(4, t=6, kernel_normalization="symmetric", random_state=0, scheduler="sync").fit(X)
+    assert m.n_components_ == 5
+    assert ari(y[:-7], m.labels_[:-7]) == 1.0
+    with pytest.warns(UserWarning, match=r"and 30\d rows lie in components that none"):  # a blob, and the group
+        SMIC(4, t=6, random_state=0, scheduler="sync").fit(X)
 
 
 @pytest.mark.parametrize("solver", ["dense", "operator"])
