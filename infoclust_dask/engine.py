@@ -10,7 +10,10 @@ It runs the passes the kernels declare (:class:`~infoclust_dask.kernels.Pass`):
 - :func:`fold_blocks` (``kind="fold"``): a small state threaded block after
   block (on-line algorithms stream over data of any size);
 - :func:`block_pairs`: every query block against every data block, combined
-  per query block (all-pairs k nearest neighbours).
+  per query block (all-pairs k nearest neighbours);
+- :func:`partition_pairs`: rows split into the parts of a coarse partition,
+  each part built and answered where it is gathered, answers sent back to
+  the row blocks (the approximate neighbour search).
 
 Inputs are numpy arrays, dask arrays or xarray DataArrays (store paths are
 opened one layer up, by :mod:`infoclust_dask._validation`). Small
@@ -40,6 +43,7 @@ __all__ = [
     "map_blocks",
     "fold_blocks",
     "block_pairs",
+    "partition_pairs",
     "exchange",
     "RowBlocks",
     "generate",
@@ -579,28 +583,19 @@ def block_pairs(
     block_rows: int = 16384,
     min_rows: int = 1,
     min_blocks: int = 4,
-    query_rows: int | None = None,
     progress: bool = False,
 ):
     """Every row block of ``data`` against every row block, combined per
     query block: ``bp.chunk(query_block, data_block, q_start=, d_start=,
-    **params)`` for all pairs, merged with ``bp.combine`` in a tree. With
-    ``bp.prepare``, each data block is first turned into
-    ``bp.prepare(data_block, **params)`` (once per block, e.g. a search
-    index) and the pairs receive that instead. ``progress`` shows a bar of
-    the tasks done (for numpy input, which is computed here).
+    **params)`` for all pairs, merged with ``bp.combine`` in a tree.
+    ``progress`` shows a bar of the tasks done (for numpy input, which is
+    computed here).
 
     No task holds more than two blocks and one partial result. Blocks are at
     most ``block_rows`` rows (at least ``min_rows``), and there are at least
     ``min_blocks`` (default four) when the data allow it, so the (block,
     block) pairs keep every worker busy even for a store with a few large
     chunks.
-
-    With ``bp.prepare`` the data blocks are exactly ``block_rows`` rows (a
-    store's smaller chunks are joined: fewer, larger indexes), and
-    ``query_rows`` (a divisor of the block rows) splits the query side into
-    smaller blocks, each nested in one data block (smaller per-pair results
-    for the same search work).
 
     ``outputs`` gives ``(dtype, trailing_shape)`` of each array in the
     combined per-block result (a tuple of per-row arrays). Returns that tuple
@@ -617,26 +612,17 @@ def block_pairs(
     rows = max(int(min(block_rows, -(-a.shape[0] // max(int(min_blocks), 1)))), int(min_rows))
     if not lazy:
         a = da.from_array(np.asarray(a, dtype=np.float64), chunks=(rows,) + a.shape[1:])
-    elif max(a.chunks[0]) > rows or (bp.prepare is not None and a.chunks[0][0] != rows):
+    elif max(a.chunks[0]) > rows:
         a = a.rechunk({0: rows})
-    if query_rows is not None and rows % int(query_rows):
-        raise ValueError(f"query_rows={query_rows} must divide the block rows ({rows}).")
-    qa = a if query_rows is None else a.rechunk({0: int(query_rows)})
-    token = _token(bp, params, [a], split_every, query_rows)
+    token = _token(bp, params, [a], split_every)
     blocks = a.to_delayed(optimize_graph=False).ravel()
     starts = _block_starts(a.chunks[0])[:-1]
-    q_blocks = qa.to_delayed(optimize_graph=False).ravel()
-    q_starts = _block_starts(qa.chunks[0])[:-1]
     p = _params_key(bp, params, token)
     call = dask.delayed(partial(_call_pair, bp), pure=True)
-    data_side = blocks
-    if bp.prepare is not None:  # e.g. a search index per data block, built once where the block is
-        prep = dask.delayed(partial(_call_prepare, bp), pure=True)
-        data_side = [prep(db, p, dask_key_name=f"{bp.name}-prepare-{token}-{di}") for di, db in enumerate(blocks)]
     per_output = [[] for _ in outputs]
-    for qi, (qb, qs, qn) in enumerate(zip(q_blocks, q_starts, qa.chunks[0], strict=True)):
+    for qi, (qb, qs, qn) in enumerate(zip(blocks, starts, a.chunks[0], strict=True)):
         parts = [call(qb, db, int(qs), int(ds), p, dask_key_name=f"{bp.name}-{token}-{qi}-{di}")
-                 for di, (db, ds) in enumerate(zip(data_side, starts, strict=True))]
+                 for di, (db, ds) in enumerate(zip(blocks, starts, strict=True))]
         res = _tree(parts, bp.combine, split_every, delayed=dask.delayed, name=f"{bp.name}-combine-{token}-{qi}")
         for k, (dtype, trailing) in enumerate(outputs):
             per_output[k].append(da.from_delayed(res[k], shape=(qn,) + tuple(trailing), dtype=dtype))
@@ -708,6 +694,99 @@ def cross_pairs(bp: Pass, queries, *data, outputs: tuple, params: dict | None = 
     return tuple(np.asarray(r) for r in compute(result, scheduler=scheduler, progress=progress))
 
 
+def _cells_split(bp, params, start, x):
+    return bp.split(x, start=start, **params)
+
+
+def _cells_build(bp, params, *pieces):
+    return bp.build(list(pieces), **params)
+
+
+def _cells_route(bp, params, cell, built):
+    return bp.route(built, cell=cell, **params)
+
+
+def _cells_query(bp, params, built, *pieces):
+    return bp.query(built, list(pieces), **params)
+
+
+def _cells_scatter_own(bp, bounds, built):
+    return bp.scatter(built["ids"], built["d2"], built["idx"], bounds=bounds)
+
+
+def _cells_scatter(bp, bounds, answer):
+    return bp.scatter(*answer, bounds=bounds)
+
+
+def _cells_join(bp, params, rows, *pieces):
+    return bp.join(list(pieces), rows=rows, **params)
+
+
+def partition_pairs(bp, data, *, n_parts: int, outputs: tuple, params: dict | None = None,
+                    build_params: dict | None = None, join_params: dict | None = None, block_rows: int | None = None,
+                    scheduler=None, progress: bool = False):
+    """A search through a coarse partition of the rows (``bp``: a
+    :class:`~infoclust_dask.kernels.knn.Cells` blueprint), in one graph:
+
+    1. every row block splits its rows into ``n_parts`` pieces
+       (``bp.split``);
+    2. every part gathers its pieces and builds (``bp.build``: e.g. an index
+       over the part and its rows' answers within it);
+    3. every built part routes the rows that must also ask other parts
+       (``bp.route``), and every part answers the rows routed to it
+       (``bp.query``);
+    4. the answers travel back to the row blocks (``bp.scatter``, one piece
+       per block) and each block joins its pieces (``bp.join``).
+
+    ``params`` go to split and route, ``build_params`` to build and query,
+    ``join_params`` to join; ``outputs`` gives ``(dtype, trailing_shape)``
+    of each array of a join's tuple. Returns them as a tuple of lazy dask
+    arrays of ``n`` rows (for dask input) or numpy arrays (computed here). No task holds more than one part and its pieces; a part's rows
+    are read once from their blocks."""
+    import dask
+    import dask.array as da
+
+    params, build_params, join_params = dict(params or {}), dict(build_params or {}), dict(join_params or {})
+    a = as_array(data)
+    lazy = _is_dask(a)
+    if not lazy:
+        a = da.from_array(np.asarray(a, dtype=np.float64), chunks=(int(block_rows or _auto_rows(a)),) + a.shape[1:])
+    elif block_rows is not None and max(a.chunks[0]) > int(block_rows):
+        a = a.rechunk({0: int(block_rows)})
+    if a.ndim == 2 and len(a.chunks[1]) > 1:
+        a = a.rechunk({1: -1})
+    sizes = list(a.chunks[0])
+    bounds = [int(b) for b in _block_starts(sizes)]
+    from dask.base import tokenize
+
+    token = tokenize(bp, params, build_params, join_params, a.name, n_parts)
+    blocks = a.to_delayed(optimize_graph=False).reshape(-1)
+    P = int(n_parts)
+    name = bp.name
+
+    def task(func, *args, key):
+        return dask.delayed(func, pure=True)(*args, dask_key_name=f"{name}-{key}-{token}")
+
+    splits = [task(partial(_cells_split, bp, params), bounds[b], blocks[b], key=f"split-{b}")
+              for b in range(len(sizes))]
+    built = [task(partial(_cells_build, bp, build_params), *[splits[b][g] for b in range(len(sizes))],
+                  key=f"build-{g}") for g in range(P)]
+    routes = [task(partial(_cells_route, bp, params), g, built[g], key=f"route-{g}") for g in range(P)]
+    answers = [task(partial(_cells_query, bp, build_params), built[g], *[routes[h][g] for h in range(P)],
+                    key=f"query-{g}") for g in range(P)]
+    own = [task(partial(_cells_scatter_own, bp, bounds), built[g], key=f"scatter-own-{g}") for g in range(P)]
+    other = [task(partial(_cells_scatter, bp, bounds), answers[g], key=f"scatter-{g}") for g in range(P)]
+    joins = [task(partial(_cells_join, bp, join_params), sizes[b], *[own[g][b] for g in range(P)],
+                  *[other[g][b] for g in range(P)], key=f"join-{b}") for b in range(len(sizes))]
+    result = tuple(
+        da.concatenate([da.from_delayed(dask.delayed(_pick, pure=True)(joins[b], k),
+                                        shape=(sizes[b],) + tuple(trailing), dtype=dtype) for b in range(len(sizes))])
+        for k, (dtype, trailing) in enumerate(outputs))
+    if lazy:
+        return result
+    return tuple(np.asarray(r) for r in compute(result, scheduler=scheduler, progress=progress))
+
+
 def _pick(result, key):
     return np.asarray(result[key])
 
@@ -721,10 +800,6 @@ def _call_cross(bp, names, xq, qextra, d_start, params, *blocks):
 
 def _call_pair(bp, xq, xd, q_start, d_start, params):
     return bp.chunk(xq, xd, q_start=q_start, d_start=d_start, **params)
-
-
-def _call_prepare(bp, xd, params):
-    return bp.prepare(xd, **params)
 
 
 class RowBlocks:

@@ -43,7 +43,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .. import engine, metrics
 from ..kernels.components import COMPONENTS, component_labels
-from ..kernels.knn import HNSW_DEFAULTS, KNN, KNN_HNSW, KNN_QUERY, have_faiss
+from ..kernels.knn import HNSW_DEFAULTS, KNN, KNN_CELLS, KNN_QUERY, have_faiss
 from ..kernels.smic import SMIC_OOS, kernel_row_block, kernel_row_sums, kernel_transpose_pieces, sparse_matmat
 from .._progress import Steps, say
 from .._validation import (
@@ -102,10 +102,12 @@ class KnnParams:
 
 #: ``knn="auto"`` searches exactly up to this many rows, approximately above
 EXACT_KNN_MAX_ROWS = 50_000
-#: rows per indexed block of the approximate search (two blocks at least: both workers build)
-INDEX_MAX_ROWS = 2_000_000
-#: rows per query block of the approximate search (nested in the indexed blocks)
-QUERY_MAX_ROWS = 500_000
+#: the approximate search makes about one cell per this many rows, and at least MIN_CELLS (several per worker,
+#: so that cells of unequal size still balance the work)
+INDEX_MAX_ROWS = 1_000_000
+MIN_CELLS = 8
+#: rows per cell in the sample that places the cells' centres
+CELL_SAMPLE_ROWS = 20_000
 #: ``knn_recall_`` below this gives a warning
 MIN_RECALL = 0.9
 #: a warning when the graph has more components than clusters and more than this fraction of the rows has no
@@ -118,32 +120,33 @@ DRIVER_KERNEL_MAX_ROWS = 200_000
 KERNEL_BLOCK_ROWS = 1 << 20
 
 
-def _neighbour_lists(X, t, scheduler, method="exact", params=None, progress=False, keep=False):
+def _neighbour_lists(X, t, scheduler, method="exact", params=None, progress=False, keep=False, random_state=0):
     """The ``t`` nearest neighbours of every row (never itself), sorted by
     distance, as numpy ``(dist2, index)`` of shape ``(n, t)`` on the driver
     (``keep=True``: dask arrays persisted on the workers for dask input).
 
     ``method="exact"``: every row block against every row block on the
     workers (:data:`~infoclust_dask.kernels.knn.KNN`), O(n^2 d), no task
-    holding more than two blocks. ``"approximate"``: an HNSW index per row
-    block (at most :data:`INDEX_MAX_ROWS` rows, at least two blocks), built
-    once where the block lives and queried by every block
-    (:data:`~infoclust_dask.kernels.knn.KNN_HNSW`, faiss), O(n B log(n / B))
-    for B blocks; no process holds all rows."""
+    holding more than two blocks. ``"approximate"``: the rows split into
+    ``P = max(8, n /`` :data:`INDEX_MAX_ROWS` ``)`` cells of a coarse
+    partition (the centres of this package's K-means on a seeded sample of
+    :data:`CELL_SAMPLE_ROWS` rows per cell), an HNSW index per cell (faiss)
+    answering its own rows, and the rows near a cell boundary also asking
+    the cells beyond it (:data:`~infoclust_dask.kernels.knn.KNN_CELLS`,
+    :func:`infoclust_dask.engine.partition_pairs`): O(n log(n / P)), each
+    row searched about once; no process holds more than one cell."""
     n = int(X.shape[0])
     t = int(t)
     if not 1 <= t < n:
         raise ValueError(f"t must be between 1 and n_samples - 1 = {n - 1}; got {t}.")
     outputs = ((np.float64, (t,)), (np.int64, (t,)))
     if method == "approximate":
-        # indexes of at most INDEX_MAX_ROWS rows (at least two); queried in blocks of at most
-        # QUERY_MAX_ROWS rows nested in them, so that one pair's (rows, t) result stays small
-        target = max(min(-(-n // 2), INDEX_MAX_ROWS), t + 1)
-        parts = -(-target // QUERY_MAX_ROWS)
-        query = -(-target // parts)
-        d2, idx = engine.block_pairs(KNN_HNSW, X, params={"t": t, **(params or {})}, outputs=outputs,
-                                     block_rows=query * parts, query_rows=query, min_rows=t + 1, min_blocks=2,
-                                     scheduler=scheduler, progress=progress)
+        n_cells = max(MIN_CELLS, -(-n // INDEX_MAX_ROWS))
+        centres = _cell_centres(X, n_cells, random_state, scheduler)
+        d2, idx = engine.partition_pairs(KNN_CELLS, X, n_parts=len(centres), outputs=outputs,
+                                         params={"t": t, "centers": centres},
+                                         build_params={"t": t, **HNSW_DEFAULTS, **(params or {})},
+                                         join_params={"t": t}, scheduler=scheduler, progress=progress)
     else:
         d2, idx = engine.block_pairs(KNN, X, params={"t": t}, outputs=outputs, min_rows=t + 1, scheduler=scheduler,
                                      progress=progress)
@@ -153,6 +156,23 @@ def _neighbour_lists(X, t, scheduler, method="exact", params=None, progress=Fals
                                       progress=progress)
         d2, idx = engine.compute((d2, idx), scheduler=scheduler, progress=progress)
     return np.asarray(d2), np.asarray(idx)
+
+
+def _cell_centres(X, n_cells, random_state, scheduler):
+    """Centres of the coarse partition of the approximate search: K-means
+    (this package's, k-means++ start) on a seeded sample of
+    :data:`CELL_SAMPLE_ROWS` rows per cell, fitted in this process; distinct
+    centres only (a repeated centre would own no rows)."""
+    from ._kmeans import KMeans
+
+    n = int(X.shape[0])
+    rows = np.sort(np.random.default_rng([int(random_state), 24]).choice(
+        n, size=min(n, CELL_SAMPLE_ROWS * n_cells), replace=False))
+    sample = np.asarray(engine.compute(X[rows], scheduler=scheduler) if engine.is_lazy(X) else np.asarray(X)[rows],
+                        dtype=np.float64)
+    k = min(n_cells, len(np.unique(sample, axis=0)))
+    centres = KMeans(k, random_state=int(random_state), scheduler="sync").fit(sample).cluster_centers_
+    return np.unique(np.asarray(centres, dtype=np.float64), axis=0)
 
 
 def knn_recall(X, idx, *, n_queries=2000, random_state=0, scheduler=None):
@@ -415,7 +435,7 @@ class SMIC(XarrayIO, ClusterMixin, BaseEstimator):
         on_workers = self.eigen_solver == "operator" or (self.eigen_solver == "auto"
                                                           and info.n > DRIVER_KERNEL_MAX_ROWS)
         d2, idx = _neighbour_lists(A, ts[-1], sched, method, {**HNSW_DEFAULTS, **(self.knn_params or {})},
-                                   progress=self.verbose >= 1, keep=on_workers)
+                                   progress=self.verbose >= 1, keep=on_workers, random_state=seed)
         timings["knn"] = time.perf_counter() - t0
         self.knn_ = method
         self.knn_recall_ = 1.0

@@ -89,11 +89,6 @@ class Pass:
         folds, global row numbers).
     dtype : numpy dtype, default=float64
         Output dtype of a ``"map"`` pass.
-    prepare : callable, optional
-        For block pairs (:func:`infoclust_dask.engine.block_pairs`):
-        ``prepare(data_block, **params)`` runs once per data block, where the
-        block is, and its result (e.g. a search index over the block) is what
-        ``chunk`` receives in place of the data block.
     """
 
     name: str
@@ -105,7 +100,6 @@ class Pass:
     subset: bool = False
     start: bool = False
     dtype: Any = field(default=np.float64)
-    prepare: Callable[..., Any] | None = None
 
     def __post_init__(self):
         if self.kind not in ("reduce", "map", "fold"):

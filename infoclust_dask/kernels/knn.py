@@ -1,20 +1,29 @@
 """k nearest neighbours, block against block (the neighbour lists of
 SMIC's kernel (7), Sugiyama, Niu, Yamada, Kimura & Hachiya 2014). The
 engine's block-pairs primitive meets every query block with every data
-block: exactly (:data:`KNN`, O(n^2 d)) or through an approximate HNSW index
-built once per data block where the block lives (:data:`KNN_HNSW`: faiss'
-``IndexHNSWFlat``, O(n B log(n/B)) for B blocks); new rows meet the
-training blocks (:data:`KNN_QUERY`).
+block exactly (:data:`KNN`, O(n^2 d)); new rows meet the training blocks
+(:data:`KNN_QUERY`). The approximate search (:data:`KNN_CELLS`) grows
+linearly: the rows are split into the cells of a coarse partition (nearest
+of ``P`` centres), an HNSW index per cell (faiss' ``IndexHNSWFlat``)
+answers its own rows, and a row also asks the cells whose boundary lies
+closer than its ``t``-th neighbour found so far (the bisector test of
+:func:`boundary_split`), so each row is searched about once. (The previous
+design, an index per row block queried by every block, searched every row
+``B`` times for ``B`` blocks.)
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ._common import Pass
+from dataclasses import dataclass
+from typing import Callable
 
-__all__ = ["knn_block", "knn_top", "knn_merge", "KNN", "knn_query_block", "KNN_QUERY", "hnsw_index",
-           "hnsw_block", "KNN_HNSW", "HNSW_DEFAULTS", "have_faiss"]
+from ._common import Pass, sq_distances
+
+__all__ = ["knn_block", "knn_top", "knn_merge", "KNN", "knn_query_block", "KNN_QUERY",
+           "HNSW_DEFAULTS", "have_faiss", "nearest_cells", "cell_split", "cell_build",
+           "boundary_split", "cell_query", "result_split", "result_join", "Cells", "KNN_CELLS"]
 
 
 def knn_block(xq, xd, *, q_start=None, d_start=0, t):
@@ -104,55 +113,167 @@ def _faiss():
     return faiss
 
 
-def hnsw_index(xd, *, t=None, M=HNSW_DEFAULTS["M"], ef_construction=HNSW_DEFAULTS["ef_construction"],
-               ef_search=HNSW_DEFAULTS["ef_search"]):
-    """An HNSW graph over the rows of one data block (faiss ``IndexHNSWFlat``,
-    float32, L2), serialized to bytes so that it travels and persists like
-    any array. Returns ``(xd, index bytes)``: the block is kept beside its
-    index for the exact distances of the pairs found."""
-    faiss = _faiss()
-    xd = np.ascontiguousarray(xd, dtype=np.float64)
-    index = faiss.IndexHNSWFlat(xd.shape[1], int(M))
-    index.hnsw.efConstruction = int(ef_construction)
-    if xd.shape[0]:
-        index.add(xd.astype(np.float32))
-    return xd, faiss.serialize_index(index)
+#: block pairs: ``chunk(query_block, data_block, q_start=, d_start=, t=)``
+KNN = Pass("knn_block", knn_block, combine=knn_merge, inputs=("xq", "xd"))
+KNN_QUERY = Pass("knn_query_block", knn_query_block, combine=knn_merge, inputs=("xd",), start=True)
 
 
-def hnsw_block(xq, prepared, *, q_start=None, d_start=0, t, M=None, ef_construction=None,
-               ef_search=HNSW_DEFAULTS["ef_search"]):
-    """The ``t`` (approximately) nearest rows of one indexed data block
-    (:func:`hnsw_index`) to each query row, as :func:`knn_block` returns them:
-    a row is never its own neighbour, squared distances are recomputed
-    exactly in float64 from the differences, padded with inf / -1."""
-    faiss = _faiss()
-    xd, blob = prepared
-    xq = np.asarray(xq, dtype=np.float64)
-    nq, nd = xq.shape[0], xd.shape[0]
-    # the query rows may be rows of this data block (or some of them): ask one more, drop the own row
-    self_query = q_start is not None and q_start < d_start + nd and d_start < q_start + nq
-    k = min(t + (1 if self_query else 0), nd)
-    if nq == 0 or k == 0:
-        return knn_top(np.zeros((nq, 0)), np.zeros((nq, 0), dtype=np.int64), t)
-    index = faiss.deserialize_index(blob)
-    index.hnsw.efSearch = max(int(ef_search), k)
+# --------------------------------------------------------------------------
+# a coarse partition: an HNSW index per cell, each row searched about once
+# --------------------------------------------------------------------------
+def nearest_cells(x, centers):
+    """The cell of each row: its nearest centre (ties: the first)."""
+    return np.argmin(sq_distances(np.asarray(x, dtype=np.float64), centers), axis=1)
+
+
+def cell_split(x, *, start, centers, t=None):
+    """This row block's rows split by cell: piece ``g`` is ``(rows of cell
+    g, their global row numbers)`` (``t``, shared with the routing, does
+    not enter)."""
+    x = np.asarray(x, dtype=np.float64)
+    cells = nearest_cells(x, centers)
+    ids = np.arange(start, start + x.shape[0], dtype=np.int64)
+    return [(x[cells == g], ids[cells == g]) for g in range(len(centers))]
+
+
+def _search(index, xd, ids, xq, k, drop=None):
+    """``k`` nearest rows of the indexed ``xd`` to ``xq`` (HNSW candidates,
+    exact float64 distances), as global ``ids``; ``drop`` (local positions,
+    one per query row) removes a row's own entry (asked one wider)."""
     out_d2, out_idx = [], []
-    for a in range(0, nq, 8192):  # sub-blocks: the (rows, k, d) differences stay small
+    for a in range(0, xq.shape[0], 8192):  # sub-blocks: the (rows, k, d) differences stay small
         q = xq[a:a + 8192]
         _, ind = index.search(np.ascontiguousarray(q, dtype=np.float32), k)
         ind = ind.astype(np.int64)
-        if self_query:
-            ind = _without_own(ind, np.arange(a, a + q.shape[0]) + (q_start - d_start))
+        if drop is not None:
+            ind = _without_own(ind, drop[a:a + 8192])
         valid = ind >= 0
         safe = np.where(valid, ind, 0)
         diff = q[:, None, :] - xd[safe]
         out_d2.append(np.where(valid, np.einsum("ijk,ijk->ij", diff, diff), np.inf))
-        out_idx.append(np.where(valid, safe + d_start, -1))
-    return knn_top(np.vstack(out_d2), np.vstack(out_idx), t)
+        out_idx.append(np.where(valid, ids[safe], -1))
+    return np.vstack(out_d2), np.vstack(out_idx)
 
 
-#: block pairs: ``chunk(query_block, data_block, q_start=, d_start=, t=)``
-KNN = Pass("knn_block", knn_block, combine=knn_merge, inputs=("xq", "xd"))
-KNN_QUERY = Pass("knn_query_block", knn_query_block, combine=knn_merge, inputs=("xd",), start=True)
-#: block pairs through an HNSW index per data block: ``prepare`` builds it, ``chunk`` queries it
-KNN_HNSW = Pass("knn_hnsw", hnsw_block, combine=knn_merge, inputs=("xq", "xd"), prepare=hnsw_index)
+def cell_build(pieces, *, t, M=HNSW_DEFAULTS["M"], ef_construction=HNSW_DEFAULTS["ef_construction"],
+               ef_search=HNSW_DEFAULTS["ef_search"]):
+    """One cell: its rows gathered from every block's piece, an HNSW index
+    over them (faiss ``IndexHNSWFlat``, serialized), and each row's ``t``
+    nearest other rows of the cell. Returns ``{"x", "ids", "blob", "d2",
+    "idx"}`` (``d2``/``idx`` of shape ``(rows, t)``, padded inf / -1)."""
+    faiss = _faiss()
+    xd = np.ascontiguousarray(np.concatenate([p[0] for p in pieces]), dtype=np.float64)
+    ids = np.concatenate([p[1] for p in pieces]).astype(np.int64, copy=False)
+    index = faiss.IndexHNSWFlat(xd.shape[1], int(M))
+    index.hnsw.efConstruction = int(ef_construction)
+    k = min(t + 1, xd.shape[0])
+    if k > 1:
+        index.add(xd.astype(np.float32))
+        index.hnsw.efSearch = max(int(ef_search), k)
+        d2, idx = _search(index, xd, ids, xd, k, drop=np.arange(xd.shape[0]))
+    else:
+        d2, idx = np.zeros((xd.shape[0], 0)), np.zeros((xd.shape[0], 0), dtype=np.int64)
+        if xd.shape[0]:
+            index.add(xd.astype(np.float32))
+    d2, idx = knn_top(d2, idx, t)
+    return {"x": xd, "ids": ids, "blob": faiss.serialize_index(index), "d2": d2, "idx": idx}
+
+
+def boundary_split(built, *, t, centers, cell):
+    """The rows of cell ``cell`` that must also ask other cells, split by
+    the cell they ask: row ``x`` (``t``-th neighbour so far at distance
+    ``r``) asks cell ``h`` when the bisector between its centre ``c_a`` and
+    ``c_h`` is closer than ``r``: ``(|x - c_h|^2 - |x - c_a|^2) / (2 |c_h -
+    c_a|) < r`` (every point of cell ``h`` lies beyond that hyperplane, so
+    no closer neighbour can be there otherwise). Piece ``h`` is ``(rows,
+    global ids)``; piece ``cell`` is empty."""
+    x, ids = built["x"], built["ids"]
+    centers = np.asarray(centers, dtype=np.float64)
+    r = np.sqrt(built["d2"][:, t - 1]) if t >= 1 and built["d2"].shape[1] >= t else np.full(len(ids), np.inf)
+    d2c = sq_distances(x, centers)
+    gap = np.linalg.norm(centers - centers[cell], axis=1)
+    pieces = []
+    for h in range(len(centers)):
+        if h == cell or x.shape[0] == 0:
+            pieces.append((x[:0], ids[:0]))
+            continue
+        with np.errstate(divide="ignore", invalid="ignore"):
+            bisector = (d2c[:, h] - d2c[:, cell]) / (2.0 * gap[h])
+        ask = ~(bisector >= r)  # inf radius (fewer than t found) or a coincident centre: ask
+        pieces.append((x[ask], ids[ask]))
+    return pieces
+
+
+def cell_query(built, pieces, *, t, ef_search=HNSW_DEFAULTS["ef_search"], M=None, ef_construction=None):
+    """The incoming rows of other cells (``pieces``: ``(rows, ids)`` from
+    every cell's :func:`boundary_split`) against this cell's index: ``(ids,
+    d2, idx)`` with ``t`` candidates each (none of them the row itself: it
+    lives in another cell)."""
+    faiss = _faiss()
+    xq = np.concatenate([p[0] for p in pieces]) if pieces else np.zeros((0, built["x"].shape[1]))
+    qids = np.concatenate([p[1] for p in pieces]).astype(np.int64) if pieces else np.zeros(0, np.int64)
+    k = min(t, built["x"].shape[0])
+    if xq.shape[0] == 0 or k == 0:
+        return qids, np.full((xq.shape[0], t), np.inf), np.full((xq.shape[0], t), -1, dtype=np.int64)
+    index = faiss.deserialize_index(built["blob"])
+    index.hnsw.efSearch = max(int(ef_search), k)
+    d2, idx = _search(index, built["x"], built["ids"], np.asarray(xq, dtype=np.float64), k)
+    d2, idx = knn_top(d2, idx, t)
+    return qids, d2, idx
+
+
+def result_split(ids, d2, idx, *, bounds):
+    """Candidate lists ``(ids, d2, idx)`` split by the row block of their
+    row (``bounds``: the blocks' row offsets): piece ``b`` is ``(row local
+    to block b, d2, idx)``."""
+    ids = np.asarray(ids, dtype=np.int64)
+    bounds = np.asarray(bounds, dtype=np.int64)
+    dest = np.searchsorted(bounds, ids, side="right") - 1
+    out = []
+    for b in range(len(bounds) - 1):
+        sel = dest == b
+        out.append((ids[sel] - bounds[b], d2[sel], idx[sel]))
+    return out
+
+
+def result_join(pieces, *, rows, t):
+    """The ``t`` nearest candidates of every row of one block, from the
+    pieces every cell sent it (its own cell's answer and any other cells'
+    answers, on disjoint candidate sets), sorted, padded inf / -1."""
+    local = np.concatenate([np.repeat(p[0], p[1].shape[1]) for p in pieces]) if pieces else np.zeros(0, np.int64)
+    d2 = np.concatenate([p[1].ravel() for p in pieces]) if pieces else np.zeros(0)
+    idx = np.concatenate([p[2].ravel() for p in pieces]) if pieces else np.zeros(0, np.int64)
+    keep = idx >= 0
+    local, d2, idx = local[keep], d2[keep], idx[keep]
+    order = np.lexsort((idx, d2, local))
+    local, d2, idx = local[order], d2[order], idx[order]
+    first = np.searchsorted(local, np.arange(rows))
+    rank = np.arange(local.size) - first[local] if local.size else np.zeros(0, np.int64)
+    ok = rank < t
+    out_d2 = np.full((rows, t), np.inf)
+    out_idx = np.full((rows, t), -1, dtype=np.int64)
+    out_d2[local[ok], rank[ok]] = d2[ok]
+    out_idx[local[ok], rank[ok]] = idx[ok]
+    return out_d2, out_idx
+
+
+@dataclass(frozen=True)
+class Cells:
+    """The blueprint of a search through a coarse partition, run by
+    :func:`infoclust_dask.engine.partition_pairs`: ``split`` (row block ->
+    one piece per cell), ``build`` (a cell's pieces -> its index and its
+    rows' own answers), ``route`` (a built cell -> the rows it sends to
+    every other cell), ``query`` (a built cell and the rows sent to it ->
+    answers), ``scatter`` (answers -> one piece per row block) and ``join``
+    (a row block's pieces -> its ``(d2, idx)``)."""
+
+    name: str
+    split: Callable
+    build: Callable
+    route: Callable
+    query: Callable
+    scatter: Callable
+    join: Callable
+
+
+KNN_CELLS = Cells("knn_cells", cell_split, cell_build, boundary_split, cell_query, result_split, result_join)

@@ -1,7 +1,8 @@
-"""SMIC's approximate neighbour graph (faiss HNSW, one index per row block
-on the workers) against exact references: the block-wise graph equals a
-single-process index over all rows within its recall, the recall estimate
-equals a brute-force count, and SMIC clusters the same with either graph."""
+"""SMIC's approximate neighbour graph (faiss HNSW, one index per cell of a
+coarse partition, on the workers) against exact references: the graph
+equals a single-process index over all rows within its recall, the
+recall estimate equals a brute-force count, and SMIC clusters the same
+with either graph; the cell kernels against brute force."""
 
 import numpy as np
 import pytest
@@ -11,7 +12,7 @@ from sklearn.neighbors import NearestNeighbors
 
 from infoclust_dask import SMIC, engine
 from infoclust_dask.cluster._smic import _neighbour_lists, knn_recall
-from infoclust_dask.kernels.knn import HNSW_DEFAULTS, hnsw_block, hnsw_index
+from infoclust_dask.kernels.knn import HNSW_DEFAULTS
 
 pytest.importorskip("faiss")  # the [knn] extra; make test installs it
 
@@ -36,15 +37,22 @@ def test_blockwise_graph_matches_exact_and_a_single_index(scheduler, request):
     X, _ = _blobs(6000)
     t = 10
     exact = _exact(X, t)
-    d2, idx = _neighbour_lists(X, t, sched, "approximate", HNSW_DEFAULTS)  # 2 indexed blocks of 3000
+    d2, idx = _neighbour_lists(X, t, sched, "approximate", HNSW_DEFAULTS)  # 8 cells
     assert idx.shape == (6000, t) and (idx >= 0).all() and (idx != np.arange(6000)[:, None]).all()
     # distances are exact for the pairs found, sorted
     np.testing.assert_allclose(d2, ((X[:, None, :] - X[idx]) ** 2).sum(-1), rtol=1e-12)
     assert (np.diff(d2, axis=1) >= 0).all()
     blockwise = _recall(exact, idx)
-    # one index over all rows, in this process: the same library, no blocks
-    _, single = hnsw_block(X, hnsw_index(X, **HNSW_DEFAULTS), q_start=0, d_start=0, t=t, **HNSW_DEFAULTS)
-    assert blockwise >= 0.98 and abs(blockwise - _recall(exact, single)) < 0.02
+    # one index over all rows, in this process: the same library, no cells
+    import faiss
+
+    index = faiss.IndexHNSWFlat(X.shape[1], HNSW_DEFAULTS["M"])
+    index.hnsw.efConstruction = HNSW_DEFAULTS["ef_construction"]
+    index.add(X.astype(np.float32))
+    index.hnsw.efSearch = HNSW_DEFAULTS["ef_search"]
+    _, ind = index.search(X.astype(np.float32), t + 1)
+    single = np.array([[j for j in row if j != i][:t] for i, row in enumerate(ind)])
+    assert blockwise >= 0.98 and blockwise >= _recall(exact, single) - 0.02
 
 
 def test_recall_estimate_equals_a_brute_force_count():
@@ -132,23 +140,74 @@ def test_predict_in_two_passes_equals_the_blockwise_rule(normalization, monkeypa
     np.testing.assert_allclose(got, np.vstack(ref), rtol=1e-10, atol=1e-12)
 
 
+def _brute(X, t):
+    d2 = ((X[:, None, :] - X[None]) ** 2).sum(-1)
+    np.fill_diagonal(d2, np.inf)
+    idx = np.argsort(d2, axis=1, kind="stable")[:, :t]
+    return np.take_along_axis(d2, idx, 1), idx
+
+
+def test_the_bisector_test_sends_every_row_whose_neighbours_cross_a_boundary():
+    """With exact answers inside each cell (radius from brute force), a row
+    is routed to another cell whenever one of its true neighbours lives
+    there: no neighbour is ever behind a boundary the row was not sent
+    across."""
+    from infoclust_dask.kernels.knn import boundary_split, nearest_cells
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(1500, 4))
+    t = 5
+    centres = X[rng.choice(1500, 6, replace=False)]
+    cells = nearest_cells(X, centres)
+    d2, idx = _brute(X, t)
+    for g in range(6):
+        own = np.flatnonzero(cells == g)
+        # the row's t nearest within its own cell: an upper bound of its true t-th distance
+        dd = ((X[own][:, None, :] - X[own][None]) ** 2).sum(-1)
+        np.fill_diagonal(dd, np.inf)
+        built = {"x": X[own], "ids": own, "d2": np.sort(dd, axis=1)[:, :t]}
+        routes = boundary_split(built, t=t, centers=centres, cell=g)
+        for h in range(6):
+            needs = {int(i) for i in own if (cells[idx[i]] == h).any()} if h != g else set()
+            assert needs <= set(routes[h][1].tolist()), (g, h)
+        assert routes[g][1].size == 0
+
+
+def test_result_join_keeps_the_t_nearest_of_all_pieces():
+    from infoclust_dask.kernels.knn import result_join
+
+    a = (np.array([0, 2]), np.array([[1.0, 4.0], [0.5, np.inf]]), np.array([[7, 8], [3, -1]]))
+    b = (np.array([0, 2]), np.array([[2.0, 3.0], [0.7, 0.9]]), np.array([[5, 6], [4, 9]]))
+    d2, idx = result_join([a, b], rows=3, t=3)
+    np.testing.assert_array_equal(idx, [[7, 5, 6], [-1, -1, -1], [3, 4, 9]])
+    np.testing.assert_array_equal(d2, [[1.0, 2.0, 3.0], [np.inf] * 3, [0.5, 0.7, 0.9]])
+
+
 @pytest.mark.parametrize("lazy", [False, True])
-def test_query_blocks_nested_in_indexed_blocks_give_the_same_graph(lazy):
-    """Smaller query blocks (each inside one indexed block) change the pairs,
-    not the answer: the same lists as whole-block queries, own rows dropped."""
+def test_the_cell_graph_equals_brute_force_on_small_cells(lazy):
+    """Small cells and wide HNSW beams: the partitioned search (8 cells,
+    routing across boundaries, answers sent back to 700-row blocks) returns
+    the brute-force lists but for a handful of entries (HNSW leaves a node
+    it links poorly unreached: row 330 here, missed by two rows of its own
+    cell), for numpy and dask input; every distance is exact and sorted."""
     import dask.array as da
 
-    from infoclust_dask.kernels.knn import KNN_HNSW
+    from infoclust_dask.cluster._smic import _cell_centres
+    from infoclust_dask.kernels.knn import KNN_CELLS
 
-    X, _ = _blobs(6000, seed=3)
-    data = da.from_array(X, chunks=700) if lazy else X  # store-like small chunks are joined into 3000-row blocks
-    out = ((np.float64, (6,)), (np.int64, (6,)))
-    kw = {"params": {"t": 6, **HNSW_DEFAULTS}, "outputs": out, "block_rows": 3000, "min_blocks": 2,
-          "scheduler": "threads"}
-    whole = engine.compute(engine.block_pairs(KNN_HNSW, data, **kw), scheduler="threads")
-    nested = engine.compute(engine.block_pairs(KNN_HNSW, data, query_rows=750, **kw), scheduler="threads")
-    np.testing.assert_array_equal(nested[1], whole[1])
-    np.testing.assert_array_equal(nested[0], whole[0])
-    assert (nested[1] != np.arange(6000)[:, None]).all()
-    with pytest.raises(ValueError, match="must divide"):
-        engine.block_pairs(KNN_HNSW, data, query_rows=700, **kw)
+    X, _ = _blobs(2400, seed=3)
+    t = 6
+    data = da.from_array(X, chunks=700) if lazy else X
+    centres = _cell_centres(X, 8, 0, "sync")
+    out = ((np.float64, (t,)), (np.int64, (t,)))
+    d2, idx = engine.partition_pairs(KNN_CELLS, data, n_parts=len(centres), outputs=out, block_rows=700,
+                                     params={"t": t, "centers": centres},
+                                     build_params={"t": t, "M": 32, "ef_construction": 200, "ef_search": 200},
+                                     join_params={"t": t}, scheduler="threads")
+    d2, idx = engine.compute((d2, idx), scheduler="threads") if lazy else (d2, idx)
+    ref_d2, ref_idx = _brute(X, t)
+    idx = np.asarray(idx)
+    assert _recall(ref_idx, idx) >= 0.9995
+    assert (idx != np.arange(2400)[:, None]).all() and (idx >= 0).all()
+    np.testing.assert_allclose(d2, ((X[:, None, :] - X[idx]) ** 2).sum(-1), rtol=1e-12)  # exact distances
+    assert (np.diff(d2, axis=1) >= 0).all() and (np.asarray(d2) >= ref_d2 - 1e-9).all()
