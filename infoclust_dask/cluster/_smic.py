@@ -233,10 +233,14 @@ class SMIC(XarrayIO, ClusterMixin, BaseEstimator):
     knn : {"auto", "exact", "approximate"}, default="auto"
         How the neighbour lists of (7) are found. ``"exact"``: every row
         block against every block, O(n^2 d) (59 min at n = 1e6 on 2
-        workers). ``"approximate"``: an HNSW index (faiss ``IndexHNSWFlat``,
-        the ``[knn]`` extra) per row block, built where the block lives and
-        queried by every block; its recall against exact search on 2000
-        seeded rows is ``knn_recall_`` (a warning below 0.9). ``"auto"``:
+        workers). ``"approximate"``: the rows split into the cells of a
+        coarse partition (K-means centres from a seeded sample; at least 8
+        cells, one per 1e6 rows), an HNSW index (faiss ``IndexHNSWFlat``,
+        the ``[knn]`` extra) per cell answering its own rows, rows near a
+        cell boundary also asking the cells beyond it - each row is searched
+        about once, so the time grows about linearly in n; its recall
+        against exact search on 2000 seeded rows is ``knn_recall_`` (a
+        warning below 0.9). ``"auto"``:
         exact up to 50 000 rows, approximate above (exact, with a warning,
         when faiss is not installed).
     knn_params : dict, optional
