@@ -539,7 +539,8 @@ class SMIC(XarrayIO, ClusterMixin, BaseEstimator):
                          and components[1] >= self.n_clusters)
         t0 = time.perf_counter()
         if on_workers:
-            lam, V, sigma, degree, t1 = self._eigen_on_workers(lists, t, seed, sched, skip=by_components)
+            lam, V, sigma, degree, t1 = self._eigen_on_workers(lists, t, seed, sched, skip=by_components,
+                                                               components=components)
         else:
             K, sigma, degree = kernel_matrix(lists[0], lists[1], t, normalization=self.kernel_normalization)
             if len(lists) > 2:
@@ -547,7 +548,9 @@ class SMIC(XarrayIO, ClusterMixin, BaseEstimator):
             t1 = time.perf_counter()
             lam = V = None
             if not by_components:
-                lam, V = top_eigenvectors(K, self.n_clusters, random_state=seed)
+                lam, V = top_eigenvectors(K, self.n_clusters, random_state=seed,
+                                          components=None if components is None else components[0],
+                                          norm=self._norm_bound(degree))
             del K
         if by_components:
             lam, V = self._component_vectors(components[0], degree)
@@ -585,7 +588,12 @@ class SMIC(XarrayIO, ClusterMixin, BaseEstimator):
         V /= np.sqrt(np.bincount(col[rows], weights=degree[rows], minlength=c))[None, :]
         return np.ones(c), V
 
-    def _eigen_on_workers(self, lists, t, seed, sched, skip=False):
+    def _norm_bound(self, degree):
+        """A bound of the kernel's norm: its largest row sum (1 for the
+        ``"symmetric"`` kernel, whose top eigenvalue is 1)."""
+        return 1.0 if self.kernel_normalization == "symmetric" else float(np.max(degree))
+
+    def _eigen_on_workers(self, lists, t, seed, sched, skip=False, components=None):
         """Kernel row blocks made where the neighbour lists are (an
         all-to-all exchange transposes the directed kernel:
         :func:`infoclust_dask.engine.exchange`), then block Krylov-Schur on
@@ -620,7 +628,8 @@ class SMIC(XarrayIO, ClusterMixin, BaseEstimator):
 
             with Steps(self, None, f"SMIC t={t}: eigensolver products", unit="product") as bar:
                 lam, V = operator_eigenvectors(matvec, n, self.n_clusters, random_state=seed,
-                                               callback=lambda: bar.update(1))
+                                               components=None if components is None else components[0],
+                                               norm=self._norm_bound(degree), callback=lambda: bar.update(1))
             if self.verbose > 1:
                 say(f"[SMIC] t={t}: {K.calls - 1} kernel products on {len(K.sizes)} row blocks")
         finally:

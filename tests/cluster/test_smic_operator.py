@@ -128,3 +128,37 @@ def test_smic_model_selection_with_the_kernel_on_the_workers(monkeypatch):
     assert got.t_ == ref.t_
     np.testing.assert_allclose([got.lsmi_[t] for t in (3, 6, 9)], [ref.lsmi_[t] for t in (3, 6, 9)], rtol=1e-10)
     np.testing.assert_array_equal(got.labels_, ref.labels_)
+
+
+def test_auto_solver_shifts_components_and_falls_back_to_the_block_method():
+    """``block_size="auto"``: (1) exact copies of a component (eigenvalue
+    repeated across components) with their labels: the single-vector
+    method on the component-shifted matrix returns the eigenvalues of
+    ``eigh`` (without the labels it finds one copy only); (2) a connected
+    matrix with three eigenvalues 1e-9 apart: the single-vector result shows
+    the group and the block method (c + 2) solves again."""
+    rng = np.random.default_rng(0)
+    n_each = 400
+    rows = np.repeat(np.arange(n_each), 4)
+    cols = (rows + rng.integers(1, 9, size=rows.size)) % n_each
+    B = sp.coo_matrix((rng.uniform(0.1, 1, size=rows.size), (rows, cols)), shape=(n_each, n_each)).tocsr()
+    B = B.maximum(B.T) + sp.identity(n_each)
+    A = sp.block_diag([B, B, B]).tocsr()
+    comp = np.repeat(np.arange(3), n_each)
+    ref = scipy.linalg.eigh(A.toarray(), eigvals_only=True)[::-1][:5]
+    rep = {}
+    lam, V = operator_eigenvectors(lambda X: A @ X, 3 * n_each, 5, components=comp, norm=10.0, report=rep)
+    assert rep["shifted"] and rep["block_size"] == 1
+    np.testing.assert_allclose(lam, ref, rtol=0, atol=1e-8)
+    np.testing.assert_allclose(A @ V, V * lam, rtol=0, atol=1e-7)
+    plain, _ = operator_eigenvectors(lambda X: A @ X, 3 * n_each, 5, block_size=1)
+    assert np.abs(plain - ref).max() > 1e-3  # one copy of each eigenvalue only
+
+    Q, _ = np.linalg.qr(rng.normal(size=(300, 300)))
+    d = np.linspace(0.0, 3.0, 300)
+    d[-3:] = [5.0, 5.0 + 1e-9, 5.0 + 2e-9]
+    M = (Q * d) @ Q.T
+    rep = {}
+    lam, V = operator_eigenvectors(lambda X: M @ X, 300, 4, report=rep)
+    assert rep["block_size"] == 6 and not rep["shifted"]
+    np.testing.assert_allclose(lam, np.sort(d)[::-1][:4], rtol=0, atol=1e-9)
