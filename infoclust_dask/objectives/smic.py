@@ -36,7 +36,7 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 
-from ..eigen import basis_size, block_size, krylov_schur
+from ..eigen import ConvergenceError, basis_size, block_size, krylov_schur
 from ..kernels.smic import directed_kernel_entries
 
 __all__ = [
@@ -166,18 +166,20 @@ def operator_eigenvectors(matvec, n, c, *, tol=1e-12, random_state=0, m=None, bl
 
     - an int: the block method with that block size (``b >= r`` finds a
       multiplicity ``r`` whole; :func:`eigen_block_size` is ``c + 2``);
-    - ``"auto"`` (default): where the kernel's graph has several connected
-      components (``components``: their labels), ``K`` is block diagonal and
-      its repeated eigenvalues in practice come from components with equal
-      spectra (exact copies; every component of a normalized kernel). The
-      single-vector method then runs on ``K + eps diag(q)`` (``q`` the
-      component of each row, ``eps = SHIFT * norm``, ``norm`` a bound of
-      ``||K||``): the same eigenvectors - component by component - with the
-      ties between components broken by ``eps q``, which is subtracted
-      again from each eigenvalue. On a connected graph (or without
-      ``components``) the single-vector method runs on ``K``, and if its
-      eigenvalues show a (nearly) repeated group (:func:`eigen_groups`) the
-      block method with ``c + 2`` solves again.
+    - ``"auto"`` (default): where the kernel's graph has between 2 and
+      ``c + 2`` connected components (``components``: their labels), ``K``
+      is block diagonal and its repeated eigenvalues in practice come from
+      components with equal spectra (exact copies; every component of a
+      normalized kernel). The single-vector method then runs on ``K + eps
+      diag(q)`` (``q`` the component of each row, ``eps = SHIFT * norm``,
+      ``norm`` a bound of ``||K||``): the same eigenvectors - component by
+      component - with the ties between components broken by ``eps q``,
+      which is subtracted again from each eigenvalue (the block method if
+      it does not converge). With more components (many small ones, e.g.
+      ``t = 1``), the block method with ``c + 2``. On a connected graph (or
+      without ``components``) the single-vector method runs on ``K``, and
+      if its eigenvalues show a (nearly) repeated group
+      (:func:`eigen_groups`) the block method with ``c + 2`` solves again.
 
     Why not the block method always: on the kernel of 1e6 blobs (2 workers)
     it took 55 products of 12 vectors, 114.6 s, where the single-vector
@@ -215,11 +217,21 @@ def operator_eigenvectors(matvec, n, c, *, tol=1e-12, random_state=0, m=None, bl
     if block_size != "auto":
         return solve(b, counted)
     comp = None if components is None else np.asarray(components)
-    if comp is not None and comp.size and comp.max() > 0:
+    n_comp = int(comp.max()) + 1 if comp is not None and comp.size else 1
+    if n_comp > c + BLOCK_MARGIN:
+        # many components (small ones: their equal spectra are exact ties, which a block takes whole, while
+        # shifts eps q would turn them into a crowd of near ties that converge slowly)
+        report["block_size"] = b
+        return solve(b, counted)
+    if n_comp > 1:
         eps = SHIFT * float(norm)
         q = comp.astype(np.float64)
         report["shifted"] = True
-        lam, V = solve(1, lambda X: counted(X) + eps * (q[:, None] * X))
+        try:
+            lam, V = solve(1, lambda X: counted(X) + eps * (q[:, None] * X))
+        except ConvergenceError:
+            report.update(shifted=False, block_size=b)
+            return solve(b, counted)
         lam = lam - eps * q[np.argmax(np.abs(V), axis=0)]  # each eigenvector lies in one component
         order = np.argsort(-lam, kind="stable")
         if (order != np.arange(c)).any():

@@ -136,7 +136,8 @@ def test_auto_solver_shifts_components_and_falls_back_to_the_block_method():
     method on the component-shifted matrix returns the eigenvalues of
     ``eigh`` (without the labels it finds one copy only); (2) a connected
     matrix with three eigenvalues 1e-9 apart: the single-vector result shows
-    the group and the block method (c + 2) solves again."""
+    the group and the block method (c + 2) solves again; (3) more
+    components than c + 2: the block method, unshifted."""
     rng = np.random.default_rng(0)
     n_each = 400
     rows = np.repeat(np.arange(n_each), 4)
@@ -153,6 +154,16 @@ def test_auto_solver_shifts_components_and_falls_back_to_the_block_method():
     np.testing.assert_allclose(A @ V, V * lam, rtol=0, atol=1e-7)
     plain, _ = operator_eigenvectors(lambda X: A @ X, 3 * n_each, 5, block_size=1)
     assert np.abs(plain - ref).max() > 1e-3  # one copy of each eigenvalue only
+
+    # (3) many small components (30 copies of one, as t = 1 makes them): the block method, no shifts
+    small = B[:40, :40]
+    A30 = sp.block_diag([small] * 30).tocsr()
+    ref30 = scipy.linalg.eigh(A30.toarray(), eigvals_only=True)[::-1][:4]
+    rep = {}
+    lam, V = operator_eigenvectors(lambda X: A30 @ X, 1200, 4, components=np.repeat(np.arange(30), 40), norm=10.0,
+                                   report=rep)
+    assert rep["block_size"] == 6 and not rep["shifted"]
+    np.testing.assert_allclose(lam, ref30, rtol=0, atol=1e-8)
 
     Q, _ = np.linalg.qr(rng.normal(size=(300, 300)))
     d = np.linspace(0.0, 3.0, 300)
