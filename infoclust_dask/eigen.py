@@ -15,7 +15,12 @@ the ``p`` best Ritz vectors are kept (``V_p <- V_m Y_p``, ``b <- Y_p^T b``)
 and the expansion starts again, until the residual norms ``|b^T y_i|`` of
 the ``k`` wanted Ritz pairs are below ``tol * max(|theta_i|, eps^(2/3))``
 (ARPACK's stopping rule, so ``tol`` means what it means for
-``scipy.sparse.linalg.eigsh``).
+``scipy.sparse.linalg.eigsh``). With ``block_size = b > 1`` the same runs in
+block form (Zhou & Saad, *Block Krylov-Schur method for large symmetric
+eigenvalue problems*, Numer. Algorithms 47, 2008): ``b`` vectors per
+product, ``v_{m+1} b^T`` replaced by a block ``V_res B``, block Gram-Schmidt
+twice against the basis and an in-block orthonormalization; an eigenvalue
+repeated up to ``b`` times is found whole.
 
 Why not ``eigsh`` on a ``LinearOperator``: ARPACK's basis of ``ncv``
 vectors is only part of its footprint - scipy's extraction step allocates a

@@ -224,9 +224,10 @@ class SMIC(XarrayIO, ClusterMixin, BaseEstimator):
     eigen_solver : {"auto", "dense", "operator"}, default="auto"
         Where the kernel lives while its top eigenvectors are found.
         ``"dense"``: assembled in this process (LAPACK ``eigh`` up to 1500
-        rows, else the block Krylov-Schur method on products with the
+        rows, else the Krylov-Schur method of
+        :func:`infoclust_dask.objectives.smic.operator_eigenvectors` on products with the
         assembled sparse matrix); ``"operator"``: made and kept on the
-        workers as row blocks, the same block Krylov-Schur method running on
+        workers as row blocks, the same Krylov-Schur method running on
         map-reduce products (this process holds only the Krylov basis);
         ``"auto"``: dense up to 200 000 rows, operator above. Both give the
         same eigenpairs and labels (tested on the same kernels).
@@ -521,10 +522,10 @@ class SMIC(XarrayIO, ClusterMixin, BaseEstimator):
         """Kernel (7) at ``t``, its top-c eigenvectors, the alignment of
         (nearly) repeated eigenspaces, the sign rule and the in-sample
         assignment; adds the stage times to ``timings``. The solution is
-        deterministic (dense ``eigh`` or block Krylov-Schur from start
+        deterministic (dense ``eigh`` or Krylov-Schur from start
         vectors drawn from ``seed``), so solving a candidate twice gives the
         same labels. ``on_workers``: the kernel's row blocks are made and
-        kept on the workers and the block Krylov-Schur eigensolver runs on
+        kept on the workers and the Krylov-Schur eigensolver runs on
         their products, which are map-reduce passes (this process holds
         ``O(n c)`` numbers). ``lists`` is ``[dist2, index]`` of the
         neighbours, with a third entry ``"release"`` when this is their
@@ -596,7 +597,7 @@ class SMIC(XarrayIO, ClusterMixin, BaseEstimator):
     def _eigen_on_workers(self, lists, t, seed, sched, skip=False, components=None):
         """Kernel row blocks made where the neighbour lists are (an
         all-to-all exchange transposes the directed kernel:
-        :func:`infoclust_dask.engine.exchange`), then block Krylov-Schur on
+        :func:`infoclust_dask.engine.exchange`), then Krylov-Schur on
         their products (``skip``: only the degrees). Returns
         ``(eigenvalues, eigenvectors, local scales, degrees, time the kernel
         was ready)``."""
@@ -606,7 +607,7 @@ class SMIC(XarrayIO, ClusterMixin, BaseEstimator):
                                    else d2[:, t - 1], dtype=np.float64))
         rows = max(min(KERNEL_BLOCK_ROWS, -(-n // 8)), 1)
         if self.verbose:
-            say(f"[SMIC] t={t}: kernel row blocks on the workers ({-(-n // rows)} blocks), then block Krylov-Schur "
+            say(f"[SMIC] t={t}: kernel row blocks on the workers ({-(-n // rows)} blocks), then Krylov-Schur "
                 "on their products")
         K = engine.exchange(kernel_transpose_pieces, kernel_row_block, d2, idx, params={"t": t},
                             shared={"sigma": sigma}, block_rows=rows, scheduler=sched, name="smic-kernel",

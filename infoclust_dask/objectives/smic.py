@@ -8,6 +8,9 @@ Tuning Parameter Selection and Analytic Solution* (2011, ICML), §2.3.
   :data:`infoclust_dask.kernels.knn.KNN`), optionally normalized.
 - :func:`top_eigenvectors`: the ``c`` principal eigenvectors of the kernel,
   which maximize the SMI approximation (8) under orthonormality.
+- :func:`align`: inside a group of (nearly) repeated eigenvalues, the
+  rotation of scikit-learn's ``cluster_qr`` (Damle, Minden & Ying 2019), so
+  the partition does not depend on which basis the eigensolver returned.
 - :func:`orient`: the sign rule ``phi~ = phi sign(phi^T 1)``.
 - :func:`assign`: the assignment rule of §2.3 with class prior pi.
 
