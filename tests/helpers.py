@@ -25,3 +25,17 @@ def finite_difference(f, m, h=1e-6):
         mm[idx] -= h
         fd[idx] = (f(mp) - f(mm)) / (2 * h)
     return fd
+
+
+def graph_kernel(n, links, reach, seed):
+    """A kNN-like sparse symmetric kernel for eigensolver tests: every row
+    links to ``links`` rows at most ``reach`` ahead (cyclically) with
+    weights in [0.1, 1), symmetrized by the elementwise maximum, unit
+    diagonal - connected, with clustered top eigenvalues."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(seed)
+    rows = np.repeat(np.arange(n), links)
+    cols = (rows + rng.integers(1, reach, size=rows.size)) % n
+    K = sp.coo_matrix((rng.uniform(0.1, 1, size=rows.size), (rows, cols)), shape=(n, n)).tocsr()
+    return (K.maximum(K.T) + sp.identity(n)).tocsr()

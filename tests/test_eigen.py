@@ -9,6 +9,8 @@ import scipy.linalg
 import scipy.sparse as sp
 from scipy.sparse.linalg import eigsh
 
+from helpers import graph_kernel
+
 from infoclust_dask.eigen import ConvergenceError, basis_size, block_size, krylov_schur
 
 
@@ -37,12 +39,8 @@ def test_equals_arpack_on_a_sparse_graph_kernel_with_fewer_vectors():
     """A kNN-like sparse kernel with clustered top eigenvalues: the same
     eigenvalues as ARPACK to 1e-10, with fewer basis vectors than ARPACK
     uses."""
-    rng = np.random.default_rng(1)
     n = 4000
-    rows = np.repeat(np.arange(n), 6)
-    cols = (rows + rng.integers(1, 40, size=rows.size)) % n
-    K = sp.coo_matrix((rng.uniform(0.1, 1, size=rows.size), (rows, cols)), shape=(n, n)).tocsr()
-    K = K.maximum(K.T) + sp.identity(n)
+    K = graph_kernel(n, 6, 40, 1)
     ref = np.sort(eigsh(K, k=10, which="LA", tol=1e-12, v0=np.ones(n))[0])[::-1]
     lam, V = krylov_schur(lambda v: K @ v, n, 10, v0=np.ones(n), m=14)
     np.testing.assert_allclose(lam, ref, rtol=0, atol=1e-10)
@@ -91,11 +89,7 @@ def _copies(r, n_each, seed, gap=0.0):
     """``r`` copies of one connected sparse graph kernel, normalized as
     ``D^-1/2 K D^-1/2`` (top eigenvalue exactly 1 in each copy: multiplicity
     ``r``), the copy ``q`` shifted by ``q * gap`` (near-duplicates)."""
-    rng = np.random.default_rng(seed)
-    rows = np.repeat(np.arange(n_each), 4)
-    cols = (rows + rng.integers(1, 9, size=rows.size)) % n_each
-    K = sp.coo_matrix((rng.uniform(0.1, 1, size=rows.size), (rows, cols)), shape=(n_each, n_each)).tocsr()
-    K = K.maximum(K.T) + sp.identity(n_each)
+    K = graph_kernel(n_each, 4, 9, seed)
     d = np.asarray(K.sum(axis=1)).ravel()
     K = sp.diags(1 / np.sqrt(d)) @ K @ sp.diags(1 / np.sqrt(d))
     return sp.block_diag([K + q * gap * sp.identity(n_each) for q in range(r)]).tocsr()

@@ -11,6 +11,8 @@ import scipy.sparse as sp
 from scipy.sparse.linalg import eigsh
 from sklearn.datasets import make_blobs
 
+from helpers import graph_kernel
+
 from infoclust_dask import SMIC, engine
 from infoclust_dask.cluster import _smic
 from infoclust_dask.cluster._smic import _neighbour_lists
@@ -140,10 +142,7 @@ def test_auto_solver_shifts_components_and_falls_back_to_the_block_method():
     components than c + 2: the block method, unshifted."""
     rng = np.random.default_rng(0)
     n_each = 400
-    rows = np.repeat(np.arange(n_each), 4)
-    cols = (rows + rng.integers(1, 9, size=rows.size)) % n_each
-    B = sp.coo_matrix((rng.uniform(0.1, 1, size=rows.size), (rows, cols)), shape=(n_each, n_each)).tocsr()
-    B = B.maximum(B.T) + sp.identity(n_each)
+    B = graph_kernel(n_each, 4, 9, 0)
     A = sp.block_diag([B, B, B]).tocsr()
     comp = np.repeat(np.arange(3), n_each)
     ref = scipy.linalg.eigh(A.toarray(), eigvals_only=True)[::-1][:5]
