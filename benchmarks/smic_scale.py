@@ -74,7 +74,7 @@ def record(n, m, total, ari_value, pk, data="blobs"):
     rows = json.loads(path.read_text()) if path.exists() else []
     rows = [r for r in rows if not (r["n"] == n and r["knn"] == m.knn_ and r.get("data", "blobs") == data)]
     workers = sorted(v for k, v in pk.peaks.items() if k != "driver")
-    rows.append({"n": n, "data": data, "knn": m.knn_, "recall": round(m.knn_recall_, 4), "total_s": round(total, 1),
+    rows.append({"n": n, "data": data, "knn": m.knn_, **({"graph": "cells"} if m.knn_ == "approximate" else {}), "recall": round(m.knn_recall_, 4), "total_s": round(total, 1),
                  **{f"{k}_s": round(v, 1) for k, v in m.timings_.items()}, "ari": round(ari_value, 4),
                  "driver_gib": round(pk.peaks.get("driver", 0) / 2**30, 2),
                  "worker_gib": [round(v / 2**30, 2) for v in workers],
