@@ -17,7 +17,7 @@ from infoclust_dask import SMIC, engine
 from infoclust_dask.cluster import _smic
 from infoclust_dask.cluster._smic import _neighbour_lists
 from infoclust_dask.kernels.smic import kernel_row_block, kernel_row_sums, kernel_transpose_pieces, sparse_matmat
-from infoclust_dask.objectives.smic import kernel_matrix, operator_eigenvectors, top_eigenvectors
+from infoclust_dask.objectives.smic import kernel_matrix, operator_eigenvectors
 
 
 def _data(n=2500, seed=0, std=2.5):
