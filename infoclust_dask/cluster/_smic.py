@@ -118,6 +118,20 @@ MAX_UNCOVERED_FRACTION = 0.01
 DRIVER_KERNEL_MAX_ROWS = 200_000
 #: rows per kernel row block on the workers (at least 8 blocks)
 KERNEL_BLOCK_ROWS = 1 << 20
+#: LSMI values within this relative distance of the largest are a tie (the smallest such t wins)
+LSMI_TIE_RTOL = 1e-9
+
+
+def choose_t(lsmi, rtol=LSMI_TIE_RTOL):
+    """The candidate ``t`` of maximal LSMI (Sugiyama et al. 2011, Fig. 1),
+    the smallest among near ties. Two candidates whose clusterings are the
+    same partition have the same LSMI in exact arithmetic (it depends only
+    on the labels, the shared bases and folds), but their computed values
+    differ by round-off that depends on the chunking and on the BLAS:
+    values within ``rtol * max(1, |best|)`` of the best count as equal, so
+    that the choice does not depend on which machine sums them."""
+    top = max(lsmi.values())
+    return min(t for t, v in lsmi.items() if v >= top - rtol * max(1.0, abs(top)))
 
 
 def _neighbour_lists(X, t, scheduler, method="exact", params=None, progress=False, keep=False, random_state=0):
@@ -204,7 +218,9 @@ class SMIC(XarrayIO, ClusterMixin, BaseEstimator):
     t : int or "auto", default="auto"
         Kernel parameter of (7): neighbourhood size and rank of the
         neighbour that sets the local scale. ``"auto"`` tries every value in
-        ``t_candidates`` and keeps the one with the largest LSMI (Fig. 1).
+        ``t_candidates`` and keeps the one with the largest LSMI (Fig. 1);
+        values within a relative 1e-9 of the largest are a tie, won by the
+        smallest ``t`` (:func:`choose_t`).
     t_candidates : iterable of int, default=(1, ..., 10)
         The paper's ``{1, ..., 10}``.
     class_prior : array-like of shape (n_clusters,), optional
@@ -487,7 +503,7 @@ class SMIC(XarrayIO, ClusterMixin, BaseEstimator):
                 say(f"[SMIC] t={t}: {components[t][1]} connected component(s), LSMI={r.value:.4f} "
                     f"(width {r.width:g}, delta {r.delta:g}), eigenvalues "
                       f"{np.array2string(fits[t][1], precision=4)}, cluster sizes {sizes.tolist()}")
-        best = max(ts, key=lambda t: (self.lsmi_[t], -t))
+        best = choose_t(self.lsmi_)
         if best != ts[-1]:  # keeping every candidate's n x c eigenvectors would cost len(ts) times the memory
             solution = self._solve([d2, idx, "release"], best, prior, seed, timings, sched, on_workers,
                                    components[best])

@@ -142,6 +142,20 @@ def test_model_selection_takes_the_largest_lsmi():
     assert set(m.timings_) == {"knn", "kernel", "eigen", "assign", "lsmi"}
 
 
+@pytest.mark.parametrize("lsmi,expected", [
+    ({3: 1.0, 6: 1.4859677692779132, 9: 1.485967769277914}, 6),  # round-off of one partition (issue 24)
+    ({3: 1.0, 6: 1.485967769277914, 9: 1.4859677692779132}, 6),
+    ({9: 2.0, 6: 2.0 + 1e-12, 3: 0.5}, 6),
+    ({1: -3.0, 2: -3.0 + 1e-12, 5: -4.0}, 1),
+    ({3: 1.0, 6: 1.5, 9: 1.5 + 1e-6}, 9),  # a real difference is not a tie
+    ({4: 0.0, 7: 1e-12}, 4),
+])
+def test_choose_t_breaks_round_off_ties_towards_the_smallest_t(lsmi, expected):
+    from infoclust_dask.cluster._smic import choose_t
+
+    assert choose_t(lsmi) == expected
+
+
 @pytest.mark.parametrize("name,normalization", [("four_blobs", "none"), ("circle_gaussian", "symmetric"),
                                                 ("double_spirals", "none")])
 def test_fig4_toy_sets_recovered(name, normalization):
