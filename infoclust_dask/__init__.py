@@ -3,12 +3,52 @@
 Every pass over the data is a map-reduce over dask chunks
 (:mod:`infoclust_dask.engine`); the estimators in :mod:`infoclust_dask.cluster`
 follow scikit-learn's conventions.
+
+The public names below are imported on first use (PEP 562 module
+``__getattr__``, as scikit-learn and scipy do), so that ``import
+infoclust_dask``, ``infoclust --version`` and the command's helper processes
+do not load dask, scikit-learn or the compiled kernels until they are needed.
 """
+
+from __future__ import annotations
+
+import importlib
 
 __version__ = "0.1.0"
 
-from .cluster import CMBC, SMIC, AssociativeClustering, DiscriminativeClustering, KMeans, SoftKMeans  # noqa: E402
-from .engine import map_reduce  # noqa: E402
-from .store import open_dataset, write_dataset  # noqa: E402
+#: public name -> the submodule that defines it
+_LAZY = {
+    "AssociativeClustering": ".cluster",
+    "CMBC": ".cluster",
+    "DiscriminativeClustering": ".cluster",
+    "KMeans": ".cluster",
+    "SMIC": ".cluster",
+    "SoftKMeans": ".cluster",
+    "map_reduce": ".engine",
+    "open_dataset": ".store",
+    "write_dataset": ".store",
+}
 
-__all__ = ["AssociativeClustering", "CMBC", "DiscriminativeClustering", "KMeans", "SMIC", "SoftKMeans", "map_reduce", "open_dataset", "write_dataset", "__version__"]
+#: subpackages and modules reachable as attributes (``infoclust_dask.cluster``) without importing them first
+_SUBMODULES = frozenset({
+    "cli", "cluster", "crossval", "datasets", "eigen", "engine", "folds", "ingest", "journal", "kernels",
+    "metrics", "objectives", "optimize", "plotting", "preprocess", "registry", "reliability", "runs", "store",
+})
+
+__all__ = sorted(_LAZY) + ["__version__"]
+
+
+def __getattr__(name: str):
+    if name in _SUBMODULES:
+        return importlib.import_module(f".{name}", __name__)
+    try:
+        module = _LAZY[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

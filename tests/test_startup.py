@@ -1,0 +1,50 @@
+"""Fast start (issue 25): importing the package, the command's --version and
+--help, and the child-watching helper load none of the heavy dependencies."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+HEAVY = ("dask", "distributed", "sklearn", "numba", "scipy", "pandas", "xarray", "zarr", "prefect")
+
+
+def _loaded(code):
+    out = subprocess.run([sys.executable, "-c", code + "\nimport json, sys\n"
+                          "print(json.dumps(sorted(m for m in sys.modules)))"],
+                         capture_output=True, text=True, check=True)
+    mods = json.loads(out.stdout.strip().splitlines()[-1])
+    return {m.split(".")[0] for m in mods}, mods
+
+
+def test_import_loads_no_heavy_dependency():
+    top, _ = _loaded("import infoclust_dask")
+    assert not top & set(HEAVY), sorted(top & set(HEAVY))
+    assert "numpy" not in top
+
+
+@pytest.mark.parametrize("argv", [["--version"], ["--help"]])
+def test_version_and_help_load_no_heavy_dependency(argv):
+    code = ("import contextlib, io, sys\nfrom infoclust_dask import cli\n"
+            f"with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()):\n"
+            f"    cli.main({argv!r})")
+    top, _ = _loaded(code)
+    assert not top & set(HEAVY), sorted(top & set(HEAVY))
+
+
+def test_watchdog_imports_nothing_else_of_the_package():
+    top, mods = _loaded("import infoclust_dask._watchdog")
+    ours = sorted(m for m in mods if m.startswith("infoclust_dask"))
+    assert ours == ["infoclust_dask", "infoclust_dask._watchdog"]
+    assert "numpy" not in top
+
+
+def test_public_names_and_submodules_resolve_on_first_use():
+    code = ("import infoclust_dask as ic\n"
+            "assert ic.KMeans is ic.cluster.KMeans and ic.map_reduce is ic.engine.map_reduce\n"
+            "assert set(ic.__all__) <= set(dir(ic))\n"
+            "from infoclust_dask import SMIC, open_dataset, write_dataset\n"
+            "try:\n    ic.no_such_name\nexcept AttributeError as e:\n    assert 'no_such_name' in str(e)\n"
+            "else:\n    raise SystemExit('no AttributeError')")
+    _loaded(code)
