@@ -480,13 +480,3 @@ def encode_labels(y, n_samples, scheduler=None, *, classes=None, min_classes=2, 
     else:
         codes = np.searchsorted(classes_, Y).astype(np.int32)
     return engine.prepare(codes, scheduler=sched), classes_
-
-
-def label_range(C, scheduler=None):
-    """``(min, max)`` of integer labels, one small compute for lazy input."""
-    if engine.is_lazy(C):
-        import dask.array as da
-
-        lo, hi = engine.compute(da.stack([C.min(), C.max()]), scheduler=scheduler)
-        return int(lo), int(hi)
-    return int(C.min()), int(C.max())

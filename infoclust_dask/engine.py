@@ -1167,10 +1167,3 @@ def _per_block_counts(keep, scheduler):
     tasks = [d for _, d in _block_tasks(COUNT_TRUE, [keep], {}, token)]
     parts = compute(dask.delayed(list)(tasks), scheduler=scheduler)
     return [int(p["n"][0]) for p in parts]
-
-
-def write_zarr(writer, *, scheduler=None):
-    """Run a delayed store write (``xarray.Dataset.to_zarr(..., compute=False)``
-    or ``dask.array.to_zarr(..., compute=False)``) on the chosen scheduler,
-    so chunk reads and writes happen on its workers."""
-    compute(writer, scheduler=scheduler)

@@ -30,7 +30,6 @@ __all__ = [
     "responsibilities", "RESPONSIBILITIES",
     "distances", "DISTANCES",
     "nearest",
-    "d2_weight_stats",
     "d2_pick_in_block", "D2_PICK",
     "kpp_trial_stats", "KPP_TRIALS",
     "kmeans_parallel_sample", "KMEANS_PARALLEL_SAMPLE",
@@ -204,13 +203,6 @@ def _d2_weights(x, w, centers):
     if w is not None:
         d2 = d2 * np.asarray(w, dtype=np.float64)
     return d2
-
-
-def d2_weight_stats(x, w=None, *, centers):
-    """Total D^2 weight of the block (one entry per block; combine by concat).
-
-    With no centres yet every row weighs ``w_n`` (uniform first draw)."""
-    return {"weight": np.array([_d2_weights(np.asarray(x, np.float64), w, centers).sum()])}
 
 
 def d2_pick_in_block(x, w=None, *, centers, u):
