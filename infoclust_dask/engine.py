@@ -207,11 +207,8 @@ class _Load:
 
     A reduce pass whose block task depends on a separate load task keeps the
     loaded block (tens of MB) as a task result between the two; run inside
-    the task, the block lives only while its kernel runs. Measured on an AC
-    counts pass over 1e7 stored pairs (2 workers, 5 rounds): 4.12-4.92 s
-    with separate load tasks, 3.65-4.34 s with the load inside, a plain
-    read 3.05-3.78 s (``benchmarks/bench_ac_pass.py`` times the whole
-    evaluation)."""
+    the task, the block lives only while its kernel runs (measured in
+    ``docs/BENCHMARKS.md``, issue-17 section)."""
 
     __slots__ = ("graph", "key")
 

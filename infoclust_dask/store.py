@@ -1,4 +1,4 @@
-"""The zarr data layout (DESIGN.md "Data layout"), read lazily through xarray.
+"""The zarr data layout (docs/ARCHITECTURE.md), read lazily through xarray.
 
 A dataset store is one zarr (format 3) group::
 
