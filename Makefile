@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 BENCH_STAMP := $(VENV)/.installed-bench
 export INFOCLUST_STORAGE ?= $(CURDIR)/storage
 
-.PHONY: install install-bench demo test test-slow test-min bench clean
+.PHONY: install install-bench demo test lint test-slow test-min bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,10 @@ demo: install
 
 test: install
 	$(PY) -m pytest -m "not slow" -q
+
+# ruff: pyflakes, import order and bugbear over the package, flows, tests and benchmarks (pyproject [tool.ruff])
+lint: install
+	$(VENV)/bin/ruff check infoclust_dask infoclust_pipelines tests benchmarks
 
 test-slow: install
 	# exit code 5 means "no tests collected": not a failure while nothing is marked slow

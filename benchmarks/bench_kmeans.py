@@ -35,8 +35,8 @@ def main():
     from sklearn.cluster import KMeans as SKKMeans
 
     from infoclust_dask import KMeans, engine
-    from infoclust_dask.kernels.kmeans import LLOYD_STEP
     from infoclust_dask.datasets import make_blobs
+    from infoclust_dask.kernels.kmeans import LLOYD_STEP
 
     X, _, _ = make_blobs(a.n, a.d, centers=a.k, cluster_std=3.0, random_state=0, lazy=False)
     init = X[np.random.default_rng(0).choice(a.n, a.k, replace=False)]

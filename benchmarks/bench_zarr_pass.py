@@ -26,9 +26,9 @@ def main():
     a = p.parse_args()
 
     from infoclust_dask import engine, open_dataset, write_dataset
+    from infoclust_dask.datasets import make_blobs
     from infoclust_dask.kernels.kmeans import LLOYD_STEP
     from infoclust_dask.kernels.stats import MOMENTS
-    from infoclust_dask.datasets import make_blobs
 
     path = Path(__file__).parent / "_data" / f"bench-{a.rows}x{a.features}-{a.codec}.zarr"
     if not path.exists():

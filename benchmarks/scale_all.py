@@ -40,8 +40,15 @@ def main():
     import psutil
     from distributed import Client, LocalCluster
 
-    from infoclust_dask import (AssociativeClustering, DiscriminativeClustering, KMeans, SoftKMeans, engine,
-                                open_dataset, write_dataset)
+    from infoclust_dask import (
+        AssociativeClustering,
+        DiscriminativeClustering,
+        KMeans,
+        SoftKMeans,
+        engine,
+        open_dataset,
+        write_dataset,
+    )
     from infoclust_dask.datasets import make_blobs
     from infoclust_dask.ingest import ingest
 

@@ -163,7 +163,6 @@ def main():
             record(n, m, total, ari(labels, m.labels_), pk, a.data)
             if n <= a.sklearn_max:
                 from sklearn.neighbors import NearestNeighbors
-
                 from threadpoolctl import threadpool_limits
 
                 X = np.asarray(ds["x"].values)

@@ -215,9 +215,8 @@ def _summary_cmbc(est, ds, sched, run_dir=None):
     each column are computed once for both."""
     from pathlib import Path
 
-    from . import engine
+    from . import engine, plotting
     from .metrics import contingency_table, nmi_paper
-    from . import plotting
     from .plotting import plot_contingency_heatmap
 
     labels = np.asarray(engine.compute(est.labels_, scheduler=sched))

@@ -22,6 +22,7 @@ from pathlib import Path
 from . import _env  # noqa: F401  (Prefect offline defaults before importing prefect)
 from ._env import default_scheduler
 
+# isort: split
 from prefect import flow, get_run_logger, task  # noqa: E402
 from prefect.task_runners import ThreadPoolTaskRunner  # noqa: E402
 
@@ -65,9 +66,9 @@ def summarize(reference: dict, replicates: list[dict], alpha: float, run_dir: st
 
     from infoclust_dask.plotting import plot_contingency_heatmap
     from infoclust_dask.reliability import summarize_replicates
+    from infoclust_dask.runs import write_csv
 
     from ._artifacts import publish_plot
-    from infoclust_dask.runs import write_csv
 
     cells, rel = summarize_replicates(reference["table"], replicates, alpha=alpha)
     run = Path(run_dir)

@@ -33,6 +33,7 @@ from pathlib import Path
 from . import _env  # noqa: F401  (Prefect offline defaults before importing prefect)
 from ._env import default_scheduler
 
+# isort: split
 from prefect import flow, get_run_logger, task  # noqa: E402
 from prefect.task_runners import ThreadPoolTaskRunner  # noqa: E402
 
@@ -66,9 +67,9 @@ def summarize_sweep(results: list[dict], method: str, params: list[str], run_dir
     from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
     from infoclust_dask.crossval import summarize, table_markdown, write_results
+    from infoclust_dask.plotting import plot_tradeoff, plot_validation_curve
 
     from ._artifacts import publish_plot
-    from infoclust_dask.plotting import plot_tradeoff, plot_validation_curve
 
     rows, best = summarize(results)
     run = Path(run_dir)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from . import _env  # noqa: F401  (Prefect offline defaults before importing prefect)
 
+# isort: split
 from prefect import flow, get_run_logger, task  # noqa: E402
 
 __all__ = ["ingest_flow", "main"]

@@ -9,8 +9,8 @@ import pytest
 
 from infoclust_dask import engine
 from infoclust_dask.cluster._smic import _neighbour_lists
-from infoclust_dask.kernels.knn import KNN
 from infoclust_dask.datasets import SMIC_TOYS, make_smic_toy
+from infoclust_dask.kernels.knn import KNN
 
 
 def brute_knn(X, t):

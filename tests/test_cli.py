@@ -1,8 +1,8 @@
 """The `infoclust` command: ingest validation, fit, run folders."""
 
 import json
-import re
 import os
+import re
 from pathlib import Path
 
 import numpy as np

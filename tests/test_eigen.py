@@ -7,9 +7,8 @@ import numpy as np
 import pytest
 import scipy.linalg
 import scipy.sparse as sp
-from scipy.sparse.linalg import eigsh
-
 from helpers import graph_kernel
+from scipy.sparse.linalg import eigsh
 
 from infoclust_dask.eigen import ConvergenceError, basis_size, block_size, krylov_schur
 

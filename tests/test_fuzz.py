@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from infoclust_dask import (CMBC, SMIC, AssociativeClustering, DiscriminativeClustering, KMeans, SoftKMeans)
+from infoclust_dask import CMBC, SMIC, AssociativeClustering, DiscriminativeClustering, KMeans, SoftKMeans
 
 DTYPES = ["float64", "float32", "float16", "int8", "int64", "bool", "complex128", "object", "str"]
 CASES = {"tried": 0, "fitted": 0, "refused": 0}

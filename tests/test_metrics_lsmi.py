@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from infoclust_dask import metrics
+from infoclust_dask.datasets import make_smic_toy
 from infoclust_dask.kernels.smic import LSMI_TINY, gaussian_basis, lsmi_stats
 from infoclust_dask.kernels.stats import hashed_fold_ids
-from infoclust_dask.datasets import make_smic_toy
 from infoclust_dask.objectives.lsmi import DELTAS, WIDTHS, cv_table
 
 

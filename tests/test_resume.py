@@ -13,8 +13,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from infoclust_dask import (CMBC, AssociativeClustering, DiscriminativeClustering, KMeans, SoftKMeans, engine,
-                            open_dataset, write_dataset)
+from infoclust_dask import (
+    CMBC,
+    AssociativeClustering,
+    DiscriminativeClustering,
+    KMeans,
+    SoftKMeans,
+    engine,
+    open_dataset,
+    write_dataset,
+)
 from infoclust_dask.runs import load_model
 
 

@@ -35,30 +35,30 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from .. import engine, optimize
-from ..kernels.ac import AC_COUNTS, AC_GRAD, AC_HARD_COUNTS
-from ..kernels.stats import CROSS_GRAM, LABEL_SUMS, PROJECT
 from .._progress import Steps, say
 from .._validation import (
+    RANDOM_STATE,
     SAMPLE_DIM,
+    SIGMA_RANGE,
     VARIABLES,
     Anything,
     ArrayLike,
     Interval,
     Options,
     PairOf,
-    RANDOM_STATE,
-    SIGMA_RANGE,
     check_data,
     check_n_clusters,
     check_random_state,
     param_error,
     validate_params,
 )
+from ..kernels.ac import AC_COUNTS, AC_GRAD, AC_HARD_COUNTS
+from ..kernels.stats import CROSS_GRAM, LABEL_SUMS, PROJECT
 from ..objectives import ac as obj
-from ._xarray import XarrayIO
 from ._base import journaled, voronoi_labels
 from ._init import init_random
 from ._kmeans import KMeans
+from ._xarray import XarrayIO
 
 __all__ = ["AssociativeClustering", "ac_objective"]
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 import json
 from pathlib import Path
+
+import numpy as np
 
 from .. import engine
 from ..journal import recording

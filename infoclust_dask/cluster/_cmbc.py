@@ -33,12 +33,12 @@ from sklearn.utils.validation import check_is_fitted
 from .. import engine
 from .._progress import Steps, say
 from .._validation import (
+    RANDOM_STATE,
     SAMPLE_DIM,
     VARIABLES,
     Anything,
     Interval,
     Options,
-    RANDOM_STATE,
     check_data,
     check_n_clusters,
     check_random_state,
@@ -49,8 +49,8 @@ from .._validation import (
 from ..kernels.cmbc import CMBC_ESTEP, CMBC_PATTERNS, CMBC_POSTERIOR
 from ..kernels.stats import GRAM, LABEL_VALUES
 from ..objectives import cmbc as obj
-from ._xarray import XarrayIO
 from ._base import journaled
+from ._xarray import XarrayIO
 
 __all__ = ["CMBC", "MIN_ROWS_PER_PATTERN"]
 

@@ -25,17 +25,16 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from .. import engine, optimize
-from ..kernels.dc import DC_COUNTS, DC_GRAD, DC_HARD_COUNTS, DC_ONLINE, DC_REG
 from .._progress import Steps, say
 from .._validation import (
+    RANDOM_STATE,
     SAMPLE_DIM,
+    SIGMA_RANGE,
     VARIABLES,
     Anything,
     ArrayLike,
     Interval,
     Options,
-    RANDOM_STATE,
-    SIGMA_RANGE,
     check_data,
     check_n_clusters,
     check_random_state,
@@ -43,11 +42,12 @@ from .._validation import (
     param_error,
     validate_params,
 )
+from ..kernels.dc import DC_COUNTS, DC_GRAD, DC_HARD_COUNTS, DC_ONLINE, DC_REG
 from ..objectives import dc as obj
-from ._xarray import XarrayIO
 from ._base import journaled, voronoi_labels
 from ._init import init_random
 from ._kmeans import KMeans
+from ._xarray import XarrayIO
 
 __all__ = ["DiscriminativeClustering", "dc_objective"]
 

@@ -18,26 +18,26 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from .. import engine
-from ..kernels.kmeans import DISTANCES, INERTIA, LLOYD_FAR, LLOYD_STEP
-from ..kernels.stats import SUM_SQ
 from .._progress import say
 from .._validation import (
+    RANDOM_STATE,
     SAMPLE_DIM,
     VARIABLES,
     Anything,
     ArrayLike,
     Interval,
     Options,
-    RANDOM_STATE,
     check_data,
     check_n_clusters,
     check_random_state,
     check_sample_weight,
     validate_params,
 )
-from ._xarray import XarrayIO
+from ..kernels.kmeans import DISTANCES, INERTIA, LLOYD_FAR, LLOYD_STEP
+from ..kernels.stats import SUM_SQ
 from ._base import journaled, voronoi_labels
 from ._init import init_kmeans_parallel, init_kmeanspp, init_random
+from ._xarray import XarrayIO
 
 __all__ = ["KMeans", "EmptyClusterWarning", "lloyd"]
 

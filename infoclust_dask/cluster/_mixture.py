@@ -17,25 +17,25 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from .. import engine
-from ..kernels.mixture import MIXTURE_ASSIGN, MIXTURE_EM
 from .._progress import log
 from .._validation import (
+    RANDOM_STATE,
     SAMPLE_DIM,
+    SIGMA_RANGE,
     VARIABLES,
     Anything,
     Interval,
     Options,
-    RANDOM_STATE,
-    SIGMA_RANGE,
     check_data,
     check_n_clusters,
     check_random_state,
     encode_labels,
     validate_params,
 )
+from ..kernels.mixture import MIXTURE_ASSIGN, MIXTURE_EM
+from ._base import journaled
 from ._kmeans import KMeans
 from ._xarray import XarrayIO
-from ._base import journaled
 
 __all__ = ["IsotropicGaussianMixture", "MDA2"]
 

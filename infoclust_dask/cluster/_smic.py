@@ -42,24 +42,24 @@ from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
 from .. import engine, metrics
-from ..kernels.components import COMPONENTS, component_labels
-from ..kernels.knn import HNSW_DEFAULTS, KNN, KNN_CELLS, KNN_QUERY, have_faiss
-from ..kernels.smic import SMIC_OOS, kernel_row_block, kernel_row_sums, kernel_transpose_pieces, sparse_matmat
 from .._progress import Steps, say
 from .._validation import (
+    RANDOM_STATE,
     SAMPLE_DIM,
     VARIABLES,
     Anything,
     ArrayLike,
     Interval,
     Options,
-    RANDOM_STATE,
     check_data,
     check_random_state,
     open_input,
     param_error,
     validate_params,
 )
+from ..kernels.components import COMPONENTS, component_labels
+from ..kernels.knn import HNSW_DEFAULTS, KNN, KNN_CELLS, KNN_QUERY, have_faiss
+from ..kernels.smic import SMIC_OOS, kernel_row_block, kernel_row_sums, kernel_transpose_pieces, sparse_matmat
 from ..objectives.smic import (
     NORMALIZATIONS,
     align,
@@ -70,8 +70,8 @@ from ..objectives.smic import (
     orient,
     top_eigenvectors,
 )
-from ._xarray import XarrayIO
 from ._base import journaled
+from ._xarray import XarrayIO
 
 __all__ = ["SMIC", "local_scaling_affinity"]
 

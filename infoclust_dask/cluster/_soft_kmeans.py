@@ -23,17 +23,15 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from .. import engine
-from ..kernels.kmeans import RESPONSIBILITIES, SOFT_KMEANS
-from ..kernels.stats import WEIGHTED_SUM
 from .._progress import Steps, log
 from .._validation import (
+    RANDOM_STATE,
     SAMPLE_DIM,
     VARIABLES,
     Anything,
     ArrayLike,
     Interval,
     Options,
-    RANDOM_STATE,
     check_data,
     check_n_clusters,
     check_random_state,
@@ -41,9 +39,11 @@ from .._validation import (
     param_error,
     validate_params,
 )
-from ._xarray import XarrayIO
+from ..kernels.kmeans import RESPONSIBILITIES, SOFT_KMEANS
+from ..kernels.stats import WEIGHTED_SUM
 from ._base import journaled, voronoi_labels
 from ._init import init_kmeanspp, init_random
+from ._xarray import XarrayIO
 
 __all__ = ["SoftKMeans", "n_distinct"]
 

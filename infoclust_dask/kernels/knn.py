@@ -14,10 +14,10 @@ design, an index per row block queried by every block, searched every row
 
 from __future__ import annotations
 
-import numpy as np
-
 from dataclasses import dataclass
 from typing import Callable
+
+import numpy as np
 
 from ._common import Pass, sq_distances
 

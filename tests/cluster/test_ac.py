@@ -6,10 +6,10 @@ cross-cluster table, optimization on a planted dependency, errors."""
 import dask.array as da
 import numpy as np
 import pytest
+from helpers import finite_difference
 from scipy.special import gammaln
 from scipy.stats import hypergeom
 
-from helpers import finite_difference
 from infoclust_dask import AssociativeClustering, KMeans
 from infoclust_dask.cluster._ac import ac_objective, cross_cluster_table
 from infoclust_dask.datasets import make_paired_dependency

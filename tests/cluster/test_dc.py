@@ -4,13 +4,12 @@ differences, chunk invariance, schedulers, the evaluation measure (9), errors.""
 import dask.array as da
 import numpy as np
 import pytest
+from helpers import finite_difference
 from scipy.special import gammaln
 
 from infoclust_dask import DiscriminativeClustering
 from infoclust_dask.cluster._dc import dc_objective
 from infoclust_dask.metrics import dc_log_posterior
-
-from helpers import finite_difference
 
 
 @pytest.fixture

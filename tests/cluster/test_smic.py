@@ -9,8 +9,8 @@ from sklearn.metrics import adjusted_rand_score as ari
 
 from infoclust_dask import SMIC
 from infoclust_dask.cluster._smic import _neighbour_lists
-from infoclust_dask.kernels.smic import local_scaling_values
 from infoclust_dask.datasets import SMIC_TOYS, make_smic_toy
+from infoclust_dask.kernels.smic import local_scaling_values
 from infoclust_dask.objectives import smic as smic_math
 
 

@@ -8,10 +8,9 @@ import numpy as np
 import pytest
 import scipy.linalg
 import scipy.sparse as sp
+from helpers import graph_kernel
 from scipy.sparse.linalg import eigsh
 from sklearn.datasets import make_blobs
-
-from helpers import graph_kernel
 
 from infoclust_dask import SMIC, engine
 from infoclust_dask.cluster import _smic

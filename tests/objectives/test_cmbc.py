@@ -6,8 +6,8 @@ against a brute-force maximization of the per-coordinate objective."""
 
 import numpy as np
 import pytest
-
 from helpers import finite_difference
+
 from infoclust_dask.objectives import cmbc as obj
 
 
