@@ -37,7 +37,7 @@ test: install
 
 # ruff: pyflakes, import order and bugbear over the package, flows, tests and benchmarks (pyproject [tool.ruff])
 lint: install
-	$(VENV)/bin/ruff check infoclust_dask infoclust_pipelines tests benchmarks
+	$(VENV)/bin/ruff check infoclust_dask pipelines tests benchmarks
 
 test-slow: install
 	# exit code 5 means "no tests collected": not a failure while nothing is marked slow

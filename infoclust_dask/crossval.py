@@ -19,7 +19,7 @@ Scores (higher is better, summed or averaged over the held-out rows):
   contingency table (Sinkkonen et al.), ``mi`` = its mutual information
   (nats). The store needs the second view ``y``.
 
-The Prefect flow in ``infoclust_pipelines/crossval.py`` orchestrates these functions;
+The Prefect flow in ``pipelines/crossval.py`` orchestrates these functions;
 they work without Prefect too.
 """
 

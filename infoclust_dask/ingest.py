@@ -234,7 +234,7 @@ def ingest(src, dest, *, label_column=None, drop_nonfinite=False, standardize=Fa
     n_folds : int, optional
         Also store a ``fold`` vector for cross-validation (seeded by ``fold_seed``).
     chunks : int, optional
-        Rows per chunk; default from :func:`~infoclust_dask.preprocess.choose_chunk_rows`.
+        Rows per chunk; default from :func:`~infoclust_dask.store.choose_chunk_rows`.
     codec : {"auto", "lz4", "zstd", "none"}
         ``"auto"`` keeps LZ4 only when it shrinks the data by >= 15 %.
     binary : bool
@@ -495,7 +495,8 @@ def _ingest_sparse(X, labels, prov, dest, *, binary, standardize, pca, n_folds, 
     """Write a scipy sparse matrix as a dense store, one chunk of rows at a
     time (the chunk densified inside its own write task)."""
     from . import engine
-    from .preprocess import TARGET_CHUNK_BYTES, write_preprocessed
+    from .preprocess import write_preprocessed
+    from .store import choose_chunk_rows
 
     if standardize or pca is not None:
         raise IngestError("A sparse .npz is stored as it is; --standardize and --pca would make it dense. "
@@ -516,7 +517,7 @@ def _ingest_sparse(X, labels, prov, dest, *, binary, standardize, pca, n_folds, 
         if bad.size:
             raise IngestError(f"--binary: the sparse matrix holds values other than 0 and 1 ({bad[:5].tolist()});"
                               " binarize it first (e.g. X.data[:] = 1).")
-    rows = int(chunks) if chunks is not None else max(1, min(n, TARGET_CHUNK_BYTES // (d * dtype.itemsize)))
+    rows = int(chunks) if chunks is not None else choose_chunk_rows(n, d, dtype.itemsize)
     (x,) = engine.generate(_DenseRows(X, dtype), n, block_rows=rows, outputs=((dtype, (d,)),),
                            block_params=lambda a, b: {}, name="densify")
     mean = np.asarray(X.mean(axis=0)).ravel()

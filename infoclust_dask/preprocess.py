@@ -11,25 +11,16 @@ import numpy as np
 
 from . import engine
 from .kernels.stats import GRAM, MOMENTS
+from .store import choose_chunk_rows, choose_codec
 
 __all__ = [
     "principal_axes",
     "feature_moments",
     "fit_transform",
-    "choose_chunk_rows",
-    "choose_codec",
     "preprocess_store",
     "write_preprocessed",
     "tall_svd",
 ]
-
-#: target chunk size of a store (64 MB: measured best for zarr reads, docs/BENCHMARKS.md)
-TARGET_CHUNK_BYTES = 64 * 2**20
-#: smallest chunk worth a task of its own
-MIN_CHUNK_BYTES = 8 * 2**20
-#: LZ4 must shrink the data at least this much to be worth its decode time
-MIN_COMPRESSION_RATIO = 1.15
-
 
 def principal_axes(X, n_components=2, *, scheduler=None):
     """Mean, top principal axes and their variances, from one pass.
@@ -158,32 +149,6 @@ def tall_svd(data, *, center=None, scheduler=None):
     _, s, vt = da.linalg.svd(a)
     s, vt = engine.compute((s, vt), scheduler=scheduler)
     return np.asarray(s), np.asarray(vt)
-
-
-def choose_chunk_rows(n_samples, n_features, itemsize=8):
-    """Rows per stored chunk: ~64 MB chunks (the measured sweet spot),
-    but at least 8 chunks when that keeps them >= 8 MB, so that a cluster of a
-    few workers has blocks to share; small data sets get one chunk."""
-    row = max(1, n_features * itemsize)
-    rows = max(1024, TARGET_CHUNK_BYTES // row)
-    if n_samples <= rows * 8:
-        rows = max(MIN_CHUNK_BYTES // row, -(-n_samples // 8), 1024)
-    return int(min(rows, n_samples))
-
-
-def choose_codec(sample):
-    """``"lz4"`` when Blosc-LZ4 + shuffle shrinks a sample of the rows by at
-    least 15 %, else ``"none"``: incompressible data (e.g. continuous
-    measurements with random mantissas) read faster uncompressed (measured:
-    1.81 vs 0.81 GB/s with threads). Returns ``(codec, ratio)``."""
-    from numcodecs import Blosc
-
-    buf = np.ascontiguousarray(np.asarray(sample, dtype=np.float64))
-    if buf.size == 0:
-        return "lz4", 1.0
-    comp = Blosc(cname="lz4", clevel=5, shuffle=Blosc.SHUFFLE, typesize=8)
-    ratio = buf.nbytes / max(1, len(comp.encode(buf)))
-    return ("lz4" if ratio >= MIN_COMPRESSION_RATIO else "none"), float(ratio)
 
 
 def write_preprocessed(dest, x, info, *, standardize, pca, n_folds=None, fold_seed=0, chunks=None, codec="auto",

@@ -18,7 +18,7 @@ own training table. Such cells do not recur across resamples (the tests
 check this), while cells of a real dependency do.
 
 Replicates are independent: :func:`bootstrap_replicate` is what a Prefect
-task maps over seeds (``infoclust_pipelines/bootstrap.py``); :func:`bootstrap_reliability`
+task maps over seeds (``pipelines/bootstrap.py``); :func:`bootstrap_reliability`
 runs them in a loop.
 """
 

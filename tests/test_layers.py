@@ -72,7 +72,7 @@ def test_kernels_import_no_dask_and_nothing_above_them(path):
 COMPUTE_CALLS = {"compute", "persist", "to_delayed", "from_delayed", "delayed"}
 
 
-@pytest.mark.parametrize("path", [p for p in _sources("infoclust_dask", "infoclust_pipelines")
+@pytest.mark.parametrize("path", [p for p in _sources("infoclust_dask", "pipelines")
                                   if p.name not in ("engine.py", "_scheduler.py")],
                          ids=lambda p: str(p.relative_to(ROOT)))
 def test_only_the_engine_computes_or_builds_task_graphs(path):
@@ -98,7 +98,7 @@ def test_engine_and_store_do_not_import_each_other():
 
 def test_cli_and_pipelines_do_not_import_each_other():
     assert not {m for m in _imports(PKG / "cli.py") if m.split(".")[0] == "infoclust_pipelines"}
-    for p in _sources("infoclust_pipelines"):
+    for p in _sources("pipelines"):
         assert not {m for m in _imports(p) if m.startswith("infoclust_dask.cli")}, p
 
 
@@ -127,3 +127,16 @@ assert main(['fit', 'kmeans', {str(tmp_path / 's.zarr')!r}, '-k', '2', '--schedu
 """
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
     assert p.returncode == 0, p.stderr[-2000:]
+
+
+def test_every_package_folder_is_installed():
+    """pyproject lists the packages by hand (the flows' folder is mapped to
+    another name): a new subpackage must be added there, or it would be
+    missing from a wheel."""
+    import tomllib
+
+    conf = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    folders = {".".join(p.parent.relative_to(ROOT).parts) for p in PKG.rglob("__init__.py")}
+    assert set(conf["packages"]) == folders | {"infoclust_pipelines"}
+    assert conf["package-dir"] == {"infoclust_pipelines": "pipelines"}
+    assert (ROOT / "pipelines" / "__init__.py").exists()
