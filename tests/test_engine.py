@@ -9,6 +9,7 @@ import xarray as xr
 from helpers import CountLocalComputes
 
 from infoclust_dask import engine, write_dataset
+from infoclust_dask.engine import blocks as engine_blocks
 from infoclust_dask._validation import open_input
 from infoclust_dask.kernels import Pass
 from infoclust_dask.kernels._common import combine_concat
@@ -256,23 +257,23 @@ def test_reduce_tasks_read_store_blocks_themselves(xw, tmp_path, scheduler):
 
 
 def _keyed(aligned):
-    """The two arguments of ``engine._inline_loads``: the aligned inputs and their blocks as keys."""
-    return aligned, engine._keyed_blocks(aligned)
+    """The two arguments of ``engine.blocks._inline_loads``: the aligned inputs and their blocks as keys."""
+    return aligned, engine_blocks._keyed_blocks(aligned)
 
 
 def test_blocks_stay_keys_where_reading_inside_would_read_twice_or_ship_data(xw, tmp_path, local_cluster_client):
     x, w = xw
     path = write_dataset(tmp_path / "d.zarr", x, chunks=111)
     X = open_input(path)
-    aligned = engine._align([X, X[:, :1] * 2.0])  # the second input is made from the first one's blocks
-    assert engine._inline_loads(*_keyed(aligned)) is None
-    aligned = engine._align([X, da.from_zarr(str(path / "x")).rechunk(70)])  # a source chunk feeds two blocks
-    assert engine._inline_loads(*_keyed(aligned)) is None
+    aligned = engine_blocks._align([X, X[:, :1] * 2.0])  # the second input is made from the first one's blocks
+    assert engine_blocks._inline_loads(*_keyed(aligned)) is None
+    aligned = engine_blocks._align([X, da.from_zarr(str(path / "x")).rechunk(70)])  # a source chunk feeds two blocks
+    assert engine_blocks._inline_loads(*_keyed(aligned)) is None
     big = np.zeros((300_000, 4))  # 9.6 MB blocks of data in the graph: the blocks must stay keys
-    assert engine._inline_loads(*_keyed(engine._align([_as_dask(big, 300_000)]))) is None
+    assert engine_blocks._inline_loads(*_keyed(engine_blocks._align([_as_dask(big, 300_000)]))) is None
     P = engine.persist(x, scheduler=local_cluster_client, chunk_rows=128)  # futures: fetched by the scheduler
-    assert engine._inline_loads(*_keyed(engine._align([P]))) is None
-    loads = engine._inline_loads(*_keyed(engine._align([X, _as_dask(w, 111)])))
+    assert engine_blocks._inline_loads(*_keyed(engine_blocks._align([P]))) is None
+    loads = engine_blocks._inline_loads(*_keyed(engine_blocks._align([X, _as_dask(w, 111)])))
     assert [len(b) for b in loads] == [10, 10]
     np.testing.assert_array_equal(loads[0][3](), x[333:444])
     # both inputs reach the kernel on the fallback paths: weights derived from X's blocks, and persisted rows

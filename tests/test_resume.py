@@ -36,13 +36,15 @@ def _cut(folder, keep):
 class CountPasses:
     def __init__(self, monkeypatch):
         self.n = 0
-        real = engine._map_reduce
+        from infoclust_dask.engine import passes
+
+        real = passes._map_reduce
 
         def counting(*a, **k):
             self.n += 1
             return real(*a, **k)
 
-        monkeypatch.setattr(engine, "_map_reduce", counting)
+        monkeypatch.setattr(passes, "_map_reduce", counting)
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")

@@ -1,0 +1,68 @@
+"""The map-reduce engine: the only package that builds dask graphs and computes.
+
+It runs the passes the kernels declare (:class:`~infoclust_dask.kernels.Pass`):
+
+- :func:`map_reduce` (``kind="reduce"``): the chunk kernel over aligned row
+  blocks, partial results tree-combined with the pass's combine, one
+  ``compute`` per call;
+- :func:`map_blocks` (``kind="map"``): one output row per input row, lazily
+  for dask input;
+- :func:`fold_blocks` (``kind="fold"``): a small state threaded block after
+  block (on-line algorithms stream over data of any size);
+- :func:`block_pairs`: every query block against every data block, combined
+  per query block (all-pairs k nearest neighbours);
+- :func:`partition_pairs`: rows split into the parts of a coarse partition,
+  each part built and answered where it is gathered, answers sent back to
+  the row blocks (the approximate neighbour search).
+
+Inputs are numpy arrays, dask arrays or xarray DataArrays (store paths are
+opened one layer up, by :mod:`infoclust_dask._validation`). Small
+parameters travel once per call, as one key every block task depends on.
+Task keys carry the pass's name and a token of the pass, its parameters and
+its inputs (``dc_count_stats-<token>-<block>``), so the dashboard shows what
+runs and a key never names two different tasks.
+
+Schedulers are resolved by :mod:`infoclust_dask._scheduler`
+(``resolve_scheduler`` is re-exported here). Results do not depend on the
+chunking beyond float64 round-off.
+"""
+
+from __future__ import annotations
+
+from .._scheduler import Scheduler, close_local_client, local_client, resolve_scheduler
+from .blocks import DEFAULT_BLOCK_BYTES, INLINE_LOAD_BYTES, as_array, build_reduction, is_lazy, n_rows
+from .execute import compute, one_blas_thread
+from .pairs import block_pairs, cross_pairs, partition_pairs
+from .passes import fold_blocks, generate, map_blocks, map_reduce, n_blocks
+from .placement import PERSIST_BYTES, persist, persist_all, prepare, take_rows
+from .rowblocks import RowBlocks, exchange
+
+__all__ = [
+    "map_reduce",
+    "map_blocks",
+    "fold_blocks",
+    "block_pairs",
+    "cross_pairs",
+    "partition_pairs",
+    "exchange",
+    "RowBlocks",
+    "generate",
+    "build_reduction",
+    "n_blocks",
+    "as_array",
+    "resolve_scheduler",
+    "local_client",
+    "close_local_client",
+    "Scheduler",
+    "persist",
+    "persist_all",
+    "prepare",
+    "compute",
+    "one_blas_thread",
+    "n_rows",
+    "is_lazy",
+    "take_rows",
+    "DEFAULT_BLOCK_BYTES",
+    "PERSIST_BYTES",
+    "INLINE_LOAD_BYTES",
+]

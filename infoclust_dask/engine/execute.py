@@ -1,0 +1,155 @@
+"""Computing: :func:`compute` on the resolved scheduler (one call per pass,
+retried after re-sending scattered blocks lost with a worker), the registry
+of scattered blocks that makes the retry possible, and one BLAS thread while
+dask's threads run kernels in this process."""
+
+from __future__ import annotations
+
+import threading
+
+from .._scheduler import resolve_scheduler
+from .blocks import is_lazy
+
+
+def compute(obj, *, scheduler=None, progress: bool = False):
+    """Compute one dask object (array or delayed), or a tuple / list of them,
+    on the resolved scheduler. Non-dask objects come back as they are."""
+    sched = resolve_scheduler(scheduler)
+    if isinstance(obj, (tuple, list)):
+        if not any(is_lazy(o) or hasattr(o, "dask") for o in obj):
+            return obj
+        import dask
+
+        return type(obj)(compute(dask.delayed(list)(list(obj)), scheduler=sched, progress=progress))
+    if not is_lazy(obj) and not hasattr(obj, "dask"):
+        return obj
+    if sched.kind == "distributed":
+        for attempt in range(RESCATTER_ATTEMPTS + 1):
+            fut = sched.client.compute(obj, optimize_graph=False)
+            if progress:
+                import contextlib
+                import sys
+
+                from distributed import progress as dprogress
+
+                with contextlib.redirect_stdout(sys.stderr):  # its text bar writes to stdout, which is for results
+                    dprogress(fut)
+            try:
+                return fut.result()
+            except Exception as exc:
+                if attempt == RESCATTER_ATTEMPTS or not _SCATTERED:
+                    raise
+                cancelled = "cancel" in type(exc).__name__.lower()
+                if not cancelled and not _lost_keys(sched.client):
+                    raise  # an error of the pass itself
+                # let the scheduler notice the dead worker first: blocks re-sent before it does may be
+                # placed on that worker and lost again (seen on a loaded machine)
+                import time
+
+                time.sleep(min(8.0, 0.5 * 2 ** attempt))
+                if not _rescatter_lost(sched.client):
+                    raise
+    import dask
+
+    scheduler_name = "sync" if sched.kind == "sync" else "threads"
+    if progress:
+        import sys
+
+        from dask.diagnostics import ProgressBar
+
+        with ProgressBar(out=sys.stderr), one_blas_thread(scheduler_name):  # stdout: results (CLI JSON)
+            return dask.compute(obj, scheduler=scheduler_name, optimize_graph=False)[0]
+    with one_blas_thread(scheduler_name):
+        return dask.compute(obj, scheduler=scheduler_name, optimize_graph=False)[0]
+
+
+_BLAS = []
+
+
+def one_blas_thread(scheduler_name="threads"):
+    """While dask's threads run block kernels in this process, each BLAS /
+    OpenMP call uses one thread (two dask threads on two cores must not each
+    start two BLAS threads). Worker processes of a ``distributed`` cluster
+    get the same from their nanny (``OMP_NUM_THREADS=1`` etc. in
+    ``distributed.nanny.pre-spawn-environ``); the compiled kernels start no
+    threads at all. For ``"sync"`` (one thread) nothing is limited."""
+    import contextlib
+
+    from threadpoolctl import ThreadpoolController
+
+    if scheduler_name != "threads":
+        return contextlib.nullcontext()
+
+    if not _BLAS:
+        _BLAS.append(ThreadpoolController())
+    return _BLAS[0].limit(limits=1)
+
+#: times a pass is retried after re-sending scattered blocks lost with a worker
+RESCATTER_ATTEMPTS = 5
+_SCATTERED_LOCK = threading.Lock()
+_SCATTERED: dict = {}  # key -> [driver's block, live futures, future of a re-send]
+
+
+def _remember_scattered(futures, blocks):
+    """Keep the driver's copy of every scattered block (views of the caller's
+    array, no copies) while a future of it lives, so that blocks lost with a
+    worker can be sent again (:func:`_rescatter_lost`)."""
+    import weakref
+
+    for f, b in zip(futures, blocks, strict=True):
+        with _SCATTERED_LOCK:
+            entry = _SCATTERED.setdefault(f.key, [b, 0, None])  # block, live futures, re-sent future
+            entry[1] += 1
+        weakref.finalize(f, _forget_scattered, f.key)
+
+
+def _forget_scattered(key):
+    with _SCATTERED_LOCK:
+        entry = _SCATTERED.get(key)
+        if entry is not None:
+            entry[1] -= 1
+            if entry[1] <= 0:
+                del _SCATTERED[key]
+
+
+def _on_scattered(a) -> bool:
+    """Whether the dask array's graph reads blocks this process scattered."""
+    with _SCATTERED_LOCK:
+        if not _SCATTERED:
+            return False
+        keys = set(_SCATTERED)
+    return any(k in keys for k in a.__dask_graph__())
+
+
+def _lost_keys(client) -> list:
+    """Remembered scattered blocks that no worker holds."""
+    with _SCATTERED_LOCK:
+        keys = list(_SCATTERED)
+    if not keys:
+        return []
+    who = client.who_has(keys)
+    return [k for k in keys if not who.get(k)]
+
+
+def _rescatter_lost(client) -> bool:
+    """Send again the scattered blocks that no worker holds any more (their
+    worker died): the same bytes get the same keys, so the graphs that use
+    them run unchanged. Returns whether anything was lost."""
+    lost = _lost_keys(client)
+    if not lost:
+        return False
+    with _SCATTERED_LOCK:
+        held = {k: _SCATTERED[k][0] for k in lost if k in _SCATTERED}
+    lost = list(held)
+    import logging
+
+    logging.getLogger("infoclust_dask").warning(
+        "%d scattered block(s) were lost with a worker; sending them again from this process", len(lost))
+    again = client.scatter([held[k] for k in lost], hash=True)
+    # The scheduler keeps data only while a client future wants it, and the graphs' old futures of these
+    # keys were cancelled with the loss: the new futures live in the entry, as long as the old ones do.
+    with _SCATTERED_LOCK:
+        for f in again:
+            if f.key in _SCATTERED:
+                _SCATTERED[f.key][2] = f
+    return True

@@ -1,0 +1,254 @@
+"""Passes over pairs of row blocks: every query block against every data
+block (:func:`block_pairs`, :func:`cross_pairs`) and the rows of a coarse
+partition gathered per part (:func:`partition_pairs`)."""
+
+from __future__ import annotations
+
+from functools import partial
+
+import numpy as np
+
+from ..kernels._common import Pass
+from .blocks import (
+    _align,
+    _auto_rows,
+    _block_starts,
+    _check_pass,
+    _is_dask,
+    _keyed_blocks,
+    _params_key,
+    _token,
+    _tree,
+    as_array,
+)
+from .execute import compute
+
+
+def block_pairs(
+    bp: Pass,
+    data,
+    *,
+    outputs: tuple,
+    params: dict | None = None,
+    scheduler=None,
+    split_every: int = 8,
+    block_rows: int = 16384,
+    min_rows: int = 1,
+    min_blocks: int = 4,
+    progress: bool = False,
+):
+    """Every row block of ``data`` against every row block, combined per
+    query block: ``bp.chunk(query_block, data_block, q_start=, d_start=,
+    **params)`` for all pairs, merged with ``bp.combine`` in a tree.
+    ``progress`` shows a bar of the tasks done (for numpy input, which is
+    computed here).
+
+    No task holds more than two blocks and one partial result. Blocks are at
+    most ``block_rows`` rows (at least ``min_rows``), and there are at least
+    ``min_blocks`` (default four) when the data allow it, so the (block,
+    block) pairs keep every worker busy even for a store with a few large
+    chunks.
+
+    ``outputs`` gives ``(dtype, trailing_shape)`` of each array in the
+    combined per-block result (a tuple of per-row arrays). Returns that tuple
+    of arrays of ``n`` rows: numpy (computed) for numpy input, lazy dask
+    arrays (one block per row block) for dask / xarray input.
+    """
+    import dask
+    import dask.array as da
+
+    params = dict(params or {})
+    a = as_array(data)
+    _check_pass(bp, "reduce", [a])
+    lazy = _is_dask(a)
+    rows = max(int(min(block_rows, -(-a.shape[0] // max(int(min_blocks), 1)))), int(min_rows))
+    if not lazy:
+        a = da.from_array(np.asarray(a, dtype=np.float64), chunks=(rows,) + a.shape[1:])
+    elif max(a.chunks[0]) > rows:
+        a = a.rechunk({0: rows})
+    token = _token(bp, params, [a], split_every)
+    blocks = a.to_delayed(optimize_graph=False).ravel()
+    starts = _block_starts(a.chunks[0])[:-1]
+    p = _params_key(bp, params, token)
+    call = dask.delayed(partial(_call_pair, bp), pure=True)
+    per_output = [[] for _ in outputs]
+    for qi, (qb, qs, qn) in enumerate(zip(blocks, starts, a.chunks[0], strict=True)):
+        parts = [call(qb, db, int(qs), int(ds), p, dask_key_name=f"{bp.name}-{token}-{qi}-{di}")
+                 for di, (db, ds) in enumerate(zip(blocks, starts, strict=True))]
+        res = _tree(parts, bp.combine, split_every, delayed=dask.delayed, name=f"{bp.name}-combine-{token}-{qi}")
+        for k, (dtype, trailing) in enumerate(outputs):
+            per_output[k].append(da.from_delayed(res[k], shape=(qn,) + tuple(trailing), dtype=dtype))
+    result = tuple(da.concatenate(parts) for parts in per_output)
+    if lazy:
+        return result
+    return tuple(np.asarray(r) for r in compute(result, scheduler=scheduler, progress=progress))
+
+
+def cross_pairs(bp: Pass, queries, *data, outputs: tuple, params: dict | None = None,
+                query_inputs: dict | None = None, scheduler=None, query_rows: int = 4096, split_every: int = 8,
+                progress: bool = False):
+    """Every block of ``queries`` (rows not in ``data``, e.g. new rows to
+    predict) against every row block of the row-aligned ``data`` arrays, in
+    ONE graph: ``bp.chunk(*data_blocks, start=, xq=query_block,
+    **params, **query_inputs_block)`` for all pairs, combined per query block
+    with ``bp.combine`` in a tree. ``query_inputs`` are arrays with one row
+    per query row (e.g. each new row's neighbour list from a first
+    ``cross_pairs``), handed to the chunk block by block. So the data are
+    read once per call for any number of query rows (query blocks of
+    ``query_rows`` rows bound the chunk's query x block tables).
+
+    ``outputs``: ``(key, dtype, trailing_shape)`` per returned array, ``key``
+    indexing the combined result (a tuple position or a dict name). Returns
+    numpy arrays with one row per query row (computed here).
+    """
+    import dask
+    import dask.array as da
+
+    params = dict(params or {})
+    arrays = [as_array(a) for a in data]
+    _check_pass(bp, "reduce", arrays)
+    q = as_array(queries)
+    n_q = int(q.shape[0])
+    if n_q == 0:
+        return tuple(np.zeros((0,) + tuple(trailing), dtype=dtype) for _, dtype, trailing in outputs)
+    rows = max(1, int(query_rows))
+
+    def q_blocks(a):
+        a = as_array(a)
+        a = a.rechunk({0: rows}) if _is_dask(a) else da.from_array(np.asarray(a), chunks=(rows,) + a.shape[1:])
+        if a.ndim == 2 and len(a.chunks[1]) > 1:
+            a = a.rechunk({1: -1})
+        return a.to_delayed(optimize_graph=False).reshape(-1), a
+
+    qb, qa = q_blocks(q)
+    extra = {k: q_blocks(v) for k, v in (query_inputs or {}).items()}
+    for k, (_, v) in extra.items():
+        if v.shape[0] != n_q:
+            raise ValueError(f"query_inputs[{k!r}] has {v.shape[0]} rows; the queries have {n_q}.")
+    aligned = _align(arrays)
+    lead = aligned[0]
+    starts = _block_starts(lead.chunks[0])
+    block_lists = _keyed_blocks(aligned)
+    token = _token(bp, params, [qa, *[v for _, v in extra.values()], *aligned], rows, split_every)
+    p = _params_key(bp, params, token)
+    call = dask.delayed(partial(_call_cross, bp, sorted(extra)), pure=True)
+    per_output = [[] for _ in outputs]
+    for qi, qn in enumerate(qa.chunks[0]):
+        qextra = [extra[k][0][qi] for k in sorted(extra)]
+        parts = [call(qb[qi], qextra, int(starts[di]), p, *[None if bl is None else bl[di] for bl in block_lists],
+                      dask_key_name=f"{bp.name}-x-{token}-{qi}-{di}")
+                 for di, size in enumerate(lead.chunks[0]) if size > 0]
+        res = _tree(parts, bp.combine, split_every, delayed=dask.delayed, name=f"{bp.name}-x-combine-{token}-{qi}")
+        for k, (key, dtype, trailing) in enumerate(outputs):
+            part = dask.delayed(_pick, pure=True)(res, key)
+            per_output[k].append(da.from_delayed(part, shape=(qn,) + tuple(trailing), dtype=dtype))
+    result = tuple(da.concatenate(parts) for parts in per_output)
+    return tuple(np.asarray(r) for r in compute(result, scheduler=scheduler, progress=progress))
+
+
+def _cells_split(bp, params, start, x):
+    return bp.split(x, start=start, **params)
+
+
+def _cells_build(bp, params, *pieces):
+    return bp.build(list(pieces), **params)
+
+
+def _cells_route(bp, params, cell, built):
+    return bp.route(built, cell=cell, **params)
+
+
+def _cells_query(bp, params, built, *pieces):
+    return bp.query(built, list(pieces), **params)
+
+
+def _cells_scatter_own(bp, bounds, built):
+    return bp.scatter(built["ids"], built["d2"], built["idx"], bounds=bounds)
+
+
+def _cells_scatter(bp, bounds, answer):
+    return bp.scatter(*answer, bounds=bounds)
+
+
+def _cells_join(bp, params, rows, *pieces):
+    return bp.join(list(pieces), rows=rows, **params)
+
+
+def partition_pairs(bp, data, *, n_parts: int, outputs: tuple, params: dict | None = None,
+                    build_params: dict | None = None, join_params: dict | None = None, block_rows: int | None = None,
+                    scheduler=None, progress: bool = False):
+    """A search through a coarse partition of the rows (``bp``: a
+    :class:`~infoclust_dask.kernels.knn.Cells` blueprint), in one graph:
+
+    1. every row block splits its rows into ``n_parts`` pieces
+       (``bp.split``);
+    2. every part gathers its pieces and builds (``bp.build``: e.g. an index
+       over the part and its rows' answers within it);
+    3. every built part routes the rows that must also ask other parts
+       (``bp.route``), and every part answers the rows routed to it
+       (``bp.query``);
+    4. the answers travel back to the row blocks (``bp.scatter``, one piece
+       per block) and each block joins its pieces (``bp.join``).
+
+    ``params`` go to split and route, ``build_params`` to build and query,
+    ``join_params`` to join; ``outputs`` gives ``(dtype, trailing_shape)``
+    of each array of a join's tuple. Returns them as a tuple of lazy dask
+    arrays of ``n`` rows (for dask input) or numpy arrays (computed here). No task holds more than one part and its pieces; a part's rows
+    are read once from their blocks."""
+    import dask
+    import dask.array as da
+
+    params, build_params, join_params = dict(params or {}), dict(build_params or {}), dict(join_params or {})
+    a = as_array(data)
+    lazy = _is_dask(a)
+    if not lazy:
+        a = da.from_array(np.asarray(a, dtype=np.float64), chunks=(int(block_rows or _auto_rows(a)),) + a.shape[1:])
+    elif block_rows is not None and max(a.chunks[0]) > int(block_rows):
+        a = a.rechunk({0: int(block_rows)})
+    if a.ndim == 2 and len(a.chunks[1]) > 1:
+        a = a.rechunk({1: -1})
+    sizes = list(a.chunks[0])
+    bounds = [int(b) for b in _block_starts(sizes)]
+    from dask.base import tokenize
+
+    token = tokenize(bp, params, build_params, join_params, a.name, n_parts)
+    blocks = a.to_delayed(optimize_graph=False).reshape(-1)
+    P = int(n_parts)
+    name = bp.name
+
+    def task(func, *args, key):
+        return dask.delayed(func, pure=True)(*args, dask_key_name=f"{name}-{key}-{token}")
+
+    splits = [task(partial(_cells_split, bp, params), bounds[b], blocks[b], key=f"split-{b}")
+              for b in range(len(sizes))]
+    built = [task(partial(_cells_build, bp, build_params), *[splits[b][g] for b in range(len(sizes))],
+                  key=f"build-{g}") for g in range(P)]
+    routes = [task(partial(_cells_route, bp, params), g, built[g], key=f"route-{g}") for g in range(P)]
+    answers = [task(partial(_cells_query, bp, build_params), built[g], *[routes[h][g] for h in range(P)],
+                    key=f"query-{g}") for g in range(P)]
+    own = [task(partial(_cells_scatter_own, bp, bounds), built[g], key=f"scatter-own-{g}") for g in range(P)]
+    other = [task(partial(_cells_scatter, bp, bounds), answers[g], key=f"scatter-{g}") for g in range(P)]
+    joins = [task(partial(_cells_join, bp, join_params), sizes[b], *[own[g][b] for g in range(P)],
+                  *[other[g][b] for g in range(P)], key=f"join-{b}") for b in range(len(sizes))]
+    result = tuple(
+        da.concatenate([da.from_delayed(dask.delayed(_pick, pure=True)(joins[b], k),
+                                        shape=(sizes[b],) + tuple(trailing), dtype=dtype) for b in range(len(sizes))])
+        for k, (dtype, trailing) in enumerate(outputs))
+    if lazy:
+        return result
+    return tuple(np.asarray(r) for r in compute(result, scheduler=scheduler, progress=progress))
+
+
+def _pick(result, key):
+    return np.asarray(result[key])
+
+
+def _call_cross(bp, names, xq, qextra, d_start, params, *blocks):
+    kw = {**params, **dict(zip(names, qextra, strict=True)), "xq": xq}
+    if bp.start:
+        return bp.chunk(*blocks, start=d_start, **kw)
+    return bp.chunk(*blocks, **kw)
+
+
+def _call_pair(bp, xq, xd, q_start, d_start, params):
+    return bp.chunk(xq, xd, q_start=q_start, d_start=d_start, **params)

@@ -1,0 +1,213 @@
+"""Running the passes the kernels declare: :func:`map_reduce` (reduce),
+:func:`map_blocks` (map), :func:`fold_blocks` (fold) and :func:`generate`
+(lazy arrays made block by block)."""
+
+from __future__ import annotations
+
+from functools import partial
+
+import numpy as np
+
+from .. import journal
+from .._scheduler import resolve_scheduler, thread_pool
+from ..kernels._common import Pass, run_chunk, run_fold_step
+from .blocks import (
+    _align,
+    _array_slices,
+    _block_starts,
+    _block_tasks,
+    _check_pass,
+    _is_dask,
+    _keyed_blocks,
+    _params_key,
+    _same_rows,
+    _token,
+    _tree,
+    as_array,
+    build_reduction,
+)
+from .execute import compute, one_blas_thread
+
+
+# --------------------------------------------------------------------------
+# running passes
+# --------------------------------------------------------------------------
+def map_reduce(
+    bp: Pass,
+    *arrays,
+    params: dict | None = None,
+    scheduler=None,
+    split_every: int = 8,
+    block_rows: int | None = None,
+    progress: bool = False,
+):
+    """Run a ``kind="reduce"`` pass over aligned row blocks of ``arrays``.
+
+    Parameters
+    ----------
+    bp : Pass
+        The pass: its chunk kernel returns partial results that its combine
+        merges (associatively); its finalize, if any, is applied once.
+    *arrays : array-like or None
+        Row-aligned inputs in the order of ``bp.inputs`` (numpy, dask,
+        xarray). ``None`` is passed through to the kernel (e.g. absent
+        sample weights).
+    params : dict, optional
+        Small parameters, placed once in the graph.
+    scheduler : see :mod:`infoclust_dask._scheduler`.
+    split_every : int, default=8
+        Fan-in of the reduction tree.
+    block_rows : int, optional
+        Row block size for numpy inputs (default ~4 MB per block).
+    progress : bool, default=False
+        Show a progress bar for dask inputs.
+
+    Returns
+    -------
+    The combined (and finalized) result.
+
+    Notes
+    -----
+    One ``compute`` per call; empty blocks are skipped. The result equals the
+    in-memory computation up to float64 round-off for any chunking. Inside a
+    fit with a checkpoint, results are recorded and, on resume, replayed
+    (:mod:`infoclust_dask.journal`).
+    """
+    params = dict(params or {})
+    j = journal.active()
+    if j is not None:
+        recorded = j.lookup(bp.name, params)
+        if recorded is not None:
+            return recorded
+    result = _map_reduce(bp, arrays, params, scheduler, split_every, block_rows, progress)
+    if j is not None:
+        j.record(bp.name, params, result)
+    return result
+
+
+def _map_reduce(bp, arrays, params, scheduler, split_every, block_rows, progress):
+    arrays = [as_array(a) for a in arrays]
+    _check_pass(bp, "reduce", arrays)
+    sched = resolve_scheduler(scheduler)
+    lazy = any(_is_dask(a) for a in arrays if a is not None)
+
+    if not lazy and sched.kind in ("sync", "threads"):
+        _same_rows(arrays)
+        slices = _array_slices(arrays[0], block_rows)
+
+        def run(sl):
+            return run_chunk(bp, sl.start, [None if a is None else a[sl] for a in arrays], params)
+
+        if sched.kind == "sync" or len(slices) == 1:
+            parts = [run(sl) for sl in slices]
+        else:
+            with one_blas_thread():
+                parts = list(thread_pool().map(run, slices))
+        result = _tree(parts, bp.combine, split_every)
+        return bp.finalize(result) if bp.finalize is not None else result
+
+    result = build_reduction(bp, *arrays, params=params, split_every=split_every)
+    return compute(result, scheduler=sched, progress=progress)
+
+def _fold_call(bp, start, state, params, *blocks):
+    return run_fold_step(bp, start, state, blocks, params)
+
+
+def fold_blocks(bp: Pass, *arrays, state, params=None, order=None, scheduler=None):
+    """Run a ``kind="fold"`` pass: thread a small ``state`` through the row
+    blocks, one after another.
+
+    ``chunk(state, *blocks, **params) -> new state`` runs where the block is
+    (a chain of tasks: block i's task depends on block i-1's result), so a
+    sequential on-line algorithm streams over data of any size while only
+    the state travels. ``order`` permutes the blocks (e.g. shuffled per
+    epoch). One ``compute`` per call; returns the final state.
+    """
+    params = dict(params or {})
+    arrays = [as_array(a) for a in arrays]
+    _check_pass(bp, "fold", arrays)
+    sched = resolve_scheduler(scheduler)
+    lazy = any(_is_dask(a) for a in arrays if a is not None)
+    if not lazy and sched.kind in ("sync", "threads"):
+        _same_rows(arrays)
+        slices = _array_slices(arrays[0])
+        for i in (range(len(slices)) if order is None else order):
+            sl = slices[i]
+            state = run_fold_step(bp, sl.start, state, [None if a is None else a[sl] for a in arrays], params)
+        return state
+    import dask
+
+    aligned = _align(arrays)
+    lead = aligned[0]
+    starts = _block_starts(lead.chunks[0])
+    token = _token(bp, params, aligned, state, None if order is None else list(order))
+    block_lists = _keyed_blocks(aligned)
+    p = _params_key(bp, params, token)
+    step = dask.delayed(partial(_fold_call, bp), pure=True)
+    out = dask.delayed(state, pure=True, traverse=False, name=f"{bp.name}-state-{token}")
+    for n, i in enumerate(range(len(lead.chunks[0])) if order is None else order):
+        if lead.chunks[0][i] == 0:
+            continue
+        out = step(int(starts[i]), out, p, *[None if bl is None else bl[i] for bl in block_lists],
+                   dask_key_name=f"{bp.name}-{token}-{n}")
+    return compute(out, scheduler=sched)
+
+
+def n_blocks(data, block_rows=None) -> int:
+    """Number of row blocks :func:`map_reduce` / :func:`fold_blocks` use."""
+    a = as_array(data)
+    if _is_dask(a):
+        return len(a.chunks[0])
+    return len(_array_slices(a, block_rows))
+
+
+def map_blocks(
+    bp: Pass,
+    *arrays,
+    params: dict | None = None,
+    trailing_shape: tuple = (),
+    block_rows: int | None = None,
+):
+    """Run a ``kind="map"`` pass: per-row output over aligned row blocks.
+
+    Returns a numpy array for numpy inputs (computed here, block by block)
+    and a lazy dask array (one task per block, parameters as one shared key)
+    for dask inputs. The chunk returns an array of shape
+    ``(n_block,) + trailing_shape`` and dtype ``bp.dtype``.
+    """
+    params = dict(params or {})
+    arrays = [as_array(a) for a in arrays]
+    _check_pass(bp, "map", arrays)
+    if not any(_is_dask(a) for a in arrays if a is not None):
+        _same_rows(arrays)
+        outs = [np.asarray(run_chunk(bp, sl.start, [None if a is None else a[sl] for a in arrays], params))
+                for sl in _array_slices(arrays[0], block_rows)]
+        return np.concatenate(outs, axis=0).astype(bp.dtype, copy=False)
+
+    import dask.array as da
+
+    token = _token(bp, params, arrays, trailing_shape)
+    pieces = [
+        da.from_delayed(d, shape=(size,) + tuple(trailing_shape), dtype=bp.dtype)
+        for size, d in _block_tasks(bp, arrays, params, token)
+    ]
+    return da.concatenate(pieces, axis=0)
+
+def generate(func, n_rows: int, *, block_rows: int, outputs: tuple, block_params, name: str):
+    """Lazy arrays of ``n_rows`` rows made block by block where they are
+    computed (synthetic data sets): ``func(start, stop, **block_params(start,
+    stop))`` returns one array per entry of ``outputs`` (``(dtype,
+    trailing_shape)``). Task keys are ``name-<token>-<block>``."""
+    import dask
+    import dask.array as da
+    from dask.base import tokenize
+
+    bounds = [(s, min(s + int(block_rows), int(n_rows))) for s in range(0, int(n_rows), int(block_rows))]
+    per_output = [[] for _ in outputs]
+    for i, (s, e) in enumerate(bounds):
+        kw = block_params(s, e)
+        d = dask.delayed(partial(func, **kw), pure=True, nout=len(outputs))(
+            s, e, dask_key_name=f"{name}-{tokenize(func, s, e, kw)}-{i}")
+        for k, (dtype, trailing) in enumerate(outputs):
+            per_output[k].append(da.from_delayed(d[k], shape=(e - s,) + tuple(trailing), dtype=dtype))
+    return tuple(da.concatenate(parts) for parts in per_output)
