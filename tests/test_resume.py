@@ -19,7 +19,6 @@ from infoclust_dask import (
     DiscriminativeClustering,
     KMeans,
     SoftKMeans,
-    engine,
     open_dataset,
     write_dataset,
 )
