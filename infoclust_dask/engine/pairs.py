@@ -9,6 +9,7 @@ from functools import partial
 import numpy as np
 
 from ..kernels._common import Pass
+from . import execute
 from .blocks import (
     _align,
     _auto_rows,
@@ -21,7 +22,6 @@ from .blocks import (
     _tree,
     as_array,
 )
-from .execute import compute
 
 
 def block_pairs(
@@ -81,7 +81,7 @@ def block_pairs(
     result = tuple(da.concatenate(parts) for parts in per_output)
     if lazy:
         return result
-    return tuple(np.asarray(r) for r in compute(result, scheduler=scheduler, progress=progress))
+    return tuple(np.asarray(r) for r in execute.compute(result, scheduler=scheduler, progress=progress))
 
 
 def cross_pairs(bp: Pass, queries, *data, outputs: tuple, params: dict | None = None,
@@ -143,7 +143,7 @@ def cross_pairs(bp: Pass, queries, *data, outputs: tuple, params: dict | None = 
             part = dask.delayed(_pick, pure=True)(res, key)
             per_output[k].append(da.from_delayed(part, shape=(qn,) + tuple(trailing), dtype=dtype))
     result = tuple(da.concatenate(parts) for parts in per_output)
-    return tuple(np.asarray(r) for r in compute(result, scheduler=scheduler, progress=progress))
+    return tuple(np.asarray(r) for r in execute.compute(result, scheduler=scheduler, progress=progress))
 
 
 def _cells_split(bp, params, start, x):
@@ -236,7 +236,7 @@ def partition_pairs(bp, data, *, n_parts: int, outputs: tuple, params: dict | No
         for k, (dtype, trailing) in enumerate(outputs))
     if lazy:
         return result
-    return tuple(np.asarray(r) for r in compute(result, scheduler=scheduler, progress=progress))
+    return tuple(np.asarray(r) for r in execute.compute(result, scheduler=scheduler, progress=progress))
 
 
 def _pick(result, key):

@@ -11,6 +11,7 @@ import numpy as np
 from .. import journal
 from .._scheduler import resolve_scheduler, thread_pool
 from ..kernels._common import Pass, run_chunk, run_fold_step
+from . import execute
 from .blocks import (
     _align,
     _array_slices,
@@ -26,7 +27,7 @@ from .blocks import (
     as_array,
     build_reduction,
 )
-from .execute import compute, one_blas_thread
+from .execute import one_blas_thread
 
 
 # --------------------------------------------------------------------------
@@ -107,7 +108,7 @@ def _map_reduce(bp, arrays, params, scheduler, split_every, block_rows, progress
         return bp.finalize(result) if bp.finalize is not None else result
 
     result = build_reduction(bp, *arrays, params=params, split_every=split_every)
-    return compute(result, scheduler=sched, progress=progress)
+    return execute.compute(result, scheduler=sched, progress=progress)
 
 def _fold_call(bp, start, state, params, *blocks):
     return run_fold_step(bp, start, state, blocks, params)
@@ -150,7 +151,7 @@ def fold_blocks(bp: Pass, *arrays, state, params=None, order=None, scheduler=Non
             continue
         out = step(int(starts[i]), out, p, *[None if bl is None else bl[i] for bl in block_lists],
                    dask_key_name=f"{bp.name}-{token}-{n}")
-    return compute(out, scheduler=sched)
+    return execute.compute(out, scheduler=sched)
 
 
 def n_blocks(data, block_rows=None) -> int:

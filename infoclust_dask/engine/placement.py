@@ -8,8 +8,9 @@ import numpy as np
 
 from .._scheduler import resolve_scheduler
 from ..kernels._common import Pass
+from . import execute
 from .blocks import _auto_rows, _block_tasks, _is_dask, _row_slices, _token, as_array
-from .execute import _on_scattered, _remember_scattered, compute
+from .execute import _on_scattered, _remember_scattered
 
 #: lazy inputs up to this size are loaded into worker memory before a fit
 #: (many passes follow); larger ones stream from the store at every pass
@@ -140,7 +141,7 @@ def take_rows(data, keep, *, scheduler=None):
 
     a = as_array(data)
     if not _is_dask(a):
-        k = np.asarray(compute(keep, scheduler="sync") if _is_dask(keep) else keep)
+        k = np.asarray(execute.compute(keep, scheduler="sync") if _is_dask(keep) else keep)
         if k.shape != (a.shape[0],):
             raise ValueError(f"keep must have one entry per row ({a.shape[0]}); got shape {k.shape}.")
         return a[k.astype(bool, copy=False)]
@@ -165,9 +166,9 @@ def take_rows(data, keep, *, scheduler=None):
 def _per_block_counts(keep, scheduler):
     import dask
 
-    from .kernels.stats import COUNT_TRUE
+    from ..kernels.stats import COUNT_TRUE
 
     token = _token(COUNT_TRUE, {}, [keep])
     tasks = [d for _, d in _block_tasks(COUNT_TRUE, [keep], {}, token)]
-    parts = compute(dask.delayed(list)(tasks), scheduler=scheduler)
+    parts = execute.compute(dask.delayed(list)(tasks), scheduler=scheduler)
     return [int(p["n"][0]) for p in parts]

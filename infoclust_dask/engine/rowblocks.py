@@ -8,8 +8,8 @@ from functools import partial
 import numpy as np
 
 from .._scheduler import resolve_scheduler
+from . import execute
 from .blocks import _align, _auto_rows, _block_starts, _is_dask, _keyed_blocks, _same_rows, as_array
-from .execute import compute
 from .placement import _wait_futures, persist
 
 
@@ -126,5 +126,5 @@ def exchange(split, join, *arrays, params=None, shared=None, block_rows=None, sc
                 dprogress(blocks)
         _wait_futures(sched.client, blocks)
     else:
-        blocks = list(compute(joins, scheduler=sched, progress=progress))
+        blocks = list(execute.compute(joins, scheduler=sched, progress=progress))
     return RowBlocks(sched, blocks, starts, sizes, name, keep=shared)
