@@ -320,6 +320,7 @@ def _live_children(proc):
     return out
 
 
+@pytest.mark.slow  # ~28 s: a CLI crossval with a Prefect server, killed (make test-slow, run by .ci/run)
 def test_children_of_a_killed_crossval_die_with_it(tmp_path):
     """kill -9 of `infoclust crossval` while Prefect's temporary server and the
     LocalCluster run: the watchdog stops every child it saw within seconds."""

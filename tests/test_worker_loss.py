@@ -103,6 +103,7 @@ def test_kmeans_and_dc_survive_a_killed_worker_with_numpy_input(real_cluster):
     np.testing.assert_allclose(got.cluster_centers_, ref.cluster_centers_, rtol=0, atol=1e-10)
 
 
+@pytest.mark.slow  # ~22 s: a TLS scheduler and workers of their own (make test-slow, run by .ci/run)
 def test_tls_example_config_works_and_plain_clients_are_refused(tmp_path):
     """deploy/tls: certificates from make-certs.sh and the dask-tls.yaml
     settings give a scheduler and worker on 127.0.0.1 that infoclust reaches
@@ -156,6 +157,7 @@ def test_tls_example_config_works_and_plain_clients_are_refused(tmp_path):
             p.wait()
 
 
+@pytest.mark.slow  # ~30 s: three CLI processes on one cluster (make test-slow, run by .ci/run)
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_three_concurrent_cli_fits_on_one_store_and_scheduler(real_cluster, tmp_path):
     """Three `infoclust fit` processes on the same store and scheduler at once
