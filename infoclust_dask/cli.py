@@ -198,7 +198,7 @@ def _cmd_predict(args):
     if args.out and Path(args.out).exists() and not args.overwrite:
         raise FileExistsError(f"'{args.out}' exists; pass --overwrite to replace it.")
     model = load_model(args.model)
-    if not hasattr(model, "predict") or type(model).__name__ == "SMIC":
+    if not hasattr(model, "predict") or not getattr(model, "_saved_model_predicts", True):
         raise ValueError(f"A saved {type(model).__name__} cannot predict new rows (its predict needs the training "
                          "rows); refit it on the store instead.")
     ds = open_dataset(args.store)

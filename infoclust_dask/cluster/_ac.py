@@ -177,6 +177,9 @@ class AssociativeClustering(XarrayIO, BaseEstimator):
         CG iterations of the kept restart, all widths.
     """
 
+    #: fit(X, y) / score(X, y): y is the second data view (see cluster._xarray)
+    _y_is_second_view = True
+
     def __init__(
         self,
         n_clusters=(2, 2),

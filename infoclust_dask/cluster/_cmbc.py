@@ -171,6 +171,9 @@ class CMBC(XarrayIO, ClusterMixin, BaseEstimator):
         "verbose": [Interval(int, 0)],
     }
 
+    #: fit(..., known=...) holds per-sample labels (see cluster._xarray)
+    _label_keywords = ("known",)
+
     def __init__(self, n_clusters=2, *, gamma="default", variant="bu", anneal_rate=0.5, t0="auto", max_iter=100,
                  min_iter=3, tol=1e-5, perturbation=1e-3, n_init=1, random_state=None, scheduler=None, sample_dim=None, variables=None, verbose=0):
         self.n_clusters = n_clusters

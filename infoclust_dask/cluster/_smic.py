@@ -361,6 +361,9 @@ class SMIC(XarrayIO, ClusterMixin, BaseEstimator):
     True
     """
 
+    #: a model saved by ``infoclust fit`` holds no training rows, which predict needs (the CLI refuses it)
+    _saved_model_predicts = False
+
     def __init__(self, n_clusters, *, t="auto", t_candidates=(1, 2, 3, 4, 5, 6, 7, 8, 9, 10), class_prior=None,
                  kernel_normalization="none", lsmi_n_bases=200, n_folds=5, eigen_solver="auto", knn="auto",
                  knn_params=None,

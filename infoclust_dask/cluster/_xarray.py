@@ -159,7 +159,7 @@ def _second_view(method, args, kwargs, est, sd, X0):
     if not args:
         return args
     y = label_from(X0, args[0], sd, "y")
-    if is_xarray(y) and method in ("fit", "score") and type(est).__name__ == "AssociativeClustering":
+    if is_xarray(y) and method in ("fit", "score") and getattr(est, "_y_is_second_view", False):
         y = as_samples(y, sd if sd in y.dims else est.sample_dim, None, "y")[0]
     return (y,) + tuple(args[1:])
 
@@ -175,8 +175,9 @@ def prepare_call(est, method_name, X, args, kwargs):
     X0 = X
     X, sd, coord = as_samples(X, getattr(est, "sample_dim", None), getattr(est, "variables", None))
     args = _second_view(method_name, args, kwargs, est, sd, X0)
-    if "known" in kwargs:
-        kwargs = {**kwargs, "known": label_from(X0, kwargs["known"], sd, "known")}
+    for name in getattr(est, "_label_keywords", ()):
+        if name in kwargs:
+            kwargs = {**kwargs, name: label_from(X0, kwargs[name], sd, name)}
 
     def finish(out):
         if method_name in ("fit", "fit_predict", "fit_transform") and hasattr(est, "labels_"):
@@ -206,7 +207,18 @@ def xarray_io(method_name, func):
 
 
 class XarrayIO:
-    """Mixin: wraps the data methods a subclass defines (:func:`xarray_io`)."""
+    """Mixin: wraps the data methods a subclass defines (:func:`xarray_io`).
+
+    A subclass declares its special inputs instead of being recognised by
+    name: ``_y_is_second_view = True`` when ``fit(X, y)`` / ``score(X, y)``
+    take a second data view (samples x features, converted like ``X``),
+    ``_label_keywords`` the keyword arguments that hold per-sample labels
+    (a variable name of the Dataset or an array over the sample dim)."""
+
+    #: ``y`` of fit/score is a second (samples, features) view, not labels
+    _y_is_second_view = False
+    #: keyword arguments of fit that hold per-sample labels
+    _label_keywords: tuple = ()
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
