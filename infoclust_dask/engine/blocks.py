@@ -13,6 +13,7 @@ from ..kernels._common import Pass, run_chunk
 #: target size of a numpy row block (bytes of float64 data)
 DEFAULT_BLOCK_BYTES = 4 * 2**20
 
+
 # --------------------------------------------------------------------------
 # inputs
 # --------------------------------------------------------------------------

@@ -110,6 +110,7 @@ def _map_reduce(bp, arrays, params, scheduler, split_every, block_rows, progress
     result = build_reduction(bp, *arrays, params=params, split_every=split_every)
     return execute.compute(result, scheduler=sched, progress=progress)
 
+
 def _fold_call(bp, start, state, params, *blocks):
     return run_fold_step(bp, start, state, blocks, params)
 
@@ -193,6 +194,7 @@ def map_blocks(
         for size, d in _block_tasks(bp, arrays, params, token)
     ]
     return da.concatenate(pieces, axis=0)
+
 
 def generate(func, n_rows: int, *, block_rows: int, outputs: tuple, block_params, name: str):
     """Lazy arrays of ``n_rows`` rows made block by block where they are

@@ -16,6 +16,7 @@ from .execute import _on_scattered, _remember_scattered
 #: (many passes follow); larger ones stream from the store at every pass
 PERSIST_BYTES = 512 * 2**20
 
+
 # --------------------------------------------------------------------------
 # data placement
 # --------------------------------------------------------------------------
@@ -40,6 +41,7 @@ def prepare(data, *, scheduler=None, limit: int | None = None):
     if sched.kind == "distributed":
         return persist(a, scheduler=sched)
     return a
+
 
 def persist(data, *, scheduler=None, chunk_rows: int | None = None):
     """Load ``data`` into the memory of the scheduler's workers (or into this
