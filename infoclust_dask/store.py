@@ -282,7 +282,9 @@ def write_dataset(
     fold : array-like of shape (n_samples,), optional
         Cross-validation fold number of each row (see :mod:`infoclust_dask.folds`).
     chunks : int, optional
-        Rows per chunk (chunks span all features). Default: ~64 MB chunks.
+        Rows per chunk (chunks span all features). Default:
+        :func:`choose_chunk_rows` (~64 MB chunks, at least 8 chunks while
+        they stay >= 8 MB, one chunk for small data).
     dtype : numpy dtype, optional
         Float dtype of ``x``/``y`` on disk; default keeps float32/float64 and
         stores integer input as float64. ``uint8`` stores binary 0/1 ``x``
