@@ -37,11 +37,7 @@ from sklearn.utils.validation import check_is_fitted
 from .. import engine, optimize
 from .._progress import Steps, say
 from .._validation import (
-    RANDOM_STATE,
-    SAMPLE_DIM,
     SIGMA_RANGE,
-    VARIABLES,
-    Anything,
     ArrayLike,
     Interval,
     Options,
@@ -55,7 +51,7 @@ from .._validation import (
 from ..kernels.ac import AC_COUNTS, AC_GRAD, AC_HARD_COUNTS
 from ..kernels.stats import CROSS_GRAM, LABEL_SUMS, PROJECT
 from ..objectives import ac as obj
-from ._base import journaled, voronoi_labels
+from ._base import SHARED_CONSTRAINTS, journaled, voronoi_labels
 from ._init import init_random
 from ._kmeans import KMeans
 from ._xarray import XarrayIO
@@ -221,6 +217,7 @@ class AssociativeClustering(XarrayIO, BaseEstimator):
 
     # ------------------------------------------------------------------
     _parameter_constraints = {
+        **SHARED_CONSTRAINTS,
         "n_clusters": [PairOf(Interval(int, 1))],
         "sigma": [PairOf(SIGMA_RANGE, Options("auto"))],
         "prior": [Interval(float, 0, closed="neither"), ArrayLike()],
@@ -233,11 +230,6 @@ class AssociativeClustering(XarrayIO, BaseEstimator):
         "max_iter": [Interval(int, 1)],
         "sigma_grid": [ArrayLike(), Options(None)],
         "validation_fraction": [Interval(float, 0, 0.9, closed="right")],
-        "random_state": RANDOM_STATE,
-        "scheduler": [Anything()],
-        "sample_dim": SAMPLE_DIM,
-        "variables": VARIABLES,
-        "verbose": [Interval(int, 0)],
     }
 
     def _check_params(self, n_samples):

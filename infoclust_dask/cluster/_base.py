@@ -1,4 +1,6 @@
-"""Pieces shared by the prototype-based estimators (Voronoi regions)."""
+"""Pieces shared by the estimators: the constraints of the parameters every
+estimator takes, the Voronoi labels of the prototype-based ones, and the
+checkpoint/resume wrapper of ``fit``."""
 
 from __future__ import annotations
 
@@ -8,10 +10,21 @@ from pathlib import Path
 import numpy as np
 
 from .. import engine
+from .._validation import RANDOM_STATE, SAMPLE_DIM, VARIABLES, Anything, Interval
 from ..journal import recording
 from ..kernels.kmeans import ASSIGN
 
-__all__ = ["voronoi_labels", "journaled"]
+__all__ = ["SHARED_CONSTRAINTS", "voronoi_labels", "journaled"]
+
+#: constraints of the parameters every estimator takes (merged into each
+#: estimator's ``_parameter_constraints``, as scikit-learn's ``_BaseKMeans`` does)
+SHARED_CONSTRAINTS = {
+    "random_state": RANDOM_STATE,
+    "scheduler": [Anything()],
+    "sample_dim": SAMPLE_DIM,
+    "variables": VARIABLES,
+    "verbose": [Interval(int, 0)],
+}
 
 
 def voronoi_labels(X, centers, *, scheduler=None, lazy=True):

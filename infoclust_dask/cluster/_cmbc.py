@@ -33,10 +33,6 @@ from sklearn.utils.validation import check_is_fitted
 from .. import engine
 from .._progress import Steps, say
 from .._validation import (
-    RANDOM_STATE,
-    SAMPLE_DIM,
-    VARIABLES,
-    Anything,
     Interval,
     Options,
     check_data,
@@ -49,7 +45,7 @@ from .._validation import (
 from ..kernels.cmbc import CMBC_ESTEP, CMBC_PATTERNS, CMBC_POSTERIOR
 from ..kernels.stats import GRAM, LABEL_VALUES
 from ..objectives import cmbc as obj
-from ._base import journaled
+from ._base import SHARED_CONSTRAINTS, journaled
 from ._xarray import XarrayIO
 
 __all__ = ["CMBC", "MIN_ROWS_PER_PATTERN"]
@@ -154,6 +150,7 @@ class CMBC(XarrayIO, ClusterMixin, BaseEstimator):
     """
 
     _parameter_constraints = {
+        **SHARED_CONSTRAINTS,
         "n_clusters": [Interval(int, 1)],
         "gamma": [Interval(float, 0, 1, closed="left"), Options("default")],
         "variant": [Options("bu", "pm")],
@@ -164,11 +161,6 @@ class CMBC(XarrayIO, ClusterMixin, BaseEstimator):
         "tol": [Interval(float, 0)],
         "perturbation": [Interval(float, 0)],
         "n_init": [Interval(int, 1)],
-        "random_state": RANDOM_STATE,
-        "scheduler": [Anything()],
-        "sample_dim": SAMPLE_DIM,
-        "variables": VARIABLES,
-        "verbose": [Interval(int, 0)],
     }
 
     #: fit(..., known=...) holds per-sample labels (see cluster._xarray)

@@ -27,11 +27,7 @@ from sklearn.utils.validation import check_is_fitted
 from .. import engine, optimize
 from .._progress import Steps, say
 from .._validation import (
-    RANDOM_STATE,
-    SAMPLE_DIM,
     SIGMA_RANGE,
-    VARIABLES,
-    Anything,
     ArrayLike,
     Interval,
     Options,
@@ -44,7 +40,7 @@ from .._validation import (
 )
 from ..kernels.dc import DC_COUNTS, DC_GRAD, DC_HARD_COUNTS, DC_ONLINE, DC_REG
 from ..objectives import dc as obj
-from ._base import journaled, voronoi_labels
+from ._base import SHARED_CONSTRAINTS, journaled, voronoi_labels
 from ._init import init_random
 from ._kmeans import KMeans
 from ._xarray import XarrayIO
@@ -243,6 +239,7 @@ class DiscriminativeClustering(XarrayIO, ClusterMixin, BaseEstimator):
 
     # ------------------------------------------------------------------
     _parameter_constraints = {
+        **SHARED_CONSTRAINTS,
         "n_clusters": [Interval(int, 1)],
         "sigma": [SIGMA_RANGE, Options("auto")],
         "prior": [Interval(float, 0, closed="neither"), ArrayLike()],
@@ -258,11 +255,6 @@ class DiscriminativeClustering(XarrayIO, ClusterMixin, BaseEstimator):
         "reg_grid": [ArrayLike(), Options(None)],
         "validation_fraction": [Interval(float, 0, 0.9, closed="right")],
         "classes": [ArrayLike(), Options(None)],
-        "random_state": RANDOM_STATE,
-        "scheduler": [Anything()],
-        "sample_dim": SAMPLE_DIM,
-        "variables": VARIABLES,
-        "verbose": [Interval(int, 0)],
     }
 
     def _check_params(self, n_samples):

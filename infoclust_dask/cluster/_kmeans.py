@@ -20,10 +20,6 @@ from sklearn.utils.validation import check_is_fitted
 from .. import engine
 from .._progress import say
 from .._validation import (
-    RANDOM_STATE,
-    SAMPLE_DIM,
-    VARIABLES,
-    Anything,
     ArrayLike,
     Interval,
     Options,
@@ -35,7 +31,7 @@ from .._validation import (
 )
 from ..kernels.kmeans import DISTANCES, INERTIA, LLOYD_FAR, LLOYD_STEP
 from ..kernels.stats import SUM_SQ
-from ._base import journaled, voronoi_labels
+from ._base import SHARED_CONSTRAINTS, journaled, voronoi_labels
 from ._init import init_kmeans_parallel, init_kmeanspp, init_random
 from ._xarray import XarrayIO
 
@@ -205,6 +201,7 @@ class KMeans(XarrayIO, ClusterMixin, TransformerMixin, BaseEstimator):
 
     # ------------------------------------------------------------------
     _parameter_constraints = {
+        **SHARED_CONSTRAINTS,
         "n_clusters": [Interval(int, 1)],
         "init": [Options("k-means++", "k-means||", "random"), ArrayLike()],
         "n_init": [Options("auto"), Interval(int, 1)],
@@ -212,11 +209,6 @@ class KMeans(XarrayIO, ClusterMixin, TransformerMixin, BaseEstimator):
         "tol": [Interval(float, 0)],
         "oversampling_factor": [Interval(float, 0, closed="neither")],
         "init_max_iter": [Interval(int, 1)],
-        "random_state": RANDOM_STATE,
-        "scheduler": [Anything()],
-        "sample_dim": SAMPLE_DIM,
-        "variables": VARIABLES,
-        "verbose": [Interval(int, 0)],
     }
 
     def _check_params(self, n_samples, n_features):

@@ -19,11 +19,7 @@ from sklearn.utils.validation import check_is_fitted
 from .. import engine
 from .._progress import log
 from .._validation import (
-    RANDOM_STATE,
-    SAMPLE_DIM,
     SIGMA_RANGE,
-    VARIABLES,
-    Anything,
     Interval,
     Options,
     check_data,
@@ -33,7 +29,7 @@ from .._validation import (
     validate_params,
 )
 from ..kernels.mixture import MIXTURE_ASSIGN, MIXTURE_EM
-from ._base import journaled
+from ._base import SHARED_CONSTRAINTS, journaled
 from ._kmeans import KMeans
 from ._xarray import XarrayIO
 
@@ -93,16 +89,12 @@ class IsotropicGaussianMixture(XarrayIO, ClusterMixin, BaseEstimator):
         self.verbose = verbose
 
     _parameter_constraints = {
+        **SHARED_CONSTRAINTS,
         "n_clusters": [Interval(int, 1)],
         "sigma": [SIGMA_RANGE, Options(None)],
         "max_iter": [Interval(int, 1)],
         "tol": [Interval(float, 0)],
         "min_variance": [Interval(float, 0)],
-        "random_state": RANDOM_STATE,
-        "scheduler": [Anything()],
-        "sample_dim": SAMPLE_DIM,
-        "variables": VARIABLES,
-        "verbose": [Interval(int, 0)],
     }
 
     def _check(self, n):

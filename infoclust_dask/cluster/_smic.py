@@ -44,10 +44,6 @@ from sklearn.utils.validation import check_is_fitted
 from .. import engine, metrics
 from .._progress import Steps, say
 from .._validation import (
-    RANDOM_STATE,
-    SAMPLE_DIM,
-    VARIABLES,
-    Anything,
     ArrayLike,
     Interval,
     Options,
@@ -70,7 +66,7 @@ from ..objectives.smic import (
     orient,
     top_eigenvectors,
 )
-from ._base import journaled
+from ._base import SHARED_CONSTRAINTS, journaled
 from ._xarray import XarrayIO
 
 __all__ = ["SMIC", "local_scaling_affinity"]
@@ -386,6 +382,7 @@ class SMIC(XarrayIO, ClusterMixin, BaseEstimator):
 
     # ------------------------------------------------------------------
     _parameter_constraints = {
+        **SHARED_CONSTRAINTS,
         "n_clusters": [Interval(int, 1)],
         "t": [Interval(int, 1), Options("auto")],
         "t_candidates": [ArrayLike()],
@@ -396,11 +393,6 @@ class SMIC(XarrayIO, ClusterMixin, BaseEstimator):
         "eigen_solver": [Options("auto", "dense", "operator")],
         "knn": [Options("auto", "exact", "approximate")],
         "knn_params": [KnnParams()],
-        "random_state": RANDOM_STATE,
-        "scheduler": [Anything()],
-        "sample_dim": SAMPLE_DIM,
-        "variables": VARIABLES,
-        "verbose": [Interval(int, 0)],
     }
 
     def _candidates(self, n):

@@ -25,10 +25,6 @@ from sklearn.utils.validation import check_is_fitted
 from .. import engine
 from .._progress import Steps, log
 from .._validation import (
-    RANDOM_STATE,
-    SAMPLE_DIM,
-    VARIABLES,
-    Anything,
     ArrayLike,
     Interval,
     Options,
@@ -41,7 +37,7 @@ from .._validation import (
 )
 from ..kernels.kmeans import RESPONSIBILITIES, SOFT_KMEANS
 from ..kernels.stats import WEIGHTED_SUM
-from ._base import journaled, voronoi_labels
+from ._base import SHARED_CONSTRAINTS, journaled, voronoi_labels
 from ._init import init_kmeanspp, init_random
 from ._xarray import XarrayIO
 
@@ -189,6 +185,7 @@ class SoftKMeans(XarrayIO, ClusterMixin, TransformerMixin, BaseEstimator):
         self.verbose = verbose
 
     _parameter_constraints = {
+        **SHARED_CONSTRAINTS,
         "n_clusters": [Interval(int, 1)],
         "beta": [Interval(float, 0, closed="neither")],
         "beta_schedule": [ArrayLike(), Options(None)],
@@ -196,11 +193,6 @@ class SoftKMeans(XarrayIO, ClusterMixin, TransformerMixin, BaseEstimator):
         "max_iter": [Interval(int, 1)],
         "tol": [Interval(float, 0)],
         "perturbation": [Interval(float, 0)],
-        "random_state": RANDOM_STATE,
-        "scheduler": [Anything()],
-        "sample_dim": SAMPLE_DIM,
-        "variables": VARIABLES,
-        "verbose": [Interval(int, 0)],
     }
 
     def _betas(self):
