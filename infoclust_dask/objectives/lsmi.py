@@ -47,11 +47,18 @@ class LSMIResult:
         return float(self.value)
 
 
-#: entries of H below this fraction of its largest entry are set to 0: at
-#: small widths they reach 1e-200, their squares underflow inside LAPACK's
-#: eigensolver, which then fails to converge ("Eigenvalues did not converge");
-#: next to the regularization delta >= 1e-3 they are meaningless
-H_FLOOR = 1e-60
+#: entries of H below this fraction of its largest entry are set to 0. At
+#: small widths they reach 1e-200, and LAPACK's eigensolver then may fail to
+#: converge ("Eigenvalues did not converge"): at 1e-60 (the earlier floor)
+#: numpy's eigh still failed on an 81 x 81 H with entries from 2e-60 to 1.4
+#: (times its largest) on an AMD EPYC machine (OpenBLAS Haswell kernels;
+#: SMIC on high & low densities, draw 10, symmetric kernel), while scipy's
+#: drivers converged. They are meaningless next to the regularization: H's
+#: entries are at most 1 (``n_y / n`` times an average of products of
+#: Gaussians in [0, 1]) and delta >= 1e-3, so zeroing entries below 1e-20
+#: changes theta = (H + delta I)^-1 h by at most b * 1e-20 / 1e-3 = 2e-15
+#: relative for b = 200 bases
+H_FLOOR = 1e-20
 
 
 def _floor(H):

@@ -250,6 +250,17 @@ def test_class_prior_enters_the_assignment():
     assert not np.array_equal(uniform.labels_, m.labels_)
 
 
+@pytest.mark.filterwarnings("ignore:SMIC. the neighbour graph")
+def test_lsmi_of_tiny_kernel_entries_converges():
+    """High & low densities, draw 10, symmetric kernel: at a small LSMI
+    width one class's H had entries from 2e-60 to 1.4 times its largest,
+    and numpy's eigh did not converge on an AMD machine (OpenBLAS) with the
+    old floor of 1e-60; entries below 1e-20 of the largest are now zero."""
+    X, y = make_smic_toy("high_low", random_state=10)
+    m = SMIC(len(np.unique(y)), kernel_normalization="symmetric", random_state=10, scheduler="sync").fit(X)
+    assert np.isfinite(list(m.lsmi_.values())).all() and m.t_ in m.lsmi_
+
+
 def test_duplicate_points_give_no_nan():
     """Every point repeated 4 times: sigma_i = 0 for t <= 3 (module notes:
     the kernel's limit is 1 between duplicates, 0 otherwise)."""
