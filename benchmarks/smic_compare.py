@@ -103,6 +103,7 @@ def main():
         from sklearn.metrics import adjusted_rand_score as ari
 
         from infoclust_dask import SMIC
+        from infoclust_dask.cluster._smic import choose_t
 
         print("| set | normalization | ARI at LSMI's t | best fixed t (ARI) | per-draw best t (oracle) |")
         print("|---|---|---|---|---|")
@@ -116,7 +117,7 @@ def main():
                     for t in range(1, 11):
                         m = SMIC(c, t=t, kernel_normalization=norm, random_state=seed, scheduler="sync").fit(X)
                         table[seed, t - 1], lsmi[t] = ari(y, m.labels_), m.lsmi_[t]
-                    chosen.append(table[seed, max(lsmi, key=lambda t: (lsmi[t], -t)) - 1])
+                    chosen.append(table[seed, choose_t(lsmi) - 1])
                 best = int(np.argmax(table.mean(0)))
                 print(f"| {name} | {norm} | {np.mean(chosen):.3f} | t={best + 1} ({table[:, best].mean():.3f}) | "
                       f"{table.max(1).mean():.3f} |", flush=True)
