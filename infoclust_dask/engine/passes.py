@@ -86,18 +86,30 @@ def map_reduce(
     return result
 
 
-def _map_reduce(bp, arrays, params, scheduler, split_every, block_rows, progress):
+def _in_process(bp, kind, arrays, scheduler, block_rows=None):
+    """The inputs of a pass coerced and checked, the resolved scheduler, and
+    the row slices of the in-process path (numpy input on a local
+    scheduler: blocks are views, no graph) or ``None`` for a graph."""
     arrays = [as_array(a) for a in arrays]
-    _check_pass(bp, "reduce", arrays)
+    _check_pass(bp, kind, arrays)
     sched = resolve_scheduler(scheduler)
-    lazy = any(_is_dask(a) for a in arrays if a is not None)
+    if any(_is_dask(a) for a in arrays if a is not None) or sched.kind not in ("sync", "threads"):
+        return arrays, sched, None
+    _same_rows(arrays)
+    return arrays, sched, _array_slices(arrays[0], block_rows)
 
-    if not lazy and sched.kind in ("sync", "threads"):
-        _same_rows(arrays)
-        slices = _array_slices(arrays[0], block_rows)
+
+def _rows(arrays, sl):
+    """Row slice ``sl`` of every input (``None`` inputs stay ``None``)."""
+    return [None if a is None else a[sl] for a in arrays]
+
+
+def _map_reduce(bp, arrays, params, scheduler, split_every, block_rows, progress):
+    arrays, sched, slices = _in_process(bp, "reduce", arrays, scheduler, block_rows)
+    if slices is not None:
 
         def run(sl):
-            return run_chunk(bp, sl.start, [None if a is None else a[sl] for a in arrays], params)
+            return run_chunk(bp, sl.start, _rows(arrays, sl), params)
 
         if sched.kind == "sync" or len(slices) == 1:
             parts = [run(sl) for sl in slices]
@@ -126,16 +138,11 @@ def fold_blocks(bp: Pass, *arrays, state, params=None, order=None, scheduler=Non
     epoch). One ``compute`` per call; returns the final state.
     """
     params = dict(params or {})
-    arrays = [as_array(a) for a in arrays]
-    _check_pass(bp, "fold", arrays)
-    sched = resolve_scheduler(scheduler)
-    lazy = any(_is_dask(a) for a in arrays if a is not None)
-    if not lazy and sched.kind in ("sync", "threads"):
-        _same_rows(arrays)
-        slices = _array_slices(arrays[0])
+    arrays, sched, slices = _in_process(bp, "fold", arrays, scheduler)
+    if slices is not None:
         for i in (range(len(slices)) if order is None else order):
             sl = slices[i]
-            state = run_fold_step(bp, sl.start, state, [None if a is None else a[sl] for a in arrays], params)
+            state = run_fold_step(bp, sl.start, state, _rows(arrays, sl), params)
         return state
     import dask
 
@@ -182,7 +189,7 @@ def map_blocks(
     _check_pass(bp, "map", arrays)
     if not any(_is_dask(a) for a in arrays if a is not None):
         _same_rows(arrays)
-        outs = [np.asarray(run_chunk(bp, sl.start, [None if a is None else a[sl] for a in arrays], params))
+        outs = [np.asarray(run_chunk(bp, sl.start, _rows(arrays, sl), params))
                 for sl in _array_slices(arrays[0], block_rows)]
         return np.concatenate(outs, axis=0).astype(bp.dtype, copy=False)
 
