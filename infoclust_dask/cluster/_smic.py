@@ -54,7 +54,7 @@ from .._validation import (
     validate_params,
 )
 from ..kernels.components import COMPONENTS, component_labels
-from ..kernels.knn import HNSW_DEFAULTS, KNN, KNN_CELLS, KNN_QUERY, have_faiss
+from ..kernels.knn import HNSW_DEFAULTS, KNN, KNN_CELLS, KNN_QUERY, cell_radii, have_faiss
 from ..kernels.smic import SMIC_OOS, kernel_row_block, kernel_row_sums, kernel_transpose_pieces, sparse_matmat
 from ..objectives.smic import (
     NORMALIZATIONS,
@@ -102,8 +102,11 @@ EXACT_KNN_MAX_ROWS = 50_000
 #: so that cells of unequal size still balance the work)
 INDEX_MAX_ROWS = 1_000_000
 MIN_CELLS = 8
-#: rows per cell in the sample that places the cells' centres
+#: rows per cell in the sample that places the cells' centres and sets their routing radii
 CELL_SAMPLE_ROWS = 20_000
+#: a cell's routing radius is this quantile of its sampled rows' estimated t-th neighbour distances: a row
+#: farther from its t-th neighbour (the sparsest 1 %) may miss neighbours beyond its cell's boundary
+ROUTE_QUANTILE = 0.99
 #: ``knn_recall_`` below this gives a warning
 MIN_RECALL = 0.9
 #: a warning when the graph has more components than clusters and more than this fraction of the rows has no
@@ -139,12 +142,15 @@ def _neighbour_lists(X, t, scheduler, method="exact", params=None, progress=Fals
     workers (:data:`~infoclust_dask.kernels.knn.KNN`), O(n^2 d), no task
     holding more than two blocks. ``"approximate"``: the rows split into
     ``P = max(8, n /`` :data:`INDEX_MAX_ROWS` ``)`` cells of a coarse
-    partition (the centres of this package's K-means on a seeded sample of
-    :data:`CELL_SAMPLE_ROWS` rows per cell), an HNSW index per cell (faiss)
-    answering its own rows, and the rows near a cell boundary also asking
-    the cells beyond it (:data:`~infoclust_dask.kernels.knn.KNN_CELLS`,
+    partition (:func:`_cell_plan`: the centres of this package's K-means
+    on a seeded sample of :data:`CELL_SAMPLE_ROWS` rows per cell, and a
+    routing radius per cell from the same sample), an HNSW index per cell
+    (faiss) over its rows and the other cells' rows within its radius of
+    its boundary, answering its own rows
+    (:data:`~infoclust_dask.kernels.knn.KNN_CELLS`,
     :func:`infoclust_dask.engine.partition_pairs`): O(n log(n / P)), each
-    row searched about once; no process holds more than one cell."""
+    row searched once; no task holds more than one cell, and no index
+    outlives the task that built it."""
     n = int(X.shape[0])
     t = int(t)
     if not 1 <= t < n:
@@ -152,9 +158,9 @@ def _neighbour_lists(X, t, scheduler, method="exact", params=None, progress=Fals
     outputs = ((np.float64, (t,)), (np.int64, (t,)))
     if method == "approximate":
         n_cells = max(MIN_CELLS, -(-n // INDEX_MAX_ROWS))
-        centres = _cell_centres(X, n_cells, random_state, scheduler)
+        centres, radii = _cell_plan(X, n_cells, t, random_state, scheduler)
         d2, idx = engine.partition_pairs(KNN_CELLS, X, n_parts=len(centres), outputs=outputs,
-                                         params={"t": t, "centers": centres},
+                                         params={"t": t, "centers": centres, "radii": radii},
                                          build_params={"t": t, **HNSW_DEFAULTS, **(params or {})},
                                          join_params={"t": t}, scheduler=scheduler, progress=progress)
     else:
@@ -168,11 +174,15 @@ def _neighbour_lists(X, t, scheduler, method="exact", params=None, progress=Fals
     return np.asarray(d2), np.asarray(idx)
 
 
-def _cell_centres(X, n_cells, random_state, scheduler):
-    """Centres of the coarse partition of the approximate search: K-means
+def _cell_plan(X, n_cells, t, random_state, scheduler):
+    """Centres and routing radii of the approximate search's cells: K-means
     (this package's, k-means++ start) on a seeded sample of
-    :data:`CELL_SAMPLE_ROWS` rows per cell, fitted in this process; distinct
-    centres only (a repeated centre would own no rows)."""
+    :data:`CELL_SAMPLE_ROWS` rows per cell, fitted in this process (distinct
+    centres only: a repeated centre would own no rows), and each cell's
+    radius from the same sample (:func:`~infoclust_dask.kernels.knn.cell_radii`,
+    the :data:`ROUTE_QUANTILE` of its rows' estimated ``t``-th neighbour
+    distance): the rows of other cells closer than that to the cell's
+    boundary are indexed with it."""
     from ._kmeans import KMeans
 
     n = int(X.shape[0])
@@ -182,7 +192,10 @@ def _cell_centres(X, n_cells, random_state, scheduler):
                         dtype=np.float64)
     k = min(n_cells, len(np.unique(sample, axis=0)))
     centres = KMeans(k, random_state=int(random_state), scheduler="sync").fit(sample).cluster_centers_
-    return np.unique(np.asarray(centres, dtype=np.float64), axis=0)
+    centres = np.unique(np.asarray(centres, dtype=np.float64), axis=0)
+    # the sample in a seeded order: the radii's queries (the first rows of each cell) are a uniform draw
+    order = np.random.default_rng([int(random_state), 25]).permutation(len(rows))
+    return centres, cell_radii(sample[order], centres, t=int(t), n_rows=n, quantile=ROUTE_QUANTILE)
 
 
 def knn_recall(X, idx, *, n_queries=2000, random_state=0, scheduler=None):
@@ -249,9 +262,9 @@ class SMIC(XarrayIO, ClusterMixin, BaseEstimator):
         workers). ``"approximate"``: the rows split into the cells of a
         coarse partition (K-means centres from a seeded sample; at least 8
         cells, one per 1e6 rows), an HNSW index (faiss ``IndexHNSWFlat``,
-        the ``[knn]`` extra) per cell answering its own rows, rows near a
-        cell boundary also asking the cells beyond it - each row is searched
-        about once, so the time grows about linearly in n; its recall
+        the ``[knn]`` extra) per cell over its rows and the rows of other
+        cells near its boundary, answering its own rows - each row is
+        searched once, so the time grows about linearly in n; its recall
         against exact search on 2000 seeded rows is ``knn_recall_`` (a
         warning below 0.9). ``"auto"``:
         exact up to 50 000 rows, approximate above (exact, with a warning,

@@ -154,18 +154,6 @@ def _cells_build(bp, params, *pieces):
     return bp.build(list(pieces), **params)
 
 
-def _cells_route(bp, params, cell, built):
-    return bp.route(built, cell=cell, **params)
-
-
-def _cells_query(bp, params, built, *pieces):
-    return bp.query(built, list(pieces), **params)
-
-
-def _cells_scatter_own(bp, bounds, built):
-    return bp.scatter(built["ids"], built["d2"], built["idx"], bounds=bounds)
-
-
 def _cells_scatter(bp, bounds, answer):
     return bp.scatter(*answer, bounds=bounds)
 
@@ -181,20 +169,19 @@ def partition_pairs(bp, data, *, n_parts: int, outputs: tuple, params: dict | No
     :class:`~infoclust_dask.kernels.knn.Cells` blueprint), in one graph:
 
     1. every row block splits its rows into ``n_parts`` pieces
-       (``bp.split``);
-    2. every part gathers its pieces and builds (``bp.build``: e.g. an index
-       over the part and its rows' answers within it);
-    3. every built part routes the rows that must also ask other parts
-       (``bp.route``), and every part answers the rows routed to it
-       (``bp.query``);
-    4. the answers travel back to the row blocks (``bp.scatter``, one piece
+       (``bp.split``: a part's own rows and the rows of other parts it
+       needs beside them);
+    2. every part gathers its pieces and answers its own rows in one task
+       (``bp.build``: e.g. an index over the part, searched and dropped);
+    3. the answers travel back to the row blocks (``bp.scatter``, one piece
        per block) and each block joins its pieces (``bp.join``).
 
-    ``params`` go to split and route, ``build_params`` to build and query,
-    ``join_params`` to join; ``outputs`` gives ``(dtype, trailing_shape)``
-    of each array of a join's tuple. Returns them as a tuple of lazy dask
-    arrays of ``n`` rows (for dask input) or numpy arrays (computed here). No task holds more than one part and its pieces; a part's rows
-    are read once from their blocks."""
+    ``params`` go to split, ``build_params`` to build, ``join_params`` to
+    join; ``outputs`` gives ``(dtype, trailing_shape)`` of each array of a
+    join's tuple. Returns them as a tuple of lazy dask arrays of ``n`` rows
+    (for dask input) or numpy arrays (computed here). No task holds more
+    than one part and its pieces, and nothing a part builds outlives its
+    task: only the answers (one per row) wait for the join."""
     import dask
     import dask.array as da
 
@@ -221,15 +208,11 @@ def partition_pairs(bp, data, *, n_parts: int, outputs: tuple, params: dict | No
 
     splits = [task(partial(_cells_split, bp, params), bounds[b], blocks[b], key=f"split-{b}")
               for b in range(len(sizes))]
-    built = [task(partial(_cells_build, bp, build_params), *[splits[b][g] for b in range(len(sizes))],
-                  key=f"build-{g}") for g in range(P)]
-    routes = [task(partial(_cells_route, bp, params), g, built[g], key=f"route-{g}") for g in range(P)]
-    answers = [task(partial(_cells_query, bp, build_params), built[g], *[routes[h][g] for h in range(P)],
-                    key=f"query-{g}") for g in range(P)]
-    own = [task(partial(_cells_scatter_own, bp, bounds), built[g], key=f"scatter-own-{g}") for g in range(P)]
-    other = [task(partial(_cells_scatter, bp, bounds), answers[g], key=f"scatter-{g}") for g in range(P)]
-    joins = [task(partial(_cells_join, bp, join_params), sizes[b], *[own[g][b] for g in range(P)],
-                  *[other[g][b] for g in range(P)], key=f"join-{b}") for b in range(len(sizes))]
+    answers = [task(partial(_cells_build, bp, build_params), *[splits[b][g] for b in range(len(sizes))],
+                    key=f"build-{g}") for g in range(P)]
+    back = [task(partial(_cells_scatter, bp, bounds), answers[g], key=f"scatter-{g}") for g in range(P)]
+    joins = [task(partial(_cells_join, bp, join_params), sizes[b], *[back[g][b] for g in range(P)], key=f"join-{b}")
+             for b in range(len(sizes))]
     result = tuple(
         da.concatenate([da.from_delayed(dask.delayed(_pick, pure=True)(joins[b], k),
                                         shape=(sizes[b],) + tuple(trailing), dtype=dtype) for b in range(len(sizes))])

@@ -4,12 +4,16 @@ engine's block-pairs primitive meets every query block with every data
 block exactly (:data:`KNN`, O(n^2 d)); new rows meet the training blocks
 (:data:`KNN_QUERY`). The approximate search (:data:`KNN_CELLS`) grows
 linearly: the rows are split into the cells of a coarse partition (nearest
-of ``P`` centres), an HNSW index per cell (faiss' ``IndexHNSWFlat``)
-answers its own rows, and a row also asks the cells whose boundary lies
-closer than its ``t``-th neighbour found so far (the bisector test of
-:func:`boundary_split`), so each row is searched about once. (The previous
-design, an index per row block queried by every block, searched every row
-``B`` times for ``B`` blocks.)
+of ``P`` centres); each cell indexes its rows together with the rows of
+other cells that lie within its routing radius of its boundary (ghosts,
+the bisector test of :func:`cell_split`, radius from a sample by
+:func:`cell_radii`), in one HNSW index (faiss' ``IndexHNSWFlat``) that
+answers the cell's own rows and is dropped when its task ends, so each row
+is searched once and no index waits for another task. (Two earlier
+designs: an index per row block queried by every block searched every row
+``B`` times for ``B`` blocks; an index per cell kept until the rows near
+its boundary, known only after every cell's own search, had asked it held
+every cell's index in memory at once: 4.9 GB at 1e7 rows.)
 """
 
 from __future__ import annotations
@@ -22,8 +26,8 @@ import numpy as np
 from ._common import Pass, sq_distances
 
 __all__ = ["knn_block", "knn_top", "knn_merge", "KNN", "knn_query_block", "KNN_QUERY",
-           "HNSW_DEFAULTS", "have_faiss", "nearest_cells", "cell_split", "cell_build",
-           "boundary_split", "cell_query", "result_split", "result_join", "Cells", "KNN_CELLS"]
+           "HNSW_DEFAULTS", "have_faiss", "nearest_cells", "cell_radii", "cell_split", "cell_build",
+           "result_split", "result_join", "Cells", "KNN_CELLS"]
 
 
 def knn_block(xq, xd, *, q_start=None, d_start=0, t):
@@ -126,14 +130,67 @@ def nearest_cells(x, centers):
     return np.argmin(sq_distances(np.asarray(x, dtype=np.float64), centers), axis=1)
 
 
-def cell_split(x, *, start, centers, t=None):
-    """This row block's rows split by cell: piece ``g`` is ``(rows of cell
-    g, their global row numbers)`` (``t``, shared with the routing, does
-    not enter)."""
+def cell_radii(sample, centers, *, t, n_rows, quantile=0.99, max_queries=1000):
+    """A routing radius per cell, before any index exists: for each cell
+    (nearest of ``centers``), the ``quantile`` of its sampled rows' estimated
+    distance to their ``t``-th nearest other row among all ``n_rows`` rows.
+
+    ``sample`` is a uniform sample of ``m`` of the ``n_rows`` rows. A row's
+    ``t``-th neighbour among ``n_rows`` rows lies at about the distance of its
+    ``k = t m / n_rows``-th neighbour among the sample, rounded up to a whole
+    neighbour (at least the first): an overestimate, so the estimate errs
+    towards routing more rows. Up to ``max_queries`` sampled rows per cell
+    are measured by brute force against the cell's sampled rows (a cell's
+    own rows only: again an overestimate). A cell with ``k`` or fewer
+    sampled rows gets an infinite radius (every row is routed to it).
+    Exact (``k = t``, the ``quantile`` of the true ``t``-th distances
+    within each cell) when the sample is all the rows."""
+    sample = np.asarray(sample, dtype=np.float64)
+    m = sample.shape[0]
+    k = int(min(t, max(1, np.ceil(t * m / max(int(n_rows), 1)))))
+    cells = nearest_cells(sample, centers)
+    radii = np.full(len(centers), np.inf)
+    for g in range(len(centers)):
+        rows = sample[cells == g]
+        if rows.shape[0] <= k:
+            continue
+        q = rows[:max_queries]
+        kth = []
+        for a in range(0, q.shape[0], 256):  # (256, rows) distance tables
+            d2 = sq_distances(q[a:a + 256], rows)
+            d2[np.arange(d2.shape[0]), np.arange(a, a + d2.shape[0])] = np.inf  # a row is not its own neighbour
+            kth.append(np.partition(d2, k - 1, axis=1)[:, k - 1])
+        radii[g] = float(np.sqrt(max(np.quantile(np.concatenate(kth), quantile), 0.0)))
+    return radii
+
+
+def cell_split(x, *, start, centers, radii, t=None):
+    """This row block's rows split by cell, with the ghosts each cell needs:
+    piece ``g`` is ``(rows, global row numbers, own)`` where ``own`` marks
+    the rows of cell ``g`` (nearest centre ``g``) and the others are rows
+    of other cells that lie closer to the bisector between their centre
+    ``c_h`` and ``c_g`` than cell ``g``'s radius ``radii[g]``:
+    ``(|y - c_g|^2 - |y - c_h|^2) / (2 |c_g - c_h|) < radii[g]``. A row of
+    cell ``g`` whose ``t``-th nearest neighbour lies within ``radii[g]``
+    has every one of its neighbours among cell ``g``'s rows and ghosts (a
+    neighbour ``y`` in cell ``h`` is at most ``|x - y|`` from that
+    bisector, ``x`` being on the other side). ``t``, shared with the
+    build, does not enter."""
     x = np.asarray(x, dtype=np.float64)
-    cells = nearest_cells(x, centers)
+    centers = np.asarray(centers, dtype=np.float64)
+    d2c = sq_distances(x, centers)
+    cells = np.argmin(d2c, axis=1)
+    mine = d2c[np.arange(x.shape[0]), cells]
     ids = np.arange(start, start + x.shape[0], dtype=np.int64)
-    return [(x[cells == g], ids[cells == g]) for g in range(len(centers))]
+    pieces = []
+    for g in range(len(centers)):
+        own = cells == g
+        gap = np.linalg.norm(centers[cells] - centers[g], axis=1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            margin = (d2c[:, g] - mine) / (2.0 * gap)
+        take = own | (margin < radii[g])
+        pieces.append((x[take], ids[take], own[take]))
+    return pieces
 
 
 def _search(index, xd, ids, xq, k, drop=None):
@@ -157,69 +214,27 @@ def _search(index, xd, ids, xq, k, drop=None):
 
 def cell_build(pieces, *, t, M=HNSW_DEFAULTS["M"], ef_construction=HNSW_DEFAULTS["ef_construction"],
                ef_search=HNSW_DEFAULTS["ef_search"]):
-    """One cell: its rows gathered from every block's piece, an HNSW index
-    over them (faiss ``IndexHNSWFlat``, serialized), and each row's ``t``
-    nearest other rows of the cell. Returns ``{"x", "ids", "blob", "d2",
-    "idx"}`` (``d2``/``idx`` of shape ``(rows, t)``, padded inf / -1)."""
+    """One cell, in one task: its rows and ghosts gathered from every
+    block's piece (:func:`cell_split`), an HNSW index over all of them
+    (faiss ``IndexHNSWFlat``) and each own row's ``t`` nearest other rows
+    (exact float64 distances of the candidates). The index is dropped when
+    the task ends. Returns ``(ids, d2, idx)`` of the own rows (``(rows,
+    t)``, padded inf / -1)."""
     faiss = _faiss()
     xd = np.ascontiguousarray(np.concatenate([p[0] for p in pieces]), dtype=np.float64)
     ids = np.concatenate([p[1] for p in pieces]).astype(np.int64, copy=False)
+    own = np.flatnonzero(np.concatenate([p[2] for p in pieces]))
+    k = min(t + 1, xd.shape[0])
+    if k <= 1 or own.size == 0:
+        return ids[own], np.full((own.size, t), np.inf), np.full((own.size, t), -1, dtype=np.int64)
     index = faiss.IndexHNSWFlat(xd.shape[1], int(M))
     index.hnsw.efConstruction = int(ef_construction)
-    k = min(t + 1, xd.shape[0])
-    if k > 1:
-        index.add(xd.astype(np.float32))
-        index.hnsw.efSearch = max(int(ef_search), k)
-        d2, idx = _search(index, xd, ids, xd, k, drop=np.arange(xd.shape[0]))
-    else:
-        d2, idx = np.zeros((xd.shape[0], 0)), np.zeros((xd.shape[0], 0), dtype=np.int64)
-        if xd.shape[0]:
-            index.add(xd.astype(np.float32))
-    d2, idx = knn_top(d2, idx, t)
-    return {"x": xd, "ids": ids, "blob": faiss.serialize_index(index), "d2": d2, "idx": idx}
-
-
-def boundary_split(built, *, t, centers, cell):
-    """The rows of cell ``cell`` that must also ask other cells, split by
-    the cell they ask: row ``x`` (``t``-th neighbour so far at distance
-    ``r``) asks cell ``h`` when the bisector between its centre ``c_a`` and
-    ``c_h`` is closer than ``r``: ``(|x - c_h|^2 - |x - c_a|^2) / (2 |c_h -
-    c_a|) < r`` (every point of cell ``h`` lies beyond that hyperplane, so
-    no closer neighbour can be there otherwise). Piece ``h`` is ``(rows,
-    global ids)``; piece ``cell`` is empty."""
-    x, ids = built["x"], built["ids"]
-    centers = np.asarray(centers, dtype=np.float64)
-    r = np.sqrt(built["d2"][:, t - 1]) if t >= 1 and built["d2"].shape[1] >= t else np.full(len(ids), np.inf)
-    d2c = sq_distances(x, centers)
-    gap = np.linalg.norm(centers - centers[cell], axis=1)
-    pieces = []
-    for h in range(len(centers)):
-        if h == cell or x.shape[0] == 0:
-            pieces.append((x[:0], ids[:0]))
-            continue
-        with np.errstate(divide="ignore", invalid="ignore"):
-            bisector = (d2c[:, h] - d2c[:, cell]) / (2.0 * gap[h])
-        ask = ~(bisector >= r)  # inf radius (fewer than t found) or a coincident centre: ask
-        pieces.append((x[ask], ids[ask]))
-    return pieces
-
-
-def cell_query(built, pieces, *, t, ef_search=HNSW_DEFAULTS["ef_search"], M=None, ef_construction=None):
-    """The incoming rows of other cells (``pieces``: ``(rows, ids)`` from
-    every cell's :func:`boundary_split`) against this cell's index: ``(ids,
-    d2, idx)`` with ``t`` candidates each (none of them the row itself: it
-    lives in another cell)."""
-    faiss = _faiss()
-    xq = np.concatenate([p[0] for p in pieces]) if pieces else np.zeros((0, built["x"].shape[1]))
-    qids = np.concatenate([p[1] for p in pieces]).astype(np.int64) if pieces else np.zeros(0, np.int64)
-    k = min(t, built["x"].shape[0])
-    if xq.shape[0] == 0 or k == 0:
-        return qids, np.full((xq.shape[0], t), np.inf), np.full((xq.shape[0], t), -1, dtype=np.int64)
-    index = faiss.deserialize_index(built["blob"])
+    index.add(xd.astype(np.float32))
     index.hnsw.efSearch = max(int(ef_search), k)
-    d2, idx = _search(index, built["x"], built["ids"], np.asarray(xq, dtype=np.float64), k)
+    d2, idx = _search(index, xd, ids, xd[own], k, drop=own)
+    del index
     d2, idx = knn_top(d2, idx, t)
-    return qids, d2, idx
+    return ids[own], d2, idx
 
 
 def result_split(ids, d2, idx, *, bounds):
@@ -261,19 +276,15 @@ def result_join(pieces, *, rows, t):
 class Cells:
     """The blueprint of a search through a coarse partition, run by
     :func:`infoclust_dask.engine.partition_pairs`: ``split`` (row block ->
-    one piece per cell), ``build`` (a cell's pieces -> its index and its
-    rows' own answers), ``route`` (a built cell -> the rows it sends to
-    every other cell), ``query`` (a built cell and the rows sent to it ->
-    answers), ``scatter`` (answers -> one piece per row block) and ``join``
-    (a row block's pieces -> its ``(d2, idx)``)."""
+    one piece per cell), ``build`` (a cell's pieces -> the answers of its
+    rows, in one task), ``scatter`` (answers -> one piece per row block)
+    and ``join`` (a row block's pieces -> its ``(d2, idx)``)."""
 
     name: str
     split: Callable
     build: Callable
-    route: Callable
-    query: Callable
     scatter: Callable
     join: Callable
 
 
-KNN_CELLS = Cells("knn_cells", cell_split, cell_build, boundary_split, cell_query, result_split, result_join)
+KNN_CELLS = Cells("knn_cells", cell_split, cell_build, result_split, result_join)

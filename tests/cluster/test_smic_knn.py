@@ -149,30 +149,62 @@ def _brute(X, t):
     return np.take_along_axis(d2, idx, 1), idx
 
 
-def test_the_bisector_test_sends_every_row_whose_neighbours_cross_a_boundary():
-    """With exact answers inside each cell (radius from brute force), a row
-    is routed to another cell whenever one of its true neighbours lives
-    there: no neighbour is ever behind a boundary the row was not sent
-    across."""
-    from infoclust_dask.kernels.knn import boundary_split, nearest_cells
+def test_every_neighbour_within_the_cell_radius_is_indexed_with_the_row():
+    """With exact radii (the sample is all rows, the quantile 1: every row's
+    true t-th distance is within its cell's radius), each cell's piece
+    holds every true neighbour of every own row (ghosts from the other
+    cells by the bisector test), own rows are marked and each row is own in
+    exactly one cell; with radius 0 no ghost is sent."""
+    from infoclust_dask.kernels.knn import cell_radii, cell_split, nearest_cells
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(1500, 4))
     t = 5
     centres = X[rng.choice(1500, 6, replace=False)]
     cells = nearest_cells(X, centres)
-    d2, idx = _brute(X, t)
+    _, idx = _brute(X, t)
+    radii = cell_radii(X, centres, t=t, n_rows=len(X), quantile=1.0, max_queries=len(X))
+    pieces = cell_split(X[:900], start=0, centers=centres, radii=radii)
+    rest = cell_split(X[900:], start=900, centers=centres, radii=radii)
+    owners = np.zeros(len(X), dtype=int)
     for g in range(6):
-        own = np.flatnonzero(cells == g)
-        # the row's t nearest within its own cell: an upper bound of its true t-th distance
-        dd = ((X[own][:, None, :] - X[own][None]) ** 2).sum(-1)
+        ids = np.concatenate([pieces[g][1], rest[g][1]])
+        own = np.concatenate([pieces[g][2], rest[g][2]])
+        np.testing.assert_array_equal(np.sort(ids[own]), np.flatnonzero(cells == g))
+        owners[ids[own]] += 1
+        needed = set(idx[cells == g].ravel().tolist())
+        assert needed <= set(ids.tolist()), g
+        assert len(ids) > own.sum()  # these Gaussian rows do cross the boundaries
+    assert (owners == 1).all()
+    bare = cell_split(X, start=0, centers=centres, radii=np.zeros(6))
+    assert all(p[2].all() for p in bare)
+
+
+def test_cell_radii_are_the_quantile_of_the_exact_t_th_distances_on_the_whole_data():
+    """On the whole data (``m = n``) a cell's radius is the quantile of its
+    rows' distances to their t-th nearest other row of the same cell; on a
+    sample it estimates the t-th distance among all rows from a nearer
+    sample neighbour (an overestimate on average); an empty or tiny cell
+    gets an infinite radius."""
+    from infoclust_dask.kernels.knn import cell_radii, nearest_cells
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(3000, 3))
+    centres = np.array([[-1.0, 0, 0], [1.0, 0, 0], [50.0, 50, 50]])
+    t = 4
+    cells = nearest_cells(X, centres)
+    radii = cell_radii(X, centres, t=t, n_rows=len(X), quantile=0.9, max_queries=len(X))
+    for g in range(2):
+        own = X[cells == g]
+        dd = ((own[:, None, :] - own[None]) ** 2).sum(-1)
         np.fill_diagonal(dd, np.inf)
-        built = {"x": X[own], "ids": own, "d2": np.sort(dd, axis=1)[:, :t]}
-        routes = boundary_split(built, t=t, centers=centres, cell=g)
-        for h in range(6):
-            needs = {int(i) for i in own if (cells[idx[i]] == h).any()} if h != g else set()
-            assert needs <= set(routes[h][1].tolist()), (g, h)
-        assert routes[g][1].size == 0
+        kth = np.sqrt(np.sort(dd, axis=1)[:, t - 1])
+        # the radii come from |a|^2 + |b|^2 - 2 a.b (round-off ~1e-6 of a small distance): a routing bound
+        np.testing.assert_allclose(radii[g], np.quantile(kth, 0.9), rtol=1e-5)
+    assert radii[2] == np.inf
+    sample = X[rng.choice(3000, 600, replace=False)]
+    est = cell_radii(sample, centres, t=t, n_rows=len(X), quantile=0.5)
+    assert (est[:2] >= 0.9 * radii[:2] * (np.quantile(kth, 0.5) / np.quantile(kth, 0.9))).all()
 
 
 def test_result_join_keeps_the_t_nearest_of_all_pieces():
@@ -194,16 +226,16 @@ def test_the_cell_graph_equals_brute_force_on_small_cells(lazy):
     cell), for numpy and dask input; every distance is exact and sorted."""
     import dask.array as da
 
-    from infoclust_dask.cluster._smic import _cell_centres
+    from infoclust_dask.cluster._smic import _cell_plan
     from infoclust_dask.kernels.knn import KNN_CELLS
 
     X, _ = _blobs(2400, seed=3)
     t = 6
     data = da.from_array(X, chunks=700) if lazy else X
-    centres = _cell_centres(X, 8, 0, "sync")
+    centres, radii = _cell_plan(X, 8, t, 0, "sync")
     out = ((np.float64, (t,)), (np.int64, (t,)))
     d2, idx = engine.partition_pairs(KNN_CELLS, data, n_parts=len(centres), outputs=out, block_rows=700,
-                                     params={"t": t, "centers": centres},
+                                     params={"t": t, "centers": centres, "radii": radii},
                                      build_params={"t": t, "M": 32, "ef_construction": 200, "ef_search": 200},
                                      join_params={"t": t}, scheduler="threads")
     d2, idx = engine.compute((d2, idx), scheduler="threads") if lazy else (d2, idx)
