@@ -38,6 +38,7 @@ test: install
 # ruff: pyflakes, import order and bugbear over the package, flows, tests and benchmarks (pyproject [tool.ruff])
 lint: install
 	$(VENV)/bin/ruff check infoclust_dask pipelines tests benchmarks
+	$(PY) -m mypy
 
 test-slow: install
 	$(PY) -m pytest -m slow -q

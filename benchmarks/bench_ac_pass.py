@@ -30,7 +30,7 @@ def main():
     import dask.array as da
 
     from infoclust_dask import engine, write_dataset
-    from infoclust_dask.cluster._ac import ac_objective
+    from infoclust_dask.cluster import ac_objective
     from infoclust_dask.datasets import make_blobs
 
     data = Path(__file__).parent / "_data"

@@ -36,7 +36,7 @@ def main():
     import dask.array as da
 
     from infoclust_dask import engine, write_dataset
-    from infoclust_dask.cluster._dc import dc_objective
+    from infoclust_dask.cluster import dc_objective
     from infoclust_dask.datasets import make_blobs
     from infoclust_dask.kernels.dc import dc_count_stats, dc_grad_stats
     from infoclust_dask.objectives import dc as obj

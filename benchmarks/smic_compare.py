@@ -103,7 +103,7 @@ def main():
         from sklearn.metrics import adjusted_rand_score as ari
 
         from infoclust_dask import SMIC
-        from infoclust_dask.cluster._smic import choose_t
+        from infoclust_dask.cluster import choose_t
 
         print("| set | normalization | ARI at LSMI's t | best fixed t (ARI) | per-draw best t (oracle) |")
         print("|---|---|---|---|---|")

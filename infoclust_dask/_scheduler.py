@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import contextvars
 import logging
 import os
 import threading
@@ -41,10 +42,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Scheduler", "resolve_scheduler", "local_client", "close_local_client", "thread_pool", "run_default"]
+__all__ = ["Scheduler", "resolve_scheduler", "installed", "local_client", "close_local_client", "thread_pool",
+           "run_default"]
 
 _LOCK = threading.Lock()
-_LOCAL = {"cluster": None, "client": None}
+_LOCAL: dict[str, Any] = {"cluster": None, "client": None}
 _REMOTE: dict[str, Any] = {}
 _POOL: list = []
 
@@ -219,10 +221,37 @@ def _remote_client(address: str):
 _ADDRESS_PREFIXES = ("tcp://", "tls://", "inproc://", "ucx://", "ws://", "wss://")
 
 
+#: the scheduler installed by :func:`installed` in this context (one fit, one predict), if any
+_INSTALLED: contextvars.ContextVar[Scheduler | None] = contextvars.ContextVar("infoclust_scheduler", default=None)
+
+
+@contextlib.contextmanager
+def installed(scheduler=None):
+    """Resolve ``scheduler`` once and install it for the ``with`` block:
+    every engine call inside that is not given a scheduler of its own runs
+    on it. An estimator's ``fit`` (and ``predict``, ``score``, ...) installs
+    its ``scheduler=`` this way, so that nothing below it carries the
+    scheduler by hand; blocks nest (the inner one wins until it ends) and
+    belong to one thread or task (a ``contextvars`` variable). ``None``
+    inside an installed block means the installed scheduler; outside, the
+    default of the module docstring. Yields the :class:`Scheduler`."""
+    sched = resolve_scheduler(scheduler)
+    token = _INSTALLED.set(sched)
+    try:
+        yield sched
+    finally:
+        _INSTALLED.reset(token)
+
+
 def resolve_scheduler(scheduler=None) -> Scheduler:
-    """Turn a ``scheduler=`` argument into a :class:`Scheduler` (see module doc)."""
+    """Turn a ``scheduler=`` argument into a :class:`Scheduler` (see module
+    doc); ``None`` is the scheduler :func:`installed` around this call, if
+    any."""
     if isinstance(scheduler, Scheduler):
         return scheduler
+    current = _INSTALLED.get()
+    if scheduler is None and current is not None:
+        return current
     if scheduler is None:
         address = os.environ.get("DASK_SCHEDULER_ADDRESS")
         if address:

@@ -1,112 +1,21 @@
-"""Input and parameter validation shared by the estimators.
-
-Numpy input goes through scikit-learn's ``validate_data`` (so its standard
-messages and ``n_features_in_`` bookkeeping apply); dask / xarray / store
-input is checked lazily plus one counting pass that also yields the moments.
+"""Parameter validation shared by the estimators: each estimator declares
+``_parameter_constraints`` (``{name: [constraint, ...]}``) with the
+constraints below, and :func:`validate_params` checks them at ``fit`` with
+scikit-learn's message; one system, also for the checks that depend on the
+data (:func:`check_n_clusters`). Inputs are opened and checked by
+:mod:`infoclust_dask._inputs`.
 """
 
 from __future__ import annotations
 
 import numbers
-from pathlib import Path
 
 import numpy as np
 
-from . import engine
-from .kernels.stats import MOMENTS
-
-__all__ = [
-    "Interval",
-    "Options",
-    "ArrayLike",
-    "PairOf",
-    "Anything",
-    "validate_params",
-    "open_input",
-    "encode_labels",
-    "check_data",
-    "check_sample_weight",
-    "check_n_clusters",
-    "check_random_state",
-    "param_error",
-    "check_scalar_param",
-    "DataInfo",
-]
+__all__ = ["Interval", "Options", "ArrayLike", "PairOf", "Anything", "RANDOM_STATE", "SIGMA_RANGE", "SAMPLE_DIM",
+           "VARIABLES", "validate_params", "param_error", "check_n_clusters", "check_random_state"]
 
 
-class DataInfo:
-    """Small facts about validated data: ``n``, ``d``, per-feature mean/var,
-    and whether the caller gave lazy (dask/xarray/store) input."""
-
-    def __init__(self, n, d, mean, var, lazy_input=False):
-        self.n, self.d, self.mean, self.var = int(n), int(d), mean, var
-        self.lazy_input = lazy_input
-
-
-def is_path(data) -> bool:
-    return isinstance(data, str) or hasattr(data, "__fspath__")
-
-
-def open_input(data, variable: str = "x"):
-    """The numpy or dask array behind ``data``: a store path is opened here
-    (its ``variable``, lazily) - the one place where paths become arrays, so
-    that the engine never imports the store - and numpy, dask or xarray
-    input goes through :func:`infoclust_dask.engine.as_array`."""
-    if data is None:
-        return None
-    data = lazy_zarr(data)
-    if is_path(data):
-        from .store import is_store_of_ours, open_dataset
-
-        if not is_store_of_ours(data) and (Path(data) / "zarr.json").exists():
-            return engine.as_array(_open_foreign(Path(data), variable))
-        ds = open_dataset(data)
-        if variable not in ds:
-            raise KeyError(
-                f"The store {str(data)!r} has no variable {variable!r}; it holds {sorted(ds.data_vars)}."
-            )
-        data = ds[variable]
-    return engine.as_array(data)
-
-
-def lazy_zarr(data):
-    """A ``zarr.Array`` as a dask array over its chunks (read lazily, never
-    loaded whole); anything else as it is."""
-    if type(data).__module__.startswith("zarr") and hasattr(data, "chunks") and hasattr(data, "shape"):
-        import dask.array as da
-
-        return da.from_zarr(data)
-    return data
-
-
-def _open_foreign(path: Path, variable: str):
-    """A zarr store this library did not write: a plain zarr array (its
-    ``zarr.json`` says ``node_type: array``), or a group written by
-    ``xarray.to_zarr`` / zarr, whose ``variable`` (or only 2-D array, for
-    ``x``) is read lazily."""
-    import dask.array as da
-    import zarr
-
-    try:
-        node = zarr.open(str(path), mode="r")
-    except Exception as exc:  # zarr raises many types for damaged metadata
-        raise ValueError(f"Could not open the zarr store at '{path}': {exc}") from None
-    if isinstance(node, zarr.Array):
-        return da.from_zarr(node)
-    arrays = dict(node.arrays())
-    if variable in arrays:
-        return da.from_zarr(arrays[variable])
-    two_d = [name for name, a in arrays.items() if a.ndim == 2]
-    if variable == "x" and len(two_d) == 1:
-        return da.from_zarr(arrays[two_d[0]])
-    raise KeyError(f"The zarr store {str(path)!r} has no array {variable!r}"
-                   + (f" and {len(two_d)} two-dimensional arrays {sorted(two_d)}" if variable == "x" else "")
-                   + f"; it holds {sorted(arrays)}. Open it with xarray and pass the array you mean.")
-
-
-# --------------------------------------------------------------------------
-# parameter constraints, declared once per estimator
-# --------------------------------------------------------------------------
 class Interval:
     """Numbers of ``kind`` (int or float) in a range; ``closed`` says which
     ends belong to it: "both", "left", "right" or "neither"."""
@@ -252,165 +161,12 @@ def param_error(est, name, expected, value):
     )
 
 
-def check_scalar_param(est, name, value, *, kind, low=None, high=None, low_open=False, integer=False):
-    """Validate a numeric hyper-parameter with a scikit-learn style message."""
-    ok_type = isinstance(value, numbers.Integral) if integer else isinstance(value, numbers.Real)
-    interval = (
-        f"{'(' if low_open else '['}{low if low is not None else '-inf'}, "
-        f"{high if high is not None else 'inf'}{']' if high is not None else ')'}"
-    )
-    expected = f"{kind} in the range {interval}"
-    if isinstance(value, bool) or not ok_type:
-        raise param_error(est, name, expected, value)
-    if low is not None and (value < low or (low_open and value == low)):
-        raise param_error(est, name, expected, value)
-    if high is not None and value > high:
-        raise param_error(est, name, expected, value)
-    return value
-
-
-def check_data(est, X, *, reset: bool, scheduler=None, need_moments: bool = False, attr: str = "n_features_in_",
-               variable: str = "x", name: str = "X", allow_1d: bool = False):
-    """Validate ``X``; return ``(array, DataInfo or None)``.
-
-    numpy-like input is converted by scikit-learn's ``validate_data``
-    (float64/float32, 2-D, finite, >= 1 sample); lazy input must be 2-D, numeric,
-    row-chunked with known chunks and finite (checked in one pass, which also
-    gives the per-feature moments). ``attr`` names the estimator attribute
-    that records the number of features (a second view, e.g. associative
-    clustering's ``y``, uses its own); ``variable`` is the store variable read
-    for a path; ``allow_1d`` reads a 1-D array as one feature (a second view
-    that is a single measurement).
-    """
-    from sklearn.utils.validation import check_array, validate_data
-
-    X = lazy_zarr(X)
-    if is_path(X) or engine.is_lazy(X):
-        if reset and attr == "n_features_in_":
-            _set_feature_names(est, X, variable)
-        A = open_input(X, variable=variable)
-        if A.ndim == 1 and allow_1d:
-            A = A[:, None]
-        if A.ndim != 2:
-            fix = " Reshape your data with X.reshape(-1, 1) for a single feature." if A.ndim == 1 else ""
-            raise ValueError(f"Expected 2D array, got {A.ndim}D array of shape {A.shape} instead.{fix}")
-        if A.dtype == np.bool_:  # as for numpy input: booleans are 0/1 numbers
-            A = A.astype(np.float64)
-        if not (np.issubdtype(A.dtype, np.floating) or np.issubdtype(A.dtype, np.integer)):
-            raise ValueError(f"{name} must be numeric; got dtype {A.dtype}. Convert it with "
-                             f"{name}.astype('float64').")
-        if A.shape[0] == 0:
-            raise ValueError(f"Found array with 0 sample(s) (shape={A.shape}) while a minimum of 1 is required.")
-        if A.shape[1] == 0:
-            raise ValueError(f"Found array with 0 feature(s) (shape={A.shape}) while a minimum of 1 is required.")
-        _check_width(est, A, reset, attr, name)
-        if not need_moments:
-            return A, None
-        A = engine.prepare(A, scheduler=scheduler)  # many passes follow
-        shift = np.asarray(engine.compute(A[0], scheduler=scheduler), dtype=np.float64)
-        if not np.all(np.isfinite(shift)):
-            shift = None
-        st = engine.map_reduce(MOMENTS, A, params={"shift": shift}, scheduler=scheduler)
-        if int(st["n_bad"]):
-            raise ValueError(
-                f"Input {name} contains {int(st['n_bad'])} NaN or infinite values. Drop or impute "
-                "them first (e.g. `infoclust ingest --drop-nonfinite`). A store written by infoclust "
-                "holds none, so there they mean damaged bytes: check it with `infoclust verify STORE`."
-            )
-        return A, _info(st, A.shape, shift)
-    if allow_1d and np.ndim(X) == 1:
-        X = np.asarray(X).reshape(-1, 1)
-    if attr == "n_features_in_" and type(X).__module__.startswith("xarray."):
-        # scikit-learn knows feature names of DataFrames only: a DataArray's come from its attrs/coords
-        A = check_array(np.asarray(X.data), dtype=[np.float64, np.float32], ensure_min_samples=1, input_name=name)
-        _check_width(est, A, reset, attr, name)
-        if reset:
-            _set_feature_names(est, X, variable)
-        else:
-            _check_feature_names(est, X.attrs.get("feature_names"), name)
-    elif attr == "n_features_in_":
-        A = validate_data(est, X, reset=reset, dtype=[np.float64, np.float32], ensure_min_samples=1)
-    else:
-        A = check_array(X, dtype=[np.float64, np.float32], ensure_min_samples=1, input_name=name)
-        _check_width(est, A, reset, attr, name)
-    if not need_moments:
-        return A, None
-    shift = A[0].astype(np.float64)
-    info = _info(engine.map_reduce(MOMENTS, A, params={"shift": shift}, scheduler="threads"), A.shape, shift)
-    info.lazy_input = False
-    return engine.prepare(A, scheduler=scheduler), info
-
-
-def _set_feature_names(est, X, variable):
-    """``feature_names_in_`` from a store's (or a DataArray's) ``feature_names``
-    attribute, written at ingest from a CSV header or DataFrame columns."""
-    if is_path(X):
-        from .store import is_store_of_ours, open_dataset
-
-        ds = open_dataset(X) if is_store_of_ours(X) else {}
-        attrs = ds[variable].attrs if variable in ds else {}
-    else:
-        attrs = getattr(X, "attrs", None) or {}
-    names = attrs.get("feature_names")
-    if names is not None:
-        est.feature_names_in_ = np.asarray([str(n) for n in names], dtype=object)
-    elif hasattr(est, "feature_names_in_"):
-        del est.feature_names_in_
-
-
-def _check_feature_names(est, names, name):
-    fitted = getattr(est, "feature_names_in_", None)
-    if fitted is None or names is None:
-        return
-    names = [str(n) for n in names]
-    if names != list(fitted):
-        raise ValueError(f"The feature names of {name} ({names}) differ from those seen in fit "
-                         f"({list(fitted)}): pass the same features in the same order.")
-
-
-def _check_width(est, A, reset, attr, name):
-    if reset:
-        setattr(est, attr, int(A.shape[1]))
-    elif A.shape[1] != getattr(est, attr):
-        raise ValueError(
-            f"{name} has {A.shape[1]} features, but {type(est).__name__} is expecting "
-            f"{getattr(est, attr)} features as input."
-        )
-
-
-def _info(st, shape, shift=None):
-    n = int(st["n"])
-    mean_shifted = st["s1"] / n
-    var = np.maximum(st["s2"] / n - mean_shifted**2, 0.0)
-    mean = mean_shifted if shift is None else mean_shifted + shift
-    return DataInfo(n, shape[1], mean, var, lazy_input=True)
-
-
-def check_sample_weight(sample_weight, X):
-    """``None`` or a non-negative 1-D weight vector aligned with ``X``."""
-    if sample_weight is None:
-        return None
-    if engine.is_lazy(sample_weight) or engine.is_lazy(X):
-        w = open_input(sample_weight)
-    else:
-        w = np.asarray(sample_weight, dtype=np.float64)
-        if w.ndim == 0:
-            return np.full(X.shape[0], float(w))
-        if np.any(~np.isfinite(w)) or np.any(w < 0):
-            raise ValueError("sample_weight must be finite and >= 0.")
-        if w.ndim == 1 and w.size and not w.sum() > 0:
-            raise ValueError(
-                "sample_weight is zero for every sample; at least one weight must be positive."
-            )
-    if w.ndim != 1 or w.shape[0] != X.shape[0]:
-        raise ValueError(
-            f"sample_weight.shape == {w.shape}, expected ({X.shape[0]},) to match X."
-        )
-    return w
-
-
 def check_n_clusters(est, n_clusters, n_samples, name="n_clusters"):
-    check_scalar_param(est, name, n_clusters, kind="an int", low=1, integer=True)
+    """``n_clusters`` (a declared constraint, checked again for callers
+    that pass it apart from the estimator's parameters) against the number
+    of samples."""
+    if not N_CLUSTERS.accepts(n_clusters):
+        raise param_error(est, name, str(N_CLUSTERS), n_clusters)
     if n_samples < n_clusters:
         raise ValueError(
             f"n_samples={n_samples} should be >= {name}={n_clusters}. Use fewer clusters "
@@ -418,10 +174,15 @@ def check_n_clusters(est, n_clusters, n_samples, name="n_clusters"):
         )
 
 
+#: a number of clusters
+N_CLUSTERS = Interval(int, 1)
+
+
 def check_random_state(random_state) -> np.random.Generator:
     """``int``, ``Generator``, legacy ``RandomState`` or ``None`` -> Generator."""
     if random_state is None or isinstance(random_state, (numbers.Integral, np.random.SeedSequence)):
-        return np.random.default_rng(random_state)
+        return np.random.default_rng(random_state if random_state is None or isinstance(random_state, np.random.SeedSequence)
+                                     else int(random_state))
     if isinstance(random_state, np.random.Generator):
         return random_state
     if isinstance(random_state, np.random.RandomState):
@@ -429,54 +190,3 @@ def check_random_state(random_state) -> np.random.Generator:
     raise ValueError(
         f"random_state must be an int, a numpy Generator/RandomState or None; got {random_state!r}."
     )
-
-
-def encode_labels(y, n_samples, scheduler=None, *, classes=None, min_classes=2, name="y"):
-    """Validate and encode auxiliary labels ``y`` (numpy, dask, xarray or the
-    ``label`` of a store path): 1-D, one per sample, any sortable values
-    (ints, strings, ...; not NaN). Returns ``(codes, classes_)``: ``codes`` in
-    ``0 .. len(classes_)-1`` (numpy or lazy, placed by
-    :func:`infoclust_dask.engine.prepare`), ``classes_`` the sorted distinct
-    labels, or ``classes`` when given (then every label must be one of them;
-    classes absent from ``y`` keep their code, e.g. in a cross-validation
-    fold). Integer labels that already are ``0 .. C-1`` are used as they are."""
-    from .kernels.stats import ENCODE_LABELS, LABEL_VALUES
-
-    if y is None:
-        raise ValueError(f"{name} is None: this estimator learns from auxiliary labels; pass one label per "
-                         f"sample as {name} (e.g. fit(X, y)).")
-    sched = engine.resolve_scheduler(scheduler)
-    Y = open_input(y, variable="label")
-    if Y.ndim == 2 and Y.shape[1] == 1:
-        Y = Y[:, 0]
-    if Y.ndim != 1:
-        raise ValueError(f"{name} must be 1-D (one label per sample); got shape {Y.shape}.")
-    if Y.shape[0] != n_samples:
-        raise ValueError(f"{name} has {Y.shape[0]} labels but X has {n_samples} samples; they must match.")
-    try:
-        values = engine.map_reduce(LABEL_VALUES, Y, scheduler=sched)["values"] if engine.is_lazy(Y) else np.unique(Y)
-    except TypeError as exc:
-        raise ValueError(f"{name} holds labels of mixed types that cannot be sorted ({exc}); use one type.") from None
-    if values.dtype.kind == "f" and np.isnan(values).any():
-        raise ValueError(f"{name} contains NaN labels; drop those samples or give them a class.")
-    if values.dtype.kind not in "biufUSO":
-        raise ValueError(f"{name} must hold class labels (ints or strings); got dtype {values.dtype}.")
-    if classes is None:
-        classes_ = values
-    else:
-        classes_ = np.unique(np.asarray(classes))
-        unknown = np.setdiff1d(values, classes_)
-        if unknown.size:
-            raise ValueError(f"{name} holds labels {unknown[:5].tolist()} that are not among classes="
-                             f"{classes_[:10].tolist()}; add them to classes or leave classes=None.")
-    if classes_.size < min_classes:
-        raise ValueError(f"{name} must hold at least {min_classes} classes; got {classes_.size} "
-                         f"class{'' if classes_.size == 1 else 'es'} ({classes_[:5].tolist()}).")
-    identity = classes_.dtype.kind in "iu" and np.array_equal(classes_, np.arange(classes_.size))
-    if identity and Y.dtype.kind in "iu":
-        codes = Y
-    elif engine.is_lazy(Y):
-        codes = engine.map_blocks(ENCODE_LABELS, Y, params={"classes": classes_})
-    else:
-        codes = np.searchsorted(classes_, Y).astype(np.int32)
-    return engine.prepare(codes, scheduler=sched), classes_

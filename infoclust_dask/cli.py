@@ -169,8 +169,7 @@ def _cmd_fit(args):
     }
     if hasattr(est, "n_iter_"):
         summary["n_iter"] = int(est.n_iter_)
-    if method.summary is not None:
-        summary.update(method.summary(est, ds, sched, run))
+    summary.update(method.summary(est, ds, run))
     if hasattr(est, "labels_") and not engine.is_lazy(est.labels_):
         write_npy(run / "labels.npy", est.labels_, overwrite=bool(args.resume))
     if args.write_labels:
@@ -198,7 +197,7 @@ def _cmd_predict(args):
     if args.out and Path(args.out).exists() and not args.overwrite:
         raise FileExistsError(f"'{args.out}' exists; pass --overwrite to replace it.")
     model = load_model(args.model)
-    if not hasattr(model, "predict") or not getattr(model, "_saved_model_predicts", True):
+    if not hasattr(model, "predict") or not getattr(model, "predicts_from_saved_model", True):
         raise ValueError(f"A saved {type(model).__name__} cannot predict new rows (its predict needs the training "
                          "rows); refit it on the store instead.")
     ds = open_dataset(args.store)

@@ -55,7 +55,7 @@ def _check_method(method):
     from .registry import get_method
 
     m = get_method(method)
-    if m.score is None:
+    if not m.cross_validated:
         raise ValueError(f"Method {method!r} has no held-out score; cross-validate one of {sorted(cv_methods())}.")
     return m
 
@@ -64,7 +64,18 @@ def cv_methods():
     """Names of the registered methods that have a held-out score."""
     from .registry import METHODS
 
-    return [name for name, m in METHODS.items() if m.score is not None]
+    return [name for name, m in METHODS.items() if m.cross_validated]
+
+
+def _cv_method(name):
+    """An argparse type: ``name`` if it is a cross-validated method."""
+    import argparse
+
+    try:
+        _check_method(name)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return name
 
 
 def parse_grid(items):
@@ -188,7 +199,7 @@ def run_cell(store, method, params, fold, n_folds, fold_kind="ranges", seed=0, s
     # warnings (e.g. ConvergenceWarning) go to the caller / the Prefect log;
     # warnings.catch_warnings is not thread-safe, and cells run in threads
     model = _fit(m, params, Xtr, atr, int(seed) + int(fold), sched, classes)
-    out = m.score(model, test["x"], test.get(aux) if aux else None, sched)
+    out = m.score(model, test["x"], test.get(aux) if aux else None)  # on the model's scheduler
     return {"method": method, "params": params, "fold": int(fold), "n_folds": int(n_folds),
             "fold_kind": fold_kind, "seed": int(seed), "store": str(store),
             "n_train": int(Xtr.shape[0]), "n_test": int(test["x"].shape[0]),
@@ -304,7 +315,10 @@ def add_arguments(p):
     """The options of ``infoclust crossval`` and ``python -m infoclust_pipelines.crossval``
     (one definition, used by both)."""
     p.add_argument("store", help="dataset store (zarr folder)")
-    p.add_argument("--method", default="dc", choices=sorted(cv_methods()), help="estimator to cross-validate (default dc)")
+    # checked when parsed, not listed: the list needs the estimator classes, which --help must not import
+    p.add_argument("--method", default="dc", type=_cv_method,
+                   help="a registered method with a held-out score: kmeans, dc, ac, cmbc, or one registered "
+                        "from outside the package (default dc)")
     p.add_argument("--grid", action="append", default=[], metavar="NAME=V1,V2,...",
                    help="a parameter and its values; repeat for a grid (e.g. --grid sigma=0.5,1,2 "
                         "--grid n_clusters=2,5,10)")

@@ -99,7 +99,7 @@ def quantization_error(X, centers, *, scheduler=None):
     """Mean squared distance of the rows of ``X`` to their nearest centre
     (the K-means cost per sample), as one map-reduce pass."""
     from . import engine
-    from ._validation import open_input
+    from ._inputs import open_input
     from .kernels.kmeans import INERTIA
 
     X = open_input(X)
@@ -120,7 +120,7 @@ def kmeans_heldout_loglik(X, centers, sizes, inertia, *, scheduler=None):
     longer drops enough to pay for the spread of the weights). One pass.
     """
     from . import engine
-    from ._validation import open_input
+    from ._inputs import open_input
     from .kernels.mixture import MIXTURE_EM
 
     X = open_input(X)
@@ -203,7 +203,7 @@ def lsmi_many(X, labels, *, n_classes=None, n_bases=200, widths=None, deltas=Non
     from threadpoolctl import threadpool_limits
 
     from . import engine
-    from ._validation import open_input
+    from ._inputs import open_input
     from .kernels.smic import LSMI
     from .objectives.lsmi import DELTAS, WIDTHS, select
 

@@ -3,12 +3,13 @@ command (``infoclust fit <method>``), the cross-validation library and flow
 (:mod:`infoclust_dask.crossval`) and the demo.
 
 A :class:`Method` names its estimator class, the store variable its fit
-needs beside ``x`` (classes ``label``, a second view ``y``, or nothing), its
-command-line options and how they become constructor parameters, what a
-run's summary reports, and - for methods that can be cross-validated - how
-a fitted model is scored on held-out rows. Adding a method is one kernels
-module, one objectives module, one estimator module and one entry here
-(see ``docs/ARCHITECTURE.md``).
+needs beside ``x`` (classes ``label``, a second view ``y``, or nothing), and
+its command-line options and how they become constructor parameters. What a
+run reports and how a model scores held-out rows are the estimator's own
+public methods (``run_summary``, ``held_out_score``). Adding a method is one
+kernels module, one objectives module, one estimator module and one entry
+here, or one :func:`register` call from outside the package (see
+``docs/ARCHITECTURE.md``).
 
 The registry also names the Prefect flows the command starts
 (:data:`FLOWS`), by import path, so that the library never imports
@@ -23,7 +24,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["Method", "Option", "METHODS", "FLOWS", "get_method", "load_flow", "auto_or"]
+__all__ = ["Method", "Option", "METHODS", "FLOWS", "register", "unregister", "get_method", "load_flow", "auto_or"]
 
 
 # --------------------------------------------------------------------------
@@ -70,8 +71,11 @@ class Method:
     ----------
     name : str
         The name users type (``infoclust fit <name>``, ``--method <name>``).
-    estimator : str
-        Class name in :mod:`infoclust_dask.cluster`.
+    estimator : str or class
+        Class name in :mod:`infoclust_dask.cluster`, or the estimator class
+        itself (a method registered from outside the package). What a run
+        reports is the estimator's ``run_summary(data)``; whether the method
+        is cross-validated, whether it has ``held_out_score(X, aux)``.
     help : str
         One line for ``infoclust fit --help``.
     aux : {"label", "y", None}
@@ -89,13 +93,6 @@ class Method:
         ``build(values: dict) -> dict`` of constructor parameters from the
         option values (with ``n_clusters`` from ``-k`` and ``l`` from ``-l``);
         default: every option with a ``param`` passed as is.
-    summary : callable, optional
-        ``summary(est, ds, scheduler, run_dir) -> dict`` of method-specific
-        facts for the run's ``summary.json``; it may write plots into
-        ``run_dir`` and list them under ``"plots"``.
-    score : callable, optional
-        ``score(model, X_test, aux_test, scheduler) -> dict`` with at least
-        ``"score"`` (higher is better); None: not cross-validated.
     required : tuple of str
         Parameters a cross-validation grid must set.
     """
@@ -106,16 +103,54 @@ class Method:
     aux: str | None = None
     options: tuple = ()
     build: Callable[[dict], dict] | None = None
-    summary: Callable | None = None
-    score: Callable | None = None
     required: tuple = ("n_clusters",)
     aux_keyword: str | None = None
     aux_option: str | None = None
 
     def estimator_class(self):
+        if isinstance(self.estimator, type):
+            return self.estimator
         from . import cluster
 
         return getattr(cluster, self.estimator)
+
+    @property
+    def estimator_name(self) -> str:
+        return self.estimator if isinstance(self.estimator, str) else self.estimator.__name__
+
+    @property
+    def cross_validated(self) -> bool:
+        """Whether fitted models score held-out rows (``held_out_score``)."""
+        return callable(getattr(self.estimator_class(), "held_out_score", None))
+
+    def summary(self, est, ds, run_dir=None) -> dict:
+        """The fitted ``est``'s ``run_summary(ds)`` and, with ``run_dir``, a
+        heatmap of every ``contingency_vs_<name>`` table in it (listed under
+        ``"plots"``)."""
+        out = est.run_summary(ds) if callable(getattr(est, "run_summary", None)) else {}
+        tables = {k.removeprefix("contingency_vs_"): v for k, v in out.items() if k.startswith("contingency_vs_")}
+        if run_dir is not None and tables:
+            from pathlib import Path
+
+            from . import plotting
+
+            if plotting.available():
+                plots = {}
+                for name, table in tables.items():
+                    path = Path(run_dir) / f"contingency-{name}.png"
+                    plotting.plot_contingency_heatmap(np.asarray(table), None, path, xlabel=f"{name} (stored)",
+                                                      ylabel=f"{self.name} cluster",
+                                                      title=f"{self.name} clusters vs {name}: count")
+                    plots[name] = str(path)
+                out["plots"] = plots
+        return out
+
+    def score(self, model, X_test, aux_test=None) -> dict:
+        """``model.held_out_score(X_test, aux_test)``: at least ``"score"``
+        (higher is better)."""
+        if not self.cross_validated:
+            raise ValueError(f"Method {self.name!r} is not cross-validated (its estimator has no held_out_score).")
+        return model.held_out_score(X_test, aux_test)
 
     def params_from_options(self, values: dict) -> dict:
         if self.build is not None:
@@ -162,135 +197,10 @@ class Method:
 
 
 # --------------------------------------------------------------------------
-# summaries and held-out scores (driver-side, small)
+# constructor parameters from the options
 # --------------------------------------------------------------------------
-def _summary_kmeans(est, ds, sched, run_dir=None):
-    from . import engine
-
-    k = est.cluster_centers_.shape[0]
-    return {"inertia": float(est.inertia_),
-            "cluster_sizes": np.bincount(engine.compute(est.labels_, scheduler=sched), minlength=k).tolist()}
-
-
-def _summary_softkmeans(est, ds, sched, run_dir=None):
-    return {"critical_betas": est.critical_betas()}
-
-
-def _summary_dc(est, ds, sched, run_dir=None):
-    out = {"sigma": est.sigma_, "log_posterior_9": est.score(ds["x"], ds["label"]),
-           "contingency": est.contingency_.tolist(), "n_evaluations": len(est.objective_history_)}
-    if est.n_iter_ == 0 and est.optimizer == "cg":
-        out["note"] = (f"conjugate gradients took no step: at sigma={est.sigma_:.4g} the smoothed posterior (5) is "
-                       "flat around the K-means start (gradient below tolerance), so the prototypes are K-means'; "
-                       "the held-out choice of sigma found no width that did better. Try --sigma larger.")
-    return out
-
-
-def _summary_ac(est, ds, sched, run_dir=None):
-    over, under = est.most_surprising(3)
-    return {"sigma": list(est.sigma_), "log_bayes_factor_3": est.score(ds["x"], ds["y"]),
-            "mutual_information": est.mutual_information(ds["x"], ds["y"]),
-            "contingency": est.contingency_.tolist(), "most_over_represented": over,
-            "most_under_represented": under}
-
-
-def _summary_smic(est, ds, sched, run_dir=None):
-    k = est.n_clusters
-    out = {"t": est.t_, "kernel_normalization": est.kernel_normalization, "lsmi": est.lsmi_,
-           "eigenvalues": est.eigenvalues_.tolist(), "timings": est.timings_,
-           "cluster_sizes": np.bincount(est.labels_, minlength=k).tolist()}
-    if "label" in ds:
-        from sklearn.metrics import adjusted_rand_score
-
-        from . import engine
-
-        out["ari_vs_label"] = float(adjusted_rand_score(engine.compute(ds["label"].data, scheduler=sched),
-                                                        est.labels_))
-    return out
-
-
-def _summary_cmbc(est, ds, sched, run_dir=None):
-    """Facts of a CMBC run and, with ``run_dir``, one heatmap per integer
-    label column of the store (the new clusters against it); the labels and
-    each column are computed once for both."""
-    from pathlib import Path
-
-    from . import engine, plotting
-    from .metrics import contingency_table, nmi_paper
-    from .plotting import plot_contingency_heatmap
-
-    labels = np.asarray(engine.compute(est.labels_, scheduler=sched))
-    out = {"gamma": est.gamma_, "variant": est.variant, "n_patterns": est.n_patterns_,
-           "temperatures": len(est.temperatures_), "cluster_sizes": np.bincount(labels).tolist()}
-    plots = {}
-    for name in ds.data_vars:
-        if ds[name].dims == ("sample",) and np.issubdtype(ds[name].dtype, np.integer):
-            lab = np.asarray(engine.compute(ds[name].data, scheduler=sched))
-            table = contingency_table(labels, np.unique(lab, return_inverse=True)[1])
-            out[f"nmi_vs_{name}"] = nmi_paper(labels, lab)
-            out[f"contingency_vs_{name}"] = table.tolist()
-            if run_dir is not None and plotting.available():
-                path = Path(run_dir) / f"contingency-{name}.png"
-                plot_contingency_heatmap(table, None, path, xlabel=f"{name} (stored)", ylabel="CMBC cluster",
-                                         title=f"CMBC clusters vs {name}: count")
-                plots[name] = str(path)
-    if plots:
-        out["plots"] = plots
-    return out
-
-
-#: gamma of the held-out score that compares CMBC fits across a gamma grid
-CMBC_SCORE_GAMMA = 0.995
-
-
-def _score_cmbc(model, Xte, known_te, scheduler):
-    """Held-out objective (3.14) at one reference gamma for every cell (the
-    fits' own gammas would make the scores incomparable), with the held-out
-    log-likelihood and the NMI of the held-out clusters to the known
-    clustering beside it."""
-    from . import engine
-    from .metrics import nmi_paper
-
-    loglik, pm, n = model._held_out_terms(Xte, known=known_te)  # two passes, used at both gammas
-    out = {"score": model._objective_at(loglik, pm, n, CMBC_SCORE_GAMMA),
-           "loglik_per_sample": model._objective_at(loglik, pm, n, 0.0), "gamma": model.gamma_}
-    if known_te is not None:
-        out["nmi_known"] = nmi_paper(np.asarray(engine.compute(model.predict(Xte), scheduler=scheduler)),
-                                     np.asarray(engine.compute(getattr(known_te, "data", known_te),
-                                                               scheduler=scheduler)))
-    return out
-
-
 def _build_cmbc(v):
     return {"n_clusters": v["k"], "gamma": v["gamma"], "variant": v["variant"]}
-
-
-def _score_kmeans(model, Xte, cte, scheduler):
-    """Held-out log-likelihood of the K-means mixture (the score: it peaks at
-    the number of clusters the data have), and the held-out K-means cost,
-    which always falls as k grows."""
-    from .metrics import kmeans_heldout_loglik, quantization_error
-
-    q = quantization_error(Xte, model.cluster_centers_, scheduler=scheduler)
-    ll = kmeans_heldout_loglik(Xte, model.cluster_centers_, model.cluster_sizes_, model.inertia_,
-                               scheduler=scheduler)
-    return {"score": ll, "loglik_per_sample": ll, "vq_cost": q, "train_inertia": float(model.inertia_)}
-
-
-def _score_dc(model, Xte, cte, scheduler):
-    from .metrics import quantization_error
-
-    lp = float(model.score(Xte, cte))
-    return {"score": lp, "cost": -lp, "vq_cost": quantization_error(Xte, model.cluster_centers_, scheduler=scheduler),
-            "sigma": float(model.sigma_)}
-
-
-def _score_ac(model, Xte, Yte, scheduler):
-    from .objectives import ac as obj
-
-    table = model.contingency_table(Xte, Yte)
-    return {"score": obj.log_bayes_factor(table, obj.check_prior(model.prior)), "mi": obj.mutual_information(table),
-            "sigma_x": float(model.sigma_[0]), "sigma_y": float(model.sigma_[1])}
 
 
 def _build_kmeans(v):
@@ -321,7 +231,7 @@ METHODS: dict[str, Method] = {m.name: m for m in (
             Option("--tol", "tol", type=float, default=1e-4,
                    help="stop when the centres move less than this, relative to the data's variance"),
         ),
-        build=_build_kmeans, summary=_summary_kmeans, score=_score_kmeans,
+        build=_build_kmeans,
     ),
     Method(
         "softkmeans", "SoftKMeans", "soft K-means annealed over a schedule of stiffness beta",
@@ -332,7 +242,7 @@ METHODS: dict[str, Method] = {m.name: m for m in (
             Option("--max-iter", "max_iter", type=int, default=300,
                    help="EM iterations at most per stiffness (default 300)"),
         ),
-        build=_build_softkmeans, summary=_summary_softkmeans,
+        build=_build_softkmeans,
     ),
     Method(
         "dc", "DiscriminativeClustering", "discriminative clustering (the store needs a 'label')",
@@ -342,7 +252,6 @@ METHODS: dict[str, Method] = {m.name: m for m in (
                    help="membership width, or 'auto' (held-out choice)"),
             Option("--max-iter", "max_iter", type=int, default=None, help="CG iterations (default 50)"),
         ),
-        summary=_summary_dc, score=_score_dc,
     ),
     Method(
         "ac", "AssociativeClustering", "associative clustering of paired views (the store needs a 'y')",
@@ -352,7 +261,7 @@ METHODS: dict[str, Method] = {m.name: m for m in (
             Option("--sigma", "sigma", type=auto_or(float), default="auto",
                    help="membership widths, or 'auto' (held-out choice)"),
         ),
-        build=_build_ac, summary=_summary_ac, score=_score_ac,
+        build=_build_ac,
     ),
     Method(
         "cmbc", "CMBC", "clustering of binary data away from a known clustering (the store needs a 'label')",
@@ -366,7 +275,7 @@ METHODS: dict[str, Method] = {m.name: m for m in (
             Option("--variant", "variant", default="bu", choices=("bu", "pm"),
                    help="bu: batch update; pm: partial maximization"),
         ),
-        build=_build_cmbc, summary=_summary_cmbc, score=_score_cmbc,
+        build=_build_cmbc,
     ),
     Method(
         "smic", "SMIC", "SMI clustering with t chosen by LSMI",
@@ -376,9 +285,35 @@ METHODS: dict[str, Method] = {m.name: m for m in (
             Option("--kernel-normalization", "kernel_normalization", default="none", choices=("none", "symmetric"),
                    help="kernel (7) as is, or D^-1/2 K D^-1/2"),
         ),
-        summary=_summary_smic,
     ),
 )}
+
+
+def register(method: Method, *, replace: bool = False) -> Method:
+    """Add ``method`` to :data:`METHODS` (the command, cross-validation and
+    the demo's table then offer it); a name already taken is refused unless
+    ``replace``. Returns the method."""
+    if not isinstance(method, Method):
+        raise TypeError(f"register() takes a registry.Method; got {type(method).__name__}.")
+    if method.name in METHODS and not replace:
+        raise ValueError(f"A method named {method.name!r} is registered already; pass replace=True to replace it.")
+    if isinstance(method.estimator, type):
+        from .runs import allow_model_class
+
+        allow_model_class(method.estimator)  # `infoclust fit` saves its model.json; predict loads it
+    METHODS[method.name] = method
+    return method
+
+
+def unregister(name: str) -> Method:
+    """Remove the method ``name`` (e.g. a test's); returns its entry."""
+    method = get_method(name)
+    del METHODS[name]
+    if isinstance(method.estimator, type):
+        from .runs import allow_model_class
+
+        allow_model_class(method.estimator, allowed=False)
+    return method
 
 
 def get_method(name) -> Method:

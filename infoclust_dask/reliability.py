@@ -28,7 +28,7 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from . import engine
-from ._validation import open_input
+from ._inputs import open_input
 
 __all__ = ["match_prototypes", "bootstrap_replicate", "summarize_replicates", "bootstrap_reliability",
            "surprise_masks"]
@@ -47,7 +47,7 @@ def match_prototypes(reference, replicate):
 
 def surprise_masks(table, alpha):
     """Boolean (K, L) masks of cells with ``p_over < alpha`` / ``p_under < alpha``."""
-    from .cluster._ac import cross_cluster_table
+    from .cluster import cross_cluster_table
 
     n = np.asarray(table)
     return _masks(cross_cluster_table(n), n.shape, alpha)
@@ -86,7 +86,6 @@ def bootstrap_replicate(X, Y, params, reference, seed, *, alpha=0.01, scheduler=
     over/under masks, and the matching costs.
     """
     from .cluster import AssociativeClustering
-    from .cluster._ac import hard_table
 
     sched = engine.resolve_scheduler(scheduler)
     A, B = open_input(X, variable="x"), open_input(Y, variable="y")
@@ -97,7 +96,8 @@ def bootstrap_replicate(X, Y, params, reference, seed, *, alpha=0.01, scheduler=
     ac.fit(_resample(A, idx), _resample(B, idx))  # the fit keeps small data in worker memory (engine.prepare)
     px, cx = match_prototypes(reference[0], ac.cluster_centers_x_)
     py, cy = match_prototypes(reference[1], ac.cluster_centers_y_)
-    table = hard_table(A, B, ac.cluster_centers_x_[px], ac.cluster_centers_y_[py], sched)
+    # the replicate's table with its prototypes in the reference's order (a permutation of rows and columns)
+    table = ac.contingency_table(A, B)[np.ix_(px, py)]
     over, under = surprise_masks(table, alpha)
     return {"seed": int(seed), "table": table.astype(int).tolist(), "over": over.tolist(), "under": under.tolist(),
             "match_cost_x": cx, "match_cost_y": cy}
@@ -107,7 +107,7 @@ def summarize_replicates(reference_table, replicates, *, alpha=0.01):
     """Reliability of every cell: the fraction of replicates in which it is
     surprising in the reference's direction. Returns a list of dicts (one per
     cell, most over-represented first) and the (K, L) reliability matrix."""
-    from .cluster._ac import cross_cluster_table
+    from .cluster import cross_cluster_table
 
     ref = np.asarray(reference_table)
     ref_cells = cross_cluster_table(ref)

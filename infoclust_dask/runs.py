@@ -144,9 +144,24 @@ def write_npy(path, array, *, overwrite=False) -> Path:
 #: what a model file may name: the estimators, and nothing else
 MODEL_CLASSES = ("KMeans", "SoftKMeans", "DiscriminativeClustering", "AssociativeClustering", "CMBC", "SMIC",
                  "MDA2", "IsotropicGaussianMixture")
+#: estimator classes registered from outside the package (:func:`infoclust_dask.registry.register`): name -> class
+_REGISTERED_CLASSES: dict = {}
 MODEL_SCHEMA = "infoclust-model"
 MODEL_SCHEMA_VERSION = 1
 _DTYPES = ("float64", "float32", "int64", "int32", "int16", "int8", "uint8", "bool", "<U")
+
+
+def allow_model_class(cls, allowed: bool = True):
+    """Let :func:`save_model` / :func:`load_model` handle the estimator class
+    ``cls`` of a method registered from outside the package (its name must
+    not shadow one of :data:`MODEL_CLASSES`); ``allowed=False`` takes it back."""
+    name = cls.__name__
+    if name in MODEL_CLASSES:
+        raise ValueError(f"A registered estimator may not be named like a built-in one ({name}).")
+    if allowed:
+        _REGISTERED_CLASSES[name] = cls
+    else:
+        _REGISTERED_CLASSES.pop(name, None)
 
 
 def save_model(est, path, *, overwrite=False) -> Path:
@@ -154,8 +169,10 @@ def save_model(est, path, *, overwrite=False) -> Path:
     (schema ``infoclust-model`` version 1; never pickle)."""
     from . import __version__
 
-    if type(est).__name__ not in MODEL_CLASSES:
-        raise TypeError(f"save_model saves the estimators {MODEL_CLASSES}; got {type(est).__name__}.")
+    name = type(est).__name__
+    if name not in MODEL_CLASSES and _REGISTERED_CLASSES.get(name) is not type(est):
+        raise TypeError(f"save_model saves the estimators {MODEL_CLASSES} and registered methods' estimators "
+                        f"{sorted(_REGISTERED_CLASSES)}; got {name}.")
     params = {k: v for k, v in est.get_params().items() if k != "scheduler"}
     fitted = {k: getattr(est, k) for k in _FITTED if hasattr(est, k)}
     if "feature_names_in_" in fitted:  # object array of str (scikit-learn's type) -> a str array in the file
@@ -188,8 +205,9 @@ def _checked_arrays(v, where):
 def load_model(path):
     """Rebuild an estimator saved by :func:`save_model`.
 
-    Only the estimator classes of this library (:data:`MODEL_CLASSES`) are
-    rebuilt, from their parameters and fitted arrays; nothing else named in
+    Only the estimator classes of this library (:data:`MODEL_CLASSES`) and
+    those of methods registered in this process
+    (:func:`infoclust_dask.registry.register`) are rebuilt, from their parameters and fitted arrays; nothing else named in
     the file is imported or called, and the document is checked against the
     schema first (a clear ``ValueError`` names what is wrong).
 
@@ -214,10 +232,13 @@ def load_model(path):
         raise ValueError(f"'{path}' has schema {doc.get('schema')!r} version {doc.get('schema_version')}; this "
                          f"library reads {MODEL_SCHEMA!r} up to version {MODEL_SCHEMA_VERSION}. Upgrade infoclust_dask.")
     name = doc["class"].rpartition(".")[2]  # files of earlier versions give the module path too
-    if name not in MODEL_CLASSES or (doc["class"] != name and not doc["class"].startswith("infoclust_dask.cluster.")):
+    if doc["class"] in _REGISTERED_CLASSES:  # a method registered in this process (its code is imported already)
+        cls = _REGISTERED_CLASSES[doc["class"]]
+    elif name not in MODEL_CLASSES or (doc["class"] != name and not doc["class"].startswith("infoclust_dask.cluster.")):
         raise ValueError(f"'{path}' names class {doc['class']!r}, which is not an infoclust_dask estimator "
-                         f"({', '.join(MODEL_CLASSES)}); it was not loaded.")
-    cls = getattr(cluster, name)
+                         f"({', '.join(MODEL_CLASSES)}) nor a registered method's; it was not loaded.")
+    else:
+        cls = getattr(cluster, name)
     allowed = {p for p in inspect.signature(cls.__init__).parameters if p != "self"}
     unknown = sorted(set(doc["params"]) - allowed)
     if unknown:

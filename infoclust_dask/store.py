@@ -37,7 +37,6 @@ import datetime as _dt
 import os
 import shutil
 import threading
-import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -45,6 +44,16 @@ from typing import Any
 import numpy as np
 
 from . import engine
+from ._atomic import (  # noqa: F401 - StoreError and atomic_write_text are part of this module's interface
+    StoreError,
+    _disk_error,
+    _remove_tree,
+    _temp_name,
+    _WriteLock,
+    atomic_write_text,
+    clean_stale_temporaries,
+)
+from ._manifest import MANIFEST, _check_chunks, _read_manifest, _write_manifest, verify_store  # noqa: F401
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -62,10 +71,6 @@ __all__ = [
 
 SCHEMA_VERSION = 1
 _CODECS = ("lz4", "zstd", "none")
-
-
-class StoreError(ValueError):
-    """A dataset store is missing, malformed, or would be overwritten."""
 
 
 # --------------------------------------------------------------------------
@@ -93,8 +98,8 @@ def choose_chunk_rows(n_samples, n_features, itemsize=8):
 def choose_codec(sample):
     """``"lz4"`` when Blosc-LZ4 + shuffle shrinks a sample of the rows by at
     least 15 %, else ``"none"``: incompressible data (e.g. continuous
-    measurements with random mantissas) read faster uncompressed (measured:
-    1.81 vs 0.81 GB/s with threads). Returns ``(codec, ratio)``."""
+    measurements with random mantissas) read faster uncompressed (measured
+    in ``docs/BENCHMARKS.md``, "Reading speed by codec"). Returns ``(codec, ratio)``."""
     from numcodecs import Blosc
 
     buf = np.ascontiguousarray(np.asarray(sample, dtype=np.float64))
@@ -166,83 +171,6 @@ def check_destination(path, overwrite: bool = False) -> Path:
             "untouched. Choose another destination, or remove it yourself if it really should go."
         )
     return path
-
-
-def _pid_alive(pid: int) -> bool:
-    import psutil
-
-    return psutil.pid_exists(pid)
-
-
-def _temp_name(path: Path, kind: str) -> Path:
-    """A hidden sibling of ``path`` that names its writer's PID, so that a
-    later run can tell a crashed writer's leftovers from a live one's."""
-    return path.parent / f".{path.name}.{kind}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-
-
-def clean_stale_temporaries(path) -> list[Path]:
-    """Remove the leftovers of writers of ``path`` that died (killed mid-write:
-    ``.NAME.tmp-PID-*``, ``.NAME.old-PID-*``, ``.NAME.var-PID-*``, ``.NAME.raw-PID-*`` and a
-    ``.NAME.lock`` whose PID is gone); leftovers of live processes stay. Returns what was removed."""
-    path = Path(path)
-    removed = []
-    if not path.parent.is_dir():
-        return removed
-    prefix = f".{path.name}."
-    for p in path.parent.iterdir():
-        if not p.name.startswith(prefix):
-            continue
-        rest = p.name[len(prefix):]
-        kind, _, tail = rest.partition("-")
-        if kind not in ("tmp", "old", "lock", "var", "raw"):
-            continue
-        pid = tail.split("-")[0] if kind != "lock" else _read_lock_pid(p)
-        if not str(pid).isdigit() or _pid_alive(int(pid)):
-            continue
-        if p.is_dir():
-            shutil.rmtree(p, ignore_errors=True)
-        else:
-            p.unlink(missing_ok=True)
-        removed.append(p)
-    return removed
-
-
-def _read_lock_pid(p: Path):
-    try:
-        return p.read_text().strip()
-    except OSError:
-        return ""
-
-
-class _WriteLock:
-    """``.NAME.lock-`` beside the destination, created exclusively: one writer
-    per destination at a time; a second gets a clear error naming the first's
-    PID. A lock left by a killed writer is removed by the next writer."""
-
-    def __init__(self, path: Path):
-        self.lock = path.parent / f".{path.name}.lock-"
-        self.path = path
-
-    def __enter__(self):
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        for _ in range(2):
-            try:
-                fd = os.open(self.lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            except FileExistsError:
-                pid = _read_lock_pid(self.lock)
-                if pid.isdigit() and not _pid_alive(int(pid)):
-                    self.lock.unlink(missing_ok=True)
-                    continue
-                raise StoreError(f"Another process (PID {pid or '?'}) is writing '{self.path}'; wait for it "
-                                 f"to finish (or, if no such process runs, remove '{self.lock}').") from None
-            with os.fdopen(fd, "w") as fh:
-                fh.write(str(os.getpid()))
-            return self
-        raise StoreError(f"Cannot take the write lock '{self.lock}' for '{self.path}'.")
-
-    def __exit__(self, *exc):
-        self.lock.unlink(missing_ok=True)
-        return False
 
 
 def write_dataset(
@@ -465,46 +393,6 @@ def write_dataset(
     return path
 
 
-def _disk_error(exc: OSError, path: Path, nbytes: int) -> Exception:
-    """An OSError of a store write as a message naming the path and the fix
-    (the half-written temporary is removed by the caller)."""
-    import errno
-
-    free = shutil.disk_usage(path.parent).free if path.parent.exists() else None
-    gib = 2 ** 30
-    if exc.errno == errno.EFBIG:
-        return StoreError(f"The store '{path}' hit the file size limit of this process (ulimit -f) while "
-                          f"writing; it needs up to {nbytes / gib:.2f} GiB uncompressed. Nothing was written; "
-                          "raise the limit or use smaller chunks.")
-    if exc.errno == errno.ENOSPC or exc.errno == errno.EDQUOT:
-        return StoreError(f"No space left for the store '{path}': it needs up to {nbytes / gib:.2f} GiB "
-                          f"uncompressed and {free / gib:.2f} GiB are free there. Nothing was written; free "
-                          "space or choose another destination.")
-    if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
-        return StoreError(f"Cannot write the store '{path}': {exc.strerror} ({exc.filename or path.parent}). "
-                          "Choose a writable destination.")
-    return StoreError(f"Writing the store '{path}' failed: {exc}. Nothing was written.")
-
-
-def _remove_tree(path: Path, wait: float = 10.0):
-    """Remove a half-written folder. After a failed compute, tasks already
-    running in the pool may still write a chunk or two, so retry until it
-    stays gone."""
-    if not path.exists():
-        return
-    deadline = time.monotonic() + wait
-    quiet_since = None
-    while time.monotonic() < deadline:
-        if path.exists():
-            shutil.rmtree(path, ignore_errors=True)
-            quiet_since = None
-        elif quiet_since is None:
-            quiet_since = time.monotonic()
-        elif time.monotonic() - quiet_since > 0.3:
-            return
-        time.sleep(0.05)
-
-
 def _replace(tmp: Path, path: Path, overwrite: bool):
     """Move the finished ``tmp`` to ``path``; an old store is removed only
     after the new one is in place."""
@@ -528,103 +416,6 @@ _OPENED_LOCK = threading.Lock()
 _OPENED: dict = {}
 #: stores kept open per process (the most recently used ones)
 OPENED_MAX = 16
-
-
-#: per array: ``<array>/infoclust-manifest.json`` (inside the array's folder,
-#: where zarr does not look; a file beside the arrays would be reported by
-#: zarr as an unknown member of the group)
-MANIFEST = "infoclust-manifest.json"
-
-
-def _arrays(root: Path):
-    return sorted(p for p in root.iterdir() if p.is_dir() and (p / "zarr.json").exists())
-
-
-def _crc32(path: Path) -> int:
-    import zlib
-
-    crc = 0
-    with open(path, "rb") as fh:
-        while block := fh.read(1 << 22):
-            crc = zlib.crc32(block, crc)
-    return crc
-
-
-def _write_manifest(root: Path):
-    """Record every chunk file of the freshly written arrays with its size
-    and CRC-32, one manifest per array: opening
-    checks that each listed chunk is there with its size (a deleted or
-    truncated chunk would otherwise read as fill values), :func:`verify_store`
-    checks the CRCs (garbage of the same size)."""
-    import json
-
-    for var in _arrays(root):
-        chunks = {}
-        for dirpath, _, files in os.walk(var / "c"):
-            for f in files:
-                full = os.path.join(dirpath, f)
-                chunks[os.path.relpath(full, root)] = [os.path.getsize(full), _crc32(Path(full))]
-        (var / MANIFEST).write_text(json.dumps({"manifest_version": 1, "chunks": dict(sorted(chunks.items()))}))
-
-
-def _read_manifest(path: Path):
-    """All arrays' manifests merged (chunk path -> (size, crc)), or None when
-    no array has one (a store written by an older version or another tool)."""
-    import json
-
-    out, found = {}, False
-    for var in _arrays(path):
-        m = var / MANIFEST
-        if not m.exists():
-            continue
-        found = True
-        try:
-            doc = json.loads(m.read_text())
-            out.update({k: tuple(v) for k, v in doc["chunks"].items()})
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise StoreError(f"The chunk manifest '{m}' is damaged ({exc}); the store cannot be checked. "
-                             "Re-ingest it, or delete that manifest to read the array unchecked.") from None
-    return out if found else None
-
-
-def _describe_chunk(rel: str) -> str:
-    parts = rel.split("/")
-    return f"array {parts[0]!r}, chunk {tuple(int(i) for i in parts[2:] if i.isdigit())}"
-
-
-def _check_chunks(path: Path, manifest: dict, *, crc: bool = False) -> list[str]:
-    """Problems of the stored chunks against the manifest: missing, wrong
-    size, (with ``crc``) wrong content. Returns readable lines (empty: all good)."""
-    problems = []
-    for rel, (size, want) in manifest.items():
-        f = path / rel
-        try:
-            got = f.stat().st_size
-        except FileNotFoundError:
-            problems.append(f"{_describe_chunk(rel)} ('{rel}') is missing")
-            continue
-        if got != size:
-            problems.append(f"{_describe_chunk(rel)} ('{rel}') has {got} bytes, {size} were written")
-        elif crc and _crc32(f) != want:
-            problems.append(f"{_describe_chunk(rel)} ('{rel}') has different bytes from those written (CRC-32)")
-    return problems
-
-
-def verify_store(path) -> dict:
-    """Read every chunk of the store at ``path`` and compare it with the
-    manifest written with it (sizes and CRC-32). Returns a report
-    ``{"store", "chunks", "bytes", "problems"}``; an empty ``problems`` means
-    the bytes are those written. Stores without a manifest (written by an
-    older version or another tool) are reported as unverifiable."""
-    path = Path(path)
-    if not (path / "zarr.json").exists():
-        raise FileNotFoundError(f"No zarr store at '{path}'.")
-    manifest = _read_manifest(path)
-    if manifest is None:
-        return {"store": str(path), "chunks": 0, "bytes": 0,
-                "problems": [f"no {MANIFEST}: the store was not written by this version; it cannot be verified"]}
-    return {"store": str(path), "chunks": len(manifest), "bytes": int(sum(v[0] for v in manifest.values())),
-            "problems": _check_chunks(path, manifest, crc=True)}
 
 
 def open_dataset(path):
@@ -772,16 +563,4 @@ def add_labels(path, name: str, labels, *, overwrite: bool = False, scheduler=No
             _remove_tree(tmp, wait=1.0)
             if old is not None:
                 shutil.rmtree(old, ignore_errors=True)
-    return path
-
-
-def atomic_write_text(path, text: str, *, overwrite: bool = False) -> Path:
-    """Write a small text file atomically (temp file beside it, then rename)."""
-    path = Path(path)
-    if path.exists() and not overwrite:
-        raise FileExistsError(f"'{path}' exists; pass overwrite=True to replace it.")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.parent / f".{path.name}.tmp-{uuid.uuid4().hex[:8]}"
-    tmp.write_text(text)
-    os.replace(tmp, path)
     return path

@@ -99,8 +99,9 @@ def _line(c):
             f"(p_over {c['p_over']:.2g}, p_under {c['p_under']:.2g}), reliability {c['reliability']:.0%}")
 
 
-@flow(name="infoclust-ac-bootstrap", log_prints=True, task_runner=ThreadPoolTaskRunner(max_workers=4))
-def bootstrap_flow(store: str, n_clusters: list[int] = (4, 4), n_boot: int = 20, alpha: float = 0.01,
+# (prefect's ThreadPoolTaskRunner is generic: its constructor's type does not match the decorator's hint)
+@flow(name="infoclust-ac-bootstrap", log_prints=True, task_runner=ThreadPoolTaskRunner(max_workers=4))  # type: ignore[arg-type]
+def bootstrap_flow(store: str, n_clusters: tuple[int, int] = (4, 4), n_boot: int = 20, alpha: float = 0.01,
                    params: dict | None = None, seed: int = 0, scheduler: str | None = None,
                    storage: str | None = None, top: int = 3) -> dict:
     """Associative clustering of the store's (x, y) with bootstrap reliability
@@ -144,7 +145,7 @@ def main(argv=None):
     p.add_argument("--scheduler", default=None)
     p.add_argument("--storage", default=None)
     a = p.parse_args(argv)
-    bootstrap_flow(store=a.store, n_clusters=[a.K, a.L], n_boot=a.n_boot, alpha=a.alpha, seed=a.seed,
+    bootstrap_flow(store=a.store, n_clusters=(a.K, a.L), n_boot=a.n_boot, alpha=a.alpha, seed=a.seed,
                    scheduler=a.scheduler, storage=a.storage)
 
 

@@ -93,7 +93,8 @@ def summarize_sweep(results: list[dict], method: str, params: list[str], run_dir
     return {"best": best_params, "best_score": best["score_mean"], "table": md, "plots": plots}
 
 
-@flow(name="infoclust-crossval", log_prints=True, task_runner=ThreadPoolTaskRunner(max_workers=4))
+# (prefect's ThreadPoolTaskRunner is generic: its constructor's type does not match the decorator's hint)
+@flow(name="infoclust-crossval", log_prints=True, task_runner=ThreadPoolTaskRunner(max_workers=4))  # type: ignore[arg-type]
 def crossval_flow(store: str, method: str = "dc", grid: dict | None = None, n_folds: int = 10,
                   fold_kind: str = "ranges", seed: int = 0, scheduler: str | None = None,
                   storage: str | None = None) -> dict:
@@ -108,9 +109,9 @@ def crossval_flow(store: str, method: str = "dc", grid: dict | None = None, n_fo
     t0 = time.perf_counter()
     log = get_run_logger()
     grid = grid or dict(DEFAULT_GRID)
-    storage = Path(storage or storage_root())
+    root = Path(storage or storage_root())
     scheduler = default_scheduler(scheduler)
-    cache = CellCache(storage / "crossval" / "cells")
+    cache = CellCache(root / "crossval" / "cells")
     cells = plan_sweep(store, method, grid, n_folds, fold_kind, seed)
     done = {c["key"]: cache.load(c["key"]) for c in cells}
     todo = [c for c in cells if done[c["key"]] is None]
@@ -124,7 +125,7 @@ def crossval_flow(store: str, method: str = "dc", grid: dict | None = None, n_fo
         for c, res in zip(todo, futures.result(), strict=True):
             done[c["key"]] = res
     results = [done[c["key"]] for c in cells]
-    run = new_run_dir(f"crossval-{method}", root=storage)
+    run = new_run_dir(f"crossval-{method}", root=root)
     params = sorted(grid)
     summary = summarize_sweep(results, method, params, str(run), store)
     from prefect.runtime import flow_run
@@ -153,7 +154,7 @@ def run_from_args(a) -> dict:
     if a.concurrency < 1:
         raise ValueError(f"--concurrency must be >= 1; got {a.concurrency}.")
     plan(a.store, a.method, grid or DEFAULT_GRID, a.folds, a.fold_kind, a.seed)  # fail before Prefect starts
-    f = crossval_flow.with_options(task_runner=ThreadPoolTaskRunner(max_workers=a.concurrency))
+    f = crossval_flow.with_options(task_runner=ThreadPoolTaskRunner(max_workers=a.concurrency))  # type: ignore[arg-type]
     return f(store=a.store, method=a.method, grid=grid, n_folds=a.folds, fold_kind=a.fold_kind, seed=a.seed,
              scheduler=a.scheduler, storage=a.storage)
 

@@ -46,7 +46,7 @@ def methods_table() -> list[str]:
 
     rows = ["| method | estimator | what it does | shown by |", "|---|---|---|---|"]
     for name, m in METHODS.items():
-        rows.append(f"| `{name}` | `{m.estimator}` | {m.help} | {DEMO_STEPS.get(name, 'not shown by the demo')} |")
+        rows.append(f"| `{name}` | `{m.estimator_name}` | {m.help} | {DEMO_STEPS.get(name, 'not shown by the demo')} |")
     return rows
 
 
@@ -74,20 +74,20 @@ def fit_kmeans(store: str, n_clusters: int, scheduler: str | None, seed: int, ru
     from infoclust_dask.store import open_dataset
 
     ds = open_dataset(store)
-    scheduler = engine.resolve_scheduler(scheduler)  # start the cluster before timing the fit
-    X = engine.prepare(ds["x"], scheduler=scheduler)  # small enough to keep in worker memory
+    sched = engine.resolve_scheduler(scheduler)  # start the cluster before timing the fit
+    X = engine.prepare(ds["x"], scheduler=sched)  # small enough to keep in worker memory
     t0 = time.perf_counter()
-    km = KMeans(n_clusters, random_state=seed, scheduler=scheduler).fit(X)
+    km = KMeans(n_clusters, random_state=seed, scheduler=sched).fit(X)
     seconds = time.perf_counter() - t0
     save_model(km, Path(run_dir) / "kmeans-model.json")
-    labels = engine.compute(km.labels_, scheduler=scheduler)
+    labels = engine.compute(km.labels_, scheduler=sched)
     del X
     out = {"inertia": km.inertia_, "n_iter": km.n_iter_, "seconds": round(seconds, 2),
            "sizes": [int((labels == j).sum()) for j in range(n_clusters)]}
     if "label" in ds:
         from sklearn.metrics import adjusted_rand_score, normalized_mutual_info_score
 
-        c = engine.compute(ds["label"].data, scheduler=scheduler)
+        c = engine.compute(ds["label"].data, scheduler=sched)
         out["ari_vs_classes"] = float(adjusted_rand_score(c, labels))
         out["nmi_vs_classes"] = float(normalized_mutual_info_score(c, labels))
         out["contingency"] = contingency_table(labels, c, n_clusters=n_clusters).tolist()
@@ -106,18 +106,18 @@ def fit_dc(store: str, n_clusters: int, scheduler: str | None, seed: int, run_di
     ds = open_dataset(store)
     if "label" not in ds:
         return None
-    scheduler = engine.resolve_scheduler(scheduler)
-    X = engine.prepare(ds["x"], scheduler=scheduler)
-    c = engine.prepare(ds["label"], scheduler=scheduler)
+    sched = engine.resolve_scheduler(scheduler)
+    X = engine.prepare(ds["x"], scheduler=sched)
+    c = engine.prepare(ds["label"], scheduler=sched)
     t0 = time.perf_counter()
     dc = DiscriminativeClustering(n_clusters, sigma=sigma, max_iter=29, random_state=seed,
-                                  scheduler=scheduler).fit(X, c)
+                                  scheduler=sched).fit(X, c)
     seconds = time.perf_counter() - t0
     save_model(dc, Path(run_dir) / "dc-model.json")
-    km = KMeans(n_clusters, random_state=seed, scheduler=scheduler).fit(X)
+    km = KMeans(n_clusters, random_state=seed, scheduler=sched).fit(X)
     from infoclust_dask.metrics import dc_log_posterior
 
-    km_lp = dc_log_posterior(engine.compute(km.labels_, scheduler=scheduler), engine.compute(ds["label"].data, scheduler=scheduler),
+    km_lp = dc_log_posterior(engine.compute(km.labels_, scheduler=sched), engine.compute(ds["label"].data, scheduler=sched),
                              n_clusters=n_clusters, n_classes=dc.n_classes_)
     return {"sigma": dc.sigma_, "log_posterior": dc.score(X, c), "kmeans_log_posterior": km_lp,
             "contingency": dc.contingency_.tolist(), "evaluations": len(dc.objective_history_),
@@ -175,14 +175,14 @@ def anneal(store: str, n_clusters: int, scheduler: str | None, seed: int, run_di
     from infoclust_dask.store import open_dataset
 
     ds = open_dataset(store)
-    scheduler = engine.resolve_scheduler(scheduler)
-    X = engine.prepare(ds["x"], scheduler=scheduler)  # hundreds of passes: keep it in memory
-    mean, axes, var = principal_axes(X, 2, scheduler=scheduler)
+    sched = engine.resolve_scheduler(scheduler)
+    X = engine.prepare(ds["x"], scheduler=sched)  # hundreds of passes: keep it in memory
+    mean, axes, var = principal_axes(X, 2, scheduler=sched)
     beta_c = 1.0 / var[0]  # MacKay (20.17): first split where beta = 1/sigma_1^2
     betas = beta_c * np.geomspace(0.25, 8.0, n_betas)
     t0 = time.perf_counter()
     sk = SoftKMeans(n_clusters, beta_schedule=betas, max_iter=1000, tol=1e-8, random_state=seed,
-                    scheduler=scheduler).fit(X)
+                    scheduler=sched).fit(X)
     seconds = time.perf_counter() - t0
     save_model(sk, Path(run_dir) / "soft-kmeans-model.json")
     crit = sk.critical_betas()
@@ -242,13 +242,13 @@ def cmbc_next(storage: str, scheduler: str | None, seed: int, n_samples: int = 2
         write_dataset(dest, Y, dtype=np.uint8, extra_labels={f"q{j + 1}": Q[:, j] for j in range(4)},
                       provenance={"source": f"make_cmbc_data({n_samples}, p_noise=0.1)"}, overwrite=True)
     ds = open_dataset(dest)
-    scheduler = engine.resolve_scheduler(scheduler)
-    Q = np.stack([np.asarray(engine.compute(ds[f"q{j + 1}"].data, scheduler=scheduler)) for j in range(4)], axis=1)
+    sched = engine.resolve_scheduler(scheduler)
+    Q = np.stack([np.asarray(engine.compute(ds[f"q{j + 1}"].data, scheduler=sched)) for j in range(4)], axis=1)
     out = {"store": str(dest), "n": int(ds.sizes["sample"])}
     for name, gamma in (("CMBC", "default"), ("EM", 0.0)):
         t0 = time.perf_counter()
-        m = CMBC(2, gamma=gamma, random_state=seed, scheduler=scheduler).fit(ds["x"], known=ds["q1"])
-        labels = np.asarray(engine.compute(m.labels_, scheduler=scheduler))
+        m = CMBC(2, gamma=gamma, random_state=seed, scheduler=sched).fit(ds["x"], known=ds["q1"])
+        labels = np.asarray(engine.compute(m.labels_, scheduler=sched))
         out[name] = {"nmi": [round(nmi_paper(labels, Q[:, j]), 4) for j in range(4)],
                      "seconds": round(time.perf_counter() - t0, 2), "passes": m.n_iter_}
     return out
@@ -264,13 +264,13 @@ def smic_store(store: str, n_clusters: int, scheduler: str | None, seed: int) ->
     from infoclust_dask.store import open_dataset
 
     ds = open_dataset(store)
-    scheduler = engine.resolve_scheduler(scheduler)
-    y = np.asarray(engine.compute(ds["label"].data, scheduler=scheduler))
+    sched = engine.resolve_scheduler(scheduler)
+    y = np.asarray(engine.compute(ds["label"].data, scheduler=sched))
     t0 = time.perf_counter()
-    m = SMIC(n_clusters, random_state=seed, scheduler=scheduler).fit(ds["x"])
+    m = SMIC(n_clusters, random_state=seed, scheduler=sched).fit(ds["x"])
     seconds = time.perf_counter() - t0
-    km = KMeans(n_clusters, n_init=10, random_state=seed, scheduler=scheduler).fit(ds["x"])
-    km_labels = engine.compute(km.labels_, scheduler=scheduler)
+    km = KMeans(n_clusters, n_init=10, random_state=seed, scheduler=sched).fit(ds["x"])
+    km_labels = engine.compute(km.labels_, scheduler=sched)
     return {"store": store, "n": len(y), "t": int(m.t_), "ari": float(ari(y, m.labels_)),
             "kmeans_ari": float(ari(y, km_labels)), "seconds": round(seconds, 2),
             "lsmi": {int(t): round(float(v), 4) for t, v in m.lsmi_.items()},
@@ -290,18 +290,18 @@ def smic_large(scheduler: str | None, seed: int, n: int = 250_000) -> dict:
     from sklearn.metrics import adjusted_rand_score as ari
 
     from infoclust_dask import SMIC, engine
-    from infoclust_dask.cluster._smic import DRIVER_KERNEL_MAX_ROWS
+    from infoclust_dask.cluster import DRIVER_KERNEL_MAX_ROWS
     from infoclust_dask.kernels.knn import have_faiss
 
     if not have_faiss():  # the exact graph of this many rows takes minutes: shown only with the [knn] extra
         return {"n": n, "skipped": "faiss-cpu is not installed (pip install 'infoclust_dask[knn]')"}
-    scheduler = engine.resolve_scheduler(scheduler)
+    sched = engine.resolve_scheduler(scheduler)
     rng = np.random.default_rng(seed)
     centres = rng.normal(0, 9, size=(8, 16))
     y = rng.integers(0, 8, n)
     X = centres[y] + rng.normal(size=(n, 16))
     t0 = time.perf_counter()
-    m = SMIC(8, t=10, random_state=seed, scheduler=scheduler).fit(X)
+    m = SMIC(8, t=10, random_state=seed, scheduler=sched).fit(X)
     seconds = time.perf_counter() - t0
     return {"n": n, "knn": m.knn_, "recall": round(float(m.knn_recall_), 4), "ari": float(ari(y, m.labels_)),
             "components": int(m.n_components_), "seconds": round(seconds, 1),
@@ -461,7 +461,7 @@ def report(store: str, run_dir: str, km: dict, da_: dict, dataset: str, dc: dict
 @flow(name="infoclust-demo", log_prints=True)
 def demo_flow(dataset: str = "satimage", n_clusters: int = 6, scheduler: str | None = None,
               storage: str | None = None, seed: int = 0, n_betas: int = 24,
-              sigmas: list[float] = (0.75, 1.5, 3.0), n_folds: int = 3, n_boot: int = 8, n_pairs: int = 4000,
+              sigmas: tuple[float, ...] = (0.75, 1.5, 3.0), n_folds: int = 3, n_boot: int = 8, n_pairs: int = 4000,
               smic: bool = True, smic_rows: int = 250_000) -> str:
     """Ingest ``dataset``, cross-validate DC's sigma, fit K-means and DC, anneal
     soft K-means, AC with bootstrap reliability, SMIC (toy sets, digits and
@@ -491,7 +491,7 @@ def demo_flow(dataset: str = "satimage", n_clusters: int = 6, scheduler: str | N
     dc = fit_dc(store, n_clusters, scheduler, seed, str(run), sigma=cv["best"]["sigma"]) if cv else None
     da_ = anneal(store, 4, scheduler, seed, str(run), n_betas)
     pairs = paired_store(storage, seed, n_pairs)
-    boot = bootstrap_flow(store=pairs, n_clusters=[4, 4], n_boot=n_boot, params={"sigma": [0.3, 0.3], "n_init": 1},
+    boot = bootstrap_flow(store=pairs, n_clusters=(4, 4), n_boot=n_boot, params={"sigma": [0.3, 0.3], "n_init": 1},
                           seed=seed, scheduler=scheduler, storage=storage)
     ac = {**ac_vs_kmeans(pairs, str(Path(boot["run_dir"]) / "ac-reference-model.json"), scheduler, seed),
           "store": pairs, "run_dir": boot["run_dir"], "n_boot": n_boot, "most_over": boot["most_over"],

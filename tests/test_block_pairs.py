@@ -36,7 +36,7 @@ def test_knn_matches_brute_force(chunks, scheduler):
 
 def test_knn_errors():
     with pytest.raises(ValueError, match="t must be between 1 and n_samples - 1 = 9"):
-        _neighbour_lists(np.zeros((10, 2)), 10, "sync")
+        _neighbour_lists(np.zeros((10, 2)), 10)
 
 
 def test_block_pairs_task_names_carry_the_kernel():

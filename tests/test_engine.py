@@ -9,7 +9,7 @@ import xarray as xr
 from helpers import CountLocalComputes
 
 from infoclust_dask import engine, write_dataset
-from infoclust_dask._validation import open_input
+from infoclust_dask._inputs import open_input
 from infoclust_dask.engine import blocks as engine_blocks
 from infoclust_dask.kernels import Pass
 from infoclust_dask.kernels._common import combine_concat

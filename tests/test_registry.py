@@ -1,9 +1,13 @@
 """The method registry: every entry builds a valid estimator from its
 command-line defaults, every entry has a demo step, cross-validation and the
-CLI take their method lists from it."""
+CLI take their method lists from it, and a method registered from tests/
+runs through all of them."""
 
 import argparse
+import json
+from pathlib import Path
 
+import numpy as np
 import pytest
 
 from infoclust_dask import crossval, registry
@@ -31,7 +35,7 @@ def test_every_method_has_a_demo_step():
 
 
 def test_crossval_methods_are_the_scored_registry_entries():
-    assert set(crossval.cv_methods()) == {n for n, m in registry.METHODS.items() if m.score is not None}
+    assert set(crossval.cv_methods()) == {n for n, m in registry.METHODS.items() if m.cross_validated}
     with pytest.raises(ValueError, match="Unknown method 'nope'; choose one of"):
         registry.get_method("nope")
     with pytest.raises(ValueError, match="has no held-out score"):
@@ -51,3 +55,72 @@ def test_flows_load_by_name():
         assert callable(registry.load_flow(name))
     p = crossval.add_arguments(argparse.ArgumentParser())
     assert p.parse_args(["s.zarr", "--method", "ac"]).method == "ac"
+
+
+@pytest.fixture
+def toy_method():
+    """The toy method of tests/toymethod registered for one test, then removed."""
+    from toymethod import METHOD
+
+    registry.register(METHOD)
+    try:
+        yield METHOD
+    finally:
+        registry.unregister(METHOD.name)
+    assert METHOD.name not in registry.METHODS
+
+
+def _one_lloyd_step(X, k):
+    start = X[:k]
+    near = ((X[:, None] - start[None]) ** 2).sum(-1).argmin(1)
+    return np.array([X[near == j].mean(0) if (near == j).any() else start[j] for j in range(k)])
+
+
+def test_a_method_registered_from_tests_runs_through_fit_crossval_and_the_demo_table(tmp_path, capsys, toy_method):
+    """Adding a method is one kernels module, one objectives module, one
+    estimator module (tests/toymethod/) and one registry entry: the command
+    fits it and saves a model that predicts, cross-validation scores it, and
+    the demo's method table lists it. Its centres equal one Lloyd step
+    computed here in numpy."""
+    from infoclust_dask.cli import main
+    from infoclust_dask.runs import load_model
+    from infoclust_pipelines.demo import methods_table
+
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(c, 0.3, size=(100, 2)) for c in ((0, 0), (5, 0), (0, 5))])[rng.permutation(300)]
+    np.save(tmp_path / "t.npy", X)
+    store = tmp_path / "t.zarr"
+    assert main(["ingest", str(tmp_path / "t.npy"), str(store)]) == 0
+    capsys.readouterr()
+    assert main(["fit", "onestep", str(store), "-k", "3", "--scheduler", "sync", "--storage", str(tmp_path / "s")]) == 0
+    out, _ = capsys.readouterr()
+    run = Path(out.strip().splitlines()[-1].split("run folder: ")[1])
+    summary = json.loads((run / "summary.json").read_text())
+    model = load_model(run / "model.json")
+    np.testing.assert_allclose(model.cluster_centers_, _one_lloyd_step(X, 3), rtol=1e-12)
+    assert sum(summary["cluster_sizes"]) == 300 and summary["method"] == "onestep"
+    assert main(["predict", str(run / "model.json"), str(store), "--out", str(tmp_path / "p.npy"),
+                 "--scheduler", "sync"]) == 0
+    np.testing.assert_array_equal(np.load(tmp_path / "p.npy"), np.load(run / "labels.npy"))
+
+    assert "onestep" in crossval.cv_methods()
+    cell = crossval.run_cell(str(store), "onestep", {"n_clusters": 3}, 0, 3, scheduler="sync")
+    rows = np.arange(300)
+    train, test = X[rows >= 100], X[rows < 100]  # fold 0 of 3 row ranges
+    ref = _one_lloyd_step(train, 3)
+    np.testing.assert_allclose(cell["vq_cost"], ((test[:, None] - ref[None]) ** 2).sum(-1).min(1).mean(), rtol=1e-10)
+    assert cell["score"] == pytest.approx(-cell["vq_cost"])
+
+    table = "\n".join(methods_table())
+    assert "| `onestep` | `OneStepMeans` |" in table and "not shown by the demo" in table
+    with pytest.raises(ValueError, match="registered already"):
+        registry.register(toy_method)
+
+
+def test_crossval_help_names_the_cross_validated_methods():
+    """``infoclust crossval --help`` names the methods without importing the
+    estimators (fast start): the names it gives are the registry's
+    cross-validated ones."""
+    help_text = " ".join(crossval.add_arguments(argparse.ArgumentParser()).format_help().split())
+    named = help_text.split("a registered method with a held-out score:")[1].split(", or")[0]
+    assert {n.strip() for n in named.split(",")} == set(crossval.cv_methods())

@@ -124,3 +124,45 @@ def test_lazy_results_keep_the_data_a_fit_persisted(local_cluster_client):
     gc.collect()
     labels = engine.compute(km.labels_, scheduler=client)
     np.testing.assert_array_equal(labels, km.predict(X.compute(scheduler="sync")))
+
+
+def test_a_fit_resolves_its_scheduler_once_and_every_pass_runs_there(local_cluster_client, monkeypatch):
+    """The estimator's ``scheduler=`` is resolved once per fit and installed:
+    every pass below it (the moments, the K-means start of DC, CG's
+    objective passes, the contingency table) runs on the cluster, none in
+    this process, though no helper is handed the scheduler; afterwards
+    nothing stays installed."""
+    from infoclust_dask import DiscriminativeClustering
+
+    seen = []
+    real = _scheduler.resolve_scheduler
+
+    def counting(scheduler=None):
+        if scheduler is not None and not isinstance(scheduler, _scheduler.Scheduler):
+            seen.append(scheduler)
+        return real(scheduler)
+
+    monkeypatch.setattr(_scheduler, "resolve_scheduler", counting)
+    rng = np.random.default_rng(0)
+    X = da.from_array(np.vstack([rng.normal(c, 1.0, size=(400, 3)) for c in (0, 4)]), chunks=200)
+    y = da.from_array(np.repeat([0, 1], 400), chunks=200)
+    with CountLocalComputes() as local:
+        dc = DiscriminativeClustering(2, sigma=1.0, max_iter=5, random_state=0,
+                                      scheduler=local_cluster_client).fit(X, y)
+    assert local.n == 0 and dc.contingency_.sum() == 800
+    assert seen == [local_cluster_client]  # once, by the fit
+    assert _scheduler._INSTALLED.get() is None
+
+
+def test_installed_schedulers_nest_and_stay_in_their_thread():
+    outer = []
+    with engine.installed("sync") as s:
+        assert engine.resolve_scheduler() is s and s.kind == "sync"
+        with engine.installed("threads"):
+            assert engine.resolve_scheduler().kind == "threads"
+        assert engine.resolve_scheduler() is s
+        t = threading.Thread(target=lambda: outer.append(engine.resolve_scheduler().kind))
+        t.start()
+        t.join()
+    assert outer == ["threads"]  # another thread sees the default, not this thread's installed scheduler
+    assert _scheduler._INSTALLED.get() is None

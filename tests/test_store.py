@@ -185,7 +185,7 @@ def test_any_zarr_store_and_zarr_arrays_are_read_lazily(tmp_path):
     import zarr
 
     from infoclust_dask import KMeans
-    from infoclust_dask._validation import open_input
+    from infoclust_dask._inputs import open_input
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(3000, 3)) + 5 * rng.integers(0, 3, 3000)[:, None]

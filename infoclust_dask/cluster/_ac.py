@@ -31,10 +31,10 @@ import numbers
 
 import numpy as np
 from scipy.stats import hypergeom
-from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from .. import engine, optimize
+from .._inputs import prepare_input
 from .._progress import Steps, say
 from .._validation import (
     SIGMA_RANGE,
@@ -42,7 +42,6 @@ from .._validation import (
     Interval,
     Options,
     PairOf,
-    check_data,
     check_n_clusters,
     check_random_state,
     param_error,
@@ -51,10 +50,9 @@ from .._validation import (
 from ..kernels.ac import AC_COUNTS, AC_GRAD, AC_HARD_COUNTS
 from ..kernels.stats import CROSS_GRAM, LABEL_SUMS, PROJECT
 from ..objectives import ac as obj
-from ._base import SHARED_CONSTRAINTS, journaled, voronoi_labels
+from ._base import InfoclustEstimator, RandomStateLike, SchedulerLike, Sequence, journaled, voronoi_labels
 from ._init import init_random
 from ._kmeans import KMeans
-from ._xarray import XarrayIO
 
 __all__ = ["AssociativeClustering", "ac_objective"]
 
@@ -62,27 +60,27 @@ __all__ = ["AssociativeClustering", "ac_objective"]
 def ac_objective(X, Y, mx, my, sigma, *, prior=(1.0, 1.0, 1.0), lam=(1.0, 1.0), scheduler=None, subset=None):
     """Smoothed log BF'' of §III and its gradients at prototypes ``mx``, ``my``.
 
-    Two passes over the paired data. Returns ``(value, grad_x (K, dx),
-    grad_y (L, dy), counts (K, L))``.
+    Two passes over the paired data (``None``: where the enclosing call
+    runs, see :func:`infoclust_dask.engine.installed`). Returns
+    ``(value, grad_x (K, dx), grad_y (L, dy), counts (K, L))``.
     """
     sx, sy = sigma
-    counts = engine.map_reduce(AC_COUNTS, X, Y, params={"mx": mx, "my": my, "sx": sx, "sy": sy,
-                                                               "subset": subset}, scheduler=scheduler)["counts"]
-    psi, psi_x, psi_y = obj.digamma_terms(counts, prior)
-    st = engine.map_reduce(
-        AC_GRAD, X, Y,
-        params={"mx": mx, "my": my, "sx": sx, "sy": sy, "psi": psi, "psi_x": psi_x, "psi_y": psi_y,
-                "lam_x": float(lam[0]), "lam_y": float(lam[1]), "subset": subset},
-        scheduler=scheduler,
-    )
+    with engine.installed(scheduler):
+        counts = engine.map_reduce(AC_COUNTS, X, Y, params={"mx": mx, "my": my, "sx": sx, "sy": sy,
+                                                            "subset": subset})["counts"]
+        psi, psi_x, psi_y = obj.digamma_terms(counts, prior)
+        st = engine.map_reduce(
+            AC_GRAD, X, Y,
+            params={"mx": mx, "my": my, "sx": sx, "sy": sy, "psi": psi, "psi_x": psi_x, "psi_y": psi_y,
+                    "lam_x": float(lam[0]), "lam_y": float(lam[1]), "subset": subset},
+        )
     value = obj.log_bayes_factor(counts, prior, lam)
     return value, obj.gradient(st["WX"], st["Wx"], mx, sx), obj.gradient(st["WY"], st["Wy"], my, sy), counts
 
 
-def hard_table(X, Y, mx, my, scheduler=None, subset=None):
+def hard_table(X, Y, mx, my, subset=None):
     """The hard contingency table of the two Voronoi partitions (one pass)."""
-    return engine.map_reduce(AC_HARD_COUNTS, X, Y, params={"mx": mx, "my": my, "subset": subset},
-                             scheduler=scheduler)["counts"]
+    return engine.map_reduce(AC_HARD_COUNTS, X, Y, params={"mx": mx, "my": my, "subset": subset})["counts"]
 
 
 def _second_view(X, Y):
@@ -104,7 +102,7 @@ def _pair(value, name, est):
     return (a, b)
 
 
-class AssociativeClustering(XarrayIO, BaseEstimator):
+class AssociativeClustering(InfoclustEstimator):
     """Associative clustering of paired data (X, Y).
 
     Parameters
@@ -146,15 +144,13 @@ class AssociativeClustering(XarrayIO, BaseEstimator):
     sigma_grid : sequence of float, optional
         Relative widths tried by ``sigma="auto"`` (default 0.05 ... 0.4, 5 values).
     validation_fraction : float, default=0.2
-    random_state : int, RandomState or None
-    scheduler : see :func:`infoclust_dask.engine.resolve_scheduler`
+    random_state : int, numpy Generator or None, default=None
+        Seeds the starts (K-means, CCA or random rows), the annealed
+        restarts and the split of the width search.
+    [shared parameters]
     verbose : int, default=0
-    sample_dim : str, optional
-        For xarray input: the dim that holds the samples (see
-        :mod:`infoclust_dask.cluster._xarray`); outputs are then DataArrays
-        over that dim.
-    variables : list of str, optional
-        For a Dataset: the data variables stacked as features.
+        1: one line per restart and per width of the search; 2: also every
+        evaluation of the conjugate-gradient optimizer.
 
     Attributes
     ----------
@@ -176,48 +172,18 @@ class AssociativeClustering(XarrayIO, BaseEstimator):
     #: fit(X, y) / score(X, y): y is the second data view (see cluster._xarray)
     _y_is_second_view = True
 
-    def __init__(
-        self,
-        n_clusters=(2, 2),
-        *,
-        sigma=("auto", "auto"),
-        prior=(1.0, 1.0, 1.0),
-        margin_weight=(1.0, 1.0),
-        optimizer="cg",
-        init="cca",
-        n_init=2,
-        anneal_steps=12,
-        anneal_start=10.0,
-        max_iter=30,
-        sigma_grid=None,
-        validation_fraction=0.2,
-        random_state=None,
-        scheduler=None,
-        sample_dim=None,
-        variables=None,
-        verbose=0,
-    ):
-        self.n_clusters = n_clusters
-        self.sigma = sigma
-        self.prior = prior
-        self.margin_weight = margin_weight
-        self.optimizer = optimizer
-        self.init = init
-        self.n_init = n_init
-        self.anneal_steps = anneal_steps
-        self.anneal_start = anneal_start
-        self.max_iter = max_iter
-        self.sigma_grid = sigma_grid
-        self.validation_fraction = validation_fraction
-        self.random_state = random_state
-        self.scheduler = scheduler
-        self.sample_dim = sample_dim
-        self.variables = variables
-        self.verbose = verbose
+    def __init__(self, n_clusters: int | tuple[int, int] = (2, 2), *,
+                 sigma: float | str | tuple[float | str, float | str] = ("auto", "auto"),
+                 prior: float | tuple[float, float, float] = (1.0, 1.0, 1.0),
+                 margin_weight: float | tuple[float, float] = (1.0, 1.0), optimizer: str = "cg",
+                 init: str = "cca", n_init: int = 2, anneal_steps: int = 12, anneal_start: float = 10.0,
+                 max_iter: int = 30, sigma_grid: Sequence[float] | None = None, validation_fraction: float = 0.2,
+                 random_state: RandomStateLike = None, scheduler: SchedulerLike = None, sample_dim: str | None = None,
+                 variables: Sequence[str] | None = None, verbose: int = 0):
+        self._keep_params(locals())
 
     # ------------------------------------------------------------------
     _parameter_constraints = {
-        **SHARED_CONSTRAINTS,
         "n_clusters": [PairOf(Interval(int, 1))],
         "sigma": [PairOf(SIGMA_RANGE, Options("auto"))],
         "prior": [Interval(float, 0, closed="neither"), ArrayLike()],
@@ -244,7 +210,7 @@ class AssociativeClustering(XarrayIO, BaseEstimator):
         lam = _pair(self.margin_weight, "margin_weight", self)
         return int(k), int(l_), sig, obj.check_prior(self.prior), (float(lam[0]), float(lam[1]))
 
-    def _initial(self, X, Y, k, l_, rng, sched, dx, dy):
+    def _initial(self, X, Y, k, l_, rng, dx, dy):
         if not isinstance(self.init, str):
             mx, my = (np.array(a, dtype=np.float64) for a in self.init)
             if mx.shape != (k, dx) or my.shape != (l_, dy):
@@ -254,13 +220,13 @@ class AssociativeClustering(XarrayIO, BaseEstimator):
                 )
             return mx, my
         if self.init == "random":
-            return init_random(X, None, k, rng, sched), init_random(Y, None, l_, rng, sched)
+            return init_random(X, None, k, rng), init_random(Y, None, l_, rng)
         if self.init == "centroid":
             return self._centroid_start(k, l_, rng)
         if self.init == "cca":
-            return cca_start(X, Y, k, l_, rng, sched)
-        mx = KMeans(k, random_state=int(rng.integers(2**31)), scheduler=sched).fit(X).cluster_centers_
-        my = KMeans(l_, random_state=int(rng.integers(2**31)), scheduler=sched).fit(Y).cluster_centers_
+            return cca_start(X, Y, k, l_, rng)
+        mx = KMeans(k, random_state=int(rng.integers(2**31))).fit(X).cluster_centers_
+        my = KMeans(l_, random_state=int(rng.integers(2**31))).fit(Y).cluster_centers_
         return mx, my
 
     def _centroid_start(self, k, l_, rng):
@@ -272,14 +238,14 @@ class AssociativeClustering(XarrayIO, BaseEstimator):
         return (mx + 0.01 * np.sqrt(sx) * rng.standard_normal((k, mx.size)),
                 my + 0.01 * np.sqrt(sy) * rng.standard_normal((l_, my.size)))
 
-    def _cg(self, X, Y, mx, my, sigma, prior, lam, sched, subset, history):
+    def _cg(self, X, Y, mx, my, sigma, prior, lam, subset, history):
         """CG on log BF'' at the widths ``sigma`` from ``(mx, my)``; appends the
         value of every evaluation to ``history``."""
         split = mx.size
 
         def fun(flat):
             a, b = flat[:split].reshape(mx.shape), flat[split:].reshape(my.shape)
-            value, gx, gy, _ = ac_objective(X, Y, a, b, sigma, prior=prior, lam=lam, scheduler=sched, subset=subset)
+            value, gx, gy, _ = ac_objective(X, Y, a, b, sigma, prior=prior, lam=lam, subset=subset)
             return value, np.concatenate([gx.ravel(), gy.ravel()])
 
         def progress(info):
@@ -292,17 +258,17 @@ class AssociativeClustering(XarrayIO, BaseEstimator):
         history.extend(res.history)
         return res.x[:split].reshape(mx.shape), res.x[split:].reshape(my.shape), res.n_iter
 
-    def _anneal(self, X, Y, mx, my, sigma, prior, lam, sched, subset, anneal=True):
+    def _anneal(self, X, Y, mx, my, sigma, prior, lam, subset, anneal=True):
         """CG at widths ``anneal_start * sigma ... sigma`` (geometric), warm-started
         (only at the final width when ``anneal`` is false)."""
         factors = optimize.geometric_schedule(self.anneal_start, 1.0, self.anneal_steps if anneal else 1)
         history, n_iter = [], 0
         for f in factors:
-            mx, my, it = self._cg(X, Y, mx, my, (f * sigma[0], f * sigma[1]), prior, lam, sched, subset, history)
+            mx, my, it = self._cg(X, Y, mx, my, (f * sigma[0], f * sigma[1]), prior, lam, subset, history)
             n_iter += it
         return mx, my, history, n_iter
 
-    def _fit_restarts(self, X, Y, m0, sigma, prior, lam, sched, rng, k, l_, subset=None):
+    def _fit_restarts(self, X, Y, m0, sigma, prior, lam, rng, k, l_, subset=None):
         """``n_init`` optimizations, the best by the training log BF (3) of
         the hard table. The first starts from ``init`` (deterministic
         annealing when ``init="centroid"``, plain CG at the final width
@@ -314,12 +280,12 @@ class AssociativeClustering(XarrayIO, BaseEstimator):
             if run == 0:
                 start, anneal = m0, self.init == "centroid"
             elif self.init == "random":
-                start, anneal = (init_random(X, None, k, rng, sched), init_random(Y, None, l_, rng, sched)), False
+                start, anneal = (init_random(X, None, k, rng), init_random(Y, None, l_, rng)), False
             else:
                 start, anneal = self._centroid_start(k, l_, rng), True
-            mx, my, history, n_iter = self._anneal(X, Y, start[0], start[1], sigma, prior, lam, sched, subset,
+            mx, my, history, n_iter = self._anneal(X, Y, start[0], start[1], sigma, prior, lam, subset,
                                                    anneal)
-            score = obj.log_bayes_factor(hard_table(X, Y, mx, my, sched, subset), prior)
+            score = obj.log_bayes_factor(hard_table(X, Y, mx, my, subset), prior)
             scores.append(score)
             if self.verbose:
                 say(f"[AC] restart {run + 1}/{self.n_init} ({'annealed' if anneal else 'CG'}): training "
@@ -339,27 +305,26 @@ class AssociativeClustering(XarrayIO, BaseEstimator):
         is passed as ``y``.
         """
         validate_params(self)
-        sched = engine.resolve_scheduler(self.scheduler)
         Y = _second_view(X, y)
-        X, ix = check_data(self, X, reset=True, scheduler=sched, need_moments=True)
-        Y, iy = check_data(self, Y, reset=True, scheduler=sched, need_moments=True, attr="n_features_y_in_", allow_1d=True,
+        X, ix = prepare_input(self, X, reset=True, need_moments=True)
+        Y, iy = prepare_input(self, Y, reset=True, need_moments=True, attr="n_features_y_in_", allow_1d=True,
                            variable="y", name="Y")
         if ix.n != iy.n:
             raise ValueError(f"X has {ix.n} rows but Y has {iy.n}; the views must be paired row by row.")
         k, l_, sig, prior, lam = self._check_params(ix.n)
         rng = check_random_state(self.random_state)
         self._moments = ((ix.mean, ix.var), (iy.mean, iy.var))
-        m0 = self._initial(X, Y, k, l_, rng, sched, ix.d, iy.d)
+        m0 = self._initial(X, Y, k, l_, rng, ix.d, iy.d)
         scale = (float(np.sqrt(np.sum(ix.var))) or 1.0, float(np.sqrt(np.sum(iy.var))) or 1.0)
         if sig[0] == "auto":
             train, valid = optimize.hashed_split(rng, self.validation_fraction)
 
             def fit_on_train(r):
                 s = (r * scale[0], r * scale[1])
-                return self._fit_restarts(X, Y, m0, s, prior, lam, sched, rng, k, l_, subset=train)[0][1:3]
+                return self._fit_restarts(X, Y, m0, s, prior, lam, rng, k, l_, subset=train)[0][1:3]
 
             def valid_score(protos):
-                return obj.log_bayes_factor(hard_table(X, Y, protos[0], protos[1], sched, valid), prior)
+                return obj.log_bayes_factor(hard_table(X, Y, protos[0], protos[1], valid), prior)
 
             grid = self._grid()
             with Steps(self, len(grid), "AC: width search", unit="width") as bar:
@@ -373,16 +338,16 @@ class AssociativeClustering(XarrayIO, BaseEstimator):
             sigma = (r * scale[0], r * scale[1])
         else:
             sigma = (float(sig[0]), float(sig[1]))
-        (score, mx, my, history, n_iter), restart_scores = self._fit_restarts(X, Y, m0, sigma, prior, lam, sched,
+        (score, mx, my, history, n_iter), restart_scores = self._fit_restarts(X, Y, m0, sigma, prior, lam,
                                                                              rng, k, l_)
         self.cluster_centers_x_, self.cluster_centers_y_ = mx, my
         self.sigma_ = sigma
         self.objective_history_ = history
         self.restart_scores_ = restart_scores
         self.n_iter_ = n_iter
-        self.contingency_ = hard_table(X, Y, mx, my, sched).astype(np.int64)
-        self.labels_x_ = voronoi_labels(X, mx, scheduler=sched, lazy=ix.lazy_input)
-        self.labels_y_ = voronoi_labels(Y, my, scheduler=sched, lazy=iy.lazy_input)
+        self.contingency_ = hard_table(X, Y, mx, my).astype(np.int64)
+        self.labels_x_ = voronoi_labels(X, mx, lazy=ix.lazy_input)
+        self.labels_y_ = voronoi_labels(Y, my, lazy=iy.lazy_input)
         return self
 
     def _grid(self):
@@ -394,30 +359,50 @@ class AssociativeClustering(XarrayIO, BaseEstimator):
     # ------------------------------------------------------------------
     def _views(self, X, Y):
         check_is_fitted(self)
-        sched = engine.resolve_scheduler(self.scheduler)
         Y = _second_view(X, Y)
-        X, _ = check_data(self, X, reset=False)
-        Y, _ = check_data(self, Y, reset=False, attr="n_features_y_in_", allow_1d=True, variable="y", name="Y")
+        X, _ = prepare_input(self, X, reset=False)
+        Y, _ = prepare_input(self, Y, reset=False, attr="n_features_y_in_", allow_1d=True, variable="y", name="Y")
         if X.shape[0] != Y.shape[0]:
             raise ValueError(f"X has {X.shape[0]} rows but Y has {Y.shape[0]}; the views must be paired row by row.")
-        return X, Y, sched
+        return X, Y
 
     def predict_x(self, X):
         """x-view cluster of each sample: its nearest x prototype."""
         check_is_fitted(self)
-        X, _ = check_data(self, X, reset=False)
+        X, _ = prepare_input(self, X, reset=False)
         return voronoi_labels(X, self.cluster_centers_x_, lazy=engine.is_lazy(X))
 
     def predict_y(self, Y):
         """y-view cluster of each sample: its nearest y prototype."""
         check_is_fitted(self)
-        Y, _ = check_data(self, Y, reset=False, attr="n_features_y_in_", allow_1d=True, variable="y", name="Y")
+        Y, _ = prepare_input(self, Y, reset=False, attr="n_features_y_in_", allow_1d=True, variable="y", name="Y")
         return voronoi_labels(Y, self.cluster_centers_y_, lazy=engine.is_lazy(Y))
 
     def contingency_table(self, X, y=None):
         """Hard cross counts ``n_ij`` of the pairs (one pass)."""
-        X, Y, sched = self._views(X, y)
-        return hard_table(X, Y, self.cluster_centers_x_, self.cluster_centers_y_, sched).astype(np.int64)
+        X, Y = self._views(X, y)
+        return hard_table(X, Y, self.cluster_centers_x_, self.cluster_centers_y_).astype(np.int64)
+
+    def held_out_score(self, X, y=None):
+        """Scores of the fitted prototypes on held-out pairs ``(X, y)`` (e.g.
+        a cross-validation fold): ``"score"``, the log Bayes factor (3) of
+        their hard contingency table (higher is better), its mutual
+        information ``"mi"`` and the fit's widths."""
+        table = self.contingency_table(X, y)
+        return {"score": obj.log_bayes_factor(table, obj.check_prior(self.prior)),
+                "mi": obj.mutual_information(table), "sigma_x": float(self.sigma_[0]),
+                "sigma_y": float(self.sigma_[1])}
+
+    def run_summary(self, data):
+        """Facts of a fit on a store (``data``: its Dataset, with ``x`` and
+        ``y``) for the run's ``summary.json``: the log Bayes factor (3), the
+        mutual information and the most surprising cross clusters."""
+        check_is_fitted(self)
+        over, under = self.most_surprising(3)
+        return {"sigma": list(self.sigma_), "log_bayes_factor_3": self.score(data["x"], data["y"]),
+                "mutual_information": self.mutual_information(data["x"], data["y"]),
+                "contingency": self.contingency_.tolist(), "most_over_represented": over,
+                "most_under_represented": under}
 
     def score(self, X, y=None):
         """Log Bayes factor (3) of the hard table of the pairs (X, y), without constants."""
@@ -455,14 +440,14 @@ class AssociativeClustering(XarrayIO, BaseEstimator):
         return over, under
 
 
-def cca_start(X, Y, k, l_, rng, sched, min_corr=0.05):
+def cca_start(X, Y, k, l_, rng, min_corr=0.05):
     """Prototypes where the views depend on each other *linearly*: K-means on
     each view's top canonical variates (CCA from one pass of cross-products,
     solved on the driver), scaled by their canonical correlations, and the
     prototypes set to the means of the resulting clusters in the original
     space (one more pass per view). Directions with correlation below
     ``min_corr`` times the largest are dropped."""
-    st = engine.map_reduce(CROSS_GRAM, X, Y, scheduler=sched)
+    st = engine.map_reduce(CROSS_GRAM, X, Y)
     n = float(st["n"])
     mx, my = st["sx"] / n, st["sy"] / n
     cxx = st["xtx"] / n - np.outer(mx, mx)
@@ -480,9 +465,9 @@ def cca_start(X, Y, k, l_, rng, sched, min_corr=0.05):
     out = []
     for V, mean, W, m in ((X, mx, wx @ u[:, :r] * s[:r], k), (Y, my, wy @ vt[:r].T * s[:r], l_)):
         Z = engine.map_blocks(PROJECT, V, params={"mean": mean, "W": W}, trailing_shape=(r,))
-        km = KMeans(m, random_state=int(rng.integers(2**31)), scheduler=sched).fit(Z)
+        km = KMeans(m, random_state=int(rng.integers(2**31))).fit(Z)
         lab = km.labels_ if engine.is_lazy(Z) else km.predict(Z)
-        st2 = engine.map_reduce(LABEL_SUMS, V, lab, params={"k": m}, scheduler=sched)
+        st2 = engine.map_reduce(LABEL_SUMS, V, lab, params={"k": m})
         centers = st2["s"] / np.maximum(st2["n"], 1.0)[:, None]
         empty = st2["n"] == 0
         centers[empty] = mean  # an empty cluster restarts at the mean

@@ -1,20 +1,27 @@
-"""Pieces shared by the estimators: the constraints of the parameters every
-estimator takes, the Voronoi labels of the prototype-based ones, and the
-checkpoint/resume wrapper of ``fit``."""
+"""The estimators' base: :class:`InfoclustEstimator` (the parameters every
+estimator takes - their constraints, documentation and assignment, each
+written once - and the context of every data method: where its passes run,
+xarray in/out), the fit context :func:`journaled` (the same, plus
+checkpoint/resume), and the Voronoi labels of the prototype-based
+estimators."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any, Union
 
 import numpy as np
+from sklearn.base import BaseEstimator
 
 from .. import engine
 from .._validation import RANDOM_STATE, SAMPLE_DIM, VARIABLES, Anything, Interval
 from ..journal import recording
 from ..kernels.kmeans import ASSIGN
+from ._xarray import XarrayIO
 
-__all__ = ["SHARED_CONSTRAINTS", "voronoi_labels", "journaled"]
+__all__ = ["NumbersLike", "RandomStateLike", "SchedulerLike", "Sequence", "InfoclustEstimator", "SHARED_CONSTRAINTS", "SHARED_PARAMETERS_DOC", "voronoi_labels", "journaled"]
 
 #: constraints of the parameters every estimator takes (merged into each
 #: estimator's ``_parameter_constraints``, as scikit-learn's ``_BaseKMeans`` does)
@@ -27,20 +34,85 @@ SHARED_CONSTRAINTS = {
 }
 
 
-def voronoi_labels(X, centers, *, scheduler=None, lazy=True):
+#: type hints of the estimators' signatures: array-like numbers, a seed, where passes run
+NumbersLike = Union[Sequence[Any], np.ndarray]
+RandomStateLike = Union[int, np.random.Generator, np.random.RandomState, None]
+#: None, "sync", "threads", "local", a scheduler address, a distributed.Client or a dask cluster object
+SchedulerLike = Any
+
+#: the documentation of the parameters every estimator takes besides ``random_state`` and ``verbose`` (whose
+#: meaning differs by method); it replaces the line ``[shared parameters]`` of an estimator's docstring
+SHARED_PARAMETERS_DOC = """\
+    scheduler : None, str, distributed.Client or dask cluster, default=None
+        Where the passes run (see :mod:`infoclust_dask._scheduler`),
+        resolved once per ``fit`` / ``predict`` / ``score`` call and used by
+        every pass of it. ``None``: the scheduler at
+        ``$DASK_SCHEDULER_ADDRESS``, else the active ``distributed.Client``,
+        else the scheduler of an enclosing call, else local threads.
+    sample_dim : str, optional
+        For xarray input: the dim that holds the samples (see
+        :mod:`infoclust_dask.cluster._xarray`); outputs are then DataArrays
+        over that dim.
+    variables : list of str, optional
+        For a Dataset: the data variables stacked as features."""
+
+
+class InfoclustEstimator(XarrayIO, BaseEstimator):
+    """The base of every estimator of the package.
+
+    A subclass declares its own parameters' ``_parameter_constraints``
+    (the shared ones, :data:`SHARED_CONSTRAINTS`, are merged in, as
+    scikit-learn's ``_BaseKMeans`` merges its base's), writes
+    ``[shared parameters]`` in its docstring where
+    :data:`SHARED_PARAMETERS_DOC` belongs, assigns its parameters
+    with :meth:`_keep_params` and decorates ``fit`` with :func:`journaled`.
+    Its data methods (``predict``, ``score``, ...) get xarray in/out and run
+    their passes where the estimator says (:class:`~._xarray.XarrayIO`). Special
+    inputs are declared as class attributes (``_y_is_second_view``,
+    ``_label_keywords``), never recognised by class name.
+
+    Methods a subclass may add: ``run_summary(data)`` (facts of a fit on a
+    store for its run's ``summary.json``) and ``held_out_score(X, aux)``
+    (scores of held-out rows, ``"score"`` higher is better: the method is
+    then cross-validated)."""
+
+    #: a model saved by ``infoclust fit`` (``model.json``) predicts new rows without the training data
+    predicts_from_saved_model = True
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__.get("_parameter_constraints")
+        if own is not None:
+            cls._parameter_constraints = {**SHARED_CONSTRAINTS, **own}
+        if cls.__doc__ and "[shared parameters]" in cls.__doc__:
+            cls.__doc__ = cls.__doc__.replace("    [shared parameters]", SHARED_PARAMETERS_DOC)
+
+    def _keep_params(self, params):
+        """Assign ``__init__``'s arguments (``locals()``) to attributes of the
+        same names, unchanged, as scikit-learn requires (no validation
+        here: ``fit`` validates)."""
+        for name, value in params.items():
+            if name not in ("self", "__class__"):
+                setattr(self, name, value)
+
+
+def voronoi_labels(X, centers, *, lazy=True):
     """Nearest-prototype label of every row: a lazy dask array when ``lazy``
     (the caller's input was lazy), else computed into a numpy array."""
     labels = engine.map_blocks(ASSIGN, X, params={"centers": centers})
-    return labels if lazy else np.asarray(engine.compute(labels, scheduler=scheduler))
+    return labels if lazy else np.asarray(engine.compute(labels))
 
 
 def journaled(fit):
     """(Warnings raised in a decorated ``fit`` use one more stack level, for
     this wrapper's frame, so that they point at the caller's line.)
 
-    Give an estimator's ``fit`` the keywords ``checkpoint=FOLDER`` (record
-    every pass there) and ``resume=FOLDER`` (replay that journal, then go on
-    recording into it); see the module docstring."""
+    The context of every estimator's ``fit``: the estimator's ``scheduler=``
+    resolved once and installed (:func:`infoclust_dask.engine.installed`)
+    for every pass of the fit, xarray in and out (:mod:`._xarray`), and the
+    keywords ``checkpoint=FOLDER`` (record every pass there) and
+    ``resume=FOLDER`` (replay that journal, then go on recording into it);
+    see the module docstring."""
     import functools
 
     from ._xarray import prepare_call
@@ -49,15 +121,17 @@ def journaled(fit):
     def wrapper(self, X, *args, checkpoint=None, resume=None, **kwargs):
         if checkpoint is not None and resume is not None and Path(checkpoint) != Path(resume):
             raise ValueError("Pass checkpoint= (a new fit) or resume= (continue one), not two different folders.")
-        X, args, kwargs, finish = prepare_call(self, "fit", X, args, kwargs)  # xarray in: see _xarray
-        folder = resume if resume is not None else checkpoint
-        if folder is None:
-            return finish(fit(self, X, *args, **kwargs))
-        with recording(folder, _fingerprint(self, X), resume=resume is not None) as j:
-            out = fit(self, X, *args, **kwargs)
-        if resume is not None:
-            self.resumed_passes_ = j.replayed  # passes taken from the journal, not from the data
-        return finish(out)
+        # one frame between the fit and its caller (the warnings' stack levels count on it)
+        with engine.installed(self.scheduler):  # resolved once: every pass of the fit runs there
+            X, args, kwargs, finish = prepare_call(self, "fit", X, args, kwargs)  # xarray in: see _xarray
+            folder = resume if resume is not None else checkpoint
+            if folder is None:
+                return finish(fit(self, X, *args, **kwargs))
+            with recording(folder, _fingerprint(self, X), resume=resume is not None) as j:
+                out = fit(self, X, *args, **kwargs)
+            if resume is not None:
+                self.resumed_passes_ = j.replayed  # passes taken from the journal, not from the data
+            return finish(out)
 
     wrapper.__wrapped_xarray__ = True
 
@@ -74,7 +148,7 @@ def journaled(fit):
 
 
 def _fingerprint(est, X) -> dict:
-    from .._validation import is_path, open_input
+    from .._inputs import is_path, open_input
 
     A = open_input(X, variable="x") if is_path(X) else engine.as_array(X)
     params = {k: v for k, v in est.get_params().items() if k not in ("scheduler", "verbose")}

@@ -26,29 +26,23 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClusterMixin
+from sklearn.base import ClusterMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from .. import engine
+from .._inputs import encode_labels, open_input, prepare_input
 from .._progress import Steps, say
-from .._validation import (
-    Interval,
-    Options,
-    check_data,
-    check_n_clusters,
-    check_random_state,
-    encode_labels,
-    open_input,
-    validate_params,
-)
+from .._validation import Interval, Options, check_n_clusters, check_random_state, validate_params
 from ..kernels.cmbc import CMBC_ESTEP, CMBC_PATTERNS, CMBC_POSTERIOR
 from ..kernels.stats import GRAM, LABEL_VALUES
 from ..objectives import cmbc as obj
-from ._base import SHARED_CONSTRAINTS, journaled
-from ._xarray import XarrayIO
+from ._base import InfoclustEstimator, RandomStateLike, SchedulerLike, Sequence, journaled
 
-__all__ = ["CMBC", "MIN_ROWS_PER_PATTERN"]
+__all__ = ["CMBC", "MIN_ROWS_PER_PATTERN", "HELD_OUT_GAMMA"]
+
+#: gamma of the held-out score that compares CMBC fits across a gamma grid (``held_out_score``)
+HELD_OUT_GAMMA = 0.995
 
 #: fewer rows per distinct negative pattern than this (on average) leave most
 #: patterns with a single row: the pattern probabilities (A.5), and the bounds
@@ -65,7 +59,7 @@ def _is_sparse(a):
     return hasattr(a, "tocsr") and hasattr(a, "nnz")
 
 
-class CMBC(XarrayIO, ClusterMixin, BaseEstimator):
+class CMBC(ClusterMixin, InfoclustEstimator):
     """Clustering with model-level constraints (CMBC) of binary data.
 
     Parameters
@@ -112,15 +106,13 @@ class CMBC(XarrayIO, ClusterMixin, BaseEstimator):
         temperature, so that clusters that are still equal can split.
     n_init : int, default=1
         Annealing runs from random parameters; the highest objective is kept.
-    random_state : int, Generator or None
-    scheduler : see :mod:`infoclust_dask._scheduler`
+    random_state : int, numpy Generator or None, default=None
+        Seeds the random start of each run and the perturbation added at
+        every temperature.
+    [shared parameters]
     verbose : int, default=0
-    sample_dim : str, optional
-        For xarray input: the dim that holds the samples (see
-        :mod:`infoclust_dask.cluster._xarray`); outputs are then DataArrays
-        over that dim.
-    variables : list of str, optional
-        For a Dataset: the data variables stacked as features.
+        1: one line per annealing run; 2: also one per temperature
+        (iterations, objective, mean largest membership).
 
     Attributes
     ----------
@@ -150,7 +142,6 @@ class CMBC(XarrayIO, ClusterMixin, BaseEstimator):
     """
 
     _parameter_constraints = {
-        **SHARED_CONSTRAINTS,
         "n_clusters": [Interval(int, 1)],
         "gamma": [Interval(float, 0, 1, closed="left"), Options("default")],
         "variant": [Options("bu", "pm")],
@@ -166,28 +157,17 @@ class CMBC(XarrayIO, ClusterMixin, BaseEstimator):
     #: fit(..., known=...) holds per-sample labels (see cluster._xarray)
     _label_keywords = ("known",)
 
-    def __init__(self, n_clusters=2, *, gamma="default", variant="bu", anneal_rate=0.5, t0="auto", max_iter=100,
-                 min_iter=3, tol=1e-5, perturbation=1e-3, n_init=1, random_state=None, scheduler=None, sample_dim=None, variables=None, verbose=0):
-        self.n_clusters = n_clusters
-        self.gamma = gamma
-        self.variant = variant
-        self.anneal_rate = anneal_rate
-        self.t0 = t0
-        self.max_iter = max_iter
-        self.min_iter = min_iter
-        self.tol = tol
-        self.perturbation = perturbation
-        self.n_init = n_init
-        self.random_state = random_state
-        self.scheduler = scheduler
-        self.sample_dim = sample_dim
-        self.variables = variables
-        self.verbose = verbose
+    def __init__(self, n_clusters: int = 2, *, gamma: float | str = "default", variant: str = "bu",
+                 anneal_rate: float = 0.5, t0: float | str = "auto", max_iter: int = 100, min_iter: int = 3,
+                 tol: float = 1e-5, perturbation: float = 1e-3, n_init: int = 1,
+                 random_state: RandomStateLike = None, scheduler: SchedulerLike = None, sample_dim: str | None = None,
+                 variables: Sequence[str] | None = None, verbose: int = 0):
+        self._keep_params(locals())
 
     # ------------------------------------------------------------------
-    def _check_X(self, X, reset, sched):
+    def _check_X(self, X, reset):
         if _is_sparse(X):
-            if sched.kind == "distributed":
+            if engine.resolve_scheduler().kind == "distributed":
                 raise ValueError("scipy.sparse input runs on a local scheduler ('sync' or 'threads'); for a "
                                  "cluster, pass a dask array or a store.")
             X = X.tocsr()
@@ -199,16 +179,16 @@ class CMBC(XarrayIO, ClusterMixin, BaseEstimator):
             if X.shape[0] == 0:
                 raise ValueError(f"Found array with 0 sample(s) (shape={X.shape}) while a minimum of 1 is required.")
             return X
-        X, _ = check_data(self, X, reset=reset, scheduler=sched)
-        return engine.prepare(X, scheduler=sched) if reset else X
+        X, _ = prepare_input(self, X, reset=reset)
+        return engine.prepare(X) if reset else X
 
-    def _patterns(self, Y_minus, known, n, sched):
+    def _patterns(self, Y_minus, known, n):
         """The negative pattern of every row (codes 0..P-1, numpy or lazy) and P."""
         keys, n_neg = [], 0
         if known is not None:
             cols = self._known_columns(known, n)
             for col in cols:
-                codes, classes = encode_labels(col, n, sched, min_classes=1, name="known")
+                codes, classes = encode_labels(col, n, min_classes=1, name="known")
                 keys.append((codes, len(classes)))
                 n_neg += len(classes)
         if Y_minus is not None:
@@ -220,7 +200,7 @@ class CMBC(XarrayIO, ClusterMixin, BaseEstimator):
             if Ym.shape[1] > 62:
                 raise ValueError(f"Y_minus has {Ym.shape[1]} columns; at most 62 negative features are supported "
                                  "(their patterns are packed into 64-bit keys).")
-            vals = (engine.map_reduce(LABEL_VALUES, Ym, scheduler=sched)["values"] if engine.is_lazy(Ym)
+            vals = (engine.map_reduce(LABEL_VALUES, Ym)["values"] if engine.is_lazy(Ym)
                     else np.unique(np.asarray(Ym)))
             if not np.all(np.isin(vals, (0, 1))):
                 bad = vals[~np.isin(vals, (0, 1))][:5].tolist()
@@ -237,7 +217,7 @@ class CMBC(XarrayIO, ClusterMixin, BaseEstimator):
                                  "index; pass fewer of them.")
             key = key * size + codes.astype(np.int64)
             radix *= size
-        pattern, values = encode_labels(key, n, sched, min_classes=1, name="negative pattern")
+        pattern, values = encode_labels(key, n, min_classes=1, name="negative pattern")
         return pattern, len(values)
 
     @staticmethod
@@ -252,15 +232,15 @@ class CMBC(XarrayIO, ClusterMixin, BaseEstimator):
         raise ValueError(f"known must be one label vector of length n_samples={n}, a list of them, or an "
                          f"(n_samples, n_known) array; got shape {k.shape}.")
 
-    def _pattern_model(self, X, Y_minus, known, n, sched):
+    def _pattern_model(self, X, Y_minus, known, n):
         """The counting pass over (negative pattern, feature) pairs and the
         :class:`~infoclust_dask.objectives.cmbc.PatternModel` built from it
         (None when there are fewer than two patterns: the constraint is then
         constant); checks that X is binary. Returns ``(model, n_patterns)``."""
-        pattern, P = self._patterns(Y_minus, known, n, sched)
+        pattern, P = self._patterns(Y_minus, known, n)
         if pattern is None:
             pattern, P = np.zeros(n, dtype=np.int64), 1
-        stats = engine.map_reduce(CMBC_PATTERNS, X, pattern, params={"n_patterns": P}, scheduler=sched)
+        stats = engine.map_reduce(CMBC_PATTERNS, X, pattern, params={"n_patterns": P})
         if int(stats["nonbinary"]):
             raise ValueError(f"X must be binary (0/1): {int(stats['nonbinary'])} entries are neither 0 nor 1. "
                              "Binarize the data first, e.g. X = (X > 0).astype('uint8').")
@@ -276,10 +256,10 @@ class CMBC(XarrayIO, ClusterMixin, BaseEstimator):
                 "known clusterings with fewer labels.")
         return obj.pattern_model(stats["count"][present], stats["S"][present], stats["n1"], n), P
 
-    def _t0(self, X, sched):
+    def _t0(self, X):
         if self.t0 != "auto":
             return float(self.t0)
-        st = engine.map_reduce(GRAM, X, scheduler=sched)
+        st = engine.map_reduce(GRAM, X)
         n = float(st["n"])
         mean = st["s1"] / n
         cov = st["xtx"] / n - np.outer(mean, mean)
@@ -308,20 +288,19 @@ class CMBC(XarrayIO, ClusterMixin, BaseEstimator):
         baseline (the constraint has nothing to act on).
         """
         validate_params(self)
-        sched = engine.resolve_scheduler(self.scheduler)
-        X = self._check_X(X, True, sched)
+        X = self._check_X(X, True)
         n, m = X.shape
         check_n_clusters(self, self.n_clusters, n)
-        pm, P = self._pattern_model(X, Y_minus, known, n, sched)
+        pm, P = self._pattern_model(X, Y_minus, known, n)
         if self.gamma == "default":
             gamma = DEFAULT_GAMMA["negative" if Y_minus is not None else "known"]
         else:
             gamma = float(self.gamma)
-        t0 = self._t0(X, sched)
+        t0 = self._t0(X)
         rng = check_random_state(self.random_state)
         best = None
         for run in range(self.n_init):
-            result = self._anneal(X, pm, gamma, t0, rng, sched, m, n)
+            result = self._anneal(X, pm, gamma, t0, rng, m, n)
             if self.verbose:
                 say(f"[CMBC] run {run + 1}/{self.n_init}: objective {result[1][-1]:.6g}")
             if best is None or result[1][-1] > best[1][-1]:
@@ -337,7 +316,7 @@ class CMBC(XarrayIO, ClusterMixin, BaseEstimator):
         self.labels_ = self._labels(X)
         return self
 
-    def _anneal(self, X, pm, gamma, t0, rng, sched, m, n):
+    def _anneal(self, X, pm, gamma, t0, rng, m, n):
         K = self.n_clusters
         theta = np.clip(0.5 + 0.05 * rng.standard_normal((m, K)), obj.EPS, 1 - obj.EPS)
         history, temps, n_iter, unsettled = [], [], 0, []
@@ -351,7 +330,7 @@ class CMBC(XarrayIO, ClusterMixin, BaseEstimator):
             for it in range(self.max_iter):
                 st = engine.map_reduce(CMBC_ESTEP, X, params={"log_theta": np.log(theta),
                                                               "log_1m_theta": np.log1p(-theta),
-                                                              "temperature": T}, scheduler=sched)
+                                                              "temperature": T})
                 n_iter += 1
                 loglik = float(st["loglik"]) - n * np.log(K)
                 history.append((1 - gamma) / n * loglik + (gamma * obj.regularizer(theta, pm) if pm else 0.0))
@@ -407,14 +386,12 @@ class CMBC(XarrayIO, ClusterMixin, BaseEstimator):
     def predict(self, X):
         """Most probable cluster of each binary row (the Bernoulli mixture at T = 1)."""
         check_is_fitted(self, "theta_")
-        sched = engine.resolve_scheduler(self.scheduler)
-        return self._labels(self._check_X(X, False, sched))
+        return self._labels(self._check_X(X, False))
 
     def predict_proba(self, X):
         """``p(c_k | y+)`` of each row, equal cluster priors."""
         check_is_fitted(self, "theta_")
-        sched = engine.resolve_scheduler(self.scheduler)
-        return self._proba(self._check_X(X, False, sched))
+        return self._proba(self._check_X(X, False))
 
     def score(self, X, Y_minus=None, *, known=None, gamma=None):
         """The objective (3.14) of the fitted parameters on the rows ``X``
@@ -431,17 +408,59 @@ class CMBC(XarrayIO, ClusterMixin, BaseEstimator):
         pattern model counted on them (one pass): ``(loglik, model, n)``;
         :meth:`_objective_at` turns them into (3.14) at any gamma."""
         check_is_fitted(self, "theta_")
-        sched = engine.resolve_scheduler(self.scheduler)
-        X = self._check_X(X, False, sched)
-        n = X.shape[0]
-        pm, _ = self._pattern_model(X, Y_minus, known, n, sched)
-        st = engine.map_reduce(CMBC_ESTEP, X, params={**self._params(), "temperature": 1.0}, scheduler=sched)
+        with engine.installed(self.scheduler):
+            X = self._check_X(X, False)
+            n = X.shape[0]
+            pm, _ = self._pattern_model(X, Y_minus, known, n)
+            st = engine.map_reduce(CMBC_ESTEP, X, params={**self._params(), "temperature": 1.0})
         return float(st["loglik"]) - n * np.log(self.n_clusters), pm, n
 
     def _objective_at(self, loglik, pm, n, gamma):
         if pm is None:
             return (1.0 - gamma) / n * loglik
         return obj.objective(loglik, self.theta_, pm, gamma)
+
+    def held_out_score(self, X, known=None, *, gamma=HELD_OUT_GAMMA):
+        """Scores of the fitted parameters on held-out rows ``X`` with their
+        known clustering(s) (e.g. a cross-validation fold): ``"score"``, the
+        objective (3.14) at one reference ``gamma`` (default
+        :data:`HELD_OUT_GAMMA`: fits made with different gammas stay
+        comparable), the held-out log-likelihood per sample
+        ``"loglik_per_sample"`` (gamma 0), the fit's ``"gamma"`` and, with
+        ``known``, the NMI ``"nmi_known"`` of the held-out clusters to it
+        (:func:`infoclust_dask.metrics.nmi_paper`, Gondek, Vaithyanathan &
+        Garg 2005, §6). Two passes for the
+        terms, used at both gammas."""
+        from ..metrics import nmi_paper
+
+        loglik, pm, n = self._held_out_terms(X, known=known)
+        out = {"score": self._objective_at(loglik, pm, n, float(gamma)),
+               "loglik_per_sample": self._objective_at(loglik, pm, n, 0.0), "gamma": self.gamma_}
+        if known is not None:
+            with engine.installed(self.scheduler):
+                labels = np.asarray(engine.compute(self.predict(X)))
+                ref = np.asarray(engine.compute(getattr(known, "data", known)))
+            out["nmi_known"] = nmi_paper(labels, ref)
+        return out
+
+    def run_summary(self, data):
+        """Facts of a fit on a store (``data``: its Dataset) for the run's
+        ``summary.json``, with the new clusters against every integer label
+        variable of the store (``nmi_vs_<name>``, ``contingency_vs_<name>``)."""
+        from ..metrics import contingency_table, nmi_paper
+
+        check_is_fitted(self, "theta_")
+        with engine.installed(self.scheduler):
+            labels = np.asarray(engine.compute(self.labels_))
+            out = {"gamma": self.gamma_, "variant": self.variant, "n_patterns": self.n_patterns_,
+                   "temperatures": len(self.temperatures_), "cluster_sizes": np.bincount(labels).tolist()}
+            for name in data.data_vars:
+                if data[name].dims == ("sample",) and np.issubdtype(data[name].dtype, np.integer):
+                    lab = np.asarray(engine.compute(data[name].data))
+                    out[f"nmi_vs_{name}"] = nmi_paper(labels, lab)
+                    codes = np.unique(lab, return_inverse=True)[1]
+                    out[f"contingency_vs_{name}"] = contingency_table(labels, codes).tolist()
+        return out
 
     def fit_predict(self, X, Y_minus=None, *, known=None):
         return self.fit(X, Y_minus, known=known).labels_

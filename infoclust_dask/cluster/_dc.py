@@ -20,30 +20,28 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClusterMixin
+from sklearn.base import ClusterMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
-from .. import engine, optimize
+from .. import engine, metrics, optimize
+from .._inputs import encode_labels, prepare_input
 from .._progress import Steps, say
 from .._validation import (
     SIGMA_RANGE,
     ArrayLike,
     Interval,
     Options,
-    check_data,
     check_n_clusters,
     check_random_state,
-    encode_labels,
     param_error,
     validate_params,
 )
 from ..kernels.dc import DC_COUNTS, DC_GRAD, DC_HARD_COUNTS, DC_ONLINE, DC_REG
 from ..objectives import dc as obj
-from ._base import SHARED_CONSTRAINTS, journaled, voronoi_labels
+from ._base import InfoclustEstimator, NumbersLike, RandomStateLike, SchedulerLike, Sequence, journaled, voronoi_labels
 from ._init import init_random
 from ._kmeans import KMeans
-from ._xarray import XarrayIO
 
 __all__ = ["DiscriminativeClustering", "dc_objective"]
 
@@ -57,41 +55,37 @@ def dc_objective(X, c, centers, sigma, *, prior, n_classes, regularization=None,
     regularized form: ``"eq"`` (12), ``"mog"`` (14), ``"vq"`` (15) with
     strength ``lam``.
 
-    Two passes over the data (three with "mog" or "vq"). Returns
-    ``(value, gradient (K, d), counts (K, C))``.
+    Two passes over the data (three with "mog" or "vq"); ``scheduler=None``
+    runs them where the enclosing call runs (:func:`infoclust_dask.engine.installed`).
+    Returns ``(value, gradient (K, d), counts (K, C))``.
     """
     eq = lam if regularization == "eq" else 0.0
-    counts = engine.map_reduce(
-        DC_COUNTS, X, c,
-        params={"centers": centers, "sigma": sigma, "n_classes": n_classes, "subset": subset},
-        scheduler=scheduler,
-    )["counts"]
-    L = obj.digamma_terms(counts, prior, eq)
-    st = engine.map_reduce(
-        DC_GRAD, X, c, params={"centers": centers, "sigma": sigma, "L": L, "subset": subset},
-        scheduler=scheduler,
-    )
-    value = obj.log_posterior(counts, prior, eq)
-    grad = obj.gradient(st["WX"], st["W"], centers, sigma)
-    if regularization in ("mog", "vq") and lam > 0:
-        rs = engine.map_reduce(DC_REG, X, params={"centers": centers, "kind": regularization,
-                                                        "lam": lam, "subset": subset}, scheduler=scheduler)
-        if regularization == "mog":
-            v, g = obj.mog_term(rs["log_z"], rs["R"], rs["S"], centers, lam, counts.sum(), centers.shape[0])
-        else:
-            v, g = obj.vq_term(rs["inertia"], rs["counts"], rs["sums"], centers, lam)
-        value, grad = value + v, grad + g
+    with engine.installed(scheduler):
+        counts = engine.map_reduce(
+            DC_COUNTS, X, c,
+            params={"centers": centers, "sigma": sigma, "n_classes": n_classes, "subset": subset},
+        )["counts"]
+        L = obj.digamma_terms(counts, prior, eq)
+        st = engine.map_reduce(DC_GRAD, X, c, params={"centers": centers, "sigma": sigma, "L": L, "subset": subset})
+        value = obj.log_posterior(counts, prior, eq)
+        grad = obj.gradient(st["WX"], st["W"], centers, sigma)
+        if regularization in ("mog", "vq") and lam > 0:
+            rs = engine.map_reduce(DC_REG, X, params={"centers": centers, "kind": regularization,
+                                                      "lam": lam, "subset": subset})
+            if regularization == "mog":
+                v, g = obj.mog_term(rs["log_z"], rs["R"], rs["S"], centers, lam, counts.sum(), centers.shape[0])
+            else:
+                v, g = obj.vq_term(rs["inertia"], rs["counts"], rs["sums"], centers, lam)
+            value, grad = value + v, grad + g
     return value, grad, counts
 
 
-def _hard_counts(X, c, centers, n_classes, scheduler, subset=None):
+def _hard_counts(X, c, centers, n_classes, subset=None):
     return engine.map_reduce(
-        DC_HARD_COUNTS, X, c, params={"centers": centers, "n_classes": n_classes, "subset": subset},
-        scheduler=scheduler,
-    )["counts"]
+        DC_HARD_COUNTS, X, c, params={"centers": centers, "n_classes": n_classes, "subset": subset})["counts"]
 
 
-class DiscriminativeClustering(XarrayIO, ClusterMixin, BaseEstimator):
+class DiscriminativeClustering(ClusterMixin, InfoclustEstimator):
     """Discriminative clustering: Voronoi regions of x informative of labels c.
 
     Parameters
@@ -150,15 +144,14 @@ class DiscriminativeClustering(XarrayIO, ClusterMixin, BaseEstimator):
         [0.01, 1] for "eq", 0 and 7 values in [1e-3, 1] / (sum of feature
         variances) for "mog" and "vq".
     validation_fraction : float, default=0.2
-    random_state : int, Generator or None, default=None
-    scheduler : None, str or distributed.Client, default=None
+    random_state : int, numpy Generator or None, default=None
+        Seeds the start (K-means or random rows), the split of the width
+        and strength searches, and the random steps of ``"sa"`` and
+        ``"online"``.
+    [shared parameters]
     verbose : int, default=0
-    sample_dim : str, optional
-        For xarray input: the dim that holds the samples (see
-        :mod:`infoclust_dask.cluster._xarray`); outputs are then DataArrays
-        over that dim.
-    variables : list of str, optional
-        For a Dataset: the data variables stacked as features.
+        1: one line per optimizer evaluation (``"cg"``), annealing step
+        (``"sa"``) or epoch (``"online"``), and per candidate of a search.
 
     Attributes
     ----------
@@ -192,54 +185,18 @@ class DiscriminativeClustering(XarrayIO, ClusterMixin, BaseEstimator):
     Kaski, Sinkkonen, Klami (2005), eq. (4), (9), (10), (11), §3.1, §7.2.
     """
 
-    def __init__(
-        self,
-        n_clusters=2,
-        *,
-        sigma="auto",
-        prior=1.0,
-        optimizer="cg",
-        regularization=None,
-        reg_strength=0.0,
-        init="kmeans",
-        n_init=1,
-        max_iter=None,
-        learning_rate=0.05,
-        sa_temperature=1.0,
-        sigma_grid=None,
-        reg_grid=None,
-        validation_fraction=0.2,
-        classes=None,
-        random_state=None,
-        scheduler=None,
-        sample_dim=None,
-        variables=None,
-        verbose=0,
-    ):
-        self.n_clusters = n_clusters
-        self.sigma = sigma
-        self.prior = prior
-        self.optimizer = optimizer
-        self.regularization = regularization
-        self.reg_strength = reg_strength
-        self.init = init
-        self.n_init = n_init
-        self.max_iter = max_iter
-        self.learning_rate = learning_rate
-        self.sa_temperature = sa_temperature
-        self.sigma_grid = sigma_grid
-        self.reg_grid = reg_grid
-        self.validation_fraction = validation_fraction
-        self.classes = classes
-        self.random_state = random_state
-        self.scheduler = scheduler
-        self.sample_dim = sample_dim
-        self.variables = variables
-        self.verbose = verbose
+    def __init__(self, n_clusters: int = 2, *, sigma: float | str = "auto", prior: float | NumbersLike = 1.0,
+                 optimizer: str = "cg", regularization: str | None = None, reg_strength: float | str = 0.0,
+                 init: str | NumbersLike = "kmeans", n_init: int = 1, max_iter: int | None = None,
+                 learning_rate: float = 0.05, sa_temperature: float = 1.0, sigma_grid: Sequence[float] | None = None,
+                 reg_grid: Sequence[float] | None = None, validation_fraction: float = 0.2,
+                 classes: NumbersLike | None = None,
+                 random_state: RandomStateLike = None, scheduler: SchedulerLike = None, sample_dim: str | None = None,
+                 variables: Sequence[str] | None = None, verbose: int = 0):
+        self._keep_params(locals())
 
     # ------------------------------------------------------------------
     _parameter_constraints = {
-        **SHARED_CONSTRAINTS,
         "n_clusters": [Interval(int, 1)],
         "sigma": [SIGMA_RANGE, Options("auto")],
         "prior": [Interval(float, 0, closed="neither"), ArrayLike()],
@@ -268,7 +225,7 @@ class DiscriminativeClustering(XarrayIO, ClusterMixin, BaseEstimator):
                 f"regularizes the smoothed objective); got optimizer={self.optimizer!r}."
             )
 
-    def _initial(self, X, rng, sched, d):
+    def _initial(self, X, rng, d):
         k = self.n_clusters
         if not isinstance(self.init, str):
             init = np.array(self.init, dtype=np.float64)
@@ -279,8 +236,8 @@ class DiscriminativeClustering(XarrayIO, ClusterMixin, BaseEstimator):
                 )
             return init
         if self.init == "random":
-            return init_random(X, None, k, rng, sched)
-        km = KMeans(k, random_state=int(rng.integers(2**31)), scheduler=sched).fit(X)
+            return init_random(X, None, k, rng)
+        km = KMeans(k, random_state=int(rng.integers(2**31))).fit(X)
         return km.cluster_centers_
 
     def _steps(self):
@@ -288,17 +245,17 @@ class DiscriminativeClustering(XarrayIO, ClusterMixin, BaseEstimator):
             return self.max_iter
         return {"cg": 50, "sa": 2000 * self.n_clusters, "online": 20}[self.optimizer]
 
-    def _optimize(self, X, c, centers, sigma, n_classes, sched, subset=None, lam=0.0, rng=None):
+    def _optimize(self, X, c, centers, sigma, n_classes, subset=None, lam=0.0, rng=None):
         """One optimization from ``centers``: returns ``(centers, history,
         n_iter, converged)``."""
         if self.optimizer == "sa":
-            return self._anneal(X, c, centers, sigma, n_classes, sched, subset, rng)
+            return self._anneal(X, c, centers, sigma, n_classes, subset, rng)
         if self.optimizer == "online":
-            return self._online(X, c, centers, sigma, n_classes, sched, subset, rng)
+            return self._online(X, c, centers, sigma, n_classes, subset, rng)
 
         def fun(m):
             value, grad, _ = dc_objective(X, c, m, sigma, prior=self.prior, n_classes=n_classes,
-                                          regularization=self.regularization, lam=lam, scheduler=sched,
+                                          regularization=self.regularization, lam=lam,
                                           subset=subset)
             return value, grad
 
@@ -310,14 +267,14 @@ class DiscriminativeClustering(XarrayIO, ClusterMixin, BaseEstimator):
         res = optimize.conjugate_gradients(fun, centers, max_iter=self._steps(), gtol=1e-6, callback=progress)
         return res.x, res.history, res.n_iter, res.converged
 
-    def _anneal(self, X, c, centers, width, n_classes, sched, subset, rng):
+    def _anneal(self, X, c, centers, width, n_classes, subset, rng):
         """Simulated annealing on the unsmoothed posterior (9), paper §3.1:
         Gaussian displacements of all prototypes (std ``width``, i.e. sigma),
         accepted when (9) rises, else with probability ``exp(delta / T)``;
         ``T`` falls linearly from ``sa_temperature`` to 0. One pass per step."""
 
         def score(m):
-            return obj.log_posterior(_hard_counts(X, c, m, n_classes, sched, subset), self.prior)
+            return obj.log_posterior(_hard_counts(X, c, m, n_classes, subset), self.prior)
 
         def progress(info):
             if self.verbose:
@@ -328,18 +285,18 @@ class DiscriminativeClustering(XarrayIO, ClusterMixin, BaseEstimator):
                                            temperature=self.sa_temperature, rng=rng, callback=progress)
         return res.x, res.history, res.n_iter, True
 
-    def _online(self, X, c, centers, sigma, n_classes, sched, subset, rng):
+    def _online(self, X, c, centers, sigma, n_classes, subset, rng):
         """The stochastic on-line algorithm (5)-(6), streamed block by block
         (:func:`infoclust_dask.engine.fold_blocks`), blocks in a new random
         order every epoch; ``max_iter`` epochs. (9) is recorded per epoch."""
         epochs = self._steps()
         n = int(engine.map_reduce(DC_HARD_COUNTS, X, c, params={"centers": centers[:1], "n_classes": n_classes,
-                                                                "subset": subset}, scheduler=sched)["counts"].sum())
+                                                                "subset": subset})["counts"].sum())
         nb = engine.n_blocks(X)
 
         def run_epoch(state, _):
             return engine.fold_blocks(
-                DC_ONLINE, X, c, state=state, order=rng.permutation(nb), scheduler=sched,
+                DC_ONLINE, X, c, state=state, order=rng.permutation(nb),
                 params={"sigma": sigma, "alpha0": self.learning_rate, "total_steps": epochs * n,
                         "seed": int(rng.integers(2**63)), "subset": subset},
             )
@@ -352,7 +309,7 @@ class DiscriminativeClustering(XarrayIO, ClusterMixin, BaseEstimator):
         state = {"m": np.array(centers, dtype=np.float64), "gamma": np.zeros((centers.shape[0], n_classes)), "t": 0}
         state, history = optimize.online_epochs(
             run_epoch, state, epochs=epochs, callback=progress,
-            record=lambda st: obj.log_posterior(_hard_counts(X, c, st["m"], n_classes, sched, subset), self.prior))
+            record=lambda st: obj.log_posterior(_hard_counts(X, c, st["m"], n_classes, subset), self.prior))
         return state["m"], history, epochs, True
 
     def _grid(self, name, given, default):
@@ -385,14 +342,13 @@ class DiscriminativeClustering(XarrayIO, ClusterMixin, BaseEstimator):
         self
         """
         validate_params(self)
-        sched = engine.resolve_scheduler(self.scheduler)
-        X, info = check_data(self, X, reset=True, scheduler=sched, need_moments=True)
+        X, info = prepare_input(self, X, reset=True, need_moments=True)
         self._check_params(info.n)
-        c, self.classes_ = encode_labels(y, info.n, sched, classes=self.classes)
+        c, self.classes_ = encode_labels(y, info.n, classes=self.classes)
         n_classes = len(self.classes_)
         obj.prior_vector(self.prior, n_classes)  # validates the prior
         rng = check_random_state(self.random_state)
-        m0 = self._initial(X, rng, sched, info.d)
+        m0 = self._initial(X, rng, info.d)
 
         sigmas = [float(self.sigma)] if self.sigma != "auto" else self._grid(
             "sigma_grid", self.sigma_grid, np.sqrt(float(np.sum(info.var))) * np.geomspace(0.02, 1.0, 9))
@@ -403,10 +359,10 @@ class DiscriminativeClustering(XarrayIO, ClusterMixin, BaseEstimator):
             train, valid = optimize.hashed_split(rng, self.validation_fraction)
 
             def fit_on_train(cand):
-                return self._optimize(X, c, m0, cand[0], n_classes, sched, subset=train, lam=cand[1], rng=rng)[0]
+                return self._optimize(X, c, m0, cand[0], n_classes, subset=train, lam=cand[1], rng=rng)[0]
 
             def valid_score(m):
-                return obj.log_posterior(_hard_counts(X, c, m, n_classes, sched, valid), self.prior)
+                return obj.log_posterior(_hard_counts(X, c, m, n_classes, valid), self.prior)
 
             cands = [(s, lam) for s in sigmas for lam in lams]
             with Steps(self, len(cands), "DC: width search", unit="width") as bar:
@@ -429,8 +385,8 @@ class DiscriminativeClustering(XarrayIO, ClusterMixin, BaseEstimator):
 
         best = None
         for run in range(self.n_init):
-            start = m0 if run == 0 else init_random(X, None, self.n_clusters, rng, sched)
-            result = self._optimize(X, c, start, sigma, n_classes, sched, lam=lam, rng=rng)
+            start = m0 if run == 0 else init_random(X, None, self.n_clusters, rng)
+            result = self._optimize(X, c, start, sigma, n_classes, lam=lam, rng=rng)
             if best is None or max(result[1]) > max(best[1]):
                 best = result
         centers, history, n_iter, ok = best
@@ -447,15 +403,39 @@ class DiscriminativeClustering(XarrayIO, ClusterMixin, BaseEstimator):
         self.n_classes_ = n_classes
         self.objective_history_ = history
         self.n_iter_ = n_iter
-        self.contingency_ = _hard_counts(X, c, centers, n_classes, sched).astype(np.int64)
-        self.labels_ = voronoi_labels(X, centers, scheduler=sched, lazy=info.lazy_input)
+        self.contingency_ = _hard_counts(X, c, centers, n_classes).astype(np.int64)
+        self.labels_ = voronoi_labels(X, centers, lazy=info.lazy_input)
         return self
 
     def predict(self, X):
         """Cluster of each sample: its nearest prototype (x alone, no labels)."""
         check_is_fitted(self)
-        X, _ = check_data(self, X, reset=False)
+        X, _ = prepare_input(self, X, reset=False)
         return voronoi_labels(X, self.cluster_centers_)
+
+    def held_out_score(self, X, y):
+        """Scores of the fitted prototypes on held-out rows ``X`` with their
+        labels ``y`` (e.g. a cross-validation fold): ``"score"``, the
+        unsmoothed log posterior (9) (higher is better), its negative
+        ``"cost"`` (Kaski et al. 2005, Table 1), the K-means cost
+        ``"vq_cost"`` of the same rows and the fit's ``"sigma"``."""
+        lp = float(self.score(X, y))
+        with engine.installed(self.scheduler):
+            q = metrics.quantization_error(X, self.cluster_centers_)
+        return {"score": lp, "cost": -lp, "vq_cost": q, "sigma": float(self.sigma_)}
+
+    def run_summary(self, data):
+        """Facts of a fit on a store (``data``: its Dataset, with ``x`` and
+        ``label``) for the run's ``summary.json``."""
+        check_is_fitted(self)
+        out = {"sigma": self.sigma_, "log_posterior_9": self.score(data["x"], data["label"]),
+               "contingency": self.contingency_.tolist(), "n_evaluations": len(self.objective_history_)}
+        if self.n_iter_ == 0 and self.optimizer == "cg":
+            out["note"] = (f"conjugate gradients took no step: at sigma={self.sigma_:.4g} the smoothed posterior (5) "
+                           "is flat around the K-means start (gradient below tolerance), so the prototypes are "
+                           "K-means'; the held-out choice of sigma found no width that did better. Try a larger "
+                           "sigma.")
+        return out
 
     def fit_predict(self, X, y):
         return self.fit(X, y).labels_
@@ -465,7 +445,6 @@ class DiscriminativeClustering(XarrayIO, ClusterMixin, BaseEstimator):
         labels ``y`` (no constants; Table 1 reports its negative). Every label
         must be one of ``classes_``."""
         check_is_fitted(self)
-        sched = engine.resolve_scheduler(self.scheduler)
-        X, _ = check_data(self, X, reset=False)
-        C, _ = encode_labels(y, X.shape[0], sched, classes=self.classes_, min_classes=1)
-        return obj.log_posterior(_hard_counts(X, C, self.cluster_centers_, self.n_classes_, sched), self.prior)
+        X, _ = prepare_input(self, X, reset=False)
+        C, _ = encode_labels(y, X.shape[0], classes=self.classes_, min_classes=1)
+        return obj.log_posterior(_hard_counts(X, C, self.cluster_centers_, self.n_classes_), self.prior)

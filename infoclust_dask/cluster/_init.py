@@ -27,15 +27,15 @@ from ..kernels.kmeans import CLOSEST_COUNTS, D2_PICK, KMEANS_PARALLEL_SAMPLE, KP
 __all__ = ["init_random", "init_kmeanspp", "init_kmeans_parallel"]
 
 
-def _trials(X, w, centers, candidates, sched):
+def _trials(X, w, centers, candidates):
     """One pass: per-block potentials (n_blocks, n_candidates) and block bounds."""
     st = engine.map_reduce(
-        KPP_TRIALS, X, w, params={"centers": centers, "candidates": candidates}, scheduler=sched,
+        KPP_TRIALS, X, w, params={"centers": centers, "candidates": candidates},
     )
     return st["weight"], st["start"], st["stop"]
 
 
-def _pick(X, w, centers, block_weights, starts, stops, n_draws, rng, sched):
+def _pick(X, w, centers, block_weights, starts, stops, n_draws, rng):
     """``n_draws`` rows drawn with probability proportional to their D^2
     weight (given per block), by inverse CDF on the global cumulative weight.
     Only the blocks that hold a draw are read again. None if all weights are 0."""
@@ -53,13 +53,13 @@ def _pick(X, w, centers, block_weights, starts, stops, n_draws, rng, sched):
         sl = slice(int(starts[b]), int(stops[b]))
         got = engine.map_reduce(
             D2_PICK, X[sl], None if w is None else w[sl],
-            params={"centers": centers, "u": ub}, scheduler=sched, block_rows=sl.stop - sl.start,
+            params={"centers": centers, "u": ub}, block_rows=sl.stop - sl.start,
         )["row"]
         rows.append(np.asarray(got, dtype=np.float64))
     return np.vstack(rows)
 
 
-def init_kmeanspp(X, w, n_clusters, rng, sched, n_local_trials=None):
+def init_kmeanspp(X, w, n_clusters, rng, n_local_trials=None):
     """Greedy k-means++ centres (n_clusters, d), as scikit-learn's: each new
     centre is the best of ``2 + log(k)`` D^2-sampled candidates (the one that
     lowers the potential most). One pass per centre plus reads of the blocks
@@ -68,73 +68,74 @@ def init_kmeanspp(X, w, n_clusters, rng, sched, n_local_trials=None):
     if n_local_trials is None:
         n_local_trials = 2 + int(np.log(n_clusters))
     empty = np.empty((0, d))
-    bw, starts, stops = _trials(X, w, empty, empty, sched)
-    first = _pick(X, w, empty, bw[:, 0], starts, stops, 1, rng, sched)
+    bw, starts, stops = _trials(X, w, empty, empty)
+    first = _pick(X, w, empty, bw[:, 0], starts, stops, 1, rng)
     centers = first[:1]
-    bw, _, _ = _trials(X, w, empty, centers, sched)
+    bw, _, _ = _trials(X, w, empty, centers)
     bw = bw[:, 0]
     while centers.shape[0] < n_clusters:
-        cand = _pick(X, w, centers, bw, starts, stops, n_local_trials, rng, sched)
+        cand = _pick(X, w, centers, bw, starts, stops, n_local_trials, rng)
         if cand is None:  # fewer distinct points than clusters: duplicate one
             centers = np.vstack([centers, centers[rng.integers(centers.shape[0])][None, :]])
             continue
-        pot, _, _ = _trials(X, w, centers, cand, sched)
+        pot, _, _ = _trials(X, w, centers, cand)
         best = int(np.argmin(pot.sum(axis=0)))
         centers = np.vstack([centers, cand[best : best + 1]])
         bw = pot[:, best]
     return centers
 
 
-def _draw(X, w, centers, n_draws, rng, sched):
+def _draw(X, w, centers, n_draws, rng):
     """``n_draws`` plain D^2 draws w.r.t. ``centers`` (uniform when empty):
     one pass for the block weights, then the picks."""
     # a centre as the only "candidate" leaves the potential equal to D_C^2
-    bw, starts, stops = _trials(X, w, centers, centers[:1], sched)
-    return _pick(X, w, centers, bw[:, 0], starts, stops, n_draws, rng, sched)
+    bw, starts, stops = _trials(X, w, centers, centers[:1])
+    return _pick(X, w, centers, bw[:, 0], starts, stops, n_draws, rng)
 
 
-def init_random(X, w, n_clusters, rng, sched):
+def init_random(X, w, n_clusters, rng):
     """``n_clusters`` distinct rows drawn uniformly (rows of weight 0 allowed)."""
     idx = np.sort(rng.choice(X.shape[0], size=n_clusters, replace=False))
     rows = X[idx]
     if engine.is_lazy(rows):
-        rows = engine.compute(rows, scheduler=sched)
+        rows = engine.compute(rows)
     return np.asarray(rows, dtype=np.float64)
 
 
-def init_kmeans_parallel(X, w, n_clusters, rng, sched, *, oversampling_factor=2.0, rounds=2, lloyd=None):
+def init_kmeans_parallel(X, w, n_clusters, rng, *, oversampling_factor=2.0, rounds=2, lloyd=None):
     """k-means|| centres: oversample, weight, reduce on the driver.
 
     ``lloyd(C, weights, init)`` refines the reduced centres on the candidate
     set (passed in by the estimator to avoid an import cycle).
     """
     ell = oversampling_factor * n_clusters
-    centers = _draw(X, w, np.empty((0, X.shape[1])), 1, rng, sched)
+    centers = _draw(X, w, np.empty((0, X.shape[1])), 1, rng)
     for _ in range(rounds):
         phi = float(
-            engine.map_reduce(CLOSEST_COUNTS, X, w, params={"centers": centers}, scheduler=sched)["phi"]
+            engine.map_reduce(CLOSEST_COUNTS, X, w, params={"centers": centers})["phi"]
         )
         if not phi > 0:
             break
         seed = int(rng.integers(2**63))
         new = engine.map_reduce(
             KMEANS_PARALLEL_SAMPLE, X, w,
-            params={"centers": centers, "ell": ell, "phi": phi, "seed": seed}, scheduler=sched,
+            params={"centers": centers, "ell": ell, "phi": phi, "seed": seed},
         )["rows"]
         if new.shape[0]:
             centers = np.unique(np.vstack([centers, new]), axis=0)
     if centers.shape[0] < n_clusters:  # too few candidates: top up by D^2 draws
         while centers.shape[0] < n_clusters:
-            row = _draw(X, w, centers, 1, rng, sched)
+            row = _draw(X, w, centers, 1, rng)
             if row is None:
                 row = centers[rng.integers(centers.shape[0])][None, :]
             centers = np.vstack([centers, row])
         return centers
-    counts = engine.map_reduce(CLOSEST_COUNTS, X, w, params={"centers": centers}, scheduler=sched)["counts"]
+    counts = engine.map_reduce(CLOSEST_COUNTS, X, w, params={"centers": centers})["counts"]
     keep = counts > 0
     cand, cw = centers[keep], counts[keep]
     if cand.shape[0] <= n_clusters:
         extra = centers[~keep][: n_clusters - cand.shape[0]]
         return np.vstack([cand, extra])
-    init = init_kmeanspp(cand, cw, n_clusters, rng, "sync")
+    with engine.installed("sync"):  # the candidates are small, in this process
+        init = init_kmeanspp(cand, cw, n_clusters, rng)
     return lloyd(cand, cw, init) if lloyd is not None else init

@@ -13,27 +13,18 @@ import time
 import warnings
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
+from sklearn.base import ClusterMixin, TransformerMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
-from .. import engine
+from .. import engine, metrics
+from .._inputs import check_sample_weight, prepare_input
 from .._progress import say
-from .._validation import (
-    ArrayLike,
-    Interval,
-    Options,
-    check_data,
-    check_n_clusters,
-    check_random_state,
-    check_sample_weight,
-    validate_params,
-)
+from .._validation import ArrayLike, Interval, Options, check_n_clusters, check_random_state, validate_params
 from ..kernels.kmeans import DISTANCES, INERTIA, LLOYD_FAR, LLOYD_STEP
 from ..kernels.stats import SUM_SQ
-from ._base import SHARED_CONSTRAINTS, journaled, voronoi_labels
+from ._base import InfoclustEstimator, NumbersLike, RandomStateLike, SchedulerLike, Sequence, journaled, voronoi_labels
 from ._init import init_kmeans_parallel, init_kmeanspp, init_random
-from ._xarray import XarrayIO
 
 __all__ = ["KMeans", "EmptyClusterWarning", "lloyd"]
 
@@ -42,7 +33,7 @@ class EmptyClusterWarning(UserWarning):
     """A cluster lost all its points and was re-seeded."""
 
 
-def lloyd(X, w, centers, *, max_iter, tol, sched, verbose=0, label="", warn_empty=True):
+def lloyd(X, w, centers, *, max_iter, tol, verbose=0, label="", warn_empty=True):
     """Lloyd iterations from ``centers``; the computational core of KMeans.
 
     Stops when the centres no longer move (the partition is a fixed point)
@@ -60,11 +51,11 @@ def lloyd(X, w, centers, *, max_iter, tol, sched, verbose=0, label="", warn_empt
     centers = np.array(centers, dtype=np.float64)
     sxx = None
     if verbose:  # sum_n w_n |x_n|^2, for the progress estimate of the inertia
-        sxx = float(engine.map_reduce(SUM_SQ, X, w, scheduler=sched)["sxx"])
+        sxx = float(engine.map_reduce(SUM_SQ, X, w)["sxx"])
     it = 0
     for it in range(1, max_iter + 1):
         t0 = time.perf_counter()
-        st = engine.map_reduce(LLOYD_STEP, X, w, params={"centers": centers}, scheduler=sched)
+        st = engine.map_reduce(LLOYD_STEP, X, w, params={"centers": centers})
         counts, sums = st["counts"], st["sums"]
         empty = np.flatnonzero(counts <= 0)
         new = np.empty_like(centers)
@@ -72,7 +63,7 @@ def lloyd(X, w, centers, *, max_iter, tol, sched, verbose=0, label="", warn_empt
         new[nz] = sums[nz] / counts[nz, None]
         if empty.size:
             far = engine.map_reduce(
-                LLOYD_FAR, X, w, params={"centers": centers, "n_far": k}, scheduler=sched,
+                LLOYD_FAR, X, w, params={"centers": centers, "n_far": k},
             )["far_x"]
             for j, c in enumerate(empty):
                 new[c] = far[j % max(1, far.shape[0])]
@@ -96,11 +87,11 @@ def lloyd(X, w, centers, *, max_iter, tol, sched, verbose=0, label="", warn_empt
         centers = new
         if (shift == 0.0 and not empty.size) or shift <= tol:
             break
-    st = engine.map_reduce(INERTIA, X, w, params={"centers": centers}, scheduler=sched)
+    st = engine.map_reduce(INERTIA, X, w, params={"centers": centers})
     return centers, float(st["inertia"]), it, np.asarray(st["counts"], dtype=np.float64)
 
 
-class KMeans(XarrayIO, ClusterMixin, TransformerMixin, BaseEstimator):
+class KMeans(ClusterMixin, TransformerMixin, InfoclustEstimator):
     """K-means clustering whose every pass is a map-reduce over row blocks.
 
     Parameters
@@ -126,16 +117,9 @@ class KMeans(XarrayIO, ClusterMixin, TransformerMixin, BaseEstimator):
         on 1e6 x 16 blobs (benchmarks/bench_kmeans.py data) 2 rounds reached
         the same final inertia as 5 in less than half the time.
     random_state : int, numpy Generator or None, default=None
-    scheduler : None, str or distributed.Client, default=None
-        Where the passes run; see :mod:`infoclust_dask.engine`.
+    [shared parameters]
     verbose : int, default=0
         Print one line per iteration when > 0.
-    sample_dim : str, optional
-        For xarray input: the dim that holds the samples (see
-        :mod:`infoclust_dask.cluster._xarray`); outputs are then DataArrays
-        over that dim.
-    variables : list of str, optional
-        For a Dataset: the data variables stacked as features.
 
     Attributes
     ----------
@@ -170,38 +154,14 @@ class KMeans(XarrayIO, ClusterMixin, TransformerMixin, BaseEstimator):
     [0.05, 5.05]
     """
 
-    def __init__(
-        self,
-        n_clusters=8,
-        *,
-        init="k-means++",
-        n_init="auto",
-        max_iter=300,
-        tol=1e-4,
-        oversampling_factor=2.0,
-        init_max_iter=2,
-        random_state=None,
-        scheduler=None,
-        sample_dim=None,
-        variables=None,
-        verbose=0,
-    ):
-        self.n_clusters = n_clusters
-        self.init = init
-        self.n_init = n_init
-        self.max_iter = max_iter
-        self.tol = tol
-        self.oversampling_factor = oversampling_factor
-        self.init_max_iter = init_max_iter
-        self.random_state = random_state
-        self.scheduler = scheduler
-        self.sample_dim = sample_dim
-        self.variables = variables
-        self.verbose = verbose
+    def __init__(self, n_clusters: int = 8, *, init: str | NumbersLike = "k-means++", n_init: int | str = "auto",
+                 max_iter: int = 300, tol: float = 1e-4, oversampling_factor: float = 2.0, init_max_iter: int = 2,
+                 random_state: RandomStateLike = None, scheduler: SchedulerLike = None, sample_dim: str | None = None,
+                 variables: Sequence[str] | None = None, verbose: int = 0):
+        self._keep_params(locals())
 
     # ------------------------------------------------------------------
     _parameter_constraints = {
-        **SHARED_CONSTRAINTS,
         "n_clusters": [Interval(int, 1)],
         "init": [Options("k-means++", "k-means||", "random"), ArrayLike()],
         "n_init": [Options("auto"), Interval(int, 1)],
@@ -229,20 +189,21 @@ class KMeans(XarrayIO, ClusterMixin, TransformerMixin, BaseEstimator):
             n_init = 1
         return n_init
 
-    def _seed(self, X, w, rng, sched):
+    def _seed(self, X, w, rng):
         k = self.n_clusters
         if not isinstance(self.init, str):
             return np.array(self.init, dtype=np.float64)
         if self.init == "random":
-            return init_random(X, w, k, rng, sched)
+            return init_random(X, w, k, rng)
         if self.init == "k-means++":
-            return init_kmeanspp(X, w, k, rng, sched)
+            return init_kmeanspp(X, w, k, rng)
 
         def refine(C, cw, c0):
-            return lloyd(C, cw, c0, max_iter=100, tol=0.0, sched="sync", warn_empty=False)[0]
+            with engine.installed("sync"):  # the candidates are small, in this process
+                return lloyd(C, cw, c0, max_iter=100, tol=0.0, warn_empty=False)[0]
 
         return init_kmeans_parallel(
-            X, w, k, rng, sched, oversampling_factor=self.oversampling_factor,
+            X, w, k, rng, oversampling_factor=self.oversampling_factor,
             rounds=self.init_max_iter, lloyd=refine,
         )
 
@@ -262,17 +223,16 @@ class KMeans(XarrayIO, ClusterMixin, TransformerMixin, BaseEstimator):
         self
         """
         validate_params(self)
-        sched = engine.resolve_scheduler(self.scheduler)
-        X, info = check_data(self, X, reset=True, scheduler=sched, need_moments=True)
+        X, info = prepare_input(self, X, reset=True, need_moments=True)
         n_init = self._check_params(info.n, info.d)
         w = check_sample_weight(sample_weight, X)
         rng = check_random_state(self.random_state)
         tol = float(np.mean(info.var)) * self.tol
         best = None
         for run in range(n_init):
-            c0 = self._seed(X, w, rng, sched)
+            c0 = self._seed(X, w, rng)
             centers, inertia, n_iter, counts = lloyd(
-                X, w, c0, max_iter=self.max_iter, tol=tol, sched=sched, verbose=self.verbose,
+                X, w, c0, max_iter=self.max_iter, tol=tol, verbose=self.verbose,
                 label=f" run {run + 1}/{n_init}" if n_init > 1 else "",
             )
             if best is None or inertia < best[1]:
@@ -285,7 +245,7 @@ class KMeans(XarrayIO, ClusterMixin, TransformerMixin, BaseEstimator):
                 ConvergenceWarning,
                 stacklevel=3,
             )
-        self.labels_ = voronoi_labels(X, self.cluster_centers_, scheduler=sched, lazy=info.lazy_input)
+        self.labels_ = voronoi_labels(X, self.cluster_centers_, lazy=info.lazy_input)
         return self
 
     def predict(self, X):
@@ -293,8 +253,31 @@ class KMeans(XarrayIO, ClusterMixin, TransformerMixin, BaseEstimator):
 
         Returns a dask array for lazy input, a numpy array otherwise."""
         check_is_fitted(self)
-        X, _ = check_data(self, X, reset=False)
+        X, _ = prepare_input(self, X, reset=False)
         return voronoi_labels(X, self.cluster_centers_)
+
+    def held_out_score(self, X, y=None):
+        """Scores of the fitted centres on held-out rows ``X`` (e.g. a
+        cross-validation fold; ``y`` is ignored): ``"score"`` (higher is
+        better) is the held-out log-likelihood per sample of the K-means
+        mixture - isotropic Gaussians of the fit's within-cluster variance,
+        weighted by the cluster sizes (MacKay 2003, ch. 20) - which peaks at
+        the number of clusters the data have; ``"vq_cost"``, the mean
+        squared distance to the nearest centre, always falls as k grows."""
+        check_is_fitted(self)
+        with engine.installed(self.scheduler):
+            ll = metrics.kmeans_heldout_loglik(X, self.cluster_centers_, self.cluster_sizes_, self.inertia_)
+            q = metrics.quantization_error(X, self.cluster_centers_)
+        return {"score": ll, "loglik_per_sample": ll, "vq_cost": q, "train_inertia": float(self.inertia_)}
+
+    def run_summary(self, data):
+        """Facts of a fit on a store (``data``: its Dataset) for the run's
+        ``summary.json``: the inertia and the cluster sizes."""
+        check_is_fitted(self)
+        with engine.installed(self.scheduler):
+            labels = np.asarray(engine.compute(self.labels_))
+        return {"inertia": float(self.inertia_),
+                "cluster_sizes": np.bincount(labels, minlength=self.cluster_centers_.shape[0]).tolist()}
 
     def fit_predict(self, X, y=None, sample_weight=None):
         """Fit and return ``labels_``."""
@@ -303,7 +286,7 @@ class KMeans(XarrayIO, ClusterMixin, TransformerMixin, BaseEstimator):
     def transform(self, X):
         """Euclidean distances to every centre, shape (n_samples, n_clusters)."""
         check_is_fitted(self)
-        X, _ = check_data(self, X, reset=False)
+        X, _ = prepare_input(self, X, reset=False)
         return engine.map_blocks(
             DISTANCES, X, params={"centers": self.cluster_centers_},
             trailing_shape=(self.n_clusters,),
@@ -312,10 +295,10 @@ class KMeans(XarrayIO, ClusterMixin, TransformerMixin, BaseEstimator):
     def score(self, X, y=None, sample_weight=None):
         """Opposite of the (weighted) inertia of X under the fitted centres."""
         check_is_fitted(self)
-        X, _ = check_data(self, X, reset=False)
+        X, _ = prepare_input(self, X, reset=False)
         w = check_sample_weight(sample_weight, X)
         st = engine.map_reduce(
-            INERTIA, X, w, params={"centers": self.cluster_centers_}, scheduler=self.scheduler
+            INERTIA, X, w, params={"centers": self.cluster_centers_}
         )
         return -float(st["inertia"])
 

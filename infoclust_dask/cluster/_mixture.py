@@ -12,31 +12,22 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClusterMixin
+from sklearn.base import ClusterMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from .. import engine
+from .._inputs import encode_labels, prepare_input
 from .._progress import log
-from .._validation import (
-    SIGMA_RANGE,
-    Interval,
-    Options,
-    check_data,
-    check_n_clusters,
-    check_random_state,
-    encode_labels,
-    validate_params,
-)
+from .._validation import SIGMA_RANGE, Interval, Options, check_n_clusters, check_random_state, validate_params
 from ..kernels.mixture import MIXTURE_ASSIGN, MIXTURE_EM
-from ._base import SHARED_CONSTRAINTS, journaled
+from ._base import InfoclustEstimator, RandomStateLike, SchedulerLike, Sequence, journaled
 from ._kmeans import KMeans
-from ._xarray import XarrayIO
 
 __all__ = ["IsotropicGaussianMixture", "MDA2"]
 
 
-class IsotropicGaussianMixture(XarrayIO, ClusterMixin, BaseEstimator):
+class IsotropicGaussianMixture(ClusterMixin, InfoclustEstimator):
     """Mixture of isotropic Gaussians fitted by EM ("MoG").
 
     Parameters
@@ -51,17 +42,12 @@ class IsotropicGaussianMixture(XarrayIO, ClusterMixin, BaseEstimator):
         Stop when the log likelihood improves by less than ``tol * |loglik|``.
     min_variance : float, default=1e-6
         Floor of a learned variance, relative to the mean feature variance.
-    random_state : int, Generator or None
-    scheduler : None, str or distributed.Client
-    sample_dim : str, optional
-        For xarray input: the dim that holds the samples (see
-        :mod:`infoclust_dask.cluster._xarray`); outputs are then DataArrays
-        over that dim.
-    variables : list of str, optional
-        For a Dataset: the data variables stacked as features.
+    random_state : int, numpy Generator or None, default=None
+        Seeds the K-means start of the means.
+    [shared parameters]
     verbose : int, default=0
-        1: a progress bar (on a terminal) and one log line per stage; 2: also
-        every EM iteration (see :mod:`infoclust_dask._progress`).
+        1: a log line when EM stops; 2: also the log likelihood of every
+        iteration (see :mod:`infoclust_dask._progress`).
 
     Attributes
     ----------
@@ -75,21 +61,13 @@ class IsotropicGaussianMixture(XarrayIO, ClusterMixin, BaseEstimator):
 
     _joint = False
 
-    def __init__(self, n_clusters=2, *, sigma=None, max_iter=100, tol=1e-7, min_variance=1e-6,
-                 random_state=None, scheduler=None, sample_dim=None, variables=None, verbose=0):
-        self.n_clusters = n_clusters
-        self.sigma = sigma
-        self.max_iter = max_iter
-        self.tol = tol
-        self.min_variance = min_variance
-        self.random_state = random_state
-        self.scheduler = scheduler
-        self.sample_dim = sample_dim
-        self.variables = variables
-        self.verbose = verbose
+    def __init__(self, n_clusters: int = 2, *, sigma: float | None = None, max_iter: int = 100, tol: float = 1e-7,
+                 min_variance: float = 1e-6,
+                 random_state: RandomStateLike = None, scheduler: SchedulerLike = None, sample_dim: str | None = None,
+                 variables: Sequence[str] | None = None, verbose: int = 0):
+        self._keep_params(locals())
 
     _parameter_constraints = {
-        **SHARED_CONSTRAINTS,
         "n_clusters": [Interval(int, 1)],
         "sigma": [SIGMA_RANGE, Options(None)],
         "max_iter": [Interval(int, 1)],
@@ -100,10 +78,10 @@ class IsotropicGaussianMixture(XarrayIO, ClusterMixin, BaseEstimator):
     def _check(self, n):
         check_n_clusters(self, self.n_clusters, n)
 
-    def _em(self, X, c, n_classes, info, sched):
+    def _em(self, X, c, n_classes, info):
         rng = check_random_state(self.random_state)
         k, d = self.n_clusters, info.d
-        km = KMeans(k, random_state=int(rng.integers(2**31)), scheduler=sched).fit(X)
+        km = KMeans(k, random_state=int(rng.integers(2**31))).fit(X)
         means = km.cluster_centers_
         scale = float(np.mean(info.var)) or 1.0
         if self.sigma is None:
@@ -119,7 +97,6 @@ class IsotropicGaussianMixture(XarrayIO, ClusterMixin, BaseEstimator):
                 MIXTURE_EM, X, c,
                 params={"means": means, "variances": variances, "log_weights": log_w,
                         "log_psi": log_psi, "n_classes": n_classes},
-                scheduler=sched,
             )
             history.append(float(st["loglik"]))
             R = np.maximum(st["R"], 1e-12)
@@ -149,17 +126,16 @@ class IsotropicGaussianMixture(XarrayIO, ClusterMixin, BaseEstimator):
     def fit(self, X, y=None):
         """Fit by EM from K-means means. ``y`` is ignored."""
         validate_params(self)
-        sched = engine.resolve_scheduler(self.scheduler)
-        X, info = check_data(self, X, reset=True, scheduler=sched, need_moments=True)
+        X, info = prepare_input(self, X, reset=True, need_moments=True)
         self._check(info.n)
-        self._em(X, None, 0, info, sched)
+        self._em(X, None, 0, info)
         self.labels_ = self._assign(X)
         return self
 
     def predict(self, X):
         """Most probable component given x alone."""
         check_is_fitted(self)
-        X, _ = check_data(self, X, reset=False)
+        X, _ = prepare_input(self, X, reset=False)
         return self._assign(X)
 
     def _assign(self, X):
@@ -189,12 +165,11 @@ class MDA2(IsotropicGaussianMixture):
     def fit(self, X, y):
         """Fit by EM on primary data ``X`` and class labels ``y``."""
         validate_params(self)
-        sched = engine.resolve_scheduler(self.scheduler)
-        X, info = check_data(self, X, reset=True, scheduler=sched, need_moments=True)
+        X, info = prepare_input(self, X, reset=True, need_moments=True)
         self._check(info.n)
-        C, self.classes_ = encode_labels(y, info.n, sched, min_classes=1)
+        C, self.classes_ = encode_labels(y, info.n, min_classes=1)
         self.n_classes_ = len(self.classes_)
-        self._em(X, C, self.n_classes_, info, sched)
+        self._em(X, C, self.n_classes_, info)
         self.labels_ = self._assign(X)
         return self
 

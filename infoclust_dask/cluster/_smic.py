@@ -37,24 +37,16 @@ import time
 import warnings
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClusterMixin
+from sklearn.base import ClusterMixin
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
 from .. import engine, metrics
+from .._inputs import open_input, prepare_input
 from .._progress import Steps, say
-from .._validation import (
-    ArrayLike,
-    Interval,
-    Options,
-    check_data,
-    check_random_state,
-    open_input,
-    param_error,
-    validate_params,
-)
+from .._validation import ArrayLike, Interval, Options, check_random_state, param_error, validate_params
 from ..kernels.components import COMPONENTS, component_labels
-from ..kernels.knn import HNSW_DEFAULTS, KNN, KNN_CELLS, KNN_QUERY, cell_radii, have_faiss
+from ..kernels.knn import HNSW_DEFAULTS, KNN_QUERY, have_faiss
 from ..kernels.smic import SMIC_OOS, kernel_row_block, kernel_row_sums, kernel_transpose_pieces, sparse_matmat
 from ..objectives.smic import (
     NORMALIZATIONS,
@@ -66,8 +58,19 @@ from ..objectives.smic import (
     orient,
     top_eigenvectors,
 )
-from ._base import SHARED_CONSTRAINTS, journaled
-from ._xarray import XarrayIO
+from ._base import InfoclustEstimator, NumbersLike, RandomStateLike, SchedulerLike, Sequence, journaled
+from ._knn_graph import (  # noqa: F401 - _cell_plan and the constants are read by tests and benchmarks
+    CELL_SAMPLE_ROWS,
+    EXACT_KNN_MAX_ROWS,
+    INDEX_MAX_ROWS,
+    MIN_CELLS,
+    MIN_RECALL,
+    ROUTE_QUANTILE,
+    KnnParams,
+    _cell_plan,
+    _neighbour_lists,
+    knn_recall,
+)
 
 __all__ = ["SMIC", "local_scaling_affinity"]
 
@@ -81,34 +84,11 @@ def local_scaling_affinity(X, t, *, normalization="none", scheduler=None):
     feed scikit-learn's ``SpectralClustering(affinity="precomputed")`` the
     self-tuning kernel SMIC uses. Neighbours are found block against block
     (:func:`infoclust_dask.engine.block_pairs`)."""
-    d2, idx = _neighbour_lists(open_input(X), t, scheduler)
+    with engine.installed(scheduler):
+        d2, idx = _neighbour_lists(open_input(X), t)
     return kernel_matrix(d2, idx, t, normalization=normalization)
 
 
-class KnnParams:
-    """None, or a dict of faiss HNSW settings among M, ef_construction, ef_search (ints >= 1)."""
-
-    def accepts(self, v):
-        return v is None or (isinstance(v, dict) and set(v) <= set(HNSW_DEFAULTS)
-                             and all(isinstance(x, numbers.Integral) and x >= 1 for x in v.values()))
-
-    def __str__(self):
-        return f"None or a dict with keys among {sorted(HNSW_DEFAULTS)} (ints >= 1)"
-
-
-#: ``knn="auto"`` searches exactly up to this many rows, approximately above
-EXACT_KNN_MAX_ROWS = 50_000
-#: the approximate search makes about one cell per this many rows, and at least MIN_CELLS (several per worker,
-#: so that cells of unequal size still balance the work)
-INDEX_MAX_ROWS = 1_000_000
-MIN_CELLS = 8
-#: rows per cell in the sample that places the cells' centres and sets their routing radii
-CELL_SAMPLE_ROWS = 20_000
-#: a cell's routing radius is this quantile of its sampled rows' estimated t-th neighbour distances: a row
-#: farther from its t-th neighbour (the sparsest 1 %) may miss neighbours beyond its cell's boundary
-ROUTE_QUANTILE = 0.99
-#: ``knn_recall_`` below this gives a warning
-MIN_RECALL = 0.9
 #: a warning when the graph has more components than clusters and more than this fraction of the rows has no
 #: positive entry in any eigenvector (a few stray points in components of their own are common and harmless)
 MAX_UNCOVERED_FRACTION = 0.01
@@ -133,91 +113,7 @@ def choose_t(lsmi, rtol=LSMI_TIE_RTOL):
     return min(t for t, v in lsmi.items() if v >= top - rtol * max(1.0, abs(top)))
 
 
-def _neighbour_lists(X, t, scheduler, method="exact", params=None, progress=False, keep=False, random_state=0):
-    """The ``t`` nearest neighbours of every row (never itself), sorted by
-    distance, as numpy ``(dist2, index)`` of shape ``(n, t)`` on the driver
-    (``keep=True``: dask arrays persisted on the workers for dask input).
-
-    ``method="exact"``: every row block against every row block on the
-    workers (:data:`~infoclust_dask.kernels.knn.KNN`), O(n^2 d), no task
-    holding more than two blocks. ``"approximate"``: the rows split into
-    ``P = max(8, n /`` :data:`INDEX_MAX_ROWS` ``)`` cells of a coarse
-    partition (:func:`_cell_plan`: the centres of this package's K-means
-    on a seeded sample of :data:`CELL_SAMPLE_ROWS` rows per cell, and a
-    routing radius per cell from the same sample), an HNSW index per cell
-    (faiss) over its rows and the other cells' rows within its radius of
-    its boundary, answering its own rows
-    (:data:`~infoclust_dask.kernels.knn.KNN_CELLS`,
-    :func:`infoclust_dask.engine.partition_pairs`): O(n log(n / P)), each
-    row searched once; no task holds more than one cell, and no index
-    outlives the task that built it."""
-    n = int(X.shape[0])
-    t = int(t)
-    if not 1 <= t < n:
-        raise ValueError(f"t must be between 1 and n_samples - 1 = {n - 1}; got {t}.")
-    outputs = ((np.float64, (t,)), (np.int64, (t,)))
-    if method == "approximate":
-        n_cells = max(MIN_CELLS, -(-n // INDEX_MAX_ROWS))
-        centres, radii = _cell_plan(X, n_cells, t, random_state, scheduler)
-        d2, idx = engine.partition_pairs(KNN_CELLS, X, n_parts=len(centres), outputs=outputs,
-                                         params={"t": t, "centers": centres, "radii": radii},
-                                         build_params={"t": t, **HNSW_DEFAULTS, **(params or {})},
-                                         join_params={"t": t}, scheduler=scheduler, progress=progress)
-    else:
-        d2, idx = engine.block_pairs(KNN, X, params={"t": t}, outputs=outputs, min_rows=t + 1, scheduler=scheduler,
-                                     progress=progress)
-    if engine.is_lazy(d2):
-        if keep:  # row numbers fit in int32 below 2**31 rows: 4 bytes per entry less on the workers
-            return engine.persist_all((d2, idx.astype(np.int32) if n < 2**31 else idx), scheduler=scheduler,
-                                      progress=progress)
-        d2, idx = engine.compute((d2, idx), scheduler=scheduler, progress=progress)
-    return np.asarray(d2), np.asarray(idx)
-
-
-def _cell_plan(X, n_cells, t, random_state, scheduler):
-    """Centres and routing radii of the approximate search's cells: K-means
-    (this package's, k-means++ start) on a seeded sample of
-    :data:`CELL_SAMPLE_ROWS` rows per cell, fitted in this process (distinct
-    centres only: a repeated centre would own no rows), and each cell's
-    radius from the same sample (:func:`~infoclust_dask.kernels.knn.cell_radii`,
-    the :data:`ROUTE_QUANTILE` of its rows' estimated ``t``-th neighbour
-    distance): the rows of other cells closer than that to the cell's
-    boundary are indexed with it."""
-    from ._kmeans import KMeans
-
-    n = int(X.shape[0])
-    rows = np.sort(np.random.default_rng([int(random_state), 24]).choice(
-        n, size=min(n, CELL_SAMPLE_ROWS * n_cells), replace=False))
-    sample = np.asarray(engine.compute(X[rows], scheduler=scheduler) if engine.is_lazy(X) else np.asarray(X)[rows],
-                        dtype=np.float64)
-    k = min(n_cells, len(np.unique(sample, axis=0)))
-    centres = KMeans(k, random_state=int(random_state), scheduler="sync").fit(sample).cluster_centers_
-    centres = np.unique(np.asarray(centres, dtype=np.float64), axis=0)
-    # the sample in a seeded order: the radii's queries (the first rows of each cell) are a uniform draw
-    order = np.random.default_rng([int(random_state), 25]).permutation(len(rows))
-    return centres, cell_radii(sample[order], centres, t=int(t), n_rows=n, quantile=ROUTE_QUANTILE)
-
-
-def knn_recall(X, idx, *, n_queries=2000, random_state=0, scheduler=None):
-    """Recall of neighbour lists ``idx`` (n, t) against exact search on a
-    seeded sample of ``n_queries`` rows: the mean fraction of each sampled
-    row's true ``t`` nearest neighbours (itself excluded) found in its list.
-    One pass over the data (:data:`~infoclust_dask.kernels.knn.KNN_QUERY`)."""
-    n, t = idx.shape
-    rows = np.sort(np.random.default_rng(random_state).choice(n, size=min(n_queries, n), replace=False))
-    xq = np.asarray(engine.compute(X[rows], scheduler=scheduler) if engine.is_lazy(X) else np.asarray(X)[rows],
-                    dtype=np.float64)
-    _, true = engine.map_reduce(KNN_QUERY, X, params={"xq": xq, "t": t + 1}, scheduler=scheduler)
-    if engine.is_lazy(idx):
-        idx = dict(zip(rows.tolist(), np.asarray(engine.compute(idx[rows], scheduler=scheduler)), strict=True))
-    hits = 0
-    for r, row in enumerate(rows):
-        exact = [j for j in true[r] if j != row][:t]
-        hits += len(set(exact) & set(idx[row].tolist()))
-    return hits / (len(rows) * t)
-
-
-class SMIC(XarrayIO, ClusterMixin, BaseEstimator):
+class SMIC(ClusterMixin, InfoclustEstimator):
     """Squared-loss mutual information clustering (SMIC) with LSMI model selection.
 
     Parameters
@@ -258,8 +154,8 @@ class SMIC(XarrayIO, ClusterMixin, BaseEstimator):
         same eigenpairs and labels (tested on the same kernels).
     knn : {"auto", "exact", "approximate"}, default="auto"
         How the neighbour lists of (7) are found. ``"exact"``: every row
-        block against every block, O(n^2 d) (59 min at n = 1e6 on 2
-        workers). ``"approximate"``: the rows split into the cells of a
+        block against every block, O(n^2 d) (an hour at n = 1e6 on 2
+        workers, ``docs/BENCHMARKS.md``). ``"approximate"``: the rows split into the cells of a
         coarse partition (K-means centres from a seeded sample; at least 8
         cells, one per 1e6 rows), an HNSW index (faiss ``IndexHNSWFlat``,
         the ``[knn]`` extra) per cell over its rows and the rows of other
@@ -273,21 +169,14 @@ class SMIC(XarrayIO, ClusterMixin, BaseEstimator):
         HNSW settings ``M`` (links per node, default 16),
         ``ef_construction`` (40) and ``ef_search`` (32); larger is slower and
         closer to exact.
-    random_state : int, RandomState or None
+    random_state : int, numpy Generator or None, default=None
         Seeds LSMI's basis draw and folds (the same for every candidate t),
         the eigensolver's start vector and the rows of the recall estimate.
-    scheduler : str, Client or None
-        See :mod:`infoclust_dask.engine`.
+    [shared parameters]
     verbose : int, default=0
         1: print the time of the neighbour search and one line per
         candidate ``t`` (LSMI, eigenvalues, cluster sizes); 2: also the
         kernel and eigensolver time of every candidate as it finishes.
-    sample_dim : str, optional
-        For xarray input: the dim that holds the samples (see
-        :mod:`infoclust_dask.cluster._xarray`); outputs are then DataArrays
-        over that dim.
-    variables : list of str, optional
-        For a Dataset: the data variables stacked as features.
 
     Attributes
     ----------
@@ -371,31 +260,18 @@ class SMIC(XarrayIO, ClusterMixin, BaseEstimator):
     """
 
     #: a model saved by ``infoclust fit`` holds no training rows, which predict needs (the CLI refuses it)
-    _saved_model_predicts = False
+    predicts_from_saved_model = False
 
-    def __init__(self, n_clusters, *, t="auto", t_candidates=(1, 2, 3, 4, 5, 6, 7, 8, 9, 10), class_prior=None,
-                 kernel_normalization="none", lsmi_n_bases=200, n_folds=5, eigen_solver="auto", knn="auto",
-                 knn_params=None,
-                 random_state=None, scheduler=None, sample_dim=None, variables=None, verbose=0):
-        self.n_clusters = n_clusters
-        self.t = t
-        self.t_candidates = t_candidates
-        self.class_prior = class_prior
-        self.kernel_normalization = kernel_normalization
-        self.lsmi_n_bases = lsmi_n_bases
-        self.n_folds = n_folds
-        self.eigen_solver = eigen_solver
-        self.knn = knn
-        self.knn_params = knn_params
-        self.random_state = random_state
-        self.scheduler = scheduler
-        self.sample_dim = sample_dim
-        self.variables = variables
-        self.verbose = verbose
+    def __init__(self, n_clusters: int, *, t: int | str = "auto",
+                 t_candidates: Sequence[int] = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10), class_prior: NumbersLike | None = None,
+                 kernel_normalization: str = "none", lsmi_n_bases: int = 200, n_folds: int = 5,
+                 eigen_solver: str = "auto", knn: str = "auto", knn_params: dict | None = None,
+                 random_state: RandomStateLike = None, scheduler: SchedulerLike = None, sample_dim: str | None = None,
+                 variables: Sequence[str] | None = None, verbose: int = 0):
+        self._keep_params(locals())
 
     # ------------------------------------------------------------------
     _parameter_constraints = {
-        **SHARED_CONSTRAINTS,
         "n_clusters": [Interval(int, 1)],
         "t": [Interval(int, 1), Options("auto")],
         "t_candidates": [ArrayLike()],
@@ -451,8 +327,7 @@ class SMIC(XarrayIO, ClusterMixin, BaseEstimator):
         """Cluster ``X`` (numpy, dask, xarray or store path), choosing ``t``
         by LSMI when ``t="auto"``. ``y`` is ignored."""
         validate_params(self)
-        sched = engine.resolve_scheduler(self.scheduler)
-        A, info = check_data(self, X, reset=True, scheduler=sched, need_moments=True)
+        A, info = prepare_input(self, X, reset=True, need_moments=True)
         ts, prior = self._check_params(info.n)
         seed = int(check_random_state(self.random_state).integers(2**31 - 1))
         timings = dict.fromkeys(("knn", "kernel", "eigen", "assign", "lsmi"), 0.0)
@@ -463,14 +338,14 @@ class SMIC(XarrayIO, ClusterMixin, BaseEstimator):
             say(f"[SMIC] searching the {ts[-1]} nearest neighbours of {info.n:,} rows ({method})")
         on_workers = self.eigen_solver == "operator" or (self.eigen_solver == "auto"
                                                           and info.n > DRIVER_KERNEL_MAX_ROWS)
-        d2, idx = _neighbour_lists(A, ts[-1], sched, method, {**HNSW_DEFAULTS, **(self.knn_params or {})},
+        d2, idx = _neighbour_lists(A, ts[-1], method, {**HNSW_DEFAULTS, **(self.knn_params or {})},
                                    progress=self.verbose >= 1, keep=on_workers, random_state=seed)
         timings["knn"] = time.perf_counter() - t0
         self.knn_ = method
         self.knn_recall_ = 1.0
         if method == "approximate":
             t1 = time.perf_counter()
-            self.knn_recall_ = knn_recall(A, idx, random_state=seed, scheduler=sched)
+            self.knn_recall_ = knn_recall(A, idx, random_state=seed)
             timings["knn_recall"] = time.perf_counter() - t1
             if self.knn_recall_ < MIN_RECALL:
                 warnings.warn(
@@ -489,8 +364,8 @@ class SMIC(XarrayIO, ClusterMixin, BaseEstimator):
                 lists = [d2, idx] if len(ts) > 1 else [d2, idx, "release"]
                 if len(ts) == 1:
                     del d2, idx
-                components[t] = self._components(lists[1], t, sched)
-                solution = self._solve(lists, t, prior, seed, timings, sched, on_workers, components[t])
+                components[t] = self._components(lists[1], t)
+                solution = self._solve(lists, t, prior, seed, timings, on_workers, components[t])
                 fits[t] = solution[:2]
                 bar.update(1, t=t)
 
@@ -500,7 +375,7 @@ class SMIC(XarrayIO, ClusterMixin, BaseEstimator):
         t0 = time.perf_counter()
         results = metrics.lsmi_many(A, np.stack([fits[t][0] for t in ts], axis=1), n_classes=self.n_clusters,
                                     n_bases=self.lsmi_n_bases, n_folds=self.n_folds, random_state=seed,
-                                    mean=info.mean, std=np.sqrt(info.var), scheduler=sched,
+                                    mean=info.mean, std=np.sqrt(info.var),
                                     progress=self.verbose >= 1)
         timings["lsmi"] = time.perf_counter() - t0
         self.lsmi_ = {t: r.value for t, r in zip(ts, results, strict=True)}
@@ -513,7 +388,7 @@ class SMIC(XarrayIO, ClusterMixin, BaseEstimator):
                       f"{np.array2string(fits[t][1], precision=4)}, cluster sizes {sizes.tolist()}")
         best = choose_t(self.lsmi_)
         if best != ts[-1]:  # keeping every candidate's n x c eigenvectors would cost len(ts) times the memory
-            solution = self._solve([d2, idx, "release"], best, prior, seed, timings, sched, on_workers,
+            solution = self._solve([d2, idx, "release"], best, prior, seed, timings, on_workers,
                                    components[best])
         (self.labels_, self.eigenvalues_, self.eigenvectors_, self.eigen_rotation_, self.local_scales_,
          self.degree_) = solution
@@ -532,17 +407,17 @@ class SMIC(XarrayIO, ClusterMixin, BaseEstimator):
         self.timings_ = timings
         return self
 
-    def _components(self, idx, t, sched):
+    def _components(self, idx, t):
         """Connected components of the neighbour graph at ``t`` (the
         kernel's nonzero pattern): a union-find forest per block of
         neighbour lists, where the lists are, tree-combined
         (:data:`~infoclust_dask.kernels.components.COMPONENTS`); this
         process receives the forest and numbers the components. Returns
         ``(labels, n_components)``."""
-        forest = engine.map_reduce(COMPONENTS, idx, params={"t": int(t)}, scheduler=sched)
+        forest = engine.map_reduce(COMPONENTS, idx, params={"t": int(t)})
         return component_labels(forest, int(idx.shape[0]))
 
-    def _solve(self, lists, t, prior, seed, timings, sched=None, on_workers=False, components=None):
+    def _solve(self, lists, t, prior, seed, timings, on_workers=False, components=None):
         """Kernel (7) at ``t``, its top-c eigenvectors, the alignment of
         (nearly) repeated eigenspaces, the sign rule and the in-sample
         assignment; adds the stage times to ``timings``. The solution is
@@ -564,7 +439,7 @@ class SMIC(XarrayIO, ClusterMixin, BaseEstimator):
                          and components[1] >= self.n_clusters)
         t0 = time.perf_counter()
         if on_workers:
-            lam, V, sigma, degree, t1 = self._eigen_on_workers(lists, t, seed, sched, skip=by_components,
+            lam, V, sigma, degree, t1 = self._eigen_on_workers(lists, t, seed, skip=by_components,
                                                                components=components)
         else:
             K, sigma, degree = kernel_matrix(lists[0], lists[1], t, normalization=self.kernel_normalization)
@@ -618,7 +493,7 @@ class SMIC(XarrayIO, ClusterMixin, BaseEstimator):
         ``"symmetric"`` kernel, whose top eigenvalue is 1)."""
         return 1.0 if self.kernel_normalization == "symmetric" else float(np.max(degree))
 
-    def _eigen_on_workers(self, lists, t, seed, sched, skip=False, components=None):
+    def _eigen_on_workers(self, lists, t, seed, skip=False, components=None):
         """Kernel row blocks made where the neighbour lists are (an
         all-to-all exchange transposes the directed kernel:
         :func:`infoclust_dask.engine.exchange`), then Krylov-Schur on
@@ -627,14 +502,14 @@ class SMIC(XarrayIO, ClusterMixin, BaseEstimator):
         was ready)``."""
         d2, idx = lists[:2]
         n = int(d2.shape[0])
-        sigma = np.sqrt(np.asarray(engine.compute(d2[:, t - 1], scheduler=sched) if engine.is_lazy(d2)
+        sigma = np.sqrt(np.asarray(engine.compute(d2[:, t - 1]) if engine.is_lazy(d2)
                                    else d2[:, t - 1], dtype=np.float64))
         rows = max(min(KERNEL_BLOCK_ROWS, -(-n // 8)), 1)
         if self.verbose:
             say(f"[SMIC] t={t}: kernel row blocks on the workers ({-(-n // rows)} blocks), then Krylov-Schur "
                 "on their products")
         K = engine.exchange(kernel_transpose_pieces, kernel_row_block, d2, idx, params={"t": t},
-                            shared={"sigma": sigma}, block_rows=rows, scheduler=sched, name="smic-kernel",
+                            shared={"sigma": sigma}, block_rows=rows, name="smic-kernel",
                             progress=self.verbose >= 1)
         del d2, idx
         if len(lists) > 2:
@@ -661,6 +536,23 @@ class SMIC(XarrayIO, ClusterMixin, BaseEstimator):
             K.release()
         return lam, V, sigma, degree, t1
 
+    def run_summary(self, data):
+        """Facts of a fit on a store (``data``: its Dataset) for the run's
+        ``summary.json``: ``t``, LSMI per candidate, the eigenvalues, the
+        stage times, the cluster sizes and, when the store has a ``label``,
+        the ARI against it. (No ``held_out_score``: SMIC is not
+        cross-validated; its ``t`` is chosen by LSMI.)"""
+        from sklearn.metrics import adjusted_rand_score
+
+        check_is_fitted(self, "t_")
+        out = {"t": self.t_, "kernel_normalization": self.kernel_normalization, "lsmi": self.lsmi_,
+               "eigenvalues": self.eigenvalues_.tolist(), "timings": self.timings_,
+               "cluster_sizes": np.bincount(self.labels_, minlength=self.n_clusters).tolist()}
+        if "label" in data:
+            with engine.installed(self.scheduler):
+                out["ari_vs_label"] = float(adjusted_rand_score(engine.compute(data["label"].data), self.labels_))
+        return out
+
     def fit_predict(self, X, y=None):
         """Fit and return ``labels_`` (the in-sample assignment rule)."""
         return self.fit(X).labels_
@@ -681,8 +573,7 @@ class SMIC(XarrayIO, ClusterMixin, BaseEstimator):
                 "training rows and eigenvectors that predict needs; refit SMIC(n_clusters, t=model.t_) on the "
                 "training data to predict.")
         check_is_fitted(self, "eigenvectors_")
-        sched = engine.resolve_scheduler(self.scheduler)
-        A, _ = check_data(self, X, reset=False, scheduler=sched)
+        A, _ = prepare_input(self, X, reset=False)
         t = self.t_
         # Nystrom extension of the eigenvectors V = phi~ R^T: K(x', .) V diag(1/lambda) R = K(x', .) phi~ G
         R = self.eigen_rotation_
@@ -692,10 +583,10 @@ class SMIC(XarrayIO, ClusterMixin, BaseEstimator):
         denom = np.maximum(self.eigenvectors_, 0.0).sum(axis=0)
         c = self.n_clusters
         # two passes over the training rows for any number of new rows: their neighbours, then the sums
-        d2q, nbr = engine.cross_pairs(KNN_QUERY, A, self.X_fit_, params={"t": t}, scheduler=sched,
+        d2q, nbr = engine.cross_pairs(KNN_QUERY, A, self.X_fit_, params={"t": t},
                                       query_rows=PREDICT_ROWS,
                                       outputs=((0, np.float64, (t,)), (1, np.int64, (t,))))
-        kphi, ksum = engine.cross_pairs(SMIC_OOS, A, self.X_fit_, phi, self.local_scales_, scheduler=sched,
+        kphi, ksum = engine.cross_pairs(SMIC_OOS, A, self.X_fit_, phi, self.local_scales_,
                                         query_inputs={"sigma_q": np.sqrt(d2q[:, t - 1]), "nbr": nbr},
                                         query_rows=PREDICT_ROWS,
                                         outputs=(("kphi", np.float64, (c,)), ("ksum", np.float64, ())))

@@ -18,28 +18,26 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
+from sklearn.base import ClusterMixin, TransformerMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from .. import engine
+from .._inputs import check_sample_weight, prepare_input
 from .._progress import Steps, log
 from .._validation import (
     ArrayLike,
     Interval,
     Options,
-    check_data,
     check_n_clusters,
     check_random_state,
-    check_sample_weight,
     param_error,
     validate_params,
 )
 from ..kernels.kmeans import RESPONSIBILITIES, SOFT_KMEANS
 from ..kernels.stats import WEIGHTED_SUM
-from ._base import SHARED_CONSTRAINTS, journaled, voronoi_labels
+from ._base import InfoclustEstimator, NumbersLike, RandomStateLike, SchedulerLike, Sequence, journaled, voronoi_labels
 from ._init import init_kmeanspp, init_random
-from ._xarray import XarrayIO
 
 __all__ = ["SoftKMeans", "n_distinct"]
 
@@ -62,7 +60,7 @@ def n_distinct(centers, tol):
     return len({find(i) for i in range(k)})
 
 
-def _soft_iterate(X, w, centers, beta, *, max_iter, tol, sched):
+def _soft_iterate(X, w, centers, beta, *, max_iter, tol):
     """Fixed-point iteration (20.7)-(20.9) at one beta.
 
     Returns ``(centers, free_energy, n_iter, converged)``; the free energy is
@@ -71,7 +69,7 @@ def _soft_iterate(X, w, centers, beta, *, max_iter, tol, sched):
     free = np.nan
     for it in range(1, max_iter + 1):
         st = engine.map_reduce(
-            SOFT_KMEANS, X, w, params={"centers": centers, "beta": beta}, scheduler=sched
+            SOFT_KMEANS, X, w, params={"centers": centers, "beta": beta}
         )
         R = st["R"]
         new = centers.copy()
@@ -85,7 +83,7 @@ def _soft_iterate(X, w, centers, beta, *, max_iter, tol, sched):
     return centers, free, max_iter, False
 
 
-class SoftKMeans(XarrayIO, ClusterMixin, TransformerMixin, BaseEstimator):
+class SoftKMeans(ClusterMixin, TransformerMixin, InfoclustEstimator):
     """Soft K-means with stiffness beta, optionally annealed.
 
     Parameters
@@ -111,17 +109,13 @@ class SoftKMeans(XarrayIO, ClusterMixin, TransformerMixin, BaseEstimator):
         When annealing, centres are displaced by
         ``perturbation * sqrt(mean feature variance) * N(0, 1)`` before each
         beta, so that merged centres can split.
-    random_state : int, Generator or None, default=None
-    scheduler : None, str or distributed.Client, default=None
-    sample_dim : str, optional
-        For xarray input: the dim that holds the samples (see
-        :mod:`infoclust_dask.cluster._xarray`); outputs are then DataArrays
-        over that dim.
-    variables : list of str, optional
-        For a Dataset: the data variables stacked as features.
+    random_state : int, numpy Generator or None, default=None
+        Seeds the k-means++ (or random) start and the perturbations between
+        betas.
+    [shared parameters]
     verbose : int, default=0
-        1: a progress bar (on a terminal) and one log line per stage; 2: also
-        every EM iteration (see :mod:`infoclust_dask._progress`).
+        1: a progress bar over the betas (on a terminal) and one log line per
+        beta; 2: also every EM iteration (see :mod:`infoclust_dask._progress`).
 
     Attributes
     ----------
@@ -155,37 +149,14 @@ class SoftKMeans(XarrayIO, ClusterMixin, TransformerMixin, BaseEstimator):
     [1, 1, 2, 2]
     """
 
-    def __init__(
-        self,
-        n_clusters=8,
-        *,
-        beta=1.0,
-        beta_schedule=None,
-        init="k-means++",
-        max_iter=1000,
-        tol=1e-10,
-        perturbation=1e-2,
-        random_state=None,
-        scheduler=None,
-        sample_dim=None,
-        variables=None,
-        verbose=0,
-    ):
-        self.n_clusters = n_clusters
-        self.beta = beta
-        self.beta_schedule = beta_schedule
-        self.init = init
-        self.max_iter = max_iter
-        self.tol = tol
-        self.perturbation = perturbation
-        self.random_state = random_state
-        self.scheduler = scheduler
-        self.sample_dim = sample_dim
-        self.variables = variables
-        self.verbose = verbose
+    def __init__(self, n_clusters: int = 8, *, beta: float = 1.0, beta_schedule: NumbersLike | None = None,
+                 init: str | NumbersLike = "k-means++", max_iter: int = 1000, tol: float = 1e-10,
+                 perturbation: float = 1e-2,
+                 random_state: RandomStateLike = None, scheduler: SchedulerLike = None, sample_dim: str | None = None,
+                 variables: Sequence[str] | None = None, verbose: int = 0):
+        self._keep_params(locals())
 
     _parameter_constraints = {
-        **SHARED_CONSTRAINTS,
         "n_clusters": [Interval(int, 1)],
         "beta": [Interval(float, 0, closed="neither")],
         "beta_schedule": [ArrayLike(), Options(None)],
@@ -220,8 +191,7 @@ class SoftKMeans(XarrayIO, ClusterMixin, TransformerMixin, BaseEstimator):
         self
         """
         validate_params(self)
-        sched = engine.resolve_scheduler(self.scheduler)
-        X, info = check_data(self, X, reset=True, scheduler=sched, need_moments=True)
+        X, info = prepare_input(self, X, reset=True, need_moments=True)
         check_n_clusters(self, self.n_clusters, info.n)
         betas, annealing = self._betas()
         w = check_sample_weight(sample_weight, X)
@@ -234,14 +204,14 @@ class SoftKMeans(XarrayIO, ClusterMixin, TransformerMixin, BaseEstimator):
             if w is None:
                 mean = info.mean
             else:
-                mean = engine.map_reduce(WEIGHTED_SUM, X, w, scheduler=sched)
+                mean = engine.map_reduce(WEIGHTED_SUM, X, w)
                 mean = mean["s"] / mean["w"]
             centers = np.tile(mean, (k, 1))
         elif isinstance(self.init, str):
             if self.init == "k-means++":
-                centers = init_kmeanspp(X, w, k, rng, sched)
+                centers = init_kmeanspp(X, w, k, rng)
             else:  # "random" (validate_params allows nothing else)
-                centers = init_random(X, w, k, rng, sched)
+                centers = init_random(X, w, k, rng)
         else:
             centers = np.array(self.init, dtype=np.float64)
             if centers.shape != (k, info.d):
@@ -256,8 +226,7 @@ class SoftKMeans(XarrayIO, ClusterMixin, TransformerMixin, BaseEstimator):
             for i, beta in enumerate(betas):
                 if annealing:
                     centers = centers + self.perturbation * np.sqrt(scale2) * rng.standard_normal(centers.shape)
-                centers, f, it, ok = _soft_iterate(X, w, centers, beta, max_iter=self.max_iter, tol=tol,
-                                                   sched=sched)
+                centers, f, it, ok = _soft_iterate(X, w, centers, beta, max_iter=self.max_iter, tol=tol)
                 path.append(centers.copy())
                 free.append(f)
                 iters.append(it)
@@ -282,7 +251,7 @@ class SoftKMeans(XarrayIO, ClusterMixin, TransformerMixin, BaseEstimator):
         self.cluster_centers_ = centers
         self.beta_ = float(betas[-1])
         self.data_scale_ = float(np.sqrt(scale2))
-        self.labels_ = voronoi_labels(X, centers, scheduler=sched, lazy=info.lazy_input)
+        self.labels_ = voronoi_labels(X, centers, lazy=info.lazy_input)
         return self
 
     def n_distinct_path(self, rel_tol=0.05):
@@ -304,13 +273,13 @@ class SoftKMeans(XarrayIO, ClusterMixin, TransformerMixin, BaseEstimator):
     def predict(self, X):
         """Nearest centre for each sample (lazy for lazy input)."""
         check_is_fitted(self)
-        X, _ = check_data(self, X, reset=False)
+        X, _ = prepare_input(self, X, reset=False)
         return voronoi_labels(X, self.cluster_centers_)
 
     def predict_proba(self, X):
         """Responsibilities (20.7) at the final beta, shape (n_samples, n_clusters)."""
         check_is_fitted(self)
-        X, _ = check_data(self, X, reset=False)
+        X, _ = prepare_input(self, X, reset=False)
         return engine.map_blocks(
             RESPONSIBILITIES, X, params={"centers": self.cluster_centers_, "beta": self.beta_},
             trailing_shape=(self.n_clusters,),
@@ -318,17 +287,23 @@ class SoftKMeans(XarrayIO, ClusterMixin, TransformerMixin, BaseEstimator):
 
     transform = predict_proba
 
+    def run_summary(self, data):
+        """Facts of a fit on a store (``data``: its Dataset) for the run's
+        ``summary.json``: the observed critical betas. (No
+        ``held_out_score``: soft K-means is not cross-validated.)"""
+        check_is_fitted(self)
+        return {"critical_betas": self.critical_betas()}
+
     def fit_predict(self, X, y=None, sample_weight=None):
         return self.fit(X, sample_weight=sample_weight).labels_
 
     def score(self, X, y=None, sample_weight=None):
         """Minus the free energy of X at the final beta (higher is better)."""
         check_is_fitted(self)
-        X, _ = check_data(self, X, reset=False)
+        X, _ = prepare_input(self, X, reset=False)
         w = check_sample_weight(sample_weight, X)
         st = engine.map_reduce(
             SOFT_KMEANS, X, w, params={"centers": self.cluster_centers_, "beta": self.beta_},
-            scheduler=self.scheduler,
         )
         return float(st["log_z"]) / self.beta_
 

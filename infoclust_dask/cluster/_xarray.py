@@ -194,13 +194,17 @@ def _same(out):
 
 
 def xarray_io(method_name, func):
-    """Wrap an estimator method: xarray input -> (samples, features) DataArray,
-    per-sample output -> DataArray over the caller's sample dim."""
+    """Wrap an estimator method: the estimator's ``scheduler=`` installed
+    for every pass of the call (:func:`infoclust_dask.engine.installed`),
+    xarray input -> (samples, features) DataArray, per-sample output ->
+    DataArray over the caller's sample dim."""
+    from .. import engine
 
     @functools.wraps(func)
     def wrapper(self, X, *args, **kwargs):
-        X, args, kwargs, finish = prepare_call(self, method_name, X, args, kwargs)
-        return finish(func(self, X, *args, **kwargs))
+        with engine.installed(getattr(self, "scheduler", None)):
+            X, args, kwargs, finish = prepare_call(self, method_name, X, args, kwargs)
+            return finish(func(self, X, *args, **kwargs))
 
     wrapper.__wrapped_xarray__ = True
     return wrapper

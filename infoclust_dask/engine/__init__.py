@@ -16,20 +16,23 @@ It runs the passes the kernels declare (:class:`~infoclust_dask.kernels.Pass`):
   the row blocks (the approximate neighbour search).
 
 Inputs are numpy arrays, dask arrays or xarray DataArrays (store paths are
-opened one layer up, by :mod:`infoclust_dask._validation`). Small
+opened one layer up, by :mod:`infoclust_dask._inputs`). Small
 parameters travel once per call, as one key every block task depends on.
 Task keys carry the pass's name and a token of the pass, its parameters and
 its inputs (``dc_count_stats-<token>-<block>``), so the dashboard shows what
 runs and a key never names two different tasks.
 
 Schedulers are resolved by :mod:`infoclust_dask._scheduler`
-(``resolve_scheduler`` is re-exported here). Results do not depend on the
+(``resolve_scheduler`` and ``installed`` are re-exported here): an
+estimator installs its ``scheduler=`` once per fit with
+``engine.installed(...)``, and every engine call below it that is given no
+scheduler runs there. Results do not depend on the
 chunking beyond float64 round-off.
 """
 
 from __future__ import annotations
 
-from .._scheduler import Scheduler, close_local_client, local_client, resolve_scheduler
+from .._scheduler import Scheduler, close_local_client, installed, local_client, resolve_scheduler
 from .blocks import DEFAULT_BLOCK_BYTES, INLINE_LOAD_BYTES, as_array, build_reduction, is_lazy, n_rows
 from .execute import compute, one_blas_thread
 from .pairs import block_pairs, cross_pairs, partition_pairs
@@ -51,6 +54,7 @@ __all__ = [
     "n_blocks",
     "as_array",
     "resolve_scheduler",
+    "installed",
     "local_client",
     "close_local_client",
     "Scheduler",

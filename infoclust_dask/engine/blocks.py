@@ -257,7 +257,7 @@ def build_reduction(bp: Pass, *arrays, params=None, split_every: int = 8):
     """
     import dask
 
-    arrays = [as_array(a) for a in arrays]
+    arrays = tuple(as_array(a) for a in arrays)
     _check_pass(bp, "reduce", arrays)
     token = _token(bp, params, arrays, split_every)
     parts = [d for size, d in _block_tasks(bp, arrays, params, token, inline=True) if size > 0]

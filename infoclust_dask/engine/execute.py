@@ -63,7 +63,7 @@ def compute(obj, *, scheduler=None, progress: bool = False):
         return dask.compute(obj, scheduler=scheduler_name, optimize_graph=False)[0]
 
 
-_BLAS = []
+_BLAS: list = []
 
 
 def one_blas_thread(scheduler_name="threads"):

@@ -71,7 +71,7 @@ def block_pairs(
     starts = _block_starts(a.chunks[0])[:-1]
     p = _params_key(bp, params, token)
     call = dask.delayed(partial(_call_pair, bp), pure=True)
-    per_output = [[] for _ in outputs]
+    per_output: list[list] = [[] for _ in outputs]
     for qi, (qb, qs, qn) in enumerate(zip(blocks, starts, a.chunks[0], strict=True)):
         parts = [call(qb, db, int(qs), int(ds), p, dask_key_name=f"{bp.name}-{token}-{qi}-{di}")
                  for di, (db, ds) in enumerate(zip(blocks, starts, strict=True))]
@@ -132,7 +132,7 @@ def cross_pairs(bp: Pass, queries, *data, outputs: tuple, params: dict | None = 
     token = _token(bp, params, [qa, *[v for _, v in extra.values()], *aligned], rows, split_every)
     p = _params_key(bp, params, token)
     call = dask.delayed(partial(_call_cross, bp, sorted(extra)), pure=True)
-    per_output = [[] for _ in outputs]
+    per_output: list[list] = [[] for _ in outputs]
     for qi, qn in enumerate(qa.chunks[0]):
         qextra = [extra[k][0][qi] for k in sorted(extra)]
         parts = [call(qb[qi], qextra, int(starts[di]), p, *[None if bl is None else bl[di] for bl in block_lists],

@@ -185,7 +185,7 @@ def map_blocks(
     ``(n_block,) + trailing_shape`` and dtype ``bp.dtype``.
     """
     params = dict(params or {})
-    arrays = [as_array(a) for a in arrays]
+    arrays = tuple(as_array(a) for a in arrays)
     _check_pass(bp, "map", arrays)
     if not any(_is_dask(a) for a in arrays if a is not None):
         _same_rows(arrays)
@@ -213,7 +213,7 @@ def generate(func, n_rows: int, *, block_rows: int, outputs: tuple, block_params
     from dask.base import tokenize
 
     bounds = [(s, min(s + int(block_rows), int(n_rows))) for s in range(0, int(n_rows), int(block_rows))]
-    per_output = [[] for _ in outputs]
+    per_output: list[list] = [[] for _ in outputs]
     for i, (s, e) in enumerate(bounds):
         kw = block_params(s, e)
         d = dask.delayed(partial(func, **kw), pure=True, nout=len(outputs))(

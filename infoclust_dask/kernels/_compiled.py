@@ -50,7 +50,7 @@ try:  # numba is a dependency; the numpy kernels remain when it cannot be import
     FASTMATH = frozenset({"reassoc", "contract", "arcp", "nsz"})
     _jit = numba.njit(cache=True, nogil=True, error_model="numpy", fastmath=set(FASTMATH))
 except ImportError:  # pragma: no cover - exercised by INFOCLUST_KERNELS=numpy instead
-    numba = None
+    numba = None  # type: ignore[assignment]
 
 
 def available() -> bool:

@@ -184,11 +184,12 @@ def operator_eigenvectors(matvec, n, c, *, tol=1e-12, random_state=0, m=None, bl
       if its eigenvalues show a (nearly) repeated group
       (:func:`eigen_groups`) the block method with ``c + 2`` solves again.
 
-    Why not the block method always: on the kernel of 1e6 blobs (2 workers)
-    it took 55 products of 12 vectors, 114.6 s, where the single-vector
-    method took 135 products of one vector, 21 s (each product a pass over
-    the kernel on the workers, each vector a projection against the basis
-    on the driver). ``report`` (a dict) receives ``"products"``,
+    Why not the block method always: on a connected kernel it needs fewer
+    products but of ``c + 2`` vectors each, several times the work of the
+    single-vector method (each product a pass over the kernel on the
+    workers, each vector a projection against the basis on the driver;
+    measured in ``docs/BENCHMARKS.md``, "Eigensolver: block or single
+    vector"). ``report`` (a dict) receives ``"products"``,
     ``"block_size"`` and ``"shifted"``.
 
     This process holds ``m + b`` basis vectors (``m`` from

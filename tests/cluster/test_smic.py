@@ -98,7 +98,7 @@ def test_fixed_t_matches_dense_reference(name, normalization):
 
 def test_sparse_kernel_equals_dense_reference():
     X, _ = make_smic_toy("double_spirals", 150, random_state=2)
-    d2, idx = _neighbour_lists(X, 7, None)
+    d2, idx = _neighbour_lists(X, 7)
     for normalization in ("none", "symmetric"):
         K, _, _ = smic_math.kernel_matrix(d2, idx, 7, normalization=normalization)
         Kr, _, _ = ref_kernel(X, 7, normalization)
@@ -120,7 +120,7 @@ def test_chunked_input_equals_numpy(scheduler):
 
 def test_eigsh_path_equals_dense(monkeypatch):
     X, _ = make_smic_toy("four_blobs", 600, random_state=0)
-    d2, idx = _neighbour_lists(X, 6, None)
+    d2, idx = _neighbour_lists(X, 6)
     K, _, _ = smic_math.kernel_matrix(d2, idx, 6, normalization="none")
     w_dense, V_dense = smic_math.top_eigenvectors(K, 4)
     monkeypatch.setattr(smic_math, "DENSE_MAX", 100)

@@ -74,7 +74,7 @@ def test_operator_path_equals_dense_eigh_on_the_same_kernel(name, normalization)
     assert ari(dense.labels_, operator.labels_) == 1.0
     assert operator.n_components_ == dense.n_components_
     # the eigenvalues are those of the assembled kernel, by LAPACK
-    d2, idx = _neighbour_lists(X, 6, "sync")
+    d2, idx = _neighbour_lists(X, 6)
     K, _, _ = kernel_matrix(d2, idx, 6, normalization=normalization)
     w = scipy.linalg.eigh(K.toarray(), eigvals_only=True)[::-1][:c]
     np.testing.assert_allclose(dense.eigenvalues_, w, rtol=0, atol=1e-8)
@@ -98,7 +98,7 @@ def test_the_partition_does_not_depend_on_the_basis_of_a_repeated_eigenspace():
     rotation, and the labels are the components. Without the alignment
     some rotated bases give other partitions (2 of these 10)."""
     X, y, c = case("separate")
-    d2, idx = _neighbour_lists(X, 6, "sync")
+    d2, idx = _neighbour_lists(X, 6)
     K, _, _ = kernel_matrix(d2, idx, 6, normalization="symmetric")
     w, U = scipy.linalg.eigh(K.toarray())
     lam, V = w[::-1][:c], U[:, ::-1][:, :c]
@@ -134,7 +134,7 @@ def test_components_equal_scipy_on_the_assembled_kernel(name, chunks):
 
     X, _, _ = case(name)
     t = 3
-    d2, idx = _neighbour_lists(X, t, "sync")
+    d2, idx = _neighbour_lists(X, t)
     K, _, _ = kernel_matrix(d2, idx, t)
     k_ref, lab_ref = connected_components(K, directed=False)
     data = idx if chunks is None else da.from_array(idx, chunks=(chunks, -1))
@@ -187,7 +187,7 @@ def test_components_equal_to_clusters_are_the_clusters_of_the_symmetric_kernel(s
     assert m.n_components_ == c
     assert ari(y, m.labels_) == 1.0
     np.testing.assert_array_equal(m.eigenvalues_, np.ones(c))
-    d2, idx = _neighbour_lists(X, 6, "sync")
+    d2, idx = _neighbour_lists(X, 6)
     K, _, _ = kernel_matrix(d2, idx, 6, normalization="symmetric")
     np.testing.assert_allclose(K @ m.eigenvectors_, m.eigenvectors_, rtol=0, atol=1e-12)  # exact eigenvectors
     np.testing.assert_allclose(m.eigenvectors_.T @ m.eigenvectors_, np.eye(c), rtol=0, atol=1e-12)

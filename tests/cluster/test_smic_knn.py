@@ -37,7 +37,8 @@ def test_blockwise_graph_matches_exact_and_a_single_index(scheduler, request):
     X, _ = _blobs(6000)
     t = 10
     exact = _exact(X, t)
-    d2, idx = _neighbour_lists(X, t, sched, "approximate", HNSW_DEFAULTS)  # 8 cells
+    with engine.installed(sched):
+        d2, idx = _neighbour_lists(X, t, "approximate", HNSW_DEFAULTS)  # 8 cells
     assert idx.shape == (6000, t) and (idx >= 0).all() and (idx != np.arange(6000)[:, None]).all()
     # distances are exact for the pairs found, sorted
     np.testing.assert_allclose(d2, ((X[:, None, :] - X[idx]) ** 2).sum(-1), rtol=1e-12)
@@ -232,7 +233,7 @@ def test_the_cell_graph_equals_brute_force_on_small_cells(lazy):
     X, _ = _blobs(2400, seed=3)
     t = 6
     data = da.from_array(X, chunks=700) if lazy else X
-    centres, radii = _cell_plan(X, 8, t, 0, "sync")
+    centres, radii = _cell_plan(X, 8, t, 0)
     out = ((np.float64, (t,)), (np.int64, (t,)))
     d2, idx = engine.partition_pairs(KNN_CELLS, data, n_parts=len(centres), outputs=out, block_rows=700,
                                      params={"t": t, "centers": centres, "radii": radii},

@@ -35,7 +35,7 @@ def _row_blocks(d2, idx, t, sched, rows):
 def test_row_blocks_equal_the_assembled_kernel(scheduler, rows):
     X, _ = _data()
     t = 7
-    d2, idx = _neighbour_lists(X, t, "sync")
+    d2, idx = _neighbour_lists(X, t)
     K, _, degree = kernel_matrix(d2, idx, t)
     blocks = _row_blocks(d2, idx, t, scheduler, rows)
     try:
@@ -58,7 +58,7 @@ def test_row_blocks_drop_padded_neighbours():
     distance inf): those entries are no edges, in both constructions."""
     X, _ = _data(600)
     t = 5
-    d2, idx = _neighbour_lists(X, t, "sync")
+    d2, idx = _neighbour_lists(X, t)
     idx, d2 = idx.copy(), d2.copy()
     idx[::7, -1], d2[::7, -1] = -1, np.inf
     d2[::7, -1] = d2[::7, -2]  # a finite local scale for those rows
@@ -72,7 +72,7 @@ def test_row_blocks_drop_padded_neighbours():
 def test_operator_eigensolver_equals_eigsh_and_eigh_on_the_assembled_matrix(normalization):
     X, _ = _data()
     t, c = 7, 4
-    d2, idx = _neighbour_lists(X, t, "sync")
+    d2, idx = _neighbour_lists(X, t)
     K, _, degree = kernel_matrix(d2, idx, t, normalization=normalization)
     blocks = _row_blocks(d2, idx, t, "threads", 400)
     scale = 1 / np.sqrt(degree) if normalization == "symmetric" else np.ones(2500)

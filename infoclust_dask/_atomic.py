@@ -1,0 +1,149 @@
+"""Writing safely on a local file system: one writer per destination (a
+lock file naming its PID), temporaries beside the destination that name
+their writer (so that the leftovers of a killed writer are recognised and
+removed), readable messages for a full or read-only disk, and small text
+files written whole or not at all. :mod:`infoclust_dask.store` builds its
+atomic store writes on these."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+import uuid
+from pathlib import Path
+
+__all__ = ["StoreError", "clean_stale_temporaries", "atomic_write_text"]
+
+
+class StoreError(ValueError):
+    """A dataset store is missing, malformed, or would be overwritten."""
+
+
+def _pid_alive(pid: int) -> bool:
+    import psutil
+
+    return psutil.pid_exists(pid)
+
+
+def _temp_name(path: Path, kind: str) -> Path:
+    """A hidden sibling of ``path`` that names its writer's PID, so that a
+    later run can tell a crashed writer's leftovers from a live one's."""
+    return path.parent / f".{path.name}.{kind}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+
+
+def clean_stale_temporaries(path) -> list[Path]:
+    """Remove the leftovers of writers of ``path`` that died (killed mid-write:
+    ``.NAME.tmp-PID-*``, ``.NAME.old-PID-*``, ``.NAME.var-PID-*``, ``.NAME.raw-PID-*`` and a
+    ``.NAME.lock`` whose PID is gone); leftovers of live processes stay. Returns what was removed."""
+    path = Path(path)
+    removed: list = []
+    if not path.parent.is_dir():
+        return removed
+    prefix = f".{path.name}."
+    for p in path.parent.iterdir():
+        if not p.name.startswith(prefix):
+            continue
+        rest = p.name[len(prefix):]
+        kind, _, tail = rest.partition("-")
+        if kind not in ("tmp", "old", "lock", "var", "raw"):
+            continue
+        pid = tail.split("-")[0] if kind != "lock" else _read_lock_pid(p)
+        if not str(pid).isdigit() or _pid_alive(int(pid)):
+            continue
+        if p.is_dir():
+            shutil.rmtree(p, ignore_errors=True)
+        else:
+            p.unlink(missing_ok=True)
+        removed.append(p)
+    return removed
+
+
+def _read_lock_pid(p: Path):
+    try:
+        return p.read_text().strip()
+    except OSError:
+        return ""
+
+
+class _WriteLock:
+    """``.NAME.lock-`` beside the destination, created exclusively: one writer
+    per destination at a time; a second gets a clear error naming the first's
+    PID. A lock left by a killed writer is removed by the next writer."""
+
+    def __init__(self, path: Path):
+        self.lock = path.parent / f".{path.name}.lock-"
+        self.path = path
+
+    def __enter__(self):
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        for _ in range(2):
+            try:
+                fd = os.open(self.lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            except FileExistsError:
+                pid = _read_lock_pid(self.lock)
+                if pid.isdigit() and not _pid_alive(int(pid)):
+                    self.lock.unlink(missing_ok=True)
+                    continue
+                raise StoreError(f"Another process (PID {pid or '?'}) is writing '{self.path}'; wait for it "
+                                 f"to finish (or, if no such process runs, remove '{self.lock}').") from None
+            with os.fdopen(fd, "w") as fh:
+                fh.write(str(os.getpid()))
+            return self
+        raise StoreError(f"Cannot take the write lock '{self.lock}' for '{self.path}'.")
+
+    def __exit__(self, *exc):
+        self.lock.unlink(missing_ok=True)
+        return False
+
+
+def _disk_error(exc: OSError, path: Path, nbytes: int) -> Exception:
+    """An OSError of a store write as a message naming the path and the fix
+    (the half-written temporary is removed by the caller)."""
+    import errno
+
+    free = shutil.disk_usage(path.parent).free if path.parent.exists() else None
+    gib = 2 ** 30
+    if exc.errno == errno.EFBIG:
+        return StoreError(f"The store '{path}' hit the file size limit of this process (ulimit -f) while "
+                          f"writing; it needs up to {nbytes / gib:.2f} GiB uncompressed. Nothing was written; "
+                          "raise the limit or use smaller chunks.")
+    if exc.errno == errno.ENOSPC or exc.errno == errno.EDQUOT:
+        return StoreError(f"No space left for the store '{path}': it needs up to {nbytes / gib:.2f} GiB "
+                          f"uncompressed and {'?' if free is None else f'{free / gib:.2f}'} GiB are free there. Nothing was written; free "
+                          "space or choose another destination.")
+    if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+        return StoreError(f"Cannot write the store '{path}': {exc.strerror} ({exc.filename or path.parent}). "
+                          "Choose a writable destination.")
+    return StoreError(f"Writing the store '{path}' failed: {exc}. Nothing was written.")
+
+
+def _remove_tree(path: Path, wait: float = 10.0):
+    """Remove a half-written folder. After a failed compute, tasks already
+    running in the pool may still write a chunk or two, so retry until it
+    stays gone."""
+    if not path.exists():
+        return
+    deadline = time.monotonic() + wait
+    quiet_since = None
+    while time.monotonic() < deadline:
+        if path.exists():
+            shutil.rmtree(path, ignore_errors=True)
+            quiet_since = None
+        elif quiet_since is None:
+            quiet_since = time.monotonic()
+        elif time.monotonic() - quiet_since > 0.3:
+            return
+        time.sleep(0.05)
+
+
+def atomic_write_text(path, text: str, *, overwrite: bool = False) -> Path:
+    """Write a small text file atomically (temp file beside it, then rename)."""
+    path = Path(path)
+    if path.exists() and not overwrite:
+        raise FileExistsError(f"'{path}' exists; pass overwrite=True to replace it.")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.parent / f".{path.name}.tmp-{uuid.uuid4().hex[:8]}"
+    tmp.write_text(text)
+    os.replace(tmp, path)
+    return path

@@ -1,0 +1,133 @@
+"""SMIC's neighbour graph: the ``t`` nearest neighbours of every row, found
+exactly (every row block against every block) or approximately (an HNSW
+index per cell of a coarse partition, :data:`~infoclust_dask.kernels.knn.KNN_CELLS`),
+and the recall of approximate lists against exact search. The lists feed
+the local-scaling kernel (7) of Sugiyama, Niu, Yamada, Kimura & Hachiya
+(2014)."""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from .. import engine
+from ..kernels.knn import HNSW_DEFAULTS, KNN, KNN_CELLS, KNN_QUERY, cell_radii
+
+__all__ = ["KnnParams", "knn_recall", "EXACT_KNN_MAX_ROWS", "INDEX_MAX_ROWS", "MIN_CELLS", "CELL_SAMPLE_ROWS",
+           "ROUTE_QUANTILE", "MIN_RECALL"]
+
+
+class KnnParams:
+    """None, or a dict of faiss HNSW settings among M, ef_construction, ef_search (ints >= 1)."""
+
+    def accepts(self, v):
+        return v is None or (isinstance(v, dict) and set(v) <= set(HNSW_DEFAULTS)
+                             and all(isinstance(x, numbers.Integral) and x >= 1 for x in v.values()))
+
+    def __str__(self):
+        return f"None or a dict with keys among {sorted(HNSW_DEFAULTS)} (ints >= 1)"
+
+
+#: ``knn="auto"`` searches exactly up to this many rows, approximately above
+EXACT_KNN_MAX_ROWS = 50_000
+#: the approximate search makes about one cell per this many rows, and at least MIN_CELLS (several per worker,
+#: so that cells of unequal size still balance the work)
+INDEX_MAX_ROWS = 1_000_000
+MIN_CELLS = 8
+#: rows per cell in the sample that places the cells' centres and sets their routing radii
+CELL_SAMPLE_ROWS = 20_000
+#: a cell's routing radius is this quantile of its sampled rows' estimated t-th neighbour distances: a row
+#: farther from its t-th neighbour (the sparsest 1 %) may miss neighbours beyond its cell's boundary
+ROUTE_QUANTILE = 0.99
+#: ``knn_recall_`` below this gives a warning
+MIN_RECALL = 0.9
+
+
+def _neighbour_lists(X, t, method="exact", params=None, progress=False, keep=False, random_state=0):
+    """The ``t`` nearest neighbours of every row (never itself), sorted by
+    distance, as numpy ``(dist2, index)`` of shape ``(n, t)`` on the driver
+    (``keep=True``: dask arrays persisted on the workers for dask input).
+
+    ``method="exact"``: every row block against every row block on the
+    workers (:data:`~infoclust_dask.kernels.knn.KNN`), O(n^2 d), no task
+    holding more than two blocks. ``"approximate"``: the rows split into
+    ``P = max(8, n /`` :data:`INDEX_MAX_ROWS` ``)`` cells of a coarse
+    partition (:func:`_cell_plan`: the centres of this package's K-means
+    on a seeded sample of :data:`CELL_SAMPLE_ROWS` rows per cell, and a
+    routing radius per cell from the same sample), an HNSW index per cell
+    (faiss) over its rows and the other cells' rows within its radius of
+    its boundary, answering its own rows
+    (:data:`~infoclust_dask.kernels.knn.KNN_CELLS`,
+    :func:`infoclust_dask.engine.partition_pairs`): O(n log(n / P)), each
+    row searched once; no task holds more than one cell, and no index
+    outlives the task that built it."""
+    n = int(X.shape[0])
+    t = int(t)
+    if not 1 <= t < n:
+        raise ValueError(f"t must be between 1 and n_samples - 1 = {n - 1}; got {t}.")
+    outputs = ((np.float64, (t,)), (np.int64, (t,)))
+    if method == "approximate":
+        n_cells = max(MIN_CELLS, -(-n // INDEX_MAX_ROWS))
+        centres, radii = _cell_plan(X, n_cells, t, random_state)
+        d2, idx = engine.partition_pairs(KNN_CELLS, X, n_parts=len(centres), outputs=outputs,
+                                         params={"t": t, "centers": centres, "radii": radii},
+                                         build_params={"t": t, **HNSW_DEFAULTS, **(params or {})},
+                                         join_params={"t": t}, progress=progress)
+    else:
+        d2, idx = engine.block_pairs(KNN, X, params={"t": t}, outputs=outputs, min_rows=t + 1,
+                                     progress=progress)
+    if engine.is_lazy(d2):
+        if keep:  # row numbers fit in int32 below 2**31 rows: 4 bytes per entry less on the workers
+            return engine.persist_all((d2, idx.astype(np.int32) if n < 2**31 else idx),
+                                      progress=progress)
+        d2, idx = engine.compute((d2, idx), progress=progress)
+    return np.asarray(d2), np.asarray(idx)
+
+
+def _cell_plan(X, n_cells, t, random_state):
+    """Centres and routing radii of the approximate search's cells: K-means
+    (this package's, k-means++ start) on a seeded sample of
+    :data:`CELL_SAMPLE_ROWS` rows per cell, fitted in this process (distinct
+    centres only: a repeated centre would own no rows), and each cell's
+    radius from the same sample (:func:`~infoclust_dask.kernels.knn.cell_radii`,
+    the :data:`ROUTE_QUANTILE` of its rows' estimated ``t``-th neighbour
+    distance): the rows of other cells closer than that to the cell's
+    boundary are indexed with it."""
+    from ._kmeans import KMeans
+
+    n = int(X.shape[0])
+    rows = np.sort(np.random.default_rng([int(random_state), 24]).choice(
+        n, size=min(n, CELL_SAMPLE_ROWS * n_cells), replace=False))
+    sample = np.asarray(engine.compute(X[rows]) if engine.is_lazy(X) else np.asarray(X)[rows],
+                        dtype=np.float64)
+    k = min(n_cells, len(np.unique(sample, axis=0)))
+    centres = KMeans(k, random_state=int(random_state), scheduler="sync").fit(sample).cluster_centers_
+    centres = np.unique(np.asarray(centres, dtype=np.float64), axis=0)
+    # the sample in a seeded order: the radii's queries (the first rows of each cell) are a uniform draw
+    order = np.random.default_rng([int(random_state), 25]).permutation(len(rows))
+    return centres, cell_radii(sample[order], centres, t=int(t), n_rows=n, quantile=ROUTE_QUANTILE)
+
+
+def knn_recall(X, idx, *, n_queries=2000, random_state=0, scheduler=None):
+    """Recall of neighbour lists ``idx`` (n, t) against exact search on a
+    seeded sample of ``n_queries`` rows: the mean fraction of each sampled
+    row's true ``t`` nearest neighbours (itself excluded) found in its list.
+    One pass over the data (:data:`~infoclust_dask.kernels.knn.KNN_QUERY`)."""
+    with engine.installed(scheduler):
+        return _recall(X, idx, n_queries, random_state)
+
+
+def _recall(X, idx, n_queries, random_state):
+    n, t = idx.shape
+    rows = np.sort(np.random.default_rng(random_state).choice(n, size=min(n_queries, n), replace=False))
+    xq = np.asarray(engine.compute(X[rows]) if engine.is_lazy(X) else np.asarray(X)[rows],
+                    dtype=np.float64)
+    _, true = engine.map_reduce(KNN_QUERY, X, params={"xq": xq, "t": t + 1})
+    if engine.is_lazy(idx):
+        idx = dict(zip(rows.tolist(), np.asarray(engine.compute(idx[rows])), strict=True))
+    hits = 0
+    for r, row in enumerate(rows):
+        exact = [j for j in true[r] if j != row][:t]
+        hits += len(set(exact) & set(idx[row].tolist()))
+    return hits / (len(rows) * t)
