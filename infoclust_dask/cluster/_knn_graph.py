@@ -68,6 +68,7 @@ def _neighbour_lists(X, t, method="exact", params=None, progress=False, keep=Fal
         raise ValueError(f"t must be between 1 and n_samples - 1 = {n - 1}; got {t}.")
     outputs = ((np.float64, (t,)), (np.int64, (t,)))
     if method == "approximate":
+        outputs = ((np.float64, (t,)), (np.int32 if n < 2**31 else np.int64, (t,)))  # as the cells answer
         n_cells = max(MIN_CELLS, -(-n // INDEX_MAX_ROWS))
         centres, radii = _cell_plan(X, n_cells, t, random_state)
         d2, idx = engine.partition_pairs(KNN_CELLS, X, n_parts=len(centres), outputs=outputs,
@@ -79,8 +80,8 @@ def _neighbour_lists(X, t, method="exact", params=None, progress=False, keep=Fal
                                      progress=progress)
     if engine.is_lazy(d2):
         if keep:  # row numbers fit in int32 below 2**31 rows: 4 bytes per entry less on the workers
-            return engine.persist_all((d2, idx.astype(np.int32) if n < 2**31 else idx),
-                                      progress=progress)
+            idx = idx.astype(np.int32) if n < 2**31 and idx.dtype != np.int32 else idx
+            return engine.persist_all((d2, idx), progress=progress)
         d2, idx = engine.compute((d2, idx), progress=progress)
     return np.asarray(d2), np.asarray(idx)
 
