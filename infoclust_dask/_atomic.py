@@ -13,6 +13,8 @@ import time
 import uuid
 from pathlib import Path
 
+from ._paths import local_path
+
 __all__ = ["StoreError", "clean_stale_temporaries", "atomic_write_text"]
 
 
@@ -139,7 +141,7 @@ def _remove_tree(path: Path, wait: float = 10.0):
 
 def atomic_write_text(path, text: str, *, overwrite: bool = False) -> Path:
     """Write a small text file atomically (temp file beside it, then rename)."""
-    path = Path(path)
+    path = local_path(path, "file")
     if path.exists() and not overwrite:
         raise FileExistsError(f"'{path}' exists; pass overwrite=True to replace it.")
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 
 from ._atomic import StoreError
+from ._paths import local_path
 
 __all__ = ["MANIFEST", "verify_store"]
 
@@ -93,13 +94,13 @@ def _check_chunks(path: Path, manifest: dict, *, crc: bool = False) -> list[str]
     return problems
 
 
-def verify_store(path) -> dict:
+def verify_store(path: str | os.PathLike) -> dict:
     """Read every chunk of the store at ``path`` and compare it with the
     manifest written with it (sizes and CRC-32). Returns a report
     ``{"store", "chunks", "bytes", "problems"}``; an empty ``problems`` means
     the bytes are those written. Stores without a manifest (written by an
     older version or another tool) are reported as unverifiable."""
-    path = Path(path)
+    path = local_path(path, "store")
     if not (path / "zarr.json").exists():
         raise FileNotFoundError(f"No zarr store at '{path}'.")
     manifest = _read_manifest(path)

@@ -35,6 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from . import __version__, engine
+from ._paths import local_path
 
 __all__ = ["cv_methods", "add_arguments", "expand_grid", "store_fingerprint", "plan", "run_cell", "CellCache", "summarize",
            "parse_grid"]
@@ -222,7 +223,7 @@ class CellCache:
     """Finished cells as ``<root>/<key>.json``, written atomically."""
 
     def __init__(self, root):
-        self.root = Path(root)
+        self.root = local_path(root, "cross-validation cache")
 
     def path(self, key):
         return self.root / f"{key}.json"

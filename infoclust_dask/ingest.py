@@ -11,12 +11,15 @@ handled by :mod:`infoclust_dask.preprocess`.
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from . import _readers
+from ._paths import local_path, url_protocol
 from ._readers import IngestError
 from .datasets import BUNDLED, load_bundled
 
@@ -44,7 +47,8 @@ def _label_name(header, index, k):
     return name
 
 
-def read_source(src, *, label_column=None, labels=None, encoding="utf-8"):
+def read_source(src: Any, *, label_column: str | None = None, labels: Any = None,
+                encoding: str = "utf-8") -> tuple:
     """Read ``src`` into ``(X, labels, provenance)``.
 
     ``src`` is a bundled dataset name (``letter``, ``satimage``, ``digits``,
@@ -71,7 +75,7 @@ def read_source(src, *, label_column=None, labels=None, encoding="utf-8"):
         out = {"label": (c, names)}
         prov = {"source": f"bundled:{s}"}
     else:
-        path = Path(s)
+        path = local_path(s, "source file")
         if not path.exists():
             raise FileNotFoundError(
                 f"No file '{path}' and no bundled dataset of that name (bundled: {sorted(BUNDLED)})."
@@ -212,9 +216,11 @@ def _is_store(src) -> bool:
     return p.is_dir() and (p / "zarr.json").exists()
 
 
-def ingest(src, dest, *, label_column=None, drop_nonfinite=False, standardize=False, pca=None, pca_method="gram",
-           n_folds=None, fold_seed=0, chunks=None, codec="auto", overwrite=False, progress=False,
-           scheduler=None, binary=False, labels=None, encoding="utf-8"):
+def ingest(src: Any, dest: str | os.PathLike, *, label_column: str | None = None, drop_nonfinite: bool = False,
+           standardize: bool = False, pca: int | None = None, pca_method: str = "gram", n_folds: int | None = None,
+           fold_seed: int = 0, chunks: int | None = None, codec: str = "auto", overwrite: bool = False,
+           progress: bool = False, scheduler: Any = None, binary: bool = False, labels: Any = None,
+           encoding: str = "utf-8") -> dict:
     """Read ``src``, validate, optionally standardize / project, and write a store at ``dest``.
 
     ``src`` may also be an existing store, which is then preprocessed block by
@@ -263,7 +269,9 @@ def ingest(src, dest, *, label_column=None, drop_nonfinite=False, standardize=Fa
 
     if codec not in ("auto", "lz4", "zstd", "none"):
         raise IngestError(f"codec must be 'auto', 'lz4', 'zstd' or 'none'; got {codec!r}.")
-    check_destination(dest, overwrite)
+    dest = check_destination(dest, overwrite)  # a URL is refused here, before anything is read or created
+    if url_protocol(src) not in (None, "file"):
+        local_path(src, "source")
     if binary and (standardize or pca is not None):
         raise IngestError("binary=True keeps the 0/1 values as they are; it cannot be combined with "
                           "standardize or pca.")

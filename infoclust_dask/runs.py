@@ -13,9 +13,11 @@ import json
 import os
 import uuid
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from ._paths import local_path
 from .store import atomic_write_text
 
 __all__ = ["storage_root", "check_writable", "safe_name", "dataset_store_path", "new_run_dir", "save_model", "load_model", "write_json", "write_csv", "write_npy",
@@ -32,14 +34,14 @@ _FITTED = (
 
 def storage_root() -> Path:
     """``$INFOCLUST_STORAGE`` or ``./storage``."""
-    return Path(os.environ.get("INFOCLUST_STORAGE", "storage"))
+    return local_path(os.environ.get("INFOCLUST_STORAGE", "storage"), "storage root ($INFOCLUST_STORAGE)")
 
 
 def check_writable(root=None) -> Path:
     """Raise a clear ``OSError`` unless run folders can be created under
     ``root`` (default :func:`storage_root`): checked before a long fit, so
     that a read-only or full storage fails first, not after the work."""
-    root = Path(root) if root is not None else storage_root()
+    root = local_path(root, "storage root") if root is not None else storage_root()
     probe = root / "runs" / f".write-test-{os.getpid()}-{uuid.uuid4().hex[:6]}"
     try:
         probe.parent.mkdir(parents=True, exist_ok=True)
@@ -74,7 +76,7 @@ def dataset_store_path(storage, source: str, suffix: str = "-demo") -> Path:
 
 def new_run_dir(method: str, root=None) -> Path:
     """Create and return ``<root>/runs/<UTC time>-<method>-<random>``."""
-    root = Path(root) if root is not None else storage_root()
+    root = local_path(root, "storage root") if root is not None else storage_root()
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     path = root / "runs" / f"{stamp}-{safe_name(method, 'run name')}-{uuid.uuid4().hex[:6]}"
     path.mkdir(parents=True, exist_ok=False)
@@ -131,7 +133,7 @@ def write_npy(path, array, *, overwrite=False) -> Path:
     """Atomically write ``array`` as ``.npy`` (a temporary file in the same
     folder, then a rename); refuses to replace an existing file unless
     ``overwrite``."""
-    path = Path(path)
+    path = local_path(path, "file")
     if path.exists() and not overwrite:
         raise FileExistsError(f"{path} exists; pass overwrite=True to replace it.")
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
@@ -164,7 +166,7 @@ def allow_model_class(cls, allowed: bool = True):
         _REGISTERED_CLASSES.pop(name, None)
 
 
-def save_model(est, path, *, overwrite=False) -> Path:
+def save_model(est: Any, path: str | os.PathLike, *, overwrite: bool = False) -> Path:
     """Save a fitted estimator's parameters and small fitted state as JSON
     (schema ``infoclust-model`` version 1; never pickle)."""
     from . import __version__
@@ -202,7 +204,7 @@ def _checked_arrays(v, where):
             _checked_arrays(x, where)
 
 
-def load_model(path):
+def load_model(path: str | os.PathLike) -> Any:
     """Rebuild an estimator saved by :func:`save_model`.
 
     Only the estimator classes of this library (:data:`MODEL_CLASSES`) and
@@ -219,7 +221,7 @@ def load_model(path):
     """
     from . import cluster
 
-    path = Path(path)
+    path = local_path(path, "model file")
     try:
         doc = json.loads(path.read_text())
     except ValueError as exc:

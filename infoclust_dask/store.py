@@ -54,6 +54,7 @@ from ._atomic import (  # noqa: F401 - StoreError and atomic_write_text are part
     clean_stale_temporaries,
 )
 from ._manifest import MANIFEST, _check_chunks, _read_manifest, _write_manifest, verify_store  # noqa: F401
+from ._paths import local_path, url_protocol
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -84,7 +85,7 @@ MIN_CHUNK_BYTES = 8 * 2**20
 MIN_COMPRESSION_RATIO = 1.15
 
 
-def choose_chunk_rows(n_samples, n_features, itemsize=8):
+def choose_chunk_rows(n_samples: int, n_features: int, itemsize: int = 8) -> int:
     """Rows per stored chunk: ~64 MB chunks (the measured sweet spot),
     but at least 8 chunks when that keeps them >= 8 MB, so that a cluster of a
     few workers has blocks to share; small data sets get one chunk."""
@@ -95,7 +96,7 @@ def choose_chunk_rows(n_samples, n_features, itemsize=8):
     return int(min(rows, n_samples))
 
 
-def choose_codec(sample):
+def choose_codec(sample: Any) -> tuple[str, float]:
     """``"lz4"`` when Blosc-LZ4 + shuffle shrinks a sample of the rows by at
     least 15 %, else ``"none"``: incompressible data (e.g. continuous
     measurements with random mantissas) read faster uncompressed (measured
@@ -134,13 +135,16 @@ def _check_float(name, a):
         )
 
 
-def is_store_of_ours(path) -> bool:
+def is_store_of_ours(path: str | os.PathLike) -> bool:
     """True when ``path`` is a folder holding a zarr group whose attributes
     carry our ``schema_version`` (a store this library wrote)."""
     import json
 
-    meta = Path(path) / "zarr.json"
-    if not Path(path).is_dir() or not meta.is_file():
+    if url_protocol(path) not in (None, "file"):
+        return False
+    path = local_path(path, "store")
+    meta = path / "zarr.json"
+    if not path.is_dir() or not meta.is_file():
         return False
     try:
         doc = json.loads(meta.read_text())
@@ -150,12 +154,12 @@ def is_store_of_ours(path) -> bool:
         "schema_version" in (doc.get("attributes") or {})
 
 
-def check_destination(path, overwrite: bool = False) -> Path:
+def check_destination(path: str | os.PathLike, overwrite: bool = False) -> Path:
     """Refuse an existing ``path`` unless ``overwrite``, and refuse to
     overwrite anything that is not a store this library wrote (a project
     folder, a regular file, someone else's zarr): callers that compute before
     writing check first, so they fail before the work, not after."""
-    path = Path(path)
+    path = local_path(path, "store")
     if not (path.exists() or path.is_symlink()):
         return path
     if not overwrite:
@@ -174,25 +178,25 @@ def check_destination(path, overwrite: bool = False) -> Path:
 
 
 def write_dataset(
-    path,
-    x,
+    path: str | os.PathLike,
+    x: Any,
     *,
-    label=None,
-    y=None,
-    fold=None,
+    label: Any = None,
+    y: Any = None,
+    fold: Any = None,
     chunks: int | None = None,
-    dtype=None,
+    dtype: Any = None,
     codec: str = "lz4",
     overwrite: bool = False,
-    class_names=None,
+    class_names: Any = None,
     provenance: dict | None = None,
     attrs: dict | None = None,
     check_finite: bool = True,
     progress: bool = False,
-    scheduler=None,
+    scheduler: Any = None,
     extra_labels: dict | None = None,
     label_class_names: dict | None = None,
-    feature_names=None,
+    feature_names: Any = None,
 ) -> Path:
     """Write a dataset store (see module docstring) and return its path.
 
@@ -252,7 +256,7 @@ def write_dataset(
 
     from . import __version__
 
-    path = Path(path)
+    path = local_path(path, "store")
     if codec not in _CODECS:
         raise ValueError(f"codec must be one of {_CODECS}; got {codec!r}.")
     check_destination(path, overwrite)
@@ -418,7 +422,7 @@ _OPENED: dict = {}
 OPENED_MAX = 16
 
 
-def open_dataset(path):
+def open_dataset(path: str | os.PathLike) -> Any:
     """Open a dataset store lazily (dask-backed xarray Dataset).
 
     A store is opened once per process and version (its path and the
@@ -439,7 +443,7 @@ def open_dataset(path):
     """
     import xarray as xr
 
-    path = Path(path)
+    path = local_path(path, "store")
     if not path.exists():
         raise FileNotFoundError(
             f"No dataset store at '{path}'. Create one with `infoclust ingest SRC {path}` "
@@ -498,7 +502,8 @@ def check_label_name(name: str) -> str:
     return name
 
 
-def add_labels(path, name: str, labels, *, overwrite: bool = False, scheduler=None, attrs: dict | None = None) -> Path:
+def add_labels(path: str | os.PathLike, name: str, labels: Any, *, overwrite: bool = False, scheduler: Any = None,
+               attrs: dict | None = None) -> Path:
     """Add an integer label variable ``name`` (sample,) to the store at
     ``path`` (e.g. the clusters of a fit), chunked like ``x``.
 
@@ -514,7 +519,7 @@ def add_labels(path, name: str, labels, *, overwrite: bool = False, scheduler=No
     import dask.array as da
     import xarray as xr
 
-    path = Path(path)
+    path = local_path(path, "store")
     ds = open_dataset(path)
     if not is_store_of_ours(path):
         raise StoreError(f"'{path}' is not a store written by infoclust_dask; labels are added only to those.")

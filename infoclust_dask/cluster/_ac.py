@@ -28,6 +28,7 @@ warm-started). Measured on a planted dependency in docs/RESULTS.md.
 from __future__ import annotations
 
 import numbers
+from typing import Any, Self
 
 import numpy as np
 from scipy.stats import hypergeom
@@ -50,7 +51,16 @@ from .._validation import (
 from ..kernels.ac import AC_COUNTS, AC_GRAD, AC_HARD_COUNTS
 from ..kernels.stats import CROSS_GRAM, LABEL_SUMS, PROJECT
 from ..objectives import ac as obj
-from ._base import InfoclustEstimator, RandomStateLike, SchedulerLike, Sequence, journaled, voronoi_labels
+from ._base import (
+    DataLike,
+    InfoclustEstimator,
+    Labels,
+    RandomStateLike,
+    SchedulerLike,
+    Sequence,
+    journaled,
+    voronoi_labels,
+)
 from ._init import init_random
 from ._kmeans import KMeans
 
@@ -295,7 +305,7 @@ class AssociativeClustering(InfoclustEstimator):
         return best, scores
 
     @journaled
-    def fit(self, X, y=None):
+    def fit(self, X: DataLike, y: Any = None) -> Self:
         """Fit both prototype sets to paired rows of ``X`` and ``y``.
 
         ``X`` and ``y`` (the second view, ``(n_samples, n_features_y)`` or 1-D
@@ -366,24 +376,24 @@ class AssociativeClustering(InfoclustEstimator):
             raise ValueError(f"X has {X.shape[0]} rows but Y has {Y.shape[0]}; the views must be paired row by row.")
         return X, Y
 
-    def predict_x(self, X):
+    def predict_x(self, X: DataLike) -> Labels:
         """x-view cluster of each sample: its nearest x prototype."""
         check_is_fitted(self)
         X, _ = prepare_input(self, X, reset=False)
         return voronoi_labels(X, self.cluster_centers_x_, lazy=engine.is_lazy(X))
 
-    def predict_y(self, Y):
+    def predict_y(self, Y: DataLike) -> Labels:
         """y-view cluster of each sample: its nearest y prototype."""
         check_is_fitted(self)
         Y, _ = prepare_input(self, Y, reset=False, attr="n_features_y_in_", allow_1d=True, variable="y", name="Y")
         return voronoi_labels(Y, self.cluster_centers_y_, lazy=engine.is_lazy(Y))
 
-    def contingency_table(self, X, y=None):
+    def contingency_table(self, X: DataLike, y: Any = None) -> np.ndarray:
         """Hard cross counts ``n_ij`` of the pairs (one pass)."""
         X, Y = self._views(X, y)
         return hard_table(X, Y, self.cluster_centers_x_, self.cluster_centers_y_).astype(np.int64)
 
-    def held_out_score(self, X, y=None):
+    def held_out_score(self, X: DataLike, y: Any = None) -> dict:
         """Scores of the fitted prototypes on held-out pairs ``(X, y)`` (e.g.
         a cross-validation fold): ``"score"``, the log Bayes factor (3) of
         their hard contingency table (higher is better), its mutual
@@ -393,7 +403,7 @@ class AssociativeClustering(InfoclustEstimator):
                 "mi": obj.mutual_information(table), "sigma_x": float(self.sigma_[0]),
                 "sigma_y": float(self.sigma_[1])}
 
-    def run_summary(self, data):
+    def run_summary(self, data: Any) -> dict:
         """Facts of a fit on a store (``data``: its Dataset, with ``x`` and
         ``y``) for the run's ``summary.json``: the log Bayes factor (3), the
         mutual information and the most surprising cross clusters."""
@@ -404,15 +414,15 @@ class AssociativeClustering(InfoclustEstimator):
                 "contingency": self.contingency_.tolist(), "most_over_represented": over,
                 "most_under_represented": under}
 
-    def score(self, X, y=None):
+    def score(self, X: DataLike, y: Any = None) -> float:
         """Log Bayes factor (3) of the hard table of the pairs (X, y), without constants."""
         return obj.log_bayes_factor(self.contingency_table(X, y), obj.check_prior(self.prior))
 
-    def mutual_information(self, X, y=None):
+    def mutual_information(self, X: DataLike, y: Any = None) -> float:
         """Plug-in mutual information (nats) between the two partitions of the pairs (X, y)."""
         return obj.mutual_information(self.contingency_table(X, y))
 
-    def cross_clusters(self, X=None, y=None):
+    def cross_clusters(self, X: DataLike | None = None, y: Any = None) -> Any:
         """The cross clusters (cells of the table) with their surprise.
 
         For the training pairs (default) or the pairs (X, Y): per cell
@@ -431,7 +441,7 @@ class AssociativeClustering(InfoclustEstimator):
         n = self.contingency_ if X is None else self.contingency_table(X, y)
         return cross_cluster_table(n)
 
-    def most_surprising(self, k=5, X=None, y=None):
+    def most_surprising(self, k: int = 5, X: DataLike | None = None, y: Any = None) -> Any:
         """The ``k`` most over-represented and the ``k`` most under-represented
         cells, by hypergeometric tail probability: ``(over, under)``."""
         cells = self.cross_clusters(X, y)

@@ -24,6 +24,7 @@ Where the work happens:
 from __future__ import annotations
 
 import warnings
+from typing import Any, Self
 
 import numpy as np
 from sklearn.base import ClusterMixin
@@ -37,7 +38,7 @@ from .._validation import Interval, Options, check_n_clusters, check_random_stat
 from ..kernels.cmbc import CMBC_ESTEP, CMBC_PATTERNS, CMBC_POSTERIOR
 from ..kernels.stats import GRAM, LABEL_VALUES
 from ..objectives import cmbc as obj
-from ._base import InfoclustEstimator, RandomStateLike, SchedulerLike, Sequence, journaled
+from ._base import DataLike, InfoclustEstimator, Labels, RandomStateLike, SchedulerLike, Sequence, journaled
 
 __all__ = ["CMBC", "MIN_ROWS_PER_PATTERN", "HELD_OUT_GAMMA"]
 
@@ -269,7 +270,7 @@ class CMBC(ClusterMixin, InfoclustEstimator):
 
     # ------------------------------------------------------------------
     @journaled
-    def fit(self, X, Y_minus=None, *, known=None):
+    def fit(self, X: DataLike, Y_minus: DataLike | None = None, *, known: Any = None) -> Self:
         """Cluster the binary rows of ``X`` (``y+``) away from the prior knowledge.
 
         Parameters
@@ -298,13 +299,14 @@ class CMBC(ClusterMixin, InfoclustEstimator):
             gamma = float(self.gamma)
         t0 = self._t0(X)
         rng = check_random_state(self.random_state)
-        best = None
+        best: tuple | None = None
         for run in range(self.n_init):
             result = self._anneal(X, pm, gamma, t0, rng, m, n)
             if self.verbose:
                 say(f"[CMBC] run {run + 1}/{self.n_init}: objective {result[1][-1]:.6g}")
             if best is None or result[1][-1] > best[1][-1]:
                 best = result
+        assert best is not None  # n_init >= 1
         theta, history, temps, n_iter = best
         self.theta_ = theta
         self.objective_history_ = history
@@ -383,17 +385,17 @@ class CMBC(ClusterMixin, InfoclustEstimator):
     def _labels(self, X):
         return self._proba(X).argmax(axis=1)
 
-    def predict(self, X):
+    def predict(self, X: DataLike) -> Labels:
         """Most probable cluster of each binary row (the Bernoulli mixture at T = 1)."""
         check_is_fitted(self, "theta_")
         return self._labels(self._check_X(X, False))
 
-    def predict_proba(self, X):
+    def predict_proba(self, X: DataLike) -> Labels:
         """``p(c_k | y+)`` of each row, equal cluster priors."""
         check_is_fitted(self, "theta_")
         return self._proba(self._check_X(X, False))
 
-    def score(self, X, Y_minus=None, *, known=None, gamma=None):
+    def score(self, X: DataLike, Y_minus: DataLike | None = None, *, known: Any = None, gamma: float | None = None) -> float:
         """The objective (3.14) of the fitted parameters on the rows ``X``
         with their prior knowledge (held-out rows, e.g. a cross-validation
         fold): ``(1 - gamma)/n`` times their log-likelihood plus ``gamma``
@@ -420,7 +422,7 @@ class CMBC(ClusterMixin, InfoclustEstimator):
             return (1.0 - gamma) / n * loglik
         return obj.objective(loglik, self.theta_, pm, gamma)
 
-    def held_out_score(self, X, known=None, *, gamma=HELD_OUT_GAMMA):
+    def held_out_score(self, X: DataLike, known: Any = None, *, gamma: float = HELD_OUT_GAMMA) -> dict:
         """Scores of the fitted parameters on held-out rows ``X`` with their
         known clustering(s) (e.g. a cross-validation fold): ``"score"``, the
         objective (3.14) at one reference ``gamma`` (default
@@ -443,7 +445,7 @@ class CMBC(ClusterMixin, InfoclustEstimator):
             out["nmi_known"] = nmi_paper(labels, ref)
         return out
 
-    def run_summary(self, data):
+    def run_summary(self, data: Any) -> dict:
         """Facts of a fit on a store (``data``: its Dataset) for the run's
         ``summary.json``, with the new clusters against every integer label
         variable of the store (``nmi_vs_<name>``, ``contingency_vs_<name>``)."""
@@ -462,6 +464,6 @@ class CMBC(ClusterMixin, InfoclustEstimator):
                     out[f"contingency_vs_{name}"] = contingency_table(labels, codes).tolist()
         return out
 
-    def fit_predict(self, X, Y_minus=None, *, known=None):
+    def fit_predict(self, X: DataLike, Y_minus: DataLike | None = None, *, known: Any = None) -> Labels:
         return self.fit(X, Y_minus, known=known).labels_
 

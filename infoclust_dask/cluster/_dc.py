@@ -18,6 +18,7 @@ conjugate gradients on the (K x d) prototypes.
 from __future__ import annotations
 
 import warnings
+from typing import Any, Self
 
 import numpy as np
 from sklearn.base import ClusterMixin
@@ -39,7 +40,17 @@ from .._validation import (
 )
 from ..kernels.dc import DC_COUNTS, DC_GRAD, DC_HARD_COUNTS, DC_ONLINE, DC_REG
 from ..objectives import dc as obj
-from ._base import InfoclustEstimator, NumbersLike, RandomStateLike, SchedulerLike, Sequence, journaled, voronoi_labels
+from ._base import (
+    DataLike,
+    InfoclustEstimator,
+    Labels,
+    NumbersLike,
+    RandomStateLike,
+    SchedulerLike,
+    Sequence,
+    journaled,
+    voronoi_labels,
+)
 from ._init import init_random
 from ._kmeans import KMeans
 
@@ -326,7 +337,7 @@ class DiscriminativeClustering(ClusterMixin, InfoclustEstimator):
         return np.concatenate([[0.0], np.geomspace(1e-3, 1.0, 7) / max(float(np.sum(info.var)), 1e-12)])
 
     @journaled
-    def fit(self, X, y):
+    def fit(self, X: DataLike, y: DataLike) -> Self:
         """Fit prototypes to primary data ``X`` and auxiliary labels ``y``.
 
         Parameters
@@ -375,7 +386,7 @@ class DiscriminativeClustering(ClusterMixin, InfoclustEstimator):
                             f"log posterior (9) {info['score']:.6g}")
                     scores_seen.append(info["score"])
 
-                scores_seen = []
+                scores_seen: list = []
                 (sigma, lam), scores = optimize.held_out_search(cands, fit_on_train, valid_score, callback=progress)
             self.validation_scores_ = scores
             if self.sigma == "auto":
@@ -383,12 +394,13 @@ class DiscriminativeClustering(ClusterMixin, InfoclustEstimator):
         else:
             sigma, lam = sigmas[0], lams[0]
 
-        best = None
+        best: tuple | None = None
         for run in range(self.n_init):
             start = m0 if run == 0 else init_random(X, None, self.n_clusters, rng)
             result = self._optimize(X, c, start, sigma, n_classes, lam=lam, rng=rng)
             if best is None or max(result[1]) > max(best[1]):
                 best = result
+        assert best is not None  # n_init >= 1
         centers, history, n_iter, ok = best
         if not ok and n_iter >= self._steps():
             warnings.warn(
@@ -407,13 +419,13 @@ class DiscriminativeClustering(ClusterMixin, InfoclustEstimator):
         self.labels_ = voronoi_labels(X, centers, lazy=info.lazy_input)
         return self
 
-    def predict(self, X):
+    def predict(self, X: DataLike) -> Labels:
         """Cluster of each sample: its nearest prototype (x alone, no labels)."""
         check_is_fitted(self)
         X, _ = prepare_input(self, X, reset=False)
         return voronoi_labels(X, self.cluster_centers_)
 
-    def held_out_score(self, X, y):
+    def held_out_score(self, X: DataLike, y: DataLike) -> dict:
         """Scores of the fitted prototypes on held-out rows ``X`` with their
         labels ``y`` (e.g. a cross-validation fold): ``"score"``, the
         unsmoothed log posterior (9) (higher is better), its negative
@@ -424,7 +436,7 @@ class DiscriminativeClustering(ClusterMixin, InfoclustEstimator):
             q = metrics.quantization_error(X, self.cluster_centers_)
         return {"score": lp, "cost": -lp, "vq_cost": q, "sigma": float(self.sigma_)}
 
-    def run_summary(self, data):
+    def run_summary(self, data: Any) -> dict:
         """Facts of a fit on a store (``data``: its Dataset, with ``x`` and
         ``label``) for the run's ``summary.json``."""
         check_is_fitted(self)
@@ -437,10 +449,10 @@ class DiscriminativeClustering(ClusterMixin, InfoclustEstimator):
                            "sigma.")
         return out
 
-    def fit_predict(self, X, y):
+    def fit_predict(self, X: DataLike, y: DataLike) -> Labels:
         return self.fit(X, y).labels_
 
-    def score(self, X, y):
+    def score(self, X: DataLike, y: DataLike) -> float:
         """Unsmoothed log posterior (9) of the partition of ``X`` given its
         labels ``y`` (no constants; Table 1 reports its negative). Every label
         must be one of ``classes_``."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 import warnings
+from typing import Any, Self
 
 import numpy as np
 from sklearn.base import ClusterMixin, TransformerMixin
@@ -23,7 +24,17 @@ from .._progress import say
 from .._validation import ArrayLike, Interval, Options, check_n_clusters, check_random_state, validate_params
 from ..kernels.kmeans import DISTANCES, INERTIA, LLOYD_FAR, LLOYD_STEP
 from ..kernels.stats import SUM_SQ
-from ._base import InfoclustEstimator, NumbersLike, RandomStateLike, SchedulerLike, Sequence, journaled, voronoi_labels
+from ._base import (
+    DataLike,
+    InfoclustEstimator,
+    Labels,
+    NumbersLike,
+    RandomStateLike,
+    SchedulerLike,
+    Sequence,
+    journaled,
+    voronoi_labels,
+)
 from ._init import init_kmeans_parallel, init_kmeanspp, init_random
 
 __all__ = ["KMeans", "EmptyClusterWarning", "lloyd"]
@@ -208,7 +219,7 @@ class KMeans(ClusterMixin, TransformerMixin, InfoclustEstimator):
         )
 
     @journaled
-    def fit(self, X, y=None, sample_weight=None):
+    def fit(self, X: DataLike, y: Any = None, sample_weight: DataLike | None = None) -> Self:
         """Compute K-means clustering.
 
         Parameters
@@ -228,7 +239,7 @@ class KMeans(ClusterMixin, TransformerMixin, InfoclustEstimator):
         w = check_sample_weight(sample_weight, X)
         rng = check_random_state(self.random_state)
         tol = float(np.mean(info.var)) * self.tol
-        best = None
+        best: tuple | None = None
         for run in range(n_init):
             c0 = self._seed(X, w, rng)
             centers, inertia, n_iter, counts = lloyd(
@@ -237,6 +248,7 @@ class KMeans(ClusterMixin, TransformerMixin, InfoclustEstimator):
             )
             if best is None or inertia < best[1]:
                 best = (centers, inertia, n_iter, counts)
+        assert best is not None  # n_init >= 1
         self.cluster_centers_, self.inertia_, self.n_iter_, self.cluster_sizes_ = best
         if self.n_iter_ >= self.max_iter and self.max_iter > 1:
             warnings.warn(
@@ -248,7 +260,7 @@ class KMeans(ClusterMixin, TransformerMixin, InfoclustEstimator):
         self.labels_ = voronoi_labels(X, self.cluster_centers_, lazy=info.lazy_input)
         return self
 
-    def predict(self, X):
+    def predict(self, X: DataLike) -> Labels:
         """Index of the nearest centre (Voronoi region) for each sample.
 
         Returns a dask array for lazy input, a numpy array otherwise."""
@@ -256,7 +268,7 @@ class KMeans(ClusterMixin, TransformerMixin, InfoclustEstimator):
         X, _ = prepare_input(self, X, reset=False)
         return voronoi_labels(X, self.cluster_centers_)
 
-    def held_out_score(self, X, y=None):
+    def held_out_score(self, X: DataLike, y: Any = None) -> dict:
         """Scores of the fitted centres on held-out rows ``X`` (e.g. a
         cross-validation fold; ``y`` is ignored): ``"score"`` (higher is
         better) is the held-out log-likelihood per sample of the K-means
@@ -270,7 +282,7 @@ class KMeans(ClusterMixin, TransformerMixin, InfoclustEstimator):
             q = metrics.quantization_error(X, self.cluster_centers_)
         return {"score": ll, "loglik_per_sample": ll, "vq_cost": q, "train_inertia": float(self.inertia_)}
 
-    def run_summary(self, data):
+    def run_summary(self, data: Any) -> dict:
         """Facts of a fit on a store (``data``: its Dataset) for the run's
         ``summary.json``: the inertia and the cluster sizes."""
         check_is_fitted(self)
@@ -279,11 +291,11 @@ class KMeans(ClusterMixin, TransformerMixin, InfoclustEstimator):
         return {"inertia": float(self.inertia_),
                 "cluster_sizes": np.bincount(labels, minlength=self.cluster_centers_.shape[0]).tolist()}
 
-    def fit_predict(self, X, y=None, sample_weight=None):
+    def fit_predict(self, X: DataLike, y: Any = None, sample_weight: DataLike | None = None) -> Labels:
         """Fit and return ``labels_``."""
         return self.fit(X, sample_weight=sample_weight).labels_
 
-    def transform(self, X):
+    def transform(self, X: DataLike) -> Labels:
         """Euclidean distances to every centre, shape (n_samples, n_clusters)."""
         check_is_fitted(self)
         X, _ = prepare_input(self, X, reset=False)
@@ -292,7 +304,7 @@ class KMeans(ClusterMixin, TransformerMixin, InfoclustEstimator):
             trailing_shape=(self.n_clusters,),
         )
 
-    def score(self, X, y=None, sample_weight=None):
+    def score(self, X: DataLike, y: Any = None, sample_weight: DataLike | None = None) -> float:
         """Opposite of the (weighted) inertia of X under the fitted centres."""
         check_is_fitted(self)
         X, _ = prepare_input(self, X, reset=False)

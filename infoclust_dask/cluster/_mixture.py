@@ -10,6 +10,7 @@ x alone: the most probable component given x. One pass per EM iteration.
 from __future__ import annotations
 
 import warnings
+from typing import Any, Self
 
 import numpy as np
 from sklearn.base import ClusterMixin
@@ -21,7 +22,7 @@ from .._inputs import encode_labels, prepare_input
 from .._progress import log
 from .._validation import SIGMA_RANGE, Interval, Options, check_n_clusters, check_random_state, validate_params
 from ..kernels.mixture import MIXTURE_ASSIGN, MIXTURE_EM
-from ._base import InfoclustEstimator, RandomStateLike, SchedulerLike, Sequence, journaled
+from ._base import DataLike, InfoclustEstimator, Labels, RandomStateLike, SchedulerLike, Sequence, journaled
 from ._kmeans import KMeans
 
 __all__ = ["IsotropicGaussianMixture", "MDA2"]
@@ -123,7 +124,7 @@ class IsotropicGaussianMixture(ClusterMixin, InfoclustEstimator):
         log(self, f"[{type(self).__name__}] EM: {it} iterations, log-likelihood {history[-1]:.8g}")
 
     @journaled
-    def fit(self, X, y=None):
+    def fit(self, X: DataLike, y: Any = None) -> Self:
         """Fit by EM from K-means means. ``y`` is ignored."""
         validate_params(self)
         X, info = prepare_input(self, X, reset=True, need_moments=True)
@@ -132,7 +133,7 @@ class IsotropicGaussianMixture(ClusterMixin, InfoclustEstimator):
         self.labels_ = self._assign(X)
         return self
 
-    def predict(self, X):
+    def predict(self, X: DataLike) -> Labels:
         """Most probable component given x alone."""
         check_is_fitted(self)
         X, _ = prepare_input(self, X, reset=False)
@@ -162,7 +163,7 @@ class MDA2(IsotropicGaussianMixture):
     """
 
     @journaled
-    def fit(self, X, y):
+    def fit(self, X: DataLike, y: Any) -> Self:
         """Fit by EM on primary data ``X`` and class labels ``y``."""
         validate_params(self)
         X, info = prepare_input(self, X, reset=True, need_moments=True)
@@ -173,6 +174,6 @@ class MDA2(IsotropicGaussianMixture):
         self.labels_ = self._assign(X)
         return self
 
-    def fit_predict(self, X, y):
+    def fit_predict(self, X: DataLike, y: Any) -> Labels:
         """Fit on ``(X, y)`` and return the components of the training rows (x alone)."""
         return self.fit(X, y).labels_

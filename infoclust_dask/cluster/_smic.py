@@ -35,6 +35,7 @@ from __future__ import annotations
 import numbers
 import time
 import warnings
+from typing import Any, Self
 
 import numpy as np
 from sklearn.base import ClusterMixin
@@ -58,7 +59,16 @@ from ..objectives.smic import (
     orient,
     top_eigenvectors,
 )
-from ._base import InfoclustEstimator, NumbersLike, RandomStateLike, SchedulerLike, Sequence, journaled
+from ._base import (
+    DataLike,
+    InfoclustEstimator,
+    Labels,
+    NumbersLike,
+    RandomStateLike,
+    SchedulerLike,
+    Sequence,
+    journaled,
+)
 from ._knn_graph import (  # noqa: F401 - _cell_plan and the constants are read by tests and benchmarks
     CELL_SAMPLE_ROWS,
     EXACT_KNN_MAX_ROWS,
@@ -323,7 +333,7 @@ class SMIC(ClusterMixin, InfoclustEstimator):
         return self._candidates(n), check_prior(self.class_prior, self.n_clusters)
 
     @journaled
-    def fit(self, X, y=None):
+    def fit(self, X: DataLike, y: Any = None) -> Self:
         """Cluster ``X`` (numpy, dask, xarray or store path), choosing ``t``
         by LSMI when ``t="auto"``. ``y`` is ignored."""
         validate_params(self)
@@ -536,7 +546,7 @@ class SMIC(ClusterMixin, InfoclustEstimator):
             K.release()
         return lam, V, sigma, degree, t1
 
-    def run_summary(self, data):
+    def run_summary(self, data: Any) -> dict:
         """Facts of a fit on a store (``data``: its Dataset) for the run's
         ``summary.json``: ``t``, LSMI per candidate, the eigenvalues, the
         stage times, the cluster sizes and, when the store has a ``label``,
@@ -553,7 +563,7 @@ class SMIC(ClusterMixin, InfoclustEstimator):
                 out["ari_vs_label"] = float(adjusted_rand_score(engine.compute(data["label"].data), self.labels_))
         return out
 
-    def fit_predict(self, X, y=None):
+    def fit_predict(self, X: DataLike, y: Any = None) -> Labels:
         """Fit and return ``labels_`` (the in-sample assignment rule)."""
         return self.fit(X).labels_
 
@@ -595,7 +605,7 @@ class SMIC(ClusterMixin, InfoclustEstimator):
             raw = raw / np.sqrt(1.0 + ksum)[:, None]
         return raw
 
-    def predict(self, X):
+    def predict(self, X: DataLike) -> Labels:
         """Clusters of new rows by the out-of-sample rule of §2.3.
 
         A new row's kernel values against the training rows follow (7): its
@@ -609,7 +619,7 @@ class SMIC(ClusterMixin, InfoclustEstimator):
         """
         return np.argmax(self._proba(X), axis=1)
 
-    def predict_proba(self, X):
+    def predict_proba(self, X: DataLike) -> Labels:
         """The clipped out-of-sample class-posterior estimates of §2.3,
         normalized to sum to 1 per row; rows with no positive estimate get
         the class prior."""

@@ -16,6 +16,7 @@ centres at every beta so the splits can be seen and located
 from __future__ import annotations
 
 import warnings
+from typing import Any, Self
 
 import numpy as np
 from sklearn.base import ClusterMixin, TransformerMixin
@@ -36,7 +37,17 @@ from .._validation import (
 )
 from ..kernels.kmeans import RESPONSIBILITIES, SOFT_KMEANS
 from ..kernels.stats import WEIGHTED_SUM
-from ._base import InfoclustEstimator, NumbersLike, RandomStateLike, SchedulerLike, Sequence, journaled, voronoi_labels
+from ._base import (
+    DataLike,
+    InfoclustEstimator,
+    Labels,
+    NumbersLike,
+    RandomStateLike,
+    SchedulerLike,
+    Sequence,
+    journaled,
+    voronoi_labels,
+)
 from ._init import init_kmeanspp, init_random
 
 __all__ = ["SoftKMeans", "n_distinct"]
@@ -177,7 +188,7 @@ class SoftKMeans(ClusterMixin, TransformerMixin, InfoclustEstimator):
         return b, True
 
     @journaled
-    def fit(self, X, y=None, sample_weight=None):
+    def fit(self, X: DataLike, y: Any = None, sample_weight: DataLike | None = None) -> Self:
         """Fit at ``beta``, or anneal along ``beta_schedule``.
 
         Parameters
@@ -254,7 +265,7 @@ class SoftKMeans(ClusterMixin, TransformerMixin, InfoclustEstimator):
         self.labels_ = voronoi_labels(X, centers, lazy=info.lazy_input)
         return self
 
-    def n_distinct_path(self, rel_tol=0.05):
+    def n_distinct_path(self, rel_tol: float = 0.05) -> Any:
         """Number of distinct centres at each beta; centres closer than
         ``rel_tol`` times the data scale (sqrt of the mean feature variance)
         count as one."""
@@ -262,7 +273,7 @@ class SoftKMeans(ClusterMixin, TransformerMixin, InfoclustEstimator):
         tol = rel_tol * self.data_scale_
         return np.array([n_distinct(c, tol) for c in self.centers_path_])
 
-    def critical_betas(self, rel_tol=0.05):
+    def critical_betas(self, rel_tol: float = 0.05) -> list:
         """The betas at which the number of distinct centres first grows: the
         observed bifurcations (the first beta of the schedule past each one).
 
@@ -270,13 +281,13 @@ class SoftKMeans(ClusterMixin, TransformerMixin, InfoclustEstimator):
         nd = self.n_distinct_path(rel_tol)
         return [(float(self.betas_[i]), int(nd[i])) for i in range(1, len(nd)) if nd[i] > nd[i - 1]]
 
-    def predict(self, X):
+    def predict(self, X: DataLike) -> Labels:
         """Nearest centre for each sample (lazy for lazy input)."""
         check_is_fitted(self)
         X, _ = prepare_input(self, X, reset=False)
         return voronoi_labels(X, self.cluster_centers_)
 
-    def predict_proba(self, X):
+    def predict_proba(self, X: DataLike) -> Labels:
         """Responsibilities (20.7) at the final beta, shape (n_samples, n_clusters)."""
         check_is_fitted(self)
         X, _ = prepare_input(self, X, reset=False)
@@ -287,17 +298,17 @@ class SoftKMeans(ClusterMixin, TransformerMixin, InfoclustEstimator):
 
     transform = predict_proba
 
-    def run_summary(self, data):
+    def run_summary(self, data: Any) -> dict:
         """Facts of a fit on a store (``data``: its Dataset) for the run's
         ``summary.json``: the observed critical betas. (No
         ``held_out_score``: soft K-means is not cross-validated.)"""
         check_is_fitted(self)
         return {"critical_betas": self.critical_betas()}
 
-    def fit_predict(self, X, y=None, sample_weight=None):
+    def fit_predict(self, X: DataLike, y: Any = None, sample_weight: DataLike | None = None) -> Labels:
         return self.fit(X, sample_weight=sample_weight).labels_
 
-    def score(self, X, y=None, sample_weight=None):
+    def score(self, X: DataLike, y: Any = None, sample_weight: DataLike | None = None) -> float:
         """Minus the free energy of X at the final beta (higher is better)."""
         check_is_fitted(self)
         X, _ = prepare_input(self, X, reset=False)
