@@ -156,7 +156,8 @@ def _cmd_fit(args):
         run = new_run_dir(args.method, root=args.storage)
         print(f"run folder: {run} (resume a killed fit with --resume {run})", flush=True)
     t0 = time.perf_counter()
-    method.fit(est, ds, vars(args), **({"resume": run} if args.resume else {"checkpoint": run}))
+    warm = {"init": args.warm_start} if args.warm_start else {}
+    method.fit(est, ds, vars(args), **({"resume": run} if args.resume else {"checkpoint": run}), **warm)
     seconds = time.perf_counter() - t0
     if args.resume:
         print(f"infoclust: resumed: {getattr(est, 'resumed_passes_', 0)} passes replayed from the checkpoint",
@@ -169,6 +170,8 @@ def _cmd_fit(args):
     }
     if hasattr(est, "n_iter_"):
         summary["n_iter"] = int(est.n_iter_)
+    if args.warm_start:
+        summary["warm_started_from"] = str(args.warm_start)
     summary.update(method.summary(est, ds, run))
     if hasattr(est, "labels_") and not engine.is_lazy(est.labels_):
         write_npy(run / "labels.npy", est.labels_, overwrite=bool(args.resume))
@@ -270,6 +273,9 @@ def _add_fit_parsers(sub):
         pm.add_argument("--write-labels", default=None, metavar="NAME",
                         help="add the clusters to the store as the label variable NAME (atomic)")
         pm.add_argument("--overwrite", action="store_true", help="with --write-labels: replace an existing NAME")
+        pm.add_argument("--warm-start", default=None, metavar="RUN_DIR",
+                        help="start from an earlier run of the same method (its model.json: prototypes and "
+                             "widths) instead of a fresh seeding, e.g. after new rows were appended")
         pm.add_argument("--resume", default=None, metavar="RUN_DIR",
                         help="continue a killed fit from its run folder (same store and options): recorded "
                              "passes are replayed, the rest run")

@@ -304,6 +304,13 @@ class AssociativeClustering(InfoclustEstimator):
                 best = (score, mx, my, history, n_iter)
         return best, scores
 
+    def _warm_start_params(self, previous) -> dict:
+        """``fit(init=previous)``: conjugate gradients from the previous
+        prototypes of both views at the previous widths, one run."""
+        return {"init": (np.array(previous.cluster_centers_x_, dtype=np.float64),
+                         np.array(previous.cluster_centers_y_, dtype=np.float64)),
+                "n_init": 1, "sigma": tuple(float(s) for s in previous.sigma_)}
+
     @journaled
     def fit(self, X: DataLike, y: Any = None) -> Self:
         """Fit both prototype sets to paired rows of ``X`` and ``y``.

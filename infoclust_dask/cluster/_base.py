@@ -7,7 +7,9 @@ estimators."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Union
@@ -122,11 +124,11 @@ def journaled(fit):
     from ._xarray import prepare_call
 
     @functools.wraps(fit)
-    def wrapper(self, X, *args, checkpoint=None, resume=None, **kwargs):
+    def wrapper(self, X, *args, checkpoint=None, resume=None, init=None, **kwargs):
         if checkpoint is not None and resume is not None and Path(checkpoint) != Path(resume):
             raise ValueError("Pass checkpoint= (a new fit) or resume= (continue one), not two different folders.")
         # one frame between the fit and its caller (the warnings' stack levels count on it)
-        with engine.installed(self.scheduler):  # resolved once: every pass of the fit runs there
+        with engine.installed(self.scheduler), _warm_started(self, init):  # resolved once: every pass runs there
             X, args, kwargs, finish = prepare_call(self, "fit", X, args, kwargs)  # xarray in: see _xarray
             folder = resume if resume is not None else checkpoint
             if folder is None:
@@ -147,8 +149,43 @@ def journaled(fit):
             Continue the fit recorded in that folder: recorded passes are
             replayed without reading the data, the rest run; the result equals
             an uninterrupted fit's when ``random_state`` is an int.
+        init : fitted estimator, run folder or model.json, optional (keyword)
+            Warm start: start from that earlier fit of the same class (its
+            prototypes, and its chosen widths instead of a new search)
+            instead of a fresh seeding, e.g. after new rows were appended.
+            The estimator's parameters are the same after the fit;
+            ``warm_started_`` says where the start came from.
         """
     return wrapper
+
+
+@contextlib.contextmanager
+def _warm_started(est, init):
+    """During one fit: ``est``'s parameters overridden by its
+    ``_warm_start_params(previous)`` (the previous fit's prototypes as the
+    start, see each estimator), restored afterwards."""
+    if init is None:
+        yield
+        return
+    previous = init
+    if isinstance(init, (str, os.PathLike)):
+        from ..runs import load_model
+
+        path = Path(init)
+        previous = load_model(path / "model.json" if path.is_dir() else path)
+    if type(previous) is not type(est):
+        raise TypeError(f"init= must be a fitted {type(est).__name__} (or its run folder / model.json); got "
+                        f"{type(previous).__name__}.")
+    if not callable(getattr(est, "_warm_start_params", None)):
+        raise TypeError(f"{type(est).__name__} has no warm start.")
+    overrides = est._warm_start_params(previous)
+    saved = {k: v for k, v in est.get_params(deep=False).items() if k in overrides}
+    est.set_params(**overrides)
+    try:
+        yield
+    finally:
+        est.set_params(**saved)
+    est.warm_started_ = str(init) if isinstance(init, (str, os.PathLike)) else f"a fitted {type(previous).__name__}"
 
 
 def _fingerprint(est, X) -> dict:

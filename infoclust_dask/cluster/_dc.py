@@ -336,6 +336,13 @@ class DiscriminativeClustering(ClusterMixin, InfoclustEstimator):
             return np.concatenate([[0.0], np.geomspace(0.01, 1.0, 5)])
         return np.concatenate([[0.0], np.geomspace(1e-3, 1.0, 7) / max(float(np.sum(info.var)), 1e-12)])
 
+    def _warm_start_params(self, previous) -> dict:
+        """``fit(init=previous)``: the optimizer from the previous prototypes
+        at the previous width and regularization strength (no new held-out
+        search), one run."""
+        return {"init": np.array(previous.cluster_centers_, dtype=np.float64), "n_init": 1,
+                "sigma": float(previous.sigma_), "reg_strength": float(getattr(previous, "reg_strength_", 0.0))}
+
     @journaled
     def fit(self, X: DataLike, y: DataLike) -> Self:
         """Fit prototypes to primary data ``X`` and auxiliary labels ``y``.

@@ -218,6 +218,10 @@ class KMeans(ClusterMixin, TransformerMixin, InfoclustEstimator):
             rounds=self.init_max_iter, lloyd=refine,
         )
 
+    def _warm_start_params(self, previous) -> dict:
+        """``fit(init=previous)``: Lloyd from the previous centres, one run."""
+        return {"init": np.array(previous.cluster_centers_, dtype=np.float64), "n_init": 1}
+
     @journaled
     def fit(self, X: DataLike, y: Any = None, sample_weight: DataLike | None = None) -> Self:
         """Compute K-means clustering.

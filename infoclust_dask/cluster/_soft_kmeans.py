@@ -187,6 +187,12 @@ class SoftKMeans(ClusterMixin, TransformerMixin, InfoclustEstimator):
             )
         return b, True
 
+    def _warm_start_params(self, previous) -> dict:
+        """``fit(init=previous)``: EM from the previous centres at the
+        previous final beta (no annealing from the soft end again)."""
+        return {"init": np.array(previous.cluster_centers_, dtype=np.float64), "beta": float(previous.beta_),
+                "beta_schedule": None}
+
     @journaled
     def fit(self, X: DataLike, y: Any = None, sample_weight: DataLike | None = None) -> Self:
         """Fit at ``beta``, or anneal along ``beta_schedule``.
