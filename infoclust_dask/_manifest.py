@@ -80,8 +80,12 @@ def _check_chunks(path: Path, manifest: dict, *, crc: bool = False) -> list[str]
     """Problems of the stored chunks against the manifest: missing, wrong
     size, (with ``crc``) wrong content. Returns readable lines (empty: all good)."""
     problems = []
+    root = path.resolve()
     for rel, (size, want) in manifest.items():
         f = path / rel
+        if Path(rel).is_absolute() or not f.resolve().is_relative_to(root):
+            problems.append(f"manifest entry '{rel}' points outside the store (not opened)")
+            continue
         try:
             got = f.stat().st_size
         except FileNotFoundError:

@@ -253,4 +253,40 @@ def load_model(path: str | os.PathLike) -> Any:
     est = cls(**_from_json(doc["params"]))
     for k, v in _from_json(doc["fitted"]).items():
         setattr(est, k, v.astype(object) if k == "feature_names_in_" else v)
+    _check_fitted_shapes(est, path)
     return est
+
+
+#: a model file with more prototypes than this is refused (predict costs rows x prototypes x features)
+MAX_MODEL_PROTOTYPES = 100_000
+
+
+def _check_fitted_shapes(est, path):
+    """The fitted arrays of a loaded model against its parameters and
+    ``n_features_in_``: a damaged or tampered file (centres wider than the
+    data, more prototypes than ``n_clusters``, NaN) is refused here, before
+    any kernel reads it."""
+    def bad(what):
+        return ValueError(f"'{path}': {what}; the model file is damaged or was edited. Refit the model.")
+
+    d = getattr(est, "n_features_in_", None)
+    if d is not None and (not isinstance(d, (int, np.integer)) or isinstance(d, bool) or not 1 <= int(d) <= 10**7):
+        raise bad(f"n_features_in_ is {d!r}")
+    k = est.get_params().get("n_clusters")
+    ks = tuple(k) if isinstance(k, (tuple, list)) else (k, k)
+    expect = {"cluster_centers_": (ks[0], d), "means_": (ks[0], d), "cluster_centers_x_": (ks[0], d),
+              "cluster_centers_y_": (ks[1], getattr(est, "n_features_y_in_", None)), "theta_": (d, ks[0]),
+              "cluster_sizes_": (ks[0],), "variances_": (ks[0],), "weights_": (ks[0],)}
+    for name, shape in expect.items():
+        if not hasattr(est, name):
+            continue
+        a = getattr(est, name)
+        if not isinstance(a, np.ndarray) or a.dtype.kind not in "fiu":
+            raise bad(f"{name} is not an array of numbers")
+        want = tuple(int(s) if s is not None else None for s in shape)
+        if a.ndim != len(want) or any(w is not None and s != w for s, w in zip(a.shape, want, strict=True)):
+            raise bad(f"{name} has shape {a.shape}, the parameters and n_features_in_ give {want}")
+        if a.shape[0] > MAX_MODEL_PROTOTYPES:
+            raise bad(f"{name} holds {a.shape[0]} prototypes, more than {MAX_MODEL_PROTOTYPES}")
+        if not np.all(np.isfinite(a)):
+            raise bad(f"{name} holds NaN or infinite values")

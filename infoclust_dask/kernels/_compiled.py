@@ -75,10 +75,34 @@ def _labels(c):
     return np.ascontiguousarray(np.asarray(c).astype(np.int64, copy=False))
 
 
-def _centres(centers):
+def _centres(centers, x=None, what="centers"):
     """Centres as C-contiguous float64 (K, d): a centre's features are
-    adjacent, so the innermost loop (over features) is one SIMD reduction."""
-    return np.ascontiguousarray(centers, dtype=np.float64)
+    adjacent, so the innermost loop (over features) is one SIMD reduction.
+    With the rows ``x``: ``d`` must be their width (the compiled loops do
+    not check bounds: centres wider than the rows would read past each row)."""
+    c = np.ascontiguousarray(centers, dtype=np.float64)
+    if c.ndim != 2 or (x is not None and c.shape[1] != x.shape[1]):
+        raise ValueError(f"{what} of shape {c.shape} do not fit rows of {x.shape[1] if x is not None else '?'} "
+                         "features (a damaged or foreign model?).")
+    return c
+
+
+def _checked_labels(c, n, n_classes=None, what="labels"):
+    """Labels as int64, one per row, in ``0 .. n_classes - 1`` (the compiled
+    loops index count tables with them, unchecked)."""
+    lab = _labels(c)
+    if lab.shape != (n,):
+        raise ValueError(f"{what} of shape {lab.shape} for {n} rows.")
+    if n_classes is not None and lab.size and (lab.min() < 0 or lab.max() >= n_classes):
+        raise ValueError(f"{what} outside 0..{n_classes - 1} (got {lab.min()}..{lab.max()}).")
+    return lab
+
+
+def _shaped(a, shape, what):
+    out = np.ascontiguousarray(a, dtype=np.float64)
+    if out.shape != tuple(shape):
+        raise ValueError(f"{what} of shape {out.shape}; the kernel needs {tuple(shape)}.")
+    return out
 
 
 #: rows per tile: memberships are computed for a tile of rows at once so that
@@ -401,7 +425,7 @@ _EMPTY_2D = np.zeros((0, 0))
 
 
 def _weights(w, n):
-    return _EMPTY if w is None else np.ascontiguousarray(w, dtype=np.float64).reshape(n)
+    return _EMPTY if w is None else _shaped(np.asarray(w).reshape(-1), (n,), "sample weights")
 
 
 def lloyd(x, w=None, *, centers, with_sums=True):
@@ -411,10 +435,11 @@ def lloyd(x, w=None, *, centers, with_sums=True):
     ``(labels int64, dmin, counts, sums)``."""
     x = as_rows(x)
     n = x.shape[0]
-    k, d = np.shape(centers)
+    c = _centres(centers, x)
+    k, d = c.shape
     labels, dmin = np.empty(n, dtype=np.int64), np.empty(n)
     counts, sums = np.zeros(k), np.zeros((k, d) if with_sums else (0, 0))
-    _lloyd_rows(x, _weights(w, n), _centres(centers), counts, sums, labels, dmin, with_sums)
+    _lloyd_rows(x, _weights(w, n), c, counts, sums, labels, dmin, with_sums)
     return labels, dmin, counts, sums
 
 
@@ -422,46 +447,61 @@ def soft_kmeans(x, w=None, *, centers, beta):
     """``R``, ``S`` and ``sum w log Z`` of one soft K-means step (MacKay 2003,
     eq. 20.7-20.9, ``d = ||x - m||^2 / 2``)."""
     x = as_rows(x)
-    k, d = np.shape(centers)
+    c = _centres(centers, x)
+    k, d = c.shape
     R, S, lz = np.zeros(k), np.zeros((k, d)), np.zeros(1)
-    _soft_rows(x, _weights(w, x.shape[0]), _centres(centers), -0.5 * float(beta), R, S, lz)
+    _soft_rows(x, _weights(w, x.shape[0]), c, -0.5 * float(beta), R, S, lz)
     return {"R": R, "S": S, "log_z": np.array(lz[0])}
 
 
 def dc_counts(x, c, *, centers, sigma, n_classes):
     """Smoothed counts (10) of DC, Kaski et al. (2005): ``n[j, i] = sum over
     rows of class i of y_j(x)`` with the memberships (4)."""
-    counts = np.zeros((np.shape(centers)[0], int(n_classes)))
-    _dc_count_rows(as_rows(x), _labels(c), _centres(centers), -0.5 / float(sigma) ** 2, counts)
+    x = as_rows(x)
+    m = _centres(centers, x)
+    counts = np.zeros((m.shape[0], int(n_classes)))
+    _dc_count_rows(x, _checked_labels(c, x.shape[0], int(n_classes)), m, -0.5 / float(sigma) ** 2, counts)
     return {"counts": counts}
 
 
 def dc_grad(x, c, *, centers, sigma, L):
     """Gradient sums (11) of DC: ``WX = W^T X`` and ``W = sum_x W(x)`` with
     ``W_j(x) = y_j(x) [L_{j,c(x)} - sum_l y_l(x) L_{l,c(x)}]``."""
-    k, d = np.shape(centers)
+    x = as_rows(x)
+    m = _centres(centers, x)
+    k, d = m.shape
+    L = np.ascontiguousarray(L, dtype=np.float64)
+    if L.ndim != 2 or L.shape[0] != k:
+        raise ValueError(f"L of shape {L.shape} for {k} prototypes.")
     WX, Ws = np.zeros((k, d)), np.zeros(k)
-    _dc_grad_rows(as_rows(x), _labels(c), _centres(centers), -0.5 / float(sigma) ** 2,
-                  np.ascontiguousarray(L, dtype=np.float64), WX, Ws)
+    _dc_grad_rows(x, _checked_labels(c, x.shape[0], L.shape[1]), m, -0.5 / float(sigma) ** 2, L, WX, Ws)
     return {"WX": WX, "W": Ws}
+
+
+def _paired(x, y):
+    x, y = as_rows(x), as_rows(y)
+    if x.shape[0] != y.shape[0]:
+        raise ValueError(f"{x.shape[0]} x rows but {y.shape[0]} y rows: the views must be paired.")
+    return x, y
 
 
 def ac_counts(x, y, *, mx, my, sx, sy):
     """Smoothed cross counts ``n_ij = sum_r g_i(x_r) g_j(y_r)`` of AC."""
-    counts = np.zeros((np.shape(mx)[0], np.shape(my)[0]))
-    _ac_count_rows(as_rows(x), as_rows(y), _centres(mx), _centres(my), -0.5 / float(sx) ** 2,
-                   -0.5 / float(sy) ** 2, counts)
+    x, y = _paired(x, y)
+    mx, my = _centres(mx, x, "x prototypes"), _centres(my, y, "y prototypes")
+    counts = np.zeros((mx.shape[0], my.shape[0]))
+    _ac_count_rows(x, y, mx, my, -0.5 / float(sx) ** 2, -0.5 / float(sy) ** 2, counts)
     return {"counts": counts}
 
 
 def ac_grad(x, y, *, mx, my, sx, sy, psi, psi_x, psi_y, lam_x, lam_y):
     """Gradient sums of log BF'' of AC (see :func:`infoclust_dask.kernels.ac.ac_grad_stats`)."""
-    k, dx = np.shape(mx)
-    l_, dy = np.shape(my)
+    x, y = _paired(x, y)
+    mx, my = _centres(mx, x, "x prototypes"), _centres(my, y, "y prototypes")
+    (k, dx), (l_, dy) = mx.shape, my.shape
     out = {"WX": np.zeros((k, dx)), "Wx": np.zeros(k), "WY": np.zeros((l_, dy)), "Wy": np.zeros(l_)}
-    _ac_grad_rows(as_rows(x), as_rows(y), _centres(mx), _centres(my), -0.5 / float(sx) ** 2,
-                  -0.5 / float(sy) ** 2, np.ascontiguousarray(psi, dtype=np.float64),
-                  float(lam_x) * np.asarray(psi_x, dtype=np.float64), float(lam_y) * np.asarray(psi_y, dtype=np.float64),
+    _ac_grad_rows(x, y, mx, my, -0.5 / float(sx) ** 2, -0.5 / float(sy) ** 2, _shaped(psi, (k, l_), "psi"),
+                  float(lam_x) * _shaped(psi_x, (k,), "psi_x"), float(lam_y) * _shaped(psi_y, (l_,), "psi_y"),
                   out["WX"], out["Wx"], out["WY"], out["Wy"])
     return out
 
@@ -472,15 +512,16 @@ def mixture_em(x, c=None, *, means, variances, log_weights, log_psi=None, n_clas
     likelihood and, with classes, ``N`` (see
     :func:`infoclust_dask.kernels.mixture.mixture_em_stats`)."""
     x = as_rows(x)
-    k, d = np.shape(means)
-    v = np.asarray(variances, dtype=np.float64)
-    const = np.asarray(log_weights, dtype=np.float64) - 0.5 * d * np.log(2 * np.pi * v)
+    mu = _centres(means, x, "means")
+    k, d = mu.shape
+    v = _shaped(variances, (k,), "variances")
+    const = _shaped(log_weights, (k,), "log weights") - 0.5 * d * np.log(2 * np.pi * v)
     R, S, Q, ll = np.zeros(k), np.zeros((k, d)), np.zeros(k), np.zeros(1)
     with_c = c is not None
     N = np.zeros((k, int(n_classes))) if with_c else _EMPTY_2D
-    lp = np.ascontiguousarray(log_psi, dtype=np.float64) if (with_c and log_psi is not None) else _EMPTY_2D
-    _mixture_rows(x, _labels(c) if with_c else _EMPTY_INT, _centres(means), const, 1.0 / (2.0 * v), lp,
-                  R, S, Q, N, ll)
+    lp = _shaped(log_psi, (k, int(n_classes)), "log_psi") if (with_c and log_psi is not None) else _EMPTY_2D
+    labels = _checked_labels(c, x.shape[0], int(n_classes)) if with_c else _EMPTY_INT
+    _mixture_rows(x, labels, mu, const, 1.0 / (2.0 * v), lp, R, S, Q, N, ll)
     out = {"R": R, "S": S, "Q": Q, "loglik": np.array(ll[0])}
     if with_c:
         out["N"] = N
@@ -499,6 +540,9 @@ def cmbc_estep(y, *, log_theta, log_1m_theta, temperature):
     lt = np.asarray(log_theta, dtype=np.float64)
     l1 = np.asarray(log_1m_theta, dtype=np.float64)
     m, k = lt.shape
+    if y.ndim != 2 or y.shape[1] != m or l1.shape != (m, k):
+        raise ValueError(f"rows of shape {y.shape} and parameters of shapes {lt.shape}, {l1.shape} do not fit "
+                         "(a damaged or foreign model?).")
     S1, R, out = np.zeros((m, k)), np.zeros(k), np.zeros(2)
     _cmbc_rows(y, np.ascontiguousarray(lt - l1), l1.sum(axis=0), 1.0 / float(temperature), S1, R, out)
     return {"S1": S1, "R": R, "loglik": np.array(out[0]), "hard": np.array(out[1])}

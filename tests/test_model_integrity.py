@@ -1,0 +1,79 @@
+"""Model files and manifests that cannot hurt (issue 27, security): a
+tampered ``model.json`` whose centres are wider than its
+``n_features_in_`` used to crash ``predict`` (the compiled kernel read past
+each row: a segfault at 1e6 columns, silent garbage at 6-50); a model with
+2 000 000 centres ran for minutes; a manifest entry ``../../etc/passwd``
+was opened by ``verify``. Each is refused now, with a message."""
+
+import json
+
+import numpy as np
+import pytest
+
+from infoclust_dask import KMeans, write_dataset
+from infoclust_dask.kernels import _compiled
+from infoclust_dask.runs import MAX_MODEL_PROTOTYPES, load_model, save_model
+from infoclust_dask.store import MANIFEST, verify_store
+
+
+@pytest.fixture
+def model_file(tmp_path):
+    X = np.random.default_rng(0).normal(size=(200, 5))
+    return save_model(KMeans(3, random_state=0, scheduler="sync").fit(X), tmp_path / "model.json"), X
+
+
+def _edit(path, **fitted):
+    doc = json.loads(path.read_text())
+    for k, v in fitted.items():
+        doc["fitted"][k] = {"__ndarray__": np.asarray(v).tolist(), "dtype": str(np.asarray(v).dtype)}
+    path.write_text(json.dumps(doc))
+
+
+def test_a_model_with_centres_wider_than_its_features_is_refused(model_file):
+    path, X = model_file
+    assert load_model(path).predict(X).shape == (200,)
+    _edit(path, cluster_centers_=np.zeros((3, 50)))
+    with pytest.raises(ValueError, match=r"cluster_centers_ has shape \(3, 50\).*\(3, 5\).*damaged or was edited"):
+        load_model(path)
+    _edit(path, cluster_centers_=np.zeros((4, 5)))  # more centres than n_clusters
+    with pytest.raises(ValueError, match=r"shape \(4, 5\)"):
+        load_model(path)
+    _edit(path, cluster_centers_=np.full((3, 5), np.nan))
+    with pytest.raises(ValueError, match="NaN"):
+        load_model(path)
+
+
+def test_a_model_with_too_many_centres_is_refused(model_file):
+    path, _ = model_file
+    doc = json.loads(path.read_text())
+    doc["params"]["n_clusters"] = MAX_MODEL_PROTOTYPES + 1
+    path.write_text(json.dumps(doc))
+    _edit(path, cluster_centers_=np.zeros((MAX_MODEL_PROTOTYPES + 1, 5), dtype=np.float32))
+    with pytest.raises(ValueError, match=f"more than {MAX_MODEL_PROTOTYPES}"):
+        load_model(path)
+
+
+def test_the_compiled_kernels_check_the_shapes_they_read():
+    """(numba is a dependency: the wrappers are called directly, whatever INFOCLUST_KERNELS says.)"""
+    x = np.zeros((10, 5))
+    with pytest.raises(ValueError, match=r"centers of shape \(3, 50\) do not fit rows of 5 features"):
+        _compiled.lloyd(x, centers=np.zeros((3, 50)))
+    with pytest.raises(ValueError, match="labels outside 0..1"):
+        _compiled.dc_counts(x, np.full(10, 7), centers=np.zeros((2, 5)), sigma=1.0, n_classes=2)
+    with pytest.raises(ValueError, match="must be paired"):
+        _compiled.ac_counts(x, np.zeros((9, 2)), mx=np.zeros((2, 5)), my=np.zeros((2, 2)), sx=1.0, sy=1.0)
+    with pytest.raises(ValueError, match="variances"):
+        _compiled.mixture_em(x, means=np.zeros((2, 5)), variances=np.ones(3), log_weights=np.zeros(2))
+
+
+def test_verify_does_not_follow_manifest_entries_outside_the_store(tmp_path):
+    store = write_dataset(tmp_path / "s.zarr", np.ones((20, 2)))
+    secret = tmp_path / "secret.txt"
+    secret.write_text("x" * 1234)
+    manifest = store / "x" / MANIFEST
+    doc = json.loads(manifest.read_text())
+    doc["chunks"]["../secret.txt"] = [1234, 0]
+    doc["chunks"][str(secret)] = [1234, 0]
+    manifest.write_text(json.dumps(doc))
+    problems = verify_store(store)["problems"]
+    assert sum("points outside the store (not opened)" in p for p in problems) == 2, problems
