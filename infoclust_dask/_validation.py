@@ -8,6 +8,7 @@ data (:func:`check_n_clusters`). Inputs are opened and checked by
 
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
@@ -27,6 +28,8 @@ class Interval:
         if isinstance(v, bool):
             return False
         if not isinstance(v, numbers.Integral if self.kind is int else numbers.Real):
+            return False
+        if not math.isfinite(float(v)):  # NaN compares False with every bound; no parameter is infinite
             return False
         if self.low is not None and (v < self.low or (v == self.low and self.closed in ("right", "neither"))):
             return False

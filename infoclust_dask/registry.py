@@ -214,7 +214,7 @@ def _build_softkmeans(v):
 
 
 def _build_ac(v):
-    return {"n_clusters": (v["k"], v["l"] or v["k"]), "sigma": v["sigma"]}
+    return {"n_clusters": (v["k"], v["k"] if v["l"] is None else v["l"]), "sigma": v["sigma"]}
 
 
 _int_or_auto = auto_or(int)

@@ -77,3 +77,33 @@ def test_verify_does_not_follow_manifest_entries_outside_the_store(tmp_path):
     manifest.write_text(json.dumps(doc))
     problems = verify_store(store)["problems"]
     assert sum("points outside the store (not opened)" in p for p in problems) == 2, problems
+
+
+@pytest.mark.parametrize("make", [
+    lambda: __import__("infoclust_dask").KMeans(2, tol=float("nan")),
+    lambda: __import__("infoclust_dask").SoftKMeans(2, perturbation=float("nan")),
+    lambda: __import__("infoclust_dask").SoftKMeans(2, beta=float("inf")),
+    lambda: __import__("infoclust_dask").DiscriminativeClustering(2, sigma=float("nan")),
+    lambda: __import__("infoclust_dask").CMBC(2, gamma=float("nan")),
+])
+def test_nan_and_infinite_parameters_are_refused(make):
+    """(issue 27) NaN passed every range check (NaN compares False with every
+    bound); infinite values are no parameter's meaning either."""
+    est = make()
+    X = np.random.default_rng(0).integers(0, 2, size=(40, 3)).astype(float)
+    args = (X, np.repeat([0, 1], 20)) if type(est).__name__ == "DiscriminativeClustering" else (X,)
+    with pytest.raises(ValueError, match=r"must be a float in the range .* Got (nan|inf) instead"):
+        est.set_params(scheduler="sync").fit(*args)
+
+
+def test_the_cli_refuses_nan_and_l_0(tmp_path, capsys):
+    from infoclust_dask.cli import main
+
+    store = write_dataset(tmp_path / "s.zarr", np.random.default_rng(0).normal(size=(40, 2)),
+                          y=np.random.default_rng(1).normal(size=(40, 2)))
+    assert main(["fit", "kmeans", str(store), "-k", "2", "--tol", "nan", "--scheduler", "sync",
+                 "--storage", str(tmp_path / "st")]) == 2
+    assert "'tol' parameter" in capsys.readouterr().err
+    assert main(["fit", "ac", str(store), "-k", "2", "-l", "0", "--scheduler", "sync",
+                 "--storage", str(tmp_path / "st")]) == 2
+    assert "n_clusters" in capsys.readouterr().err
