@@ -257,6 +257,11 @@ def load_model(path: str | os.PathLike) -> Any:
     return est
 
 
+#: the fitted attributes a model of each class needs (besides n_features_in_)
+_REQUIRED = {"KMeans": ("cluster_centers_",), "SoftKMeans": ("cluster_centers_", "beta_"),
+             "DiscriminativeClustering": ("cluster_centers_", "classes_"),
+             "AssociativeClustering": ("cluster_centers_x_", "cluster_centers_y_", "n_features_y_in_"),
+             "CMBC": ("theta_",), "SMIC": ("t_",)}
 #: a model file with more prototypes than this is refused (predict costs rows x prototypes x features)
 MAX_MODEL_PROTOTYPES = 100_000
 
@@ -268,6 +273,16 @@ def _check_fitted_shapes(est, path):
     any kernel reads it."""
     def bad(what):
         return ValueError(f"'{path}': {what}; the model file is damaged or was edited. Refit the model.")
+
+    from ._validation import validate_params
+
+    try:
+        validate_params(est)
+    except ValueError as exc:
+        raise bad(str(exc).rstrip(".")) from None
+    missing = [a for a in ("n_features_in_", *_REQUIRED.get(type(est).__name__, ())) if not hasattr(est, a)]
+    if missing:
+        raise bad(f"it lacks the fitted {', '.join(missing)}")
 
     d = getattr(est, "n_features_in_", None)
     if d is not None and (not isinstance(d, (int, np.integer)) or isinstance(d, bool) or not 1 <= int(d) <= 10**7):

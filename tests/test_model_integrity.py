@@ -107,3 +107,18 @@ def test_the_cli_refuses_nan_and_l_0(tmp_path, capsys):
     assert main(["fit", "ac", str(store), "-k", "2", "-l", "0", "--scheduler", "sync",
                  "--storage", str(tmp_path / "st")]) == 2
     assert "n_clusters" in capsys.readouterr().err
+
+
+def test_model_files_without_fitted_state_or_with_bad_parameters_are_refused(model_file):
+    path, _ = model_file
+    doc = json.loads(path.read_text())
+    del doc["fitted"]["cluster_centers_"]
+    path.write_text(json.dumps(doc))
+    with pytest.raises(ValueError, match="lacks the fitted cluster_centers_"):
+        load_model(path)
+    for value in ("two", -3):
+        doc = json.loads(path.read_text())
+        doc["params"]["n_clusters"] = value
+        path.write_text(json.dumps(doc))
+        with pytest.raises(ValueError, match="'n_clusters' parameter of KMeans"):
+            load_model(path)
