@@ -17,6 +17,7 @@ codes across blocks by :class:`LabelEncoder`, the class names sorted as
 from __future__ import annotations
 
 import csv
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -290,7 +291,13 @@ def npy_header(path):
         else:  # 3.0 is written only for structured dtypes with non-latin-1 field names
             raise IngestError(f"'{path}' is a .npy file of format {version}, which holds a structured dtype; "
                               "store a plain numeric (n, d) array.")
-        return shape, dtype, fortran, fh.tell()
+        offset = fh.tell()
+    need = offset + int(np.prod(shape, dtype=np.float64)) * dtype.itemsize
+    size = os.path.getsize(path)
+    if need != size:  # a damaged or edited header: reading would run on (or stop) without a word
+        raise IngestError(f"'{path}': its header says shape {shape} of {dtype} ({need} bytes with the header) but "
+                          f"the file has {size} bytes; the file is truncated or its header was edited.")
+    return shape, dtype, fortran, offset
 
 
 # --------------------------------------------------------------------------

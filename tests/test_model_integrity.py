@@ -122,3 +122,18 @@ def test_model_files_without_fitted_state_or_with_bad_parameters_are_refused(mod
         path.write_text(json.dumps(doc))
         with pytest.raises(ValueError, match="'n_clusters' parameter of KMeans"):
             load_model(path)
+
+
+def test_a_npy_whose_header_does_not_match_its_size_is_refused(tmp_path, capsys):
+    """(issue 27) a header claiming 10^11 rows made ingest run on silently."""
+    from infoclust_dask.cli import main
+
+    path = tmp_path / "a.npy"
+    np.save(path, np.ones((100, 3)))
+    path.write_bytes(path.read_bytes().replace(b"(100, 3)", b"(900, 3)", 1))  # the header claims 900 rows
+    assert main(["ingest", str(path), str(tmp_path / "s.zarr")]) == 2
+    assert "the file is truncated or its header was edited" in capsys.readouterr().err
+    np.save(path, np.ones((100, 3)))
+    path.write_bytes(path.read_bytes()[:-8])  # one value short
+    assert main(["ingest", str(path), str(tmp_path / "s.zarr")]) == 2
+    assert not (tmp_path / "s.zarr").exists()
