@@ -144,7 +144,7 @@ def prepare_input(est, X, *, reset: bool, need_moments: bool = False, attr: str 
                 "them first (e.g. `infoclust ingest --drop-nonfinite`). A store written by infoclust "
                 "holds none, so there they mean damaged bytes: check it with `infoclust verify STORE`."
             )
-        return A, _info(st, A.shape, shift)
+        return A, _check_magnitude(_info(st, A.shape, shift), A.dtype, name)
     if allow_1d and np.ndim(X) == 1:
         X = np.asarray(X).reshape(-1, 1)
     if attr == "n_features_in_" and type(X).__module__.startswith("xarray."):
@@ -165,7 +165,24 @@ def prepare_input(est, X, *, reset: bool, need_moments: bool = False, attr: str 
     shift = A[0].astype(np.float64)
     info = _info(engine.map_reduce(MOMENTS, A, params={"shift": shift}, scheduler="threads"), A.shape, shift)
     info.lazy_input = False
-    return engine.prepare(A), info
+    return engine.prepare(A), _check_magnitude(info, A.dtype, name)
+
+
+#: per dtype: the largest feature scale (|mean| + standard deviation) whose squared distances stay finite
+MAX_SCALE = {np.dtype(np.float64): 1e150, np.dtype(np.float32): 1e18}
+
+
+def _check_magnitude(info, dtype, name):
+    """Refuse data whose squared distances overflow (``X * 1e300`` gave
+    K-means an infinite inertia and soft K-means NaN centres)."""
+    limit = MAX_SCALE.get(np.dtype(dtype), 1e150)
+    scale = np.abs(info.mean) + np.sqrt(info.var)
+    if not np.all(np.isfinite(info.var)) or not np.all(np.isfinite(info.mean)) or np.any(scale > limit):
+        j = int(np.argmax(np.where(np.isfinite(scale), scale, np.inf)))
+        raise ValueError(f"{name} has values too large for squared distances in {np.dtype(dtype)} (feature {j}: "
+                         f"mean {info.mean[j]:.3g}, variance {info.var[j]:.3g}; the limit is about {limit:.0e}). "
+                         "Rescale the data first (e.g. `infoclust ingest --standardize`).")
+    return info
 
 
 def _set_feature_names(est, X, variable):
@@ -207,9 +224,10 @@ def _check_width(est, A, reset, attr, name):
 
 def _info(st, shape, shift=None):
     n = int(st["n"])
-    mean_shifted = st["s1"] / n
-    var = np.maximum(st["s2"] / n - mean_shifted**2, 0.0)
-    mean = mean_shifted if shift is None else mean_shifted + shift
+    with np.errstate(over="ignore", invalid="ignore"):  # data too large for squares: _check_magnitude says so
+        mean_shifted = st["s1"] / n
+        var = np.maximum(st["s2"] / n - mean_shifted**2, 0.0)
+        mean = mean_shifted if shift is None else mean_shifted + shift
     return DataInfo(n, shape[1], mean, var, lazy_input=True)
 
 

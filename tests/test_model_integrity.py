@@ -137,3 +137,16 @@ def test_a_npy_whose_header_does_not_match_its_size_is_refused(tmp_path, capsys)
     path.write_bytes(path.read_bytes()[:-8])  # one value short
     assert main(["ingest", str(path), str(tmp_path / "s.zarr")]) == 2
     assert not (tmp_path / "s.zarr").exists()
+
+
+@pytest.mark.parametrize("factor, dtype", [(1e300, np.float64), (1e160, np.float64), (1e30, np.float32)])
+def test_values_whose_squares_overflow_are_refused(factor, dtype):
+    """(issue 27) KMeans(2).fit(X * 1e300) gave sizes [599, 1] and an
+    infinite inertia with only RuntimeWarnings."""
+    import dask.array as da
+
+    X = (np.random.default_rng(0).normal(size=(600, 3)) * factor).astype(dtype)
+    for data in (X, da.from_array(X, chunks=200)):
+        with pytest.raises(ValueError, match="too large for squared distances.*--standardize"):
+            KMeans(2, scheduler="sync").fit(data)
+    KMeans(2, scheduler="sync").fit(X / factor)  # the same data rescaled fits
