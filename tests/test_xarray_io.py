@@ -143,3 +143,25 @@ def test_two_views_and_binary_and_graph_methods_take_xarray():
     np.testing.assert_array_equal(got.values, SMIC(3, t=5, random_state=0, scheduler="sync").fit(X).labels_)
     new = sm.predict(_band_time()[:, :20])
     assert new.dims == ("time",) and (new.time.values == TIME[:20].values).all()
+
+
+def test_labels_pair_with_x_by_coordinate_not_by_position():
+    """(issue 27) a ``y`` whose sample coordinate is a permutation of X's was
+    paired by position (DC's table [[300, 300], [0, 0]]); now it is reordered
+    by coordinate, and a ``y`` over other samples is refused."""
+    import xarray as xr
+
+    from infoclust_dask import DiscriminativeClustering
+
+    rng = np.random.default_rng(0)
+    x = np.vstack([rng.normal(-4, 1, size=(300, 2)), rng.normal(4, 1, size=(300, 2))])
+    c = np.repeat([0, 1], 300)
+    X = xr.DataArray(x, dims=("sample", "feature"), coords={"sample": np.arange(600)})
+    perm = rng.permutation(600)
+    y = xr.DataArray(c[perm], dims=("sample",), coords={"sample": perm})
+    dc = DiscriminativeClustering(2, sigma=1.0, random_state=0, scheduler="sync").fit(X, y)
+    table = np.sort(dc.contingency_, axis=0)
+    np.testing.assert_array_equal(table, [[0, 0], [300, 300]])  # each cluster holds one class
+    other = xr.DataArray(c, dims=("sample",), coords={"sample": np.arange(600) + 1000})
+    with pytest.raises(ValueError, match="different 'sample' coordinates"):
+        DiscriminativeClustering(2, sigma=1.0, scheduler="sync").fit(X, other)

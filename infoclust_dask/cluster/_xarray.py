@@ -140,7 +140,29 @@ def label_from(ds_or_x, y, sample_dim, what="y"):
         return ds_or_x[y]
     if isinstance(y, (list, tuple)) and isinstance(ds_or_x, xr.Dataset) and y and all(isinstance(v, str) for v in y):
         return [label_from(ds_or_x, v, sample_dim, what) for v in y]
-    return y
+    return aligned(ds_or_x, y, sample_dim, what)
+
+
+def aligned(x, y, sample_dim, what="y"):
+    """``y`` (a DataArray beside the DataArray or Dataset ``x``) in the order
+    of ``x``'s sample coordinate: xarray objects pair by coordinate, not by
+    position. The same labels in another order are reordered; missing or
+    extra samples are refused (they cannot be paired)."""
+    import xarray as xr
+
+    if not (isinstance(y, xr.DataArray) and isinstance(x, (xr.DataArray, xr.Dataset))):
+        return y
+    sd = sample_dim if sample_dim in getattr(y, "dims", ()) else None
+    if sd is None or sd not in x.coords or sd not in y.coords:
+        return y
+    xs, ys = x.indexes[sd], y.indexes[sd]
+    if xs.equals(ys):
+        return y
+    if len(xs) == len(ys) and xs.isin(ys).all() and ys.is_unique:
+        return y.sel({sd: xs})
+    raise ValueError(f"{what} and X are DataArrays over different '{sd}' coordinates ({len(ys)} and {len(xs)} "
+                     f"samples, {int((~xs.isin(ys)).sum())} of X's without a {what}): they are paired by "
+                     f"coordinate, so select the same samples in both (e.g. {what}.sel({sd}=X.{sd})).")
 
 
 def wrap(out, sd, coord, method):
