@@ -105,9 +105,16 @@ def _decode_error(path, encoding, exc, where=""):
 # --------------------------------------------------------------------------
 # CSV
 # --------------------------------------------------------------------------
+def _text_encoding(encoding: str) -> str:
+    """UTF-8 read as ``utf-8-sig``: a byte-order mark (Excel writes one) is
+    not part of the first header name."""
+    return "utf-8-sig" if str(encoding).lower().replace("_", "-") in ("utf-8", "utf8") else encoding
+
+
 def _sniff_csv(path: Path, encoding: str):
     """The first two non-empty rows, with their physical line numbers."""
     rows = []
+    encoding = _text_encoding(encoding)
     try:
         with path.open(newline="", encoding=encoding) as fh:
             reader = csv.reader(fh)
@@ -140,6 +147,10 @@ def read_csv(path, label_columns=(), encoding="utf-8", rows=None) -> Table:
     header = row0 if (n0 == 0 or n0 < n1 or named) else None
     if header is not None and len(first) < 2:
         raise IngestError(f"'{path}' has a header but no data rows.")
+    if header is not None and len(set(header)) < len(header):
+        dup = sorted({h for h in header if header.count(h) > 1})
+        raise IngestError(f"'{path}': the header names the columns {dup} more than once; give every column its "
+                          "own name.")
     width = len(row0)
     if len(first) > 1 and len(first[1][1]) != width:
         raise IngestError(f"'{path}' line {first[1][0]} has {len(first[1][1])} fields, expected {width}: the file "
@@ -151,7 +162,7 @@ def read_csv(path, label_columns=(), encoding="utf-8", rows=None) -> Table:
     try:
         reader = pd.read_csv(
             path, header=None, skiprows=skip, chunksize=rows,
-            encoding=encoding, skip_blank_lines=True, skipinitialspace=True, dtype={i: str for i in li},
+            encoding=_text_encoding(encoding), skip_blank_lines=True, skipinitialspace=True, dtype={i: str for i in li},
             keep_default_na=False, na_values={j: NA_STRINGS for j in numeric}, engine="c", **_exact_floats(pd))
     except LookupError:
         raise IngestError(f"Unknown text encoding {encoding!r}; use e.g. utf-8 or latin-1.") from None

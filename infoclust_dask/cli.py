@@ -134,7 +134,7 @@ def _cmd_fit(args):
 
     method = get_method(args.method)
     check_writable(args.storage)  # before the work, not after it
-    if args.write_labels:
+    if args.write_labels is not None:
         from .store import check_label_name
 
         check_label_name(args.write_labels)
@@ -175,7 +175,7 @@ def _cmd_fit(args):
     summary.update(method.summary(est, ds, run))
     if hasattr(est, "labels_") and not engine.is_lazy(est.labels_):
         write_npy(run / "labels.npy", est.labels_, overwrite=bool(args.resume))
-    if args.write_labels:
+    if args.write_labels is not None:
         from .store import add_labels
 
         add_labels(args.store, args.write_labels, est.labels_, overwrite=args.overwrite, scheduler=sched,
@@ -192,9 +192,9 @@ def _cmd_predict(args):
     from .runs import load_model
     from .store import add_labels, check_label_name, open_dataset
 
-    if args.write_labels:
+    if args.write_labels is not None:
         check_label_name(args.write_labels)
-    if not args.write_labels and not args.out:
+    if args.write_labels is None and not args.out:
         raise ValueError("Say where the labels go: --write-labels NAME (a variable of the store) and/or "
                          "--out FILE.npy.")
     if args.out and Path(args.out).exists() and not args.overwrite:
@@ -208,7 +208,7 @@ def _cmd_predict(args):
     model.set_params(scheduler=sched)
     t0 = time.perf_counter()
     labels = model.predict(ds["x"])  # lazy: one block at a time
-    if args.write_labels:
+    if args.write_labels is not None:
         add_labels(args.store, args.write_labels, labels, overwrite=args.overwrite, scheduler=sched,
                    attrs={"model": str(Path(args.model).resolve())})
         labels = open_dataset(args.store)[args.write_labels].data

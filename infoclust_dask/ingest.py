@@ -270,6 +270,8 @@ def ingest(src: Any, dest: str | os.PathLike, *, label_column: str | None = None
     if codec not in ("auto", "lz4", "zstd", "none"):
         raise IngestError(f"codec must be 'auto', 'lz4', 'zstd' or 'none'; got {codec!r}.")
     dest = check_destination(dest, overwrite)  # a URL is refused here, before anything is read or created
+    if n_folds is not None and (isinstance(n_folds, bool) or not isinstance(n_folds, int) or n_folds < 2):
+        raise IngestError(f"n_folds (--folds) must be an int >= 2 (or left out for no folds); got {n_folds!r}.")
     if url_protocol(src) not in (None, "file"):
         local_path(src, "source")
     if binary and (standardize or pca is not None):

@@ -344,6 +344,8 @@ def write_dataset(
             raise ValueError(f"'fold' must have one entry per row ({n}); got shape {fold.shape}.")
         if not np.issubdtype(fold.dtype, np.integer):
             raise TypeError(f"'fold' must be integer fold numbers; got dtype {fold.dtype}.")
+        if not engine.is_lazy(fold) and n and (np.min(fold) < 0 or np.max(fold) > np.iinfo(np.int16).max):
+            raise ValueError(f"'fold' numbers must be 0 .. 32767; got {np.min(fold)} .. {np.max(fold)}.")
         add("fold", fold, ("sample",), np.int16)
 
     if check_finite:

@@ -150,3 +150,24 @@ def test_values_whose_squares_overflow_are_refused(factor, dtype):
         with pytest.raises(ValueError, match="too large for squared distances.*--standardize"):
             KMeans(2, scheduler="sync").fit(data)
     KMeans(2, scheduler="sync").fit(X / factor)  # the same data rescaled fits
+
+
+def test_ingest_and_write_refuse_what_they_used_to_accept(tmp_path, capsys):
+    """(issue 27) --folds 0, --write-labels '', fold=-1, duplicate CSV
+    headers; and a UTF-8 byte-order mark is not part of the first name."""
+    from infoclust_dask.cli import main
+
+    np.save(tmp_path / "a.npy", np.ones((20, 2)))
+    assert main(["ingest", str(tmp_path / "a.npy"), str(tmp_path / "a.zarr"), "--folds", "0"]) == 2
+    assert "must be an int >= 2" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="'fold' numbers must be 0"):
+        write_dataset(tmp_path / "f.zarr", np.ones((4, 2)), fold=np.array([0, 1, -1, 0]))
+    (tmp_path / "d.csv").write_text("a,a,cls\n1,2,x\n3,4,y\n")
+    assert main(["ingest", str(tmp_path / "d.csv"), str(tmp_path / "d.zarr"), "--label-column", "cls"]) == 2
+    assert "['a'] more than once" in capsys.readouterr().err
+    (tmp_path / "b.csv").write_bytes("\ufeffcls,a,b\nx,1,2\ny,3,4\n".encode("utf-8"))
+    assert main(["ingest", str(tmp_path / "b.csv"), str(tmp_path / "b.zarr"), "--label-column", "cls"]) == 0
+    store = tmp_path / "b.zarr"
+    assert main(["fit", "kmeans", str(store), "-k", "2", "--scheduler", "sync", "--write-labels", "",
+                 "--storage", str(tmp_path / "s")]) == 2
+    assert "cannot name a label variable" in capsys.readouterr().err
