@@ -171,3 +171,11 @@ def test_ingest_and_write_refuse_what_they_used_to_accept(tmp_path, capsys):
     assert main(["fit", "kmeans", str(store), "-k", "2", "--scheduler", "sync", "--write-labels", "",
                  "--storage", str(tmp_path / "s")]) == 2
     assert "cannot name a label variable" in capsys.readouterr().err
+
+
+def test_cmbc_on_constant_data_is_a_clear_error():
+    """(issue 27) all-zero rows ended in a ZeroDivisionError inside the compiled kernel."""
+    from infoclust_dask import CMBC
+
+    with pytest.raises(ValueError, match="every feature is constant"):
+        CMBC(2, scheduler="sync").fit(np.zeros((50, 5)))

@@ -264,6 +264,9 @@ class CMBC(ClusterMixin, InfoclustEstimator):
         n = float(st["n"])
         mean = st["s1"] / n
         cov = st["xtx"] / n - np.outer(mean, mean)
+        if not np.any(np.diag(cov) > 1e-12):
+            raise ValueError("X: every feature is constant (all rows are equal), so CMBC has nothing to cluster "
+                             "(the first temperature, from the features' correlations, would be 0).")
         sd = np.sqrt(np.maximum(np.diag(cov), 1e-12))
         corr = cov / np.outer(sd, sd)
         return 2.0 * float(np.linalg.eigvalsh((corr + corr.T) / 2).max())
