@@ -127,6 +127,10 @@ def _sniff_csv(path: Path, encoding: str):
         raise _decode_error(path, encoding, exc) from None
     except LookupError:
         raise IngestError(f"Unknown text encoding {encoding!r}; use e.g. utf-8 or latin-1.") from None
+    except csv.Error as exc:  # e.g. a field larger than the csv module's limit (128 KB)
+        where = f"line {reader.line_num}" if "reader" in locals() else "the first lines"
+        raise IngestError(f"'{path}' is not a CSV file this reader can take: {exc} at {where}. Is it the right "
+                          "file, with one row per line?") from None
     return rows
 
 

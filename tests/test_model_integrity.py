@@ -179,3 +179,13 @@ def test_cmbc_on_constant_data_is_a_clear_error():
 
     with pytest.raises(ValueError, match="every feature is constant"):
         CMBC(2, scheduler="sync").fit(np.zeros((50, 5)))
+
+
+def test_a_csv_with_a_huge_field_is_a_clear_error(tmp_path, capsys):
+    """(issue 27) a 20 MB cell ended in ``_csv.Error: field larger than field limit``."""
+    from infoclust_dask.cli import main
+
+    (tmp_path / "h.csv").write_text("a,b\n1," + "9" * 200_000 + "\n2,3\n")
+    assert main(["ingest", str(tmp_path / "h.csv"), str(tmp_path / "h.zarr")]) == 2
+    err = capsys.readouterr().err
+    assert "field larger than field limit" in err and "line 2" in err and "Traceback" not in err
