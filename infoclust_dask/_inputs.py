@@ -281,6 +281,10 @@ def encode_labels(y, n_samples, *, classes=None, min_classes=2, name="y"):
         raise ValueError(f"{name} holds labels of mixed types that cannot be sorted ({exc}); use one type.") from None
     if values.dtype.kind == "f" and np.isnan(values).any():
         raise ValueError(f"{name} contains NaN labels; drop those samples or give them a class.")
+    if values.dtype.kind == "f" and values.size > 20 and np.any(values != np.round(values)):
+        raise ValueError(f"{name} holds {values.size} distinct non-integer numbers ({values[:3].tolist()} ...): it "
+                         "looks like a measurement, not class labels. Pass classes (ints or strings), or bin the "
+                         "values first (e.g. numpy.digitize).")
     if values.dtype.kind not in "biufUSO":
         raise ValueError(f"{name} must hold class labels (ints or strings); got dtype {values.dtype}.")
     if classes is None:

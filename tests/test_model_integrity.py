@@ -189,3 +189,17 @@ def test_a_csv_with_a_huge_field_is_a_clear_error(tmp_path, capsys):
     assert main(["ingest", str(tmp_path / "h.csv"), str(tmp_path / "h.zarr")]) == 2
     err = capsys.readouterr().err
     assert "field larger than field limit" in err and "line 2" in err and "Traceback" not in err
+
+
+def test_a_prior_not_summing_to_one_and_a_continuous_y_are_refused():
+    """(issue 27) SMIC rescaled any class_prior silently; DC took 600
+    distinct continuous floats as 600 classes."""
+    from infoclust_dask import SMIC, DiscriminativeClustering
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(600, 2))
+    with pytest.raises(ValueError, match="class_prior must sum to 1"):
+        SMIC(2, t=5, class_prior=[0.8, 0.8], scheduler="sync").fit(X[:100])
+    with pytest.raises(ValueError, match="600 distinct non-integer numbers"):
+        DiscriminativeClustering(2, sigma=1.0, scheduler="sync").fit(X, rng.normal(size=600))
+    DiscriminativeClustering(2, sigma=1.0, max_iter=2, scheduler="sync").fit(X, np.repeat([1.0, 2.0], 300))

@@ -355,6 +355,9 @@ def check_prior(prior, c):
         raise ValueError(
             f"class_prior must be {c} positive numbers (one per cluster); got {prior!r}."
         )
+    if abs(p.sum() - 1.0) > 1e-6:  # a prior that does not sum to 1 is a mistake, not a prior to rescale silently
+        raise ValueError(f"class_prior must sum to 1; got {prior!r} (sum {p.sum():.6g}). Pass prior / sum(prior) "
+                         "if those are relative sizes.")
     return np.sort(p / p.sum())
 
 
