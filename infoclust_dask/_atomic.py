@@ -61,6 +61,13 @@ def clean_stale_temporaries(path) -> list[Path]:
     return removed
 
 
+def _older_than(p: Path, seconds: float) -> bool:
+    try:
+        return time.time() - p.stat().st_mtime > seconds
+    except OSError:
+        return False
+
+
 def _read_lock_pid(p: Path):
     try:
         return p.read_text().strip()
@@ -84,13 +91,19 @@ class _WriteLock:
                 fd = os.open(self.lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
             except FileExistsError:
                 pid = _read_lock_pid(self.lock)
-                if pid.isdigit() and not _pid_alive(int(pid)):
+                if (pid.isdigit() and not _pid_alive(int(pid))) or (not pid and _older_than(self.lock, 60.0)):
+                    # a dead writer's lock, or an empty one left when writing the PID failed (a full disk)
                     self.lock.unlink(missing_ok=True)
                     continue
                 raise StoreError(f"Another process (PID {pid or '?'}) is writing '{self.path}'; wait for it "
                                  f"to finish (or, if no such process runs, remove '{self.lock}').") from None
-            with os.fdopen(fd, "w") as fh:
-                fh.write(str(os.getpid()))
+            try:
+                with os.fdopen(fd, "w") as fh:
+                    fh.write(str(os.getpid()))
+            except OSError as exc:  # e.g. no space left: no empty lock may stay behind
+                self.lock.unlink(missing_ok=True)
+                raise StoreError(f"Cannot take the write lock '{self.lock}' for '{self.path}': {exc.strerror}.") \
+                    from None
             return self
         raise StoreError(f"Cannot take the write lock '{self.lock}' for '{self.path}'.")
 

@@ -203,3 +203,21 @@ def test_a_prior_not_summing_to_one_and_a_continuous_y_are_refused():
     with pytest.raises(ValueError, match="600 distinct non-integer numbers"):
         DiscriminativeClustering(2, sigma=1.0, scheduler="sync").fit(X, rng.normal(size=600))
     DiscriminativeClustering(2, sigma=1.0, max_iter=2, scheduler="sync").fit(X, np.repeat([1.0, 2.0], 300))
+
+
+def test_an_empty_stale_lock_does_not_block_the_next_write(tmp_path):
+    """(issue 27) ENOSPC while writing the PID left an empty lock, and every
+    later write failed with "Another process (PID ?) is writing"."""
+    import os
+    import time
+
+    from infoclust_dask.store import StoreError
+
+    path = tmp_path / "s.zarr"
+    lock = tmp_path / ".s.zarr.lock-"
+    lock.write_text("")
+    with pytest.raises(StoreError, match=r"PID \?"):  # a fresh empty lock: maybe a writer starting up
+        write_dataset(path, np.ones((4, 2)))
+    old = time.time() - 3600
+    os.utime(lock, (old, old))
+    assert write_dataset(path, np.ones((4, 2))) == path and not lock.exists()
