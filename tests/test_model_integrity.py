@@ -221,3 +221,13 @@ def test_an_empty_stale_lock_does_not_block_the_next_write(tmp_path):
     old = time.time() - 3600
     os.utime(lock, (old, old))
     assert write_dataset(path, np.ones((4, 2))) == path and not lock.exists()
+
+
+def test_cmbc_predict_refuses_non_binary_rows():
+    from infoclust_dask import CMBC
+
+    Y = np.random.default_rng(0).integers(0, 2, size=(60, 4))
+    m = CMBC(2, random_state=0, scheduler="sync").fit(Y)
+    assert m.predict(Y).shape == (60,)
+    with pytest.raises(ValueError, match=r"binary \(0/1\) as at fit; found values \[2"):
+        m.predict(Y * 2)

@@ -388,15 +388,28 @@ class CMBC(ClusterMixin, InfoclustEstimator):
     def _labels(self, X):
         return self._proba(X).argmax(axis=1)
 
+    @staticmethod
+    def _binary_rows(X):
+        """In-memory rows (numpy or scipy.sparse) must be 0/1, as at fit (lazy
+        rows are checked by fit's counting pass only: a pass more here would
+        double predict's cost)."""
+        if engine.is_lazy(X):
+            return X
+        values = X.data if _is_sparse(X) else np.asarray(X)
+        bad = np.setdiff1d(np.unique(values), [0, 1])
+        if bad.size:
+            raise ValueError(f"X must be binary (0/1) as at fit; found values {bad[:5].tolist()}.")
+        return X
+
     def predict(self, X: DataLike) -> Labels:
         """Most probable cluster of each binary row (the Bernoulli mixture at T = 1)."""
         check_is_fitted(self, "theta_")
-        return self._labels(self._check_X(X, False))
+        return self._labels(self._binary_rows(self._check_X(X, False)))
 
     def predict_proba(self, X: DataLike) -> Labels:
         """``p(c_k | y+)`` of each row, equal cluster priors."""
         check_is_fitted(self, "theta_")
-        return self._proba(self._check_X(X, False))
+        return self._proba(self._binary_rows(self._check_X(X, False)))
 
     def score(self, X: DataLike, Y_minus: DataLike | None = None, *, known: Any = None, gamma: float | None = None) -> float:
         """The objective (3.14) of the fitted parameters on the rows ``X``
