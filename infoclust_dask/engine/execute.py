@@ -6,12 +6,13 @@ dask's threads run kernels in this process."""
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 from .._scheduler import resolve_scheduler
 from .blocks import is_lazy
 
 
-def compute(obj, *, scheduler=None, progress: bool = False):
+def compute(obj: Any, *, scheduler: Any = None, progress: bool = False) -> Any:
     """Compute one dask object (array or delayed), or a tuple / list of them,
     on the resolved scheduler. Non-dask objects come back as they are."""
     sched = resolve_scheduler(scheduler)

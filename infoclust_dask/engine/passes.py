@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 from functools import partial
+from typing import Any
 
 import numpy as np
 
@@ -35,13 +36,13 @@ from .execute import one_blas_thread
 # --------------------------------------------------------------------------
 def map_reduce(
     bp: Pass,
-    *arrays,
+    *arrays: Any,
     params: dict | None = None,
-    scheduler=None,
+    scheduler: Any = None,
     split_every: int = 8,
     block_rows: int | None = None,
     progress: bool = False,
-):
+) -> Any:
     """Run a ``kind="reduce"`` pass over aligned row blocks of ``arrays``.
 
     Parameters
@@ -127,7 +128,8 @@ def _fold_call(bp, start, state, params, *blocks):
     return run_fold_step(bp, start, state, blocks, params)
 
 
-def fold_blocks(bp: Pass, *arrays, state, params=None, order=None, scheduler=None):
+def fold_blocks(bp: Pass, *arrays: Any, state: Any, params: dict | None = None, order: Any = None,
+                scheduler: Any = None) -> Any:
     """Run a ``kind="fold"`` pass: thread a small ``state`` through the row
     blocks, one after another.
 
@@ -162,7 +164,7 @@ def fold_blocks(bp: Pass, *arrays, state, params=None, order=None, scheduler=Non
     return execute.compute(out, scheduler=sched)
 
 
-def n_blocks(data, block_rows=None) -> int:
+def n_blocks(data: Any, block_rows: int | None = None) -> int:
     """Number of row blocks :func:`map_reduce` / :func:`fold_blocks` use."""
     a = as_array(data)
     if _is_dask(a):
@@ -172,11 +174,11 @@ def n_blocks(data, block_rows=None) -> int:
 
 def map_blocks(
     bp: Pass,
-    *arrays,
+    *arrays: Any,
     params: dict | None = None,
     trailing_shape: tuple = (),
     block_rows: int | None = None,
-):
+) -> Any:
     """Run a ``kind="map"`` pass: per-row output over aligned row blocks.
 
     Returns a numpy array for numpy inputs (computed here, block by block)

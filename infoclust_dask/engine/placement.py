@@ -4,6 +4,8 @@ input, persist small lazy input), :func:`persist`, :func:`persist_all` and
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from .._scheduler import resolve_scheduler
@@ -20,7 +22,7 @@ PERSIST_BYTES = 512 * 2**20
 # --------------------------------------------------------------------------
 # data placement
 # --------------------------------------------------------------------------
-def prepare(data, *, scheduler=None, limit: int | None = None):
+def prepare(data: Any, *, scheduler: Any = None, limit: int | None = None) -> Any:
     """The one place that decides where the data of a many-pass fit live.
 
     - numpy input on a ``distributed`` scheduler: scattered to the workers
@@ -43,7 +45,7 @@ def prepare(data, *, scheduler=None, limit: int | None = None):
     return a
 
 
-def persist(data, *, scheduler=None, chunk_rows: int | None = None):
+def persist(data: Any, *, scheduler: Any = None, chunk_rows: int | None = None) -> Any:
     """Load ``data`` into the memory of the scheduler's workers (or into this
     process for local schedulers) and return a dask array over it.
 
@@ -79,7 +81,7 @@ def persist(data, *, scheduler=None, chunk_rows: int | None = None):
     return da.concatenate(pieces, axis=0)
 
 
-def persist_all(arrays, *, scheduler=None, progress: bool = False):
+def persist_all(arrays: Any, *, scheduler: Any = None, progress: bool = False) -> Any:
     """Persist several lazy arrays of one graph together (their shared tasks
     run once), in the workers' memory or, for local schedulers, this
     process'. ``progress`` shows a bar of the tasks done."""
@@ -129,7 +131,7 @@ def _take_block(x, keep):
 _TAKE = Pass("take_rows", _take_block, kind="map", inputs=("x", "keep"))
 
 
-def take_rows(data, keep, *, scheduler=None):
+def take_rows(data: Any, keep: Any, *, scheduler: Any = None) -> Any:
     """The rows of ``data`` where ``keep`` is true, without copying the data.
 
     ``keep`` is a boolean vector (numpy or dask) with one entry per row, e.g.
