@@ -51,18 +51,10 @@ from .._validation import (
 from ..kernels.ac import AC_COUNTS, AC_GRAD, AC_HARD_COUNTS
 from ..kernels.stats import CROSS_GRAM, LABEL_SUMS, PROJECT
 from ..objectives import ac as obj
-from ._base import (
-    DataLike,
-    InfoclustEstimator,
-    Labels,
-    RandomStateLike,
-    SchedulerLike,
-    Sequence,
-    journaled,
-    voronoi_labels,
-)
+from ._base import InfoclustEstimator, journaled, voronoi_labels
 from ._init import init_random
 from ._kmeans import KMeans
+from ._types import DataLike, Labels, RandomStateLike, SchedulerLike, Sequence
 
 __all__ = ["AssociativeClustering", "ac_objective"]
 

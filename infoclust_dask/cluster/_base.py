@@ -10,9 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Union
 
 import numpy as np
 from sklearn.base import BaseEstimator
@@ -23,7 +21,7 @@ from ..journal import recording
 from ..kernels.kmeans import ASSIGN
 from ._xarray import XarrayIO
 
-__all__ = ["NumbersLike", "RandomStateLike", "SchedulerLike", "DataLike", "Labels", "Sequence", "InfoclustEstimator", "SHARED_CONSTRAINTS", "SHARED_PARAMETERS_DOC", "voronoi_labels", "journaled"]
+__all__ = ["InfoclustEstimator", "SHARED_CONSTRAINTS", "SHARED_PARAMETERS_DOC", "voronoi_labels", "journaled"]
 
 #: constraints of the parameters every estimator takes (merged into each
 #: estimator's ``_parameter_constraints``, as scikit-learn's ``_BaseKMeans`` does)
@@ -35,16 +33,6 @@ SHARED_CONSTRAINTS = {
     "verbose": [Interval(int, 0)],
 }
 
-
-#: type hints of the estimators' signatures: array-like numbers, a seed, where passes run
-NumbersLike = Union[Sequence[Any], np.ndarray]
-RandomStateLike = Union[int, np.random.Generator, np.random.RandomState, None]
-#: None, "sync", "threads", "local", a scheduler address, a distributed.Client or a dask cluster object
-SchedulerLike = Any
-#: the data an estimator reads: a numpy, dask or xarray array, an xarray Dataset, a zarr array or a store path
-DataLike = Any
-#: per-row results: numpy for numpy input, lazy (dask / xarray) for lazy input
-Labels = Any
 
 #: the documentation of the parameters every estimator takes besides ``random_state`` and ``verbose`` (whose
 #: meaning differs by method); it replaces the line ``[shared parameters]`` of an estimator's docstring

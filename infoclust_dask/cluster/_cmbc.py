@@ -38,7 +38,8 @@ from .._validation import Interval, Options, check_n_clusters, check_random_stat
 from ..kernels.cmbc import CMBC_ESTEP, CMBC_PATTERNS, CMBC_POSTERIOR
 from ..kernels.stats import GRAM, LABEL_VALUES
 from ..objectives import cmbc as obj
-from ._base import DataLike, InfoclustEstimator, Labels, RandomStateLike, SchedulerLike, Sequence, journaled
+from ._base import InfoclustEstimator, journaled
+from ._types import DataLike, Labels, RandomStateLike, SchedulerLike, Sequence
 
 __all__ = ["CMBC", "MIN_ROWS_PER_PATTERN", "HELD_OUT_GAMMA"]
 

@@ -40,19 +40,10 @@ from .._validation import (
 )
 from ..kernels.dc import DC_COUNTS, DC_GRAD, DC_HARD_COUNTS, DC_ONLINE, DC_REG
 from ..objectives import dc as obj
-from ._base import (
-    DataLike,
-    InfoclustEstimator,
-    Labels,
-    NumbersLike,
-    RandomStateLike,
-    SchedulerLike,
-    Sequence,
-    journaled,
-    voronoi_labels,
-)
+from ._base import InfoclustEstimator, journaled, voronoi_labels
 from ._init import init_random
 from ._kmeans import KMeans
+from ._types import DataLike, Labels, NumbersLike, RandomStateLike, SchedulerLike, Sequence
 
 __all__ = ["DiscriminativeClustering", "dc_objective"]
 

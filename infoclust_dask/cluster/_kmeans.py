@@ -24,18 +24,9 @@ from .._progress import say
 from .._validation import ArrayLike, Interval, Options, check_n_clusters, check_random_state, validate_params
 from ..kernels.kmeans import DISTANCES, INERTIA, LLOYD_FAR, LLOYD_STEP
 from ..kernels.stats import SUM_SQ
-from ._base import (
-    DataLike,
-    InfoclustEstimator,
-    Labels,
-    NumbersLike,
-    RandomStateLike,
-    SchedulerLike,
-    Sequence,
-    journaled,
-    voronoi_labels,
-)
+from ._base import InfoclustEstimator, journaled, voronoi_labels
 from ._init import init_kmeans_parallel, init_kmeanspp, init_random
+from ._types import DataLike, Labels, NumbersLike, RandomStateLike, SchedulerLike, Sequence
 
 __all__ = ["KMeans", "EmptyClusterWarning", "lloyd"]
 

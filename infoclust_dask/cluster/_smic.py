@@ -59,16 +59,7 @@ from ..objectives.smic import (
     orient,
     top_eigenvectors,
 )
-from ._base import (
-    DataLike,
-    InfoclustEstimator,
-    Labels,
-    NumbersLike,
-    RandomStateLike,
-    SchedulerLike,
-    Sequence,
-    journaled,
-)
+from ._base import InfoclustEstimator, journaled
 from ._knn_graph import (  # noqa: F401 - _cell_plan and the constants are read by tests and benchmarks
     CELL_SAMPLE_ROWS,
     EXACT_KNN_MAX_ROWS,
@@ -81,6 +72,7 @@ from ._knn_graph import (  # noqa: F401 - _cell_plan and the constants are read 
     _neighbour_lists,
     knn_recall,
 )
+from ._types import DataLike, Labels, NumbersLike, RandomStateLike, SchedulerLike, Sequence
 
 __all__ = ["SMIC", "local_scaling_affinity"]
 

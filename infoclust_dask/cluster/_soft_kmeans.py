@@ -37,18 +37,9 @@ from .._validation import (
 )
 from ..kernels.kmeans import RESPONSIBILITIES, SOFT_KMEANS
 from ..kernels.stats import WEIGHTED_SUM
-from ._base import (
-    DataLike,
-    InfoclustEstimator,
-    Labels,
-    NumbersLike,
-    RandomStateLike,
-    SchedulerLike,
-    Sequence,
-    journaled,
-    voronoi_labels,
-)
+from ._base import InfoclustEstimator, journaled, voronoi_labels
 from ._init import init_kmeanspp, init_random
+from ._types import DataLike, Labels, NumbersLike, RandomStateLike, SchedulerLike, Sequence
 
 __all__ = ["SoftKMeans", "n_distinct"]
 
