@@ -75,6 +75,10 @@ class InfoclustEstimator(XarrayIO, BaseEstimator):
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
+        for name in ("run_summary", "held_out_score"):  # passes, no xarray argument: the runner only
+            method = cls.__dict__.get(name)
+            if callable(method) and not getattr(method, "__installs_runner__", False):
+                setattr(cls, name, _runner_installed(method))
         own = cls.__dict__.get("_parameter_constraints")
         if own is not None:
             cls._parameter_constraints = {**SHARED_CONSTRAINTS, **own}
@@ -88,6 +92,19 @@ class InfoclustEstimator(XarrayIO, BaseEstimator):
         for name, value in params.items():
             if name not in ("self", "__class__"):
                 setattr(self, name, value)
+
+
+def _runner_installed(method):
+    """``method`` with the estimator's runner installed for its passes."""
+    import functools
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        with engine.installed(self.scheduler):
+            return method(self, *args, **kwargs)
+
+    wrapper.__installs_runner__ = True
+    return wrapper
 
 
 def voronoi_labels(X, centers, *, lazy=True):

@@ -427,11 +427,10 @@ class CMBC(ClusterMixin, InfoclustEstimator):
         pattern model counted on them (one pass): ``(loglik, model, n)``;
         :meth:`_objective_at` turns them into (3.14) at any gamma."""
         check_is_fitted(self, "theta_")
-        with engine.installed(self.scheduler):
-            X = self._check_X(X, False)
-            n = X.shape[0]
-            pm, _ = self._pattern_model(X, Y_minus, known, n)
-            st = engine.map_reduce(CMBC_ESTEP, X, params={**self._params(), "temperature": 1.0})
+        X = self._check_X(X, False)
+        n = X.shape[0]
+        pm, _ = self._pattern_model(X, Y_minus, known, n)
+        st = engine.map_reduce(CMBC_ESTEP, X, params={**self._params(), "temperature": 1.0})
         return float(st["loglik"]) - n * np.log(self.n_clusters), pm, n
 
     def _objective_at(self, loglik, pm, n, gamma):
@@ -456,9 +455,8 @@ class CMBC(ClusterMixin, InfoclustEstimator):
         out = {"score": self._objective_at(loglik, pm, n, float(gamma)),
                "loglik_per_sample": self._objective_at(loglik, pm, n, 0.0), "gamma": self.gamma_}
         if known is not None:
-            with engine.installed(self.scheduler):
-                labels = np.asarray(engine.compute(self.predict(X)))
-                ref = np.asarray(engine.compute(getattr(known, "data", known)))
+            labels = np.asarray(engine.compute(self.predict(X)))
+            ref = np.asarray(engine.compute(getattr(known, "data", known)))
             out["nmi_known"] = nmi_paper(labels, ref)
         return out
 
@@ -469,16 +467,15 @@ class CMBC(ClusterMixin, InfoclustEstimator):
         from ..metrics import contingency_table, nmi_paper
 
         check_is_fitted(self, "theta_")
-        with engine.installed(self.scheduler):
-            labels = np.asarray(engine.compute(self.labels_))
-            out = {"gamma": self.gamma_, "variant": self.variant, "n_patterns": self.n_patterns_,
-                   "temperatures": len(self.temperatures_), "cluster_sizes": np.bincount(labels).tolist()}
-            for name in data.data_vars:
-                if data[name].dims == ("sample",) and np.issubdtype(data[name].dtype, np.integer):
-                    lab = np.asarray(engine.compute(data[name].data))
-                    out[f"nmi_vs_{name}"] = nmi_paper(labels, lab)
-                    codes = np.unique(lab, return_inverse=True)[1]
-                    out[f"contingency_vs_{name}"] = contingency_table(labels, codes).tolist()
+        labels = np.asarray(engine.compute(self.labels_))
+        out = {"gamma": self.gamma_, "variant": self.variant, "n_patterns": self.n_patterns_,
+               "temperatures": len(self.temperatures_), "cluster_sizes": np.bincount(labels).tolist()}
+        for name in data.data_vars:
+            if data[name].dims == ("sample",) and np.issubdtype(data[name].dtype, np.integer):
+                lab = np.asarray(engine.compute(data[name].data))
+                out[f"nmi_vs_{name}"] = nmi_paper(labels, lab)
+                codes = np.unique(lab, return_inverse=True)[1]
+                out[f"contingency_vs_{name}"] = contingency_table(labels, codes).tolist()
         return out
 
     def fit_predict(self, X: DataLike, Y_minus: DataLike | None = None, *, known: Any = None) -> Labels:

@@ -430,8 +430,7 @@ class DiscriminativeClustering(ClusterMixin, InfoclustEstimator):
         ``"cost"`` (Kaski et al. 2005, Table 1), the K-means cost
         ``"vq_cost"`` of the same rows and the fit's ``"sigma"``."""
         lp = float(self.score(X, y))
-        with engine.installed(self.scheduler):
-            q = metrics.quantization_error(X, self.cluster_centers_)
+        q = metrics.quantization_error(X, self.cluster_centers_)
         return {"score": lp, "cost": -lp, "vq_cost": q, "sigma": float(self.sigma_)}
 
     def run_summary(self, data: Any) -> dict:

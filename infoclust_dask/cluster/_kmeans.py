@@ -272,17 +272,15 @@ class KMeans(ClusterMixin, TransformerMixin, InfoclustEstimator):
         the number of clusters the data have; ``"vq_cost"``, the mean
         squared distance to the nearest centre, always falls as k grows."""
         check_is_fitted(self)
-        with engine.installed(self.scheduler):
-            ll = metrics.kmeans_heldout_loglik(X, self.cluster_centers_, self.cluster_sizes_, self.inertia_)
-            q = metrics.quantization_error(X, self.cluster_centers_)
+        ll = metrics.kmeans_heldout_loglik(X, self.cluster_centers_, self.cluster_sizes_, self.inertia_)
+        q = metrics.quantization_error(X, self.cluster_centers_)
         return {"score": ll, "loglik_per_sample": ll, "vq_cost": q, "train_inertia": float(self.inertia_)}
 
     def run_summary(self, data: Any) -> dict:
         """Facts of a fit on a store (``data``: its Dataset) for the run's
         ``summary.json``: the inertia and the cluster sizes."""
         check_is_fitted(self)
-        with engine.installed(self.scheduler):
-            labels = np.asarray(engine.compute(self.labels_))
+        labels = np.asarray(engine.compute(self.labels_))
         return {"inertia": float(self.inertia_),
                 "cluster_sizes": np.bincount(labels, minlength=self.cluster_centers_.shape[0]).tolist()}
 

@@ -551,8 +551,7 @@ class SMIC(ClusterMixin, InfoclustEstimator):
                "eigenvalues": self.eigenvalues_.tolist(), "timings": self.timings_,
                "cluster_sizes": np.bincount(self.labels_, minlength=self.n_clusters).tolist()}
         if "label" in data:
-            with engine.installed(self.scheduler):
-                out["ari_vs_label"] = float(adjusted_rand_score(engine.compute(data["label"].data), self.labels_))
+            out["ari_vs_label"] = float(adjusted_rand_score(engine.compute(data["label"].data), self.labels_))
         return out
 
     def fit_predict(self, X: DataLike, y: Any = None) -> Labels:
