@@ -114,9 +114,8 @@ def _text_encoding(encoding: str) -> str:
 def _sniff_csv(path: Path, encoding: str):
     """The first two non-empty rows, with their physical line numbers."""
     rows = []
-    encoding = _text_encoding(encoding)
     try:
-        with path.open(newline="", encoding=encoding) as fh:
+        with path.open(newline="", encoding=_text_encoding(encoding)) as fh:
             reader = csv.reader(fh)
             for r in reader:
                 if r and any(v.strip() for v in r):
