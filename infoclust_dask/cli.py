@@ -44,7 +44,7 @@ def _cmd_ingest(args):
         args.src, args.dest, label_column=args.label_column, drop_nonfinite=args.drop_nonfinite,
         standardize=args.standardize, pca=args.pca, pca_method=args.pca_method, n_folds=args.folds, fold_seed=args.fold_seed,
         chunks=args.chunks, codec=args.codec, overwrite=args.overwrite, progress=True, binary=args.binary,
-        labels=args.labels, encoding=args.encoding,
+        labels=args.labels, encoding=args.encoding, dtype=args.dtype,
     )
     report["store"] = str(path)
     report["seconds"] = round(time.perf_counter() - t0, 2)
@@ -316,6 +316,8 @@ def build_parser():
                     help="rows per chunk (default: ~64 MB chunks, at least 8 chunks if they stay >= 8 MB)")
     pi.add_argument("--codec", choices=["auto", "lz4", "zstd", "none"], default="auto",
                     help="auto (default): LZ4 if it shrinks a sample of rows by >= 15%%, else none")
+    pi.add_argument("--dtype", choices=["auto", "float32", "float64"], default="auto",
+                    help="float type of x on disk; auto (default) keeps float32 data float32, else float64")
     pi.add_argument("--binary", action="store_true",
                     help="0/1 features (e.g. documents x terms, for cmbc): stored as uint8, other values refused")
     pi.add_argument("--overwrite", action="store_true", help="replace an existing store at DEST")

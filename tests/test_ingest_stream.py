@@ -95,13 +95,17 @@ def test_parquet_in_batches_and_standardized(tmp_path, small_blocks):
 def test_npy_read_in_blocks_c_and_fortran_order(tmp_path, small_blocks, order):
     x = np.asarray(np.random.default_rng(2).normal(size=(3000, 5)).astype(np.float32), order=order)
     np.save(tmp_path / "x.npy", x)
-    path, rep = ingest(tmp_path / "x.npy", tmp_path / "s.zarr", pca=2)
+    path, rep = ingest(tmp_path / "x.npy", tmp_path / "s.zarr", pca=2, dtype="float64")
     ds = open_dataset(path)
     xc = x.astype(np.float64) - x.astype(np.float64).mean(0)
     w, v = np.linalg.eigh(xc.T @ xc / len(x))
     ref = xc @ v[:, ::-1][:, :2]
     got = ds["x"].values
     np.testing.assert_allclose(np.abs(got), np.abs(ref), rtol=0, atol=1e-8)  # axes up to sign
+    # by default float32 data stay float32 on disk: the same projection, rounded to float32
+    kept = open_dataset(ingest(tmp_path / "x.npy", tmp_path / "s32.zarr", pca=2)[0])["x"].values
+    assert kept.dtype == np.float32
+    np.testing.assert_allclose(np.abs(kept), np.abs(ref), rtol=0, atol=1e-6)
     with pytest.raises(IngestError, match=r"shape \(3000,\)"):
         np.save(tmp_path / "v.npy", x[:, 0].copy())
         ingest(tmp_path / "v.npy", tmp_path / "v.zarr")
@@ -117,3 +121,31 @@ def test_a_killed_ingest_leaves_a_scratch_folder_the_next_run_removes(tmp_path):
     (stale / "zarr.json").write_text("{}")
     assert clean_stale_temporaries(tmp_path / "s.zarr") == [stale]
     assert not stale.exists()
+
+
+@pytest.mark.parametrize("extra, want", [([], "float32"), (["--dtype", "float64"], "float64"),
+                                         (["--standardize"], "float32")])
+def test_float32_data_stay_float32_unless_asked(tmp_path, extra, want):
+    """(issue 28) a float32 .npy was written as float64: twice the disk and
+    twice the read time of every later pass."""
+    from infoclust_dask import open_dataset
+    from infoclust_dask.cli import main
+
+    X = np.random.default_rng(0).normal(size=(500, 3)).astype(np.float32)
+    np.save(tmp_path / "a.npy", X)
+    assert main(["ingest", str(tmp_path / "a.npy"), str(tmp_path / "a.zarr"), *extra]) == 0
+    x = open_dataset(tmp_path / "a.zarr")["x"]
+    assert x.dtype == want
+    if not extra:
+        np.testing.assert_array_equal(x.values, X)  # the same bytes
+
+
+def test_csv_is_float64_unless_asked(tmp_path):
+    from infoclust_dask import open_dataset
+    from infoclust_dask.cli import main
+
+    (tmp_path / "a.csv").write_text("a,b\n1.5,2\n3,4.25\n")
+    assert main(["ingest", str(tmp_path / "a.csv"), str(tmp_path / "a.zarr")]) == 0
+    assert open_dataset(tmp_path / "a.zarr")["x"].dtype == "float64"
+    assert main(["ingest", str(tmp_path / "a.csv"), str(tmp_path / "b.zarr"), "--dtype", "float32"]) == 0
+    assert open_dataset(tmp_path / "b.zarr")["x"].dtype == "float32"
