@@ -68,12 +68,14 @@ def _neighbour_lists(X, t, method="exact", params=None, progress=False, keep=Fal
         raise ValueError(f"t must be between 1 and n_samples - 1 = {n - 1}; got {t}.")
     outputs = ((np.float64, (t,)), (np.int64, (t,)))
     if method == "approximate":
-        outputs = ((np.float64, (t,)), (np.int32 if n < 2**31 else np.int64, (t,)))  # as the cells answer
+        int32_ids = n < 2**31  # one decision: the cells answer with this type, the outputs declare it
+        outputs = ((np.float64, (t,)), (np.int32 if int32_ids else np.int64, (t,)))
         n_cells = max(MIN_CELLS, -(-n // INDEX_MAX_ROWS))
         centres, radii = _cell_plan(X, n_cells, t, random_state)
         d2, idx = engine.partition_pairs(KNN_CELLS, X, n_parts=len(centres), outputs=outputs,
                                          params={"t": t, "centers": centres, "radii": radii},
-                                         build_params={"t": t, **HNSW_DEFAULTS, **(params or {})},
+                                         build_params={"t": t, **HNSW_DEFAULTS, **(params or {}),
+                                                       "int32_ids": int32_ids},
                                          join_params={"t": t}, progress=progress)
     else:
         d2, idx = engine.block_pairs(KNN, X, params={"t": t}, outputs=outputs, min_rows=t + 1,

@@ -213,20 +213,22 @@ def _search(index, xd, ids, xq, k, drop=None):
 
 
 def cell_build(pieces, *, t, M=HNSW_DEFAULTS["M"], ef_construction=HNSW_DEFAULTS["ef_construction"],
-               ef_search=HNSW_DEFAULTS["ef_search"]):
+               ef_search=HNSW_DEFAULTS["ef_search"], int32_ids=False):
     """One cell, in one task: its rows and ghosts gathered from every
     block's piece (:func:`cell_split`), an HNSW index over all of them
     (faiss ``IndexHNSWFlat``) and each own row's ``t`` nearest other rows
     (exact float64 distances of the candidates). The index is dropped when
     the task ends. Returns ``(ids, d2, idx)`` of the own rows (``(rows,
-    t)``, padded inf / -1)."""
+    t)``, padded inf / -1; ``idx`` int32 when ``int32_ids`` - the caller
+    says so for fewer than 2**31 rows - else int64)."""
     faiss = _faiss()
+    idx_dtype = np.int32 if int32_ids else np.int64
     xd = np.ascontiguousarray(np.concatenate([p[0] for p in pieces]), dtype=np.float64)
     ids = np.concatenate([p[1] for p in pieces]).astype(np.int64, copy=False)
     own = np.flatnonzero(np.concatenate([p[2] for p in pieces]))
     k = min(t + 1, xd.shape[0])
     if k <= 1 or own.size == 0:
-        return ids[own], np.full((own.size, t), np.inf), np.full((own.size, t), -1, dtype=np.int32)
+        return ids[own], np.full((own.size, t), np.inf), np.full((own.size, t), -1, dtype=idx_dtype)
     index = faiss.IndexHNSWFlat(xd.shape[1], int(M))
     index.hnsw.efConstruction = int(ef_construction)
     index.add(xd.astype(np.float32))
@@ -235,7 +237,7 @@ def cell_build(pieces, *, t, M=HNSW_DEFAULTS["M"], ef_construction=HNSW_DEFAULTS
     del index
     d2, idx = knn_top(d2, idx, t)
     # row numbers below 2**31 travel as int32: 40 bytes a row less in every answer held until the join
-    return ids[own], d2, (idx.astype(np.int32) if ids.size == 0 or ids.max() < 2**31 else idx)
+    return ids[own], d2, idx.astype(idx_dtype, copy=False)
 
 
 def result_split(ids, d2, idx, *, bounds):
