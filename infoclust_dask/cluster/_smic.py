@@ -415,8 +415,11 @@ class SMIC(ClusterMixin, InfoclustEstimator):
         neighbour lists, where the lists are, tree-combined
         (:data:`~infoclust_dask.kernels.components.COMPONENTS`); this
         process receives the forest and numbers the components. Returns
-        ``(labels, n_components)``."""
-        forest = engine.map_reduce(COMPONENTS, idx, params={"t": int(t)})
+        ``(labels, n_components)``. The forests combine two at a time:
+        near the root of the tree each holds about one entry per row (1e7
+        rows: 80 MB of int32 pairs), and a combine holds its parts, their
+        union and scipy's graph of it."""
+        forest = engine.map_reduce(COMPONENTS, idx, params={"t": int(t)}, split_every=2)
         return component_labels(forest, int(idx.shape[0]))
 
     def _solve(self, lists, t, prior, seed, timings, on_workers=False, components=None):

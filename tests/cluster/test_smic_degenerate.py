@@ -146,6 +146,62 @@ def test_components_equal_scipy_on_the_assembled_kernel(name, chunks):
     assert firsts == sorted(firsts)  # numbered by their smallest row, whatever the blocks
 
 
+@pytest.mark.parametrize("split_every", [2, 8])
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_int32_and_int64_lists_give_the_same_components_with_any_fan_in(dtype, split_every):
+    """SMIC's lists are int32 below 2**31 rows, and the forests combine two
+    at a time: same components as scipy on the whole graph, forest dtype
+    kept (int32 halves the forest near the top of the tree)."""
+    import dask.array as da
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(3)
+    n, t = 900, 2
+    idx = rng.integers(0, n, size=(n, t))
+    idx[rng.random((n, t)) < 0.45] = -1  # sparse: many components, isolated rows, padding
+    ok = idx >= 0
+    rows = np.repeat(np.arange(n), t)[ok.ravel()]
+    G = sp.coo_matrix((np.ones(rows.size), (rows, idx.ravel()[ok.ravel()])), shape=(n, n))
+    k_ref, lab_ref = connected_components(G, directed=True, connection="weak")
+    data = da.from_array(idx.astype(dtype), chunks=(64, -1))
+    forest = engine.map_reduce(COMPONENTS, data, params={"t": t}, scheduler="sync", split_every=split_every)
+    assert forest["node"].dtype == dtype and forest["root"].dtype == dtype
+    labels, k = component_labels(forest, n)
+    assert k == k_ref > 50
+    assert ari(lab_ref, labels) == 1.0
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_the_dense_and_the_sorted_numbering_of_a_forest_agree(dtype):
+    """``_forest`` numbers nodes densely when they cover their span and by
+    ``np.unique`` when they are spread out; the same graph, its node numbers
+    spread 10**5 apart, must give the same forest spread the same way."""
+    from infoclust_dask.kernels.components import _forest
+
+    rng = np.random.default_rng(5)
+    u = rng.integers(0, 3000, 1500).astype(dtype)
+    v = rng.integers(0, 3000, 1500).astype(dtype)
+    dense = _forest(u, v)
+    spread = _forest(u.astype(np.int64) * 10**5, v.astype(np.int64) * 10**5)
+    np.testing.assert_array_equal(spread["node"], dense["node"].astype(np.int64) * 10**5)
+    np.testing.assert_array_equal(spread["root"], dense["root"].astype(np.int64) * 10**5)
+    assert dense["node"].dtype == dtype and np.all(dense["root"] < dense["node"])
+    # every node is linked to its root through the edges (a reference union-find)
+    parent = {}
+
+    def find(a):
+        while parent.get(a, a) != a:
+            a = parent[a]
+        return a
+
+    for a, b in zip(u.tolist(), v.tolist()):
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)
+    ref = {a: find(a) for a in set(u.tolist()) | set(v.tolist())}
+    assert dict(zip(dense["node"].tolist(), dense["root"].tolist())) == {a: r for a, r in ref.items() if a != r}
+
+
 def test_components_count_a_graph_of_isolated_points_and_padding():
     idx = np.array([[-1, -1], [0, -1], [-1, -1], [-1, -1]])
     labels, k = component_labels(engine.map_reduce(COMPONENTS, idx, params={"t": 2}, scheduler="sync"), 4)
