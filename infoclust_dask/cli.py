@@ -23,6 +23,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -282,7 +283,7 @@ def _add_fit_parsers(sub):
         pm.set_defaults(func=_cmd_fit)
 
 
-def build_parser():
+def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="infoclust",
         description="Information-theoretic clustering of data larger than memory (dask + zarr).",
@@ -400,7 +401,7 @@ def _quiet_shutdown():
     quiet_local_workers()
 
 
-def main(argv=None):
+def main(argv: Sequence[str] | None = None) -> int:
     import signal
     import threading
 

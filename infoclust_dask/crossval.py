@@ -30,12 +30,18 @@ import hashlib
 import itertools
 import json
 import time
+from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from . import __version__, engine
 from ._paths import local_path
+from ._types import PathLike, SchedulerLike, Sequence
+
+if TYPE_CHECKING:
+    import argparse
 
 __all__ = ["cv_methods", "add_arguments", "expand_grid", "store_fingerprint", "plan", "run_cell", "CellCache", "summarize",
            "parse_grid"]
@@ -61,7 +67,7 @@ def _check_method(method):
     return m
 
 
-def cv_methods():
+def cv_methods() -> list[str]:
     """Names of the registered methods that have a held-out score."""
     from .registry import METHODS
 
@@ -79,7 +85,7 @@ def _cv_method(name):
     return name
 
 
-def parse_grid(items):
+def parse_grid(items: Iterable[str]) -> dict[str, list]:
     """``["sigma=0.5,1,2", "n_clusters=2,5"]`` -> ``{"sigma": [0.5, 1.0, 2.0], "n_clusters": [2, 5]}``.
 
     Values are read as int, then float, then kept as strings (``auto``,
@@ -105,7 +111,7 @@ def _parse_value(v):
     return v
 
 
-def expand_grid(grid):
+def expand_grid(grid: dict[str, list]) -> list[dict]:
     """All parameter combinations of ``grid`` (a dict of lists), in a fixed order."""
     if not isinstance(grid, dict) or not grid:
         raise ValueError(f"grid must be a non-empty dict of parameter lists; got {grid!r}.")
@@ -128,7 +134,7 @@ def _plain(v):
     return v
 
 
-def store_fingerprint(store, ds=None):
+def store_fingerprint(store: PathLike, ds: Any = None) -> str:
     """Identity of a store's contents: its resolved path and the ``store_id``
     written with it (a rewrite of the same path gets a new id). ``ds`` is the
     store already opened, if the caller has it."""
@@ -140,7 +146,7 @@ def store_fingerprint(store, ds=None):
     return f"{Path(store).resolve()}#{ident}#{ds.sizes['sample']}x{ds.sizes['feature']}"
 
 
-def cell_key(fingerprint, method, params, fold, n_folds, fold_kind, seed):
+def cell_key(fingerprint: str, method: str, params: dict, fold: int, n_folds: int, fold_kind: str, seed: int) -> str:
     """Hash of everything that determines a cell's result."""
     blob = json.dumps({"store": fingerprint, "method": method, "params": params, "fold": int(fold),
                        "n_folds": int(n_folds), "fold_kind": fold_kind, "seed": int(seed),
@@ -148,7 +154,8 @@ def cell_key(fingerprint, method, params, fold, n_folds, fold_kind, seed):
     return hashlib.sha256(blob.encode()).hexdigest()[:20]
 
 
-def plan(store, method, grid, n_folds, fold_kind="ranges", seed=0):
+def plan(store: PathLike, method: str, grid: dict[str, list], n_folds: int, fold_kind: str = "ranges", seed: int = 0
+         ) -> list[dict]:
     """The cells of a sweep: one dict per (parameters, fold) with its ``key``.
 
     Checks the method, the grid's parameter names (by building the estimator)
@@ -178,7 +185,8 @@ def plan(store, method, grid, n_folds, fold_kind="ranges", seed=0):
             for p in combos for f in range(int(n_folds))]
 
 
-def run_cell(store, method, params, fold, n_folds, fold_kind="ranges", seed=0, scheduler=None):
+def run_cell(store: PathLike, method: str, params: dict, fold: int, n_folds: int, fold_kind: str = "ranges",
+             seed: int = 0, scheduler: SchedulerLike = None) -> dict:
     """Fit ``method`` with ``params`` on the training rows of ``fold`` and
     score it on the held-out rows. Returns a JSON-ready dict."""
     from .folds import split
@@ -222,13 +230,13 @@ def _centers(model):
 class CellCache:
     """Finished cells as ``<root>/<key>.json``, written atomically."""
 
-    def __init__(self, root):
+    def __init__(self, root: PathLike) -> None:
         self.root = local_path(root, "cross-validation cache")
 
-    def path(self, key):
+    def path(self, key: str) -> Path:
         return self.root / f"{key}.json"
 
-    def load(self, key):
+    def load(self, key: str) -> dict | None:
         p = self.path(key)
         if not p.exists():
             return None
@@ -237,28 +245,28 @@ class CellCache:
         except (OSError, json.JSONDecodeError):
             return None  # a damaged result is recomputed
 
-    def save(self, key, result):
+    def save(self, key: str, result: dict) -> Path:
         from .store import atomic_write_text
 
         return atomic_write_text(self.path(key), json.dumps({"key": key, **result}, indent=1, default=str),
                                  overwrite=True)
 
 
-def setting_order(row, params):
+def setting_order(row: dict, params: Sequence[str]) -> list[tuple]:
     """Sort key of a parameter setting: numbers numerically, then the rest as text."""
     from .plotting import sort_key
 
     return sort_key(row[p] for p in params)
 
 
-def summarize(results):
+def summarize(results: Sequence[dict]) -> tuple[list[dict], dict]:
     """Mean and standard deviation of each result field over the folds, per
     parameter setting, and the best setting by mean ``score``.
 
     Returns ``(rows, best)``: ``rows`` one dict per setting (parameters,
     ``n_folds_done``, ``score_mean``, ``score_std``, ... for every numeric
     field), ``best`` the row with the highest mean score."""
-    groups = {}
+    groups: dict[str, list[dict]] = {}
     for r in results:
         groups.setdefault(json.dumps(r["params"], sort_keys=True), []).append(r)
     rows = []
@@ -278,7 +286,8 @@ def summarize(results):
     return rows, best
 
 
-def write_results(run_dir, results, rows, best, params):
+def write_results(run_dir: PathLike, results: Sequence[dict], rows: Sequence[dict], best: dict | None,
+                  params: Sequence[str]) -> Path:
     """``cells.csv`` (one row per fold and setting), ``summary.csv`` (one row
     per setting, means and standard deviations over folds) and
     ``summary.json`` (both, plus the best setting) in ``run_dir``."""
@@ -300,7 +309,9 @@ def write_results(run_dir, results, rows, best, params):
     return run / "summary.csv"
 
 
-def table_markdown(rows, params, fields=("score", "cost", "vq_cost", "loglik_per_sample", "nmi_known", "seconds")):
+def table_markdown(rows: Sequence[dict], params: Sequence[str],
+                   fields: Sequence[str] = ("score", "cost", "vq_cost", "loglik_per_sample", "nmi_known", "seconds")
+                   ) -> str:
     """The summary as a Markdown table (means +- std over folds)."""
     present = [f for f in fields if f"{f}_mean" in rows[0]]
     head = "| " + " | ".join(list(params) + ["folds"] + present) + " |"
@@ -312,7 +323,7 @@ def table_markdown(rows, params, fields=("score", "cost", "vq_cost", "loglik_per
     return "\n".join(lines)
 
 
-def add_arguments(p):
+def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """The options of ``infoclust crossval`` and ``python -m infoclust_pipelines.crossval``
     (one definition, used by both)."""
     p.add_argument("store", help="dataset store (zarr folder)")

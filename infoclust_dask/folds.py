@@ -16,17 +16,23 @@ read only by the passes that use them.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from . import engine
+from ._types import SchedulerLike, Sequence
 from .kernels.stats import HASHED_FOLDS, RANGE_FOLDS
+
+if TYPE_CHECKING:
+    import xarray as xr
 
 __all__ = ["fold_vector", "fold_ids", "split", "FOLD_KINDS"]
 
 FOLD_KINDS = ("ranges", "stored")
 
 
-def fold_vector(n_samples, n_folds, *, seed=0, chunks=None):
+def fold_vector(n_samples: int, n_folds: int, *, seed: int = 0, chunks: int | None = None) -> Any:
     """A lazy int16 fold number per row (hashed, seeded) for a new store."""
     import dask.array as da
 
@@ -44,7 +50,7 @@ def _check_folds(n_folds, n_samples):
     return int(n_folds)
 
 
-def fold_ids(ds, n_folds, kind="ranges"):
+def fold_ids(ds: xr.Dataset, n_folds: int | None, kind: str = "ranges") -> Any:
     """The fold number of every row of the dataset ``ds`` (lazy, int16)."""
     n = int(ds.sizes["sample"])
     if kind == "ranges":
@@ -64,7 +70,8 @@ def fold_ids(ds, n_folds, kind="ranges"):
     raise ValueError(f"fold kind must be one of {FOLD_KINDS}; got {kind!r}.")
 
 
-def split(ds, fold, n_folds, kind="ranges", *, variables=("x", "label"), scheduler=None):
+def split(ds: xr.Dataset, fold: int, n_folds: int | None, kind: str = "ranges", *,
+          variables: Sequence[str] = ("x", "label"), scheduler: SchedulerLike = None) -> tuple[dict, dict]:
     """Training and held-out rows of fold ``fold``.
 
     Returns two dicts ``{variable: array}`` (training, held-out) with lazy,
@@ -72,7 +79,9 @@ def split(ds, fold, n_folds, kind="ranges", *, variables=("x", "label"), schedul
     are left out.
     """
     ids = fold_ids(ds, n_folds, kind)
-    n_folds = int(n_folds or ds.attrs.get("n_folds"))
+    n_folds = int(n_folds or ds.attrs.get("n_folds") or 0)
+    if n_folds < 2:
+        raise ValueError("The store does not record its number of folds (attribute 'n_folds'); pass n_folds.")
     if not 0 <= int(fold) < n_folds:
         raise ValueError(f"fold must be in 0 .. {n_folds - 1}; got {fold}.")
     train, test = {}, {}

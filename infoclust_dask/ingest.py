@@ -220,7 +220,7 @@ def ingest(src: Any, dest: str | os.PathLike, *, label_column: str | None = None
            standardize: bool = False, pca: int | None = None, pca_method: str = "gram", n_folds: int | None = None,
            fold_seed: int = 0, chunks: int | None = None, codec: str = "auto", overwrite: bool = False,
            progress: bool = False, scheduler: Any = None, binary: bool = False, labels: Any = None,
-           encoding: str = "utf-8", dtype: str = "auto") -> dict:
+           encoding: str = "utf-8", dtype: str = "auto") -> tuple[Path, dict]:
     """Read ``src``, validate, optionally standardize / project, and write a store at ``dest``.
 
     ``src`` may also be an existing store, which is then preprocessed block by

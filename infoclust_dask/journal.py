@@ -30,7 +30,9 @@ import hashlib
 import json
 import os
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -84,7 +86,7 @@ def _storable(result):
 class Journal:
     """The pass journal of one fit in ``folder`` (see the module docstring)."""
 
-    def __init__(self, folder, fingerprint: dict, *, resume: bool):
+    def __init__(self, folder: str | os.PathLike, fingerprint: dict, *, resume: bool) -> None:
         self.folder = Path(folder)
         self.passes = self.folder / "passes"
         self.fingerprint = fingerprint
@@ -138,7 +140,7 @@ class Journal:
         self.replaying = bool(self.entries)
 
     # -- the engine's side --------------------------------------------
-    def lookup(self, name: str, params) -> dict | None:
+    def lookup(self, name: str, params: Any) -> dict | None:
         """The recorded result of the next pass if it is this one, else None
         (and the journal is cut: everything from here on runs for real)."""
         if not self.replaying:
@@ -156,7 +158,7 @@ class Journal:
         self._cut()
         return None
 
-    def record(self, name: str, params, result):
+    def record(self, name: str, params: Any, result: Any) -> None:
         """Write the result of the pass at the current position."""
         arrays = _storable(result)
         meta = {"position": self.position, "name": name, "params": _digest(params), "stored": arrays is not None}
@@ -191,7 +193,7 @@ def active() -> Journal | None:
 
 
 @contextlib.contextmanager
-def recording(folder, fingerprint: dict, *, resume: bool):
+def recording(folder: str | os.PathLike | None, fingerprint: dict, *, resume: bool) -> Iterator[Journal | None]:
     """Journal the passes run inside the block into ``folder`` (replaying an
     existing journal first when ``resume``); no-op when ``folder`` is None."""
     if folder is None:

@@ -5,13 +5,18 @@ mutual information (LSMI, Sugiyama et al. §2.4) as a map-reduce pass."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+
+from ._types import DataLike, NumbersLike, RandomStateLike, SchedulerLike
 
 __all__ = ["contingency_table", "dc_log_posterior", "kmeans_heldout_loglik", "lsmi", "lsmi_many", "nmi_paper",
            "quantization_error"]
 
 
-def contingency_table(labels, c, *, n_clusters=None, n_classes=None):
+def contingency_table(labels: NumbersLike, c: NumbersLike, *, n_clusters: int | None = None,
+                      n_classes: int | None = None) -> np.ndarray:
     """Counts ``n[j, i]`` of samples in cluster ``j`` with class ``i``.
 
     Parameters
@@ -43,7 +48,8 @@ def contingency_table(labels, c, *, n_clusters=None, n_classes=None):
     return np.bincount(labels * m + c, minlength=k * m).reshape(k, m).astype(np.int64)
 
 
-def dc_log_posterior(labels, c, *, n_clusters, n_classes=None, prior=1.0, normalized=False):
+def dc_log_posterior(labels: NumbersLike, c: NumbersLike, *, n_clusters: int, n_classes: int | None = None,
+                     prior: float = 1.0, normalized: bool = False) -> float:
     """The DC evaluation measure (9) of a hard partition.
 
     ``sum_ij lgamma(n0_i + n_ji) - sum_j lgamma(N0 + N_j)`` where ``n_ji`` is
@@ -73,7 +79,7 @@ def dc_log_posterior(labels, c, *, n_clusters, n_classes=None, prior=1.0, normal
     return value
 
 
-def nmi_paper(C, L):
+def nmi_paper(C: NumbersLike, L: NumbersLike) -> float:
     """NMI as Gondek, Vaithyanathan & Garg (2005, §6) define it: ``I(C; L) /
     H(L)``, the share of the true labelling ``L``'s entropy that the
     clustering ``C`` captures (0: none, 1: ``C`` determines ``L``); natural
@@ -95,7 +101,7 @@ def nmi_paper(C, L):
     return mi / hl if hl > 0 else 0.0
 
 
-def quantization_error(X, centers, *, scheduler=None):
+def quantization_error(X: DataLike, centers: NumbersLike, *, scheduler: SchedulerLike = None) -> float:
     """Mean squared distance of the rows of ``X`` to their nearest centre
     (the K-means cost per sample), as one map-reduce pass."""
     from . import engine
@@ -109,7 +115,8 @@ def quantization_error(X, centers, *, scheduler=None):
     return float(st["inertia"]) / max(n, 1)
 
 
-def kmeans_heldout_loglik(X, centers, sizes, inertia, *, scheduler=None):
+def kmeans_heldout_loglik(X: DataLike, centers: NumbersLike, sizes: NumbersLike, inertia: float, *,
+                          scheduler: SchedulerLike = None) -> float:
     """Mean log-likelihood per row of ``X`` (held-out rows) under the
     spherical Gaussian mixture that a K-means fit on the training rows
     defines: weights ``sizes / sum(sizes)``, means ``centers`` and one common
@@ -135,8 +142,10 @@ def kmeans_heldout_loglik(X, centers, sizes, inertia, *, scheduler=None):
     return float(st["loglik"]) / max(engine.n_rows(X), 1)
 
 
-def lsmi(X, labels, *, n_classes=None, n_bases=200, widths=None, deltas=None, n_folds=5, random_state=None,
-         standardize=True, mean=None, std=None, scheduler=None, return_details=False):
+def lsmi(X: DataLike, labels: DataLike, *, n_classes: int | None = None, n_bases: int = 200,
+         widths: NumbersLike | None = None, deltas: NumbersLike | None = None, n_folds: int = 5,
+         random_state: RandomStateLike = None, standardize: bool = True, mean: NumbersLike | None = None,
+         std: NumbersLike | None = None, scheduler: SchedulerLike = None, return_details: bool = False) -> Any:
     """Least-squares mutual information between the rows of ``X`` and their
     discrete ``labels``: LSMI (14) of Sugiyama et al., §2.4.
 
@@ -192,8 +201,10 @@ def lsmi(X, labels, *, n_classes=None, n_bases=200, widths=None, deltas=None, n_
     return result if return_details else result.value
 
 
-def lsmi_many(X, labels, *, n_classes=None, n_bases=200, widths=None, deltas=None, n_folds=5, random_state=None,
-              standardize=True, mean=None, std=None, scheduler=None, progress=False):
+def lsmi_many(X: DataLike, labels: DataLike, *, n_classes: int | None = None, n_bases: int = 200,
+              widths: NumbersLike | None = None, deltas: NumbersLike | None = None, n_folds: int = 5,
+              random_state: RandomStateLike = None, standardize: bool = True, mean: NumbersLike | None = None,
+              std: NumbersLike | None = None, scheduler: SchedulerLike = None, progress: bool = False) -> list:
     """:func:`lsmi` of several labelings of the same rows (``labels`` of shape
     ``(n, L)``) with ONE pass over ``X``: the bases, folds and the
     label-independent sums ``Phi^T Phi`` are shared, only the per-class sums

@@ -24,6 +24,7 @@ into their ``verbose`` lines.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -52,7 +53,8 @@ class OptimizeResult:
     converged: bool = True
 
 
-def conjugate_gradients(fun, x0, *, max_iter: int, gtol: float = 1e-6, callback=None) -> OptimizeResult:
+def conjugate_gradients(fun: Callable[[np.ndarray], tuple[float, np.ndarray]], x0: np.ndarray, *, max_iter: int,
+                        gtol: float = 1e-6, callback: Callable[[dict], Any] | None = None) -> OptimizeResult:
     """Maximize ``fun`` by conjugate gradients.
 
     ``fun(x) -> (value, gradient)`` with ``x`` of the shape of ``x0``; the
@@ -79,7 +81,8 @@ def conjugate_gradients(fun, x0, *, max_iter: int, gtol: float = 1e-6, callback=
     return OptimizeResult(res.x.reshape(shape), history, int(res.nit), bool(res.success))
 
 
-def simulated_annealing(score, x0, *, steps: int, width: float, temperature: float, rng, callback=None,
+def simulated_annealing(score: Callable[[np.ndarray], float], x0: np.ndarray, *, steps: int, width: float,
+                        temperature: float, rng: np.random.Generator, callback: Callable[[dict], Any] | None = None,
                         report_every: int | None = None) -> OptimizeResult:
     """Maximize ``score`` (no gradient) by simulated annealing.
 
@@ -118,8 +121,8 @@ def geometric_schedule(start: float, stop: float, steps: int) -> np.ndarray:
     return np.geomspace(float(start), float(stop), int(steps))
 
 
-def online_epochs(run_epoch: Callable[[Any, int], Any], state, *, epochs: int, record: Callable[[Any], float],
-                  callback=None):
+def online_epochs(run_epoch: Callable[[Any, int], Any], state: Any, *, epochs: int, record: Callable[[Any], float],
+                  callback: Callable[[dict], Any] | None = None) -> tuple[Any, list[float]]:
     """``epochs`` passes of a streaming on-line algorithm: ``state =
     run_epoch(state, epoch)`` then ``record(state)`` (e.g. the objective on
     the data). Returns ``(state, history)``; ``callback`` receives
@@ -133,7 +136,7 @@ def online_epochs(run_epoch: Callable[[Any, int], Any], state, *, epochs: int, r
     return state, history
 
 
-def hashed_split(rng, validation_fraction: float):
+def hashed_split(rng: np.random.Generator, validation_fraction: float) -> tuple[tuple, tuple]:
     """The two row subsets ``(train, valid)`` of a hashed split: a row is in
     ``train`` when its counter-based uniform number (seeded from ``rng``) is
     below ``1 - validation_fraction``. Passes that honour the subset
@@ -143,16 +146,17 @@ def hashed_split(rng, validation_fraction: float):
     return (seed, frac, "train"), (seed, frac, "valid")
 
 
-def held_out_search(candidates, fit, score, *, callback=None):
+def held_out_search(candidates: Iterable[Any], fit: Callable[[Any], Any], score: Callable[[Any], float], *,
+                    callback: Callable[[dict], Any] | None = None) -> tuple[Any, dict]:
     """Model selection on held-out rows: for every candidate, ``model =
     fit(candidate)`` on the training rows and ``score(model)`` on the
     validation rows (higher is better). Returns ``(best candidate, {candidate:
     score})``; the first of equal scores wins. ``callback`` receives
     ``{"candidate", "score"}`` after each."""
-    scores = {}
+    scores: dict[Any, float] = {}
     for cand in candidates:
         scores[cand] = float(score(fit(cand)))
         if callback is not None:
             callback({"candidate": cand, "score": scores[cand]})
-    best = max(scores, key=scores.get)
+    best = max(scores, key=lambda c: scores[c])
     return best, scores

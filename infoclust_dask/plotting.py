@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+
+from ._types import NumbersLike, PathLike, Sequence
 
 __all__ = ["plot_clusters_2d", "plot_annealing_path", "plot_validation_curve", "plot_tradeoff",
            "plot_contingency_heatmap"]
@@ -35,20 +39,25 @@ def _wrap(title, width):
     return "\n".join(textwrap.wrap(title, width)) if title else title
 
 
-def plot_clusters_2d(Z, labels, centers_2d, path, *, title="", explained=None, axis_names=("PC 1", "PC 2")):
+def plot_clusters_2d(Z: NumbersLike, labels: NumbersLike, centers_2d: NumbersLike | None, path: PathLike, *,
+                     title: str = "", explained: Sequence[float] | None = None,
+                     axis_names: tuple[str, str] = ("PC 1", "PC 2")) -> Path:
     """Scatter of 2-D coordinates ``Z`` coloured by ``labels`` (a legend entry
     per cluster), with the centres. ``explained``: the fraction of variance
     of each axis (principal components), shown on the axis labels."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(6.4, 5), dpi=110, layout="constrained")
     labels = np.asarray(labels)
+    Z = np.asarray(Z)
     ks = np.unique(labels)
     cmap = plt.get_cmap("tab10" if len(ks) <= 10 else "tab20")
     for i, k in enumerate(ks):
         m = labels == k
         ax.scatter(Z[m, 0], Z[m, 1], s=4, color=cmap(i % cmap.N), alpha=0.6, linewidths=0,
                    label=f"cluster {k} ({int(m.sum())})")
-    ax.scatter(centers_2d[:, 0], centers_2d[:, 1], c="k", marker="x", s=80, linewidths=2, label="centres")
+    if centers_2d is not None:
+        C = np.asarray(centers_2d)
+        ax.scatter(C[:, 0], C[:, 1], c="k", marker="x", s=80, linewidths=2, label="centres")
     for j, name in enumerate(axis_names):
         text = name if explained is None else f"{name} ({100 * float(explained[j]):.0f}% of the variance)"
         (ax.set_xlabel if j == 0 else ax.set_ylabel)(text)
@@ -62,8 +71,8 @@ def plot_clusters_2d(Z, labels, centers_2d, path, *, title="", explained=None, a
     return Path(path)
 
 
-def plot_annealing_path(betas, coords, path, *, critical=None, predicted=None, title="",
-                        ylabel="centre coordinate on PC 1"):
+def plot_annealing_path(betas: NumbersLike, coords: NumbersLike, path: PathLike, *, critical: Any = None,
+                        predicted: Any = None, title: str = "", ylabel: str = "centre coordinate on PC 1") -> Path:
     """Centre coordinates (n_betas, n_clusters) against beta (log axis): the
     pitchfork bifurcations of deterministic annealing (MacKay 2003, fig.
     20.11). ``predicted``: the first split beta = 1/sigma_1^2 of MacKay
@@ -102,15 +111,15 @@ def _hashable(v):
     return tuple(v) if isinstance(v, list) else v
 
 
-def sort_key(values):
+def sort_key(values: Iterable[Any]) -> list[tuple]:
     """Sort key: numbers numerically, then the rest as text."""
     return [(0, v, "") if _is_number(v) else (1, 0, str(v)) for v in values]
 
 
-def curve_parameter(rows, params):
+def curve_parameter(rows: Sequence[dict], params: Sequence[str]) -> str | None:
     """The grid parameter to put on the x axis: the numeric one with the most
     distinct values (ties: not ``n_clusters``)."""
-    best, best_n = None, 0
+    best, best_n = None, 0.0
     for p in params:
         vals = {_hashable(r[p]) for r in rows}
         if not all(_is_number(v) for v in vals):
@@ -121,7 +130,8 @@ def curve_parameter(rows, params):
     return best
 
 
-def plot_validation_curve(rows, params, path, *, score="score", title=""):
+def plot_validation_curve(rows: Sequence[dict], params: Sequence[str], path: PathLike, *, score: str = "score",
+                          title: str = "") -> Path:
     """Held-out ``score`` (mean +- std over folds) against one grid parameter,
     one line per setting of the others (``rows`` from
     :func:`infoclust_dask.crossval.summarize`)."""
@@ -129,7 +139,7 @@ def plot_validation_curve(rows, params, path, *, score="score", title=""):
     x = curve_parameter(rows, params)
     others = [p for p in params if p != x]
     fig, ax = plt.subplots(figsize=(6.5, 4.2), dpi=110, layout="constrained")
-    groups = {}
+    groups: dict[tuple, list[dict]] = {}
     for r in rows:
         groups.setdefault(tuple((p, _hashable(r[p])) for p in others), []).append(r)
     for i, (g, rs) in enumerate(sorted(groups.items(), key=lambda kv: sort_key(v for _, v in kv[0]))):
@@ -156,13 +166,13 @@ def plot_validation_curve(rows, params, path, *, score="score", title=""):
     return Path(path)
 
 
-def plot_tradeoff(rows, path, *, param="reg_strength", title=""):
+def plot_tradeoff(rows: Sequence[dict], path: PathLike, *, param: str = "reg_strength", title: str = "") -> Path:
     """Held-out K-means cost (x) against held-out DC cost (y) as ``param``
     (lambda_VQ) varies: the trade-off of Kaski et al. 2005, Fig. 2. One line
     per ``n_clusters``."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(6.5, 4.2), dpi=110)
-    groups = {}
+    groups: dict[Any, list[dict]] = {}
     for r in rows:
         groups.setdefault(_hashable(r.get("n_clusters")), []).append(r)
     for k, rs in sorted(groups.items(), key=lambda kv: sort_key([kv[0]])):
@@ -181,8 +191,9 @@ def plot_tradeoff(rows, path, *, param="reg_strength", title=""):
     return Path(path)
 
 
-def plot_contingency_heatmap(table, reliability, path, *, surprising=None, title="", xlabel="y cluster",
-                             ylabel="x cluster"):
+def plot_contingency_heatmap(table: NumbersLike, reliability: NumbersLike | None, path: PathLike, *,
+                             surprising: Any = None, title: str = "", xlabel: str = "y cluster",
+                             ylabel: str = "x cluster") -> Path:
     """Heatmap of a contingency table (log2 observed / expected), each cell
     annotated with its count and, when ``reliability`` is given, its
     bootstrap reliability; cells surprising in the reference are outlined
@@ -217,7 +228,7 @@ def plot_contingency_heatmap(table, reliability, path, *, surprising=None, title
     return Path(path)
 
 
-def plot_smic_panels(panels, path, *, title=""):
+def plot_smic_panels(panels: Sequence[dict], path: PathLike, *, title: str = "") -> Path:
     """Fig. 4 of Sugiyama et al.: for each data set, the SMIC clusters (top)
     and the LSMI model-selection curve over t with the chosen t marked
     (bottom). ``panels``: dicts with ``name``, ``X`` (n, 2), ``labels``,

@@ -6,10 +6,12 @@ store-to-store preprocessing that never holds the data in one process.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from . import engine
+from ._types import DataLike, NumbersLike, PathLike, SchedulerLike, Sequence
 from .kernels.stats import GRAM, MOMENTS
 from .store import choose_chunk_rows, choose_codec
 
@@ -22,7 +24,8 @@ __all__ = [
     "tall_svd",
 ]
 
-def principal_axes(X, n_components=2, *, scheduler=None):
+def principal_axes(X: DataLike, n_components: int = 2, *, scheduler: SchedulerLike = None
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Mean, top principal axes and their variances, from one pass.
 
     The covariance ``(X^T X)/n - mean mean^T`` is reduced from per-block
@@ -53,7 +56,7 @@ def _sign_fix(axes):
     return axes * signs[:, None]
 
 
-def feature_moments(X, *, scheduler=None):
+def feature_moments(X: DataLike, *, scheduler: SchedulerLike = None) -> tuple[np.ndarray, np.ndarray, int, int]:
     """Per-feature mean and (population, ddof=0) standard deviation in one pass.
 
     The sums are taken about the first row (``moments_stats(shift=)``), so the
@@ -69,7 +72,8 @@ def feature_moments(X, *, scheduler=None):
     return first + m1, np.sqrt(var), int(st["n"]), int(st["n_bad"])
 
 
-def fit_transform(X, *, standardize=False, pca=None, pca_method="gram", scheduler=None):
+def fit_transform(X: DataLike, *, standardize: bool = False, pca: int | None = None, pca_method: str = "gram",
+                  scheduler: SchedulerLike = None) -> tuple[Any, dict]:
     """Standardize and/or project onto the top ``pca`` principal components.
 
     Statistics come from map-reduce passes: the moments, then for PCA either
@@ -124,7 +128,8 @@ def fit_transform(X, *, standardize=False, pca=None, pca_method="gram", schedule
     return out, info
 
 
-def tall_svd(data, *, center=None, scheduler=None):
+def tall_svd(data: DataLike, *, center: NumbersLike | None = None, scheduler: SchedulerLike = None
+             ) -> tuple[np.ndarray, np.ndarray]:
     """Singular values and right singular vectors of a tall-and-skinny array.
 
     Uses dask's out-of-core direct TSQR SVD (``dask.array.linalg.svd``: a QR
@@ -151,10 +156,13 @@ def tall_svd(data, *, center=None, scheduler=None):
     return np.asarray(s), np.asarray(vt)
 
 
-def write_preprocessed(dest, x, info, *, standardize, pca, n_folds=None, fold_seed=0, chunks=None, codec="auto",
-                       label=None, y=None, class_names=None, provenance=None, overwrite=False, progress=False,
-                       scheduler=None, dtype=None, labels=None, extra_labels=None, label_class_names=None,
-                       feature_names=None):
+def write_preprocessed(dest: PathLike, x: Any, info: dict, *, standardize: bool, pca: int | None,
+                       n_folds: int | None = None, fold_seed: int = 0, chunks: int | None = None, codec: str = "auto",
+                       label: Any = None, y: Any = None, class_names: Sequence[str] | None = None,
+                       provenance: dict | None = None, overwrite: bool = False, progress: bool = False,
+                       scheduler: SchedulerLike = None, dtype: Any = None, labels: dict | None = None,
+                       extra_labels: dict | None = None, label_class_names: Any = None,
+                       feature_names: Sequence[str] | None = None) -> tuple[Path, dict]:
     """Write ``x`` (from :func:`fit_transform`, with its ``info``) as a store:
     chunk size and codec chosen for the data, ``feature_mean``/``feature_std``
     (and PCA's ``components``) in the attributes, an optional hashed ``fold``
@@ -197,8 +205,10 @@ def write_preprocessed(dest, x, info, *, standardize, pca, n_folds=None, fold_se
     return path, report
 
 
-def preprocess_store(src, dest, *, standardize=False, pca=None, pca_method="gram", n_folds=None, fold_seed=0,
-                     chunks=None, codec="auto", overwrite=False, scheduler=None, progress=False):
+def preprocess_store(src: PathLike, dest: PathLike, *, standardize: bool = False, pca: int | None = None,
+                     pca_method: str = "gram", n_folds: int | None = None, fold_seed: int = 0,
+                     chunks: int | None = None, codec: str = "auto", overwrite: bool = False,
+                     scheduler: SchedulerLike = None, progress: bool = False) -> tuple[Path, dict]:
     """Write a preprocessed copy of the store ``src`` at ``dest``, block by block.
 
     Keeps ``label`` / ``y`` and the provenance chain; stores ``feature_mean``,

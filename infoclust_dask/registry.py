@@ -19,6 +19,7 @@ The registry also names the Prefect flows the command starts
 from __future__ import annotations
 
 import importlib
+import os
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -30,7 +31,7 @@ __all__ = ["Method", "Option", "METHODS", "FLOWS", "register", "unregister", "ge
 # --------------------------------------------------------------------------
 # option parsing helpers
 # --------------------------------------------------------------------------
-def auto_or(kind, word="auto"):
+def auto_or(kind: Callable[[str], Any], word: str = "auto") -> Callable[[str], Any]:
     """An argparse type: the string ``word`` (default "auto") or a value of
     ``kind``; the error names the expected form."""
 
@@ -59,7 +60,7 @@ class Option:
     choices: tuple | None = None
 
     @property
-    def dest(self):
+    def dest(self) -> str:
         return self.flag.lstrip("-").replace("-", "_")
 
 
@@ -107,7 +108,7 @@ class Method:
     aux_keyword: str | None = None
     aux_option: str | None = None
 
-    def estimator_class(self):
+    def estimator_class(self) -> type:
         if isinstance(self.estimator, type):
             return self.estimator
         from . import cluster
@@ -123,7 +124,7 @@ class Method:
         """Whether fitted models score held-out rows (``held_out_score``)."""
         return callable(getattr(self.estimator_class(), "held_out_score", None))
 
-    def summary(self, est, ds, run_dir=None) -> dict:
+    def summary(self, est: Any, ds: Any, run_dir: str | os.PathLike | None = None) -> dict:
         """The fitted ``est``'s ``run_summary(ds)`` and, with ``run_dir``, a
         heatmap of every ``contingency_vs_<name>`` table in it (listed under
         ``"plots"``)."""
@@ -145,7 +146,7 @@ class Method:
                 out["plots"] = plots
         return out
 
-    def score(self, model, X_test, aux_test=None) -> dict:
+    def score(self, model: Any, X_test: Any, aux_test: Any = None) -> dict:
         """``model.held_out_score(X_test, aux_test)``: at least ``"score"``
         (higher is better)."""
         if not self.cross_validated:
@@ -159,7 +160,7 @@ class Method:
         out.update({o.param: values[o.dest] for o in self.options if o.param is not None})
         return out
 
-    def aux_names(self, values=None):
+    def aux_names(self, values: dict | None = None) -> list[str]:
         """The store variables that feed ``aux``: ``[aux]``, or the names given
         to ``aux_option`` in ``values`` (the parsed options); [] for none."""
         given = (values or {}).get(self.aux_option) if self.aux_option else None
@@ -168,7 +169,7 @@ class Method:
         names = [n.strip() for n in str(given).split(",") if n.strip()]
         return [] if names in ([], ["none"]) else names
 
-    def check_store(self, ds, values=None):
+    def check_store(self, ds: Any, values: dict | None = None) -> None:
         """Raise a clear error when the store dataset ``ds`` lacks a
         variable the method needs beside ``x``."""
         for name in self.aux_names(values):
@@ -178,7 +179,7 @@ class Method:
                 raise ValueError(f"Method {self.name!r} needs {what}, but the store has no {name!r} variable; "
                                  f"it holds {sorted(ds.data_vars)}.")
 
-    def fit(self, est, ds, values=None, **fit_kwargs):
+    def fit(self, est: Any, ds: Any, values: dict | None = None, **fit_kwargs: Any) -> Any:
         """Fit ``est`` on the store dataset ``ds``: its ``x`` and the aux
         variable(s) (see :meth:`aux_names`); ``fit_kwargs`` (e.g.
         ``checkpoint=``/``resume=``) go to ``est.fit``."""
@@ -187,7 +188,7 @@ class Method:
         aux = None if not names else ds[names[0]] if len(names) == 1 else [ds[n] for n in names]
         return self.fit_arrays(est, ds["x"], aux, **fit_kwargs)
 
-    def fit_arrays(self, est, X, aux, **fit_kwargs):
+    def fit_arrays(self, est: Any, X: Any, aux: Any, **fit_kwargs: Any) -> Any:
         """``est.fit`` with the primary data and the auxiliary variable (or None)."""
         if aux is None:
             return est.fit(X, **fit_kwargs)
@@ -316,7 +317,7 @@ def unregister(name: str) -> Method:
     return method
 
 
-def get_method(name) -> Method:
+def get_method(name: str) -> Method:
     """The registry entry ``name``; an unknown name lists the known ones."""
     if name not in METHODS:
         raise ValueError(f"Unknown method {name!r}; choose one of {sorted(METHODS)}.")
@@ -330,7 +331,7 @@ FLOWS = {
 }
 
 
-def load_flow(name):
+def load_flow(name: str) -> Callable[..., Any]:
     """The entry point of flow ``name`` (imported on use)."""
     module, func = FLOWS[name].split(":")
     try:

@@ -24,17 +24,20 @@ runs them in a loop.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from . import engine
 from ._inputs import open_input
+from ._types import DataLike, NumbersLike, SchedulerLike, Sequence
 
 __all__ = ["match_prototypes", "bootstrap_replicate", "summarize_replicates", "bootstrap_reliability",
            "surprise_masks"]
 
 
-def match_prototypes(reference, replicate):
+def match_prototypes(reference: NumbersLike, replicate: NumbersLike) -> tuple[np.ndarray, float]:
     """Permutation ``perm`` with ``replicate[perm[i]]`` matched to ``reference[i]``
     (minimum total squared distance), and that total."""
     ref, rep = np.asarray(reference, dtype=np.float64), np.asarray(replicate, dtype=np.float64)
@@ -45,7 +48,7 @@ def match_prototypes(reference, replicate):
     return perm, float(cost[rows, cols].sum())
 
 
-def surprise_masks(table, alpha):
+def surprise_masks(table: NumbersLike, alpha: float) -> tuple[np.ndarray, np.ndarray]:
     """Boolean (K, L) masks of cells with ``p_over < alpha`` / ``p_under < alpha``."""
     from .cluster import cross_cluster_table
 
@@ -68,7 +71,8 @@ def _resample(a, idx):
     return np.asarray(a)[idx]
 
 
-def bootstrap_replicate(X, Y, params, reference, seed, *, alpha=0.01, scheduler=None):
+def bootstrap_replicate(X: DataLike, Y: DataLike, params: dict, reference: Any, seed: int, *, alpha: float = 0.01,
+                        scheduler: SchedulerLike = None) -> dict:
     """One bootstrap replicate (see the module docstring).
 
     Parameters
@@ -103,7 +107,8 @@ def bootstrap_replicate(X, Y, params, reference, seed, *, alpha=0.01, scheduler=
             "match_cost_x": cx, "match_cost_y": cy}
 
 
-def summarize_replicates(reference_table, replicates, *, alpha=0.01):
+def summarize_replicates(reference_table: NumbersLike, replicates: Sequence[dict], *, alpha: float = 0.01
+                         ) -> tuple[list[dict], np.ndarray]:
     """Reliability of every cell: the fraction of replicates in which it is
     surprising in the reference's direction. Returns a list of dicts (one per
     cell, most over-represented first) and the (K, L) reliability matrix."""
@@ -124,7 +129,9 @@ def summarize_replicates(reference_table, replicates, *, alpha=0.01):
     return cells, reliability
 
 
-def bootstrap_reliability(X, Y=None, *, n_boot=20, alpha=0.01, random_state=0, scheduler=None, **params):
+def bootstrap_reliability(X: DataLike, Y: DataLike = None, *, n_boot: int = 20, alpha: float = 0.01,
+                          random_state: int = 0, scheduler: SchedulerLike = None, **params: Any
+                          ) -> tuple[Any, list[dict], np.ndarray]:
     """Fit a reference :class:`~infoclust_dask.AssociativeClustering` and
     ``n_boot`` replicates in a loop; returns ``(reference, cells, reliability)``."""
     from .cluster import AssociativeClustering

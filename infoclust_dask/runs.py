@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from ._paths import local_path
+from ._types import PathLike, Sequence
 from .store import atomic_write_text
 
 __all__ = ["storage_root", "check_writable", "safe_name", "dataset_store_path", "new_run_dir", "save_model", "load_model", "write_json", "write_csv", "write_npy",
@@ -37,7 +38,7 @@ def storage_root() -> Path:
     return local_path(os.environ.get("INFOCLUST_STORAGE", "storage"), "storage root ($INFOCLUST_STORAGE)")
 
 
-def check_writable(root=None) -> Path:
+def check_writable(root: PathLike | None = None) -> Path:
     """Raise a clear ``OSError`` unless run folders can be created under
     ``root`` (default :func:`storage_root`): checked before a long fit, so
     that a read-only or full storage fails first, not after the work."""
@@ -66,7 +67,7 @@ def safe_name(name: str, what: str = "name") -> str:
     return text
 
 
-def dataset_store_path(storage, source: str, suffix: str = "-demo") -> Path:
+def dataset_store_path(storage: PathLike, source: str, suffix: str = "-demo") -> Path:
     """``<storage>/datasets/<name><suffix>.zarr`` for a bundled name or a file
     path (its stem, never its folder): the store stays under the storage root."""
     src = str(source)
@@ -74,7 +75,7 @@ def dataset_store_path(storage, source: str, suffix: str = "-demo") -> Path:
     return Path(storage) / "datasets" / f"{safe_name(stem, 'dataset name')}{suffix}.zarr"
 
 
-def new_run_dir(method: str, root=None) -> Path:
+def new_run_dir(method: str, root: PathLike | None = None) -> Path:
     """Create and return ``<root>/runs/<UTC time>-<method>-<random>``."""
     root = local_path(root, "storage root") if root is not None else storage_root()
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
@@ -110,12 +111,12 @@ def _from_json(v):
     return v
 
 
-def write_json(path, obj, *, overwrite=False) -> Path:
+def write_json(path: PathLike, obj: Any, *, overwrite: bool = False) -> Path:
     """Atomically write ``obj`` as JSON (numpy arrays and scalars allowed)."""
     return atomic_write_text(path, json.dumps(_jsonable(obj), indent=2) + "\n", overwrite=overwrite)
 
 
-def write_csv(path, rows, columns) -> Path:
+def write_csv(path: PathLike, rows: Sequence[Any], columns: Sequence[str]) -> Path:
     """Atomically write ``rows`` (dicts) as CSV with ``columns`` (others are
     ignored); floats with 6 significant digits."""
     import csv
@@ -129,7 +130,7 @@ def write_csv(path, rows, columns) -> Path:
     return atomic_write_text(path, buf.getvalue(), overwrite=True)
 
 
-def write_npy(path, array, *, overwrite=False) -> Path:
+def write_npy(path: PathLike, array: Any, *, overwrite: bool = False) -> Path:
     """Atomically write ``array`` as ``.npy`` (a temporary file in the same
     folder, then a rename); refuses to replace an existing file unless
     ``overwrite``."""
@@ -153,7 +154,7 @@ MODEL_SCHEMA_VERSION = 1
 _DTYPES = ("float64", "float32", "int64", "int32", "int16", "int8", "uint8", "bool", "<U")
 
 
-def allow_model_class(cls, allowed: bool = True):
+def allow_model_class(cls: type, allowed: bool = True) -> None:
     """Let :func:`save_model` / :func:`load_model` handle the estimator class
     ``cls`` of a method registered from outside the package (its name must
     not shadow one of :data:`MODEL_CLASSES`); ``allowed=False`` takes it back."""

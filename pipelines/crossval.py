@@ -29,6 +29,7 @@ import argparse
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 from . import _env  # noqa: F401  (Prefect offline defaults before importing prefect)
 from ._env import default_scheduler
@@ -113,7 +114,7 @@ def crossval_flow(store: str, method: str = "dc", grid: dict | None = None, n_fo
     scheduler = default_scheduler(scheduler)
     cache = CellCache(root / "crossval" / "cells")
     cells = plan_sweep(store, method, grid, n_folds, fold_kind, seed)
-    done = {c["key"]: cache.load(c["key"]) for c in cells}
+    done: dict[str, Any] = {c["key"]: cache.load(c["key"]) for c in cells}
     todo = [c for c in cells if done[c["key"]] is None]
     log.info("%d cells: %d finished earlier, %d to compute on %s", len(cells), len(cells) - len(todo), len(todo),
              scheduler)

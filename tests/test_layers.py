@@ -141,3 +141,33 @@ def test_every_package_folder_is_installed():
     assert set(conf["packages"]) == folders | {"infoclust_pipelines"}
     assert conf["package-dir"] == {"infoclust_pipelines": "pipelines"}
     assert (ROOT / "pipelines" / "__init__.py").exists()
+
+
+def _public_functions():
+    """Every public function and method (and ``__init__``) of the public
+    modules: modules and packages whose names do not start with ``_``."""
+    for path in sorted(PKG.rglob("*.py")):
+        parts = path.relative_to(PKG).parts
+        if any(p.startswith("_") and p != "__init__.py" for p in parts):
+            continue
+        tree = ast.parse(path.read_text())
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef) and not node.name.startswith("_"):
+                yield path, node
+            elif isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+                for f in node.body:
+                    if isinstance(f, ast.FunctionDef) and (not f.name.startswith("_") or f.name == "__init__"):
+                        yield path, f
+
+
+def test_every_public_function_has_type_hints():
+    """Arguments and return values of the public API are annotated (mypy in
+    ``make lint`` then checks their bodies)."""
+    found, missing = 0, []
+    for path, f in _public_functions():
+        found += 1
+        args = [a for a in f.args.posonlyargs + f.args.args + f.args.kwonlyargs if a.arg not in ("self", "cls")]
+        if any(a.annotation is None for a in args) or (f.returns is None and f.name != "__init__"):
+            missing.append(f"{path.relative_to(ROOT)}:{f.lineno} {f.name}")
+    assert found > 200
+    assert not missing, f"{len(missing)} public functions without type hints:\n" + "\n".join(missing)

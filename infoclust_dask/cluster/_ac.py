@@ -37,6 +37,7 @@ from sklearn.utils.validation import check_is_fitted
 from .. import engine, optimize
 from .._inputs import prepare_input
 from .._progress import Steps, say
+from .._types import DataLike, Labels, RandomStateLike, SchedulerLike, Sequence
 from .._validation import (
     SIGMA_RANGE,
     ArrayLike,
@@ -54,7 +55,6 @@ from ..objectives import ac as obj
 from ._base import InfoclustEstimator, journaled, voronoi_labels
 from ._init import init_random
 from ._kmeans import KMeans
-from ._types import DataLike, Labels, RandomStateLike, SchedulerLike, Sequence
 
 __all__ = ["AssociativeClustering", "ac_objective"]
 

@@ -34,12 +34,12 @@ from sklearn.utils.validation import check_is_fitted
 from .. import engine
 from .._inputs import encode_labels, open_input, prepare_input
 from .._progress import Steps, say
+from .._types import DataLike, Labels, RandomStateLike, SchedulerLike, Sequence
 from .._validation import Interval, Options, check_n_clusters, check_random_state, validate_params
 from ..kernels.cmbc import CMBC_ESTEP, CMBC_PATTERNS, CMBC_POSTERIOR
 from ..kernels.stats import GRAM, LABEL_VALUES
 from ..objectives import cmbc as obj
 from ._base import InfoclustEstimator, journaled
-from ._types import DataLike, Labels, RandomStateLike, SchedulerLike, Sequence
 
 __all__ = ["CMBC", "MIN_ROWS_PER_PATTERN", "HELD_OUT_GAMMA"]
 

@@ -28,6 +28,7 @@ from sklearn.utils.validation import check_is_fitted
 from .. import engine, metrics, optimize
 from .._inputs import encode_labels, prepare_input
 from .._progress import Steps, say
+from .._types import DataLike, Labels, NumbersLike, RandomStateLike, SchedulerLike, Sequence
 from .._validation import (
     SIGMA_RANGE,
     ArrayLike,
@@ -43,7 +44,6 @@ from ..objectives import dc as obj
 from ._base import InfoclustEstimator, journaled, voronoi_labels
 from ._init import init_random
 from ._kmeans import KMeans
-from ._types import DataLike, Labels, NumbersLike, RandomStateLike, SchedulerLike, Sequence
 
 __all__ = ["DiscriminativeClustering", "dc_objective"]
 

@@ -20,11 +20,11 @@ from sklearn.utils.validation import check_is_fitted
 from .. import engine
 from .._inputs import encode_labels, prepare_input
 from .._progress import log
+from .._types import DataLike, Labels, RandomStateLike, SchedulerLike, Sequence
 from .._validation import SIGMA_RANGE, Interval, Options, check_n_clusters, check_random_state, validate_params
 from ..kernels.mixture import MIXTURE_ASSIGN, MIXTURE_EM
 from ._base import InfoclustEstimator, journaled
 from ._kmeans import KMeans
-from ._types import DataLike, Labels, RandomStateLike, SchedulerLike, Sequence
 
 __all__ = ["IsotropicGaussianMixture", "MDA2"]
 

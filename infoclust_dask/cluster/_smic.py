@@ -45,6 +45,7 @@ from sklearn.utils.validation import check_is_fitted
 from .. import engine, metrics
 from .._inputs import open_input, prepare_input
 from .._progress import Steps, say
+from .._types import DataLike, Labels, NumbersLike, RandomStateLike, SchedulerLike, Sequence
 from .._validation import ArrayLike, Interval, Options, check_random_state, param_error, validate_params
 from ..kernels.components import COMPONENTS, component_labels
 from ..kernels.knn import HNSW_DEFAULTS, KNN_QUERY, have_faiss
@@ -72,7 +73,6 @@ from ._knn_graph import (  # noqa: F401 - _cell_plan and the constants are read 
     _neighbour_lists,
     knn_recall,
 )
-from ._types import DataLike, Labels, NumbersLike, RandomStateLike, SchedulerLike, Sequence
 
 __all__ = ["SMIC", "local_scaling_affinity"]
 

@@ -26,6 +26,7 @@ from sklearn.utils.validation import check_is_fitted
 from .. import engine
 from .._inputs import check_sample_weight, prepare_input
 from .._progress import Steps, log
+from .._types import DataLike, Labels, NumbersLike, RandomStateLike, SchedulerLike, Sequence
 from .._validation import (
     ArrayLike,
     Interval,
@@ -39,7 +40,6 @@ from ..kernels.kmeans import RESPONSIBILITIES, SOFT_KMEANS
 from ..kernels.stats import WEIGHTED_SUM
 from ._base import InfoclustEstimator, journaled, voronoi_labels
 from ._init import init_kmeanspp, init_random
-from ._types import DataLike, Labels, NumbersLike, RandomStateLike, SchedulerLike, Sequence
 
 __all__ = ["SoftKMeans", "n_distinct"]
 

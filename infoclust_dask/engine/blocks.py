@@ -5,6 +5,7 @@ the task that uses them, and the block tasks and reduction tree of a pass."""
 from __future__ import annotations
 
 from functools import partial
+from typing import Any
 
 import numpy as np
 
@@ -21,12 +22,12 @@ def _is_dask(a) -> bool:
     return type(a).__module__.startswith("dask.") and hasattr(a, "chunks")
 
 
-def is_lazy(a) -> bool:
+def is_lazy(a: Any) -> bool:
     """True for dask arrays (and DataArrays backed by them)."""
     return _is_dask(getattr(a, "data", a))
 
 
-def as_array(data):
+def as_array(data: Any) -> Any:
     """Numpy or dask array behind ``data`` (numpy, dask or xarray; a
     ``scipy.sparse`` matrix stays sparse, in CSR form, for kernels that take it).
 
@@ -56,7 +57,7 @@ def as_array(data):
     return np.asarray(data)
 
 
-def n_rows(a) -> int:
+def n_rows(a: Any) -> int:
     return int(a.shape[0])
 
 
@@ -248,7 +249,7 @@ def _tree(parts, combine, split_every, delayed=None, name=None):
     return parts[0]
 
 
-def build_reduction(bp: Pass, *arrays, params=None, split_every: int = 8):
+def build_reduction(bp: Pass, *arrays: Any, params: dict | None = None, split_every: int = 8) -> Any:
     """The lazy (``dask.delayed``) graph of :func:`map_reduce` for array inputs.
 
     One task per non-empty row block, all depending on ONE key that holds

@@ -67,7 +67,7 @@ def compute(obj: Any, *, scheduler: Any = None, progress: bool = False) -> Any:
 _BLAS: list = []
 
 
-def one_blas_thread(scheduler_name="threads"):
+def one_blas_thread(scheduler_name: str = "threads") -> Any:
     """While dask's threads run block kernels in this process, each BLAS /
     OpenMP call uses one thread (two dask threads on two cores must not each
     start two BLAS threads). Worker processes of a ``distributed`` cluster

@@ -5,6 +5,7 @@ partition gathered per part (:func:`partition_pairs`)."""
 from __future__ import annotations
 
 from functools import partial
+from typing import Any
 
 import numpy as np
 
@@ -24,19 +25,9 @@ from .blocks import (
 )
 
 
-def block_pairs(
-    bp: Pass,
-    data,
-    *,
-    outputs: tuple,
-    params: dict | None = None,
-    scheduler=None,
-    split_every: int = 8,
-    block_rows: int = 16384,
-    min_rows: int = 1,
-    min_blocks: int = 4,
-    progress: bool = False,
-):
+def block_pairs(bp: Pass, data: Any, *, outputs: tuple, params: dict | None = None, scheduler: Any = None,
+                split_every: int = 8, block_rows: int = 16384, min_rows: int = 1, min_blocks: int = 4,
+                progress: bool = False) -> tuple:
     """Every row block of ``data`` against every row block, combined per
     query block: ``bp.chunk(query_block, data_block, q_start=, d_start=,
     **params)`` for all pairs, merged with ``bp.combine`` in a tree.
@@ -84,9 +75,9 @@ def block_pairs(
     return tuple(np.asarray(r) for r in execute.compute(result, scheduler=scheduler, progress=progress))
 
 
-def cross_pairs(bp: Pass, queries, *data, outputs: tuple, params: dict | None = None,
-                query_inputs: dict | None = None, scheduler=None, query_rows: int = 4096, split_every: int = 8,
-                progress: bool = False):
+def cross_pairs(bp: Pass, queries: Any, *data: Any, outputs: tuple, params: dict | None = None,
+                query_inputs: dict | None = None, scheduler: Any = None, query_rows: int = 4096, split_every: int = 8,
+                progress: bool = False) -> tuple:
     """Every block of ``queries`` (rows not in ``data``, e.g. new rows to
     predict) against every row block of the row-aligned ``data`` arrays, in
     ONE graph: ``bp.chunk(*data_blocks, start=, xq=query_block,
@@ -162,9 +153,9 @@ def _cells_join(bp, params, rows, *pieces):
     return bp.join(list(pieces), rows=rows, **params)
 
 
-def partition_pairs(bp, data, *, n_parts: int, outputs: tuple, params: dict | None = None,
+def partition_pairs(bp: Pass, data: Any, *, n_parts: int, outputs: tuple, params: dict | None = None,
                     build_params: dict | None = None, join_params: dict | None = None, block_rows: int | None = None,
-                    scheduler=None, progress: bool = False):
+                    scheduler: Any = None, progress: bool = False) -> tuple:
     """A search through a coarse partition of the rows (``bp``: a
     :class:`~infoclust_dask.kernels.knn.Cells` blueprint), in one graph:
 

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from functools import partial
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -205,7 +205,8 @@ def map_blocks(
     return da.concatenate(pieces, axis=0)
 
 
-def generate(func, n_rows: int, *, block_rows: int, outputs: tuple, block_params, name: str):
+def generate(func: Callable[..., Any], n_rows: int, *, block_rows: int, outputs: tuple,
+             block_params: Callable[[int, int], dict], name: str) -> tuple:
     """Lazy arrays of ``n_rows`` rows made block by block where they are
     computed (synthetic data sets): ``func(start, stop, **block_params(start,
     stop))`` returns one array per entry of ``outputs`` (``(dtype,

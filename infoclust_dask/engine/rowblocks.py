@@ -4,10 +4,11 @@ and the all-to-all :func:`exchange` that makes them."""
 from __future__ import annotations
 
 from functools import partial
+from typing import Any, Callable
 
 import numpy as np
 
-from .._scheduler import resolve_scheduler
+from .._scheduler import Scheduler, resolve_scheduler
 from . import execute
 from .blocks import _align, _auto_rows, _block_starts, _is_dask, _keyed_blocks, _same_rows, as_array
 from .placement import _wait_futures, persist
@@ -22,7 +23,8 @@ class RowBlocks:
     per call) and returns the per-block results in row order. Call
     :meth:`release` (or drop the object) to free the blocks."""
 
-    def __init__(self, sched, blocks, starts, sizes, name, keep=None):
+    def __init__(self, sched: Scheduler, blocks: list | None, starts: list[int], sizes: list[int], name: str,
+                 keep: Any = None) -> None:
         self.sched, self.blocks, self.name = sched, blocks, name
         self.starts, self.sizes = list(starts), list(sizes)
         self.calls = 0
@@ -33,7 +35,7 @@ class RowBlocks:
     def n_rows(self) -> int:
         return int(sum(self.sizes))
 
-    def apply(self, func, shared=None):
+    def apply(self, func: Callable[[Any, Any], Any], shared: Any = None) -> list:
         """``[func(block, shared) for block in blocks]``, where the blocks are."""
         self.calls += 1
         if self.blocks is None:
@@ -52,7 +54,7 @@ class RowBlocks:
             if arg is not shared:
                 arg.release()
 
-    def release(self):
+    def release(self) -> None:
         if self.blocks is not None and self.sched.kind == "distributed":
             for f in self.blocks:
                 f.release()
@@ -67,8 +69,9 @@ def _exchange_join(join, params, shared, n, start, incoming, *blocks):
     return join(*blocks, list(incoming), start=start, n=n, **params, **shared)
 
 
-def exchange(split, join, *arrays, params=None, shared=None, block_rows=None, scheduler=None, name="exchange",
-             progress=False):
+def exchange(split: Callable[..., Any], join: Callable[..., Any], *arrays: Any, params: dict | None = None,
+             shared: Any = None, block_rows: int | None = None, scheduler: Any = None, name: str = "exchange",
+             progress: bool = False) -> RowBlocks:
     """An all-to-all exchange between the row blocks of the row-aligned
     ``arrays`` (e.g. transposing a sparse matrix held as row blocks), with
     the results kept where they are made (:class:`RowBlocks`).
@@ -88,7 +91,7 @@ def exchange(split, join, *arrays, params=None, shared=None, block_rows=None, sc
 
     params = dict(params or {})
     sched = resolve_scheduler(scheduler)
-    arrays = [as_array(a) for a in arrays]
+    arrays = tuple(as_array(a) for a in arrays)
     if any(_is_dask(a) for a in arrays):
         aligned = _align(arrays)
         if block_rows is not None:

@@ -16,7 +16,8 @@ from .kmeans import assign_labels
 __all__ = ["ac_count_stats", "AC_COUNTS", "ac_grad_stats", "AC_GRAD", "ac_hard_count_stats", "AC_HARD_COUNTS"]
 
 
-def ac_count_stats(x, y, *, mx, my, sx, sy):
+def ac_count_stats(x: np.ndarray, y: np.ndarray, *, mx: np.ndarray, my: np.ndarray, sx: float, sy: float
+                  ) -> dict[str, np.ndarray]:
     """Smoothed cross counts ``n_ij = sum_r g_i(x_r) g_j(y_r)`` (K, L) of a
     block, with normalized Gaussian memberships of width ``sx`` / ``sy``
     (:func:`dc_memberships`); the margins are its row and column sums.
@@ -29,7 +30,9 @@ def ac_count_stats(x, y, *, mx, my, sx, sy):
     return {"counts": n}
 
 
-def ac_grad_stats(x, y, *, mx, my, sx, sy, psi, psi_x, psi_y, lam_x, lam_y):
+def ac_grad_stats(x: np.ndarray, y: np.ndarray, *, mx: np.ndarray, my: np.ndarray, sx: float, sy: float,
+                  psi: np.ndarray, psi_x: np.ndarray, psi_y: np.ndarray, lam_x: float, lam_y: float
+                 ) -> dict[str, np.ndarray]:
     """Partial sums of the gradient of log BF'' for a block.
 
     With ``A_i(r) = sum_j psi_ij g_j(y_r) - lam_x psi_x_i`` (the report's
@@ -56,7 +59,7 @@ def ac_grad_stats(x, y, *, mx, my, sx, sy, psi, psi_x, psi_y, lam_x, lam_y):
     return out
 
 
-def ac_hard_count_stats(x, y, *, mx, my):
+def ac_hard_count_stats(x: np.ndarray, y: np.ndarray, *, mx: np.ndarray, my: np.ndarray) -> dict[str, np.ndarray]:
     """Hard contingency table ``n_ij``: pairs whose x is nearest to
     prototype i and whose y is nearest to prototype j (K, L)."""
     k, l_ = mx.shape[0], my.shape[0]

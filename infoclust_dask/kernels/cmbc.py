@@ -6,6 +6,8 @@ rows. Blocks of ``y+`` are binary: numpy (bool, uint8, any number type) or
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from . import _compiled
@@ -25,7 +27,7 @@ def _dense_or_sparse(y):
     return np.asarray(y, dtype=np.float64)
 
 
-def pattern_stats(y, pattern, *, n_patterns):
+def pattern_stats(y: Any, pattern: np.ndarray, *, n_patterns: int) -> dict[str, np.ndarray]:
     """Per negative pattern ``p``: the row count ``count[p]`` and ``S[p, j]``,
     the rows with pattern ``p`` and ``y+_j = 1``; per feature ``n1[j]``, the
     rows with ``y+_j = 1``; and ``nonbinary``, the entries that are neither 0
@@ -50,14 +52,15 @@ def pattern_stats(y, pattern, *, n_patterns):
 CMBC_PATTERNS = Pass("cmbc_pattern_stats", pattern_stats, inputs=("y", "pattern"))
 
 
-def log_likelihoods(y, log_theta, log_1m_theta):
+def log_likelihoods(y: Any, log_theta: np.ndarray, log_1m_theta: np.ndarray) -> np.ndarray:
     """``log p(y+_i | c_k)`` of (A.2) for every row and cluster, (n, K): one
     product ``y (log theta - log(1 - theta)) + sum_j log(1 - theta_jk)``."""
     y = _dense_or_sparse(y)
     return np.asarray(y @ (log_theta - log_1m_theta)) + log_1m_theta.sum(axis=0)[None, :]
 
 
-def estep_stats(y, *, log_theta, log_1m_theta, temperature):
+def estep_stats(y: Any, *, log_theta: np.ndarray, log_1m_theta: np.ndarray, temperature: float
+               ) -> dict[str, np.ndarray]:
     """The E-step at temperature ``T``, ``q(c_k | y_i) ∝ p(c_k) p(y+_i |
     c_k)^(1/T)`` (4.15) with equal priors, and the sums the M-step needs:
     ``S1[j, k] = sum_i q_ik y_ij`` (m, K), ``R[k] = sum_i q_ik``; also the
@@ -79,7 +82,7 @@ def estep_stats(y, *, log_theta, log_1m_theta, temperature):
 CMBC_ESTEP = Pass("cmbc_estep_stats", estep_stats, inputs=("y",))
 
 
-def posterior(y, *, log_theta, log_1m_theta):
+def posterior(y: Any, *, log_theta: np.ndarray, log_1m_theta: np.ndarray) -> np.ndarray:
     """``p(c_k | y+_i)`` at ``T = 1`` with equal priors, (n, K)."""
     return softmax(log_likelihoods(y, log_theta, log_1m_theta), out=True)
 

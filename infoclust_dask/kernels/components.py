@@ -73,7 +73,7 @@ def _forest(u, v):
     return {"node": nodes[keep], "root": r[keep]}
 
 
-def knn_forest(idx, *, start, t):
+def knn_forest(idx: np.ndarray, *, start: int, t: int) -> dict[str, np.ndarray]:
     """The forest (:func:`_forest`) of this block's edges: row ``start + i``
     to its ``t`` nearest neighbours ``idx[i, :t]`` (padding ``-1`` of an
     approximate search is no edge). int32 lists give an int32 forest
@@ -82,12 +82,12 @@ def knn_forest(idx, *, start, t):
     narrow = idx.dtype == np.int32 and start + idx.shape[0] < 2**31
     dtype = np.int32 if narrow else np.int64
     rows = np.repeat(np.arange(start, start + idx.shape[0], dtype=dtype), idx.shape[1])
-    cols = idx.ravel().astype(dtype, copy=False)
+    cols: np.ndarray = idx.ravel().astype(dtype, copy=False)
     ok = cols >= 0
     return _forest(rows[ok], cols[ok])
 
 
-def combine_forests(parts):
+def combine_forests(parts: list[dict]) -> dict[str, np.ndarray]:
     """The forest of the union of the parts' graphs (associative: a forest
     has the same components as the edges it came from). Parts of mixed
     dtypes combine in int64."""
@@ -96,7 +96,7 @@ def combine_forests(parts):
                    np.concatenate([p["root"] for p in parts]).astype(dtype, copy=False))
 
 
-def component_labels(forest, n):
+def component_labels(forest: dict, n: int) -> tuple[np.ndarray, int]:
     """Component numbers ``0 .. k-1`` of the ``n`` nodes (numbered by their
     smallest node, so the labels do not depend on the blocks) and ``k``."""
     roots = np.arange(n, dtype=np.int32 if n < 2**31 else np.int64)

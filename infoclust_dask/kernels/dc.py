@@ -23,13 +23,14 @@ __all__ = [
 ]
 
 
-def dc_memberships(x, centers, sigma):
+def dc_memberships(x: np.ndarray, centers: np.ndarray, sigma: float) -> np.ndarray:
     """Normalized Gaussian memberships (4): ``y_j(x) ∝ exp(-||x - m_j||^2 / 2 sigma^2)``,
     by a stable softmax."""
     return softmax(sq_distances(x, centers) * (-0.5 / sigma**2), out=True)
 
 
-def dc_count_stats(x, c, *, centers, sigma, n_classes):
+def dc_count_stats(x: np.ndarray, c: np.ndarray, *, centers: np.ndarray, sigma: float, n_classes: int
+                  ) -> dict[str, np.ndarray]:
     """Smoothed counts of (10): ``n[j, i] = sum_{x: c(x) = i} y_j(x)``, (K, C).
     Compiled (:func:`infoclust_dask.kernels._compiled.dc_counts`: one loop,
     no (rows x K) temporaries) or numpy."""
@@ -44,7 +45,8 @@ def dc_count_stats(x, c, *, centers, sigma, n_classes):
     return {"counts": counts}
 
 
-def dc_grad_stats(x, c, *, centers, sigma, L):
+def dc_grad_stats(x: np.ndarray, c: np.ndarray, *, centers: np.ndarray, sigma: float, L: np.ndarray
+                 ) -> dict[str, np.ndarray]:
     """Partial sums of the gradient (11) for a block.
 
     With ``W_j(x) = y_j(x) [L_{j,c(x)} - sum_l y_l(x) L_{l,c(x)}]`` (equal to
@@ -65,7 +67,7 @@ def dc_grad_stats(x, c, *, centers, sigma, L):
     return {"WX": wx, "W": ws}
 
 
-def hard_count_stats(x, c, *, centers, n_classes):
+def hard_count_stats(x: np.ndarray, c: np.ndarray, *, centers: np.ndarray, n_classes: int) -> dict[str, np.ndarray]:
     """Unsmoothed counts ``n[j, i]`` of the Voronoi partition (9): samples of
     class i whose nearest prototype is j."""
     k = centers.shape[0]
@@ -77,7 +79,7 @@ def hard_count_stats(x, c, *, centers, n_classes):
             .reshape(k, n_classes).astype(np.float64)}
 
 
-def dc_reg_stats(x, *, centers, kind, lam):
+def dc_reg_stats(x: np.ndarray, *, centers: np.ndarray, kind: str, lam: float) -> dict[str, np.ndarray]:
     """Sums for the regularizers of DC on (a hashed subset of) a block:
     ``kind="mog"`` the soft K-means sums at ``beta = 2 lam`` (14), ``kind="vq"``
     the hard Lloyd sums and inertia (15)."""
@@ -86,7 +88,8 @@ def dc_reg_stats(x, *, centers, kind, lam):
     return lloyd_stats(x, centers=centers)
 
 
-def online_dc_block(state, x, c, *, start, sigma, alpha0, total_steps, seed):
+def online_dc_block(state: dict, x: np.ndarray, c: np.ndarray, *, start: int, sigma: float, alpha0: float,
+                    total_steps: int, seed: int) -> dict:
     """The stochastic on-line DC algorithm (5)-(6) over the rows of one block,
     in a random order (seeded by ``seed`` and the block's first row).
 

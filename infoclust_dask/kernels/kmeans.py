@@ -45,7 +45,8 @@ def _top_far(dmin, k_far):
     return idx
 
 
-def lloyd_stats(x, w=None, *, centers, n_far=0):
+def lloyd_stats(x: np.ndarray, w: np.ndarray | None = None, *, centers: np.ndarray, n_far: int = 0
+               ) -> dict[str, np.ndarray]:
     """One Lloyd step's partial sums for a block.
 
     Assignment (20.3) and the sums of the update (20.5)-(20.6):
@@ -89,7 +90,7 @@ def lloyd_stats(x, w=None, *, centers, n_far=0):
     return out
 
 
-def lloyd_step_stats(x, w=None, *, centers):
+def lloyd_step_stats(x: np.ndarray, w: np.ndarray | None = None, *, centers: np.ndarray) -> dict[str, np.ndarray]:
     """The per-iteration Lloyd pass: ``counts`` and ``sums`` as
     :func:`lloyd_stats`, without the inertia: one compiled loop over the
     rows (:func:`infoclust_dask.kernels._compiled.lloyd`), or
@@ -101,7 +102,7 @@ def lloyd_step_stats(x, w=None, *, centers):
     return {"counts": st["counts"], "sums": st["sums"]}
 
 
-def inertia_stats(x, w=None, *, centers):
+def inertia_stats(x: np.ndarray, w: np.ndarray | None = None, *, centers: np.ndarray) -> dict[str, np.ndarray]:
     """``inertia = sum_n w_n min_k ||x_n - m_k||^2`` of a block (exact: the
     distance to the assigned centre is recomputed, not expanded) and the
     (weighted) number of rows nearest to each centre, ``counts``."""
@@ -120,7 +121,7 @@ def inertia_stats(x, w=None, *, centers):
     return {"inertia": np.array(total), "counts": counts}
 
 
-def combine_lloyd(parts):
+def combine_lloyd(parts: list[dict]) -> dict[str, np.ndarray]:
     """Sum the Lloyd partial sums; keep the overall farthest points."""
     far = "far_d" in parts[0]
     out = combine_sum([{k: v for k, v in p.items() if not k.startswith("far_")} for p in parts])
@@ -135,26 +136,27 @@ def combine_lloyd(parts):
     return out
 
 
-def assign_labels(x, *, centers):
+def assign_labels(x: np.ndarray, *, centers: np.ndarray) -> np.ndarray:
     """Nearest-centre labels (20.3) of a block, int64 (ties: lowest index)."""
     if _compiled.available():
         return _compiled.lloyd(x, centers=centers, with_sums=False)[0]
     return np.argmin(sq_distances(x, centers), axis=1).astype(np.int64)
 
 
-def min_sq_dist(x, *, centers):
+def min_sq_dist(x: np.ndarray, *, centers: np.ndarray) -> np.ndarray:
     """Squared distance of each row to its nearest centre."""
     return sq_distances(x, centers).min(axis=1)
 
 
-def soft_responsibilities(x, centers, beta):
+def soft_responsibilities(x: np.ndarray, centers: np.ndarray, beta: float) -> tuple[np.ndarray, np.ndarray]:
     """Responsibilities (20.7) with ``d = ||x - m||^2 / 2`` (20.2), computed
     by the stable softmax. Returns ``(r, log_z)`` where
     ``log_z[n] = log sum_k exp(-beta d_nk)``."""
     return softmax(sq_distances(x, centers) * (-0.5 * beta), out=True, log_z=True)
 
 
-def soft_kmeans_stats(x, w=None, *, centers, beta):
+def soft_kmeans_stats(x: np.ndarray, w: np.ndarray | None = None, *, centers: np.ndarray, beta: float
+                     ) -> dict[str, np.ndarray]:
     """Partial sums of one soft K-means step: ``R[k]`` (20.9), ``S[k] =
     sum_n w_n r_k^(n) x_n`` (numerator of 20.8) and ``sum_n w_n log Z_n``
     (minus beta times the free energy). Compiled
@@ -170,7 +172,7 @@ def soft_kmeans_stats(x, w=None, *, centers, beta):
     return {"R": r.sum(axis=0), "S": r.T @ x, "log_z": np.array(log_z.sum())}
 
 
-def nearest(x, centers):
+def nearest(x: np.ndarray, centers: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Index of the nearest centre and the exact squared distance to it
     (``||x - m_label||^2``, no cancellation: a row equal to a centre has
     distance 0), per row. Compiled in one loop, or numpy in cache-sized
@@ -205,7 +207,8 @@ def _d2_weights(x, w, centers):
     return d2
 
 
-def d2_pick_in_block(x, w=None, *, centers, u):
+def d2_pick_in_block(x: np.ndarray, w: np.ndarray | None = None, *, centers: np.ndarray, u: np.ndarray
+                    ) -> dict[str, np.ndarray]:
     """The rows of the block where the cumulative D^2 weight first exceeds
     each of ``u`` (inverse-CDF draws inside one block); shape (len(u), d)."""
     x = np.asarray(x, dtype=np.float64)
@@ -219,7 +222,8 @@ def d2_pick_in_block(x, w=None, *, centers, u):
     return {"row": x[idx].copy()}
 
 
-def kpp_trial_stats(x, w=None, *, start, centers, candidates):
+def kpp_trial_stats(x: np.ndarray, w: np.ndarray | None = None, *, start: int, centers: np.ndarray,
+                    candidates: np.ndarray) -> dict[str, np.ndarray]:
     """Greedy k-means++ for a block: per candidate t, the D^2 weight the block
     would have if t were added, ``sum_n w_n min(D_C(x_n)^2, ||x_n - t||^2)``.
 
@@ -250,7 +254,8 @@ def kpp_trial_stats(x, w=None, *, start, centers, candidates):
     }
 
 
-def kmeans_parallel_sample(x, w=None, *, start, centers, ell, phi, seed):
+def kmeans_parallel_sample(x: np.ndarray, w: np.ndarray | None = None, *, start: int, centers: np.ndarray, ell: float,
+                           phi: float, seed: int) -> dict[str, np.ndarray]:
     """One oversampling round of k-means|| for a block: keep row n with
     probability ``min(1, ell * w_n d_n^2 / phi)``, the uniform numbers drawn by
     :func:`row_hash_uniform` so the result does not depend on chunking.
@@ -262,7 +267,7 @@ def kmeans_parallel_sample(x, w=None, *, start, centers, ell, phi, seed):
     return {"rows": x[keep], "index": np.arange(start, start + x.shape[0])[keep]}
 
 
-def closest_count_stats(x, w=None, *, centers):
+def closest_count_stats(x: np.ndarray, w: np.ndarray | None = None, *, centers: np.ndarray) -> dict[str, np.ndarray]:
     """Weighted number of rows closest to each candidate centre (for the
     final weighted reduction of k-means|| candidates) and the cost phi."""
     lab, dmin = nearest(x, centers)
@@ -273,12 +278,12 @@ def closest_count_stats(x, w=None, *, centers):
     }
 
 
-def distances(x, *, centers):
+def distances(x: np.ndarray, *, centers: np.ndarray) -> np.ndarray:
     """Euclidean distances to every centre (KMeans.transform)."""
     return np.sqrt(sq_distances(x, centers))
 
 
-def responsibilities(x, *, centers, beta):
+def responsibilities(x: np.ndarray, *, centers: np.ndarray, beta: float) -> np.ndarray:
     """Responsibilities (20.7) only (SoftKMeans.predict_proba)."""
     return soft_responsibilities(x, centers, beta)[0]
 

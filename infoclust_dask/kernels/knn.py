@@ -30,7 +30,8 @@ __all__ = ["knn_block", "knn_top", "knn_merge", "KNN", "knn_query_block", "KNN_Q
            "result_split", "result_join", "Cells", "KNN_CELLS"]
 
 
-def knn_block(xq, xd, *, q_start=None, d_start=0, t):
+def knn_block(xq: np.ndarray, xd: np.ndarray, *, q_start: int | None = None, d_start: int = 0, t: int
+             ) -> tuple[np.ndarray, np.ndarray]:
     """The ``t`` nearest rows of the data block ``xd`` to each query row of
     ``xq`` (global row numbers ``d_start..`` for ``xd``). When the queries are
     rows of the same data set (``q_start`` given), a row is never its own
@@ -54,7 +55,7 @@ def knn_block(xq, xd, *, q_start=None, d_start=0, t):
     if nq == 0 or k == 0:
         return knn_top(np.zeros((nq, 0)), np.zeros((nq, 0), dtype=np.int64), t)
     ind = NearestNeighbors(n_neighbors=k, algorithm="auto").fit(xd).kneighbors(xq, return_distance=False)
-    if self_query:
+    if q_start is not None:
         ind = _without_own(ind, np.arange(nq) + (q_start - d_start))
     diff = xq[:, None, :] - xd[ind]
     d2 = np.einsum("ijk,ijk->ij", diff, diff)
@@ -70,7 +71,7 @@ def _without_own(ind, own):
     return ind[~drop].reshape(ind.shape[0], ind.shape[1] - 1)
 
 
-def knn_top(d2, idx, t):
+def knn_top(d2: np.ndarray, idx: np.ndarray, t: int) -> tuple[np.ndarray, np.ndarray]:
     """The ``t`` smallest entries per row of ``d2`` with their ``idx``
     (ties broken by the smaller index), sorted; padded with inf / -1."""
     n, m = d2.shape
@@ -82,7 +83,7 @@ def knn_top(d2, idx, t):
     return np.take_along_axis(d2, order, 1), np.take_along_axis(np.asarray(idx), order, 1)
 
 
-def knn_merge(parts):
+def knn_merge(parts: list[dict]) -> tuple[np.ndarray, np.ndarray]:
     """Merge partial ``(dist2, index)`` lists of the same query rows (each
     already ``t`` wide, :func:`knn_top`): the top-k combine."""
     t = parts[0][0].shape[1]
@@ -91,7 +92,7 @@ def knn_merge(parts):
     return knn_top(d2, idx, t)
 
 
-def knn_query_block(xd, *, start=0, xq, t):
+def knn_query_block(xd: np.ndarray, *, start: int = 0, xq: np.ndarray, t: int) -> tuple[np.ndarray, np.ndarray]:
     """``t`` nearest rows of one data block to the (new) query rows ``xq``;
     a map-reduce kernel over the data blocks (merge with :func:`knn_merge`)."""
     return knn_block(xq, xd, q_start=None, d_start=start, t=t)
@@ -125,12 +126,13 @@ KNN_QUERY = Pass("knn_query_block", knn_query_block, combine=knn_merge, inputs=(
 # --------------------------------------------------------------------------
 # a coarse partition: an HNSW index per cell, each row searched about once
 # --------------------------------------------------------------------------
-def nearest_cells(x, centers):
+def nearest_cells(x: np.ndarray, centers: np.ndarray) -> np.ndarray:
     """The cell of each row: its nearest centre (ties: the first)."""
     return np.argmin(sq_distances(np.asarray(x, dtype=np.float64), centers), axis=1)
 
 
-def cell_radii(sample, centers, *, t, n_rows, quantile=0.99, max_queries=1000):
+def cell_radii(sample: np.ndarray, centers: np.ndarray, *, t: int, n_rows: int, quantile: float = 0.99,
+               max_queries: int = 1000) -> np.ndarray:
     """A routing radius per cell, before any index exists: for each cell
     (nearest of ``centers``), the ``quantile`` of its sampled rows' estimated
     distance to their ``t``-th nearest other row among all ``n_rows`` rows.
@@ -164,7 +166,8 @@ def cell_radii(sample, centers, *, t, n_rows, quantile=0.99, max_queries=1000):
     return radii
 
 
-def cell_split(x, *, start, centers, radii, t=None):
+def cell_split(x: np.ndarray, *, start: int, centers: np.ndarray, radii: np.ndarray, t: int | None = None
+              ) -> list[tuple]:
     """This row block's rows split by cell, with the ghosts each cell needs:
     piece ``g`` is ``(rows, global row numbers, own)`` where ``own`` marks
     the rows of cell ``g`` (nearest centre ``g``) and the others are rows
@@ -212,8 +215,9 @@ def _search(index, xd, ids, xq, k, drop=None):
     return np.vstack(out_d2), np.vstack(out_idx)
 
 
-def cell_build(pieces, *, t, M=HNSW_DEFAULTS["M"], ef_construction=HNSW_DEFAULTS["ef_construction"],
-               ef_search=HNSW_DEFAULTS["ef_search"], int32_ids=False):
+def cell_build(pieces: list, *, t: int, M: int = HNSW_DEFAULTS["M"],
+               ef_construction: int = HNSW_DEFAULTS["ef_construction"], ef_search: int = HNSW_DEFAULTS["ef_search"],
+               int32_ids: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """One cell, in one task: its rows and ghosts gathered from every
     block's piece (:func:`cell_split`), an HNSW index over all of them
     (faiss ``IndexHNSWFlat``) and each own row's ``t`` nearest other rows
@@ -240,7 +244,7 @@ def cell_build(pieces, *, t, M=HNSW_DEFAULTS["M"], ef_construction=HNSW_DEFAULTS
     return ids[own], d2, idx.astype(idx_dtype, copy=False)
 
 
-def result_split(ids, d2, idx, *, bounds):
+def result_split(ids: np.ndarray, d2: np.ndarray, idx: np.ndarray, *, bounds: np.ndarray) -> list[tuple]:
     """Candidate lists ``(ids, d2, idx)`` split by the row block of their
     row (``bounds``: the blocks' row offsets): piece ``b`` is ``(row local
     to block b, d2, idx)``."""
@@ -254,7 +258,7 @@ def result_split(ids, d2, idx, *, bounds):
     return out
 
 
-def result_join(pieces, *, rows, t):
+def result_join(pieces: list, *, rows: int, t: int) -> tuple[np.ndarray, np.ndarray]:
     """The ``t`` nearest candidates of every row of one block, from the
     pieces every cell sent it (a row's answer comes from its own cell; a
     row answered in several pieces, on disjoint candidate sets, keeps the

@@ -13,14 +13,17 @@ from ._common import Pass, softmax, sq_distances, subblocks
 __all__ = ["mixture_log_joint", "mixture_em_stats", "MIXTURE_EM", "mixture_assign", "MIXTURE_ASSIGN"]
 
 
-def mixture_log_joint(x, *, means, variances, log_weights):
+def mixture_log_joint(x: np.ndarray, *, means: np.ndarray, variances: np.ndarray, log_weights: np.ndarray
+                     ) -> np.ndarray:
     """``log pi_j + log N(x; mu_j, s_j^2 I)`` for every row and component (n, K)."""
     d = x.shape[1]
     return (log_weights[None, :] - 0.5 * d * np.log(2 * np.pi * variances)[None, :]
             - sq_distances(x, means) / (2 * variances)[None, :])
 
 
-def mixture_em_stats(x, c=None, *, means, variances, log_weights, log_psi=None, n_classes=0):
+def mixture_em_stats(x: np.ndarray, c: np.ndarray | None = None, *, means: np.ndarray, variances: np.ndarray,
+                     log_weights: np.ndarray, log_psi: np.ndarray | None = None, n_classes: int = 0
+                    ) -> dict[str, np.ndarray]:
     """E-step of an isotropic mixture for a block and the sums of its M-step.
 
     Without ``c`` (MoG) responsibilities are ``r_nj ∝ pi_j N(x_n; mu_j, s_j^2)``;
@@ -54,7 +57,7 @@ def mixture_em_stats(x, c=None, *, means, variances, log_weights, log_psi=None, 
     return out
 
 
-def mixture_assign(x, *, means, variances, log_weights):
+def mixture_assign(x: np.ndarray, *, means: np.ndarray, variances: np.ndarray, log_weights: np.ndarray) -> np.ndarray:
     """Most probable component of each row given x alone (int64)."""
     x = np.asarray(x, dtype=np.float64)
     return np.argmax(mixture_log_joint(x, means=means, variances=variances, log_weights=log_weights),

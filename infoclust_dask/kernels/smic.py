@@ -7,6 +7,8 @@ per-fold sums behind LSMI (14). Their temporaries are (rows x bases) or
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ._common import Pass, in_sub_blocks, sq_distances
@@ -17,7 +19,7 @@ __all__ = ["local_scaling_values", "directed_kernel_entries", "kernel_transpose_
            "LSMI_TINY"]
 
 
-def local_scaling_values(d2, sigma_a, sigma_b):
+def local_scaling_values(d2: np.ndarray, sigma_a: np.ndarray, sigma_b: np.ndarray) -> np.ndarray:
     """``exp(-d2 / (2 sigma_a sigma_b))`` of kernel (7), elementwise.
 
     Zero scales (a point with ``t`` exact duplicates) follow the limit:
@@ -30,7 +32,8 @@ def local_scaling_values(d2, sigma_a, sigma_b):
     return np.exp(-ratio)
 
 
-def directed_kernel_entries(d2, idx, *, start, t, sigma):
+def directed_kernel_entries(d2: np.ndarray, idx: np.ndarray, *, start: int, t: int, sigma: np.ndarray
+                           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The directed entries of kernel (7) for the rows ``start ..`` of one
     block: row ``i`` links to its ``t`` nearest other rows ``idx[i, :t]``
     with value ``exp(-d2 / (2 sigma_i sigma_j))``. ``sigma`` holds the local
@@ -46,7 +49,8 @@ def directed_kernel_entries(d2, idx, *, start, t, sigma):
     return rows, cols, local_scaling_values(d2, sigma[start + rows], sigma[cols])
 
 
-def kernel_transpose_pieces(d2, idx, *, start, t, sigma, bounds):
+def kernel_transpose_pieces(d2: np.ndarray, idx: np.ndarray, *, start: int, t: int, sigma: np.ndarray,
+                            bounds: np.ndarray) -> list[tuple]:
     """This block's directed entries (:func:`directed_kernel_entries`)
     transposed and split by the row block of their column: piece ``b`` holds
     ``(row local to block b, global column = this block's row, value)`` for
@@ -65,7 +69,8 @@ def kernel_transpose_pieces(d2, idx, *, start, t, sigma, bounds):
     return pieces
 
 
-def kernel_row_block(d2, idx, incoming, *, start, t, sigma, n):
+def kernel_row_block(d2: np.ndarray, idx: np.ndarray, incoming: list, *, start: int, t: int, sigma: np.ndarray, n: int
+                    ) -> Any:
     """Rows ``start .. start + len(d2)`` of the symmetric kernel (7): the
     elementwise maximum of the directed kernel and its transpose (the "or"
     rule), ``K_ii = 1``, exact zeros removed - the rows of what
@@ -89,17 +94,18 @@ def kernel_row_block(d2, idx, incoming, *, start, t, sigma, n):
     return K
 
 
-def kernel_row_sums(K, _=None):
+def kernel_row_sums(K: Any, _: Any = None) -> np.ndarray:
     """Row sums of one row block of the kernel (the degrees ``D``)."""
     return np.asarray(K.sum(axis=1), dtype=np.float64).ravel()
 
 
-def sparse_matmat(K, V):
+def sparse_matmat(K: Any, V: np.ndarray) -> np.ndarray:
     """``K @ V`` of one row block (dense float64 result)."""
     return np.asarray(K @ np.asarray(V, dtype=np.float64))
 
 
-def smic_oos_stats(xd, phi, sigma, *, start=0, xq, sigma_q, nbr):
+def smic_oos_stats(xd: np.ndarray, phi: np.ndarray, sigma: np.ndarray, *, start: int = 0, xq: np.ndarray,
+                   sigma_q: np.ndarray, nbr: np.ndarray) -> dict[str, np.ndarray]:
     """:func:`_smic_oos_rows` over sub-blocks of at most :data:`SUB_ROWS`
     training rows (the distance table is new rows x training rows)."""
     return in_sub_blocks(_smic_oos_rows, (xd, phi, sigma), start, xq=xq, sigma_q=sigma_q, nbr=nbr)
@@ -143,7 +149,8 @@ def _smic_oos_rows(xd, phi, sigma, *, start=0, xq, sigma_q, nbr):
 LSMI_TINY = 1e-100
 
 
-def gaussian_basis(x, centers, width, *, x_sq=None, d2=None):
+def gaussian_basis(x: np.ndarray, centers: np.ndarray, width: float | np.ndarray, *, x_sq: np.ndarray | None = None,
+                   d2: np.ndarray | None = None) -> np.ndarray:
     """Gaussian kernel (11) of SMIC's LSMI, ``exp(-||x - c||^2 / (2 width^2))``,
     with values below :data:`LSMI_TINY` floored to 0 (``d2``: the squared
     distances, if already computed)."""
@@ -154,7 +161,8 @@ def gaussian_basis(x, centers, width, *, x_sq=None, d2=None):
     return phi
 
 
-def lsmi_stats(x, labels, *, start=0, centers, widths, n_classes, n_folds, seed, shift, scale):
+def lsmi_stats(x: np.ndarray, labels: np.ndarray, *, start: int = 0, centers: np.ndarray, widths: np.ndarray,
+               n_classes: int, n_folds: int, seed: int, shift: np.ndarray, scale: np.ndarray) -> dict[str, np.ndarray]:
     """:func:`_lsmi_stats_rows` over sub-blocks of at most :data:`SUB_ROWS` rows."""
     return in_sub_blocks(_lsmi_stats_rows, (x, labels), start, centers=centers, widths=widths,
                           n_classes=n_classes, n_folds=n_folds, seed=seed, shift=shift, scale=scale)

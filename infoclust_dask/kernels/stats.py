@@ -4,6 +4,8 @@ below its kernel (:class:`~infoclust_dask.kernels._common.Pass`)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ._common import Pass, combine_concat, row_hash_uniform, subblocks
@@ -24,7 +26,8 @@ __all__ = [
 ]
 
 
-def moments_stats(x, w=None, *, shift=None):
+def moments_stats(x: np.ndarray, w: np.ndarray | None = None, *, shift: np.ndarray | None = None
+                 ) -> dict[str, np.ndarray]:
     """Count, weighted sums, sums of squares and the number of non-finite
     entries of a block: the basis of mean/variance and of input validation.
 
@@ -65,7 +68,7 @@ def moments_stats(x, w=None, *, shift=None):
 MOMENTS = Pass("moments_stats", moments_stats, inputs=("x", "w"))
 
 
-def gram_stats(x):
+def gram_stats(x: Any) -> dict[str, np.ndarray]:
     """Count, sum and ``X^T X`` of a block (covariance / principal axes);
     ``scipy.sparse`` rows stay sparse."""
     if hasattr(x, "tocsr"):
@@ -79,7 +82,7 @@ def gram_stats(x):
 GRAM = Pass("gram_stats", gram_stats)
 
 
-def cross_gram_stats(x, y):
+def cross_gram_stats(x: np.ndarray, y: np.ndarray) -> dict[str, np.ndarray]:
     """Count, sums, ``X^T X``, ``Y^T Y`` and ``X^T Y`` of a paired block
     (canonical correlation analysis of two views)."""
     x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
@@ -90,7 +93,7 @@ def cross_gram_stats(x, y):
 CROSS_GRAM = Pass("cross_gram_stats", cross_gram_stats, inputs=("x", "y"))
 
 
-def label_sum_stats(x, labels, *, k):
+def label_sum_stats(x: np.ndarray, labels: np.ndarray, *, k: int) -> dict[str, np.ndarray]:
     """Per-label sums and counts of a block's rows (cluster means)."""
     lab = np.asarray(labels).astype(np.intp)
     x = np.asarray(x, dtype=np.float64)
@@ -102,7 +105,7 @@ def label_sum_stats(x, labels, *, k):
 LABEL_SUMS = Pass("label_sum_stats", label_sum_stats, inputs=("x", "labels"))
 
 
-def weighted_sum_stats(x, w):
+def weighted_sum_stats(x: np.ndarray, w: np.ndarray) -> dict[str, np.ndarray]:
     """``sum_n w_n x_n`` and ``sum_n w_n`` (a weighted mean)."""
     w = np.asarray(w, dtype=np.float64)
     return {"s": w @ np.asarray(x, dtype=np.float64), "w": np.array(w.sum())}
@@ -111,7 +114,7 @@ def weighted_sum_stats(x, w):
 WEIGHTED_SUM = Pass("weighted_sum_stats", weighted_sum_stats, inputs=("x", "w"))
 
 
-def sum_sq_stats(x, w=None):
+def sum_sq_stats(x: np.ndarray, w: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """``sxx = sum_n w_n ||x_n||^2`` of a block."""
     x = np.asarray(x, dtype=np.float64)
     xx = np.einsum("ij,ij->i", x, x)
@@ -121,7 +124,7 @@ def sum_sq_stats(x, w=None):
 SUM_SQ = Pass("sum_sq_stats", sum_sq_stats, inputs=("x", "w"))
 
 
-def project_rows(x, *, mean, W):
+def project_rows(x: np.ndarray, *, mean: np.ndarray, W: np.ndarray) -> np.ndarray:
     """``(x - mean) @ W`` of a block (a linear projection)."""
     return (np.asarray(x, dtype=np.float64) - mean) @ W
 
@@ -129,7 +132,7 @@ def project_rows(x, *, mean, W):
 PROJECT = Pass("project_rows", project_rows, kind="map")
 
 
-def hashed_fold_ids(x, *, start=0, seed, n_folds):
+def hashed_fold_ids(x: np.ndarray, *, start: int = 0, seed: int, n_folds: int) -> np.ndarray:
     """Fold number (0 .. n_folds-1) of each row of a block: the row's hashed
     uniform number times ``n_folds``, so folds are random, about equal in size
     and independent of the chunking."""
@@ -140,7 +143,7 @@ def hashed_fold_ids(x, *, start=0, seed, n_folds):
 HASHED_FOLDS = Pass("hashed_fold_ids", hashed_fold_ids, kind="map", start=True, dtype=np.int16)
 
 
-def range_fold_ids(x, *, start=0, n_total, n_folds):
+def range_fold_ids(x: np.ndarray, *, start: int = 0, n_total: int, n_folds: int) -> np.ndarray:
     """Fold number of each row when fold f is the index range
     ``[f n / k, (f + 1) n / k)`` (contiguous folds; no shuffling)."""
     rows = np.arange(start, start + np.asarray(x).shape[0], dtype=np.int64)
@@ -150,7 +153,7 @@ def range_fold_ids(x, *, start=0, n_total, n_folds):
 RANGE_FOLDS = Pass("range_fold_ids", range_fold_ids, kind="map", start=True, dtype=np.int16)
 
 
-def count_true(keep):
+def count_true(keep: np.ndarray) -> dict[str, np.ndarray]:
     """Number of true entries of a boolean block, as a one-entry list."""
     return {"n": np.array([np.count_nonzero(np.asarray(keep))], dtype=np.int64)}
 
@@ -158,7 +161,7 @@ def count_true(keep):
 COUNT_TRUE = Pass("count_true", count_true, combine=combine_concat, inputs=("keep",))
 
 
-def label_values(y):
+def label_values(y: np.ndarray) -> dict[str, np.ndarray]:
     """The distinct values of a block of labels (sorted)."""
     return {"values": np.unique(np.asarray(y))}
 
@@ -170,7 +173,7 @@ def _union_values(parts):
 LABEL_VALUES = Pass("label_values", label_values, combine=_union_values, inputs=("y",))
 
 
-def encode_labels(y, *, classes):
+def encode_labels(y: np.ndarray, *, classes: np.ndarray) -> np.ndarray:
     """Codes ``0 .. len(classes)-1`` of a block of labels (``classes`` sorted);
     a value outside ``classes`` is an error naming it."""
     y = np.asarray(y)

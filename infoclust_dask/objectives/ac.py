@@ -18,6 +18,9 @@ Conventions (checked against finite differences in the tests):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
 from scipy.special import digamma, gammaln
 
@@ -25,7 +28,7 @@ __all__ = ["check_prior", "log_bayes_factor", "digamma_terms", "gradient", "mutu
            "log_bf_constant"]
 
 
-def check_prior(prior):
+def check_prior(prior: Any) -> tuple[float, ...]:
     """``(n_d, n_x, n_y)``, all > 0 (a scalar is used for all three)."""
     p = np.broadcast_to(np.asarray(prior, dtype=np.float64), (3,)) if np.ndim(prior) == 0 else np.asarray(
         prior, dtype=np.float64)
@@ -34,7 +37,8 @@ def check_prior(prior):
     return tuple(float(v) for v in p)
 
 
-def log_bayes_factor(counts, prior=(1.0, 1.0, 1.0), lam=(1.0, 1.0)):
+def log_bayes_factor(counts: np.ndarray, prior: Sequence[float] = (1.0, 1.0, 1.0), lam: Sequence[float] = (1.0, 1.0)
+                    ) -> float:
     """log BF' of §III (eq. (3) when ``lam = (1, 1)``), without constants:
     ``sum_ij lgamma(n_ij + n_d) - lam_x sum_i lgamma(n_i. + n_x)
     - lam_y sum_j lgamma(n_.j + n_y)``. Works for hard and smoothed tables."""
@@ -45,20 +49,21 @@ def log_bayes_factor(counts, prior=(1.0, 1.0, 1.0), lam=(1.0, 1.0)):
                  - ly * gammaln(n.sum(axis=0) + ny).sum())
 
 
-def digamma_terms(counts, prior=(1.0, 1.0, 1.0)):
+def digamma_terms(counts: np.ndarray, prior: Sequence[float] = (1.0, 1.0, 1.0)
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``Psi(n_ij + n_d)`` (K, L), ``Psi(n_i. + n_x)`` (K,), ``Psi(n_.j + n_y)`` (L,)."""
     n = np.asarray(counts, dtype=np.float64)
     nd, nx, ny = check_prior(prior)
     return digamma(n + nd), digamma(n.sum(axis=1) + nx), digamma(n.sum(axis=0) + ny)
 
 
-def gradient(WX, W, centers, sigma):
+def gradient(WX: np.ndarray, W: np.ndarray, centers: np.ndarray, sigma: float) -> np.ndarray:
     """``d log BF'' / d m_i = (sum_r W_i(r) x_r - (sum_r W_i(r)) m_i) / sigma^2``
     from the reduced sums of :data:`infoclust_dask.kernels.ac.AC_GRAD`."""
     return (np.asarray(WX) - np.asarray(W)[:, None] * np.asarray(centers)) / sigma**2
 
 
-def mutual_information(counts):
+def mutual_information(counts: np.ndarray) -> float:
     """Plug-in mutual information (nats) of a contingency table:
     ``sum_ij p_ij log(p_ij / (p_i p_j))`` with ``p = n / N``."""
     n = np.asarray(counts, dtype=np.float64)
@@ -71,7 +76,7 @@ def mutual_information(counts):
     return float(np.sum(p[nz] * np.log(p[nz] / (pi @ pj)[nz])))
 
 
-def log_bf_constant(n_rows, n_cols, N, prior=(1.0, 1.0, 1.0)):
+def log_bf_constant(n_rows: int, n_cols: int, N: int, prior: Sequence[float] = (1.0, 1.0, 1.0)) -> float:
     """The constants (2) dropped from (3) for a K x L table of N pairs:
     adding them to :func:`log_bayes_factor` gives ``log P(n|M_D) - log P(n|M_I)``
     exactly. ``log P(n|M_D)`` = (2) over the KL cells with ``t0 = n_d``, and

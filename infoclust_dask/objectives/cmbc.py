@@ -37,6 +37,8 @@ Two departures from the printed paper, both checked numerically by the tests:
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 __all__ = [
@@ -56,13 +58,13 @@ __all__ = [
 EPS = 1e-6
 
 
-def delta_d(d):
+def delta_d(d: Any) -> Any:
     """(3.8): ``ln(d + 1) + d ln(1 + 1/d)``."""
     d = float(d)
     return np.log(d + 1.0) + d * np.log1p(1.0 / d)
 
 
-def beta_d(d):
+def beta_d(d: Any) -> Any:
     """(3.9): ``(d + 1) d ln(1 + 1/d)``."""
     d = float(d)
     return (d + 1.0) * d * np.log1p(1.0 / d)
@@ -78,7 +80,7 @@ class PatternModel:
     of (3.13).
     """
 
-    def __init__(self, P1, P0, n):
+    def __init__(self, P1: np.ndarray, P0: np.ndarray, n: int) -> None:
         self.P1, self.P0 = np.asarray(P1, dtype=np.float64), np.asarray(P0, dtype=np.float64)
         self.n = int(n)
         self.n_patterns, self.m = self.P1.shape
@@ -92,12 +94,12 @@ class PatternModel:
         self.log_d = float(np.log(d))
         self.Q = 1.0 / (1.0 - 1.0 / d)
 
-    def p_neg_given_cluster(self, theta):
+    def p_neg_given_cluster(self, theta: np.ndarray) -> np.ndarray:
         """(A.6): ``p(y-_p | c_k)`` for every pattern and cluster, (n_patterns, K)."""
         return (self.D @ theta + self.b[:, None]) / self.m
 
 
-def pattern_model(count, S, n1, n):
+def pattern_model(count: np.ndarray, S: np.ndarray, n1: np.ndarray, n: int) -> PatternModel:
     """The :class:`PatternModel` from the counting pass: ``count[p]`` rows
     with pattern ``p``, ``S[p, j]`` of them with ``y+_j = 1``, ``n1[j]`` rows
     with ``y+_j = 1`` among ``n``. (A.5) divides by ``n1[j]`` and ``n -
@@ -125,7 +127,7 @@ def _sums(theta, pm):
     return own, joint
 
 
-def regularizer(theta, pm):
+def regularizer(theta: np.ndarray, pm: PatternModel) -> float:
     """``H~l(C, Y-) - H~u(Y-)`` of (3.12)-(3.13) with equal priors ``1/K``:
     ``delta - beta sum_p sum_k (u_pk / K)^2 - ln|Y-| (1 - Q sum_p (sum_k
     u_pk / K)^2)``."""
@@ -136,7 +138,7 @@ def regularizer(theta, pm):
     return float(h_low - h_up)
 
 
-def regularizer_gradient(theta, pm):
+def regularizer_gradient(theta: np.ndarray, pm: PatternModel) -> np.ndarray:
     """d regularizer / d theta, (m, K): ``(2 / (K^2 m^2)) [-beta (A2 theta_k
     + A1) + ln|Y-| Q (A2 sum_r theta_r + K A1)]``."""
     K = theta.shape[1]
@@ -146,13 +148,13 @@ def regularizer_gradient(theta, pm):
     return (2.0 / (K * K * m2)) * (-pm.beta * own + pm.log_d * pm.Q * joint)
 
 
-def objective(loglik, theta, pm, gamma):
+def objective(loglik: float, theta: np.ndarray, pm: PatternModel, gamma: float) -> float:
     """(3.14) with the per-sample likelihood scaling: ``(1 - gamma)/n *
     loglik + gamma * regularizer``."""
     return (1.0 - gamma) / pm.n * float(loglik) + gamma * regularizer(theta, pm)
 
 
-def cubic_coefficients(S1, R, theta, h, k, pm, gamma):
+def cubic_coefficients(S1: float, R: float, theta: np.ndarray, h: int, k: int, pm: PatternModel, gamma: float) -> tuple:
     """The M-step cubic of coordinate ``theta[h, k]`` (the others fixed):
     ``c3 t^3 + c2 t^2 + c1 t + c0 = 0``.
 
@@ -175,7 +177,7 @@ def cubic_coefficients(S1, R, theta, h, k, pm, gamma):
     return -a, a - c, c - s * R, s * S1
 
 
-def solve_coordinate(S1, R, theta, h, k, pm, gamma):
+def solve_coordinate(S1: float, R: float, theta: np.ndarray, h: int, k: int, pm: PatternModel, gamma: float) -> float:
     """The maximizer of the per-coordinate objective of :func:`cubic_coefficients`
     in ``[EPS, 1 - EPS]``: the real roots of the cubic in that interval (the
     objective goes to -inf at both ends when ``0 < S1 < R``, so the maximum is

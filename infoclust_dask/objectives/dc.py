@@ -7,6 +7,8 @@ sums reduced by the engine; nothing touches the data.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from scipy.special import digamma, gammaln
 
@@ -14,7 +16,7 @@ __all__ = ["prior_vector", "log_posterior", "log_posterior_constant", "digamma_t
            "mog_term", "vq_term"]
 
 
-def prior_vector(prior, n_classes):
+def prior_vector(prior: Any, n_classes: int) -> np.ndarray:
     """Dirichlet parameters ``n_i^0`` as a vector of length C (a scalar is
     repeated, the paper's choice ``n_i^0 = n^0``)."""
     p = np.asarray(prior, dtype=np.float64)
@@ -25,7 +27,7 @@ def prior_vector(prior, n_classes):
     return p
 
 
-def log_posterior(counts, prior, eq=0.0):
+def log_posterior(counts: np.ndarray, prior: Any, eq: float = 0.0) -> float:
     """Log posterior (9) / smoothed (10) without constants:
     ``sum_ij lgamma(n_i^0 + n_ji) - (1 + eq) sum_j lgamma(N^0 + N_j)``;
     ``eq > 0`` is the equalized objective C_EQ (12)."""
@@ -34,7 +36,7 @@ def log_posterior(counts, prior, eq=0.0):
     return float(gammaln(counts + n0).sum() - (1.0 + eq) * gammaln(counts.sum(axis=1) + n0.sum()).sum())
 
 
-def log_posterior_constant(n_clusters, prior, n_classes):
+def log_posterior_constant(n_clusters: int, prior: Any, n_classes: int) -> float:
     """The Dirichlet-multinomial normalizing constants dropped in (9):
     ``sum_j [lgamma(N^0) - sum_i lgamma(n_i^0)]``; adding them makes (9) a
     true log marginal likelihood of the classes given the partition (8)."""
@@ -42,7 +44,7 @@ def log_posterior_constant(n_clusters, prior, n_classes):
     return float(n_clusters * (gammaln(n0.sum()) - gammaln(n0).sum()))
 
 
-def digamma_terms(counts, prior, eq=0.0):
+def digamma_terms(counts: np.ndarray, prior: Any, eq: float = 0.0) -> np.ndarray:
     """``L_ji = psi(n_ji + n_i^0) - (1 + eq) psi(N_j + N^0)`` of the gradient
     (11) (of (12) when ``eq > 0``)."""
     counts = np.asarray(counts, dtype=np.float64)
@@ -50,7 +52,8 @@ def digamma_terms(counts, prior, eq=0.0):
     return digamma(counts + n0) - (1.0 + eq) * digamma(counts.sum(axis=1) + n0.sum())[:, None]
 
 
-def mog_term(log_z_sum, R, S, centers, lam, n_samples, n_clusters):
+def mog_term(log_z_sum: float, R: np.ndarray, S: np.ndarray, centers: np.ndarray, lam: float, n_samples: int,
+             n_clusters: int) -> tuple[float, np.ndarray]:
     """The MoG regularizer of (14), ``-E_MoG = sum_x log sum_j rho_j
     exp(-lam |x - m_j|^2)`` with equal weights ``rho_j = 1/K``, and its
     gradient ``2 lam (S_j - R_j m_j)``, from the soft K-means sums at
@@ -59,14 +62,15 @@ def mog_term(log_z_sum, R, S, centers, lam, n_samples, n_clusters):
     return value, 2.0 * lam * (np.asarray(S) - np.asarray(R)[:, None] * centers)
 
 
-def vq_term(inertia, counts, sums, centers, lam):
+def vq_term(inertia: float, counts: np.ndarray, sums: np.ndarray, centers: np.ndarray, lam: float
+            ) -> tuple[float, np.ndarray]:
     """The K-means regularizer of (15), ``-E_VQ = -lam sum_j sum_{x in V_j}
     |x - m_j|^2``, and its gradient ``2 lam (sum_{x in V_j} x - N_j m_j)``
     (Voronoi regions held fixed, as in Lloyd's algorithm)."""
     return -lam * float(inertia), 2.0 * lam * (np.asarray(sums) - np.asarray(counts)[:, None] * centers)
 
 
-def gradient(WX, W, centers, sigma):
+def gradient(WX: np.ndarray, W: np.ndarray, centers: np.ndarray, sigma: float) -> np.ndarray:
     """Gradient (11) of (10) w.r.t. the prototypes, from the reduced sums
     ``WX = sum_x W(x) x^T`` and ``W = sum_x W(x)`` (see
     :data:`infoclust_dask.kernels.dc.DC_GRAD`)."""

@@ -19,6 +19,7 @@ regularization ``delta`` are chosen by the M-fold hold-out error ``CV`` of
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -66,7 +67,7 @@ def _floor(H):
     return np.where(np.abs(H) < H_FLOOR * top, 0.0, H)
 
 
-def class_thetas(G, S, count, basis_labels, deltas):
+def class_thetas(G: np.ndarray, S: np.ndarray, count: np.ndarray, basis_labels: np.ndarray, deltas: Any) -> list:
     """``theta^(y)`` of (13) for every class and every ``delta``.
 
     Parameters
@@ -98,7 +99,7 @@ def class_thetas(G, S, count, basis_labels, deltas):
     return out
 
 
-def lsmi_from_thetas(G, S, count, thetas, k=0):
+def lsmi_from_thetas(G: np.ndarray, S: np.ndarray, count: np.ndarray, thetas: Any, k: int = 0) -> Any:
     """LSMI (14) of the ratio model ``thetas`` (``k``-th delta) on the samples
     whose sums are ``G, S, count``."""
     n = float(np.sum(count))
@@ -125,7 +126,7 @@ def _thetas_all_widths(G, S, count, Iy, y, deltas):
     return np.einsum("wki,wdi->wdk", evecs, scaled)
 
 
-def cv_table(stats, basis_labels, widths, deltas):
+def cv_table(stats: dict, basis_labels: np.ndarray, widths: Any, deltas: Any) -> np.ndarray:
     """Mean hold-out error ``CV`` (§2.4) for every (width, delta).
 
     For fold ``m`` the ratio model is fitted on the other folds' sums and
@@ -162,7 +163,7 @@ def cv_table(stats, basis_labels, widths, deltas):
     return table / used
 
 
-def select(stats, basis_labels, widths, deltas):
+def select(stats: dict, basis_labels: np.ndarray, widths: Any, deltas: Any) -> LSMIResult:
     """Choose (width, delta) by minimal CV, then LSMI (14) on all samples."""
     table = cv_table(stats, basis_labels, widths, deltas)
     w, k = np.unravel_index(int(np.argmin(table)), table.shape)

@@ -35,6 +35,8 @@ Conventions (not spelled out in the paper, fixed here):
 
 from __future__ import annotations
 
+from typing import Any, Callable
+
 import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
@@ -65,7 +67,8 @@ DENSE_MAX = 1500
 ALIGN_GAP = 1e-6
 
 
-def kernel_matrix(d2, idx, t, *, normalization="none"):
+def kernel_matrix(d2: np.ndarray, idx: np.ndarray, t: int, *, normalization: str = "none"
+                 ) -> tuple[Any, np.ndarray, np.ndarray]:
     """Sparse kernel (7) from the kNN lists.
 
     Parameters
@@ -110,7 +113,8 @@ def kernel_matrix(d2, idx, t, *, normalization="none"):
     return K, sigma, degree
 
 
-def top_eigenvectors(K, c, *, tol=1e-12, random_state=0, components=None, norm=1.0):
+def top_eigenvectors(K: Any, c: int, *, tol: float = 1e-12, random_state: int | None = 0, components: Any = None,
+                     norm: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
     """The ``c`` largest (algebraic) eigenvalues of symmetric ``K`` and their
     unit eigenvectors, eigenvalues in decreasing order.
 
@@ -143,7 +147,7 @@ OPERATOR_BYTES = 3 * 2**29
 BLOCK_MARGIN = 2
 
 
-def eigen_block_size(n, c):
+def eigen_block_size(n: int, c: int) -> int:
     """Vectors per product of :func:`operator_eigenvectors`:
     :func:`infoclust_dask.eigen.block_size` with margin
     :data:`BLOCK_MARGIN` within :data:`OPERATOR_BYTES` (``c + 2``; at
@@ -155,8 +159,10 @@ def eigen_block_size(n, c):
 SHIFT = 1e-8
 
 
-def operator_eigenvectors(matvec, n, c, *, tol=1e-12, random_state=0, m=None, block_size="auto", components=None,
-                          norm=1.0, callback=None, report=None):
+def operator_eigenvectors(matvec: Callable[[np.ndarray], np.ndarray], n: int, c: int, *, tol: float = 1e-12,
+                          random_state: int | None = 0, m: int | None = None, block_size: int | str = "auto",
+                          components: Any = None, norm: float = 1.0, callback: Callable[[], Any] | None = None,
+                          report: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
     """:func:`top_eigenvectors` of a symmetric ``n x n`` matrix known only
     through products ``matvec(X) -> K X`` of ``(n, b)`` blocks (e.g. a
     map-reduce pass over kernel row blocks kept on the workers), by the
@@ -227,7 +233,7 @@ def operator_eigenvectors(matvec, n, c, *, tol=1e-12, random_state=0, m=None, bl
         # shifts eps q would turn them into a crowd of near ties that converge slowly)
         report["block_size"] = b
         return solve(b, counted)
-    if n_comp > 1:
+    if n_comp > 1 and comp is not None:
         eps = SHIFT * float(norm)
         q = comp.astype(np.float64)
         report["shifted"] = True
@@ -249,7 +255,7 @@ def operator_eigenvectors(matvec, n, c, *, tol=1e-12, random_state=0, m=None, bl
     return lam, V
 
 
-def orient(V, *, roundoff=ROUNDOFF, copy=True, return_signs=False):
+def orient(V: np.ndarray, *, roundoff: float = ROUNDOFF, copy: bool = True, return_signs: bool = False) -> Any:
     """The sign rule of §2.3 after zeroing round-off entries (module notes).
     Column by column (``copy=False``: in place), so an ``n x c`` matrix
     needs no ``n x c`` temporaries.
@@ -273,7 +279,7 @@ def orient(V, *, roundoff=ROUNDOFF, copy=True, return_signs=False):
     return (V, signs) if return_signs else V
 
 
-def eigen_groups(lam, *, rel_gap=ALIGN_GAP):
+def eigen_groups(lam: Any, *, rel_gap: float = ALIGN_GAP) -> list[list[int]]:
     """Runs of consecutive eigenvalues (decreasing order) whose gaps are at
     most ``rel_gap * max |lambda|``: the (nearly) repeated eigenspaces, in
     which an eigensolver may return any orthonormal basis. Returns lists of
@@ -316,7 +322,8 @@ def _pivot_rows(V, cols, rows=1 << 16):
     return piv
 
 
-def align(V, lam, *, rel_gap=ALIGN_GAP, copy=True, rows=1 << 16):
+def align(V: np.ndarray, lam: np.ndarray, *, rel_gap: float = ALIGN_GAP, copy: bool = True, rows: int = 1 << 16
+         ) -> tuple[np.ndarray, np.ndarray]:
     """Make the eigenvector basis of every (nearly) repeated eigenspace
     (:func:`eigen_groups`) independent of the solver: inside each group of
     ``r >= 2`` columns, the rotation of scikit-learn's ``cluster_qr``
@@ -344,7 +351,7 @@ def align(V, lam, *, rel_gap=ALIGN_GAP, copy=True, rows=1 << 16):
     return V, R
 
 
-def check_prior(prior, c):
+def check_prior(prior: Any, c: int) -> np.ndarray:
     """``prior`` (None = uniform (4)) as a positive vector summing to 1, sorted
     ascending as §2.3 assumes (``pi_1 <= ... <= pi_c``, cluster ``y`` pairs
     with the ``y``-th largest eigenvalue)."""
@@ -361,7 +368,7 @@ def check_prior(prior, c):
     return np.sort(p / p.sum())
 
 
-def assign(Vt, prior, *, rows=1 << 16):
+def assign(Vt: np.ndarray, prior: np.ndarray, *, rows: int = 1 << 16) -> np.ndarray:
     """The in-sample clusters of §2.3: per row the argmax over y of
     ``pi_y [max(0, phi~_y)]_i / (max(0, phi~_y)^T 1)`` (the clipped,
     normalized class-posterior estimates up to a common factor per row),

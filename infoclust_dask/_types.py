@@ -1,15 +1,16 @@
-"""Type hints of the estimators' signatures (documentation for readers and
+"""Type hints of the public signatures (documentation for readers and
 type checkers; the data arguments take many kinds of objects, hence
 ``Any`` underneath)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import Any, Union
 
 import numpy as np
 
-__all__ = ["NumbersLike", "RandomStateLike", "SchedulerLike", "DataLike", "Labels", "Sequence"]
+__all__ = ["NumbersLike", "RandomStateLike", "SchedulerLike", "DataLike", "Labels", "Sequence", "PathLike", "Array"]
 
 #: type hints of the estimators' signatures: array-like numbers, a seed, where passes run
 NumbersLike = Union[Sequence[Any], np.ndarray]
@@ -20,3 +21,7 @@ SchedulerLike = Any
 DataLike = Any
 #: per-row results: numpy for numpy input, lazy (dask / xarray) for lazy input
 Labels = Any
+#: a local path (str or os.PathLike)
+PathLike = Union[str, os.PathLike]
+#: an in-memory result
+Array = np.ndarray
