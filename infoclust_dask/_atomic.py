@@ -36,7 +36,7 @@ def _temp_name(path: Path, kind: str) -> Path:
 
 def clean_stale_temporaries(path) -> list[Path]:
     """Remove the leftovers of writers of ``path`` that died (killed mid-write:
-    ``.NAME.tmp-PID-*``, ``.NAME.old-PID-*``, ``.NAME.var-PID-*``, ``.NAME.raw-PID-*`` and a
+    ``.NAME.tmp-PID-*``, ``.NAME.old-PID-*``, ``.NAME.var-PID-*``, ``.NAME.raw-PID-*``, ``.NAME.append-PID-*`` and a
     ``.NAME.lock`` whose PID is gone); leftovers of live processes stay. Returns what was removed."""
     path = Path(path)
     removed: list = []
@@ -48,7 +48,7 @@ def clean_stale_temporaries(path) -> list[Path]:
             continue
         rest = p.name[len(prefix):]
         kind, _, tail = rest.partition("-")
-        if kind not in ("tmp", "old", "lock", "var", "raw"):
+        if kind not in ("tmp", "old", "lock", "var", "raw", "append"):
             continue
         pid = tail.split("-")[0] if kind != "lock" else _read_lock_pid(p)
         if not str(pid).isdigit() or _pid_alive(int(pid)):
@@ -152,13 +152,21 @@ def _remove_tree(path: Path, wait: float = 10.0):
         time.sleep(0.05)
 
 
-def atomic_write_text(path, text: str, *, overwrite: bool = False) -> Path:
-    """Write a small text file atomically (temp file beside it, then rename)."""
+def atomic_write_bytes(path, data: bytes, *, overwrite: bool = False) -> Path:
+    """Write a small file atomically (temp file beside it, then rename)."""
     path = local_path(path, "file")
     if path.exists() and not overwrite:
         raise FileExistsError(f"'{path}' exists; pass overwrite=True to replace it.")
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.parent / f".{path.name}.tmp-{uuid.uuid4().hex[:8]}"
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
     return path
+
+
+def atomic_write_text(path, text: str, *, overwrite: bool = False) -> Path:
+    """Write a small text file atomically (temp file beside it, then rename)."""
+    return atomic_write_bytes(path, text.encode("utf-8"), overwrite=overwrite)

@@ -45,9 +45,11 @@ def open_input(data, variable: str = "x"):
         return None
     data = lazy_zarr(data)
     if is_path(data):
+        from ._paths import url_protocol
         from .store import is_store_of_ours, open_dataset
 
-        if not is_store_of_ours(data) and (Path(data) / "zarr.json").exists():
+        local = url_protocol(data) in (None, "file")
+        if local and not is_store_of_ours(data) and (Path(data) / "zarr.json").exists():
             return engine.as_array(_open_foreign(Path(data), variable))
         ds = open_dataset(data)
         if variable not in ds:

@@ -1,32 +1,62 @@
-"""The chunk manifest of a store: every chunk file each array was written
-with, its size and CRC-32 (``<array>/infoclust-manifest.json``), written
-when a store is written; opening a store checks sizes, :func:`verify_store`
-reads every chunk and checks the CRCs."""
+"""The chunk manifest of a store, and what it commits.
+
+Each array holds ``<array>/infoclust-manifest.json`` (inside the array's
+folder, where zarr does not look; a file beside the arrays would be reported
+by zarr as an unknown member of the group)::
+
+    {"manifest_version": 2, "rows": N, "metadata_sha256": "...",
+     "chunks": {"x/c/0/0": [size, crc32 or null], ...}}
+
+- Written **last**, after every chunk and every ``zarr.json``: on an object
+  store, where nothing can be renamed into place, the manifests are the
+  commit. A store at a URL without them is an interrupted write and is not
+  opened.
+- ``rows`` is the committed row count: an append writes its chunks beyond
+  the old rows, then the arrays' metadata, then the manifests; a reader
+  takes the smallest ``rows`` of the arrays' manifests and reads only those
+  rows, so an interrupted append leaves the previous version readable and
+  whole. Before an append rewrites the old, partly filled last chunk it
+  records the chunk's new size in ``<array>/infoclust-pending.json``, so
+  that the old version stays readable while the append runs.
+- Opening checks that every listed chunk is there with its size (a deleted
+  or truncated chunk would read as fill values); :func:`verify_store` also
+  checks each chunk's content (CRC-32 of local files; on an object store a
+  read of every chunk, which the ``crc32c`` codec checks) and each array's
+  metadata against its hash.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
-from pathlib import Path
+import zlib
+from typing import Any
 
 from ._atomic import StoreError
-from ._paths import local_path
+from ._location import Location, resolve
 
-__all__ = ["MANIFEST", "verify_store"]
+__all__ = ["MANIFEST", "PENDING", "verify_store", "committed_rows"]
 
-
-#: per array: ``<array>/infoclust-manifest.json`` (inside the array's folder,
-#: where zarr does not look; a file beside the arrays would be reported by
-#: zarr as an unknown member of the group)
 MANIFEST = "infoclust-manifest.json"
+PENDING = "infoclust-pending.json"
 
 
-def _arrays(root: Path):
-    return sorted(p for p in root.iterdir() if p.is_dir() and (p / "zarr.json").exists())
+def _arrays(loc: Location) -> list[str]:
+    """Names of the arrays of the group at ``loc``."""
+    if loc.local is not None:
+        if not loc.local.is_dir():
+            return []
+        return sorted(p.name for p in loc.local.iterdir() if p.is_dir() and (p / "zarr.json").exists())
+    names = set()
+    for rel in loc.find():
+        parts = rel.split("/")
+        if len(parts) == 2 and parts[1] == "zarr.json":
+            names.add(parts[0])
+    return sorted(names)
 
 
-def _crc32(path: Path) -> int:
-    import zlib
-
+def _crc32_file(path: Any) -> int:
     crc = 0
     with open(path, "rb") as fh:
         while block := fh.read(1 << 22):
@@ -34,41 +64,86 @@ def _crc32(path: Path) -> int:
     return crc
 
 
-def _write_manifest(root: Path):
-    """Record every chunk file of the freshly written arrays with its size
-    and CRC-32, one manifest per array: opening
-    checks that each listed chunk is there with its size (a deleted or
-    truncated chunk would otherwise read as fill values), :func:`verify_store`
-    checks the CRCs (garbage of the same size)."""
-    import json
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
 
-    for var in _arrays(root):
+
+def _array_rows(loc: Location, var: str) -> int:
+    meta = json.loads(loc.read_text(f"{var}/zarr.json"))
+    return int(meta["shape"][0]) if meta.get("shape") else 0
+
+
+def _write_manifest(loc: Location | Any, arrays: list[str] | None = None) -> None:
+    """Record every chunk of the arrays (all, or ``arrays``) with its size
+    and, on a local disk, its CRC-32, the row count and the hash of the
+    array's metadata; one manifest per array, each written whole, after
+    everything it describes. Pending records of those arrays are removed
+    after their manifests."""
+    loc = resolve(loc, "store")
+    for var in (arrays if arrays is not None else _arrays(loc)):
+        sizes = loc.find(f"{var}/c")
         chunks = {}
-        for dirpath, _, files in os.walk(var / "c"):
-            for f in files:
-                full = os.path.join(dirpath, f)
-                chunks[os.path.relpath(full, root)] = [os.path.getsize(full), _crc32(Path(full))]
-        (var / MANIFEST).write_text(json.dumps({"manifest_version": 1, "chunks": dict(sorted(chunks.items()))}))
+        for rel, size in sorted(sizes.items()):
+            crc = _crc32_file(loc.local / rel) if loc.local is not None else None
+            chunks[rel] = [size, crc]
+        meta = loc.read_bytes(f"{var}/zarr.json")
+        doc = {"manifest_version": 2, "rows": int(json.loads(meta)["shape"][0]) if json.loads(meta).get("shape")
+               else 0, "metadata_sha256": _sha256(meta), "chunks": chunks}
+        loc.write_text(f"{var}/{MANIFEST}", json.dumps(doc))
+    for var in (arrays if arrays is not None else _arrays(loc)):
+        if loc.exists(f"{var}/{PENDING}"):
+            loc.remove(f"{var}/{PENDING}", recursive=False)
 
 
-def _read_manifest(path: Path):
-    """All arrays' manifests merged (chunk path -> (size, crc)), or None when
-    no array has one (a store written by an older version or another tool)."""
-    import json
+def write_pending(loc: Location, var: str, chunks: dict[str, int]) -> None:
+    """Before rewriting committed chunks of ``var``: their new sizes, so
+    that the committed version stays readable meanwhile."""
+    loc.write_text(f"{var}/{PENDING}", json.dumps({"chunks": {k: [int(v), None] for k, v in chunks.items()}}))
 
-    out, found = {}, False
-    for var in _arrays(path):
-        m = var / MANIFEST
-        if not m.exists():
+
+def _read_json(loc: Location, rel: str, what: str) -> dict | None:
+    try:
+        raw = loc.read_bytes(rel)
+    except FileNotFoundError:
+        return None
+    try:
+        doc = json.loads(raw)
+        if not isinstance(doc, dict) or not isinstance(doc.get("chunks"), dict):
+            raise ValueError("no 'chunks' table")
+        return doc
+    except (ValueError, TypeError) as exc:
+        raise StoreError(f"The {what} '{loc}/{rel}' is damaged ({exc}); the store cannot be checked. "
+                         "Re-ingest it, or delete that file to read the array unchecked.") from None
+
+
+def _read_manifests(loc: Location) -> dict[str, dict] | None:
+    """Each array's manifest (``{array: doc}``) with its pending record merged
+    in as ``doc["pending"]``, or None when no array has one (a store
+    written by an older version or another tool)."""
+    out: dict[str, dict] = {}
+    for var in _arrays(loc):
+        doc = _read_json(loc, f"{var}/{MANIFEST}", "chunk manifest")
+        if doc is None:
             continue
-        found = True
-        try:
-            doc = json.loads(m.read_text())
-            out.update({k: tuple(v) for k, v in doc["chunks"].items()})
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise StoreError(f"The chunk manifest '{m}' is damaged ({exc}); the store cannot be checked. "
-                             "Re-ingest it, or delete that manifest to read the array unchecked.") from None
-    return out if found else None
+        pending = _read_json(loc, f"{var}/{PENDING}", "pending-append record")
+        doc["pending"] = pending["chunks"] if pending else {}
+        out[var] = doc
+    return out or None
+
+
+def _read_manifest(loc: Location | Any) -> dict | None:
+    """All arrays' chunk entries merged (chunk path -> (size, crc)), or None."""
+    docs = _read_manifests(resolve(loc, "store"))
+    if docs is None:
+        return None
+    return {k: tuple(v) for d in docs.values() for k, v in d["chunks"].items()}
+
+
+def committed_rows(docs: dict[str, dict] | None) -> int | None:
+    """The committed row count: the smallest ``rows`` of the manifests
+    (None for manifests of version 1, which do not record it)."""
+    rows = [int(d["rows"]) for d in (docs or {}).values() if "rows" in d]
+    return min(rows) if rows else None
 
 
 def _describe_chunk(rel: str) -> str:
@@ -76,40 +151,102 @@ def _describe_chunk(rel: str) -> str:
     return f"array {parts[0]!r}, chunk {tuple(int(i) for i in parts[2:] if i.isdigit())}"
 
 
-def _check_chunks(path: Path, manifest: dict, *, crc: bool = False) -> list[str]:
-    """Problems of the stored chunks against the manifest: missing, wrong
-    size, (with ``crc``) wrong content. Returns readable lines (empty: all good)."""
+def _inside(loc: Location, rel: str) -> bool:
+    if rel.startswith("/") or "\\" in rel or any(p in ("..", "") for p in rel.split("/")):
+        return False
+    if loc.local is not None:
+        root = loc.local.resolve()
+        return (loc.local / rel).resolve().is_relative_to(root)
+    return True
+
+
+def _check_chunks(loc: Location | Any, docs: dict[str, dict], *, crc: bool = False) -> list[str]:
+    """Problems of the stored chunks against the manifests: missing, wrong
+    size, (with ``crc``, local files) wrong content. A chunk may also match
+    its pending-append entry. Returns readable lines (empty: all good)."""
+    loc = resolve(loc, "store")
     problems = []
-    root = path.resolve()
-    for rel, (size, want) in manifest.items():
-        f = path / rel
-        if Path(rel).is_absolute() or not f.resolve().is_relative_to(root):
-            problems.append(f"manifest entry '{rel}' points outside the store (not opened)")
-            continue
-        try:
-            got = f.stat().st_size
-        except FileNotFoundError:
-            problems.append(f"{_describe_chunk(rel)} ('{rel}') is missing")
-            continue
-        if got != size:
-            problems.append(f"{_describe_chunk(rel)} ('{rel}') has {got} bytes, {size} were written")
-        elif crc and _crc32(f) != want:
-            problems.append(f"{_describe_chunk(rel)} ('{rel}') has different bytes from those written (CRC-32)")
+    present = None if loc.local is not None else loc.find()
+    for doc in docs.values():
+        pending = doc.get("pending", {})
+        for rel, entry in doc["chunks"].items():
+            size, want = entry[0], entry[1] if len(entry) > 1 else None
+            if not _inside(loc, rel):
+                problems.append(f"manifest entry '{rel}' points outside the store (not opened)")
+                continue
+            got = loc.size(rel) if present is None else present.get(rel)
+            if got is None:
+                problems.append(f"{_describe_chunk(rel)} ('{rel}') is missing")
+                continue
+            if got != size:
+                if rel in pending and got == pending[rel][0]:
+                    continue  # rewritten by an append that is running or was interrupted: the old rows are unchanged
+                problems.append(f"{_describe_chunk(rel)} ('{rel}') has {got} bytes, {size} were written")
+            elif crc and want is not None and loc.local is not None and _crc32_file(loc.local / rel) != want:
+                problems.append(f"{_describe_chunk(rel)} ('{rel}') has different bytes from those written (CRC-32)")
     return problems
 
 
-def verify_store(path: str | os.PathLike) -> dict:
-    """Read every chunk of the store at ``path`` and compare it with the
-    manifest written with it (sizes and CRC-32). Returns a report
-    ``{"store", "chunks", "bytes", "problems"}``; an empty ``problems`` means
-    the bytes are those written. Stores without a manifest (written by an
-    older version or another tool) are reported as unverifiable."""
-    path = local_path(path, "store")
-    if not (path / "zarr.json").exists():
-        raise FileNotFoundError(f"No zarr store at '{path}'.")
-    manifest = _read_manifest(path)
-    if manifest is None:
-        return {"store": str(path), "chunks": 0, "bytes": 0,
-                "problems": [f"no {MANIFEST}: the store was not written by this version; it cannot be verified"]}
-    return {"store": str(path), "chunks": len(manifest), "bytes": int(sum(v[0] for v in manifest.values())),
-            "problems": _check_chunks(path, manifest, crc=True)}
+def _check_metadata(loc: Location, docs: dict[str, dict]) -> list[str]:
+    problems = []
+    for var, doc in docs.items():
+        want = doc.get("metadata_sha256")
+        if want is None:
+            continue
+        try:
+            got = _sha256(loc.read_bytes(f"{var}/zarr.json"))
+        except FileNotFoundError:
+            problems.append(f"array {var!r}: its metadata (zarr.json) is missing")
+            continue
+        if got != want:
+            rows = _array_rows(loc, var) if got else None
+            hint = (f" (it declares {rows} rows, the manifest {doc.get('rows')}: an append did not finish; the "
+                    f"store reads as its first {doc.get('rows')} rows - run the append again)"
+                    if rows is not None and rows != doc.get("rows") else "")
+            problems.append(f"array {var!r}: its metadata (zarr.json) differs from that written{hint}")
+    return problems
+
+
+def verify_store(path: str | os.PathLike | Location, *, storage_options: dict | None = None,
+                 scheduler: Any = None) -> dict:
+    """Check every chunk of the store at ``path`` against the manifests
+    written with it (sizes; CRC-32 of local files; on an object store every
+    chunk is read, on ``scheduler``'s workers, which checks its CRC-32C) and
+    each array's metadata against its hash. Returns a report ``{"store",
+    "chunks", "bytes", "rows", "problems"}``; an empty ``problems`` means the
+    bytes are those written. Stores without a manifest (written by an older
+    version or another tool) are reported as unverifiable."""
+    loc = resolve(path, "store", storage_options)
+    if not loc.exists("zarr.json"):
+        raise FileNotFoundError(f"No zarr store at '{loc}'.")
+    docs = _read_manifests(loc)
+    if docs is None:
+        return {"store": str(loc), "chunks": 0, "bytes": 0, "rows": None,
+                "problems": [f"no {MANIFEST}: the store was not written by this version, or its write did not "
+                             "finish; it cannot be verified"]}
+    missing = [v for v in _arrays(loc) if v not in docs]
+    problems = [f"array {v!r} has no manifest (added outside infoclust_dask, or its write did not finish)"
+                for v in missing]
+    problems += _check_chunks(loc, docs, crc=True) + _check_metadata(loc, docs)
+    if loc.local is None and not problems:
+        problems += _read_every_chunk(loc, list(docs), scheduler)
+    chunks = {k: v for d in docs.values() for k, v in d["chunks"].items()}
+    return {"store": str(loc), "chunks": len(chunks), "bytes": int(sum(v[0] for v in chunks.values())),
+            "rows": committed_rows(docs), "problems": problems}
+
+
+def _read_every_chunk(loc: Location, arrays: list[str], scheduler: Any) -> list[str]:
+    """Read every chunk of the arrays on the workers (the ``crc32c`` codec
+    checks each one's bytes); a failure is reported, not raised."""
+    import dask.array as da
+
+    from . import engine
+
+    problems = []
+    for var in arrays:
+        try:
+            arr = da.from_zarr(loc.zarr_target(), component=var, storage_options=loc.storage_options)
+            engine.compute(arr.sum(), scheduler=scheduler)
+        except Exception as exc:  # noqa: BLE001 - any read failure is a finding of verify
+            problems.append(f"array {var!r} could not be read whole: {exc}")
+    return problems

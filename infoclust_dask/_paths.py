@@ -1,7 +1,8 @@
-"""Paths and URLs. Stores, run folders, models and caches live on local
-(or shared) file systems in this version: a string with a ``scheme://``
-prefix (``s3://``, ``gs://``, ``az://``, ``memory://``, ...) is refused with
-a message that says so, naming the file-system package when it is not
+"""Paths and URLs. Stores may live at fsspec URLs (:mod:`._location`);
+run folders, models, caches and source files live on local (or shared) file
+systems in this version: there a string with a ``scheme://`` prefix
+(``s3://``, ``gs://``, ``az://``, ``memory://``, ...) is refused with a
+message that says so, naming the file-system package when it is not
 installed either, and is never taken for a relative path (which would
 create a folder called ``s3:`` in the working directory). ``file://`` URLs
 are local paths."""
@@ -48,6 +49,6 @@ def local_path(path, what: str = "path") -> Path:
     except ValueError:
         missing = f" (fsspec knows no protocol {proto!r})"
     raise URLNotSupported(
-        f"The {what} '{path}' is a {proto}:// URL{missing}. This version of infoclust_dask keeps stores, run "
-        "folders and models on local or shared file systems only: copy the data to a path every worker can "
-        "read (e.g. a shared volume) and pass that path. Nothing was created.")
+        f"The {what} '{path}' is a {proto}:// URL{missing}. This version of infoclust_dask keeps run folders, "
+        "models, caches and source files on local or shared file systems (dataset stores may be URLs): pass a "
+        "local path. Nothing was created.")

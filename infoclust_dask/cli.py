@@ -45,7 +45,7 @@ def _cmd_ingest(args):
         args.src, args.dest, label_column=args.label_column, drop_nonfinite=args.drop_nonfinite,
         standardize=args.standardize, pca=args.pca, pca_method=args.pca_method, n_folds=args.folds, fold_seed=args.fold_seed,
         chunks=args.chunks, codec=args.codec, overwrite=args.overwrite, progress=True, binary=args.binary,
-        labels=args.labels, encoding=args.encoding, dtype=args.dtype,
+        labels=args.labels, encoding=args.encoding, dtype=args.dtype, append=args.append,
     )
     report["store"] = str(path)
     report["seconds"] = round(time.perf_counter() - t0, 2)
@@ -322,6 +322,9 @@ def build_parser() -> argparse.ArgumentParser:
     pi.add_argument("--binary", action="store_true",
                     help="0/1 features (e.g. documents x terms, for cmbc): stored as uint8, other values refused")
     pi.add_argument("--overwrite", action="store_true", help="replace an existing store at DEST")
+    pi.add_argument("--append", action="store_true",
+                    help="add the rows of SRC to the existing store DEST, all at once or not at all (same columns; "
+                         "the store's preprocessing, folds and class names apply)")
     pi.set_defaults(func=_cmd_ingest)
 
     pn = sub.add_parser("info", help="describe a store: rows, features, chunks, labels, provenance")

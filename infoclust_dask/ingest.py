@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -220,8 +221,10 @@ def ingest(src: Any, dest: str | os.PathLike, *, label_column: str | None = None
            standardize: bool = False, pca: int | None = None, pca_method: str = "gram", n_folds: int | None = None,
            fold_seed: int = 0, chunks: int | None = None, codec: str = "auto", overwrite: bool = False,
            progress: bool = False, scheduler: Any = None, binary: bool = False, labels: Any = None,
-           encoding: str = "utf-8", dtype: str = "auto") -> tuple[Path, dict]:
-    """Read ``src``, validate, optionally standardize / project, and write a store at ``dest``.
+           encoding: str = "utf-8", dtype: str = "auto", append: bool = False,
+           storage_options: dict | None = None) -> tuple[Any, dict]:
+    """Read ``src``, validate, optionally standardize / project, and write a store at ``dest``
+    (a local path, or an fsspec URL such as ``s3://bucket/d.zarr``).
 
     ``src`` may also be an existing store, which is then preprocessed block by
     block (:func:`infoclust_dask.preprocess.preprocess_store`) instead of
@@ -266,15 +269,33 @@ def ingest(src: Any, dest: str | os.PathLike, *, label_column: str | None = None
     ~64 MB), never the whole matrix, so documents x terms at 1e5+ columns
     fit. Its values are kept as they are (``binary`` stores them as uint8).
 
+    append : bool, default=False
+        Add the rows of ``src`` to the existing store ``dest`` instead
+        (:func:`infoclust_dask.append.append_dataset`: all at once or not
+        at all; the store's preprocessing, folds and class names apply, so
+        ``standardize``, ``pca``, ``n_folds``, ``chunks``, ``codec``,
+        ``binary`` and ``dtype`` are the store's and may not be given).
+    storage_options : dict, optional
+        fsspec options of a URL ``dest`` (never credentials).
+
     Returns ``(path, report)``; the report says what was read, rejected and
-    dropped, and which chunk size and codec were chosen.
+    dropped, and which chunk size and codec were chosen. A store at a URL
+    is returned as its URL.
     """
     from .preprocess import preprocess_store
     from .store import check_destination
 
+    if append:
+        return _append_source(src, dest, label_column=label_column, labels=labels, encoding=encoding,
+                              drop_nonfinite=drop_nonfinite, scheduler=scheduler, progress=progress,
+                              storage_options=storage_options,
+                              fixed={"standardize": standardize, "pca": pca, "n_folds": n_folds, "chunks": chunks,
+                                     "codec": codec != "auto" and codec, "overwrite": overwrite, "binary": binary,
+                                     "dtype": dtype != "auto" and dtype})
+
     if codec not in ("auto", "lz4", "zstd", "none"):
         raise IngestError(f"codec must be 'auto', 'lz4', 'zstd' or 'none'; got {codec!r}.")
-    dest = check_destination(dest, overwrite)  # a URL is refused here, before anything is read or created
+    dest = check_destination(dest, overwrite, storage_options=storage_options)  # before anything is read
     if n_folds is not None and (isinstance(n_folds, bool) or not isinstance(n_folds, int) or n_folds < 2):
         raise IngestError(f"n_folds (--folds) must be an int >= 2 (or left out for no folds); got {n_folds!r}.")
     if url_protocol(src) not in (None, "file"):
@@ -292,7 +313,9 @@ def ingest(src: Any, dest: str | os.PathLike, *, label_column: str | None = None
     streamed = str(src) not in BUNDLED and path.suffix.lower() in _TABLES + (".npy",) and path.is_file()
     from .store import _temp_name
 
-    scratch = _temp_name(Path(dest), "raw") if streamed and path.suffix.lower() in _TABLES else None
+    # the scratch copy of a parsed table lives beside a local store, in the temporary folder for a URL
+    scratch_near = Path(dest) if isinstance(dest, Path) else Path(tempfile.gettempdir()) / "infoclust-ingest"
+    scratch = _temp_name(scratch_near, "raw") if streamed and path.suffix.lower() in _TABLES else None
     try:
         if streamed:
             X, labels, prov, finite = _read_streamed(path, label_column, labels, encoding, scratch, progress)
@@ -315,6 +338,34 @@ def ingest(src: Any, dest: str | os.PathLike, *, label_column: str | None = None
             import shutil
 
             shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _append_source(src, dest, *, label_column, labels, encoding, drop_nonfinite, scheduler, progress,
+                   storage_options, fixed):
+    """:func:`ingest` with ``append=True``: read ``src`` and append its rows."""
+    from .append import append_dataset
+
+    given = sorted(k for k, v in fixed.items() if v)
+    if given:
+        raise IngestError(f"--append adds rows with the store's own settings; these options cannot change them: "
+                          f"{given}. Leave them out.")
+    X, lab, prov = read_source(src, label_column=label_column, labels=labels, encoding=encoding)
+    if _is_sparse(X):
+        raise IngestError(f"'{src}' is a sparse matrix; append dense rows (or re-ingest the whole set).")
+    X = np.asarray(X, dtype=np.float64)
+    if drop_nonfinite:
+        ok = np.isfinite(X).all(axis=1)
+        X = X[ok]
+        lab = {k: (np.asarray(v[0])[ok], v[1]) for k, v in (lab or {}).items()}
+    lab = dict(lab or {})
+    main = lab.pop("label", None)
+    report = append_dataset(
+        dest, X, label=None if main is None else main[0], class_names=None if main is None else main[1],
+        extra_labels={k: v[0] for k, v in lab.items()} or None,
+        label_class_names={k: v[1] for k, v in lab.items() if v[1] is not None} or None,
+        feature_names=prov.get("feature_names"), source=str(prov.get("source", src)),
+        storage_options=storage_options, scheduler=scheduler, progress=progress)
+    return report["store"], report
 
 
 def _read_streamed(path, label_column, label_file, encoding, scratch, progress):

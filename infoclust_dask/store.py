@@ -53,8 +53,17 @@ from ._atomic import (  # noqa: F401 - StoreError and atomic_write_text are part
     atomic_write_text,
     clean_stale_temporaries,
 )
-from ._manifest import MANIFEST, _check_chunks, _read_manifest, _write_manifest, verify_store  # noqa: F401
-from ._paths import local_path, url_protocol
+from ._location import Location, resolve
+from ._manifest import (  # noqa: F401
+    MANIFEST,
+    _check_chunks,
+    _read_manifest,
+    _read_manifests,
+    _write_manifest,
+    committed_rows,
+    verify_store,
+)
+from ._paths import local_path
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -111,14 +120,21 @@ def choose_codec(sample: Any) -> tuple[str, float]:
     return ("lz4" if ratio >= MIN_COMPRESSION_RATIO else "none"), float(ratio)
 
 
-def _compressors(codec: str, itemsize: int):
-    from zarr.codecs import BloscCodec, ZstdCodec
+def _compressors(codec: str, itemsize: int) -> tuple:
+    """The bytes-to-bytes codecs of a stored array: the compressor, then a
+    CRC-32C of the compressed bytes (zarr's ``crc32c`` codec), so that every
+    read of every chunk - by any pass, on any worker, from disk or a
+    bucket - checks its bytes: a flipped bit fails the read instead of
+    feeding wrong numbers to a fit (4.7 ms per 64 MB chunk, measured in
+    docs/BENCHMARKS.md)."""
+    from zarr.codecs import BloscCodec, Crc32cCodec, ZstdCodec
 
+    crc = Crc32cCodec()
     if codec == "lz4":
-        return (BloscCodec(cname="lz4", clevel=5, shuffle="shuffle", typesize=itemsize),)
+        return (BloscCodec(cname="lz4", clevel=5, shuffle="shuffle", typesize=itemsize), crc)
     if codec == "zstd":
-        return (ZstdCodec(level=0),)
-    return None
+        return (ZstdCodec(level=0), crc)
+    return (crc,)
 
 
 def _check_2d(name, a):
@@ -135,31 +151,47 @@ def _check_float(name, a):
         )
 
 
-def is_store_of_ours(path: str | os.PathLike) -> bool:
-    """True when ``path`` is a folder holding a zarr group whose attributes
-    carry our ``schema_version`` (a store this library wrote)."""
+def _check_finite_rows(name: str, arr: Any, scheduler: Any = None) -> None:
+    """Refuse NaN/inf in ``arr`` (one pass for lazy input)."""
+    from .kernels.stats import MOMENTS
+
+    bad = int(engine.map_reduce(MOMENTS, arr, scheduler=scheduler)["n_bad"])
+    if bad:
+        raise ValueError(f"'{name}' contains {bad} NaN or infinite values. Drop or impute those rows first "
+                         "(CLI: `infoclust ingest --drop-nonfinite`).")
+
+
+def is_store_of_ours(path: str | os.PathLike | Location, *, storage_options: dict | None = None) -> bool:
+    """True when ``path`` (a local path or URL) holds a zarr group whose
+    attributes carry our ``schema_version`` (a store this library wrote)."""
     import json
 
-    if url_protocol(path) not in (None, "file"):
-        return False
-    path = local_path(path, "store")
-    meta = path / "zarr.json"
-    if not path.is_dir() or not meta.is_file():
+    loc = resolve(path, "store", storage_options)
+    if loc.local is not None and not loc.local.is_dir():
         return False
     try:
-        doc = json.loads(meta.read_text())
+        doc = json.loads(loc.read_bytes("zarr.json"))
     except (OSError, ValueError):
         return False
     return isinstance(doc, dict) and doc.get("node_type") == "group" and \
         "schema_version" in (doc.get("attributes") or {})
 
 
-def check_destination(path: str | os.PathLike, overwrite: bool = False) -> Path:
+def check_destination(path: str | os.PathLike | Location, overwrite: bool = False, *,
+                      storage_options: dict | None = None) -> Any:
     """Refuse an existing ``path`` unless ``overwrite``, and refuse to
     overwrite anything that is not a store this library wrote (a project
     folder, a regular file, someone else's zarr): callers that compute before
-    writing check first, so they fail before the work, not after."""
-    path = local_path(path, "store")
+    writing check first, so they fail before the work, not after. Returns
+    the local :class:`~pathlib.Path`, or the URL as given.
+
+    At a URL a finished store is never replaced (an object store cannot
+    swap one version for another at once: a kill would leave neither);
+    an interrupted write (no manifest) may be with ``overwrite``."""
+    loc = resolve(path, "store", storage_options)
+    if loc.local is None:
+        return _check_url_destination(loc, overwrite)
+    path = loc.local
     if not (path.exists() or path.is_symlink()):
         return path
     if not overwrite:
@@ -175,6 +207,22 @@ def check_destination(path: str | os.PathLike, overwrite: bool = False) -> Path:
             "untouched. Choose another destination, or remove it yourself if it really should go."
         )
     return path
+
+
+def _check_url_destination(loc: Location, overwrite: bool) -> str:
+    if not loc.find():
+        return loc.url
+    if not is_store_of_ours(loc):
+        raise StoreError(f"'{loc}' holds objects that are not an infoclust store; nothing there is replaced. "
+                         "Choose another URL.")
+    if _read_manifests(loc) is not None:
+        raise StoreError(f"A store already exists at '{loc}'. At a URL a finished store is not replaced (an object "
+                         "store cannot swap versions at once, so a killed write would lose both): write to a new "
+                         "URL, or add rows with `infoclust ingest SRC STORE --append`.")
+    if not overwrite:
+        raise StoreError(f"'{loc}' holds an interrupted write (no manifest). Pass overwrite=True (CLI: --overwrite) "
+                         "to replace it, or choose another URL.")
+    return loc.url
 
 
 def write_dataset(
@@ -197,13 +245,17 @@ def write_dataset(
     extra_labels: dict | None = None,
     label_class_names: dict | None = None,
     feature_names: Any = None,
-) -> Path:
-    """Write a dataset store (see module docstring) and return its path.
+    storage_options: dict | None = None,
+) -> Any:
+    """Write a dataset store (see module docstring) and return its path
+    (the URL, for a store at a URL).
 
     Parameters
     ----------
     path : str or Path
-        Target folder, conventionally ``*.zarr``.
+        Target folder, conventionally ``*.zarr``, or an fsspec URL
+        (``s3://bucket/d.zarr``; :mod:`infoclust_dask._location`): the
+        chunks are written by the workers, the manifests last.
     x : array-like of shape (n_samples, n_features)
         numpy, dask or xarray; dask input is written block by block, never
         materialised.
@@ -246,21 +298,23 @@ def write_dataset(
         of a distributed scheduler: the store path must be reachable from
         them). Input given entirely as numpy arrays lives in this process and
         is written from here, by local threads.
+    storage_options : dict, optional
+        fsspec options of a URL (``endpoint_url``, ``region``...), never
+        credentials (refused: :mod:`infoclust_dask._location`).
 
     Returns
     -------
-    Path
+    Path, or str for a URL
     """
     import dask.array as da
     import xarray as xr
 
     from . import __version__
 
-    path = local_path(path, "store")
+    loc = resolve(path, "store", storage_options)
     if codec not in _CODECS:
         raise ValueError(f"codec must be one of {_CODECS}; got {codec!r}.")
-    check_destination(path, overwrite)
-    from .kernels.stats import MOMENTS
+    check_destination(loc, overwrite)
 
     if not any(a is not None and engine.is_lazy(a) for a in (x, y)):  # the data live in this process: write them from here
         scheduler = "threads"
@@ -297,8 +351,7 @@ def write_dataset(
         arr = arr.astype(dt).rechunk((rows,) + arr.shape[1:])
         variables[name] = (dims, arr)
         encoding[name] = {"chunks": (rows,) + arr.shape[1:]}
-        comp = _compressors(codec, np.dtype(dt).itemsize)
-        encoding[name]["compressors"] = comp if comp is not None else ()
+        encoding[name]["compressors"] = _compressors(codec, np.dtype(dt).itemsize)
 
     add("x", x, ("sample", "feature"), out_dtype)
     if feature_names is not None:
@@ -351,12 +404,7 @@ def write_dataset(
     if check_finite:
         for name in ("x", "y"):
             if name in variables:
-                bad = int(engine.map_reduce(MOMENTS, variables[name][1], scheduler=scheduler)["n_bad"])
-                if bad:
-                    raise ValueError(
-                        f"'{name}' contains {bad} NaN or infinite values. Drop or impute those "
-                        "rows first (CLI: `infoclust ingest --drop-nonfinite`)."
-                    )
+                _check_finite_rows(name, variables[name][1], scheduler)
     for name in ["label"] * (label is not None) + list(extra_labels or {}):
         lmin = int(engine.compute(variables[name][1].min(), scheduler=scheduler))
         if lmin < 0:
@@ -379,7 +427,9 @@ def write_dataset(
         all_attrs["label_class_names"] = {k: [str(c) for c in v] for k, v in label_class_names.items()}
     all_attrs.update(attrs or {})
     ds = xr.Dataset(variables, attrs=all_attrs)
-
+    if loc.local is None:
+        return _write_at_url(loc, ds, encoding, overwrite, scheduler, progress)
+    path = loc.local
     path.parent.mkdir(parents=True, exist_ok=True)
     clean_stale_temporaries(path)
     with _WriteLock(path):
@@ -397,6 +447,19 @@ def write_dataset(
         finally:
             _remove_tree(tmp)
     return path
+
+
+def _write_at_url(loc: Location, ds: Any, encoding: dict, overwrite: bool, scheduler: Any, progress: bool) -> str:
+    """Chunks and metadata straight to the URL (on the workers), then the
+    manifests, which commit the store (:mod:`infoclust_dask._manifest`)."""
+    _check_url_destination(loc, overwrite)
+    if loc.find():
+        loc.remove()  # an interrupted write, and overwrite was asked
+    writes = ds.to_zarr(loc.url, mode="w-", zarr_format=3, encoding=encoding, consolidated=False, compute=False,
+                        write_empty_chunks=True, storage_options=loc.storage_options or None)
+    engine.compute(writes, scheduler=scheduler, progress=progress)
+    _write_manifest(loc)
+    return loc.url
 
 
 def _replace(tmp: Path, path: Path, overwrite: bool):
@@ -424,11 +487,16 @@ _OPENED: dict = {}
 OPENED_MAX = 16
 
 
-def open_dataset(path: str | os.PathLike) -> Any:
-    """Open a dataset store lazily (dask-backed xarray Dataset).
+def open_dataset(path: str | os.PathLike | Location, *, storage_options: dict | None = None) -> Any:
+    """Open a dataset store lazily (dask-backed xarray Dataset), from a local
+    path or an fsspec URL (``s3://bucket/d.zarr``, with non-secret
+    ``storage_options``; credentials come from the environment:
+    :mod:`infoclust_dask._location`). Only the rows the manifests commit
+    are read (an append that did not finish is not seen), and every listed
+    chunk must be there with its size.
 
     A store is opened once per process and version (its path and the
-    modification time of its ``zarr.json``): every call returns a shallow
+    bytes of its metadata and manifests): every call returns a shallow
     copy of that one opening. Two openings of the same store give dask graphs
     with the same keys but different zarr objects inside, which a
     distributed scheduler reports as "different run_spec for key" (and which
@@ -441,36 +509,44 @@ def open_dataset(path: str | os.PathLike) -> Any:
         no store at ``path``.
     StoreError
         the folder is not a zarr group, lacks ``x``, has the wrong dims or a
-        schema version this library does not read.
+        schema version this library does not read; at a URL, the store has
+        no manifest (its write did not finish).
     """
     import xarray as xr
 
-    path = local_path(path, "store")
-    if not path.exists():
+    loc = resolve(path, "store", storage_options)
+    path = loc.local if loc.local is not None else loc.url
+    if not loc.exists():
         raise FileNotFoundError(
             f"No dataset store at '{path}'. Create one with `infoclust ingest SRC {path}` "
             "or infoclust_dask.write_dataset(...)."
         )
-    if not (path / "zarr.json").exists():
+    if not loc.exists("zarr.json"):
         raise StoreError(
             f"'{path}' is not a zarr (format 3) group: no zarr.json inside. Was it written "
             "by infoclust_dask.write_dataset / `infoclust ingest`?"
         )
-    # a rewrite renames a new folder into place; adding a variable adds an entry to the folder
-    key = (str(path.resolve()), path.stat().st_mtime_ns, (path / "zarr.json").stat().st_mtime_ns)
+    key = _version_key(loc)
     with _OPENED_LOCK:
         ds = _OPENED.pop(key, None)
         if ds is None:
+            docs = _read_manifests(loc)
+            if docs is None and loc.local is None:
+                raise StoreError(f"The store at '{path}' has no manifest: its write did not finish (or another tool "
+                                 "wrote it). Write it again (overwrite=True replaces an interrupted write).")
             try:
-                ds = xr.open_zarr(path, consolidated=False, zarr_format=3, chunks={})
+                ds = xr.open_zarr(loc.zarr_target(), consolidated=False, zarr_format=3, chunks={},
+                                  storage_options=loc.storage_options or None)
             except Exception as exc:  # zarr raises many types for corrupt metadata
                 raise StoreError(f"Could not open the store at '{path}': {exc}") from exc
-            manifest = _read_manifest(path)
-            problems = _check_chunks(path, manifest) if manifest is not None else []
+            problems = _check_chunks(loc, docs) if docs is not None else []
             if problems:
                 more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
                 raise StoreError(f"The store at '{path}' is damaged: " + "; ".join(problems[:3]) + more +
                                  ". Re-ingest it from its source; `infoclust verify` lists every damaged chunk.")
+            rows = committed_rows(docs)
+            if rows is not None and "sample" in ds.sizes and ds.sizes["sample"] > rows:
+                ds = ds.isel(sample=slice(0, rows))  # an append that did not finish: its rows are not committed
         _OPENED[key] = ds  # most recent last
         while len(_OPENED) > OPENED_MAX:
             _OPENED.pop(next(iter(_OPENED)))
@@ -495,6 +571,25 @@ def open_dataset(path: str | os.PathLike) -> Any:
     if len(ds["x"].chunks[1]) != 1:
         raise StoreError(f"In '{path}', 'x' is chunked along 'feature'; it must be chunked along 'sample' only.")
     return ds
+
+
+def _version_key(loc: Location) -> tuple:
+    """What identifies one version of a store: a local folder's and its
+    metadata's modification times (a rewrite renames a new folder into place;
+    adding a variable adds an entry; an append rewrites zarr.json and the
+    manifests), or the bytes of a URL store's group metadata and manifests."""
+    import hashlib
+
+    if loc.local is not None:
+        path = loc.local
+        stamps = [path.stat().st_mtime_ns, (path / "zarr.json").stat().st_mtime_ns]
+        for m in sorted(path.glob(f"*/{MANIFEST}")):
+            stamps.append(m.stat().st_mtime_ns)
+        return (str(path.resolve()), *stamps)
+    h = hashlib.sha256(loc.read_bytes("zarr.json"))
+    for rel in sorted(r for r in loc.find() if r.endswith(MANIFEST)):
+        h.update(loc.read_bytes(rel))
+    return (loc.url, repr(sorted(loc.storage_options.items())), h.hexdigest())
 
 
 def check_label_name(name: str) -> str:
@@ -547,7 +642,8 @@ def add_labels(path: str | os.PathLike, name: str, labels: Any, *, overwrite: bo
         try:
             piece = xr.Dataset({name: (("sample",), arr)}, attrs={"schema_version": SCHEMA_VERSION})
             writes = piece.to_zarr(tmp, mode="w-", zarr_format=3, consolidated=False, compute=False,
-                                   encoding={name: {"chunks": (rows,)}}, write_empty_chunks=True)
+                                   encoding={name: {"chunks": (rows,), "compressors": _compressors("lz4", 4)}},
+                                   write_empty_chunks=True)
             engine.compute(writes, scheduler=scheduler)
             _write_manifest(tmp)
             # the manifest lists paths relative to the store root, which are the same in the target

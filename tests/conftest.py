@@ -15,8 +15,74 @@ os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
 os.environ.pop("DASK_SCHEDULER_ADDRESS", None)
 
+
+def _free_port():
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# The S3-protocol server of the object-store tests (moto, started on demand by the ``s3_server``
+# fixture) listens on 127.0.0.1 only. Its address and fake credentials are in the environment before
+# anything imports fsspec, so that this process, the CLI's subprocesses and the LocalCluster's worker
+# processes all find them the standard way (fsspec's FSSPEC_S3_* configuration, AWS_* variables).
+S3_PORT = int(os.environ.setdefault("INFOCLUST_TEST_S3_PORT", str(_free_port())))  # once, if imported twice
+S3_SECRET = f"infoclust-test-secret-{os.getpid()}-{S3_PORT}"
+os.environ["FSSPEC_S3_ENDPOINT_URL"] = f"http://127.0.0.1:{S3_PORT}"
+os.environ["AWS_ENDPOINT_URL"] = f"http://127.0.0.1:{S3_PORT}"  # botocore's own setting: no request leaves 127.0.0.1
+os.environ["AWS_ACCESS_KEY_ID"] = "infoclust-test-key"
+os.environ["AWS_SECRET_ACCESS_KEY"] = S3_SECRET
+os.environ["AWS_DEFAULT_REGION"] = "us-east-1"
+for _var in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL_S3"):
+    os.environ.pop(_var, None)
+if "fsspec" in sys.modules:  # a pytest plugin imported it first: fsspec reads FSSPEC_* only at import
+    sys.modules["fsspec"].config.conf.setdefault("s3", {})["endpoint_url"] = os.environ["FSSPEC_S3_ENDPOINT_URL"]
+
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def s3_server():
+    """moto's S3 server on 127.0.0.1:S3_PORT, stopped (by PID) at the end of the session."""
+    import socket
+    import subprocess
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(S3_PORT)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", S3_PORT), 0.2).close()
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"moto's S3 server did not start on 127.0.0.1:{S3_PORT}") from None
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{S3_PORT}"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+@pytest.fixture
+def s3_bucket(s3_server):
+    """A new, empty bucket on the test server: ``s3://NAME``."""
+    import uuid
+
+    import fsspec
+
+    name = f"t-{uuid.uuid4().hex[:12]}"
+    fs = fsspec.filesystem("s3", endpoint_url=s3_server)
+    fs.mkdir(name)
+    return f"s3://{name}"
 
 
 @pytest.fixture(scope="session")

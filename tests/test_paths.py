@@ -1,9 +1,10 @@
 """A URL is never taken for a relative path: ``s3://bucket/d.zarr`` used to
 become a local folder ``s3:`` (ingest exited 0 having written it, fit then
-fitted it). This version keeps stores, run folders, models and caches on
-local or shared file systems and refuses URLs with a message that says so
-(naming the fsspec package of the protocol when it is missing); nothing
-is created. ``file://`` URLs are local paths."""
+fitted it). Dataset stores may be URLs (tests/test_object_store.py); run
+folders, models, caches and source files stay local, and a URL there is
+refused with a message that says so. A URL whose file system is not
+installed is refused naming the package; nothing is created.
+``file://`` URLs are local paths."""
 
 import numpy as np
 import pytest
@@ -18,25 +19,33 @@ def _nothing_created(root):
     return not any(p.name.endswith(":") or "://" in p.name for p in root.rglob("*"))
 
 
-def test_the_cli_refuses_url_stores_and_creates_no_folder(tmp_path, monkeypatch, capsys):
+def _has(module):
+    try:
+        __import__(module)
+        return True
+    except ImportError:
+        return False
+
+
+@pytest.mark.skipif(_has("gcsfs"), reason="gcsfs is installed: gs:// would be reached for real")
+def test_the_cli_names_the_missing_file_system_and_creates_no_folder(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     np.save(tmp_path / "a.npy", np.random.default_rng(0).normal(size=(50, 3)))
-    assert main(["ingest", "a.npy", "s3://bucket/d.zarr"]) == 2
+    assert main(["ingest", "a.npy", "gs://bucket/d.zarr"]) == 2
     err = capsys.readouterr().err
-    assert "s3://" in err and "s3fs" in err and "local or shared file systems" in err
-    assert main(["fit", "kmeans", "s3://bucket/d.zarr", "-k", "2", "--scheduler", "sync"]) == 2
-    assert "s3://bucket/d.zarr" in capsys.readouterr().err
-    assert main(["ingest", "gs://bucket/a.csv", "d.zarr"]) == 2
-    assert "gs://bucket/a.csv" in capsys.readouterr().err
+    assert "gs://" in err and "gcsfs" in err and "Nothing was created" in err
+    assert main(["fit", "kmeans", "nosuch://bucket/d.zarr", "-k", "2", "--scheduler", "sync"]) == 2
+    assert "fsspec knows no protocol 'nosuch'" in capsys.readouterr().err
+    assert main(["ingest", "gs://bucket/a.csv", "d.zarr"]) == 2  # source files are local
+    assert "source" in capsys.readouterr().err
     assert _nothing_created(tmp_path) and not (tmp_path / "d.zarr").exists()
 
 
-def test_the_library_refuses_urls_and_takes_file_urls(tmp_path, monkeypatch):
+def test_stores_take_urls_while_models_and_run_folders_refuse_them(tmp_path, monkeypatch):
     X = np.arange(12.0).reshape(6, 2)
-    with pytest.raises(URLNotSupported, match="memory://x.zarr"):
-        write_dataset("memory://x.zarr", X)  # fsspec has memory://: the message does not ask for a package
-    with pytest.raises(URLNotSupported, match="no file system for az:// is installed"):
-        open_dataset("az://container/x.zarr")
+    url = f"memory://infoclust-test-{tmp_path.name}/x.zarr"  # fsspec's in-process file system
+    assert write_dataset(url, X) == url
+    np.testing.assert_array_equal(open_dataset(url)["x"].values, X)
     with pytest.raises(URLNotSupported, match="model file"):
         load_model("s3://bucket/run/model.json")
     monkeypatch.setenv("INFOCLUST_STORAGE", "s3://bucket/storage")
@@ -45,6 +54,8 @@ def test_the_library_refuses_urls_and_takes_file_urls(tmp_path, monkeypatch):
     path = write_dataset(f"file://{tmp_path}/f.zarr", X)
     assert path == tmp_path / "f.zarr"
     np.testing.assert_array_equal(open_dataset(f"file://{path}")["x"].values, X)
+    with pytest.raises(ValueError, match="names a bucket, not a folder"):
+        write_dataset("s3://just-a-bucket", X)
     assert _nothing_created(tmp_path)
 
 

@@ -5,23 +5,52 @@ dask's threads run kernels in this process."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 from .._scheduler import resolve_scheduler
 from .blocks import is_lazy
 
 
+class ChecksumError(ValueError):
+    """A chunk read by a pass failed its stored CRC-32C: its bytes are not
+    those written (a damaged disk or object, a partial copy)."""
+
+
 def compute(obj: Any, *, scheduler: Any = None, progress: bool = False) -> Any:
     """Compute one dask object (array or delayed), or a tuple / list of them,
-    on the resolved scheduler. Non-dask objects come back as they are."""
+    on the resolved scheduler. Non-dask objects come back as they are. A
+    chunk whose bytes fail their CRC-32C (stores written with the ``crc32c``
+    codec check every chunk they read) raises :class:`ChecksumError`."""
+    with checksums_named():
+        return _compute(obj, scheduler=scheduler, progress=progress)
+
+
+@contextlib.contextmanager
+def checksums_named() -> Iterator[None]:
+    """Turn zarr's "Stored and computed checksum do not match" raised in
+    the block into a :class:`ChecksumError` that says what it means."""
+    try:
+        yield
+    except ValueError as exc:
+        if "checksum do not match" not in str(exc) or isinstance(exc, ChecksumError):
+            raise
+        raise ChecksumError(
+            "A chunk of the input data failed its CRC-32C check: its bytes are not those written (zarr: "
+            f"{exc}). Nothing was computed from it. `infoclust verify STORE` lists the damaged chunks; "
+            "re-ingest the store from its source.") from None
+
+
+def _compute(obj: Any, *, scheduler: Any = None, progress: bool = False) -> Any:
     sched = resolve_scheduler(scheduler)
     if isinstance(obj, (tuple, list)):
         if not any(is_lazy(o) or hasattr(o, "dask") for o in obj):
             return obj
         import dask
 
-        return type(obj)(compute(dask.delayed(list)(list(obj)), scheduler=sched, progress=progress))
+        return type(obj)(_compute(dask.delayed(list)(list(obj)), scheduler=sched, progress=progress))
     if not is_lazy(obj) and not hasattr(obj, "dask"):
         return obj
     if sched.kind == "distributed":

@@ -12,7 +12,7 @@ from .._scheduler import resolve_scheduler
 from ..kernels._common import Pass
 from . import execute
 from .blocks import _auto_rows, _block_tasks, _is_dask, _row_slices, _token, as_array
-from .execute import _on_scattered, _remember_scattered
+from .execute import _on_scattered, _remember_scattered, checksums_named
 
 #: lazy inputs up to this size are loaded into worker memory before a fit
 #: (many passes follow); larger ones stream from the store at every pass
@@ -59,7 +59,8 @@ def persist(data: Any, *, scheduler: Any = None, chunk_rows: int | None = None) 
     a = as_array(data)
     if sched.kind != "distributed":
         if _is_dask(a):
-            return a.persist(scheduler="sync" if sched.kind == "sync" else "threads", optimize_graph=False)
+            with checksums_named():
+                return a.persist(scheduler="sync" if sched.kind == "sync" else "threads", optimize_graph=False)
         return da.from_array(a, chunks=(chunk_rows or _auto_rows(a),) + a.shape[1:])
     client = sched.client
     if _is_dask(a):
@@ -95,10 +96,12 @@ def persist_all(arrays: Any, *, scheduler: Any = None, progress: bool = False) -
 
             from dask.diagnostics import ProgressBar
 
-            with ProgressBar(out=sys.stderr):
+            with ProgressBar(out=sys.stderr), checksums_named():
                 return dask.persist(*arrays, scheduler="sync" if sched.kind == "sync" else "threads",
                                     optimize_graph=False)
-        return dask.persist(*arrays, scheduler="sync" if sched.kind == "sync" else "threads", optimize_graph=False)
+        with checksums_named():
+            return dask.persist(*arrays, scheduler="sync" if sched.kind == "sync" else "threads",
+                                optimize_graph=False)
     out = sched.client.persist(list(arrays), optimize_graph=False)
     from distributed import futures_of
 

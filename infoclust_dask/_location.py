@@ -1,0 +1,241 @@
+"""Where a store lives: a local path or an fsspec URL (``s3://``, ``gs://``,
+``az://``, ``memory://``, ...), as one :class:`Location` that the store layer
+reads, writes and lists through.
+
+Credentials never travel with a location. They come the standard way of
+each file system - for S3 the ``AWS_*`` environment variables,
+``~/.aws/credentials`` or an instance role; for GCS
+``GOOGLE_APPLICATION_CREDENTIALS`` - and every process (this one, each
+worker) reads them itself. ``storage_options`` hold only what is not secret
+(``endpoint_url``, ``region``, ``anon``): they are pickled into the task
+graphs that read the store, so keys that look like secrets are refused.
+fsspec's own configuration applies too: ``FSSPEC_S3_ENDPOINT_URL=http://...``
+in the environment (or a file in ``~/.config/fsspec/``) sets the S3
+endpoint of every process that inherits it, with nothing in any graph.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from ._paths import URLNotSupported, url_protocol
+
+__all__ = ["Location", "resolve", "check_storage_options", "SECRET_OPTION"]
+
+#: option names that carry credentials (refused in storage_options, at any depth)
+SECRET_OPTION = re.compile(r"(^key$|secret|token|passw|credential|account_key|sas|access_key|private)", re.I)
+
+#: extra of this package that installs (and tests) the file system of a protocol
+_EXTRAS = {"s3": "s3", "s3a": "s3"}
+
+
+def check_storage_options(options: dict | None) -> dict:
+    """``options`` as a plain dict, refusing credentials (module notes)."""
+    if options is None:
+        return {}
+    if not isinstance(options, dict):
+        raise TypeError(f"storage_options must be a dict; got {type(options).__name__}.")
+
+    def walk(d, where):
+        for k, v in d.items():
+            if SECRET_OPTION.search(str(k)):
+                raise ValueError(
+                    f"storage_options{where}[{k!r}] looks like a credential. Credentials are never passed as "
+                    "options: they would travel inside every task graph that reads the store. Give them the "
+                    "standard way instead (S3: AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY or ~/.aws/credentials; "
+                    "GCS: GOOGLE_APPLICATION_CREDENTIALS), where every worker reads them itself.")
+            if isinstance(v, dict):
+                walk(v, f"{where}[{k!r}]")
+
+    walk(options, "")
+    return dict(options)
+
+
+def _filesystem(proto: str, what: str, path: Any, options: dict):
+    """``(file system, path inside it)`` of the URL ``path``."""
+    from fsspec.core import url_to_fs
+
+    try:
+        return url_to_fs(str(path), **options)
+    except ImportError as exc:
+        extra = _EXTRAS.get(proto)
+        hint = f"pip install 'infoclust_dask[{extra}]'" if extra else \
+            "install the package fsspec names above (e.g. gcsfs for gs://, adlfs for az://)"
+        raise URLNotSupported(f"The {what} '{path}' is a {proto}:// URL, but its file system is not installed "
+                              f"({exc}). Install it: {hint}. Nothing was created.") from None
+    except ValueError:
+        raise URLNotSupported(f"The {what} '{path}' is a {proto}:// URL, and fsspec knows no protocol "
+                              f"{proto!r}. Use a local path or an fsspec URL (s3://, gs://, az://, memory://). "
+                              "Nothing was created.") from None
+
+
+class Location:
+    """A folder-like place: ``local`` (a :class:`~pathlib.Path`) for local
+    paths and ``file://`` URLs, else an fsspec file system ``fs`` and the
+    path ``fspath`` inside it. ``url`` is what the user gave (normalised);
+    ``storage_options`` what xarray/zarr need to open it."""
+
+    def __init__(self, url: str, *, local: Path | None = None, fs: Any = None, fspath: str = "",
+                 storage_options: dict | None = None) -> None:
+        self.url, self.local, self.fs, self.fspath = url, local, fs, fspath
+        self.storage_options = dict(storage_options or {})
+
+    @property
+    def is_local(self) -> bool:
+        return self.local is not None
+
+    @property
+    def protocol(self) -> str:
+        return "file" if self.local is not None else str(url_protocol(self.url))
+
+    def __str__(self) -> str:
+        return str(self.local) if self.local is not None else self.url
+
+    def __repr__(self) -> str:
+        return f"Location({str(self)!r})"
+
+    # -- names ----------------------------------------------------------
+    def full_path(self, rel: str) -> str:
+        """The path of ``rel`` inside the file system (URLs) or as a string."""
+        if self.local is not None:
+            return str(self.local / rel) if rel else str(self.local)
+        return f"{self.fspath}/{rel}" if rel else self.fspath
+
+    def child(self, rel: str) -> Location:
+        """The location ``rel`` (slash-separated) below this one."""
+        if self.local is not None:
+            return Location(str(self.local / rel), local=self.local / rel)
+        return Location(f"{self.url}/{rel}", fs=self.fs, fspath=self.full_path(rel),
+                        storage_options=self.storage_options)
+
+    @property
+    def name(self) -> str:
+        return self.local.name if self.local is not None else self.fspath.rstrip("/").rsplit("/", 1)[-1]
+
+    def zarr_target(self) -> Any:
+        """What ``xarray.open_zarr`` / ``Dataset.to_zarr`` take for it (with
+        ``storage_options=self.storage_options`` for URLs)."""
+        return self.local if self.local is not None else self.url
+
+    # -- reading --------------------------------------------------------
+    def exists(self, rel: str = "") -> bool:
+        if self.local is not None:
+            p = self.local / rel if rel else self.local
+            return p.exists() or p.is_symlink()
+        self.fs.invalidate_cache(self.full_path(rel))  # workers write behind this process's listing cache
+        return bool(self.fs.exists(self.full_path(rel)))
+
+    def isfile(self, rel: str) -> bool:
+        if self.local is not None:
+            return (self.local / rel).is_file()
+        return bool(self.fs.isfile(self.full_path(rel)))
+
+    def read_bytes(self, rel: str) -> bytes:
+        if self.local is not None:
+            return (self.local / rel).read_bytes()
+        try:
+            return self.fs.cat_file(self.full_path(rel))
+        except FileNotFoundError:
+            raise FileNotFoundError(f"{self.url}/{rel}") from None
+
+    def read_text(self, rel: str) -> str:
+        return self.read_bytes(rel).decode("utf-8")
+
+    def size(self, rel: str) -> int | None:
+        """Size in bytes of the object ``rel``, or None when it is missing."""
+        if self.local is not None:
+            try:
+                return (self.local / rel).stat().st_size
+            except FileNotFoundError:
+                return None
+        self.fs.invalidate_cache(self.full_path(rel))
+        try:
+            return int(self.fs.info(self.full_path(rel))["size"])
+        except FileNotFoundError:
+            return None
+
+    def find(self, rel: str = "") -> dict[str, int]:
+        """Every object below ``rel``: path relative to this location -> size."""
+        if self.local is not None:
+            base = self.local / rel if rel else self.local
+            out = {}
+            for dirpath, _, files in os.walk(base):
+                for f in files:
+                    full = os.path.join(dirpath, f)
+                    out[os.path.relpath(full, self.local).replace(os.sep, "/")] = os.path.getsize(full)
+            return out
+        root = self.fspath.rstrip("/") + "/"
+        self.fs.invalidate_cache(self.full_path(rel))
+        found = self.fs.find(self.full_path(rel), detail=True)
+        return {k[len(root):] if k.startswith(root) else k: int(v.get("size") or 0) for k, v in found.items()}
+
+    # -- writing --------------------------------------------------------
+    def write_bytes(self, rel: str, data: bytes) -> None:
+        """One object written whole: a single PUT on an object store (which
+        readers see complete or not at all), write-beside-and-rename on a
+        local disk."""
+        if self.local is not None:
+            from ._atomic import atomic_write_bytes
+
+            atomic_write_bytes(self.local / rel, data, overwrite=True)
+            return
+        self.fs.pipe_file(self.full_path(rel), data)
+
+    def write_text(self, rel: str, text: str) -> None:
+        self.write_bytes(rel, text.encode("utf-8"))
+
+    def move_to(self, rel: str, dest: Location, target: str) -> None:
+        """Move the object ``rel`` to ``target`` inside ``dest``: a rename on
+        a local disk, a server-side copy and delete within one object store,
+        else a copy through this process."""
+        if self.local is not None and dest.local is not None:
+            path = dest.local / target
+            path.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(self.local / rel, path)
+            return
+        if self.fs is not None and dest.fs is not None and self.fs.protocol == dest.fs.protocol:
+            self.fs.mv(self.full_path(rel), dest.full_path(target))
+            return
+        dest.write_bytes(target, self.read_bytes(rel))
+        self.remove(rel, recursive=False)
+
+    def remove(self, rel: str = "", recursive: bool = True) -> None:
+        """Remove ``rel`` (everything below it with ``recursive``); missing is fine."""
+        if self.local is not None:
+            import shutil
+
+            p = self.local / rel if rel else self.local
+            if p.is_dir() and not p.is_symlink():
+                shutil.rmtree(p, ignore_errors=True)
+            elif p.exists() or p.is_symlink():
+                p.unlink()
+            return
+        try:
+            self.fs.rm(self.full_path(rel), recursive=recursive)
+        except FileNotFoundError:
+            pass
+
+
+def resolve(path: Any, what: str = "store", storage_options: dict | None = None) -> Location:
+    """``path`` (a local path, ``file://`` URL or fsspec URL) as a
+    :class:`Location`. A URL whose protocol is not installed is refused with
+    the package to install; ``storage_options`` may not carry credentials
+    (module notes). Nothing is created."""
+    if isinstance(path, Location):
+        return path
+    options = check_storage_options(storage_options)
+    proto = url_protocol(path)
+    if proto is None or proto == "file":
+        p = Path(str(path)[len("file://"):]) if proto == "file" else Path(path)
+        if options:
+            raise ValueError(f"storage_options apply to URLs; '{path}' is a local path.")
+        return Location(str(p), local=p)
+    url = str(path).rstrip("/")
+    fs, fspath = _filesystem(proto, what, url, options)
+    if not fspath.strip("/") or "/" not in fspath.strip("/") and proto not in ("memory",):
+        raise ValueError(f"The {what} '{path}' names a bucket, not a folder inside one; use "
+                         f"{proto}://BUCKET/NAME.zarr.")
+    return Location(url, fs=fs, fspath=fspath, storage_options=options)

@@ -1,0 +1,294 @@
+"""Appending rows to a store, all at once or not at all, on a local disk or
+at an object-storage URL (no rename needed).
+
+:func:`append_dataset` writes the new rows (with the old, partly filled
+last chunk's rows before them) as a staging store beside the target, with
+the target's chunk size and codecs, so that staging chunk ``j`` is target
+chunk ``j + first``. It then
+
+1. moves the staging chunks that lie wholly beyond the committed rows into
+   the target (invisible: readers read the committed rows only);
+2. records the new size of the old last chunk (``infoclust-pending.json``)
+   and moves its rewritten version in (its old rows are unchanged, so the
+   committed version still reads the same numbers);
+3. writes each array's metadata with the new row count, the group's
+   attributes, and last the arrays' manifests, which commit the rows
+   (:mod:`infoclust_dask._manifest`).
+
+A kill at any point leaves the previous version readable and whole (a
+reader takes the manifests' row count); the next append starts again from
+the committed rows. The new rows get the same treatment as the stored ones:
+the stored standardization / PCA transform applied, fold numbers from the
+same seeded hash of the row number, label codes in the stored class names
+(new class names are added at the end), per-feature moments of untransformed
+data updated. Writers must not run at once on the same store (one lock on
+a local disk; on an object store there is no lock, so run one writer).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import uuid
+from typing import Any
+
+import numpy as np
+
+from . import engine
+from ._atomic import StoreError, _temp_name, _WriteLock, clean_stale_temporaries
+from ._location import Location, resolve
+from ._manifest import _arrays, _read_manifests, _write_manifest, committed_rows, write_pending
+
+__all__ = ["append_dataset"]
+
+
+def _combined_moments(n0: int, mean0: np.ndarray, std0: np.ndarray, n1: int, mean1: np.ndarray,
+                      std1: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and standard deviation (population) of two row sets from their
+    counts and moments (Chan, Golub & LeVeque's pairwise update)."""
+    n = n0 + n1
+    delta = mean1 - mean0
+    m2 = std0 ** 2 * n0 + std1 ** 2 * n1 + delta ** 2 * n0 * n1 / n
+    return mean0 + delta * n1 / n, np.sqrt(np.maximum(m2 / n, 0.0))
+
+
+def _transform(x: Any, attrs: dict, prov: dict) -> Any:
+    """The new rows through the store's stored preprocessing."""
+    if not prov.get("standardized") and prov.get("pca") is None:
+        return x
+    mean = np.asarray(attrs["feature_mean"], dtype=np.float64)
+    std = np.asarray(attrs["feature_std"], dtype=np.float64)
+    out = x
+    if prov.get("standardized"):
+        out = (out - mean) / np.where(std > 0, std, 1.0)
+    if prov.get("pca") is not None:
+        comps = np.asarray(attrs["components"], dtype=np.float64)
+        center = np.zeros(mean.shape) if prov.get("standardized") else mean
+        out = (out - center) @ comps.T
+    return out
+
+
+def _label_codes(name: str, codes: Any, names: Any, stored_names: list | None) -> tuple[Any, list | None]:
+    """New rows' label codes in the store's numbering, and the class names
+    after the append (new names added at the end)."""
+    codes = engine.as_array(codes)
+    if names is None:
+        if stored_names is not None:
+            bad = int(engine.compute(codes.max(), scheduler="threads")) if codes.size else -1
+            if bad >= len(stored_names):
+                raise ValueError(f"'{name}' holds the code {bad}, but the store names only {len(stored_names)} "
+                                 f"classes ({stored_names[:5]}...); pass codes below {len(stored_names)}.")
+        return codes, stored_names
+    stored = list(stored_names or [])
+    index = {c: i for i, c in enumerate(stored)}
+    new = [str(c) for c in names if str(c) not in index]
+    merged = stored + new
+    index = {c: i for i, c in enumerate(merged)}
+    table = np.array([index[str(c)] for c in names], dtype=np.int32)
+    return (table[np.asarray(codes)] if not engine.is_lazy(codes) else codes.map_blocks(
+        lambda b: table[b], dtype=np.int32)), merged
+
+
+def _fold_ids(n_old: int, n_new: int, attrs: dict, rows: int) -> Any:
+    from .folds import fold_vector
+
+    full = fold_vector(n_old + n_new, int(attrs["n_folds"]), seed=int(attrs.get("fold_seed", 0)), chunks=rows)
+    return full[n_old:]
+
+
+def append_dataset(path: str | os.PathLike, x: Any, *, label: Any = None, y: Any = None,
+                   extra_labels: dict | None = None, class_names: Any = None,
+                   label_class_names: dict | None = None, feature_names: Any = None,
+                   source: str | None = None, storage_options: dict | None = None, scheduler: Any = None,
+                   progress: bool = False) -> dict:
+    """Append the rows ``x`` (and their ``label``, ``y``, extra label
+    columns) to the store at ``path`` (a local path or a URL), all at once
+    or not at all (module notes).
+
+    The store's variables decide what must be given: a store with ``label``
+    needs ``label`` (integer codes, or codes with their ``class_names``,
+    which are matched to the stored names by name); one with ``y`` needs
+    ``y``; extra label columns by name. ``x`` is raw data as it was before
+    ingest: a standardized or projected store applies its stored transform.
+    ``feature_names`` (e.g. a CSV header) must equal the stored names.
+
+    Returns a report ``{"store", "rows_before", "rows_added", "rows",
+    "seconds"}``.
+    """
+    import time
+
+    import dask.array as da
+
+    from .store import _check_finite_rows, open_dataset
+
+    t0 = time.perf_counter()
+    loc = resolve(path, "store", storage_options)
+    docs = _read_manifests(loc) if loc.exists("zarr.json") else None
+    if not loc.exists("zarr.json"):
+        raise FileNotFoundError(f"No dataset store at '{loc}' to append to. Create it first with "
+                                f"`infoclust ingest SRC {loc}`.")
+    if docs is None or committed_rows(docs) is None:
+        raise StoreError(f"The store at '{loc}' has no row-counting manifest (it was written by an older version "
+                         "or another tool), so rows cannot be appended to it safely. Re-ingest it with this version.")
+    ds = open_dataset(loc)
+    n_old = int(ds.sizes["sample"])
+    attrs = dict(ds.attrs)
+    prov = dict(attrs.get("provenance", {}))
+    x = engine.as_array(x)
+    if x.ndim != 2:
+        raise ValueError(f"'x' must be 2-D (rows, features); got shape {x.shape}.")
+    d_in = len(attrs["feature_mean"]) if prov.get("pca") is not None and "feature_mean" in attrs else ds.sizes["feature"]
+    if x.shape[1] != d_in:
+        raise ValueError(f"The new rows have {x.shape[1]} columns; the store's rows have {d_in}. Append rows with "
+                         "the same columns.")
+    stored_features = ds["x"].attrs.get("feature_names")
+    if feature_names is not None and stored_features is not None:
+        new = [str(f) for f in feature_names]
+        if new != list(stored_features):
+            extra = [f for f in new if f not in stored_features]
+            lost = [f for f in stored_features if f not in new]
+            what = "; ".join(p for p in (f"new columns {extra}" if extra else "",
+                                         f"missing columns {lost}" if lost else "",
+                                         "same columns in another order" if not (extra or lost) else "") if p)
+            raise ValueError(f"The new rows' columns differ from the store's ({what}). Append a file with the "
+                             f"store's columns: {list(stored_features)}.")
+    n_new = int(x.shape[0])
+    if n_new == 0:
+        raise ValueError("There are no rows to append.")
+    given = {"label": label, "y": y, **{k: v for k, v in (extra_labels or {}).items()}}
+    wanted = [v for v in ds.data_vars if v not in ("x", "fold")]
+    missing = [v for v in wanted if given.get(v) is None]
+    unknown = [k for k, v in given.items() if v is not None and k not in ds.data_vars]
+    if missing or unknown:
+        raise ValueError("The new rows must carry exactly the store's variables: "
+                         + "; ".join(p for p in (f"missing {missing}" if missing else "",
+                                                 f"not in the store {unknown}" if unknown else "") if p)
+                         + f". The store holds {sorted(ds.data_vars)}.")
+    if not np.issubdtype(x.dtype, np.number):
+        raise TypeError(f"'x' must be numeric; got dtype {x.dtype}.")
+    x = x.astype(np.float64)
+    _check_finite_rows("x", x, scheduler)
+    new_attrs = dict(attrs)
+    if not prov.get("standardized") and prov.get("pca") is None and "feature_mean" in attrs:
+        from .preprocess import feature_moments
+
+        m1, s1, _, _ = feature_moments(x, scheduler=scheduler)
+        m, s = _combined_moments(n_old, np.asarray(attrs["feature_mean"]), np.asarray(attrs["feature_std"]),
+                                 n_new, m1, s1)
+        new_attrs.update(feature_mean=m.tolist(), feature_std=s.tolist())
+    xt = _transform(x, attrs, prov)
+    new_vars: dict[str, Any] = {"x": xt}
+    for name in wanted:
+        if name == "y":
+            yy = engine.as_array(y)
+            if yy.ndim != 2 or yy.shape != (n_new, ds.sizes["feature_y"]):
+                raise ValueError(f"'y' must have shape ({n_new}, {ds.sizes['feature_y']}); got {yy.shape}.")
+            _check_finite_rows("y", yy.astype(np.float64), scheduler)
+            new_vars["y"] = yy
+            continue
+        arr = engine.as_array(given[name])
+        if arr.shape != (n_new,):
+            raise ValueError(f"'{name}' must have one entry per new row ({n_new}); got shape {arr.shape}.")
+        if name == "label":
+            stored = attrs.get("class_names")
+            names = class_names
+        else:
+            stored = (attrs.get("label_class_names") or {}).get(name)
+            names = (label_class_names or {}).get(name)
+        codes, merged = _label_codes(name, arr, names, stored)
+        if merged is not None and merged != stored:
+            if name == "label":
+                new_attrs["class_names"] = merged
+            else:
+                new_attrs["label_class_names"] = {**(attrs.get("label_class_names") or {}), name: merged}
+        low = int(engine.compute(codes.min(), scheduler=scheduler))
+        if low < 0:
+            raise ValueError(f"'{name}' must be >= 0; found {low}.")
+        new_vars[name] = codes
+    rows = int(ds["x"].chunks[0][0])
+    if "fold" in ds.data_vars:
+        new_vars["fold"] = _fold_ids(n_old, n_new, attrs, rows)
+    first = n_old // rows  # the first chunk the append writes
+    keep_from = first * rows  # the old rows that share that chunk are written again with it
+    staged_vars = {}
+    for name, arr in new_vars.items():
+        old = ds[name].data[keep_from:n_old]
+        stored_dtype = ds[name].dtype
+        rows_new = da.asarray(arr) if not isinstance(arr, da.Array) else arr
+        staged_vars[name] = (ds[name].dims, da.concatenate([old, rows_new.astype(stored_dtype)]).rechunk(
+            (rows,) + tuple(rows_new.shape[1:])))
+    if loc.local is not None:
+        staging = resolve(_temp_name(loc.local, "append"), "store")
+    else:  # beside the store; a killed append leaves it behind (remove STORE.append-* with your bucket tools)
+        staging = resolve(f"{loc.url}.append-{os.getpid()}-{uuid.uuid4().hex[:8]}", "store",
+                          loc.storage_options or None)
+    encoding = {}
+    import zarr
+
+    for name in staged_vars:
+        arr = zarr.open_array(loc.zarr_target(), path=name, mode="r",
+                              storage_options=loc.storage_options or None)
+        encoding[name] = {"chunks": arr.chunks, "compressors": arr.compressors}
+    lock = _WriteLock(loc.local) if loc.local is not None else contextlib.nullcontext()
+    with lock:
+        if loc.local is not None:
+            clean_stale_temporaries(loc.local)
+        _write_staged(loc, staging, staged_vars, encoding, first, n_old + n_new, new_attrs, source, n_new,
+                      scheduler, progress)
+    return {"store": str(loc), "rows_before": n_old, "rows_added": n_new, "rows": n_old + n_new,
+            "seconds": round(time.perf_counter() - t0, 3)}
+
+
+def _write_staged(loc, staging, staged_vars, encoding, first, n_total, new_attrs, source, n_new, scheduler,
+                  progress):
+    import xarray as xr
+
+    try:
+        piece = xr.Dataset({k: v for k, v in staged_vars.items()})
+        writes = piece.to_zarr(staging.zarr_target(), mode="w-", zarr_format=3, consolidated=False, compute=False,
+                               encoding=encoding, write_empty_chunks=True,
+                               storage_options=staging.storage_options or None)
+        engine.compute(writes, scheduler=scheduler, progress=progress)
+        _commit(loc, staging, list(staged_vars), first, n_total, new_attrs, source, n_new)
+    finally:
+        staging.remove()
+
+
+def _commit(loc: Location, staging: Location, names: list[str], first: int, n_total: int, attrs: dict,
+            source: str | None, n_added: int) -> None:
+    """Steps 1-3 of the module notes."""
+    import datetime as _dt
+
+    partial = {}
+    for name in names:
+        for rel in sorted(staging.find(f"{name}/c")):
+            parts = rel.split("/")  # name/c/<i>/<j>...
+            i = int(parts[2])
+            target = "/".join([name, "c", str(i + first)] + parts[3:])
+            if i == 0 and loc.exists(target):
+                partial[(name, rel)] = target  # the old last chunk: moved last, after the pending record
+                continue
+            staging.move_to(rel, loc, target)
+    by_var: dict[str, dict[str, int]] = {}
+    for (name, rel), target in partial.items():
+        by_var.setdefault(name, {})[target] = int(staging.size(rel) or 0)
+    for name, chunks in by_var.items():
+        write_pending(loc, name, chunks)
+    for (_, rel), target in partial.items():
+        staging.move_to(rel, loc, target)
+    for name in names:
+        meta = json.loads(loc.read_text(f"{name}/zarr.json"))
+        meta["shape"][0] = int(n_total)
+        loc.write_text(f"{name}/zarr.json", json.dumps(meta, indent=2))
+    root = json.loads(loc.read_text("zarr.json"))
+    prov = dict(attrs.get("provenance", {}))
+    prov.setdefault("appends", []).append({
+        "rows": int(n_added), "source": source,
+        "at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")})
+    prov["store_id"] = uuid.uuid4().hex  # new contents: caches keyed on the store see a new store
+    root["attributes"] = {**attrs, "provenance": prov}
+    loc.write_text("zarr.json", json.dumps(root, indent=2))
+    arrays = _arrays(loc)
+    _write_manifest(loc, [a for a in arrays if a not in names] + names)  # the appended arrays' manifests last
+
