@@ -10,7 +10,7 @@ import numpy as np
 
 from ._types import NumbersLike, PathLike, Sequence
 
-__all__ = ["plot_clusters_2d", "plot_annealing_path", "plot_validation_curve", "plot_tradeoff",
+__all__ = ["plot_drift", "plot_clusters_2d", "plot_annealing_path", "plot_validation_curve", "plot_tradeoff",
            "plot_contingency_heatmap"]
 
 
@@ -256,5 +256,32 @@ def plot_smic_panels(panels: Sequence[dict], path: PathLike, *, title: str = "")
     if title:
         fig.suptitle(title, fontsize=10)
     fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return Path(path)
+
+
+def plot_drift(history: Sequence[dict], path: PathLike, *, title: str = "") -> Path:
+    """The model's versions side by side: per version, the largest relative
+    prototype drift since the previous version (bars; 1.0 = as far as to a
+    neighbouring prototype) and the ARI of the two versions' labels on the
+    fixed sample (line). ``history``: ``{"version", "max_relative_drift",
+    "ari"}`` per compared version."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.5, 3.8), dpi=110, layout="constrained")
+    v = [int(h["version"]) for h in history]
+    ax.bar(v, [float(h["max_relative_drift"]) for h in history], color="tab:orange", alpha=0.8,
+           label="largest prototype drift / nearest-prototype distance")
+    ax.set_xlabel("model version")
+    ax.set_ylabel("relative drift")
+    ax.set_xticks(v)
+    ax2 = ax.twinx()
+    ax2.plot(v, [float(h["ari"]) for h in history], "o-", color="tab:blue", label="ARI to the previous version")
+    ax2.set_ylim(-0.05, 1.05)
+    ax2.set_ylabel("ARI on the fixed sample")
+    lines = ax.get_legend_handles_labels()
+    lines2 = ax2.get_legend_handles_labels()
+    ax.legend(lines[0] + lines2[0], lines[1] + lines2[1], loc="upper left", fontsize=8)
+    ax.set_title(_wrap(title or "Drift between model versions", 70))
+    fig.savefig(Path(path))
     plt.close(fig)
     return Path(path)

@@ -108,7 +108,10 @@ def test_prefect_yaml_deploys_with_nightly_schedule(services, tmp_path):
                        capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     deps = {d["name"]: d for d in _api(services, "/deployments/filter")}
-    assert {"nightly-crossval", "weekly-ac-bootstrap", "ingest-letter", "demo"} <= set(deps)
+    assert {"nightly-crossval", "weekly-ac-bootstrap", "nightly-update", "ingest-letter", "demo"} <= set(deps)
+    update = deps["nightly-update"]
+    assert [s["schedule"].get("cron") for s in update["schedules"]] == ["30 1 * * *"]
+    assert update["parameters"]["method"] == "kmeans" and update["parameters"]["params"] == {"n_clusters": 8}
     nightly = deps["nightly-crossval"]
     assert nightly["work_pool_name"] == "infoclust-pool"
     assert nightly["parameters"]["grid"]["n_clusters"] == [2, 5, 10]
