@@ -78,3 +78,24 @@ def test_soft_kmeans_dc_and_ac_warm_starts_keep_the_previous_solution():
     assert hasattr(ac, "sigma_scores_") and not hasattr(ac2, "sigma_scores_")
     with pytest.raises(TypeError, match="init= must be a fitted DiscriminativeClustering"):
         DiscriminativeClustering(4, scheduler="sync").fit(X, z, init=sk)
+
+
+def test_cmbc_warm_start_refines_at_temperature_one_with_fewer_iterations(tmp_path):
+    from infoclust_dask import CMBC
+    from infoclust_dask.datasets import make_cmbc_data
+    from infoclust_dask.runs import load_model, save_model
+
+    Y, Q, _ = make_cmbc_data(1200, random_state=0)
+    new, Qn, _ = make_cmbc_data(60, random_state=1)
+    both, known = np.vstack([Y, new]), np.concatenate([Q[:, 0], Qn[:, 0]])
+    previous = CMBC(2, random_state=0, scheduler="sync").fit(Y, known=Q[:, 0])
+    save_model(previous, tmp_path / "m.json")
+    cold = CMBC(2, random_state=0, scheduler="sync").fit(both, known=known)
+    warm = CMBC(2, random_state=0, scheduler="sync").fit(both, known=known, init=tmp_path / "m.json")
+    assert warm.temperatures_[0] == 1.0 and cold.temperatures_[0] > 1.0
+    assert warm.n_iter_ < cold.n_iter_, (warm.n_iter_, cold.n_iter_)
+    assert adjusted_rand_score(cold.labels_, warm.labels_) > 0.95
+    assert warm.get_params()["init"] is None and warm.get_params()["t0"] == "auto"  # restored
+    with pytest.raises(ValueError, match=r"init must have shape \(n_features, n_clusters\)"):
+        CMBC(2, init=np.full((3, 2), 0.5), scheduler="sync").fit(Y, known=Q[:, 0])
+    assert load_model(tmp_path / "m.json").theta_.shape == previous.theta_.shape

@@ -35,7 +35,7 @@ from .. import engine
 from .._inputs import encode_labels, open_input, prepare_input
 from .._progress import Steps, say
 from .._types import DataLike, Labels, RandomStateLike, SchedulerLike, Sequence
-from .._validation import Interval, Options, check_n_clusters, check_random_state, validate_params
+from .._validation import ArrayLike, Interval, Options, check_n_clusters, check_random_state, validate_params
 from ..kernels.cmbc import CMBC_ESTEP, CMBC_PATTERNS, CMBC_POSTERIOR
 from ..kernels.stats import GRAM, LABEL_VALUES
 from ..objectives import cmbc as obj
@@ -108,6 +108,12 @@ class CMBC(ClusterMixin, InfoclustEstimator):
         temperature, so that clusters that are still equal can split.
     n_init : int, default=1
         Annealing runs from random parameters; the highest objective is kept.
+    init : array of shape (n_features, n_clusters), optional
+        The parameters ``theta`` to start from instead of random ones (one
+        run). ``fit(X, ..., init=previous)`` - a fitted CMBC, its run folder
+        or model file - starts from the previous fit's ``theta_`` at
+        temperature 1, where the previous annealing ended (a warm start:
+        new rows refine the clustering instead of annealing it again).
     random_state : int, numpy Generator or None, default=None
         Seeds the random start of each run and the perturbation added at
         every temperature.
@@ -154,6 +160,7 @@ class CMBC(ClusterMixin, InfoclustEstimator):
         "tol": [Interval(float, 0)],
         "perturbation": [Interval(float, 0)],
         "n_init": [Interval(int, 1)],
+        "init": [Options(None), ArrayLike()],
     }
 
     #: fit(..., known=...) holds per-sample labels (see cluster._xarray)
@@ -161,7 +168,7 @@ class CMBC(ClusterMixin, InfoclustEstimator):
 
     def __init__(self, n_clusters: int = 2, *, gamma: float | str = "default", variant: str = "bu",
                  anneal_rate: float = 0.5, t0: float | str = "auto", max_iter: int = 100, min_iter: int = 3,
-                 tol: float = 1e-5, perturbation: float = 1e-3, n_init: int = 1,
+                 tol: float = 1e-5, perturbation: float = 1e-3, n_init: int = 1, init: Any = None,
                  random_state: RandomStateLike = None, scheduler: SchedulerLike = None, sample_dim: str | None = None,
                  variables: Sequence[str] | None = None, verbose: int = 0):
         self._keep_params(locals())
@@ -304,7 +311,7 @@ class CMBC(ClusterMixin, InfoclustEstimator):
         t0 = self._t0(X)
         rng = check_random_state(self.random_state)
         best: tuple | None = None
-        for run in range(self.n_init):
+        for run in range(self.n_init if self.init is None else 1):
             result = self._anneal(X, pm, gamma, t0, rng, m, n)
             if self.verbose:
                 say(f"[CMBC] run {run + 1}/{self.n_init}: objective {result[1][-1]:.6g}")
@@ -322,9 +329,26 @@ class CMBC(ClusterMixin, InfoclustEstimator):
         self.labels_ = self._labels(X)
         return self
 
+    def _warm_start_params(self, previous) -> dict:
+        """``fit(init=previous)``: the previous ``theta_`` at temperature 1
+        (where its annealing ended), at the previous gamma, one run."""
+        return {"init": np.array(previous.theta_, dtype=np.float64), "t0": 1.0, "n_init": 1,
+                "gamma": float(previous.gamma_)}
+
+    def _start(self, rng, m, K):
+        """The first ``theta``: ``init`` (checked) or random around 1/2."""
+        if self.init is None:
+            return np.clip(0.5 + 0.05 * rng.standard_normal((m, K)), obj.EPS, 1 - obj.EPS)
+        theta = np.array(self.init, dtype=np.float64)
+        if theta.shape != (m, K):
+            raise ValueError(f"init must have shape (n_features, n_clusters) = ({m}, {K}); got {theta.shape}.")
+        if not np.all(np.isfinite(theta)) or theta.min() < 0 or theta.max() > 1:
+            raise ValueError("init holds Bernoulli parameters: every value must be in [0, 1].")
+        return np.clip(theta, obj.EPS, 1 - obj.EPS)
+
     def _anneal(self, X, pm, gamma, t0, rng, m, n):
         K = self.n_clusters
-        theta = np.clip(0.5 + 0.05 * rng.standard_normal((m, K)), obj.EPS, 1 - obj.EPS)
+        theta = self._start(rng, m, K)
         history, temps, n_iter, unsettled = [], [], 0, []
         T = t0
         bar = Steps(self, None, "CMBC: annealing", unit="T")
