@@ -570,7 +570,52 @@ def open_dataset(path: str | os.PathLike | Location, *, storage_options: dict | 
             raise StoreError(f"In '{path}', '{name}' has dims {ds[name].dims}; expected {dims}.")
     if len(ds["x"].chunks[1]) != 1:
         raise StoreError(f"In '{path}', 'x' is chunked along 'feature'; it must be chunked along 'sample' only.")
+    _check_attrs(ds, path)
     return ds
+
+
+def _check_attrs(ds: Any, path: Any) -> None:
+    """The attributes this package reads, checked on open: a damaged or
+    edited one is named instead of surfacing later as a wrong number or a
+    traceback deep in a fit."""
+    a = ds.attrs
+    d = int(ds.sizes["feature"])
+
+    def bad(name, what):
+        raise StoreError(f"The store at '{path}' has a damaged attribute {name!r}: {what}. Re-ingest the store "
+                         "(or restore its zarr.json).")
+
+    def names(name, value):
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            bad(name, f"expected a list of class names, found {type(value).__name__} {str(value)[:60]!r}")
+
+    if "class_names" in a:
+        names("class_names", a["class_names"])
+    for name in ("label_class_names",):
+        if name in a:
+            if not isinstance(a[name], dict):
+                bad(name, f"expected a dict of column -> class names, found {type(a[name]).__name__}")
+            for k, v in a[name].items():
+                names(f"{name}[{k!r}]", v)
+    width = len(a["components"][0]) if isinstance(a.get("components"), list) and a["components"] and \
+        isinstance(a["components"][0], list) else d
+    for name in ("feature_mean", "feature_std"):
+        if name in a:
+            v = a[name]
+            ok = isinstance(v, list) and all(isinstance(t, (int, float)) and not isinstance(t, bool) for t in v)
+            if not ok:
+                bad(name, f"expected a list of {width} numbers, found {type(v).__name__} {str(v)[:60]!r}")
+            if len(v) != width:
+                bad(name, f"it has {len(v)} values for {width} features")
+            if name == "feature_std" and any(t < 0 for t in v):
+                bad(name, "a standard deviation is negative")
+    if "n_folds" in a and a["n_folds"] is not None:
+        if isinstance(a["n_folds"], bool) or not isinstance(a["n_folds"], int) or a["n_folds"] < 2:
+            bad("n_folds", f"expected an integer >= 2, found {a['n_folds']!r}")
+    if "label_columns" in a:
+        cols = a["label_columns"]
+        if not isinstance(cols, list) or not all(isinstance(c, str) and c in ds for c in cols):
+            bad("label_columns", f"expected names of the store's label variables, found {str(cols)[:60]!r}")
 
 
 def _version_key(loc: Location) -> tuple:

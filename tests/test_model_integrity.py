@@ -231,3 +231,26 @@ def test_cmbc_predict_refuses_non_binary_rows():
     assert m.predict(Y).shape == (60,)
     with pytest.raises(ValueError, match=r"binary \(0/1\) as at fit; found values \[2"):
         m.predict(Y * 2)
+
+
+@pytest.mark.parametrize("name, value, message", [
+    ("class_names", 7, "expected a list of class names, found int"),
+    ("feature_std", "abc", "expected a list of 3 numbers, found str"),
+    ("feature_mean", [0.0, 1.0], "it has 2 values for 3 features"),
+    ("feature_std", [1.0, -1.0, 1.0], "a standard deviation is negative"),
+    ("n_folds", "ten", "expected an integer >= 2"),
+    ("label_columns", ["nosuch"], "expected names of the store's label variables"),
+])
+def test_damaged_attributes_are_named_on_open(tmp_path, name, value, message):
+    import json
+
+    from infoclust_dask import open_dataset, write_dataset
+    from infoclust_dask.store import StoreError
+
+    store = write_dataset(tmp_path / "a.zarr", np.arange(30.0).reshape(10, 3), label=np.arange(10) % 2,
+                          class_names=["a", "b"], attrs={"feature_mean": [0.0] * 3, "feature_std": [1.0] * 3})
+    meta = json.loads((store / "zarr.json").read_text())
+    meta["attributes"][name] = value
+    (store / "zarr.json").write_text(json.dumps(meta))
+    with pytest.raises(StoreError, match=f"damaged attribute '{name}': {message}"):
+        open_dataset(store)
