@@ -27,12 +27,16 @@ _LAZY = {
     "map_reduce": ".engine",
     "open_dataset": ".store",
     "write_dataset": ".store",
+    "append_dataset": ".append",
+    "save_model": ".runs",
+    "load_model": ".runs",
 }
 
 #: subpackages and modules reachable as attributes (``infoclust_dask.cluster``) without importing them first
 _SUBMODULES = frozenset({
-    "cli", "cluster", "crossval", "datasets", "eigen", "engine", "folds", "ingest", "journal", "kernels",
-    "metrics", "objectives", "optimize", "plotting", "preprocess", "registry", "reliability", "runs", "store",
+    "append", "cli", "cluster", "crossval", "datasets", "eigen", "engine", "folds", "ingest", "journal",
+    "kernels", "metrics", "objectives", "optimize", "plotting", "preprocess", "registry", "reliability", "runs",
+    "store", "update",
 })
 
 __all__ = sorted(_LAZY) + ["__version__"]

@@ -201,14 +201,16 @@ def _cmd_predict(args):
     if args.out and Path(args.out).exists() and not args.overwrite:
         raise FileExistsError(f"'{args.out}' exists; pass --overwrite to replace it.")
     model = load_model(args.model)
-    if not hasattr(model, "predict") or not getattr(model, "predicts_from_saved_model", True):
+    # AssociativeClustering: the x-view clusters, from the x prototypes (predict_y needs the y view)
+    predict = getattr(model, "predict", None) or getattr(model, "predict_x", None)
+    if predict is None or not getattr(model, "predicts_from_saved_model", True):
         raise ValueError(f"A saved {type(model).__name__} cannot predict new rows (its predict needs the training "
                          "rows); refit it on the store instead.")
     ds = open_dataset(args.store)
     sched = engine.resolve_scheduler(_scheduler(args))
     model.set_params(scheduler=sched)
     t0 = time.perf_counter()
-    labels = model.predict(ds["x"])  # lazy: one block at a time
+    labels = predict(ds["x"])  # lazy: one block at a time
     if args.write_labels is not None:
         add_labels(args.store, args.write_labels, labels, overwrite=args.overwrite, scheduler=sched,
                    attrs={"model": str(Path(args.model).resolve())})

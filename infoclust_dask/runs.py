@@ -30,6 +30,7 @@ _FITTED = (
     "contingency_", "cluster_centers_x_", "cluster_centers_y_", "n_features_y_in_",
     "t_", "knn_", "knn_recall_", "lsmi_", "eigenvalues_", "class_prior_", "timings_", "classes_",
     "theta_", "gamma_", "n_patterns_", "temperatures_", "objective_history_", "feature_names_in_",
+    "means_", "variances_", "weights_", "class_probabilities_", "loglik_history_",
 )
 
 
@@ -262,7 +263,9 @@ def load_model(path: str | os.PathLike) -> Any:
 _REQUIRED = {"KMeans": ("cluster_centers_",), "SoftKMeans": ("cluster_centers_", "beta_"),
              "DiscriminativeClustering": ("cluster_centers_", "classes_"),
              "AssociativeClustering": ("cluster_centers_x_", "cluster_centers_y_", "n_features_y_in_"),
-             "CMBC": ("theta_",), "SMIC": ("t_",)}
+             "CMBC": ("theta_",), "SMIC": ("t_",),
+             "IsotropicGaussianMixture": ("means_", "variances_", "weights_"),
+             "MDA2": ("means_", "variances_", "weights_", "classes_")}
 #: a model file with more prototypes than this is refused (predict costs rows x prototypes x features)
 MAX_MODEL_PROTOTYPES = 100_000
 
