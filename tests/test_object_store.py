@@ -51,13 +51,47 @@ def test_a_store_at_a_url_reads_the_numbers_written_and_fits_like_the_local_copy
     assert not os.path.exists("s3:")  # nothing named after the URL on the local disk
 
 
-def test_the_workers_of_a_local_cluster_read_the_url_themselves(s3_bucket, local_cluster_client):
+def _watch_local_opens(prefix):
+    """In a worker process: record every file opened below ``prefix`` (an
+    audit hook, Python's own record of ``open``)."""
+    import sys
+
+    state = sys.modules.setdefault("_infoclust_open_audit", type(sys)("_infoclust_open_audit"))
+    if not hasattr(state, "seen"):
+        state.seen, state.prefix = [], None
+
+        def hook(event, args):
+            if event == "open" and state.prefix and isinstance(args[0], str) and args[0].startswith(state.prefix):
+                state.seen.append(args[0])
+
+        sys.addaudithook(hook)
+    state.prefix, state.seen = prefix, []
+
+
+def _local_opens():
+    import sys
+
+    state = sys.modules["_infoclust_open_audit"]
+    seen, state.prefix = list(state.seen), None
+    return seen
+
+
+def test_the_workers_of_a_local_cluster_read_the_url_themselves(s3_bucket, local_cluster_client, tmp_path):
     X, z = _data(3000)
     url = f"{s3_bucket}/w.zarr"
-    write_dataset(url, X, chunks=500)
+    write_dataset(url, X, chunks=500, scheduler=local_cluster_client)
+    local = write_dataset(tmp_path / "w.zarr", X, chunks=500)
+    local_cluster_client.run(_watch_local_opens, str(tmp_path))
     est = ic.KMeans(3, random_state=0, scheduler=local_cluster_client).fit(url)
+    opened = local_cluster_client.run(_local_opens)
+    assert all(not paths for paths in opened.values()), opened  # nothing read from a local folder
     ref = ic.KMeans(3, random_state=0, scheduler="sync").fit(X)
     np.testing.assert_allclose(est.cluster_centers_, ref.cluster_centers_, rtol=0, atol=1e-10)
+    # the watch does see local reads: the same fit from the local copy opens its chunks
+    local_cluster_client.run(_watch_local_opens, str(tmp_path))
+    ic.KMeans(3, random_state=0, scheduler=local_cluster_client).fit(str(local))
+    opened = local_cluster_client.run(_local_opens)
+    assert any(any("/x/c/" in p for p in paths) for paths in opened.values()), opened
 
 
 def test_credentials_are_refused_as_options_and_never_enter_graphs_or_run_folders(s3_bucket, tmp_path):
