@@ -143,7 +143,7 @@ def _cmd_fit(args):
     method.check_store(ds, vars(args))  # before a cluster starts
     sched = engine.resolve_scheduler(_scheduler(args))
     print(f"infoclust: fitting {args.method} on {args.store} {tuple(ds['x'].shape)} with scheduler {sched}",
-          flush=True)
+          file=sys.stderr, flush=True)  # stdout holds only the summary JSON
     params = method.params_from_options(vars(args))
     est = method.estimator_class()(**params, random_state=args.seed, scheduler=sched)
     if "verbose" in est.get_params():
@@ -155,24 +155,26 @@ def _cmd_fit(args):
                                     "checkpoint.json and passes/).")
     else:
         run = new_run_dir(args.method, root=args.storage)
-        print(f"run folder: {run} (resume a killed fit with --resume {run})", flush=True)
+        print(f"run folder: {run} (resume a killed fit with --resume {run})", file=sys.stderr, flush=True)
     t0 = time.perf_counter()
     warm = {"init": args.warm_start} if args.warm_start else {}
     method.fit(est, ds, vars(args), **({"resume": run} if args.resume else {"checkpoint": run}), **warm)
     seconds = time.perf_counter() - t0
     if args.resume:
         print(f"infoclust: resumed: {getattr(est, 'resumed_passes_', 0)} passes replayed from the checkpoint",
-              flush=True)
+              file=sys.stderr, flush=True)
     save_model(est, run / "model.json", overwrite=bool(args.resume))
     summary = {
         "method": args.method, "store": str(Path(args.store).resolve()),
         "n_samples": int(ds["x"].shape[0]), "n_features": int(ds["x"].shape[1]),
-        "n_clusters": args.k, "scheduler": str(sched), "seconds": round(seconds, 3),
+        "n_clusters": args.k, "scheduler": str(sched), "seconds": round(seconds, 3), "run_dir": str(run),
     }
     if hasattr(est, "n_iter_"):
         summary["n_iter"] = int(est.n_iter_)
     if args.warm_start:
         summary["warm_started_from"] = str(args.warm_start)
+    if args.resume:
+        summary["resumed_passes"] = int(getattr(est, "resumed_passes_", 0))
     summary.update(method.summary(est, ds, run))
     if hasattr(est, "labels_") and not engine.is_lazy(est.labels_):
         write_npy(run / "labels.npy", est.labels_, overwrite=bool(args.resume))
@@ -183,8 +185,7 @@ def _cmd_fit(args):
                    attrs={"method": args.method, "run": str(run)})
         summary["labels_written"] = f"{args.store}:{args.write_labels}"
     write_json(run / "summary.json", summary, overwrite=bool(args.resume))
-    print(json.dumps(summary, indent=2, default=str))
-    print(f"run folder: {run}")
+    print(json.dumps(summary, indent=2, default=str))  # stdout: this JSON only (scripts json.load it)
     return 0
 
 

@@ -87,7 +87,7 @@ def test_fit_kmeans_writes_run_folder(tmp_path, capsys, blobs):
                  "--storage", str(tmp_path / "st")]) == 0
     out, err = capsys.readouterr()
     assert "iteration" in err  # progress, one line per pass, on stderr (stdout is for results)
-    run = Path(out.strip().splitlines()[-1].split("run folder: ")[1])
+    run = Path(json.loads(out)["run_dir"])
     summary = json.loads((run / "summary.json").read_text())
     assert summary["n_clusters"] == 4 and sum(summary["cluster_sizes"]) == len(X)
     model = load_model(run / "model.json")
@@ -369,7 +369,7 @@ def test_fit_write_labels_then_predict_a_saved_model_block_by_block(tmp_path, ca
     argv = ["fit", "kmeans", str(store), "-k", "3", "--scheduler", "sync", "--storage", str(tmp_path),
             "--write-labels", "clusters"]
     assert main(argv) == 0
-    run = Path(capsys.readouterr().out.strip().splitlines()[-1].split("run folder: ")[1])
+    run = Path(json.loads(capsys.readouterr().out)["run_dir"])
     ds = open_dataset(store)
     stored = ds["clusters"].values
     model = load_model(run / "model.json")

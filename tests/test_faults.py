@@ -386,8 +386,8 @@ def test_ctrl_c_during_a_fit_on_the_local_cluster_ends_with_one_line(tmp_path):
                          stderr=subprocess.PIPE, text=True, start_new_session=True,
                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # a background job's
     proc = psutil.Process(p.pid)  # shell ignores SIGINT, and children inherit that: give Ctrl-C back
-    for _ in range(5):  # "run folder: ..." is printed once the local cluster is up and the fit starts
-        if "run folder" in p.stdout.readline():
+    for _ in range(50):  # "run folder: ..." (stderr) is printed once the local cluster is up and the fit starts
+        if "run folder" in p.stderr.readline():
             break
     kids = [k for k, cmd in _live_children(proc) if "_watchdog" not in cmd]
     assert len(kids) >= 2

@@ -94,7 +94,7 @@ def test_a_method_registered_from_tests_runs_through_fit_crossval_and_the_demo_t
     capsys.readouterr()
     assert main(["fit", "onestep", str(store), "-k", "3", "--scheduler", "sync", "--storage", str(tmp_path / "s")]) == 0
     out, _ = capsys.readouterr()
-    run = Path(out.strip().splitlines()[-1].split("run folder: ")[1])
+    run = Path(json.loads(out)["run_dir"])
     summary = json.loads((run / "summary.json").read_text())
     model = load_model(run / "model.json")
     np.testing.assert_allclose(model.cluster_centers_, _one_lloyd_step(X, 3), rtol=1e-12)

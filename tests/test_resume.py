@@ -122,7 +122,8 @@ def test_killed_cli_fit_resumes_to_the_uninterrupted_result(method, extra, tmp_p
     done = len(list((run / "passes").glob("*.npz")))
     r = subprocess.run(cmd + ["--resume", str(run)], capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr
-    replayed = int(r.stdout.split("resumed: ")[1].split()[0])
+    replayed = json.loads(r.stdout)["resumed_passes"]  # stdout: the summary JSON only
+    assert f"resumed: {replayed} passes replayed" in r.stderr
     assert replayed >= done - 1 >= 7
     got = load_model(run / "model.json")
     ds = open_dataset(store)

@@ -44,11 +44,11 @@ def test_warm_start_from_a_run_folder_and_the_cli(tmp_path, capsys):
     write_dataset(tmp_path / "a.zarr", X)
     assert main(["fit", "kmeans", str(tmp_path / "a.zarr"), "-k", "4", "--scheduler", "sync",
                  "--storage", str(tmp_path / "s")]) == 0
-    run = Path(capsys.readouterr().out.strip().splitlines()[-1].split("run folder: ")[1])
+    run = Path(json.loads(capsys.readouterr().out)["run_dir"])
     cold = json.loads((run / "summary.json").read_text())
     assert main(["fit", "kmeans", str(tmp_path / "a.zarr"), "-k", "4", "--scheduler", "sync",
                  "--storage", str(tmp_path / "s"), "--warm-start", str(run)]) == 0
-    run2 = Path(capsys.readouterr().out.strip().splitlines()[-1].split("run folder: ")[1])
+    run2 = Path(json.loads(capsys.readouterr().out)["run_dir"])
     warm = json.loads((run2 / "summary.json").read_text())
     assert warm["warm_started_from"] == str(run) and warm["n_iter"] <= 2 < cold["n_iter"] + 2
     assert warm["inertia"] == pytest.approx(cold["inertia"], rel=1e-9)
