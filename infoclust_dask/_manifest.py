@@ -73,17 +73,26 @@ def _array_rows(loc: Location, var: str) -> int:
     return int(meta["shape"][0]) if meta.get("shape") else 0
 
 
-def _write_manifest(loc: Location | Any, arrays: list[str] | None = None) -> None:
+def _write_manifest(loc: Location | Any, arrays: list[str] | None = None, *,
+                    changed: set[str] | None = None) -> None:
     """Record every chunk of the arrays (all, or ``arrays``) with its size
     and, on a local disk, its CRC-32, the row count and the hash of the
     array's metadata; one manifest per array, each written whole, after
-    everything it describes. Pending records of those arrays are removed
-    after their manifests."""
+    everything it describes. With ``changed`` (an append: the chunk paths it
+    wrote), the other chunks keep their entries of the current manifest
+    when their size is unchanged, so only the new chunks are read for their
+    CRC. Pending records of those arrays are removed after their manifests."""
     loc = resolve(loc, "store")
+    old = (_read_manifests(loc) or {}) if changed is not None else {}
     for var in (arrays if arrays is not None else _arrays(loc)):
         sizes = loc.find(f"{var}/c")
+        known = old.get(var, {}).get("chunks", {})
         chunks = {}
         for rel, size in sorted(sizes.items()):
+            prev = known.get(rel)
+            if changed is not None and rel not in changed and prev is not None and prev[0] == size:
+                chunks[rel] = list(prev)
+                continue
             crc = _crc32_file(loc.local / rel) if loc.local is not None else None
             chunks[rel] = [size, crc]
         meta = loc.read_bytes(f"{var}/zarr.json")

@@ -261,11 +261,13 @@ def _commit(loc: Location, staging: Location, names: list[str], first: int, n_to
     import datetime as _dt
 
     partial = {}
+    written: set[str] = set()
     for name in names:
         for rel in sorted(staging.find(f"{name}/c")):
             parts = rel.split("/")  # name/c/<i>/<j>...
             i = int(parts[2])
             target = "/".join([name, "c", str(i + first)] + parts[3:])
+            written.add(target)
             if i == 0 and loc.exists(target):
                 partial[(name, rel)] = target  # the old last chunk: moved last, after the pending record
                 continue
@@ -290,5 +292,6 @@ def _commit(loc: Location, staging: Location, names: list[str], first: int, n_to
     root["attributes"] = {**attrs, "provenance": prov}
     loc.write_text("zarr.json", json.dumps(root, indent=2))
     arrays = _arrays(loc)
-    _write_manifest(loc, [a for a in arrays if a not in names] + names)  # the appended arrays' manifests last
+    # the appended arrays' manifests last; only the chunks written now are read for their CRC
+    _write_manifest(loc, [a for a in arrays if a not in names] + names, changed=written)
 

@@ -225,10 +225,10 @@ def test_an_interrupted_append_leaves_the_previous_version_whole_and_can_run_aga
         if stop == "before_metadata":
             raise KeyboardInterrupt
 
-    def manifest(loc, arrays=None):
+    def manifest(loc, arrays=None, changed=None):
         if stop == "before_manifests":
             raise KeyboardInterrupt
-        real_manifest(loc, arrays[:1])  # one array's manifest committed, the next not
+        real_manifest(loc, arrays[:1], changed=changed)  # one array's manifest committed, the next not
         raise KeyboardInterrupt
 
     monkeypatch.setattr(append_mod, "write_pending", pending)
