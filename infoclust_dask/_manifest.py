@@ -36,10 +36,12 @@ from typing import Any
 from ._atomic import StoreError
 from ._location import Location, resolve
 
-__all__ = ["MANIFEST", "PENDING", "verify_store", "committed_rows"]
+__all__ = ["MANIFEST", "PENDING", "PREVIOUS_ATTRS", "verify_store", "committed_rows"]
 
 MANIFEST = "infoclust-manifest.json"
 PENDING = "infoclust-pending.json"
+#: the group's attributes before an append rewrote them (in ``x/``), until its manifests commit it
+PREVIOUS_ATTRS = "infoclust-previous-attrs.json"
 
 
 def _arrays(loc: Location) -> list[str]:
@@ -96,8 +98,9 @@ def _write_manifest(loc: Location | Any, arrays: list[str] | None = None, *,
             crc = _crc32_file(loc.local / rel) if loc.local is not None else None
             chunks[rel] = [size, crc]
         meta = loc.read_bytes(f"{var}/zarr.json")
-        doc = {"manifest_version": 2, "rows": int(json.loads(meta)["shape"][0]) if json.loads(meta).get("shape")
-               else 0, "metadata_sha256": _sha256(meta), "chunks": chunks}
+        parsed = json.loads(meta)
+        doc = {"manifest_version": 2, "rows": int(parsed["shape"][0]) if parsed.get("shape") else 0,
+               "metadata_sha256": _sha256(meta), "metadata": parsed, "chunks": chunks}
         loc.write_text(f"{var}/{MANIFEST}", json.dumps(doc))
     for var in (arrays if arrays is not None else _arrays(loc)):
         if loc.exists(f"{var}/{PENDING}"):
@@ -196,8 +199,24 @@ def _check_chunks(loc: Location | Any, docs: dict[str, dict], *, crc: bool = Fal
     return problems
 
 
-def _check_metadata(loc: Location, docs: dict[str, dict]) -> list[str]:
-    problems = []
+def _interrupted_append(loc: Location, var: str, doc: dict) -> bool:
+    """True when ``var``'s metadata differs from the committed one only by
+    a larger row count: an append wrote its metadata, not its manifests."""
+    try:
+        meta = json.loads(loc.read_bytes(f"{var}/zarr.json"))
+    except (FileNotFoundError, ValueError):
+        return False
+    want = doc.get("metadata")
+    if not isinstance(want, dict) or not meta.get("shape") or int(meta["shape"][0]) <= int(doc.get("rows", 0)):
+        return False
+    meta["shape"][0] = int(doc["rows"])
+    return meta == want
+
+
+def _check_metadata(loc: Location, docs: dict[str, dict]) -> tuple[list[str], list[str]]:
+    """Problems of the arrays' metadata against the manifests' hashes, and
+    notes (an interrupted append: the committed rows read as before)."""
+    problems, notes = [], []
     for var, doc in docs.items():
         want = doc.get("metadata_sha256")
         if want is None:
@@ -207,13 +226,15 @@ def _check_metadata(loc: Location, docs: dict[str, dict]) -> list[str]:
         except FileNotFoundError:
             problems.append(f"array {var!r}: its metadata (zarr.json) is missing")
             continue
-        if got != want:
-            rows = _array_rows(loc, var) if got else None
-            hint = (f" (it declares {rows} rows, the manifest {doc.get('rows')}: an append did not finish; the "
-                    f"store reads as its first {doc.get('rows')} rows - run the append again)"
-                    if rows is not None and rows != doc.get("rows") else "")
-            problems.append(f"array {var!r}: its metadata (zarr.json) differs from that written{hint}")
-    return problems
+        if got == want:
+            continue
+        if _interrupted_append(loc, var, doc):
+            notes.append(f"array {var!r}: an append did not finish (its metadata declares more rows than the "
+                         f"{doc['rows']} committed); the store reads as its committed rows, unchanged - run the "
+                         "append again")
+            continue
+        problems.append(f"array {var!r}: its metadata (zarr.json) differs from that written")
+    return problems, notes
 
 
 def verify_store(path: str | os.PathLike | Location, *, storage_options: dict | None = None,
@@ -230,18 +251,19 @@ def verify_store(path: str | os.PathLike | Location, *, storage_options: dict | 
         raise FileNotFoundError(f"No zarr store at '{loc}'.")
     docs = _read_manifests(loc)
     if docs is None:
-        return {"store": str(loc), "chunks": 0, "bytes": 0, "rows": None,
+        return {"store": str(loc), "chunks": 0, "bytes": 0, "rows": None, "notes": [],
                 "problems": [f"no {MANIFEST}: the store was not written by this version, or its write did not "
                              "finish; it cannot be verified"]}
     missing = [v for v in _arrays(loc) if v not in docs]
     problems = [f"array {v!r} has no manifest (added outside infoclust_dask, or its write did not finish)"
                 for v in missing]
-    problems += _check_chunks(loc, docs, crc=True) + _check_metadata(loc, docs)
+    meta_problems, notes = _check_metadata(loc, docs)
+    problems += _check_chunks(loc, docs, crc=True) + meta_problems
     if loc.local is None and not problems:
         problems += _read_every_chunk(loc, list(docs), scheduler)
     chunks = {k: v for d in docs.values() for k, v in d["chunks"].items()}
     return {"store": str(loc), "chunks": len(chunks), "bytes": int(sum(v[0] for v in chunks.values())),
-            "rows": committed_rows(docs), "problems": problems}
+            "rows": committed_rows(docs), "problems": problems, "notes": notes}
 
 
 def _read_every_chunk(loc: Location, arrays: list[str], scheduler: Any) -> list[str]:

@@ -38,7 +38,7 @@ import numpy as np
 from . import engine
 from ._atomic import StoreError, _temp_name, _WriteLock, clean_stale_temporaries
 from ._location import Location, resolve
-from ._manifest import _arrays, _read_manifests, _write_manifest, committed_rows, write_pending
+from ._manifest import PREVIOUS_ATTRS, _arrays, _read_manifests, _write_manifest, committed_rows, write_pending
 
 __all__ = ["append_dataset"]
 
@@ -284,6 +284,8 @@ def _commit(loc: Location, staging: Location, names: list[str], first: int, n_to
         meta["shape"][0] = int(n_total)
         loc.write_text(f"{name}/zarr.json", json.dumps(meta, indent=2))
     root = json.loads(loc.read_text("zarr.json"))
+    # the attributes a reader keeps seeing until the manifests commit the rows they describe
+    loc.write_text(f"x/{PREVIOUS_ATTRS}", json.dumps(root.get("attributes", {})))
     prov = dict(attrs.get("provenance", {}))
     prov.setdefault("appends", []).append({
         "rows": int(n_added), "source": source,
@@ -294,4 +296,5 @@ def _commit(loc: Location, staging: Location, names: list[str], first: int, n_to
     arrays = _arrays(loc)
     # the appended arrays' manifests last; only the chunks written now are read for their CRC
     _write_manifest(loc, [a for a in arrays if a not in names] + names, changed=written)
+    loc.remove(f"x/{PREVIOUS_ATTRS}", recursive=False)
 

@@ -56,6 +56,7 @@ from ._atomic import (  # noqa: F401 - StoreError and atomic_write_text are part
 from ._location import Location, resolve
 from ._manifest import (  # noqa: F401
     MANIFEST,
+    PREVIOUS_ATTRS,
     _check_chunks,
     _read_manifest,
     _read_manifests,
@@ -546,7 +547,12 @@ def open_dataset(path: str | os.PathLike | Location, *, storage_options: dict | 
                                  ". Re-ingest it from its source; `infoclust verify` lists every damaged chunk.")
             rows = committed_rows(docs)
             if rows is not None and "sample" in ds.sizes and ds.sizes["sample"] > rows:
-                ds = ds.isel(sample=slice(0, rows))  # an append that did not finish: its rows are not committed
+                # an append that did not finish: neither its rows nor the attributes it wrote are committed
+                ds = ds.isel(sample=slice(0, rows))
+                if loc.exists(f"x/{PREVIOUS_ATTRS}"):
+                    import json
+
+                    ds.attrs = json.loads(loc.read_text(f"x/{PREVIOUS_ATTRS}"))
         _OPENED[key] = ds  # most recent last
         while len(_OPENED) > OPENED_MAX:
             _OPENED.pop(next(iter(_OPENED)))

@@ -240,12 +240,16 @@ def test_an_interrupted_append_leaves_the_previous_version_whole_and_can_run_aga
     ds = open_dataset(where)
     np.testing.assert_array_equal(ds["x"].values, X[:4000])  # the old rows, all of them, unchanged
     np.testing.assert_array_equal(ds["label"].values, z[:4000])
-    problems = verify_store(where)["problems"]
-    assert all("append did not finish" in p for p in problems), problems
+    assert "appends" not in ds.attrs["provenance"]  # the attributes of the committed version too
+    report = verify_store(where)
+    assert report["problems"] == [] and report["rows"] == 4000  # the committed version is whole
+    if stop != "before_metadata":
+        assert report["notes"] and all("an append did not finish" in n for n in report["notes"])
     append_dataset(where, X[4000:], label=z[4000:])
     ds = open_dataset(where)
     np.testing.assert_array_equal(ds["x"].values, X)
-    assert verify_store(where)["problems"] == []
+    assert verify_store(where)["problems"] == [] and verify_store(where)["notes"] == []
+    assert ds.attrs["provenance"]["appends"][0]["rows"] == 1000
 
 
 def test_a_flipped_byte_inside_a_chunk_fails_the_fit_with_its_checksum(tmp_path):
