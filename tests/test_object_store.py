@@ -265,6 +265,7 @@ def test_a_flipped_byte_inside_a_chunk_fails_the_fit_with_its_checksum(tmp_path)
     assert any("CRC-32" in p for p in verify_store(store)["problems"])
 
 
+@pytest.mark.slow  # 4 CLI processes (16 s): run by `make test-slow` in .ci/run
 def test_cli_ingest_info_verify_append_and_fit_at_a_url(s3_bucket, tmp_path):
     rng = np.random.default_rng(1)
     X = rng.normal(size=(600, 3))

@@ -8,9 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow  # a LocalCluster in a subprocess: run by `make test-slow` in .ci/run
 def test_the_first_library_example_runs_as_a_script(tmp_path):
     text = (ROOT / "README.md").read_text()
     block = re.search(r"## Library\n\n```python\n(.*?)```", text, re.S).group(1)
