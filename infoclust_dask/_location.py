@@ -16,6 +16,7 @@ endpoint of every process that inherits it, with nothing in any graph.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from pathlib import Path
@@ -213,10 +214,8 @@ class Location:
             elif p.exists() or p.is_symlink():
                 p.unlink()
             return
-        try:
+        with contextlib.suppress(FileNotFoundError):  # already gone: nothing to remove
             self.fs.rm(self.full_path(rel), recursive=recursive)
-        except FileNotFoundError:
-            pass
 
 
 def resolve(path: Any, what: str = "store", storage_options: dict | None = None) -> Location:

@@ -70,11 +70,6 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _array_rows(loc: Location, var: str) -> int:
-    meta = json.loads(loc.read_text(f"{var}/zarr.json"))
-    return int(meta["shape"][0]) if meta.get("shape") else 0
-
-
 def _write_manifest(loc: Location | Any, arrays: list[str] | None = None, *,
                     changed: set[str] | None = None) -> None:
     """Record every chunk of the arrays (all, or ``arrays``) with its size
@@ -86,7 +81,8 @@ def _write_manifest(loc: Location | Any, arrays: list[str] | None = None, *,
     CRC. Pending records of those arrays are removed after their manifests."""
     loc = resolve(loc, "store")
     old = (_read_manifests(loc) or {}) if changed is not None else {}
-    for var in (arrays if arrays is not None else _arrays(loc)):
+    arrays = arrays if arrays is not None else _arrays(loc)
+    for var in arrays:
         sizes = loc.find(f"{var}/c")
         known = old.get(var, {}).get("chunks", {})
         chunks = {}
@@ -102,7 +98,7 @@ def _write_manifest(loc: Location | Any, arrays: list[str] | None = None, *,
         doc = {"manifest_version": 2, "rows": int(parsed["shape"][0]) if parsed.get("shape") else 0,
                "metadata_sha256": _sha256(meta), "metadata": parsed, "chunks": chunks}
         loc.write_text(f"{var}/{MANIFEST}", json.dumps(doc))
-    for var in (arrays if arrays is not None else _arrays(loc)):
+    for var in arrays:
         if loc.exists(f"{var}/{PENDING}"):
             loc.remove(f"{var}/{PENDING}", recursive=False)
 
@@ -141,14 +137,6 @@ def _read_manifests(loc: Location) -> dict[str, dict] | None:
         doc["pending"] = pending["chunks"] if pending else {}
         out[var] = doc
     return out or None
-
-
-def _read_manifest(loc: Location | Any) -> dict | None:
-    """All arrays' chunk entries merged (chunk path -> (size, crc)), or None."""
-    docs = _read_manifests(resolve(loc, "store"))
-    if docs is None:
-        return None
-    return {k: tuple(v) for d in docs.values() for k, v in d["chunks"].items()}
 
 
 def committed_rows(docs: dict[str, dict] | None) -> int | None:

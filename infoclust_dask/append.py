@@ -124,10 +124,10 @@ def append_dataset(path: str | os.PathLike, x: Any, *, label: Any = None, y: Any
 
     t0 = time.perf_counter()
     loc = resolve(path, "store", storage_options)
-    docs = _read_manifests(loc) if loc.exists("zarr.json") else None
     if not loc.exists("zarr.json"):
         raise FileNotFoundError(f"No dataset store at '{loc}' to append to. Create it first with "
                                 f"`infoclust ingest SRC {loc}`.")
+    docs = _read_manifests(loc)
     if docs is None or committed_rows(docs) is None:
         raise StoreError(f"The store at '{loc}' has no row-counting manifest (it was written by an older version "
                          "or another tool), so rows cannot be appended to it safely. Re-ingest it with this version.")

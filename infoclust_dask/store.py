@@ -58,7 +58,6 @@ from ._manifest import (  # noqa: F401
     MANIFEST,
     PREVIOUS_ATTRS,
     _check_chunks,
-    _read_manifest,
     _read_manifests,
     _write_manifest,
     committed_rows,
