@@ -5,9 +5,15 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 BENCH_STAMP := $(VENV)/.installed-bench
+# STORAGE=s3://bucket/prefix (any fsspec URL) keeps the demo's stores and run folders there
+STORAGE ?=
+ifneq ($(STORAGE),)
+export INFOCLUST_STORAGE := $(STORAGE)
+endif
 export INFOCLUST_STORAGE ?= $(CURDIR)/storage
+S3_STATE := $(CURDIR)/storage/services-s3
 
-.PHONY: install install-bench demo test lint test-slow test-min bench clean
+.PHONY: install install-bench demo demo-s3 test lint test-slow test-min bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +37,13 @@ install-bench: $(BENCH_STAMP)
 
 demo: install
 	$(PY) -m infoclust_pipelines.demo
+
+# The whole demo with its stores, run folders and cross-validation cache in a bucket: an
+# S3-protocol server (moto) on 127.0.0.1 is started, used and stopped by PID.
+demo-s3: install
+	$(PY) deploy/local/services.py up --s3 --no-prefect --no-dask --state-dir $(S3_STATE)
+	. $(S3_STATE)/env.sh && $(PY) -m infoclust_pipelines.demo; rc=$$?; \
+	$(PY) deploy/local/services.py down --state-dir $(S3_STATE); exit $$rc
 
 test: install
 	$(PY) -m pytest -m "not slow" -q

@@ -1,19 +1,21 @@
-"""Paths and URLs. Stores may live at fsspec URLs (:mod:`._location`);
-run folders, models, caches and source files live on local (or shared) file
-systems in this version: there a string with a ``scheme://`` prefix
-(``s3://``, ``gs://``, ``az://``, ``memory://``, ...) is refused with a
-message that says so, naming the file-system package when it is not
-installed either, and is never taken for a relative path (which would
-create a folder called ``s3:`` in the working directory). ``file://`` URLs
-are local paths."""
+"""Paths and URLs. Stores (:mod:`._location`), run folders, model files,
+model versions and the cross-validation cache may live at fsspec URLs
+(``s3://``, ``gs://``, ``az://``, ``memory://``, ...): :func:`run_path`
+gives a :class:`pathlib.Path` for a local path and a ``UPath``
+(universal_pathlib: the pathlib interface over fsspec) for a URL. Source
+files (what ``ingest`` reads) are local: there a ``scheme://`` string is
+refused by :func:`local_path` with a message that says so. A URL is never
+taken for a relative path (which would create a folder called ``s3:`` in
+the working directory); ``file://`` URLs are local paths."""
 
 from __future__ import annotations
 
 import os
 import re
 from pathlib import Path
+from typing import Any
 
-__all__ = ["URLNotSupported", "url_protocol", "local_path"]
+__all__ = ["URLNotSupported", "url_protocol", "local_path", "run_path", "is_url"]
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://")
 
@@ -23,11 +25,47 @@ class URLNotSupported(ValueError):
 
 
 def url_protocol(path) -> str | None:
-    """The scheme of a ``scheme://...`` string (lower case), else None."""
+    """The scheme of a ``scheme://...`` string or of a remote ``UPath``
+    (lower case), else None."""
+    proto = _upath_protocol(path)
+    if proto is not None:
+        return proto
     if isinstance(path, os.PathLike):
         return None
     m = _SCHEME.match(str(path)) if isinstance(path, str) else None
     return m.group(1).lower() if m else None
+
+
+def _upath_protocol(path) -> str | None:
+    """The protocol of a ``UPath`` that is not a local one, else None."""
+    if type(path).__module__.startswith("upath") and not isinstance(path, Path):
+        protocol = getattr(path, "protocol", "") or ""
+        return protocol.lower() if protocol not in ("", "file", "local") else None
+    return None
+
+
+def is_url(path) -> bool:
+    """True for a ``scheme://`` string (other than ``file://``) or a remote ``UPath``."""
+    proto = url_protocol(path)
+    return proto is not None and proto != "file"
+
+
+def run_path(path: Any, what: str = "run folder") -> Any:
+    """``path`` as a :class:`~pathlib.Path` (local paths, ``file://``) or,
+    for a URL, a ``UPath`` whose file system is installed (else
+    :class:`URLNotSupported` naming the package; see
+    :func:`infoclust_dask._location.resolve`). Credentials come from the
+    environment of each process, never from the path."""
+    if not is_url(path):
+        return Path(str(path)[len("file://"):]) if url_protocol(path) == "file" else Path(path)
+    if _upath_protocol(path) is not None:
+        return path
+    from upath import UPath
+
+    from ._location import resolve
+
+    loc = resolve(str(path), what)  # the protocol's file system is installed; a bucket alone is refused
+    return UPath(loc.url)
 
 
 def local_path(path, what: str = "path") -> Path:
@@ -49,6 +87,6 @@ def local_path(path, what: str = "path") -> Path:
     except ValueError:
         missing = f" (fsspec knows no protocol {proto!r})"
     raise URLNotSupported(
-        f"The {what} '{path}' is a {proto}:// URL{missing}. This version of infoclust_dask keeps run folders, "
-        "models, caches and source files on local or shared file systems (dataset stores may be URLs): pass a "
-        "local path. Nothing was created.")
+        f"The {what} '{path}' is a {proto}:// URL{missing}. infoclust_dask reads source files from local or "
+        "shared file systems (stores, run folders, models and caches may be URLs): pass a local path. Nothing "
+        "was created.")

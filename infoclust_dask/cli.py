@@ -127,6 +127,13 @@ def _cmd_verify(args):
     return 1 if report["problems"] else 0
 
 
+def _where(path) -> str:
+    """A path made absolute, or a URL as given."""
+    from ._paths import is_url
+
+    return str(path).rstrip("/") if is_url(path) else str(Path(path).resolve())
+
+
 def _cmd_fit(args):
     from . import engine
     from .registry import get_method
@@ -149,7 +156,9 @@ def _cmd_fit(args):
     if "verbose" in est.get_params():
         est.set_params(verbose=1)
     if args.resume:  # continue the fit recorded in that run folder
-        run = Path(args.resume)
+        from ._paths import run_path
+
+        run = run_path(args.resume)
         if not (run / "checkpoint.json").exists():
             raise FileNotFoundError(f"--resume {run}: no checkpoint there (a run folder of `infoclust fit` holds "
                                     "checkpoint.json and passes/).")
@@ -165,7 +174,7 @@ def _cmd_fit(args):
               file=sys.stderr, flush=True)
     save_model(est, run / "model.json", overwrite=bool(args.resume))
     summary = {
-        "method": args.method, "store": str(Path(args.store).resolve()),
+        "method": args.method, "store": _where(args.store),
         "n_samples": int(ds["x"].shape[0]), "n_features": int(ds["x"].shape[1]),
         "n_clusters": args.k, "scheduler": str(sched), "seconds": round(seconds, 3), "run_dir": str(run),
     }
@@ -199,7 +208,9 @@ def _cmd_predict(args):
     if args.write_labels is None and not args.out:
         raise ValueError("Say where the labels go: --write-labels NAME (a variable of the store) and/or "
                          "--out FILE.npy.")
-    if args.out and Path(args.out).exists() and not args.overwrite:
+    from ._paths import run_path
+
+    if args.out and run_path(args.out, "output file").exists() and not args.overwrite:
         raise FileExistsError(f"'{args.out}' exists; pass --overwrite to replace it.")
     model = load_model(args.model)
     # AssociativeClustering: the x-view clusters, from the x prototypes (predict_y needs the y view)
@@ -214,7 +225,7 @@ def _cmd_predict(args):
     labels = predict(ds["x"])  # lazy: one block at a time
     if args.write_labels is not None:
         add_labels(args.store, args.write_labels, labels, overwrite=args.overwrite, scheduler=sched,
-                   attrs={"model": str(Path(args.model).resolve())})
+                   attrs={"model": _where(args.model)})
         labels = open_dataset(args.store)[args.write_labels].data
     values = np.asarray(engine.compute(labels, scheduler=sched))  # once, for the counts and the file
     counts = np.bincount(values.ravel())

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import __version__, engine
-from ._paths import local_path
+from ._paths import is_url, run_path
 from ._types import PathLike, SchedulerLike, Sequence
 
 if TYPE_CHECKING:
@@ -143,7 +143,8 @@ def store_fingerprint(store: PathLike, ds: Any = None) -> str:
     ds = open_dataset(store) if ds is None else ds
     prov = ds.attrs.get("provenance", {})
     ident = prov.get("store_id") or prov.get("created", "")
-    return f"{Path(store).resolve()}#{ident}#{ds.sizes['sample']}x{ds.sizes['feature']}"
+    where = str(store).rstrip("/") if is_url(store) else str(Path(store).resolve())
+    return f"{where}#{ident}#{ds.sizes['sample']}x{ds.sizes['feature']}"
 
 
 def cell_key(fingerprint: str, method: str, params: dict, fold: int, n_folds: int, fold_kind: str, seed: int) -> str:
@@ -228,12 +229,13 @@ def _centers(model):
 
 
 class CellCache:
-    """Finished cells as ``<root>/<key>.json``, written atomically."""
+    """Finished cells as ``<root>/<key>.json``, written atomically (``root``
+    a local folder or a URL)."""
 
     def __init__(self, root: PathLike) -> None:
-        self.root = local_path(root, "cross-validation cache")
+        self.root = run_path(root, "cross-validation cache")
 
-    def path(self, key: str) -> Path:
+    def path(self, key: str) -> Any:
         return self.root / f"{key}.json"
 
     def load(self, key: str) -> dict | None:
@@ -294,7 +296,7 @@ def write_results(run_dir: PathLike, results: Sequence[dict], rows: Sequence[dic
     from .runs import write_csv
     from .store import atomic_write_text
 
-    run = Path(run_dir)
+    run = run_path(run_dir)
     flat = [{**r["params"], **{k: v for k, v in r.items() if k != "params"}} for r in results]
     flat.sort(key=lambda r: (setting_order(r, params), r["fold"]))
     metric = [k for k in flat[0] if k not in params and k not in ("params", "store", "method",

@@ -19,7 +19,9 @@ journal is cut there. ``checkpoint.json`` records the estimator, its
 parameters and the data's shape: resuming with others is an error.
 
 The journal holds small statistics only (what the driver holds anyway), one
-file per pass.
+file per pass. The folder may be a URL (``s3://bucket/runs/...``): there
+each record is one PUT of a whole object, which readers see complete or not
+at all, so no temporary name is needed.
 """
 
 from __future__ import annotations
@@ -27,14 +29,16 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import hashlib
+import io
 import json
 import os
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from ._paths import is_url
 
 __all__ = ["Journal", "active", "recording"]
 
@@ -87,7 +91,10 @@ class Journal:
     """The pass journal of one fit in ``folder`` (see the module docstring)."""
 
     def __init__(self, folder: str | os.PathLike, fingerprint: dict, *, resume: bool) -> None:
-        self.folder = Path(folder)
+        from ._paths import run_path
+
+        self.folder = run_path(folder, "checkpoint folder")
+        self.remote = is_url(self.folder)
         self.passes = self.folder / "passes"
         self.fingerprint = fingerprint
         self.position = 0
@@ -105,7 +112,8 @@ class Journal:
         if meta.exists():
             raise FileExistsError(f"'{self.folder}' already holds a checkpoint; resume from it "
                                   "(fit(..., resume=folder), CLI --resume) or choose a new folder.")
-        self.passes.mkdir(parents=True, exist_ok=True)
+        if not self.remote:
+            self.passes.mkdir(parents=True, exist_ok=True)
         _atomic_write(meta, json.dumps({"journal_version": 1, **self.fingerprint}, indent=1).encode())
 
     def _open_existing(self):
@@ -124,11 +132,13 @@ class Journal:
             raise ValueError(f"The checkpoint in '{self.folder}' was made by another fit ({detail}); resume "
                              "with the same estimator, parameters and data, or start a new fit.")
         index = []
-        for f in sorted(self.passes.glob(".*.tmp.npz")):  # a record torn by the kill, never renamed into place
-            f.unlink(missing_ok=True)
-        for f in sorted(p for p in self.passes.glob("*.npz") if not p.name.startswith(".")):
+        listed = list(self.passes.iterdir()) if self.passes.exists() else []
+        for f in sorted((p for p in listed if p.name.endswith(".tmp.npz")), key=lambda p: p.name):
+            f.unlink(missing_ok=True)  # a record torn by the kill, never renamed into place
+        for f in sorted((p for p in listed if p.name.endswith(".npz") and not p.name.startswith(".")),
+                        key=lambda p: p.name):
             try:
-                with np.load(f, allow_pickle=False) as z:
+                with np.load(io.BytesIO(f.read_bytes()), allow_pickle=False) as z:
                     meta_ = json.loads(bytes(z["__meta__"]).decode())
                     index.append({"file": f, **meta_})
             except Exception:  # noqa: BLE001 - a file torn by a kill ends the journal
@@ -150,7 +160,7 @@ class Journal:
             if e["name"] == name and e["params"] == _digest(params):
                 if not e.get("stored", True):  # same pass, result not storable: run it, keep replaying
                     return None
-                with np.load(e["file"], allow_pickle=False) as z:
+                with np.load(io.BytesIO(e["file"].read_bytes()), allow_pickle=False) as z:
                     out = {k: (z[k][()] if z[k].ndim == 0 else z[k]) for k in z.files if k != "__meta__"}
                 self.position += 1
                 self.replayed += 1
@@ -163,6 +173,12 @@ class Journal:
         arrays = _storable(result)
         meta = {"position": self.position, "name": name, "params": _digest(params), "stored": arrays is not None}
         path = self.passes / f"{self.position:07d}.npz"
+        if self.remote:  # one PUT: the object is whole or absent
+            buf = io.BytesIO()
+            np.savez(buf, __meta__=np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8), **(arrays or {}))
+            path.write_bytes(buf.getvalue())
+            self.position += 1
+            return
         tmp = self.passes / f".{self.position:07d}.{uuid.uuid4().hex[:6]}.tmp.npz"
         with open(tmp, "wb") as fh:
             np.savez(fh, __meta__=np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8), **(arrays or {}))
@@ -174,11 +190,14 @@ class Journal:
     def _cut(self):
         self.replaying = False
         for e in self.entries[self.position:]:
-            Path(e["file"]).unlink(missing_ok=True)
+            e["file"].unlink(missing_ok=True)
         self.entries = self.entries[: self.position]
 
 
-def _atomic_write(path: Path, data: bytes):
+def _atomic_write(path: Any, data: bytes):
+    if is_url(path):
+        path.write_bytes(data)
+        return
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:6]}.tmp")
     with open(tmp, "wb") as fh:
         fh.write(data)

@@ -33,6 +33,28 @@ def _plt():
     return plt
 
 
+def _save(fig, path, **options) -> Any:
+    """Write ``fig`` as PNG to ``path`` - a local path (a Path is returned)
+    or a URL (one PUT; its ``UPath`` is returned) - and close it."""
+    import io
+
+    import matplotlib.pyplot as plt
+
+    from ._paths import is_url, run_path
+
+    target = run_path(path, "plot file")
+    try:
+        if is_url(target):
+            buf = io.BytesIO()
+            fig.savefig(buf, format="png", **options)
+            target.write_bytes(buf.getvalue())
+        else:
+            fig.savefig(target, **options)
+    finally:
+        plt.close(fig)
+    return target
+
+
 def _wrap(title, width):
     import textwrap
 
@@ -66,9 +88,7 @@ def plot_clusters_2d(Z: NumbersLike, labels: NumbersLike, centers_2d: NumbersLik
                     title="cluster (rows)", title_fontsize=8)
     for h in leg.legend_handles:  # legend markers of a readable size (the points are tiny)
         h.set_sizes([25])
-    fig.savefig(Path(path))
-    plt.close(fig)
-    return Path(path)
+    return _save(fig, path)
 
 
 def plot_annealing_path(betas: NumbersLike, coords: NumbersLike, path: PathLike, *, critical: Any = None,
@@ -98,9 +118,7 @@ def plot_annealing_path(betas: NumbersLike, coords: NumbersLike, path: PathLike,
     ax.set_ylabel(ylabel)
     ax.set_title(_wrap(title, 70), fontsize=10)
     ax.legend(loc="best", fontsize=7)
-    fig.savefig(Path(path))
-    plt.close(fig)
-    return Path(path)
+    return _save(fig, path)
 
 
 def _is_number(v):
@@ -161,9 +179,7 @@ def plot_validation_curve(rows: Sequence[dict], params: Sequence[str], path: Pat
     ax.set_title(_wrap(title, 70))
     if groups and any(g for g in groups):
         ax.legend(loc="best", fontsize=8)
-    fig.savefig(Path(path))
-    plt.close(fig)
-    return Path(path)
+    return _save(fig, path)
 
 
 def plot_tradeoff(rows: Sequence[dict], path: PathLike, *, param: str = "reg_strength", title: str = "") -> Path:
@@ -186,9 +202,7 @@ def plot_tradeoff(rows: Sequence[dict], path: PathLike, *, param: str = "reg_str
     ax.set_title(_wrap(title or f"Trade-off as {param} varies (labels: {param})", 70))
     ax.legend(loc="best", fontsize=8)
     fig.tight_layout()
-    fig.savefig(Path(path))
-    plt.close(fig)
-    return Path(path)
+    return _save(fig, path)
 
 
 def plot_contingency_heatmap(table: NumbersLike, reliability: NumbersLike | None, path: PathLike, *,
@@ -223,9 +237,7 @@ def plot_contingency_heatmap(table: NumbersLike, reliability: NumbersLike | None
     # the title over the whole figure (not the axes), wrapped to its width: it cannot run into the colour bar
     fig.suptitle(_wrap(title or "cross clusters: count and bootstrap reliability",
                        max(24, int(12 * (2.4 + 0.9 * n.shape[1])))), fontsize=9)
-    fig.savefig(Path(path))
-    plt.close(fig)
-    return Path(path)
+    return _save(fig, path)
 
 
 def plot_smic_panels(panels: Sequence[dict], path: PathLike, *, title: str = "") -> Path:
@@ -255,9 +267,7 @@ def plot_smic_panels(panels: Sequence[dict], path: PathLike, *, title: str = "")
             ax.set_ylabel("LSMI (14), held-out", fontsize=8)
     if title:
         fig.suptitle(title, fontsize=10)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return Path(path)
+    return _save(fig, path, dpi=110)
 
 
 def plot_drift(history: Sequence[dict], path: PathLike, *, title: str = "") -> Path:
@@ -282,6 +292,4 @@ def plot_drift(history: Sequence[dict], path: PathLike, *, title: str = "") -> P
     lines2 = ax2.get_legend_handles_labels()
     ax.legend(lines[0] + lines2[0], lines[1] + lines2[1], loc="upper left", fontsize=8)
     ax.set_title(_wrap(title or "Drift between model versions", 70))
-    fig.savefig(Path(path))
-    plt.close(fig)
-    return Path(path)
+    return _save(fig, path)

@@ -131,14 +131,13 @@ class Method:
         out = est.run_summary(ds) if callable(getattr(est, "run_summary", None)) else {}
         tables = {k.removeprefix("contingency_vs_"): v for k, v in out.items() if k.startswith("contingency_vs_")}
         if run_dir is not None and tables:
-            from pathlib import Path
-
             from . import plotting
+            from ._paths import run_path
 
             if plotting.available():
                 plots = {}
                 for name, table in tables.items():
-                    path = Path(run_dir) / f"contingency-{name}.png"
+                    path = run_path(run_dir) / f"contingency-{name}.png"
                     plotting.plot_contingency_heatmap(np.asarray(table), None, path, xlabel=f"{name} (stored)",
                                                       ylabel=f"{self.name} cluster",
                                                       title=f"{self.name} clusters vs {name}: count")

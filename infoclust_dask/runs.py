@@ -2,7 +2,10 @@
 
 ``storage/runs/<run-id>/`` holds ``model.json`` (estimator class, parameters,
 fitted arrays, library version), ``summary.json`` and whatever a caller adds
-(reports, plots). The storage root is ``$INFOCLUST_STORAGE`` or ``./storage``.
+(reports, plots). The storage root is ``$INFOCLUST_STORAGE`` or ``./storage``,
+a local path or an fsspec URL (``s3://bucket/prefix``): run folders, model
+files and everything written here go to either the same way (a URL's files
+are single PUTs; credentials come from each process's environment).
 """
 
 from __future__ import annotations
@@ -17,11 +20,12 @@ from typing import Any
 
 import numpy as np
 
-from ._paths import local_path
+from ._atomic import atomic_write_bytes
+from ._paths import is_url, local_path, run_path
 from ._types import PathLike, Sequence
 from .store import atomic_write_text
 
-__all__ = ["storage_root", "check_writable", "safe_name", "dataset_store_path", "new_run_dir", "save_model", "load_model", "write_json", "write_csv", "write_npy",
+__all__ = ["storage_root", "run_path", "join", "check_writable", "safe_name", "dataset_store_path", "new_run_dir", "save_model", "load_model", "write_json", "write_csv", "write_npy",
            "MODEL_CLASSES"]
 
 _FITTED = (
@@ -34,25 +38,35 @@ _FITTED = (
 )
 
 
-def storage_root() -> Path:
-    """``$INFOCLUST_STORAGE`` or ``./storage``."""
-    return local_path(os.environ.get("INFOCLUST_STORAGE", "storage"), "storage root ($INFOCLUST_STORAGE)")
+def storage_root() -> Any:
+    """``$INFOCLUST_STORAGE`` or ``./storage``: a :class:`~pathlib.Path`, or
+    a ``UPath`` when it is a URL."""
+    return run_path(os.environ.get("INFOCLUST_STORAGE", "storage"), "storage root ($INFOCLUST_STORAGE)")
 
 
-def check_writable(root: PathLike | None = None) -> Path:
+def join(root: Any, *parts: str) -> str:
+    """``root/part/...`` as a string, for a local path or a URL alike (what
+    the store functions and the flows' parameters take)."""
+    base = str(root).rstrip("/") if is_url(root) else str(Path(str(root)))
+    return "/".join([base, *parts]) if is_url(root) else str(Path(base, *parts))
+
+
+def check_writable(root: PathLike | None = None) -> Any:
     """Raise a clear ``OSError`` unless run folders can be created under
     ``root`` (default :func:`storage_root`): checked before a long fit, so
-    that a read-only or full storage fails first, not after the work."""
-    root = local_path(root, "storage root") if root is not None else storage_root()
-    probe = root / "runs" / f".write-test-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+    that a read-only or full storage (or a bucket without write access)
+    fails first, not after the work."""
+    base: Any = run_path(root, "storage root") if root is not None else storage_root()
+    probe = base / "runs" / f".write-test-{os.getpid()}-{uuid.uuid4().hex[:6]}"
     try:
-        probe.parent.mkdir(parents=True, exist_ok=True)
+        if not is_url(probe):
+            probe.parent.mkdir(parents=True, exist_ok=True)
         probe.write_text("")
         probe.unlink()
     except OSError as exc:
-        raise OSError(exc.errno, f"the storage root '{root}' is not writable ({exc.strerror}); choose another "
-                                 "with --storage or $INFOCLUST_STORAGE") from None
-    return root
+        raise OSError(exc.errno, f"the storage root '{base}' is not writable ({exc.strerror or exc}); choose "
+                                 "another with --storage or $INFOCLUST_STORAGE") from None
+    return base
 
 
 def safe_name(name: str, what: str = "name") -> str:
@@ -68,19 +82,26 @@ def safe_name(name: str, what: str = "name") -> str:
     return text
 
 
-def dataset_store_path(storage: PathLike, source: str, suffix: str = "-demo") -> Path:
+def dataset_store_path(storage: PathLike, source: str, suffix: str = "-demo") -> str:
     """``<storage>/datasets/<name><suffix>.zarr`` for a bundled name or a file
-    path (its stem, never its folder): the store stays under the storage root."""
+    path (its stem, never its folder): the store stays under the storage root
+    (a local path or a URL)."""
     src = str(source)
     stem = Path(src).stem if ("/" in src or Path(src).suffix) else src
-    return Path(storage) / "datasets" / f"{safe_name(stem, 'dataset name')}{suffix}.zarr"
+    return join(storage, "datasets", f"{safe_name(stem, 'dataset name')}{suffix}.zarr")
 
 
-def new_run_dir(method: str, root: PathLike | None = None) -> Path:
-    """Create and return ``<root>/runs/<UTC time>-<method>-<random>``."""
-    root = local_path(root, "storage root") if root is not None else storage_root()
+def new_run_dir(method: str, root: PathLike | None = None) -> Any:
+    """Create and return ``<root>/runs/<UTC time>-<method>-<random>`` (a
+    ``UPath`` under a URL root, where a folder exists once a file is written
+    in it)."""
+    base: Any = run_path(root, "storage root") if root is not None else storage_root()
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    path = root / "runs" / f"{stamp}-{safe_name(method, 'run name')}-{uuid.uuid4().hex[:6]}"
+    path = base / "runs" / f"{stamp}-{safe_name(method, 'run name')}-{uuid.uuid4().hex[:6]}"
+    if is_url(path):
+        if path.exists():
+            raise FileExistsError(f"'{path}' exists already.")
+        return path
     path.mkdir(parents=True, exist_ok=False)
     return path
 
@@ -135,6 +156,12 @@ def write_npy(path: PathLike, array: Any, *, overwrite: bool = False) -> Path:
     """Atomically write ``array`` as ``.npy`` (a temporary file in the same
     folder, then a rename); refuses to replace an existing file unless
     ``overwrite``."""
+    import io
+
+    if is_url(path):
+        buf = io.BytesIO()
+        np.save(buf, np.asarray(array))
+        return atomic_write_bytes(path, buf.getvalue(), overwrite=overwrite)
     path = local_path(path, "file")
     if path.exists() and not overwrite:
         raise FileExistsError(f"{path} exists; pass overwrite=True to replace it.")
@@ -223,9 +250,10 @@ def load_model(path: str | os.PathLike) -> Any:
     """
     from . import cluster
 
-    path = local_path(path, "model file")
+    where: Any = run_path(path, "model file")
+    path = where
     try:
-        doc = json.loads(path.read_text())
+        doc = json.loads(where.read_text())
     except ValueError as exc:
         raise ValueError(f"'{path}' is not a model file (not JSON: {exc}).") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("class"), str) or \

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from ._paths import local_path
+from ._paths import is_url, run_path
 
 __all__ = ["ModelVersions", "compare_models", "fixed_sample"]
 
@@ -34,12 +34,12 @@ class ModelVersions:
     """The numbered versions of one model in ``folder`` (module notes)."""
 
     def __init__(self, folder: str | os.PathLike) -> None:
-        self.folder = local_path(folder, "model folder")
+        self.folder = run_path(folder, "model folder")
 
     def versions(self) -> list[int]:
         """The version numbers present, oldest first."""
         root = self.folder / "versions"
-        if not root.is_dir():
+        if not root.exists():
             return []
         out = []
         for p in root.iterdir():
@@ -47,7 +47,7 @@ class ModelVersions:
                 out.append(int(p.name[1:]))
         return sorted(out)
 
-    def path(self, version: int) -> Path:
+    def path(self, version: int) -> Any:
         return self.folder / "versions" / f"v{int(version):04d}"
 
     def latest(self) -> int | None:
@@ -81,6 +81,11 @@ class ModelVersions:
 
         v = (self.latest() or 0) + 1
         target = self.path(v)
+        if is_url(target):  # no rename on an object store: model.json, written last, makes the version
+            write_json(target / "version.json", {"version": v, "saved": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                                                 **info}, overwrite=True)
+            save_model(est, target / "model.json")
+            return v
         tmp = target.parent / f".{target.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         tmp.mkdir(parents=True)
         try:
@@ -97,7 +102,7 @@ class ModelVersions:
 
     def appended(self) -> list[dict]:
         p = self._appended_file()
-        return json.loads(p.read_text()) if p.is_file() else []
+        return json.loads(p.read_text()) if p.exists() else []
 
     def new_files(self, files: list[str]) -> list[str]:
         """Those of ``files`` not appended yet (same name, size and
@@ -117,7 +122,8 @@ class ModelVersions:
         for f, r in zip(files, rows, strict=True):
             st = Path(f).stat()
             rec.append({"path": str(Path(f).resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns, "rows": r})
-        self.folder.mkdir(parents=True, exist_ok=True)
+        if not is_url(self.folder):
+            self.folder.mkdir(parents=True, exist_ok=True)
         write_json(self._appended_file(), rec, overwrite=True)
 
 

@@ -3,7 +3,7 @@ embedded (a base64 data URI), so the figure is seen in the Prefect UI next
 to the flow run, not only as a file in the run folder.
 
 ``create_image_artifact`` needs an http(s) URL the UI can load; run folders
-are local paths, so the image travels inside the markdown instead. PNGs
+may be local paths or bucket URLs, so the image travels inside the markdown instead. PNGs
 larger than :data:`MAX_BYTES` are linked by path only (the API stores
 artifacts in its database).
 """
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import base64
 import re
-from pathlib import Path
 
 MAX_BYTES = 1_500_000
 
@@ -27,8 +26,10 @@ def publish_plot(path, *, key: str, title: str, description: str = "") -> str | 
     (or None when the file is missing)."""
     from prefect.artifacts import create_markdown_artifact
 
-    p = Path(path)
-    if not p.is_file():
+    from infoclust_dask.runs import run_path
+
+    p = run_path(path, "plot file")
+    if not p.exists():
         return None
     data = p.read_bytes()
     if len(data) <= MAX_BYTES:

@@ -26,6 +26,8 @@ from ._env import default_scheduler
 from prefect import flow, get_run_logger, task  # noqa: E402
 from prefect.task_runners import ThreadPoolTaskRunner  # noqa: E402
 
+from infoclust_dask.runs import run_path  # noqa: E402
+
 __all__ = ["bootstrap_flow", "main"]
 
 
@@ -42,7 +44,7 @@ def reference_fit(store: str, params: dict, seed: int, scheduler: str | None, ru
     t0 = time.perf_counter()
     # hundreds of passes: the fit keeps small data in worker memory (engine.prepare)
     ac = AssociativeClustering(**params, random_state=seed, scheduler=sched).fit(ds["x"], ds["y"])
-    save_model(ac, Path(run_dir) / "ac-reference-model.json")
+    save_model(ac, run_path(run_dir) / "ac-reference-model.json")
     return {"mx": ac.cluster_centers_x_.tolist(), "my": ac.cluster_centers_y_.tolist(),
             "table": ac.contingency_.tolist(), "sigma": list(ac.sigma_),
             "params": {k: v for k, v in ac.get_params().items() if k not in ("random_state", "scheduler")},
@@ -71,7 +73,7 @@ def summarize(reference: dict, replicates: list[dict], alpha: float, run_dir: st
     from ._artifacts import publish_plot
 
     cells, rel = summarize_replicates(reference["table"], replicates, alpha=alpha)
-    run = Path(run_dir)
+    run = run_path(run_dir)
     cols = ["x_cluster", "y_cluster", "count", "expected", "log2_ratio", "mi_share", "p_over", "p_under",
             "surprising", "reliability"]
     write_csv(run / "reliability.csv", cells, cols)

@@ -69,11 +69,12 @@ def summarize_sweep(results: list[dict], method: str, params: list[str], run_dir
 
     from infoclust_dask.crossval import summarize, table_markdown, write_results
     from infoclust_dask.plotting import plot_tradeoff, plot_validation_curve
+    from infoclust_dask.runs import run_path
 
     from ._artifacts import publish_plot
 
     rows, best = summarize(results)
-    run = Path(run_dir)
+    run = run_path(run_dir)
     write_results(run, results, rows, best, params)
     plots = [str(plot_validation_curve(rows, params, run / "validation.png",
                                        title=f"{method} on {Path(store).name}: held-out score"))]
@@ -105,12 +106,12 @@ def crossval_flow(store: str, method: str = "dc", grid: dict | None = None, n_fo
     table, and the keys of the cells computed and reused in this run.
     """
     from infoclust_dask.crossval import CellCache
-    from infoclust_dask.runs import new_run_dir, storage_root
+    from infoclust_dask.runs import new_run_dir, run_path, storage_root
 
     t0 = time.perf_counter()
     log = get_run_logger()
     grid = grid or dict(DEFAULT_GRID)
-    root = Path(storage or storage_root())
+    root = run_path(storage, "storage root") if storage else storage_root()
     scheduler = default_scheduler(scheduler)
     cache = CellCache(root / "crossval" / "cells")
     cells = plan_sweep(store, method, grid, n_folds, fold_kind, seed)

@@ -20,12 +20,13 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from pathlib import Path
 
 from . import _env  # noqa: F401  (Prefect offline defaults before importing prefect)
 
 # isort: split
 from prefect import flow, get_run_logger, task  # noqa: E402
+
+from infoclust_dask.runs import join, run_path  # noqa: E402
 
 __all__ = ["demo_flow", "DEMO_STEPS", "methods_table"]
 
@@ -57,7 +58,7 @@ def existing_store(dataset: str, storage: str) -> str | None:
     from infoclust_dask.store import open_dataset
 
     dest = dataset_store_path(storage, dataset)
-    if not dest.exists():
+    if not run_path(dest, "store").exists():
         return None
     ds = open_dataset(dest)  # raises on a malformed store
     if "fold" not in ds:
@@ -79,7 +80,7 @@ def fit_kmeans(store: str, n_clusters: int, scheduler: str | None, seed: int, ru
     t0 = time.perf_counter()
     km = KMeans(n_clusters, random_state=seed, scheduler=sched).fit(X)
     seconds = time.perf_counter() - t0
-    save_model(km, Path(run_dir) / "kmeans-model.json")
+    save_model(km, run_path(run_dir) / "kmeans-model.json")
     labels = engine.compute(km.labels_, scheduler=sched)
     del X
     out = {"inertia": km.inertia_, "n_iter": km.n_iter_, "seconds": round(seconds, 2),
@@ -113,7 +114,7 @@ def fit_dc(store: str, n_clusters: int, scheduler: str | None, seed: int, run_di
     dc = DiscriminativeClustering(n_clusters, sigma=sigma, max_iter=29, random_state=seed,
                                   scheduler=sched).fit(X, c)
     seconds = time.perf_counter() - t0
-    save_model(dc, Path(run_dir) / "dc-model.json")
+    save_model(dc, run_path(run_dir) / "dc-model.json")
     km = KMeans(n_clusters, random_state=seed, scheduler=sched).fit(X)
     from infoclust_dask.metrics import dc_log_posterior
 
@@ -131,8 +132,8 @@ def paired_store(storage: str, seed: int, n_pairs: int = 4000) -> str:
     from infoclust_dask.datasets import make_paired_dependency
     from infoclust_dask.store import open_dataset
 
-    dest = Path(storage) / "datasets" / f"paired-demo-{n_pairs}.zarr"
-    if dest.exists():
+    dest = join(storage, "datasets", f"paired-demo-{n_pairs}.zarr")
+    if run_path(dest, "store").exists():
         open_dataset(dest)
         return str(dest)
     X, Y, z, _, oracle = make_paired_dependency(n_pairs, n_latent=4, random_state=seed)
@@ -184,10 +185,10 @@ def anneal(store: str, n_clusters: int, scheduler: str | None, seed: int, run_di
     sk = SoftKMeans(n_clusters, beta_schedule=betas, max_iter=1000, tol=1e-8, random_state=seed,
                     scheduler=sched).fit(X)
     seconds = time.perf_counter() - t0
-    save_model(sk, Path(run_dir) / "soft-kmeans-model.json")
+    save_model(sk, run_path(run_dir) / "soft-kmeans-model.json")
     crit = sk.critical_betas()
     coords = (sk.centers_path_ - mean) @ axes[0]
-    plot_annealing_path(betas, coords, Path(run_dir) / "annealing.png", critical=[b for b, _ in crit],
+    plot_annealing_path(betas, coords, run_path(run_dir) / "annealing.png", critical=[b for b, _ in crit],
                         predicted=beta_c, title=f"Deterministic annealing (soft K-means), K={n_clusters}")
     return {"predicted_first_split": float(beta_c), "observed_splits": crit,
             "n_passes": sk.n_iter_, "seconds": round(seconds, 2)}
@@ -216,7 +217,7 @@ def smic_toys(run_dir: str, seed: int) -> dict:
                 panels.append({"name": name, "X": X, "labels": m.labels_, "lsmi": m.lsmi_, "t": m.t_,
                                "ari": row[norm]})
         rows.append(row)
-    plot_smic_panels(panels, Path(run_dir) / "smic-fig4.png",
+    plot_smic_panels(panels, run_path(run_dir) / "smic-fig4.png",
                      title="SMIC (symmetric kernel), t chosen by LSMI; cf. Sugiyama et al. Fig. 4")
     return {"rows": rows}
 
@@ -236,8 +237,8 @@ def cmbc_next(storage: str, scheduler: str | None, seed: int, n_samples: int = 2
     from infoclust_dask.metrics import nmi_paper
     from infoclust_dask.store import open_dataset
 
-    dest = Path(storage) / "datasets" / f"cmbc-demo-{n_samples}.zarr"
-    if not dest.exists() or "q1" not in open_dataset(dest):  # (an older demo kept Q1..Q4 in 'y')
+    dest = join(storage, "datasets", f"cmbc-demo-{n_samples}.zarr")
+    if not run_path(dest, "store").exists() or "q1" not in open_dataset(dest):  # (an older demo kept Q1..Q4 in 'y')
         Y, Q, _ = make_cmbc_data(n_samples, p_noise=0.1, random_state=seed)
         write_dataset(dest, Y, dtype=np.uint8, extra_labels={f"q{j + 1}": Q[:, j] for j in range(4)},
                       provenance={"source": f"make_cmbc_data({n_samples}, p_noise=0.1)"}, overwrite=True)
@@ -446,7 +447,7 @@ def report(store: str, run_dir: str, dataset: str, results: dict, cv: dict | Non
     from infoclust_dask.runs import load_model
     from infoclust_dask.store import open_dataset, verify_store
 
-    run = Path(run_dir)
+    run = run_path(run_dir)
     ds = open_dataset(store)
     mean, axes, var = principal_axes(ds["x"], ds.sizes["feature"], scheduler="threads")
     explained, axes = var[:2] / var.sum(), axes[:2]
@@ -522,14 +523,14 @@ def demo_flow(dataset: str = "satimage", n_clusters: int = 6, scheduler: str | N
     pairs = paired_store(storage, seed, n_pairs)
     boot = bootstrap_flow(store=pairs, n_clusters=(4, 4), n_boot=n_boot, params={"sigma": [0.3, 0.3], "n_init": 1},
                           seed=seed, scheduler=scheduler, storage=storage)
-    ac = {**ac_vs_kmeans(pairs, str(Path(boot["run_dir"]) / "ac-reference-model.json"), scheduler, seed),
+    ac = {**ac_vs_kmeans(pairs, str(run_path(boot["run_dir"]) / "ac-reference-model.json"), scheduler, seed),
           "store": pairs, "run_dir": boot["run_dir"], "n_boot": n_boot, "most_over": boot["most_over"],
           "most_under": boot["most_under"]}
     smic_res = None
     if smic:
         digits = existing_store("digits", storage)
         if digits is None:
-            digits = ingest_flow(source="digits", dest=str(Path(storage) / "datasets" / "digits-demo.zarr"),
+            digits = ingest_flow(source="digits", dest=join(storage, "datasets", "digits-demo.zarr"),
                                  standardize=True, n_folds=n_folds, fold_seed=seed, storage=storage)["path"]
         smic_res = {"toys": smic_toys(str(run), seed), "store": smic_store(digits, 10, scheduler, seed),
                     "large": smic_large(scheduler, seed, smic_rows) if smic_rows else None}
@@ -539,7 +540,7 @@ def demo_flow(dataset: str = "satimage", n_clusters: int = 6, scheduler: str | N
     print(f"run folder: {run}")
     print(f"report:     {rep}")
     print(f"plots:      {run / 'kmeans.png'}, {run / 'annealing.png'}, {run / 'smic-fig4.png'}")
-    print(Path(rep).read_text())
+    print(run_path(rep).read_text())
     return str(run)
 
 

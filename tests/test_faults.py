@@ -296,9 +296,9 @@ def test_ingest_complex_latin1_and_demo_paths_stay_clear_and_inside_storage(tmp_
     assert "is not utf-8 text: byte b'\\xe9' at offset 3" in capsys.readouterr().err
     assert main(["ingest", str(latin), str(tmp_path / "l.zarr"), "--encoding", "latin-1"]) == 0
     storage = tmp_path / "storage"
-    assert dataset_store_path(storage, "/abs/where/data.npz") == storage / "datasets" / "data-demo.zarr"
-    assert dataset_store_path(storage, "satimage") == storage / "datasets" / "satimage-demo.zarr"
-    assert dataset_store_path(storage, "../../etc") == storage / "datasets" / "etc-demo.zarr"  # the stem only
+    assert dataset_store_path(storage, "/abs/where/data.npz") == str(storage / "datasets" / "data-demo.zarr")
+    assert dataset_store_path(storage, "satimage") == str(storage / "datasets" / "satimage-demo.zarr")
+    assert dataset_store_path(storage, "../../etc") == str(storage / "datasets" / "etc-demo.zarr")  # the stem only
     for bad in ("..", "/abs/.hidden.npz", "a b"):
         with pytest.raises(ValueError, match="cannot name a folder under the storage root"):
             dataset_store_path(storage, bad)

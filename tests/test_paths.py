@@ -1,9 +1,10 @@
 """A URL is never taken for a relative path: ``s3://bucket/d.zarr`` used to
 become a local folder ``s3:`` (ingest exited 0 having written it, fit then
-fitted it). Dataset stores may be URLs (tests/test_object_store.py); run
-folders, models, caches and source files stay local, and a URL there is
-refused with a message that says so. A URL whose file system is not
-installed is refused naming the package; nothing is created.
+fitted it). Dataset stores, run folders, models and caches may be URLs
+(tests/test_object_store.py, tests/test_run_folders_at_urls.py); source
+files stay local, and a URL there is refused with a message that says so.
+A URL whose file system is not installed is refused naming the package;
+nothing is created.
 ``file://`` URLs are local paths."""
 
 import numpy as np
@@ -41,21 +42,27 @@ def test_the_cli_names_the_missing_file_system_and_creates_no_folder(tmp_path, m
     assert _nothing_created(tmp_path) and not (tmp_path / "d.zarr").exists()
 
 
-def test_stores_take_urls_while_models_and_run_folders_refuse_them(tmp_path, monkeypatch):
+def test_stores_models_and_run_folders_take_urls_and_a_missing_file_system_is_named(tmp_path, monkeypatch):
     X = np.arange(12.0).reshape(6, 2)
     url = f"memory://infoclust-test-{tmp_path.name}/x.zarr"  # fsspec's in-process file system
     assert write_dataset(url, X) == url
     np.testing.assert_array_equal(open_dataset(url)["x"].values, X)
-    with pytest.raises(URLNotSupported, match="model file"):
-        load_model("s3://bucket/run/model.json")
-    monkeypatch.setenv("INFOCLUST_STORAGE", "s3://bucket/storage")
-    with pytest.raises(URLNotSupported, match="INFOCLUST_STORAGE"):
-        new_run_dir("kmeans")
+    monkeypatch.setenv("INFOCLUST_STORAGE", f"memory://infoclust-test-{tmp_path.name}/storage")
+    run = new_run_dir("kmeans")
+    assert str(run).startswith(f"memory://infoclust-test-{tmp_path.name}/storage/runs/")
+    if not _has("gcsfs"):
+        with pytest.raises(URLNotSupported, match="gcsfs"):
+            load_model("gs://bucket/run/model.json")
+        monkeypatch.setenv("INFOCLUST_STORAGE", "gs://bucket/storage")
+        with pytest.raises(URLNotSupported, match=r"INFOCLUST_STORAGE.*gcsfs"):
+            new_run_dir("kmeans")
     path = write_dataset(f"file://{tmp_path}/f.zarr", X)
     assert path == tmp_path / "f.zarr"
     np.testing.assert_array_equal(open_dataset(f"file://{path}")["x"].values, X)
     with pytest.raises(ValueError, match="names a bucket, not a folder"):
         write_dataset("s3://just-a-bucket", X)
+    with pytest.raises(ValueError, match="names a bucket, not a folder"):
+        new_run_dir("kmeans", root="s3://just-a-bucket")
     assert _nothing_created(tmp_path)
 
 

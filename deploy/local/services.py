@@ -1,16 +1,22 @@
 """Start and stop a real Prefect server, a real dask scheduler and dask
-workers on 127.0.0.1 (never another address), for tests and for trying the
+workers on 127.0.0.1 (never another address), and with ``--s3`` an
+S3-protocol server (moto's) holding a bucket, for tests and for trying the
 cluster set-up on one machine.
 
     python deploy/local/services.py up   [--state-dir DIR] [--workers 2] [--memory-limit 2GB] [--no-prefect]
+                                         [--s3 [--bucket infoclust]] [--no-dask]
     python deploy/local/services.py status [--state-dir DIR]
     python deploy/local/services.py down [--state-dir DIR]
 
 ``up`` picks free ports, starts each service in its own process group,
 waits until the Prefect API answers ``/api/health`` and the scheduler sees
 every worker, and writes ``services.json`` (PIDs, addresses, log files) and
-``env.sh`` (``export DASK_SCHEDULER_ADDRESS=... PREFECT_API_URL=...``) into
-the state folder (default ``storage/services``). ``down`` stops them by PID
+``env.sh`` (``export DASK_SCHEDULER_ADDRESS=... PREFECT_API_URL=...``; with
+``--s3`` also the endpoint - ``FSSPEC_S3_ENDPOINT_URL``, ``AWS_ENDPOINT_URL`` -,
+the test server's throw-away keys and ``INFOCLUST_STORAGE=s3://BUCKET/storage``)
+into the state folder (default ``storage/services``). The dask workers
+started beside the S3 server read the same endpoint from their
+environment. ``down`` stops them by PID
 (SIGTERM to the process group, SIGKILL after a grace period).
 """
 
@@ -92,8 +98,25 @@ def _n_workers(address: str) -> int:
         return len(c.scheduler_info(n_workers=-1)["workers"])
 
 
+#: moto accepts any key; these name the local test server's and nothing else
+S3_TEST_KEYS = {"AWS_ACCESS_KEY_ID": "infoclust-local", "AWS_SECRET_ACCESS_KEY": "infoclust-local-secret",
+                "AWS_DEFAULT_REGION": "us-east-1"}
+
+
+def _port_open(port: int) -> bool:
+    socket.create_connection((HOST, port), 0.5).close()
+    return True
+
+
+def _make_bucket(url: str, bucket: str) -> None:
+    req = urllib.request.Request(f"{url}/{bucket}", method="PUT")
+    with urllib.request.urlopen(req, timeout=5):  # noqa: S310 - 127.0.0.1 only
+        pass
+
+
 def start(state_dir=DEFAULT_STATE, *, n_workers: int = 2, memory_limit: str = "2GB", threads: int = 1,
-          prefect: bool = True, timeout: float = 120.0) -> dict:
+          prefect: bool = True, timeout: float = 120.0, s3: bool = False, bucket: str = "infoclust",
+          dask: bool = True) -> dict:
     """Start the services; return the state dict (also written to ``services.json``)."""
     state_dir = Path(state_dir).resolve()
     state_dir.mkdir(parents=True, exist_ok=True)
@@ -106,7 +129,21 @@ def start(state_dir=DEFAULT_STATE, *, n_workers: int = 2, memory_limit: str = "2
     env.pop("PREFECT_API_URL", None)
     procs: list[dict] = []
     state = {"state_dir": str(state_dir), "processes": procs}
+    s3_env: dict = {}
     try:
+        if s3:
+            port = free_port()
+            log = state_dir / "s3-server.log"
+            pid = _spawn([sys.executable, "-m", "moto.server", "-H", HOST, "-p", str(port)], log, env)
+            procs.append({"name": "s3-server", "pid": pid, "log": str(log)})
+            url = f"http://{HOST}:{port}"
+            _wait(lambda: _port_open(port), "S3 server", timeout, [pid], [str(log)])
+            _make_bucket(url, bucket)
+            s3_env = {"FSSPEC_S3_ENDPOINT_URL": url, "AWS_ENDPOINT_URL": url, **S3_TEST_KEYS,
+                      "INFOCLUST_STORAGE": f"s3://{bucket}/storage"}
+            env.update(s3_env)  # the workers below read the bucket through the same endpoint
+            state["s3_endpoint_url"] = url
+            state["storage"] = s3_env["INFOCLUST_STORAGE"]
         if prefect:
             port = free_port()
             home = state_dir / "prefect-home"
@@ -118,6 +155,8 @@ def start(state_dir=DEFAULT_STATE, *, n_workers: int = 2, memory_limit: str = "2
                           "--analytics-off", "--no-ui"], log, penv)
             procs.append({"name": "prefect-server", "pid": pid, "log": str(log)})
             state["prefect_api_url"] = f"http://{HOST}:{port}/api"
+        if not dask:
+            raise _Done
         sport = free_port()
         log = state_dir / "dask-scheduler.log"
         pid = _spawn([_bin("dask"), "scheduler", "--host", HOST, "--port", str(sport),
@@ -138,19 +177,27 @@ def start(state_dir=DEFAULT_STATE, *, n_workers: int = 2, memory_limit: str = "2
             lambda: _n_workers(address) >= n_workers, f"{n_workers} dask workers", timeout,
             [p["pid"] for p in procs if p["name"].startswith("dask")],
             [p["log"] for p in procs if p["name"].startswith("dask")]), 1)
+        raise _Done
+    except _Done:
         if prefect:
-            state["startup_seconds"]["prefect"] = round(_wait(
+            server = next(p for p in procs if p["name"] == "prefect-server")
+            state.setdefault("startup_seconds", {})["prefect"] = round(_wait(
                 lambda: _prefect_healthy(state["prefect_api_url"]), "prefect server", timeout,
-                [procs[0]["pid"]], [procs[0]["log"]]), 1)
+                [server["pid"]], [server["log"]]), 1)
     except BaseException:
         stop_processes(procs)
         raise
     (state_dir / "services.json").write_text(json.dumps(state, indent=1))
-    exports = [f"export DASK_SCHEDULER_ADDRESS={state['scheduler_address']}"]
+    exports = [f"export DASK_SCHEDULER_ADDRESS={state['scheduler_address']}"] if dask else []
     if prefect:
         exports.append(f"export PREFECT_API_URL={state['prefect_api_url']}")
+    exports += [f"export {k}={v}" for k, v in s3_env.items()]
     (state_dir / "env.sh").write_text("\n".join(exports) + "\n")
     return state
+
+
+class _Done(Exception):
+    """The processes asked for are started."""
 
 
 def stop_processes(procs, grace: float = 15.0) -> list[str]:
@@ -207,10 +254,13 @@ def main(argv=None):
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--no-prefect", action="store_true", help="only the dask scheduler and workers")
     p.add_argument("--timeout", type=float, default=120.0)
+    p.add_argument("--s3", action="store_true", help="also an S3-protocol server (moto) with a bucket")
+    p.add_argument("--bucket", default="infoclust", help="the bucket --s3 creates (default: infoclust)")
+    p.add_argument("--no-dask", action="store_true", help="no dask scheduler or workers")
     a = p.parse_args(argv)
     if a.action == "up":
         st = start(a.state_dir, n_workers=a.workers, memory_limit=a.memory_limit, threads=a.threads,
-                   prefect=not a.no_prefect, timeout=a.timeout)
+                   prefect=not a.no_prefect, timeout=a.timeout, s3=a.s3, bucket=a.bucket, dask=not a.no_dask)
         print(json.dumps(st, indent=1))
         print(f"\nsource {Path(a.state_dir) / 'env.sh'}   # to point flows and the CLI at these services")
     elif a.action == "down":
