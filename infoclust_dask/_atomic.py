@@ -153,18 +153,7 @@ def _remove_tree(path: Path, wait: float = 10.0):
 
 
 def atomic_write_bytes(path, data: bytes, *, overwrite: bool = False) -> Path:
-    """Write a small file atomically: on a local disk a temporary file beside
-    it, then a rename; at a URL (:func:`~infoclust_dask._paths.run_path`) one
-    PUT of the whole object, which readers of an object store see complete or
-    not at all. An existing file is replaced only with ``overwrite``."""
-    from ._paths import is_url, run_path
-
-    if is_url(path):
-        target = run_path(path, "file")
-        if not overwrite and target.exists():
-            raise FileExistsError(f"'{target}' exists; pass overwrite=True to replace it.")
-        target.write_bytes(data)
-        return target
+    """Write a small file atomically (temp file beside it, then rename)."""
     path = local_path(path, "file")
     if path.exists() and not overwrite:
         raise FileExistsError(f"'{path}' exists; pass overwrite=True to replace it.")

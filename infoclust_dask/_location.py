@@ -22,9 +22,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ._paths import URLNotSupported, url_protocol
+from ._paths import URLNotSupported, _upath_protocol, is_url, url_protocol
 
-__all__ = ["Location", "resolve", "check_storage_options", "SECRET_OPTION"]
+__all__ = ["Location", "resolve", "run_path", "write_whole", "check_storage_options", "SECRET_OPTION"]
 
 #: option names that carry credentials (refused in storage_options, at any depth)
 SECRET_OPTION = re.compile(r"(^key$|secret|token|passw|credential|account_key|sas|access_key|private)", re.I)
@@ -238,3 +238,35 @@ def resolve(path: Any, what: str = "store", storage_options: dict | None = None)
         raise ValueError(f"The {what} '{path}' names a bucket, not a folder inside one; use "
                          f"{proto}://BUCKET/NAME.zarr.")
     return Location(url, fs=fs, fspath=fspath, storage_options=options)
+
+
+def run_path(path: Any, what: str = "run folder") -> Any:
+    """``path`` as a :class:`~pathlib.Path` (local paths, ``file://``) or,
+    for a URL, a ``UPath`` whose file system is installed (else
+    :class:`URLNotSupported` naming the package; see
+    :func:`resolve`). Credentials come from the
+    environment of each process, never from the path."""
+    if not is_url(path):
+        return Path(str(path)[len("file://"):]) if url_protocol(path) == "file" else Path(path)
+    if _upath_protocol(path) is not None:
+        return path
+    from upath import UPath
+
+    loc = resolve(str(path), what)  # the protocol's file system is installed; a bucket alone is refused
+    return UPath(loc.url)
+
+
+def write_whole(path: Any, data: bytes, *, overwrite: bool = False) -> Any:
+    """Write a small file whole: on a local disk a temporary file beside it,
+    then a rename; at a URL (:func:`run_path`) one PUT of the whole object,
+    which readers of an object store see complete or not at all. An
+    existing file is replaced only with ``overwrite``."""
+    from ._atomic import atomic_write_bytes
+
+    if not is_url(path):
+        return atomic_write_bytes(path, data, overwrite=overwrite)
+    target = run_path(path, "file")
+    if not overwrite and target.exists():
+        raise FileExistsError(f"'{target}' exists; pass overwrite=True to replace it.")
+    target.write_bytes(data)
+    return target

@@ -1,6 +1,7 @@
 """Paths and URLs. Stores (:mod:`._location`), run folders, model files,
 model versions and the cross-validation cache may live at fsspec URLs
-(``s3://``, ``gs://``, ``az://``, ``memory://``, ...): :func:`run_path`
+(``s3://``, ``gs://``, ``az://``, ``memory://``, ...):
+:func:`infoclust_dask._location.run_path`
 gives a :class:`pathlib.Path` for a local path and a ``UPath``
 (universal_pathlib: the pathlib interface over fsspec) for a URL. Source
 files (what ``ingest`` reads) are local: there a ``scheme://`` string is
@@ -13,9 +14,8 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any
 
-__all__ = ["URLNotSupported", "url_protocol", "local_path", "run_path", "is_url"]
+__all__ = ["URLNotSupported", "url_protocol", "local_path", "is_url"]
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://")
 
@@ -48,24 +48,6 @@ def is_url(path) -> bool:
     """True for a ``scheme://`` string (other than ``file://``) or a remote ``UPath``."""
     proto = url_protocol(path)
     return proto is not None and proto != "file"
-
-
-def run_path(path: Any, what: str = "run folder") -> Any:
-    """``path`` as a :class:`~pathlib.Path` (local paths, ``file://``) or,
-    for a URL, a ``UPath`` whose file system is installed (else
-    :class:`URLNotSupported` naming the package; see
-    :func:`infoclust_dask._location.resolve`). Credentials come from the
-    environment of each process, never from the path."""
-    if not is_url(path):
-        return Path(str(path)[len("file://"):]) if url_protocol(path) == "file" else Path(path)
-    if _upath_protocol(path) is not None:
-        return path
-    from upath import UPath
-
-    from ._location import resolve
-
-    loc = resolve(str(path), what)  # the protocol's file system is installed; a bucket alone is refused
-    return UPath(loc.url)
 
 
 def local_path(path, what: str = "path") -> Path:

@@ -156,7 +156,7 @@ def _cmd_fit(args):
     if "verbose" in est.get_params():
         est.set_params(verbose=1)
     if args.resume:  # continue the fit recorded in that run folder
-        from ._paths import run_path
+        from ._location import run_path
 
         run = run_path(args.resume)
         if not (run / "checkpoint.json").exists():
@@ -208,7 +208,7 @@ def _cmd_predict(args):
     if args.write_labels is None and not args.out:
         raise ValueError("Say where the labels go: --write-labels NAME (a variable of the store) and/or "
                          "--out FILE.npy.")
-    from ._paths import run_path
+    from ._location import run_path
 
     if args.out and run_path(args.out, "output file").exists() and not args.overwrite:
         raise FileExistsError(f"'{args.out}' exists; pass --overwrite to replace it.")

@@ -37,7 +37,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import __version__, engine
-from ._paths import is_url, run_path
+from ._location import run_path
+from ._paths import is_url
 from ._types import PathLike, SchedulerLike, Sequence
 
 if TYPE_CHECKING:
@@ -248,10 +249,10 @@ class CellCache:
             return None  # a damaged result is recomputed
 
     def save(self, key: str, result: dict) -> Path:
-        from .store import atomic_write_text
+        from ._location import write_whole
 
-        return atomic_write_text(self.path(key), json.dumps({"key": key, **result}, indent=1, default=str),
-                                 overwrite=True)
+        return write_whole(self.path(key), json.dumps({"key": key, **result}, indent=1, default=str).encode(),
+                           overwrite=True)
 
 
 def setting_order(row: dict, params: Sequence[str]) -> list[tuple]:
@@ -293,8 +294,8 @@ def write_results(run_dir: PathLike, results: Sequence[dict], rows: Sequence[dic
     """``cells.csv`` (one row per fold and setting), ``summary.csv`` (one row
     per setting, means and standard deviations over folds) and
     ``summary.json`` (both, plus the best setting) in ``run_dir``."""
+    from ._location import write_whole
     from .runs import write_csv
-    from .store import atomic_write_text
 
     run = run_path(run_dir)
     flat = [{**r["params"], **{k: v for k, v in r.items() if k != "params"}} for r in results]
@@ -306,8 +307,8 @@ def write_results(run_dir: PathLike, results: Sequence[dict], rows: Sequence[dic
     write_csv(run / "cells.csv", flat, list(params) + [m for m in metric if m not in params])
     cols = list(params) + [k for k in rows[0] if k not in params]
     write_csv(run / "summary.csv", sorted(rows, key=lambda r: setting_order(r, params)), cols)
-    atomic_write_text(run / "summary.json", json.dumps({"best": best, "settings": rows, "cells": results},
-                                                       indent=1, default=str), overwrite=True)
+    write_whole(run / "summary.json", json.dumps({"best": best, "settings": rows, "cells": results},
+                                                 indent=1, default=str).encode(), overwrite=True)
     return run / "summary.csv"
 
 

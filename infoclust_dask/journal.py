@@ -91,7 +91,7 @@ class Journal:
     """The pass journal of one fit in ``folder`` (see the module docstring)."""
 
     def __init__(self, folder: str | os.PathLike, fingerprint: dict, *, resume: bool) -> None:
-        from ._paths import run_path
+        from ._location import run_path
 
         self.folder = run_path(folder, "checkpoint folder")
         self.remote = is_url(self.folder)

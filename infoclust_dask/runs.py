@@ -20,10 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from ._atomic import atomic_write_bytes
-from ._paths import is_url, local_path, run_path
+from ._location import run_path, write_whole
+from ._paths import is_url, local_path
 from ._types import PathLike, Sequence
-from .store import atomic_write_text
 
 __all__ = ["storage_root", "run_path", "join", "check_writable", "safe_name", "dataset_store_path", "new_run_dir", "save_model", "load_model", "write_json", "write_csv", "write_npy",
            "MODEL_CLASSES"]
@@ -135,7 +134,7 @@ def _from_json(v):
 
 def write_json(path: PathLike, obj: Any, *, overwrite: bool = False) -> Path:
     """Atomically write ``obj`` as JSON (numpy arrays and scalars allowed)."""
-    return atomic_write_text(path, json.dumps(_jsonable(obj), indent=2) + "\n", overwrite=overwrite)
+    return write_whole(path, (json.dumps(_jsonable(obj), indent=2) + "\n").encode("utf-8"), overwrite=overwrite)
 
 
 def write_csv(path: PathLike, rows: Sequence[Any], columns: Sequence[str]) -> Path:
@@ -149,7 +148,7 @@ def write_csv(path: PathLike, rows: Sequence[Any], columns: Sequence[str]) -> Pa
     w.writeheader()
     for r in rows:
         w.writerow({c: (f"{r[c]:.6g}" if isinstance(r.get(c), float) else r.get(c)) for c in columns})
-    return atomic_write_text(path, buf.getvalue(), overwrite=True)
+    return write_whole(path, buf.getvalue().encode("utf-8"), overwrite=True)
 
 
 def write_npy(path: PathLike, array: Any, *, overwrite: bool = False) -> Path:
@@ -161,7 +160,7 @@ def write_npy(path: PathLike, array: Any, *, overwrite: bool = False) -> Path:
     if is_url(path):
         buf = io.BytesIO()
         np.save(buf, np.asarray(array))
-        return atomic_write_bytes(path, buf.getvalue(), overwrite=overwrite)
+        return write_whole(path, buf.getvalue(), overwrite=overwrite)
     path = local_path(path, "file")
     if path.exists() and not overwrite:
         raise FileExistsError(f"{path} exists; pass overwrite=True to replace it.")

@@ -25,7 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from ._paths import is_url, run_path
+from ._location import run_path
+from ._paths import is_url
 
 __all__ = ["ModelVersions", "compare_models", "fixed_sample"]
 
