@@ -36,7 +36,7 @@ from typing import Any
 from ._atomic import StoreError
 from ._location import Location, resolve
 
-__all__ = ["MANIFEST", "PENDING", "PREVIOUS_ATTRS", "verify_store", "committed_rows"]
+__all__ = ["MANIFEST", "PENDING", "PREVIOUS_ATTRS", "verify_store", "committed_rows", "stamp_group"]
 
 MANIFEST = "infoclust-manifest.json"
 PENDING = "infoclust-pending.json"
@@ -82,6 +82,7 @@ def _write_manifest(loc: Location | Any, arrays: list[str] | None = None, *,
     loc = resolve(loc, "store")
     old = (_read_manifests(loc) or {}) if changed is not None else {}
     arrays = arrays if arrays is not None else _arrays(loc)
+    group, group_attrs = _group_sha256(loc), _group_attributes(loc)
     for var in arrays:
         sizes = loc.find(f"{var}/c")
         known = old.get(var, {}).get("chunks", {})
@@ -96,11 +97,85 @@ def _write_manifest(loc: Location | Any, arrays: list[str] | None = None, *,
         meta = loc.read_bytes(f"{var}/zarr.json")
         parsed = json.loads(meta)
         doc = {"manifest_version": 2, "rows": int(parsed["shape"][0]) if parsed.get("shape") else 0,
-               "metadata_sha256": _sha256(meta), "metadata": parsed, "chunks": chunks}
+               "metadata_sha256": _sha256(meta), "metadata": parsed, "group_sha256": group,
+               "group_attributes": group_attrs, "chunks": chunks}
         loc.write_text(f"{var}/{MANIFEST}", json.dumps(doc))
     for var in arrays:
         if loc.exists(f"{var}/{PENDING}"):
             loc.remove(f"{var}/{PENDING}", recursive=False)
+
+
+def _group_sha256(loc: Location) -> str | None:
+    """Hash of the group's metadata (``zarr.json``: the attributes)."""
+    try:
+        return _sha256(loc.read_bytes("zarr.json"))
+    except FileNotFoundError:
+        return None
+
+
+def _group_attributes(loc: Location) -> Any:
+    """The group's attributes as written (None when unreadable)."""
+    try:
+        return json.loads(loc.read_bytes("zarr.json")).get("attributes")
+    except (FileNotFoundError, ValueError, AttributeError):
+        return None
+
+
+def _fields(now: Any, written: Any, prefix: str = "") -> list[str]:
+    """The keys (dotted, nested dicts followed) whose values differ between
+    two JSON documents; ``[]`` when ``now`` is not a dict (unparseable)."""
+    if not isinstance(now, dict) or not isinstance(written, dict):
+        return []
+    out = []
+    for k in sorted(set(now) | set(written)):
+        a, b = now.get(k, "<absent>"), written.get(k, "<absent>")
+        if a == b:
+            continue
+        if isinstance(a, dict) and isinstance(b, dict):
+            out += _fields(a, b, f"{prefix}{k}.") or [f"{prefix}{k}"]
+        else:
+            out.append(f"{prefix}{k}")
+    return out
+
+
+def _differs(what: str, raw: bytes, written: Any) -> str:
+    """``what`` differs from that written, naming the fields that changed."""
+    try:
+        now = json.loads(raw)
+    except ValueError as exc:
+        return f"{what} differs from that written: it is not JSON ({exc})"
+    fields = _fields(now, written)
+    return f"{what} differs from that written" + (f" in {', '.join(fields[:6])}" if fields else "")
+
+
+def _is_json_object(raw: bytes) -> bool:
+    try:
+        return isinstance(json.loads(raw), dict)
+    except ValueError:
+        return False
+
+
+def stamp_group(loc: Location | Any) -> None:
+    """After the group's attributes were rewritten (new labels): record
+    their hash in every manifest (each rewritten whole; no chunk is read)."""
+    loc = resolve(loc, "store")
+    group = _group_sha256(loc)
+    attrs = _group_attributes(loc)
+    for var in _manifested(loc):
+        doc = _read_json(loc, f"{var}/{MANIFEST}", "chunk manifest")
+        if doc is not None:
+            doc["group_sha256"], doc["group_attributes"] = group, attrs
+            loc.write_text(f"{var}/{MANIFEST}", json.dumps(doc))
+
+
+def _manifested(loc: Location) -> list[str]:
+    """Names of the folders of the group that hold a manifest (an array whose
+    metadata was deleted still has its manifest)."""
+    if loc.local is not None:
+        if not loc.local.is_dir():
+            return []
+        return sorted(p.name for p in loc.local.iterdir() if p.is_dir() and (p / MANIFEST).exists())
+    return sorted({rel.split("/")[0] for rel in loc.find() if rel.count("/") == 1 and rel.endswith("/" + MANIFEST)})
 
 
 def write_pending(loc: Location, var: str, chunks: dict[str, int]) -> None:
@@ -129,7 +204,7 @@ def _read_manifests(loc: Location) -> dict[str, dict] | None:
     in as ``doc["pending"]``, or None when no array has one (a store
     written by an older version or another tool)."""
     out: dict[str, dict] = {}
-    for var in _arrays(loc):
+    for var in sorted(set(_arrays(loc)) | set(_manifested(loc))):
         doc = _read_json(loc, f"{var}/{MANIFEST}", "chunk manifest")
         if doc is None:
             continue
@@ -195,13 +270,25 @@ def _interrupted_append(loc: Location, var: str, doc: dict) -> bool:
     except (FileNotFoundError, ValueError):
         return False
     want = doc.get("metadata")
-    if not isinstance(want, dict) or not meta.get("shape") or int(meta["shape"][0]) <= int(doc.get("rows", 0)):
+    try:
+        declared, committed = int(meta["shape"][0]), int(doc["rows"])
+    except (KeyError, TypeError, ValueError, IndexError):
         return False
-    meta["shape"][0] = int(doc["rows"])
-    return meta == want
+    if not isinstance(want, dict) or declared <= committed:
+        return False
+    meta["shape"][0] = committed
+    if meta != want:
+        return False
+    # an append writes the new rows' chunks before the metadata that declares them: they must be there
+    try:
+        step = int(want["chunk_grid"]["configuration"]["chunk_shape"][0])
+    except (KeyError, TypeError, ValueError, IndexError):
+        return False
+    row_chunks = {rel.split("/")[2] for rel in loc.find(f"{var}/c") if rel.count("/") >= 2}
+    return step > 0 and all(str(i) in row_chunks for i in range(-(-declared // step)))
 
 
-def _check_metadata(loc: Location, docs: dict[str, dict]) -> tuple[list[str], list[str]]:
+def _check_metadata(loc: Location, docs: dict[str, dict], *, group: bool = True) -> tuple[list[str], list[str]]:
     """Problems of the arrays' metadata against the manifests' hashes, and
     notes (an interrupted append: the committed rows read as before)."""
     problems, notes = [], []
@@ -210,18 +297,34 @@ def _check_metadata(loc: Location, docs: dict[str, dict]) -> tuple[list[str], li
         if want is None:
             continue
         try:
-            got = _sha256(loc.read_bytes(f"{var}/zarr.json"))
+            raw = loc.read_bytes(f"{var}/zarr.json")
         except FileNotFoundError:
-            problems.append(f"array {var!r}: its metadata (zarr.json) is missing")
+            problems.append(f"array {var!r}: its metadata ({var}/zarr.json) is missing")
             continue
-        if got == want:
+        if _sha256(raw) == want:
             continue
         if _interrupted_append(loc, var, doc):
             notes.append(f"array {var!r}: an append did not finish (its metadata declares more rows than the "
                          f"{doc['rows']} committed); the store reads as its committed rows, unchanged - run the "
                          "append again")
             continue
-        problems.append(f"array {var!r}: its metadata (zarr.json) differs from that written")
+        problems.append(_differs(f"array {var!r}: its metadata ({var}/zarr.json)", raw, doc.get("metadata")))
+    groups = {d["group_sha256"] for d in docs.values() if d.get("group_sha256")} if group else set()
+    if groups and _group_sha256(loc) not in groups:
+        if loc.exists(f"x/{PREVIOUS_ATTRS}"):
+            notes.append("the store's attributes: an append did not finish (it rewrote them); the store reads "
+                         "with its committed attributes - run the append again")
+        else:
+            try:
+                raw = loc.read_bytes("zarr.json")
+            except FileNotFoundError:
+                raw = b""
+            written = next((d.get("group_attributes") for d in docs.values() if "group_attributes" in d), None)
+            now = json.loads(raw).get("attributes") if _is_json_object(raw) else None
+            fields = [f"attributes.{f}" for f in _fields(now, written)] if written is not None else []
+            problems.append("the store's group metadata (zarr.json) differs from that written" +
+                            (f" in {', '.join(fields[:6])}" if fields else "" if _is_json_object(raw) else
+                             ": it is not a JSON object"))
     return problems, notes
 
 

@@ -65,7 +65,7 @@ def _version():
 def _cmd_info(args):
     from .store import open_dataset
 
-    ds = open_dataset(args.store)
+    ds = open_dataset(args.store, trust=args.trust)
     out = {
         "store": str(args.store),
         "variables": {k: {"dims": list(v.dims), "shape": list(v.shape), "dtype": str(v.dtype),
@@ -146,7 +146,7 @@ def _cmd_fit(args):
         from .store import check_label_name
 
         check_label_name(args.write_labels)
-    ds = open_dataset(args.store)
+    ds = open_dataset(args.store, trust=args.trust)
     method.check_store(ds, vars(args))  # before a cluster starts
     sched = engine.resolve_scheduler(_scheduler(args))
     print(f"infoclust: fitting {args.method} on {args.store} {tuple(ds['x'].shape)} with scheduler {sched}",
@@ -218,7 +218,7 @@ def _cmd_predict(args):
     if predict is None or not getattr(model, "predicts_from_saved_model", True):
         raise ValueError(f"A saved {type(model).__name__} cannot predict new rows (its predict needs the training "
                          "rows); refit it on the store instead.")
-    ds = open_dataset(args.store)
+    ds = open_dataset(args.store, trust=args.trust)
     sched = engine.resolve_scheduler(_scheduler(args))
     model.set_params(scheduler=sched)
     t0 = time.perf_counter()
@@ -226,7 +226,7 @@ def _cmd_predict(args):
     if args.write_labels is not None:
         add_labels(args.store, args.write_labels, labels, overwrite=args.overwrite, scheduler=sched,
                    attrs={"model": _where(args.model)})
-        labels = open_dataset(args.store)[args.write_labels].data
+        labels = open_dataset(args.store, trust=args.trust)[args.write_labels].data
     values = np.asarray(engine.compute(labels, scheduler=sched))  # once, for the counts and the file
     counts = np.bincount(values.ravel())
     if args.out:
@@ -291,6 +291,7 @@ def _add_fit_parsers(sub):
         pm.add_argument("--warm-start", default=None, metavar="RUN_DIR",
                         help="start from an earlier run of the same method (its model.json: prototypes and "
                              "widths) instead of a fresh seeding, e.g. after new rows were appended")
+        pm.add_argument("--trust", action="store_true", help="read a store of this package whose chunk manifest is missing, unchecked")
         pm.add_argument("--resume", default=None, metavar="RUN_DIR",
                         help="continue a killed fit from its run folder (same store and options): recorded "
                              "passes are replayed, the rest run")
@@ -344,6 +345,8 @@ def build_parser() -> argparse.ArgumentParser:
     pn = sub.add_parser("info", help="describe a store: rows, features, chunks, labels, provenance")
     pn.add_argument("store", help="dataset store (zarr folder)")
     pn.add_argument("--json", action="store_true", help="print every variable and attribute as JSON (for scripts)")
+    pn.add_argument("--trust", action="store_true", help="describe a store of this package whose chunk manifest is "
+                                                         "missing")
     pn.set_defaults(func=_cmd_info)
 
     pv = sub.add_parser("verify", help="check every chunk of a store against the manifest written with it "
@@ -361,6 +364,7 @@ def build_parser() -> argparse.ArgumentParser:
     pp.add_argument("--out", default=None, metavar="FILE.npy", help="also write the labels to a .npy file")
     pp.add_argument("--overwrite", action="store_true", help="replace an existing NAME / FILE")
     pp.add_argument("--scheduler", default=None, help="local (default), threads, sync or tcp://HOST:PORT")
+    pp.add_argument("--trust", action="store_true", help="read a store of this package whose chunk manifest is missing, unchecked")
     pp.set_defaults(func=_cmd_predict)
 
     pc = sub.add_parser("crossval", help="cross-validation sweep (Prefect flow; resumes finished cells)")

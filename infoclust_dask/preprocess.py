@@ -67,9 +67,10 @@ def feature_moments(X: DataLike, *, scheduler: SchedulerLike = None) -> tuple[np
     first = np.asarray(engine.compute(a[:1], scheduler=scheduler), dtype=np.float64)[0]
     st = engine.map_reduce(MOMENTS, a, params={"shift": first}, scheduler=scheduler)
     n = float(st["n"])
-    m1 = st["s1"] / n
-    var = np.maximum(st["s2"] / n - m1 * m1, 0.0)
-    return first + m1, np.sqrt(var), int(st["n"]), int(st["n_bad"])
+    with np.errstate(over="ignore", invalid="ignore"):  # squares beyond float64: NaN/inf, refused by the caller
+        m1 = st["s1"] / n
+        var = np.maximum(st["s2"] / n - m1 * m1, 0.0)
+        return first + m1, np.sqrt(var), int(st["n"]), int(st["n_bad"])
 
 
 def fit_transform(X: DataLike, *, standardize: bool = False, pca: int | None = None, pca_method: str = "gram",
@@ -102,6 +103,14 @@ def fit_transform(X: DataLike, *, standardize: bool = False, pca: int | None = N
             f"The data contain {n_bad} NaN or infinite values; drop or impute them before preprocessing "
             "(CLI: `infoclust ingest --drop-nonfinite`)."
         )
+    overflow = np.flatnonzero(~(np.isfinite(mean) & np.isfinite(std)))
+    if overflow.size:
+        j = int(overflow[0])
+        raise ValueError(
+            f"Feature {j} (and {overflow.size - 1} more) has values so large that their squares overflow float64 "
+            f"(mean {mean[j]:.3g}, standard deviation {std[j]:.3g}): no distance between such rows is finite. "
+            "Rescale the source first (e.g. divide those columns by a power of ten) so that values stay below "
+            "about 1e150.")
     info = {"feature_mean": mean, "feature_std": std}
     scale = np.where(std > 0, std, 1.0) if standardize else np.ones_like(std)
     out = (a - mean) / scale if standardize else a

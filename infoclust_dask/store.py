@@ -57,10 +57,13 @@ from ._location import Location, resolve
 from ._manifest import (  # noqa: F401
     MANIFEST,
     PREVIOUS_ATTRS,
+    _arrays,
     _check_chunks,
+    _check_metadata,
     _read_manifests,
     _write_manifest,
     committed_rows,
+    stamp_group,
     verify_store,
 )
 from ._paths import local_path
@@ -487,13 +490,64 @@ _OPENED: dict = {}
 OPENED_MAX = 16
 
 
-def open_dataset(path: str | os.PathLike | Location, *, storage_options: dict | None = None) -> Any:
+def _refuse_unmanifested(loc: Location, docs: dict | None, path: Any) -> None:
+    """A store of ours (it has ``schema_version``) with an array without a
+    manifest cannot be checked: refuse it (``trust=True`` reads it)."""
+    import json
+
+    try:
+        ours = "schema_version" in json.loads(loc.read_bytes("zarr.json")).get("attributes", {})
+    except (ValueError, AttributeError, FileNotFoundError):
+        return  # unreadable metadata: reported by the open that follows
+    missing = [v for v in _arrays(loc) if v not in (docs or {})]
+    if ours and missing:
+        raise StoreError(f"The store at '{path}' was written by infoclust_dask but {', '.join(map(repr, missing))} "
+                         f"{'has' if len(missing) == 1 else 'have'} no chunk manifest ({MANIFEST}: deleted, or the "
+                         "store was copied without it), so its bytes cannot be checked. Re-ingest it from its source, "
+                         "or read it unchecked with --trust (Python: open_dataset(path, trust=True)).")
+
+
+def _open_group(loc: Location, docs: dict | None) -> Any:
+    """The zarr group at ``loc`` as an xarray Dataset. When an append was
+    killed between rewriting one array's metadata and the next (some arrays
+    declare more rows than the manifests commit, others not yet), the
+    arrays cannot share the ``sample`` dimension: each is then opened alone
+    and cut to the committed rows (the rows beyond are not committed)."""
+    import xarray as xr
+
+    def open_(drop=None):
+        return xr.open_zarr(loc.zarr_target(), consolidated=False, zarr_format=3, chunks={},
+                            storage_options=loc.storage_options or None, drop_variables=drop)
+
+    rows = committed_rows(docs)
+    try:
+        return open_()
+    except ValueError:
+        if rows is None:
+            raise
+    names = list(docs or {})
+    parts = []
+    for var in names:
+        part = open_([v for v in names if v != var])
+        parts.append(part.isel(sample=slice(0, rows)) if "sample" in part.dims else part)
+    ds = xr.merge(parts, combine_attrs="override", compat="override", join="exact")
+    return ds
+
+
+def open_dataset(path: str | os.PathLike | Location, *, storage_options: dict | None = None,
+                 trust: bool = False) -> Any:
     """Open a dataset store lazily (dask-backed xarray Dataset), from a local
     path or an fsspec URL (``s3://bucket/d.zarr``, with non-secret
     ``storage_options``; credentials come from the environment:
     :mod:`infoclust_dask._location`). Only the rows the manifests commit
-    are read (an append that did not finish is not seen), and every listed
-    chunk must be there with its size.
+    are read (an append that did not finish is not seen), every listed
+    chunk must be there with its size, and each array's metadata and the
+    group's attributes must be those the manifests record.
+
+    A store written by infoclust_dask whose manifest is missing (deleted, or
+    copied without it) is refused: its bytes cannot be checked. ``trust=True``
+    (CLI ``--trust``) reads it unchecked. Stores written by other tools
+    (no ``schema_version``) have no manifest and are read as they are.
 
     A store is opened once per process and version (its path and the
     bytes of its metadata and manifests): every call returns a shallow
@@ -512,7 +566,6 @@ def open_dataset(path: str | os.PathLike | Location, *, storage_options: dict | 
         schema version this library does not read; at a URL, the store has
         no manifest (its write did not finish).
     """
-    import xarray as xr
 
     loc = resolve(path, "store", storage_options)
     path = loc.local if loc.local is not None else loc.url
@@ -526,17 +579,23 @@ def open_dataset(path: str | os.PathLike | Location, *, storage_options: dict | 
             f"'{path}' is not a zarr (format 3) group: no zarr.json inside. Was it written "
             "by infoclust_dask.write_dataset / `infoclust ingest`?"
         )
-    key = _version_key(loc)
+    key = (_version_key(loc), bool(trust))
     with _OPENED_LOCK:
         ds = _OPENED.pop(key, None)
         if ds is None:
             docs = _read_manifests(loc)
+            if not trust and loc.local is not None:
+                _refuse_unmanifested(loc, docs, path)
             if docs is None and loc.local is None:
                 raise StoreError(f"The store at '{path}' has no manifest: its write did not finish (or another tool "
                                  "wrote it). Write it again (overwrite=True replaces an interrupted write).")
+            problems, _ = _check_metadata(loc, docs) if docs is not None else ([], [])
+            if problems:  # before zarr reads metadata that does not describe the bytes
+                raise StoreError(f"The store at '{path}' is damaged: " + "; ".join(problems[:3]) +
+                                 ". Re-ingest it from its source (or restore the file); `infoclust verify` lists "
+                                 "every problem.")
             try:
-                ds = xr.open_zarr(loc.zarr_target(), consolidated=False, zarr_format=3, chunks={},
-                                  storage_options=loc.storage_options or None)
+                ds = _open_group(loc, docs)
             except Exception as exc:  # zarr raises many types for corrupt metadata
                 raise StoreError(f"Could not open the store at '{path}': {exc}") from exc
             problems = _check_chunks(loc, docs) if docs is not None else []
@@ -710,6 +769,7 @@ def add_labels(path: str | os.PathLike, name: str, labels: Any, *, overwrite: bo
             if attrs:
                 at.setdefault("label_attrs", {})[name] = attrs
             atomic_write_text(meta, json.dumps(doc, indent=2), overwrite=True)
+            stamp_group(path)  # the manifests record the new attributes' hash
         except OSError as exc:
             raise _disk_error(exc, path, int(arr.nbytes)) from exc
         finally:

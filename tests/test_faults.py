@@ -402,3 +402,35 @@ def test_ctrl_c_during_a_fit_on_the_local_cluster_ends_with_one_line(tmp_path):
     assert any("interrupted" in ln.lower() for ln in lines), lines
     gone, alive = psutil.wait_procs(kids, timeout=15)
     assert not alive
+
+
+def test_ingest_refuses_values_whose_squares_overflow(tmp_path, capsys):
+    X = np.random.default_rng(0).normal(size=(50, 3))
+    X[:, 1] *= 1e300
+    np.savetxt(tmp_path / "h.csv", X, delimiter=",", header="a,b,c", comments="")
+    assert main(["ingest", str(tmp_path / "h.csv"), str(tmp_path / "h.zarr"), "--standardize"]) == 2
+    err = capsys.readouterr().err
+    assert "Feature 1" in err and "overflow" in err and "Rescale" in err
+    assert not (tmp_path / "h.zarr").exists()
+    X[:, 1] /= 1e160  # 1e140: squares stay finite, the store is written and standardized
+    np.savetxt(tmp_path / "ok.csv", X, delimiter=",", header="a,b,c", comments="")
+    assert main(["ingest", str(tmp_path / "ok.csv"), str(tmp_path / "ok.zarr"), "--standardize"]) == 0
+    from infoclust_dask import open_dataset
+
+    np.testing.assert_allclose(open_dataset(tmp_path / "ok.zarr")["x"].values.std(0), 1.0, rtol=1e-9)
+
+
+def test_a_store_of_ours_without_its_manifest_is_refused_unless_trusted(tmp_path, capsys):
+    from infoclust_dask import open_dataset, write_dataset
+    from infoclust_dask.store import StoreError
+
+    X = np.random.default_rng(0).normal(size=(200, 3))
+    s = write_dataset(tmp_path / "s.zarr", X, label=np.arange(200) % 2, chunks=50)
+    (s / "x" / "infoclust-manifest.json").unlink()
+    with pytest.raises(StoreError, match=r"'x' has no chunk manifest .* --trust"):
+        open_dataset(s)
+    np.testing.assert_array_equal(open_dataset(s, trust=True)["x"].values, X)
+    args = ["fit", "kmeans", str(s), "-k", "2", "--scheduler", "sync", "--storage", str(tmp_path / "st")]
+    assert main(args) == 2 and "no chunk manifest" in capsys.readouterr().err
+    assert main([*args, "--trust"]) == 0
+    assert main(["info", str(s), "--trust"]) == 0

@@ -165,3 +165,18 @@ def test_labels_pair_with_x_by_coordinate_not_by_position():
     other = xr.DataArray(c, dims=("sample",), coords={"sample": np.arange(600) + 1000})
     with pytest.raises(ValueError, match="different 'sample' coordinates"):
         DiscriminativeClustering(2, sigma=1.0, scheduler="sync").fit(X, other)
+
+
+def test_a_3d_dataarray_with_unnamed_dims_is_refused_like_numpy_and_flattened_when_named():
+    import xarray as xr
+
+    from infoclust_dask import KMeans
+
+    cube = xr.DataArray(np.random.default_rng(0).normal(size=(40, 3, 2)))
+    with pytest.raises(ValueError, match=r"3-D DataArray with unnamed dims .* sample_dim='dim_0'"):
+        KMeans(2, scheduler="sync").fit(cube)
+    with pytest.raises(ValueError, match="Found array with dim 3"):
+        KMeans(2, scheduler="sync").fit(cube.values)  # the numpy rule it follows
+    m = KMeans(2, random_state=0, scheduler="sync", sample_dim="dim_0").fit(cube)
+    ref = KMeans(2, random_state=0, scheduler="sync").fit(cube.values.reshape(40, 6))
+    np.testing.assert_allclose(m.cluster_centers_, ref.cluster_centers_, rtol=0, atol=1e-12)

@@ -79,6 +79,11 @@ def as_samples(X, sample_dim=None, variables=None, what="X"):
     if len(other) == 0:
         raise ValueError(f"{what} has the one dim {sd!r}: a 1-D DataArray is one feature; use "
                          f"{what}.expand_dims('feature', axis=-1).")
+    if len(other) > 1 and sample_dim is None and _UNNAMED.match(str(sd)):
+        raise ValueError(f"{what} is a {X.ndim}-D DataArray with unnamed dims {tuple(X.dims)} of shape {X.shape}: "
+                         "as for numpy input, only 2-D data are samples x features. Reshape it to 2-D, or name "
+                         f"the dim that holds the samples (sample_dim={str(X.dims[0])!r}) to flatten the others "
+                         "into features.")
     if len(other) > 1:
         n = A.sizes[sd]
         data = A.data.reshape(n, -1)
