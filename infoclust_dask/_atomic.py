@@ -158,13 +158,30 @@ def atomic_write_bytes(path, data: bytes, *, overwrite: bool = False) -> Path:
     if path.exists() and not overwrite:
         raise FileExistsError(f"'{path}' exists; pass overwrite=True to replace it.")
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.parent / f".{path.name}.tmp-{uuid.uuid4().hex[:8]}"
+    tmp = _temp_name(path, "tmp")  # names this PID: a killed writer's leftover is recognised and removed
     try:
         tmp.write_bytes(data)
         os.replace(tmp, path)
+    except OSError as exc:
+        raise _file_error(exc, path, len(data)) from exc
     finally:
         tmp.unlink(missing_ok=True)
     return path
+
+
+def _file_error(exc: OSError, path: Path, nbytes: int) -> OSError:
+    """An OSError of a small-file write, naming the file, the space needed
+    and free, and the fix (nothing was written)."""
+    import errno
+
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        free = shutil.disk_usage(path.parent).free if path.parent.exists() else None
+        return OSError(exc.errno, f"No space left to write '{path}' ({nbytes} bytes; "
+                                  f"{'?' if free is None else free} bytes free there). Nothing was written; free "
+                                  "space or choose another folder.")
+    if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+        return OSError(exc.errno, f"Cannot write '{path}': {exc.strerror}. Choose a writable folder.")
+    return OSError(exc.errno, f"Writing '{path}' failed: {exc.strerror or exc}. Nothing was written.")
 
 
 def atomic_write_text(path, text: str, *, overwrite: bool = False) -> Path:

@@ -36,7 +36,7 @@ from typing import Any
 from ._atomic import StoreError
 from ._location import Location, resolve
 
-__all__ = ["MANIFEST", "PENDING", "PREVIOUS_ATTRS", "verify_store", "committed_rows", "stamp_group"]
+__all__ = ["MANIFEST", "PENDING", "PREVIOUS_ATTRS", "verify_store", "committed_rows", "stamp_group", "check_group"]
 
 MANIFEST = "infoclust-manifest.json"
 PENDING = "infoclust-pending.json"
@@ -309,7 +309,20 @@ def _check_metadata(loc: Location, docs: dict[str, dict], *, group: bool = True)
                          "append again")
             continue
         problems.append(_differs(f"array {var!r}: its metadata ({var}/zarr.json)", raw, doc.get("metadata")))
-    groups = {d["group_sha256"] for d in docs.values() if d.get("group_sha256")} if group else set()
+    if group:
+        more_problems, more_notes = check_group(loc, docs)
+        problems += more_problems
+        notes += more_notes
+    return problems, notes
+
+
+def check_group(loc: Location, docs: dict[str, dict]) -> tuple[list[str], list[str]]:
+    """Problems of the group's metadata (its attributes) against the hash
+    the manifests record, naming the attributes that changed; a note when
+    an unfinished append rewrote them (the committed ones are read)."""
+    problems: list[str] = []
+    notes: list[str] = []
+    groups = {d["group_sha256"] for d in docs.values() if d.get("group_sha256")}
     if groups and _group_sha256(loc) not in groups:
         if loc.exists(f"x/{PREVIOUS_ATTRS}"):
             notes.append("the store's attributes: an append did not finish (it rewrote them); the store reads "

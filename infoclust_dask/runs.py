@@ -164,10 +164,18 @@ def write_npy(path: PathLike, array: Any, *, overwrite: bool = False) -> Path:
     path = local_path(path, "file")
     if path.exists() and not overwrite:
         raise FileExistsError(f"{path} exists; pass overwrite=True to replace it.")
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
-    with open(tmp, "wb") as f:
-        np.save(f, np.asarray(array))
-    os.replace(tmp, path)
+    from ._atomic import _file_error, _temp_name, clean_stale_temporaries
+
+    clean_stale_temporaries(path)
+    tmp = _temp_name(path, "tmp")  # names this PID: a killed writer's leftover is recognised and removed
+    try:
+        with open(tmp, "wb") as f:
+            np.save(f, np.asarray(array))
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise _file_error(exc, path, int(np.asarray(array).nbytes)) from exc
+    finally:
+        tmp.unlink(missing_ok=True)
     return path
 
 

@@ -62,6 +62,7 @@ from ._manifest import (  # noqa: F401
     _check_metadata,
     _read_manifests,
     _write_manifest,
+    check_group,
     committed_rows,
     stamp_group,
     verify_store,
@@ -589,7 +590,7 @@ def open_dataset(path: str | os.PathLike | Location, *, storage_options: dict | 
             if docs is None and loc.local is None:
                 raise StoreError(f"The store at '{path}' has no manifest: its write did not finish (or another tool "
                                  "wrote it). Write it again (overwrite=True replaces an interrupted write).")
-            problems, _ = _check_metadata(loc, docs) if docs is not None else ([], [])
+            problems, _ = _check_metadata(loc, docs, group=False) if docs is not None else ([], [])
             if problems:  # before zarr reads metadata that does not describe the bytes
                 raise StoreError(f"The store at '{path}' is damaged: " + "; ".join(problems[:3]) +
                                  ". Re-ingest it from its source (or restore the file); `infoclust verify` lists "
@@ -611,15 +612,30 @@ def open_dataset(path: str | os.PathLike | Location, *, storage_options: dict | 
                     import json
 
                     ds.attrs = json.loads(loc.read_text(f"x/{PREVIOUS_ATTRS}"))
+            if docs is not None:  # the attributes: first what they should hold, then that they are those written
+                _validate_opened(ds, path)
+                group_problems, _ = check_group(loc, docs)
+                if group_problems:
+                    raise StoreError(f"The store at '{path}' is damaged: {group_problems[0]}. Re-ingest it from its "
+                                     "source (or restore the file); `infoclust verify` lists every problem.")
         _OPENED[key] = ds  # most recent last
         while len(_OPENED) > OPENED_MAX:
             _OPENED.pop(next(iter(_OPENED)))
     ds = ds.copy(deep=False)
+    _validate_opened(ds, path)
+    return ds
+
+
+def _validate_opened(ds: Any, path: Any) -> None:
+    """The layout and attributes an infoclust_dask store must have."""
     version = ds.attrs.get("schema_version")
     if version is None:
         raise StoreError(
             f"The store at '{path}' has no 'schema_version' attribute; it was not written by infoclust_dask."
         )
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise StoreError(f"The store at '{path}' has a damaged attribute 'schema_version': expected an integer >= 1, "
+                         f"found {type(version).__name__} {version!r}. Re-ingest the store (or restore its zarr.json).")
     if int(version) > SCHEMA_VERSION:
         raise StoreError(
             f"The store at '{path}' has schema_version={version}, newer than this library "
@@ -635,7 +651,6 @@ def open_dataset(path: str | os.PathLike | Location, *, storage_options: dict | 
     if len(ds["x"].chunks[1]) != 1:
         raise StoreError(f"In '{path}', 'x' is chunked along 'feature'; it must be chunked along 'sample' only.")
     _check_attrs(ds, path)
-    return ds
 
 
 def _check_attrs(ds: Any, path: Any) -> None:

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -156,7 +157,8 @@ def test_truncated_metadata_is_a_clear_error(tmp_path, capsys):
     meta.write_text(meta.read_text()[:40])
     assert main(["info", str(store)]) == 2
     err = capsys.readouterr().err
-    assert f"Could not open the store at '{store}'" in err and "Traceback" not in err
+    assert f"The store at '{store}' is damaged: array 'x': its metadata (x/zarr.json) differs from that written: " \
+           "it is not JSON" in err and "Traceback" not in err
 
 
 def test_undecodable_chunk_says_verify(tmp_path, capsys):
@@ -434,3 +436,26 @@ def test_a_store_of_ours_without_its_manifest_is_refused_unless_trusted(tmp_path
     assert main(args) == 2 and "no chunk manifest" in capsys.readouterr().err
     assert main([*args, "--trust"]) == 0
     assert main(["info", str(s), "--trust"]) == 0
+
+
+def test_a_full_disk_during_a_small_write_names_the_file_and_leaves_no_temporary(tmp_path, monkeypatch):
+    import errno
+
+    from infoclust_dask.runs import write_json, write_npy
+
+    def full(*a, **k):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(np, "save", full)
+    with pytest.raises(OSError, match=r"No space left to write '.*labels\.npy' \(40 bytes; \d+ bytes free"):
+        write_npy(tmp_path / "labels.npy", np.arange(5))
+    monkeypatch.undo()
+    monkeypatch.setattr(Path, "write_bytes", full)
+    with pytest.raises(OSError, match=r"No space left to write '.*summary\.json'"):
+        write_json(tmp_path / "summary.json", {"a": 1})
+    monkeypatch.undo()
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # no temporary left behind
+    # a killed writer's temporary names its PID and is removed by the next write
+    (tmp_path / ".labels.npy.tmp-999999999-abcdef01").write_bytes(b"half")
+    write_npy(tmp_path / "labels.npy", np.arange(5))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["labels.npy"]

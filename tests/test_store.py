@@ -127,12 +127,14 @@ def test_malformed_stores(tmp_path, arrays):
         open_dataset(tmp_path / "foreign.zarr")
     xr.Dataset({"x": (("row", "col"), x)}, attrs={"schema_version": 1}).to_zarr(
         tmp_path / "dims.zarr", zarr_format=3, consolidated=False)
-    with pytest.raises(StoreError, match=r"'x' has dims \('row', 'col'\)"):
+    with pytest.raises(StoreError, match=r"'x' has no chunk manifest"):  # written to look like ours, unchecked
         open_dataset(tmp_path / "dims.zarr")
+    with pytest.raises(StoreError, match=r"'x' has dims \('row', 'col'\)"):
+        open_dataset(tmp_path / "dims.zarr", trust=True)
     xr.Dataset({"z": (("sample",), x[:, 0])}, attrs={"schema_version": 1}).to_zarr(
         tmp_path / "nox.zarr", zarr_format=3, consolidated=False)
     with pytest.raises(StoreError, match=r"has no variable 'x'; it holds \['z'\]"):
-        open_dataset(tmp_path / "nox.zarr")
+        open_dataset(tmp_path / "nox.zarr", trust=True)
     p = write_dataset(tmp_path / "new.zarr", x)
     g = zarr.open_group(p, mode="r+")
     g.attrs["schema_version"] = 99

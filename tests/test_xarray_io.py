@@ -173,7 +173,7 @@ def test_a_3d_dataarray_with_unnamed_dims_is_refused_like_numpy_and_flattened_wh
     from infoclust_dask import KMeans
 
     cube = xr.DataArray(np.random.default_rng(0).normal(size=(40, 3, 2)))
-    with pytest.raises(ValueError, match=r"3-D DataArray with unnamed dims .* sample_dim='dim_0'"):
+    with pytest.raises(ValueError, match=r"3-D DataArray with unnamed dims .* \(sample_dim='dim_0'\)"):
         KMeans(2, scheduler="sync").fit(cube)
     with pytest.raises(ValueError, match="Found array with dim 3"):
         KMeans(2, scheduler="sync").fit(cube.values)  # the numpy rule it follows

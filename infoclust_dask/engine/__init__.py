@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from .._scheduler import Scheduler, close_local_client, installed, local_client, resolve_scheduler
 from .blocks import DEFAULT_BLOCK_BYTES, INLINE_LOAD_BYTES, as_array, build_reduction, is_lazy, n_rows
-from .execute import ChecksumError, compute, one_blas_thread
+from .execute import ChecksumError, NoWorkersError, compute, one_blas_thread
 from .pairs import block_pairs, cross_pairs, partition_pairs
 from .passes import fold_blocks, generate, map_blocks, map_reduce, n_blocks
 from .placement import PERSIST_BYTES, persist, persist_all, prepare, take_rows
@@ -42,6 +42,7 @@ from .rowblocks import RowBlocks, exchange
 
 __all__ = [
     "ChecksumError",
+    "NoWorkersError",
     "map_reduce",
     "map_blocks",
     "fold_blocks",

@@ -65,8 +65,14 @@ def _compute(obj: Any, *, scheduler: Any = None, progress: bool = False) -> Any:
                 with contextlib.redirect_stdout(sys.stderr):  # its text bar writes to stdout, which is for results
                     dprogress(fut)
             try:
-                return fut.result()
+                return _result(sched.client, fut)
             except Exception as exc:
+                if isinstance(exc, NoWorkersError):
+                    raise
+                if "cancel" in type(exc).__name__.lower() and not _scheduler_alive(sched.client):
+                    raise NoWorkersError(f"The dask scheduler at {_address(sched.client)} stopped answering "
+                                         "during a pass, which was cancelled. Start it again (and its workers); a "
+                                         "fit with a run folder continues with --resume.") from None
                 if attempt == RESCATTER_ATTEMPTS or not _SCATTERED:
                     raise
                 cancelled = "cancel" in type(exc).__name__.lower()
@@ -91,6 +97,68 @@ def _compute(obj: Any, *, scheduler: Any = None, progress: bool = False) -> Any:
             return dask.compute(obj, scheduler=scheduler_name, optimize_graph=False)[0]
     with one_blas_thread(scheduler_name):
         return dask.compute(obj, scheduler=scheduler_name, optimize_graph=False)[0]
+
+
+class NoWorkersError(RuntimeError):
+    """The scheduler of a pass has had no worker for longer than
+    :data:`NO_WORKER_TIMEOUT`, or stopped answering: the pass cannot finish."""
+
+
+#: seconds a pass waits on a scheduler without any worker before it gives up ($INFOCLUST_NO_WORKER_TIMEOUT)
+NO_WORKER_TIMEOUT = 120.0
+
+
+def _address(client: Any) -> str:
+    return str(getattr(client.scheduler, "address", None) or client.scheduler)
+
+
+def _workers(client: Any) -> set:
+    """Addresses of the scheduler's workers now (public ``scheduler_info``)."""
+    try:
+        return set(client.scheduler_info()["workers"])
+    except Exception:  # noqa: BLE001 - unreachable in any way
+        raise NoWorkersError(f"The dask scheduler at {_address(client)} stopped answering during a pass. Start it "
+                             "again (and its workers); a fit with a run folder continues with --resume.") from None
+
+
+def _scheduler_alive(client: Any) -> bool:
+    try:
+        client.scheduler_info()
+        return client.status == "running"
+    except Exception:  # noqa: BLE001 - unreachable in any way
+        return False
+
+
+def _result(client: Any, fut: Any) -> Any:
+    """``fut.result()``, but a pass left without any worker for
+    :data:`NO_WORKER_TIMEOUT` seconds (every worker killed, none coming
+    back) ends in :class:`NoWorkersError` naming the scheduler and the
+    workers it had, instead of waiting forever."""
+    import os
+    import time
+
+    limit = float(os.environ.get("INFOCLUST_NO_WORKER_TIMEOUT", NO_WORKER_TIMEOUT))
+    seen = _workers(client)
+    alone_since = None
+    while True:
+        try:
+            return fut.result(timeout=2.0)  # (distributed.wait would need the default client)
+        except TimeoutError:
+            pass
+        now = _workers(client)
+        seen |= now
+        if now:
+            alone_since = None
+            continue
+        alone_since = alone_since or time.monotonic()
+        if time.monotonic() - alone_since >= limit:
+            fut.cancel()
+            lost = ", ".join(sorted(seen)) or "none had joined"
+            raise NoWorkersError(
+                f"The dask scheduler at {_address(client)} has had no worker for {limit:.0f} s (workers lost: "
+                f"{lost}), so the pass cannot finish. Start workers (`dask worker {_address(client)}`) and run "
+                "again - a fit with a run folder continues with --resume - or set INFOCLUST_NO_WORKER_TIMEOUT "
+                "to wait longer.")
 
 
 _BLAS: list = []

@@ -13,9 +13,13 @@ the GIL (``nogil``) on one thread each: a dask worker runs as many of them
 at once as it has threads, and nothing inside starts threads of its own
 (no ``parallel=True``, no BLAS), so two single-threaded workers on two
 cores use two cores. Compiled code is cached on disk (numba's
-``cache=True``: ``__pycache__`` beside this file, or numba's user cache
-directory when that is read-only), so a new process loads it instead of
-compiling (see ``docs/BENCHMARKS.md`` for the first-call cost).
+``cache=True``: ``$NUMBA_CACHE_DIR`` when set, else ``__pycache__`` beside
+this file, or numba's user cache directory when that is read-only), so a new
+process loads it instead of compiling (see ``docs/BENCHMARKS.md`` for the
+first-call cost). When none of those folders is writable (a read-only
+install run by a user without a writable home, as in some containers) the
+kernels are compiled in each process without a cache (:func:`can_cache`)
+instead of failing with numba's "no locator available".
 
 The numpy kernels of :mod:`infoclust_dask.kernels` stay as the references
 the tests compare these with (to 1e-10). ``INFOCLUST_KERNELS=numpy`` in the
@@ -40,6 +44,32 @@ import numpy as np
 __all__ = ["available", "as_rows", "lloyd", "soft_kmeans", "dc_counts", "dc_grad", "ac_counts", "ac_grad",
            "mixture_em", "cmbc_estep"]
 
+def _writable(folder: str) -> bool:
+    """``folder`` exists (or can be created) and this user may write in it."""
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError:
+        return False
+    return os.access(folder, os.W_OK | os.X_OK)
+
+
+def can_cache() -> bool:
+    """Whether numba can cache these kernels somewhere (the folders numba
+    itself tries, in its order): ``$NUMBA_CACHE_DIR``, ``__pycache__``
+    beside this file, numba's user cache folder."""
+    if os.environ.get("NUMBA_CACHE_DIR"):
+        return _writable(os.environ["NUMBA_CACHE_DIR"])
+    here = os.path.dirname(os.path.abspath(__file__))
+    tree = os.path.join(here, "__pycache__")
+    if os.access(tree if os.path.isdir(tree) else here, os.W_OK | os.X_OK):
+        return True
+    user = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return _writable(os.path.join(user, "numba"))
+
+
+#: numba's on-disk cache is used when some folder can hold it (:func:`can_cache`)
+CACHE = can_cache()
+
 try:  # numba is a dependency; the numpy kernels remain when it cannot be imported
     import numba
 
@@ -48,7 +78,7 @@ try:  # numba is a dependency; the numpy kernels remain when it cannot be import
     #: sign of zero; it may NOT assume finite values ("nnan"/"ninf" stay off:
     #: exp(-inf) = 0 and infinite distances keep their meaning).
     FASTMATH = frozenset({"reassoc", "contract", "arcp", "nsz"})
-    _jit = numba.njit(cache=True, nogil=True, error_model="numpy", fastmath=set(FASTMATH))
+    _jit = numba.njit(cache=CACHE, nogil=True, error_model="numpy", fastmath=set(FASTMATH))
 except ImportError:  # pragma: no cover - exercised by INFOCLUST_KERNELS=numpy instead
     numba = None  # type: ignore[assignment]
 
@@ -125,7 +155,7 @@ if numba is not None:
     # needs it (numba issue #7168), and the fastmath kernels below would
     # otherwise be that caller (LLVM could then fold the range reduction).
     # floor() keeps the rounding step exact even under reassociation.
-    _jit_exact = numba.njit("void(float64[::1], int64, float64[::1])", cache=True, nogil=True,
+    _jit_exact = numba.njit("void(float64[::1], int64, float64[::1])", cache=CACHE, nogil=True,
                             error_model="numpy")
 
     @_jit_exact
