@@ -101,8 +101,11 @@ def _(tmp):
 def _(tmp):
     s = store(tmp)
     man = s / "x" / "infoclust-manifest.json"
-    edit_json(man, lambda d: d["chunks"].update({"../../../../../../etc/passwd": {"size": 1, "crc32": 0}}))
-    return run_cli("verify", s)
+    edit_json(man, lambda d: d["chunks"].update({"../../../../../../etc/passwd": [1, 0]}))
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = cli(["verify", str(s)])
+    return f"exit {code}: " + "; ".join(json.loads(out.getvalue())["problems"])
 
 
 # -- metadata ---------------------------------------------------------------

@@ -235,6 +235,11 @@ def _inside(loc: Location, rel: str) -> bool:
     return True
 
 
+def _well_formed(entry: Any) -> bool:
+    """A manifest entry is ``[size, crc or None]`` with an integer size."""
+    return isinstance(entry, list) and bool(entry) and isinstance(entry[0], int) and not isinstance(entry[0], bool)
+
+
 def _check_chunks(loc: Location | Any, docs: dict[str, dict], *, crc: bool = False) -> list[str]:
     """Problems of the stored chunks against the manifests: missing, wrong
     size, (with ``crc``, local files) wrong content. A chunk may also match
@@ -245,6 +250,9 @@ def _check_chunks(loc: Location | Any, docs: dict[str, dict], *, crc: bool = Fal
     for doc in docs.values():
         pending = doc.get("pending", {})
         for rel, entry in doc["chunks"].items():
+            if not _well_formed(entry):
+                problems.append(f"manifest entry '{rel}' is malformed ({str(entry)[:60]}; expected [size, crc])")
+                continue
             size, want = entry[0], entry[1] if len(entry) > 1 else None
             if not _inside(loc, rel):
                 problems.append(f"manifest entry '{rel}' points outside the store (not opened)")
@@ -366,7 +374,7 @@ def verify_store(path: str | os.PathLike | Location, *, storage_options: dict | 
     if loc.local is None and not problems:
         problems += _read_every_chunk(loc, list(docs), scheduler)
     chunks = {k: v for d in docs.values() for k, v in d["chunks"].items()}
-    return {"store": str(loc), "chunks": len(chunks), "bytes": int(sum(v[0] for v in chunks.values())),
+    return {"store": str(loc), "chunks": len(chunks), "bytes": int(sum(v[0] for v in chunks.values() if _well_formed(v))),
             "rows": committed_rows(docs), "problems": problems, "notes": notes}
 
 

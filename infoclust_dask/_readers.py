@@ -105,6 +105,18 @@ def _decode_error(path, encoding, exc, where=""):
 # --------------------------------------------------------------------------
 # CSV
 # --------------------------------------------------------------------------
+def first_ragged_line(path, width: int, encoding: str = "utf-8") -> tuple[int, int] | None:
+    """``(line number, field count)`` of the first non-empty line of the CSV
+    ``path`` whose field count is not ``width``, or None (one streaming
+    pass; used to explain missing values that a short row produced)."""
+    with Path(path).open(newline="", encoding=_text_encoding(encoding)) as fh:
+        reader = csv.reader(fh)
+        for r in reader:
+            if r and any(v.strip() for v in r) and len(r) != width:
+                return reader.line_num, len(r)
+    return None
+
+
 def _text_encoding(encoding: str) -> str:
     """UTF-8 read as ``utf-8-sig``: a byte-order mark (Excel writes one) is
     not part of the first header name."""
@@ -155,6 +167,9 @@ def read_csv(path, label_columns=(), encoding="utf-8", rows=None) -> Table:
         raise IngestError(f"'{path}': the header names the columns {dup} more than once; give every column its "
                           "own name.")
     width = len(row0)
+    if len(first) > 1 and row0[-1] == "" and first[1][1][-1:] == [""]:
+        raise IngestError(f"'{path}': line {line0} and line {first[1][0]} end with an empty field (a trailing "
+                          f"comma: {width} fields where the last is empty). Remove the trailing commas.")
     if len(first) > 1 and len(first[1][1]) != width:
         raise IngestError(f"'{path}' line {first[1][0]} has {len(first[1][1])} fields, expected {width}: the file "
                           "is ragged. Fix or remove that line.")
@@ -219,7 +234,14 @@ def _csv_chunks(path, it, header, li, numeric, skip, encoding):
                 f"'{path}' line {skip + start + r + 1}, column {j + 1}{name}: {col.iloc[r]!r} is not a number. "
                 "Remove non-numeric columns or name the class column with --label-column.")
         x = chunk[numeric].to_numpy(dtype=np.float64, na_value=np.nan)
-        labels = {i: chunk[i].astype(str).str.strip().to_numpy(dtype=str) for i in li}
+        labels = {i: chunk[i].fillna("").astype(str).str.strip().to_numpy(dtype=str) for i in li}
+        for i, values in labels.items():
+            empty = np.flatnonzero(values == "")
+            if empty.size:
+                name = f" ({header[i]!r})" if header is not None else ""
+                raise IngestError(
+                    f"'{path}' line {skip + start + int(empty[0]) + 1}, column {i + 1}{name}: the class label is "
+                    f"empty ({empty.size} such row(s) in this block). Fill in the labels or remove those rows.")
         yield Block(start, x, labels)
         start += len(chunk)
 

@@ -180,6 +180,17 @@ def _probe_tcp(address: str, timeout: float):
                               "this machine.") from None
 
 
+def _what_answered(exc: BaseException | None) -> str:
+    """What a failed dask handshake says about the listener, in words."""
+    text = str(exc) or type(exc).__name__
+    if isinstance(exc, MemoryError) or "Unable to allocate" in text:
+        return ("something listens there but does not speak dask's protocol (its first bytes announced a "
+                "message of an impossible size)")
+    if "reset by peer" in text or "closed" in text.lower():
+        return f"something listens there but closed the connection without a dask handshake ({text})"
+    return text
+
+
 def _remote_client(address: str):
     """A client of the scheduler at ``address``, within one hard deadline
     (:func:`connect_timeout`): a refused port fails at once, and an address
@@ -206,8 +217,9 @@ def _remote_client(address: str):
         t.join(timeout + 2.0)
         if t.is_alive() or "error" in box:
             exc = box.get("error")
-            why = (f"no dask handshake within {timeout:g} s (is it a dask scheduler?)" if t.is_alive()
-                   else str(exc) or type(exc).__name__)
+            why = (f"something listens there but gave no dask handshake within {timeout:g} s (is it a dask "
+                   "scheduler?)" if t.is_alive()
+                   else _what_answered(exc))
             raise ConnectionError(
                 f"Could not connect to the dask scheduler at {address!r}: {why}. Start one (`dask scheduler`), "
                 "pass scheduler='local' for a LocalCluster on this machine, or raise "

@@ -340,6 +340,24 @@ def ingest(src: Any, dest: str | os.PathLike, *, label_column: str | None = None
             shutil.rmtree(scratch, ignore_errors=True)
 
 
+def _refuse_ragged(src: Any, encoding: str = "utf-8") -> None:
+    """Missing values of a CSV that come from a line with too few fields (or
+    a trailing delimiter) are a ragged file, not NaN: name the line and its
+    field count (dropping the rows would hide a broken file)."""
+    path = Path(str(src)) if isinstance(src, (str, os.PathLike)) else None
+    if path is None or path.suffix.lower() not in (".csv", ".txt", ".tsv") or not path.is_file():
+        return
+    try:
+        first = _readers._sniff_csv(path, encoding)
+        found = _readers.first_ragged_line(path, len(first[0][1]), encoding) if first else None
+    except (IngestError, OSError, UnicodeDecodeError):
+        return
+    if found is not None:
+        line, fields = found
+        raise IngestError(f"'{path}' line {line} has {fields} fields, expected {len(first[0][1])}: the file is "
+                          "ragged. Fix or remove that line.")
+
+
 def _append_source(src, dest, *, label_column, labels, encoding, drop_nonfinite, scheduler, progress,
                    storage_options, fixed):
     """:func:`ingest` with ``append=True``: read ``src`` and append its rows."""
@@ -512,6 +530,7 @@ def _validate_and_write(src, X, labels, prov, finite, dest, *, drop_nonfinite, b
         sample = np.asarray(engine.compute(X[np.flatnonzero(bad)[:1000]]) if lazy else X[bad])
         cols = np.flatnonzero(~np.isfinite(sample).all(axis=0))[:5].tolist()
         if not drop_nonfinite:
+            _refuse_ragged(src)
             raise IngestError(
                 f"{int(bad.sum())} row(s) of {src!r} contain NaN or inf (first at rows {first}, "
                 f"0-based; columns {cols}). Re-run with --drop-nonfinite to drop them."

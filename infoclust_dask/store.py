@@ -196,6 +196,12 @@ def check_destination(path: str | os.PathLike | Location, overwrite: bool = Fals
     if loc.local is None:
         return _check_url_destination(loc, overwrite)
     path = loc.local
+    groups = [p for p in path.absolute().parents if (p / "zarr.json").is_file()]
+    if groups:  # a store inside another would become part of its group
+        parent = groups[-1]
+        raise StoreError(f"'{path}' lies inside the zarr store '{parent}': a store written there would be "
+                             "read as part of that store (and change what its manifests describe). Choose a "
+                             "destination outside it.")
     if not (path.exists() or path.is_symlink()):
         return path
     if not overwrite:

@@ -3,6 +3,7 @@ crashed writers' leftovers, concurrent writers, bad bytes on disk, model
 files that name other code, errors that must be messages."""
 
 import json
+import re
 import os
 import signal
 import subprocess
@@ -459,3 +460,39 @@ def test_a_full_disk_during_a_small_write_names_the_file_and_leaves_no_temporary
     (tmp_path / ".labels.npy.tmp-999999999-abcdef01").write_bytes(b"half")
     write_npy(tmp_path / "labels.npy", np.arange(5))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["labels.npy"]
+
+
+def test_ragged_rows_trailing_commas_empty_labels_and_nested_stores_are_named(tmp_path, capsys):
+    from infoclust_dask import write_dataset
+
+    cases = {
+        "ragged.csv": ("a,b,c\n1,2,3\n4,5\n6,7,8\n", (), r"line 3 has 2 fields, expected 3: the file is ragged"),
+        "trailing.csv": ("a,b,c,\n1,2,3,\n4,5,6,\n", (), r"end with an empty field \(a trailing comma"),
+        "label.csv": ("a,b,cls\n1,2,x\n3,4,\n5,6,y\n", ("--label-column", "cls"),
+                      r"line 3, column 3 \('cls'\): the class label is empty"),
+    }
+    for name, (text, extra, message) in cases.items():
+        (tmp_path / name).write_text(text)
+        assert main(["ingest", str(tmp_path / name), str(tmp_path / f"{name}.zarr"), *extra]) == 2
+        err = capsys.readouterr().err
+        assert re.search(message, err), err
+        assert not (tmp_path / f"{name}.zarr").exists()
+    base = write_dataset(tmp_path / "base.zarr", np.ones((10, 2)))
+    np.save(tmp_path / "a.npy", np.ones((10, 2)))
+    assert main(["ingest", str(tmp_path / "a.npy"), str(base / "x" / "inner.zarr")]) == 2
+    assert f"lies inside the zarr store '{base}'" in capsys.readouterr().err
+    assert not (base / "x" / "inner.zarr").exists()
+
+
+def test_a_malformed_manifest_entry_is_named_by_verify_and_open(tmp_path):
+    from infoclust_dask import open_dataset, write_dataset
+    from infoclust_dask.store import StoreError, verify_store
+
+    s = write_dataset(tmp_path / "s.zarr", np.ones((100, 3)), chunks=50)
+    man = s / "x" / "infoclust-manifest.json"
+    doc = json.loads(man.read_text())
+    doc["chunks"]["x/c/0/0"] = {"size": 1}
+    man.write_text(json.dumps(doc))
+    assert verify_store(s)["problems"] == ["manifest entry 'x/c/0/0' is malformed ({'size': 1}; expected [size, crc])"]
+    with pytest.raises(StoreError, match="manifest entry 'x/c/0/0' is malformed"):
+        open_dataset(s)

@@ -166,3 +166,48 @@ def test_installed_schedulers_nest_and_stay_in_their_thread():
         t.join()
     assert outer == ["threads"]  # another thread sees the default, not this thread's installed scheduler
     assert _scheduler._INSTALLED.get() is None
+
+
+@pytest.mark.parametrize("payload, said", [(b"\x00garbage\xff" * 100, "does not speak dask's protocol"),
+                                           (b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+                                            "does not speak dask's protocol"),
+                                           ((2**62).to_bytes(8, "little") * 4, "does not speak dask's protocol")])
+def test_a_listener_that_is_not_a_scheduler_is_one_clear_line(payload, said, monkeypatch):
+    import socket
+    import threading
+    import time
+
+
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(8)
+
+    def serve():
+        while True:
+            try:
+                c, _ = srv.accept()
+            except OSError:
+                return
+            try:
+                c.sendall(payload)
+                time.sleep(0.5)
+            except OSError:
+                pass
+            finally:
+                c.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    monkeypatch.setenv("INFOCLUST_CONNECT_TIMEOUT", "4")
+    address = f"tcp://127.0.0.1:{srv.getsockname()[1]}"
+    X = np.random.default_rng(0).normal(size=(50, 2))
+    try:
+        t0 = time.monotonic()
+        # what the handshake meets first depends on timing: the bytes, or the wait for them
+        with pytest.raises(ConnectionError, match=rf"Could not connect to the dask scheduler at '{address}': "
+                                                  rf"something listens there but ({said}|gave no dask handshake)"):
+            from infoclust_dask import KMeans
+
+            KMeans(2, scheduler=address).fit(X)
+        assert time.monotonic() - t0 < 60
+    finally:
+        srv.close()
