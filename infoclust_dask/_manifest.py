@@ -36,7 +36,7 @@ from typing import Any
 from ._atomic import StoreError
 from ._location import Location, resolve
 
-__all__ = ["MANIFEST", "PENDING", "PREVIOUS_ATTRS", "verify_store", "committed_rows", "stamp_group", "check_group"]
+__all__ = ["MANIFEST", "PENDING", "PREVIOUS_ATTRS", "verify_store", "committed_rows", "stamp_group", "check_group", "store_digest"]
 
 MANIFEST = "infoclust-manifest.json"
 PENDING = "infoclust-pending.json"
@@ -347,6 +347,18 @@ def check_group(loc: Location, docs: dict[str, dict]) -> tuple[list[str], list[s
                             (f" in {', '.join(fields[:6])}" if fields else "" if _is_json_object(raw) else
                              ": it is not a JSON object"))
     return problems, notes
+
+
+def store_digest(path: Any, storage_options: dict | None = None) -> str:
+    """SHA-256 over a store's group metadata and every array's manifest
+    (which name each chunk's size and CRC and the array's metadata): any
+    rewrite, append or edit of the store changes it."""
+    loc = resolve(path, "store", storage_options)
+    h = hashlib.sha256(loc.read_bytes("zarr.json"))
+    for var in _manifested(loc):
+        h.update(var.encode())
+        h.update(loc.read_bytes(f"{var}/{MANIFEST}"))
+    return h.hexdigest()
 
 
 def verify_store(path: str | os.PathLike | Location, *, storage_options: dict | None = None,

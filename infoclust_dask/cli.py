@@ -172,6 +172,8 @@ def _cmd_fit(args):
     if args.resume:
         print(f"infoclust: resumed: {getattr(est, 'resumed_passes_', 0)} passes replayed from the checkpoint",
               file=sys.stderr, flush=True)
+    if hasattr(est, "eigenvectors_") and not getattr(est, "training_store_", None):
+        est.training_store_ = _where(args.store)  # SMIC's saved model reads its training rows from there
     save_model(est, run / "model.json", overwrite=bool(args.resume))
     summary = {
         "method": args.method, "store": _where(args.store),
@@ -216,8 +218,9 @@ def _cmd_predict(args):
     # AssociativeClustering: the x-view clusters, from the x prototypes (predict_y needs the y view)
     predict = getattr(model, "predict", None) or getattr(model, "predict_x", None)
     if predict is None or not getattr(model, "predicts_from_saved_model", True):
-        raise ValueError(f"A saved {type(model).__name__} cannot predict new rows (its predict needs the training "
-                         "rows); refit it on the store instead.")
+        raise ValueError(f"This saved {type(model).__name__} cannot predict new rows: its predict needs the training "
+                         "rows and state, which a model fitted on in-memory arrays does not keep. Fit it on a store "
+                         "(`infoclust fit smic STORE`) to get a model that predicts.")
     ds = open_dataset(args.store, trust=args.trust)
     sched = engine.resolve_scheduler(_scheduler(args))
     model.set_params(scheduler=sched)

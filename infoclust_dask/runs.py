@@ -34,7 +34,10 @@ _FITTED = (
     "t_", "knn_", "knn_recall_", "lsmi_", "eigenvalues_", "class_prior_", "timings_", "classes_",
     "theta_", "gamma_", "n_patterns_", "temperatures_", "objective_history_", "feature_names_in_",
     "means_", "variances_", "weights_", "class_probabilities_", "loglik_history_",
+    "training_store_", "training_digest_", "state_file_", "state_sha256_", "n_samples_fit_", "n_components_",
 )
+#: SMIC's per-row training state, saved beside the model file (``<model>.state.npz``): predict needs it
+_SMIC_STATE = ("eigenvectors_", "degree_", "local_scales_", "eigen_rotation_")
 
 
 def storage_root() -> Any:
@@ -213,6 +216,8 @@ def save_model(est: Any, path: str | os.PathLike, *, overwrite: bool = False) ->
                         f"{sorted(_REGISTERED_CLASSES)}; got {name}.")
     params = {k: v for k, v in est.get_params().items() if k != "scheduler"}
     fitted = {k: getattr(est, k) for k in _FITTED if hasattr(est, k)}
+    if name == "SMIC" and hasattr(est, "eigenvectors_") and getattr(est, "training_store_", None):
+        fitted.update(_save_smic_state(est, path, overwrite))
     if "feature_names_in_" in fitted:  # object array of str (scikit-learn's type) -> a str array in the file
         fitted["feature_names_in_"] = np.asarray(fitted["feature_names_in_"], dtype=str)
     doc = {
@@ -224,6 +229,55 @@ def save_model(est: Any, path: str | os.PathLike, *, overwrite: bool = False) ->
         "fitted": fitted,
     }
     return write_json(path, doc, overwrite=overwrite)
+
+
+def _save_smic_state(est: Any, path: Any, overwrite: bool) -> dict:
+    """SMIC's per-row state (n x c eigenvectors, degrees, local scales) as
+    ``<model>.state.npz`` beside the model file, and what the model file
+    records about it and about the training store (its digest, so that a
+    changed store is refused at predict)."""
+    import hashlib
+    import io
+
+    from ._manifest import store_digest
+
+    target = run_path(path, "model file")
+    state = target.with_name(target.name.removesuffix(".json") + ".state.npz")
+    buf = io.BytesIO()
+    arrays: dict[str, Any] = {k: np.asarray(getattr(est, k)) for k in _SMIC_STATE}
+    np.savez(buf, **arrays)
+    data = buf.getvalue()
+    write_whole(state, data, overwrite=overwrite)
+    return {"state_file_": state.name, "state_sha256_": hashlib.sha256(data).hexdigest(),
+            "training_digest_": store_digest(est.training_store_)}
+
+
+def _load_smic_state(est: Any, where: Any) -> None:
+    """Read back :func:`_save_smic_state`'s file, checking its hash."""
+    import hashlib
+    import io
+
+    name = str(est.state_file_)
+    if "/" in name or "\\" in name or name.startswith("."):
+        raise ValueError(f"'{where}': state_file_ {name!r} must name a file beside the model file.")
+    state = where.with_name(name)
+    try:
+        data = state.read_bytes()
+    except FileNotFoundError:
+        raise ValueError(f"'{where}': SMIC's training state '{state}' is missing (it is written beside "
+                         "model.json); copy it with the model file, or refit.") from None
+    if hashlib.sha256(data).hexdigest() != est.state_sha256_:
+        raise ValueError(f"'{state}' is not the state saved with '{where}' (its SHA-256 differs); refit SMIC.")
+    with np.load(io.BytesIO(data), allow_pickle=False) as z:
+        arrays = {k: z[k] for k in _SMIC_STATE}
+    n, c = int(est.n_samples_fit_), int(est.n_clusters)
+    want = {"eigenvectors_": (n, c), "degree_": (n,), "local_scales_": (n,), "eigen_rotation_": (c, c)}
+    for k, shape in want.items():
+        if arrays[k].shape != shape or arrays[k].dtype.kind != "f" or not np.all(np.isfinite(arrays[k])):
+            raise ValueError(f"'{state}': {k} has shape {arrays[k].shape} ({arrays[k].dtype}), the model gives "
+                             f"{shape} of finite floats; refit SMIC.")
+    for k, v in arrays.items():
+        setattr(est, k, v)
 
 
 def _checked_arrays(v, where):
@@ -250,10 +304,15 @@ def load_model(path: str | os.PathLike) -> Any:
     schema first (a clear ``ValueError`` names what is wrong).
 
     K-means, soft K-means, DC (with its ``classes_``), AC and CMBC come back
-    ready to ``predict`` (DC also to ``score``). SMIC
+    ready to ``predict`` (DC also to ``score``). A SMIC fitted on a store
+    comes back ready to ``predict`` too: its model file names the store
+    (with a digest of its manifests: a store changed since the fit is
+    refused) and its per-row state (eigenvectors, degrees, local scales) is
+    read from ``<model>.state.npz`` beside it (hash checked); the training
+    rows are read from the store at ``predict``. A SMIC fitted on arrays
     comes back as a record of its fit (``t_``, ``lsmi_`` keyed by int ``t``,
-    ``eigenvalues_``, ``timings_``, ...): its ``predict`` needs the training
-    rows and eigenvectors, which are not saved - refit ``SMIC(t=model.t_)``.
+    ``eigenvalues_``, ``timings_``, ...) - refit ``SMIC(t=model.t_)`` to
+    predict.
     """
     from . import cluster
 
@@ -291,6 +350,8 @@ def load_model(path: str | os.PathLike) -> Any:
     for k, v in _from_json(doc["fitted"]).items():
         setattr(est, k, v.astype(object) if k == "feature_names_in_" else v)
     _check_fitted_shapes(est, path)
+    if doc["class"] == "SMIC" and getattr(est, "state_file_", None):
+        _load_smic_state(est, where)
     return est
 
 

@@ -57,3 +57,45 @@ def test_the_cli_predicts_from_a_saved_associative_clustering(tmp_path, capsys):
     out = json.loads(capsys.readouterr().out)
     np.testing.assert_array_equal(np.load(tmp_path / "l.npy"), np.asarray(est.predict_x(X)))
     assert sum(out["cluster_sizes"]) == 600
+
+
+def _smic_store(where):
+    from infoclust_dask.datasets import make_smic_toy
+
+    X, _ = make_smic_toy("double_spirals", random_state=0)
+    return X, ic.write_dataset(where, X, chunks=100)
+
+
+@pytest.mark.parametrize("at", ["local", "bucket"])
+def test_a_smic_fitted_on_a_store_predicts_after_save_and_load(at, tmp_path, request):
+    where = tmp_path / "s.zarr" if at == "local" else request.getfixturevalue("s3_bucket") + "/s.zarr"
+    models = tmp_path if at == "local" else request.getfixturevalue("s3_bucket") + "/runs"
+    X, store = _smic_store(where)
+    est = ic.SMIC(2, t=5, random_state=0, scheduler="sync").fit(store)
+    new = X[::7] + 0.01  # new rows near the training rows
+    ic.save_model(est, f"{models}/m.json")
+    back = ic.load_model(f"{models}/m.json")
+    assert back.predicts_from_saved_model
+    np.testing.assert_array_equal(np.asarray(back.predict(new)), np.asarray(est.predict(new)))
+    np.testing.assert_allclose(back.predict_proba(new), est.predict_proba(new), rtol=0, atol=1e-12)
+    # a store changed since the fit is refused: its eigenvectors no longer describe its rows
+    ic.append_dataset(store, X[:10])
+    with pytest.raises(Exception, match="changed since this SMIC was fitted"):
+        ic.load_model(f"{models}/m.json").predict(new)
+
+
+def test_the_cli_predicts_from_a_saved_smic_and_refuses_one_fitted_on_arrays(tmp_path, capsys):
+    from infoclust_dask.cli import main
+
+    X, store = _smic_store(tmp_path / "s.zarr")
+    assert main(["fit", "smic", str(store), "-k", "2", "--t", "5", "--scheduler", "sync",
+                 "--storage", str(tmp_path / "st")]) == 0
+    run = json.loads(capsys.readouterr().out)["run_dir"]
+    assert main(["predict", f"{run}/model.json", str(store), "--out", str(tmp_path / "l.npy"),
+                 "--scheduler", "sync"]) == 0
+    ref = ic.SMIC(2, t=5, random_state=0, scheduler="sync").fit(store)
+    np.testing.assert_array_equal(np.load(tmp_path / "l.npy"), np.asarray(ref.predict(X)))
+    ic.save_model(ic.SMIC(2, t=5, random_state=0, scheduler="sync").fit(X), tmp_path / "arrays.json")
+    assert main(["predict", str(tmp_path / "arrays.json"), str(store), "--out", str(tmp_path / "m.npy"),
+                 "--scheduler", "sync"]) == 2
+    assert "Fit it on a store" in capsys.readouterr().err

@@ -35,6 +35,7 @@ from __future__ import annotations
 import numbers
 import time
 import warnings
+from pathlib import Path
 from typing import Any, Self
 
 import numpy as np
@@ -261,8 +262,13 @@ class SMIC(ClusterMixin, InfoclustEstimator):
     True
     """
 
-    #: a model saved by ``infoclust fit`` holds no training rows, which predict needs (the CLI refuses it)
-    predicts_from_saved_model = False
+    @property  # (the base class's plain True: every other estimator predicts from its saved prototypes)
+    def predicts_from_saved_model(self) -> bool:  # type: ignore[override]
+        """Whether this (saved and loaded) model can predict: it was fitted on
+        a store, which the model file names (with the store's digest), and
+        its training state (eigenvectors, degrees, local scales) was saved
+        beside the model file (:func:`infoclust_dask.runs.save_model`)."""
+        return hasattr(self, "eigenvectors_") or bool(getattr(self, "state_file_", None))
 
     def __init__(self, n_clusters: int, *, t: int | str = "auto",
                  t_candidates: Sequence[int] = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10), class_prior: NumbersLike | None = None,
@@ -329,6 +335,10 @@ class SMIC(ClusterMixin, InfoclustEstimator):
         """Cluster ``X`` (numpy, dask, xarray or store path), choosing ``t``
         by LSMI when ``t="auto"``. ``y`` is ignored."""
         validate_params(self)
+        from .._inputs import is_path
+
+        # the store a saved model reads again to predict (arrays given directly are not kept)
+        self.training_store_ = _store_name(X) if is_path(X) else None
         A, info = prepare_input(self, X, reset=True, need_moments=True)
         ts, prior = self._check_params(info.n)
         seed = int(check_random_state(self.random_state).integers(2**31 - 1))
@@ -574,9 +584,11 @@ class SMIC(ClusterMixin, InfoclustEstimator):
         if hasattr(self, "t_") and not hasattr(self, "eigenvectors_"):
             raise NotFittedError(
                 "This SMIC was loaded from model.json, which records the fit (t_, lsmi_, eigenvalues_) but not the "
-                "training rows and eigenvectors that predict needs; refit SMIC(n_clusters, t=model.t_) on the "
-                "training data to predict.")
+                "training rows and eigenvectors that predict needs (it was fitted on arrays, not on a store, or "
+                "saved by an older version); refit SMIC(n_clusters, t=model.t_) on the training data to predict.")
         check_is_fitted(self, "eigenvectors_")
+        if not hasattr(self, "X_fit_"):  # loaded from a model file: the training rows are read from their store
+            self.X_fit_ = self._training_rows()
         A, _ = prepare_input(self, X, reset=False)
         t = self.t_
         # Nystrom extension of the eigenvectors V = phi~ R^T: K(x', .) V diag(1/lambda) R = K(x', .) phi~ G
@@ -598,6 +610,31 @@ class SMIC(ClusterMixin, InfoclustEstimator):
         if self.kernel_normalization == "symmetric":
             raw = raw / np.sqrt(1.0 + ksum)[:, None]
         return raw
+
+    def _training_rows(self):
+        """The training rows of a loaded model: ``x`` of the store it names,
+        refused when the store changed since the fit (its digest: group
+        metadata and every array's manifest)."""
+        from .._manifest import store_digest
+        from ..store import open_dataset
+
+        store = getattr(self, "training_store_", None)
+        if not store:
+            raise NotFittedError("This SMIC names no training store; refit it to predict.")
+        try:
+            digest = store_digest(store)
+        except FileNotFoundError:
+            raise NotFittedError(f"The training store '{store}' of this SMIC is gone; predict reads its rows (the "
+                                 "out-of-sample rule sums the kernel over them). Refit on the data you have.") from None
+        if digest != getattr(self, "training_digest_", None):
+            raise NotFittedError(f"The training store '{store}' changed since this SMIC was fitted (appended, "
+                                 "rewritten or edited: its manifests differ), so its eigenvectors no longer match "
+                                 "its rows. Refit SMIC on the store as it is now.")
+        X = open_dataset(store)["x"].data
+        if X.shape != (self.n_samples_fit_, self.n_features_in_):
+            raise NotFittedError(f"The training store '{store}' holds {X.shape}, the fit had "
+                                 f"({self.n_samples_fit_}, {self.n_features_in_}); refit SMIC.")
+        return X
 
     def predict(self, X: DataLike) -> Labels:
         """Clusters of new rows by the out-of-sample rule of §2.3.
@@ -625,3 +662,10 @@ class SMIC(ClusterMixin, InfoclustEstimator):
         prior = np.broadcast_to(self.class_prior_, raw.shape)
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(tot > 0, raw / np.where(tot > 0, tot, 1.0), prior)
+
+
+def _store_name(path) -> str:
+    """A store path made absolute (a URL as given), as a saved model names it."""
+    from .._paths import is_url
+
+    return str(path).rstrip("/") if is_url(path) else str(Path(path).resolve())
