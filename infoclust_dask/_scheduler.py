@@ -226,8 +226,36 @@ def _remote_client(address: str):
                 "$INFOCLUST_CONNECT_TIMEOUT."
             ) from (exc if isinstance(exc, Exception) else None)
         client = box["client"]
+        if not _REMOTE:
+            import atexit
+
+            atexit.register(close_remote_clients)  # before distributed's own handler (atexit runs in reverse)
         _REMOTE[address] = client
         return client
+
+
+def close_remote_clients(timeout: float = 2.0) -> None:
+    """Close the clients of remote schedulers quietly and quickly: against a
+    scheduler that died, distributed's own close at exit waits 20 s and
+    prints a ``TimeoutError`` traceback ("Exception ignored in
+    Client.__del__"); here each gets ``timeout`` seconds and its errors are
+    dropped (there is nothing left to tell the scheduler)."""
+    import contextlib
+    import logging
+
+    loggers = [logging.getLogger(n) for n in ("distributed", "distributed.client", "distributed.comm",
+                                                "distributed.core", "distributed.utils")]
+    for address, client in list(_REMOTE.items()):
+        _REMOTE.pop(address, None)
+        levels = [lg.level for lg in loggers]
+        for lg in loggers:  # its cancelled reconnect loop logs a traceback at ERROR
+            lg.setLevel(logging.CRITICAL)
+        try:
+            with contextlib.suppress(Exception):
+                client.close(timeout=timeout)
+        finally:
+            for lg, level in zip(loggers, levels, strict=True):
+                lg.setLevel(level)
 
 
 _ADDRESS_PREFIXES = ("tcp://", "tls://", "inproc://", "ucx://", "ws://", "wss://")

@@ -211,3 +211,48 @@ def test_a_listener_that_is_not_a_scheduler_is_one_clear_line(payload, said, mon
         assert time.monotonic() - t0 < 60
     finally:
         srv.close()
+
+
+def test_a_process_whose_scheduler_died_exits_quickly_without_a_traceback(tmp_path):
+    import os
+    import signal
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    dask_bin = os.path.join(os.path.dirname(sys.executable), "dask")
+    sched = subprocess.Popen([dask_bin, "scheduler", "--host", "127.0.0.1", "--port", str(port),
+                              "--dashboard-address", "127.0.0.1:0", "--no-show"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    child = None
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), 0.5).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "the dask scheduler did not start"
+                time.sleep(0.2)
+        code = ("import sys\nfrom infoclust_dask import _scheduler\n"
+                f"_scheduler.resolve_scheduler('tcp://127.0.0.1:{port}')\nprint('connected', flush=True)\n"
+                "sys.stdin.readline()\n")
+        child = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+        assert child.stdout.readline().strip() == "connected"
+        os.killpg(sched.pid, signal.SIGKILL)  # the scheduler dies under the connected client
+        sched.wait(10)
+        time.sleep(1.0)
+        t0 = time.monotonic()
+        _, err = child.communicate("\n", timeout=60)
+        assert time.monotonic() - t0 < 10, err
+        assert "Traceback" not in err and "TimeoutError" not in err, err
+    finally:
+        if child is not None and child.poll() is None:
+            child.kill()
+        if sched.poll() is None:
+            os.killpg(sched.pid, signal.SIGKILL)
