@@ -3,8 +3,8 @@ crashed writers' leftovers, concurrent writers, bad bytes on disk, model
 files that name other code, errors that must be messages."""
 
 import json
-import re
 import os
+import re
 import signal
 import subprocess
 import sys
