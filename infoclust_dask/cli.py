@@ -419,6 +419,13 @@ def _log_to_stderr():
     console(force=True)
 
 
+def _one_line_warning(message, category, filename, lineno, file=None, line=None):
+    """Warnings of a CLI run as one line on stderr: ``infoclust: warning:
+    <Category>: <message>`` (no file name and source line of the package)."""
+    text = " ".join(str(message).split())
+    print(f"infoclust: warning: {category.__name__}: {text}", file=file or sys.stderr)
+
+
 def _quiet_shutdown():
     from ._scheduler import quiet_local_workers
 
@@ -438,6 +445,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     previous = None
     if threading.current_thread() is threading.main_thread():
         previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    import warnings
+
+    shown = warnings.showwarning
+    warnings.showwarning = _one_line_warning  # a user of the CLI needs the message, not our source line
     try:
         return args.func(args)
     except KeyboardInterrupt:
@@ -454,6 +465,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"infoclust: error: {_message(exc)}", file=sys.stderr)
         return 2
     finally:
+        warnings.showwarning = shown
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
 

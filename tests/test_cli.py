@@ -412,3 +412,23 @@ def test_feature_names_travel_from_the_csv_header_to_the_model_and_back(tmp_path
     assert not hasattr(m, "feature_names_in_")
     assert main(["ingest", str(store), str(tmp_path / "std.zarr"), "--standardize"]) == 0  # kept store -> store
     assert open_dataset(tmp_path / "std.zarr")["x"].attrs["feature_names"] == ["height", "weight", "age"]
+
+
+def test_warnings_of_a_cli_run_are_one_line_without_a_source_line(tmp_path, capsys):
+    import warnings
+
+    import numpy as np
+
+    from infoclust_dask import write_dataset
+    from infoclust_dask.cli import main
+
+    rng = np.random.default_rng(0)
+    store = write_dataset(tmp_path / "w.zarr", rng.normal(size=(300, 2)), label=rng.integers(0, 2, 300))
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        assert main(["fit", "dc", str(store), "-k", "2", "--max-iter", "2", "--scheduler", "sync",
+                     "--storage", str(tmp_path / "st")]) == 0
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.splitlines() if "ConvergenceWarning" in ln]
+    assert lines and all(ln.startswith("infoclust: warning: ConvergenceWarning: ") for ln in lines), err
+    assert "registry.py" not in err and ".py:" not in err
