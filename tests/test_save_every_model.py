@@ -66,6 +66,7 @@ def _smic_store(where):
     return X, ic.write_dataset(where, X, chunks=100)
 
 
+@pytest.mark.filterwarnings("ignore:SMIC.*no positive posterior estimate:UserWarning")
 @pytest.mark.parametrize("at", ["local", "bucket"])
 def test_a_smic_fitted_on_a_store_predicts_after_save_and_load(at, tmp_path, request):
     where = tmp_path / "s.zarr" if at == "local" else request.getfixturevalue("s3_bucket") + "/s.zarr"
@@ -84,6 +85,7 @@ def test_a_smic_fitted_on_a_store_predicts_after_save_and_load(at, tmp_path, req
         ic.load_model(f"{models}/m.json").predict(new)
 
 
+@pytest.mark.filterwarnings("ignore:SMIC.*no positive posterior estimate:UserWarning")
 def test_the_cli_predicts_from_a_saved_smic_and_refuses_one_fitted_on_arrays(tmp_path, capsys):
     from infoclust_dask.cli import main
 

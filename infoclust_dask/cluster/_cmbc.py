@@ -327,6 +327,15 @@ class CMBC(ClusterMixin, InfoclustEstimator):
         self.n_patterns_ = P
         self.pattern_model_ = pm
         self.labels_ = self._labels(X)
+        used = int(np.count_nonzero(np.bincount(np.asarray(engine.compute(self.labels_)
+                                                            if engine.is_lazy(self.labels_) else self.labels_),
+                                                minlength=self.n_clusters)))
+        if used < self.n_clusters:
+            warnings.warn(
+                f"CMBC: only {used} of the {self.n_clusters} clusters hold rows (gamma={gamma:g}): the penalty on "
+                "information about the known structure leaves nothing to split"
+                + (" - gamma close to 1 makes every split cost more than it gains; lower gamma" if gamma > 0.9 else
+                   "; try another gamma, n_init or seed") + ".", UserWarning, stacklevel=3)
         return self
 
     def _warm_start_params(self, previous) -> dict:

@@ -659,6 +659,13 @@ class SMIC(ClusterMixin, InfoclustEstimator):
     def _proba(self, X):
         raw = self._posterior(X)
         tot = raw.sum(axis=1, keepdims=True)
+        none = int(np.count_nonzero(tot <= 0))
+        if none:
+            warnings.warn(
+                f"SMIC: {none} of {raw.shape[0]} new rows have no positive posterior estimate (§2.3: their kernel "
+                "values against the training rows give no positive evidence for any cluster - rows far from the "
+                "training data, or between clusters): predict_proba returns the class prior for them and predict "
+                "the cluster of the largest prior.", UserWarning, stacklevel=4)
         prior = np.broadcast_to(self.class_prior_, raw.shape)
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(tot > 0, raw / np.where(tot > 0, tot, 1.0), prior)

@@ -97,3 +97,21 @@ def test_bad_input(data, X_fn, kw, match):
 def test_bad_parameters(data, params, match):
     with pytest.raises(ValueError, match=match):
         CMBC(2, **params).fit(data[0])
+
+
+def test_a_fit_that_leaves_clusters_empty_says_so():
+    import numpy as np
+    import pytest
+
+    from infoclust_dask import CMBC
+    from infoclust_dask.datasets import make_cmbc_data
+
+    Y, Q, _ = make_cmbc_data(600, random_state=1)
+    with pytest.warns(UserWarning, match=r"only 1 of the 2 clusters hold rows \(gamma=0.9999\).*lower gamma"):
+        m = CMBC(2, gamma=0.9999, random_state=1, scheduler="sync").fit(Y, known=Q[:, 0])
+    assert np.bincount(m.labels_, minlength=2).min() == 0  # the warning tells the truth
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the default gamma splits: no warning
+        CMBC(2, random_state=1, scheduler="sync").fit(Y, known=Q[:, 0])

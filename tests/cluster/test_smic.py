@@ -297,3 +297,21 @@ def test_bad_input():
     m = SMIC(2, t=3, scheduler="sync").fit(X)
     with pytest.raises(ValueError, match="has 3 features, but SMIC is expecting 2"):
         m.predict(np.zeros((2, 3)))
+
+
+def test_rows_without_evidence_get_the_prior_and_a_warning_that_counts_them():
+    import warnings
+
+    from infoclust_dask import SMIC
+    from infoclust_dask.datasets import make_smic_toy
+
+    X, _ = make_smic_toy("double_spirals", random_state=0)
+    m = SMIC(2, random_state=0, scheduler="sync").fit(X)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        p = m.predict_proba(X[:200])
+    prior_rows = int(np.sum(np.all(p == m.class_prior_, axis=1)))
+    assert prior_rows > 0
+    said = [str(w.message) for w in seen if "no positive posterior estimate" in str(w.message)]
+    assert len(said) == 1 and said[0].startswith(f"SMIC: {prior_rows} of 200 new rows")
+    assert seen[0].filename == __file__  # the warning points at the caller's line, not the package
