@@ -419,11 +419,12 @@ def _log_to_stderr():
     console(force=True)
 
 
-def _one_line_warning(message, category, filename, lineno, file=None, line=None):
-    """Warnings of a CLI run as one line on stderr: ``infoclust: warning:
-    <Category>: <message>`` (no file name and source line of the package)."""
+def _one_line_warning(message, category, filename, lineno, line=None) -> str:
+    """Warnings of a CLI run as one line: ``infoclust: warning: <Category>:
+    <message>`` (no file name and source line of the package). Replaces the
+    formatting only, so that callers recording warnings still see them."""
     text = " ".join(str(message).split())
-    print(f"infoclust: warning: {category.__name__}: {text}", file=file or sys.stderr)
+    return f"infoclust: warning: {category.__name__}: {text}\n"
 
 
 def _quiet_shutdown():
@@ -447,8 +448,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         previous = signal.signal(signal.SIGTERM, _on_sigterm)
     import warnings
 
-    shown = warnings.showwarning
-    warnings.showwarning = _one_line_warning  # a user of the CLI needs the message, not our source line
+    shown = warnings.formatwarning
+    warnings.formatwarning = _one_line_warning  # a user of the CLI needs the message, not our source line
     try:
         return args.func(args)
     except KeyboardInterrupt:
@@ -465,7 +466,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"infoclust: error: {_message(exc)}", file=sys.stderr)
         return 2
     finally:
-        warnings.showwarning = shown
+        warnings.formatwarning = shown
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
 
