@@ -71,29 +71,26 @@ def slurm(n_workers: int = 4, cores: int = 1, memory: str = "4GB", queue: str | 
           storage: str | None = None, walltime: str = "02:00:00"):
     """Workers as Slurm jobs (dask-jobqueue). The stores and run folders sit
     on the shared disk every node mounts at the same path (``storage``)."""
-    jq = _need("dask_jobqueue", "dask-jobqueue")
-    from distributed import Client
-
-    env = worker_env()
-    if storage:
-        env["INFOCLUST_STORAGE"] = storage
-    cluster = jq.SLURMCluster(cores=cores, processes=cores, memory=memory, queue=queue, walltime=walltime,
-                              job_script_prologue=[f"export {k}={v}" for k, v in env.items()])
-    cluster.scale(n_workers)
-    return Client(cluster)
+    return _jobqueue("SLURMCluster", n_workers, cores, memory, queue, storage, walltime)
 
 
 def pbs(n_workers: int = 4, cores: int = 1, memory: str = "4GB", queue: str | None = None,
         storage: str | None = None, walltime: str = "02:00:00"):
     """Workers as PBS jobs (dask-jobqueue); as :func:`slurm`."""
+    return _jobqueue("PBSCluster", n_workers, cores, memory, queue, storage, walltime)
+
+
+def _jobqueue(kind: str, n_workers: int, cores: int, memory: str, queue: str | None, storage: str | None,
+              walltime: str):
+    """A dask-jobqueue cluster of ``kind`` whose job scripts export :func:`worker_env`."""
     jq = _need("dask_jobqueue", "dask-jobqueue")
     from distributed import Client
 
     env = worker_env()
     if storage:
         env["INFOCLUST_STORAGE"] = storage
-    cluster = jq.PBSCluster(cores=cores, processes=cores, memory=memory, queue=queue, walltime=walltime,
-                            job_script_prologue=[f"export {k}={v}" for k, v in env.items()])
+    cluster = getattr(jq, kind)(cores=cores, processes=cores, memory=memory, queue=queue, walltime=walltime,
+                                job_script_prologue=[f"export {k}={v}" for k, v in env.items()])
     cluster.scale(n_workers)
     return Client(cluster)
 

@@ -141,10 +141,8 @@ def _result(client: Any, fut: Any) -> Any:
     seen = _workers(client)
     alone_since = None
     while True:
-        try:
+        with contextlib.suppress(TimeoutError):  # not done within 2 s: look at the workers, then wait again
             return fut.result(timeout=2.0)  # (distributed.wait would need the default client)
-        except TimeoutError:
-            pass
         now = _workers(client)
         seen |= now
         if now:
