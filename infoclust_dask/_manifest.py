@@ -82,7 +82,7 @@ def _write_manifest(loc: Location | Any, arrays: list[str] | None = None, *,
     loc = resolve(loc, "store")
     old = (_read_manifests(loc) or {}) if changed is not None else {}
     arrays = arrays if arrays is not None else _arrays(loc)
-    group, group_attrs = _group_sha256(loc), _group_attributes(loc)
+    group, group_attrs = _group(loc)
     for var in arrays:
         sizes = loc.find(f"{var}/c")
         known = old.get(var, {}).get("chunks", {})
@@ -105,20 +105,19 @@ def _write_manifest(loc: Location | Any, arrays: list[str] | None = None, *,
             loc.remove(f"{var}/{PENDING}", recursive=False)
 
 
-def _group_sha256(loc: Location) -> str | None:
-    """Hash of the group's metadata (``zarr.json``: the attributes)."""
+def _group(loc: Location) -> tuple[str | None, Any]:
+    """The group's metadata (``zarr.json``) read once: its hash and its
+    attributes (``(None, None)`` when missing; attributes None when it is
+    not a JSON object)."""
     try:
-        return _sha256(loc.read_bytes("zarr.json"))
+        raw = loc.read_bytes("zarr.json")
     except FileNotFoundError:
-        return None
-
-
-def _group_attributes(loc: Location) -> Any:
-    """The group's attributes as written (None when unreadable)."""
+        return None, None
     try:
-        return json.loads(loc.read_bytes("zarr.json")).get("attributes")
-    except (FileNotFoundError, ValueError, AttributeError):
-        return None
+        doc = json.loads(raw)
+    except ValueError:
+        doc = None
+    return _sha256(raw), doc.get("attributes") if isinstance(doc, dict) else None
 
 
 def _fields(now: Any, written: Any, prefix: str = "") -> list[str]:
@@ -148,19 +147,11 @@ def _differs(what: str, raw: bytes, written: Any) -> str:
     return f"{what} differs from that written" + (f" in {', '.join(fields[:6])}" if fields else "")
 
 
-def _is_json_object(raw: bytes) -> bool:
-    try:
-        return isinstance(json.loads(raw), dict)
-    except ValueError:
-        return False
-
-
 def stamp_group(loc: Location | Any) -> None:
     """After the group's attributes were rewritten (new labels): record
     their hash in every manifest (each rewritten whole; no chunk is read)."""
     loc = resolve(loc, "store")
-    group = _group_sha256(loc)
-    attrs = _group_attributes(loc)
+    group, attrs = _group(loc)
     for var in _manifested(loc):
         doc = _read_json(loc, f"{var}/{MANIFEST}", "chunk manifest")
         if doc is not None:
@@ -212,6 +203,11 @@ def _read_manifests(loc: Location) -> dict[str, dict] | None:
         doc["pending"] = pending["chunks"] if pending else {}
         out[var] = doc
     return out or None
+
+
+def unmanifested(loc: Location, docs: dict[str, dict] | None) -> list[str]:
+    """The arrays of the group that have no manifest."""
+    return [v for v in _arrays(loc) if v not in (docs or {})]
 
 
 def committed_rows(docs: dict[str, dict] | None) -> int | None:
@@ -331,21 +327,17 @@ def check_group(loc: Location, docs: dict[str, dict]) -> tuple[list[str], list[s
     problems: list[str] = []
     notes: list[str] = []
     groups = {d["group_sha256"] for d in docs.values() if d.get("group_sha256")}
-    if groups and _group_sha256(loc) not in groups:
+    sha, now = _group(loc)
+    if groups and sha not in groups:
         if loc.exists(f"x/{PREVIOUS_ATTRS}"):
             notes.append("the store's attributes: an append did not finish (it rewrote them); the store reads "
                          "with its committed attributes - run the append again")
         else:
-            try:
-                raw = loc.read_bytes("zarr.json")
-            except FileNotFoundError:
-                raw = b""
             written = next((d.get("group_attributes") for d in docs.values() if "group_attributes" in d), None)
-            now = json.loads(raw).get("attributes") if _is_json_object(raw) else None
             fields = [f"attributes.{f}" for f in _fields(now, written)] if written is not None else []
             problems.append("the store's group metadata (zarr.json) differs from that written" +
-                            (f" in {', '.join(fields[:6])}" if fields else "" if _is_json_object(raw) else
-                             ": it is not a JSON object"))
+                            (f" in {', '.join(fields[:6])}" if fields else "" if now is not None else
+                             ": it is not a JSON object with attributes"))
     return problems, notes
 
 
@@ -378,7 +370,7 @@ def verify_store(path: str | os.PathLike | Location, *, storage_options: dict | 
         return {"store": str(loc), "chunks": 0, "bytes": 0, "rows": None, "notes": [],
                 "problems": [f"no {MANIFEST}: the store was not written by this version, or its write did not "
                              "finish; it cannot be verified"]}
-    missing = [v for v in _arrays(loc) if v not in docs]
+    missing = unmanifested(loc, docs)
     problems = [f"array {v!r} has no manifest (added outside infoclust_dask, or its write did not finish)"
                 for v in missing]
     meta_problems, notes = _check_metadata(loc, docs)

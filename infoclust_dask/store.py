@@ -57,7 +57,6 @@ from ._location import Location, resolve
 from ._manifest import (  # noqa: F401
     MANIFEST,
     PREVIOUS_ATTRS,
-    _arrays,
     _check_chunks,
     _check_metadata,
     _read_manifests,
@@ -65,6 +64,7 @@ from ._manifest import (  # noqa: F401
     check_group,
     committed_rows,
     stamp_group,
+    unmanifested,
     verify_store,
 )
 from ._paths import local_path
@@ -506,7 +506,7 @@ def _refuse_unmanifested(loc: Location, docs: dict | None, path: Any) -> None:
         ours = "schema_version" in json.loads(loc.read_bytes("zarr.json")).get("attributes", {})
     except (ValueError, AttributeError, FileNotFoundError):
         return  # unreadable metadata: reported by the open that follows
-    missing = [v for v in _arrays(loc) if v not in (docs or {})]
+    missing = unmanifested(loc, docs)
     if ours and missing:
         raise StoreError(f"The store at '{path}' was written by infoclust_dask but {', '.join(map(repr, missing))} "
                          f"{'has' if len(missing) == 1 else 'have'} no chunk manifest ({MANIFEST}: deleted, or the "
