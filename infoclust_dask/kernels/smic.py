@@ -195,17 +195,39 @@ def _lsmi_stats_rows(x, labels, *, start=0, centers, widths, n_classes, n_folds,
     S = np.zeros((n_lab, n_folds, len(widths), n_classes, b))
     count = np.zeros((n_lab, n_folds, n_classes))
     d2 = sq_distances(z, centers)
-    onehot = np.eye(n_classes)[lab].transpose(1, 0, 2)  # (L, rows, c)
+    onehot = np.ascontiguousarray(np.eye(n_classes)[lab].transpose(1, 2, 0))  # (L, c, rows): BLAS-ready slices
+    # a row whose nearest basis centre is farther than this (in units of
+    # 2 width^2) has phi below LSMI_TINY everywhere, i.e. a zero row: small
+    # widths touch only the rows near a centre, the others are skipped
+    reach = -np.log(LSMI_TINY)
+    nearest = d2.min(axis=1)
+    buf = np.empty_like(d2)
     for w, width in enumerate(widths):
-        phi = gaussian_basis(None, None, width, d2=d2)
+        a = 0.5 / (width * width)
+        live = np.flatnonzero(nearest * a < reach)
+        if live.size == 0:
+            continue
+        full = live.size == d2.shape[0]
+        if full:
+            phi, cuts = buf, bounds
+            np.multiply(d2, -a, out=phi)
+        else:
+            phi, cuts = buf[:live.size], np.searchsorted(live, bounds)
+            np.multiply(d2[live], -a, out=phi)
+        # exp is ~3x slower where it underflows; arguments below -reach - 1
+        # give values under LSMI_TINY, floored to 0 below either way
+        np.maximum(phi, -reach - 1.0, out=phi)
+        np.exp(phi, out=phi)
+        phi[phi < LSMI_TINY] = 0.0  # no subnormals in the products below
         for m in range(n_folds):
-            lo, hi = bounds[m], bounds[m + 1]
+            lo, hi = cuts[m], cuts[m + 1]
             if hi > lo:
                 p = phi[lo:hi]
                 G[m, w] = p.T @ p
-                S[:, m, w] = np.matmul(onehot[:, lo:hi].transpose(0, 2, 1), p)
+                rows = slice(lo, hi) if full else live[lo:hi]
+                S[:, m, w] = np.matmul(onehot[:, :, rows], p)
     for m in range(n_folds):
-        count[:, m] = onehot[:, bounds[m]:bounds[m + 1]].sum(axis=1)
+        count[:, m] = onehot[:, :, bounds[m]:bounds[m + 1]].sum(axis=2)
     if single:
         S, count = S[0], count[0]
     return {"G": G, "S": S, "count": count}
