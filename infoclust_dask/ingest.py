@@ -24,7 +24,7 @@ from ._paths import local_path, url_protocol
 from ._readers import IngestError
 from .datasets import BUNDLED, load_bundled
 
-__all__ = ["read_source", "ingest", "IngestError"]
+__all__ = ["read_source", "ingest", "IngestError", "existing_store_differences"]
 
 
 def _encode(values):
@@ -215,6 +215,44 @@ def _label_codes(a, what):
 def _is_store(src) -> bool:
     p = Path(str(src))
     return p.is_dir() and (p / "zarr.json").exists()
+
+
+def existing_store_differences(dest: str | os.PathLike, src: Any, *, standardize: bool = False,
+                               pca: int | None = None, n_folds: int | None = None, fold_seed: int = 0,
+                               storage_options: dict | None = None) -> list[str] | None:
+    """How the store at ``dest`` differs from what ``ingest(src, dest, ...)``
+    with these options would write: ``None`` when there is no store there,
+    ``[]`` when it was written from the same source with the same options
+    (a scheduled ingest can then keep it), else one line per difference.
+    A source file modified after the store was written counts as a
+    difference; other options (chunks, codec, dtype) do not change the
+    data and are not compared."""
+    from datetime import datetime
+
+    from .store import StoreError, open_dataset
+
+    try:
+        ds = open_dataset(dest, storage_options=storage_options)
+    except (FileNotFoundError, StoreError):
+        return None
+    prov = dict(ds.attrs.get("provenance") or {})
+    s = str(src)
+    want_source = f"bundled:{s}" if s in BUNDLED else str(local_path(s, "source file").resolve())
+    out = []
+    if prov.get("source") != want_source:
+        out.append(f"source: the store holds {prov.get('source')!r}, asked {want_source!r}")
+    elif s not in BUNDLED and prov.get("created"):
+        modified = datetime.fromtimestamp(Path(want_source).stat().st_mtime).astimezone()
+        if modified > datetime.fromisoformat(prov["created"]):
+            out.append(f"source: {want_source} was modified ({modified.isoformat(timespec='seconds')}) after the "
+                       f"store was written ({prov['created']})")
+    for name, have, want in (("standardize", bool(prov.get("standardized")), bool(standardize)),
+                             ("pca", prov.get("pca"), pca),
+                             ("n_folds", ds.attrs.get("n_folds"), n_folds),
+                             ("fold_seed", ds.attrs.get("fold_seed", 0) if n_folds else 0, fold_seed if n_folds else 0)):
+        if have != want:
+            out.append(f"{name}: the store has {have!r}, asked {want!r}")
+    return out
 
 
 def ingest(src: Any, dest: str | os.PathLike, *, label_column: str | None = None, drop_nonfinite: bool = False,

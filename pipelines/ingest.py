@@ -67,9 +67,25 @@ def ingest_flow(source: str, dest: str, label_column: str | None = None, drop_no
                 standardize: bool = False, pca: int | None = None, n_folds: int | None = None, fold_seed: int = 0,
                 chunks: int | None = None, codec: str = "auto", overwrite: bool = False,
                 scheduler: str | None = None, storage: str | None = None) -> dict:
-    """Validate ``source`` and write the store ``dest``; returns the report."""
+    """Validate ``source`` and write the store ``dest``; returns the report.
+
+    A store already at ``dest`` that was written from the same source with
+    the same options (standardize, pca, folds) is kept and reported as such
+    (a scheduled or repeated ingest is a no-op); a different one is refused
+    unless ``overwrite``."""
+    from infoclust_dask.ingest import existing_store_differences
     from infoclust_dask.runs import storage_root
 
+    if not overwrite:
+        diff = existing_store_differences(dest, source, standardize=standardize, pca=pca, n_folds=n_folds,
+                                          fold_seed=fold_seed)
+        if diff == []:
+            print(f"store: {dest} already holds {source} with these options; kept (overwrite=true rewrites it)")
+            return {"path": str(dest), "source": str(source), "kept": True}
+        if diff:
+            raise FileExistsError(
+                f"A different store already exists at {dest}: " + "; ".join(diff)
+                + ". Pass overwrite=true (--overwrite) to replace it, or choose another dest.")
     report = ingest_task(source, dest, label_column, drop_nonfinite, standardize, pca, n_folds, fold_seed, chunks,
                          codec, overwrite, scheduler)
     report["run_dir"] = report_task(report, str(storage or storage_root()))

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import urllib.request
 from pathlib import Path
 
@@ -27,13 +28,13 @@ def _services():
 def services(tmp_path_factory):
     svc = _services()
     state_dir = tmp_path_factory.mktemp("services")
-    state = svc.start(state_dir, n_workers=2, memory_limit="1GB", timeout=180)
+    state = svc.start(state_dir, n_workers=2, memory_limit="1GB", timeout=180, pool="infoclust-pool")
     pids = [p["pid"] for p in state["processes"]]
     try:
         yield state
     finally:
         stopped = svc.stop(state_dir)
-        assert len(stopped) == 4, stopped
+        assert len(stopped) == 5, stopped  # scheduler, 2 workers, prefect server and prefect worker
         assert not any(svc._alive(p) for p in pids)
 
 
@@ -64,6 +65,17 @@ def test_services_listen_on_loopback_only(services):
     pids = {str(p["pid"]) for p in services["processes"]}
     mine = [ln for ln in out.splitlines() if any(f"pid={p}," in ln for p in pids)]
     assert mine and all("127.0.0.1:" in ln.split()[3] for ln in mine), mine
+
+
+def test_prefect_ui_is_served_and_the_pool_has_a_worker(services):
+    assert services["prefect_ui_url"] == services["prefect_api_url"].removesuffix("/api")
+    with urllib.request.urlopen(services["prefect_ui_url"], timeout=30) as r:  # noqa: S310 - 127.0.0.1 only
+        assert r.status == 200 and b"<!DOCTYPE html>" in r.read(200)
+    worker = next(p for p in services["processes"] if p["name"] == "prefect-worker")
+    assert services["prefect_pool"] == "infoclust-pool"
+    pools = _api(services, "/work_pools/filter")
+    assert [p["type"] for p in pools if p["name"] == "infoclust-pool"] == ["process"]
+    assert worker["pid"] > 0
 
 
 def test_crossval_flow_against_real_scheduler_and_server(services, tmp_path):
@@ -100,10 +112,7 @@ def test_crossval_flow_against_real_scheduler_and_server(services, tmp_path):
 
 def test_prefect_yaml_deploys_with_nightly_schedule(services, tmp_path):
     env = _env(services, tmp_path)
-    prefect = str(Path(sys.executable).with_name("prefect"))
-    r = subprocess.run([prefect, "work-pool", "create", "infoclust-pool", "--type", "process"],
-                       capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
-    assert r.returncode == 0, r.stdout + r.stderr
+    prefect = str(Path(sys.executable).with_name("prefect"))  # the work pool: made by `up --pool`
     r = subprocess.run([prefect, "--no-prompt", "deploy", "--all", "--prefect-file", "deploy/prefect.yaml"],
                        capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
@@ -124,17 +133,27 @@ def test_prefect_yaml_deploys_with_nightly_schedule(services, tmp_path):
     # the scheduler address comes from the deploying environment (up.sh's env.sh), not a hard-coded port
     assert nightly["job_variables"]["env"]["DASK_SCHEDULER_ADDRESS"] == services["scheduler_address"]
 
-    # one deployment run end to end: a process worker picks it up and runs it against the local services
+    # one deployment run end to end: the worker `up --pool` started picks it up and runs it against the
+    # local services. The store is already there, written by the README's own CLI ingest with the
+    # deployment's options: the run keeps it instead of failing on "A store already exists".
+    from infoclust_dask import open_dataset
+    from infoclust_dask.ingest import ingest
+
     dest = tmp_path / "wine.zarr"
+    ingest("wine", dest, standardize=True, n_folds=3, chunks=60)
+    created = open_dataset(dest).attrs["provenance"]["created"]
     r = subprocess.run([prefect, "deployment", "run", "infoclust-ingest/ingest-letter", "--param", "source=wine",
                         "--param", f"dest={dest}", "--param", "n_folds=3"],
                        capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    r = subprocess.run([prefect, "worker", "start", "--pool", "infoclust-pool", "--type", "process", "--run-once"],
-                       capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)
-    runs = _api(services, "/flow_runs/filter", {"deployments": {"id": {"any_": [deps["ingest-letter"]["id"]]}}})
-    assert [fr["state_type"] for fr in runs] == ["COMPLETED"], r.stdout[-3000:] + r.stderr[-3000:]
-    from infoclust_dask import open_dataset
-
+    deadline = time.monotonic() + 300
+    while True:
+        runs = _api(services, "/flow_runs/filter", {"deployments": {"id": {"any_": [deps["ingest-letter"]["id"]]}}})
+        if [fr["state_type"] for fr in runs] in (["COMPLETED"], ["FAILED"], ["CRASHED"]) or time.monotonic() > deadline:
+            break
+        time.sleep(2)
+    worker_log = Path(next(p["log"] for p in services["processes"] if p["name"] == "prefect-worker"))
+    assert [fr["state_type"] for fr in runs] == ["COMPLETED"], worker_log.read_text()[-3000:]
     ds = open_dataset(dest)
     assert ds["x"].shape == (178, 13) and ds.attrs["n_folds"] == 3
+    assert ds.attrs["provenance"]["created"] == created  # kept, not rewritten

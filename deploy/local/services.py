@@ -4,7 +4,7 @@ S3-protocol server (moto's) holding a bucket, for tests and for trying the
 cluster set-up on one machine.
 
     python deploy/local/services.py up   [--state-dir DIR] [--workers 2] [--memory-limit 2GB] [--no-prefect]
-                                         [--s3 [--bucket infoclust]] [--no-dask]
+                                         [--no-ui] [--pool infoclust-pool] [--s3 [--bucket infoclust]] [--no-dask]
     python deploy/local/services.py status [--state-dir DIR]
     python deploy/local/services.py down [--state-dir DIR]
 
@@ -14,7 +14,11 @@ every worker, and writes ``services.json`` (PIDs, addresses, log files) and
 ``env.sh`` (``export DASK_SCHEDULER_ADDRESS=... PREFECT_API_URL=...``; with
 ``--s3`` also the endpoint - ``FSSPEC_S3_ENDPOINT_URL``, ``AWS_ENDPOINT_URL`` -,
 the test server's throw-away keys and ``INFOCLUST_STORAGE=s3://BUCKET/storage``)
-into the state folder (default ``storage/services``). The dask workers
+into the state folder (default ``storage/services``). The Prefect server
+serves its UI (flow runs, logs, the artifacts the flows publish) at
+``prefect_ui_url`` unless ``--no-ui``; ``--pool NAME`` also creates that
+process work pool and starts a ``prefect worker`` for it, so that the
+deployments' schedules run and ``down`` stops the worker too. The dask workers
 started beside the S3 server read the same endpoint from their
 environment. ``down`` stops them by PID
 (SIGTERM to the process group, SIGKILL after a grace period).
@@ -116,7 +120,7 @@ def _make_bucket(url: str, bucket: str) -> None:
 
 def start(state_dir=DEFAULT_STATE, *, n_workers: int = 2, memory_limit: str = "2GB", threads: int = 1,
           prefect: bool = True, timeout: float = 120.0, s3: bool = False, bucket: str = "infoclust",
-          dask: bool = True) -> dict:
+          dask: bool = True, ui: bool = True, pool: str | None = None) -> dict:
     """Start the services; return the state dict (also written to ``services.json``)."""
     state_dir = Path(state_dir).resolve()
     state_dir.mkdir(parents=True, exist_ok=True)
@@ -152,9 +156,11 @@ def start(state_dir=DEFAULT_STATE, *, n_workers: int = 2, memory_limit: str = "2
                     "PREFECT_API_DATABASE_CONNECTION_URL": f"sqlite+aiosqlite:///{home / 'prefect.db'}"}
             log = state_dir / "prefect-server.log"
             pid = _spawn([_bin("prefect"), "server", "start", "--host", HOST, "--port", str(port),
-                          "--analytics-off", "--no-ui"], log, penv)
+                          "--analytics-off"] + ([] if ui else ["--no-ui"]), log, penv)
             procs.append({"name": "prefect-server", "pid": pid, "log": str(log)})
             state["prefect_api_url"] = f"http://{HOST}:{port}/api"
+            if ui:
+                state["prefect_ui_url"] = f"http://{HOST}:{port}"
         if not dask:
             raise _Done
         sport = free_port()
@@ -179,11 +185,18 @@ def start(state_dir=DEFAULT_STATE, *, n_workers: int = 2, memory_limit: str = "2
             [p["log"] for p in procs if p["name"].startswith("dask")]), 1)
         raise _Done
     except _Done:
+        pass
+    except BaseException:
+        stop_processes(procs)
+        raise
+    try:  # the server started first; its health is checked last (it takes longest)
         if prefect:
             server = next(p for p in procs if p["name"] == "prefect-server")
             state.setdefault("startup_seconds", {})["prefect"] = round(_wait(
                 lambda: _prefect_healthy(state["prefect_api_url"]), "prefect server", timeout,
                 [server["pid"]], [server["log"]]), 1)
+            if pool:
+                procs.append(_start_prefect_worker(pool, state, penv, state_dir, timeout))
     except BaseException:
         stop_processes(procs)
         raise
@@ -196,6 +209,20 @@ def start(state_dir=DEFAULT_STATE, *, n_workers: int = 2, memory_limit: str = "2
     return state
 
 
+def _start_prefect_worker(pool: str, state: dict, penv: dict, state_dir: Path, timeout: float) -> dict:
+    """Create the process work pool ``pool`` (if missing) on the server just
+    started and start a ``prefect worker`` polling it."""
+    wenv = {**penv, "PREFECT_API_URL": state["prefect_api_url"]}
+    made = subprocess.run([_bin("prefect"), "work-pool", "create", pool, "--type", "process"], env=wenv,
+                          capture_output=True, text=True, timeout=timeout, check=False)
+    if made.returncode != 0 and "already exists" not in made.stdout + made.stderr:
+        raise RuntimeError(f"could not create the work pool {pool!r}:\n{made.stdout}{made.stderr}")
+    log = state_dir / "prefect-worker.log"
+    pid = _spawn([_bin("prefect"), "worker", "start", "--pool", pool, "--name", f"{pool}-local"], log, wenv)
+    state["prefect_pool"] = pool
+    return {"name": "prefect-worker", "pid": pid, "log": str(log)}
+
+
 class _Done(Exception):
     """The processes asked for are started."""
 
@@ -203,7 +230,7 @@ class _Done(Exception):
 def stop_processes(procs, grace: float = 15.0) -> list[str]:
     """SIGTERM each process group (workers first, server last), then SIGKILL
     what is still alive after ``grace`` seconds. Returns what was stopped."""
-    order = sorted(procs, key=lambda p: (p["name"].startswith("prefect"), p["name"] == "dask-scheduler"))
+    order = sorted(procs, key=lambda p: (p["name"] == "prefect-server", p["name"] == "dask-scheduler"))
     stopped = []
     for p in order:
         if _alive(p["pid"]):
@@ -257,11 +284,17 @@ def main(argv=None):
     p.add_argument("--s3", action="store_true", help="also an S3-protocol server (moto) with a bucket")
     p.add_argument("--bucket", default="infoclust", help="the bucket --s3 creates (default: infoclust)")
     p.add_argument("--no-dask", action="store_true", help="no dask scheduler or workers")
+    p.add_argument("--no-ui", action="store_true", help="start the Prefect server without its web UI")
+    p.add_argument("--pool", default=None, metavar="NAME",
+                   help="also create this process work pool and start a prefect worker for it (stopped by down)")
     a = p.parse_args(argv)
     if a.action == "up":
         st = start(a.state_dir, n_workers=a.workers, memory_limit=a.memory_limit, threads=a.threads,
-                   prefect=not a.no_prefect, timeout=a.timeout, s3=a.s3, bucket=a.bucket, dask=not a.no_dask)
+                   prefect=not a.no_prefect, timeout=a.timeout, s3=a.s3, bucket=a.bucket, dask=not a.no_dask,
+                   ui=not a.no_ui, pool=a.pool)
         print(json.dumps(st, indent=1))
+        if st.get("prefect_ui_url"):
+            print(f"\nPrefect UI (flow runs, logs, artifacts): {st['prefect_ui_url']}")
         print(f"\nsource {Path(a.state_dir) / 'env.sh'}   # to point flows and the CLI at these services")
     elif a.action == "down":
         stopped = stop(a.state_dir)
