@@ -54,15 +54,21 @@ class OptimizeResult:
 
 
 def conjugate_gradients(fun: Callable[[np.ndarray], tuple[float, np.ndarray]], x0: np.ndarray, *, max_iter: int,
-                        gtol: float = 1e-6, callback: Callable[[dict], Any] | None = None) -> OptimizeResult:
+                        gtol: float = 1e-6, tol: float | None = None, window: int = 5,
+                        callback: Callable[[dict], Any] | None = None) -> OptimizeResult:
     """Maximize ``fun`` by conjugate gradients.
 
     ``fun(x) -> (value, gradient)`` with ``x`` of the shape of ``x0``; the
     search runs on the flattened vector (scipy's ``minimize(method="CG")`` on
-    the negated objective). ``callback`` receives ``{"evaluation", "value",
-    "grad_norm", "seconds"}`` after every evaluation. ``history`` holds the
-    value of every evaluation; ``converged`` is scipy's success flag (False
-    when ``max_iter`` was reached).
+    the negated objective). It stops when the gradient norm falls below
+    ``gtol``, or - with ``tol`` - when the objective rose by at most
+    ``tol * max(1, |value|)`` over the last ``window`` iterations (the
+    objective has stopped changing; smooth objectives of real data often
+    creep on for thousands of iterations at a gradient far above ``gtol``),
+    or after ``max_iter`` iterations. ``callback`` receives ``{"evaluation",
+    "value", "grad_norm", "seconds"}`` after every evaluation. ``history``
+    holds the value of every evaluation; ``converged`` is False only when
+    ``max_iter`` was reached (or scipy's line search failed).
     """
     x0 = np.asarray(x0, dtype=np.float64)
     shape = x0.shape
@@ -77,8 +83,22 @@ def conjugate_gradients(fun: Callable[[np.ndarray], tuple[float, np.ndarray]], x
                       "grad_norm": float(np.linalg.norm(grad)), "seconds": time.perf_counter() - t0})
         return -value, -np.asarray(grad, dtype=np.float64).ravel()
 
-    res = minimize(negated, x0.ravel(), jac=True, method="CG", options={"maxiter": int(max_iter), "gtol": gtol})
-    return OptimizeResult(res.x.reshape(shape), history, int(res.nit), bool(res.success))
+    per_iteration: list[float] = []
+    stalled = False
+
+    def check(intermediate_result):
+        nonlocal stalled
+        per_iteration.append(-float(intermediate_result.fun))
+        if tol is not None and len(per_iteration) > window:
+            now, before = per_iteration[-1], per_iteration[-1 - window]
+            if now - before <= tol * max(1.0, abs(now)):
+                stalled = True
+                raise StopIteration
+
+    res = minimize(negated, x0.ravel(), jac=True, method="CG", callback=check,
+                   options={"maxiter": int(max_iter), "gtol": gtol})
+    return OptimizeResult(res.x.reshape(shape), history, len(per_iteration) if stalled else int(res.nit),
+                          bool(res.success) or stalled)
 
 
 def simulated_annealing(score: Callable[[np.ndarray], float], x0: np.ndarray, *, steps: int, width: float,

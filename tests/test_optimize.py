@@ -47,3 +47,27 @@ def test_schedules_split_and_search():
     assert best == 2 and order == [3, 1, 2, 1.5] and scores[3] == -100
     state, hist = optimize.online_epochs(lambda s, e: s + e, 0, epochs=4, record=lambda s: s * 2)
     assert state == 6 and hist == [0, 2, 6, 12]
+
+
+def test_conjugate_gradients_stops_when_the_objective_stops_changing():
+    """f(x) = -sum(exp(-x)) rises for ever, its gradient shrinking: gtol=1e-6
+    is reached only near x = 14 after many iterations; with ``tol`` CG stops
+    once five iterations raised f by at most tol * max(1, |f|), and says so."""
+    def fun(x):
+        e = np.exp(-x)
+        return -float(e.sum()), e
+
+    x0 = np.zeros(3)
+    slow = optimize.conjugate_gradients(fun, x0, max_iter=15, gtol=1e-12)
+    assert not slow.converged and slow.n_iter == 15
+    res = optimize.conjugate_gradients(fun, x0, max_iter=500, gtol=1e-12, tol=1e-3, window=5)
+    assert res.converged and 5 < res.n_iter < 500
+    # the stop rule, checked on the values of the iterations themselves
+    per_iter = optimize.conjugate_gradients(fun, x0, max_iter=res.n_iter, gtol=1e-12)
+    last = fun(per_iter.x)[0]
+    before = fun(optimize.conjugate_gradients(fun, x0, max_iter=res.n_iter - 5, gtol=1e-12).x)[0]
+    assert last - before <= 1e-3 * max(1.0, abs(last))
+    np.testing.assert_allclose(res.x, per_iter.x, rtol=0, atol=0)
+    earlier = optimize.conjugate_gradients(fun, x0, max_iter=res.n_iter - 1, gtol=1e-12)
+    prev = fun(earlier.x)[0] - fun(optimize.conjugate_gradients(fun, x0, max_iter=res.n_iter - 6, gtol=1e-12).x)[0]
+    assert prev > 1e-3 * max(1.0, abs(fun(earlier.x)[0]))  # not one iteration earlier
