@@ -17,6 +17,12 @@ fitted to two independent views, AC still shows cells with p < 0.01 in its
 own training table. Such cells do not recur across resamples (the tests
 check this), while cells of a real dependency do.
 
+Replicates refit the prototypes at the reference's *chosen* widths
+(:func:`replicate_params`): the model selection of ``sigma="auto"`` (a
+held-out search over the width grid, most of a default fit's time) is done
+once, on the reference, and the bootstrap measures how reliably the
+partitions at those widths recur.
+
 Replicates are independent: :func:`bootstrap_replicate` is what a Prefect
 task maps over seeds (``pipelines/bootstrap.py``); :func:`bootstrap_reliability`
 runs them in a loop.
@@ -34,7 +40,7 @@ from ._inputs import open_input
 from ._types import DataLike, NumbersLike, SchedulerLike, Sequence
 
 __all__ = ["match_prototypes", "bootstrap_replicate", "summarize_replicates", "bootstrap_reliability",
-           "surprise_masks"]
+           "surprise_masks", "replicate_params"]
 
 
 def match_prototypes(reference: NumbersLike, replicate: NumbersLike) -> tuple[np.ndarray, float]:
@@ -129,6 +135,16 @@ def summarize_replicates(reference_table: NumbersLike, replicates: Sequence[dict
     return cells, reliability
 
 
+def replicate_params(reference: Any) -> dict:
+    """The parameters of the replicates of a fitted reference
+    :class:`~infoclust_dask.AssociativeClustering`: its ``get_params()``
+    without ``random_state``/``scheduler``, with ``sigma`` fixed at the
+    reference's ``sigma_`` (the widths ``sigma="auto"`` chose)."""
+    params = {k: v for k, v in reference.get_params().items() if k not in ("random_state", "scheduler")}
+    params["sigma"] = [float(v) for v in reference.sigma_]
+    return params
+
+
 def bootstrap_reliability(X: DataLike, Y: DataLike = None, *, n_boot: int = 20, alpha: float = 0.01,
                           random_state: int = 0, scheduler: SchedulerLike = None, **params: Any
                           ) -> tuple[Any, list[dict], np.ndarray]:
@@ -140,7 +156,7 @@ def bootstrap_reliability(X: DataLike, Y: DataLike = None, *, n_boot: int = 20, 
         Y = X
     sched = engine.resolve_scheduler(scheduler)
     ref = AssociativeClustering(**{**params, "random_state": random_state, "scheduler": sched}).fit(X, Y)
-    base = {k: v for k, v in ref.get_params().items() if k not in ("random_state", "scheduler")}
+    base = replicate_params(ref)
     seeds = np.random.default_rng(random_state).integers(0, 2**31, n_boot)
     reps = [bootstrap_replicate(X, Y, base, (ref.cluster_centers_x_, ref.cluster_centers_y_), int(s), alpha=alpha,
                                 scheduler=sched) for s in seeds]

@@ -2,7 +2,7 @@
 
 A reference fit on the store's paired views ``x`` and ``y``, then
 ``n_boot`` replicates as *mapped tasks* (each refits on a resample of the
-pairs and matches its clusters to the reference;
+pairs at the reference's chosen widths and matches its clusters to the reference;
 :func:`infoclust_dask.reliability.bootstrap_replicate`), run concurrently
 with their dask passes on the cluster, then a summary: for each cross
 cluster, how often it recurs as surprising. Writes ``reliability.csv``,
@@ -34,6 +34,7 @@ __all__ = ["bootstrap_flow", "main"]
 @task(name="ac-reference-fit")
 def reference_fit(store: str, params: dict, seed: int, scheduler: str | None, run_dir: str) -> dict:
     from infoclust_dask import AssociativeClustering, engine
+    from infoclust_dask.reliability import replicate_params
     from infoclust_dask.runs import save_model
     from infoclust_dask.store import open_dataset
 
@@ -47,7 +48,7 @@ def reference_fit(store: str, params: dict, seed: int, scheduler: str | None, ru
     save_model(ac, run_path(run_dir) / "ac-reference-model.json")
     return {"mx": ac.cluster_centers_x_.tolist(), "my": ac.cluster_centers_y_.tolist(),
             "table": ac.contingency_.tolist(), "sigma": list(ac.sigma_),
-            "params": {k: v for k, v in ac.get_params().items() if k not in ("random_state", "scheduler")},
+            "params": replicate_params(ac),  # sigma fixed at the reference's choice
             "seconds": round(time.perf_counter() - t0, 2)}
 
 
