@@ -183,7 +183,10 @@ def plan(store: PathLike, method: str, grid: dict[str, list], n_folds: int, fold
         raise ValueError(f"Method {method!r} needs {what}, but the store '{store}' has no {aux!r}.")
     fold_ids(ds, n_folds, fold_kind)  # validates n_folds against the data and the fold kind
     fp = store_fingerprint(store, ds)
-    return [{"key": cell_key(fp, method, p, f, n_folds, fold_kind, seed), "params": p, "fold": f}
+    # the key holds every parameter of the estimator, defaults included: a
+    # release that changes a default (e.g. DC's max_iter) recomputes the cells
+    defaults = {k: _plain(v) for k, v in cls().get_params().items() if k not in ("random_state", "scheduler")}
+    return [{"key": cell_key(fp, method, {**defaults, **p}, f, n_folds, fold_kind, seed), "params": p, "fold": f}
             for p in combos for f in range(int(n_folds))]
 
 

@@ -50,7 +50,7 @@ def test_plan_errors(wine_store, tmp_path):
         cv.plan(str(p), "kmeans", {"n_clusters": [2]}, 3, "stored")
 
 
-def test_keys_depend_on_everything_that_changes_a_result(wine_store, tmp_path):
+def test_keys_depend_on_everything_that_changes_a_result(wine_store, tmp_path, monkeypatch):
     a = cv.plan(wine_store, "dc", {"n_clusters": [2, 3], "sigma": [1.0]}, 3, "stored")
     assert len({c["key"] for c in a}) == 6
     assert [c["key"] for c in a] == [c["key"] for c in cv.plan(wine_store, "dc", {"sigma": [1.0], "n_clusters": [2, 3]},
@@ -60,6 +60,14 @@ def test_keys_depend_on_everything_that_changes_a_result(wine_store, tmp_path):
     copy, _ = ingest(wine_store, tmp_path / "copy.zarr")  # same data, another store: other keys
     assert not {c["key"] for c in a} & {c["key"] for c in cv.plan(str(copy), "dc", {"n_clusters": [2, 3],
                                                                                     "sigma": [1.0]}, 3, "ranges")}
+    # a default of the estimator is part of the key: a release that changes it recomputes the cells
+    explicit = cv.plan(wine_store, "dc", {"n_clusters": [2, 3], "sigma": [1.0], "max_iter": [None]}, 3, "stored")
+    assert [c["key"] for c in explicit] == [c["key"] for c in a]
+    from infoclust_dask import DiscriminativeClustering
+
+    monkeypatch.setitem(DiscriminativeClustering.__init__.__kwdefaults__, "tol", 1e-7)
+    changed = cv.plan(wine_store, "dc", {"n_clusters": [2, 3], "sigma": [1.0]}, 3, "stored")
+    assert not {c["key"] for c in a} & {c["key"] for c in changed}
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")

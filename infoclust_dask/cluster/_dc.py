@@ -133,7 +133,7 @@ class DiscriminativeClustering(ClusterMixin, InfoclustEstimator):
         from random data points; the one with the highest training objective
         is kept (sigma and lambda are chosen from ``init`` only).
     max_iter : int or None, default=None
-        CG iterations (default 300; the paper capped them at 29), SA steps
+        CG iterations (default 1000, a cap: ``tol`` ends them first; the paper capped them at 29), SA steps
         (default 2000 x n_clusters; the paper ran 100 000 x n_clusters) or
         on-line epochs (default 20).
     tol : float or None, default=1e-4
@@ -256,7 +256,7 @@ class DiscriminativeClustering(ClusterMixin, InfoclustEstimator):
     def _steps(self):
         if self.max_iter is not None:
             return self.max_iter
-        return {"cg": 300, "sa": 2000 * self.n_clusters, "online": 20}[self.optimizer]
+        return {"cg": 1000, "sa": 2000 * self.n_clusters, "online": 20}[self.optimizer]
 
     def _optimize(self, X, c, centers, sigma, n_classes, subset=None, lam=0.0, rng=None):
         """One optimization from ``centers``: returns ``(centers, history,
