@@ -101,8 +101,13 @@ class SoftKMeans(ClusterMixin, TransformerMixin, InfoclustEstimator):
     init : {"k-means++", "random"} or array, default="k-means++"
         Start of a single-beta fit (ignored when annealing, which starts at
         the mean).
-    max_iter : int, default=1000
-        Iterations (passes) per beta.
+    max_iter : int, default=3000
+        Iterations (passes) per beta, at most; a beta stops earlier when
+        converged (``tol``). Next to a bifurcation the fixed point is
+        approached slowly: annealing 40 betas from 0.01 to 10 over digits,
+        wine, breast cancer, segment, texture and magic needed at most 2577
+        iterations at one beta (texture, standardized), 1595 on digits,
+        under 600 on the others (``docs/BENCHMARKS.md``).
     tol : float, default=1e-10
         Convergence when the total squared centre shift is at most ``tol``
         times the mean feature variance. Small, because close to a
@@ -152,7 +157,7 @@ class SoftKMeans(ClusterMixin, TransformerMixin, InfoclustEstimator):
     """
 
     def __init__(self, n_clusters: int = 8, *, beta: float = 1.0, beta_schedule: NumbersLike | None = None,
-                 init: str | NumbersLike = "k-means++", max_iter: int = 1000, tol: float = 1e-10,
+                 init: str | NumbersLike = "k-means++", max_iter: int = 3000, tol: float = 1e-10,
                  perturbation: float = 1e-2,
                  random_state: RandomStateLike = None, scheduler: SchedulerLike = None, sample_dim: str | None = None,
                  variables: Sequence[str] | None = None, verbose: int = 0):
