@@ -11,7 +11,9 @@ smoothed as log BF'' of §III (normalized Gaussian memberships of widths
 Each objective evaluation is two map-reduce passes over the paired blocks:
 the smoothed cross counts (:data:`~infoclust_dask.kernels.ac.AC_COUNTS`),
 then, with the digamma terms they give, the gradient sums for both
-prototype sets (:data:`~infoclust_dask.kernels.ac.AC_GRAD`). The driver
+prototype sets (:data:`~infoclust_dask.kernels.ac.AC_GRAD`) - or, on small
+data on a distributed scheduler, one fused pass
+(:data:`~infoclust_dask.kernels.ac.AC_FUSED`, :func:`fused_pays`). The driver
 runs scipy's conjugate gradients on all ``K dx + L dy`` coordinates.
 
 Optimization is the hard part: at a fixed small width the smoothed
@@ -49,33 +51,67 @@ from .._validation import (
     param_error,
     validate_params,
 )
-from ..kernels.ac import AC_COUNTS, AC_GRAD, AC_HARD_COUNTS
+from ..kernels.ac import AC_COUNTS, AC_FUSED, AC_GRAD, AC_HARD_COUNTS, fused_gradient_sums
 from ..kernels.stats import CROSS_GRAM, LABEL_SUMS, PROJECT
 from ..objectives import ac as obj
 from ._base import InfoclustEstimator, journaled, voronoi_labels
 from ._init import init_random
 from ._kmeans import KMeans
 
-__all__ = ["AssociativeClustering", "ac_objective"]
+__all__ = ["AssociativeClustering", "ac_objective", "fused_pays"]
 
 
-def ac_objective(X, Y, mx, my, sigma, *, prior=(1.0, 1.0, 1.0), lam=(1.0, 1.0), scheduler=None, subset=None):
+#: the one-pass evaluation (:data:`~infoclust_dask.kernels.ac.AC_FUSED`) is used on a distributed
+#: scheduler when its extra work per pass, rows x (K^2 L (dx + 1) + L^2 K (dy + 1)), is at most
+#: this many multiply-adds (~10 ms of BLAS; a pass's round trip costs 14-19 ms on the 2-core machine
+#: of docs/BENCHMARKS.md) and its tensors at most FUSED_MAX_TERMS numbers
+FUSED_MAX_WORK = 5e7
+FUSED_MAX_TERMS = 4096
+
+
+def fused_pays(n_rows, mx, my, scheduler=None) -> bool:
+    """Whether an evaluation of log BF'' should be one fused pass
+    (:func:`~infoclust_dask.kernels.ac.ac_fused_stats`) instead of two:
+    on a distributed scheduler, where each pass costs a round trip, and
+    only while the fused pass's extra arithmetic stays below one."""
+    k, dx = mx.shape
+    l_, dy = my.shape
+    terms = k * k * l_ * (dx + 1) + l_ * l_ * k * (dy + 1)
+    return (engine.resolve_scheduler(scheduler).kind == "distributed" and terms <= FUSED_MAX_TERMS
+            and n_rows * terms <= FUSED_MAX_WORK)
+
+
+def ac_objective(X, Y, mx, my, sigma, *, prior=(1.0, 1.0, 1.0), lam=(1.0, 1.0), scheduler=None, subset=None,
+                 fused=None):
     """Smoothed log BF'' of §III and its gradients at prototypes ``mx``, ``my``.
 
-    Two passes over the paired data (``None``: where the enclosing call
-    runs, see :func:`infoclust_dask.engine.installed`). Returns
+    Two passes over the paired data - the counts, then the gradient sums
+    with the digamma terms they give - or, with ``fused``, one pass whose
+    sums are linear in those terms (:func:`~infoclust_dask.kernels.ac.ac_fused_stats`;
+    the same value and gradient to round-off). ``fused=None`` chooses by
+    :func:`fused_pays`. ``scheduler=None``: where the enclosing call runs,
+    see :func:`infoclust_dask.engine.installed`. Returns
     ``(value, grad_x (K, dx), grad_y (L, dy), counts (K, L))``.
     """
     sx, sy = sigma
+    lam_x, lam_y = float(lam[0]), float(lam[1])
     with engine.installed(scheduler):
-        counts = engine.map_reduce(AC_COUNTS, X, Y, params={"mx": mx, "my": my, "sx": sx, "sy": sy,
-                                                            "subset": subset})["counts"]
-        psi, psi_x, psi_y = obj.digamma_terms(counts, prior)
-        st = engine.map_reduce(
-            AC_GRAD, X, Y,
-            params={"mx": mx, "my": my, "sx": sx, "sy": sy, "psi": psi, "psi_x": psi_x, "psi_y": psi_y,
-                    "lam_x": float(lam[0]), "lam_y": float(lam[1]), "subset": subset},
-        )
+        if fused is None:
+            fused = fused_pays(int(np.shape(X)[0]), mx, my)
+        if fused:
+            st = engine.map_reduce(AC_FUSED, X, Y, params={"mx": mx, "my": my, "sx": sx, "sy": sy, "subset": subset})
+            counts = st["counts"]
+            psi, psi_x, psi_y = obj.digamma_terms(counts, prior)
+            st = fused_gradient_sums(st, psi, psi_x, psi_y, lam_x, lam_y)
+        else:
+            counts = engine.map_reduce(AC_COUNTS, X, Y, params={"mx": mx, "my": my, "sx": sx, "sy": sy,
+                                                                "subset": subset})["counts"]
+            psi, psi_x, psi_y = obj.digamma_terms(counts, prior)
+            st = engine.map_reduce(
+                AC_GRAD, X, Y,
+                params={"mx": mx, "my": my, "sx": sx, "sy": sy, "psi": psi, "psi_x": psi_x, "psi_y": psi_y,
+                        "lam_x": lam_x, "lam_y": lam_y, "subset": subset},
+            )
     value = obj.log_bayes_factor(counts, prior, lam)
     return value, obj.gradient(st["WX"], st["Wx"], mx, sx), obj.gradient(st["WY"], st["Wy"], my, sy), counts
 

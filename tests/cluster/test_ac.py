@@ -74,18 +74,19 @@ def test_one_over_n_log_bf_approaches_mi_minus_log_n_plus_one():
     assert gaps[0] * 1e3 / np.log(1e3) == pytest.approx(gaps[-1] * 1e6 / np.log(1e6), rel=0.5)
 
 
+@pytest.mark.parametrize("fused", [False, True], ids=["two-passes", "fused"])
 @pytest.mark.parametrize("sig, prior, lam", [((0.5, 0.8), (1.0, 1.0, 1.0), (1.0, 1.0)),
                                              ((0.3, 1.5), (0.5, 2.0, 1.5), (1.5, 0.7))])
-def test_objective_and_gradients_match_reference_and_finite_differences(paired, sig, prior, lam):
+def test_objective_and_gradients_match_reference_and_finite_differences(paired, sig, prior, lam, fused):
     X, Y, _ = paired
     X, Y = X[:400], Y[:400]
     rng = np.random.default_rng(1)
     mx, my = rng.normal(size=(3, 4)), rng.normal(size=(2, 4))
-    value, gx, gy, counts = ac_objective(X, Y, mx, my, sig, prior=prior, lam=lam, scheduler="sync")
+    value, gx, gy, counts = ac_objective(X, Y, mx, my, sig, prior=prior, lam=lam, scheduler="sync", fused=fused)
     assert value == pytest.approx(smoothed_reference(X, Y, mx, my, *sig, prior, lam), rel=1e-10)
     assert counts.sum() == pytest.approx(400, rel=1e-12)
-    fx = finite_difference(lambda m: ac_objective(X, Y, m, my, sig, prior=prior, lam=lam)[0], mx)
-    fy = finite_difference(lambda m: ac_objective(X, Y, mx, m, sig, prior=prior, lam=lam)[0], my)
+    fx = finite_difference(lambda m: ac_objective(X, Y, m, my, sig, prior=prior, lam=lam, fused=fused)[0], mx)
+    fy = finite_difference(lambda m: ac_objective(X, Y, mx, m, sig, prior=prior, lam=lam, fused=fused)[0], my)
     np.testing.assert_allclose(gx, fx, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(gy, fy, rtol=1e-5, atol=1e-6)
 
@@ -100,6 +101,42 @@ def test_passes_chunked_equal_numpy(paired, scheduler):
     assert got[0] == pytest.approx(ref[0], rel=1e-10)
     for a, b in zip(got[1:], ref[1:], strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-10)
+
+
+def test_the_fused_pass_is_chosen_on_small_data_on_a_distributed_scheduler(paired, local_cluster_client,
+                                                                          monkeypatch):
+    """Where a pass costs a round trip, one fused pass per evaluation; the fit
+    equals the two-pass fit of the threads scheduler."""
+    from infoclust_dask import engine
+    from infoclust_dask.cluster._ac import FUSED_MAX_TERMS, FUSED_MAX_WORK, fused_pays
+
+    mx, my = np.zeros((3, 4)), np.zeros((3, 4))
+    terms = 3 * 3 * 3 * 5 * 2
+    assert fused_pays(1000, mx, my, local_cluster_client)
+    assert not fused_pays(1000, mx, my, "threads")  # no round trip to save
+    assert not fused_pays(int(FUSED_MAX_WORK // terms) + 1, mx, my, local_cluster_client)  # too many rows
+    big = int(np.ceil((FUSED_MAX_TERMS / 40) ** (1 / 3))) + 1  # K = L, dx = dy = 19
+    assert not fused_pays(10, np.zeros((big, 19)), np.zeros((big, 19)), local_cluster_client)
+
+    X, Y, _ = paired
+    passes = []
+    real = engine.map_reduce
+
+    def recording(bp, *a, **k):
+        passes.append(bp.name)
+        return real(bp, *a, **k)
+
+    monkeypatch.setattr(engine, "map_reduce", recording)
+    kw = dict(sigma=(0.3, 0.3), n_init=1, anneal_steps=2, max_iter=8, random_state=0)
+    a = AssociativeClustering((3, 3), scheduler="threads", **kw).fit(X, Y)
+    two = list(passes)
+    passes.clear()
+    b = AssociativeClustering((3, 3), scheduler=local_cluster_client, **kw).fit(da.from_array(X, chunks=250),
+                                                                                da.from_array(Y, chunks=250))
+    assert "ac_fused_stats" not in two and two.count("ac_count_stats") == two.count("ac_grad_stats") > 10
+    assert "ac_grad_stats" not in passes and passes.count("ac_fused_stats") == two.count("ac_grad_stats")
+    np.testing.assert_allclose(b.cluster_centers_x_, a.cluster_centers_x_, atol=1e-7)
+    np.testing.assert_allclose(b.cluster_centers_y_, a.cluster_centers_y_, atol=1e-7)
 
 
 def test_fit_is_chunk_invariant_and_predicts(paired):

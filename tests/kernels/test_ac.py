@@ -5,7 +5,13 @@ sums of log BF'' for both prototype sets, the hard contingency table."""
 import numpy as np
 import pytest
 
-from infoclust_dask.kernels.ac import ac_count_stats, ac_grad_stats, ac_hard_count_stats
+from infoclust_dask.kernels.ac import (
+    ac_count_stats,
+    ac_fused_stats,
+    ac_grad_stats,
+    ac_hard_count_stats,
+    fused_gradient_sums,
+)
 
 
 @pytest.fixture
@@ -58,3 +64,22 @@ def test_hard_table(pairs):
         ref[np.argmin(((xr - mx) ** 2).sum(1)), np.argmin(((yr - my) ** 2).sum(1))] += 1
     np.testing.assert_array_equal(ac_hard_count_stats(x, y, mx=mx, my=my)["counts"], ref)
     assert ac_hard_count_stats(x[:0], y[:0], mx=mx, my=my)["counts"].shape == (4, 3)
+
+
+@pytest.mark.parametrize("budget", [2**20, 1])  # whole sub-blocks, and pieces of 64 rows
+def test_fused_pass_gives_the_counts_and_the_gradient_sums(pairs, budget, monkeypatch):
+    """One pass (its tensors linear in the digamma terms) = the two passes."""
+    import infoclust_dask.kernels.ac as k
+
+    monkeypatch.setattr(k, "FUSED_BUDGET", budget)
+    x, y, mx, my = pairs
+    st = ac_fused_stats(x, y, mx=mx, my=my, sx=0.8, sy=0.6)
+    counts = ac_count_stats(x, y, mx=mx, my=my, sx=0.8, sy=0.6)["counts"]
+    np.testing.assert_allclose(st["counts"], counts, rtol=1e-12)
+    rng = np.random.default_rng(3)
+    psi, psi_x, psi_y = rng.normal(size=(4, 3)), rng.normal(size=4), rng.normal(size=3)
+    ref = ac_grad_stats(x, y, mx=mx, my=my, sx=0.8, sy=0.6, psi=psi, psi_x=psi_x, psi_y=psi_y, lam_x=0.7,
+                        lam_y=1.3)
+    got = fused_gradient_sums(st, psi, psi_x, psi_y, 0.7, 1.3)
+    for key in ref:
+        np.testing.assert_allclose(got[key], ref[key], rtol=1e-10, atol=1e-11)
