@@ -250,7 +250,10 @@ METHODS: dict[str, Method] = {m.name: m for m in (
         options=(
             Option("--sigma", "sigma", type=auto_or(float), default="auto",
                    help="membership width, or 'auto' (held-out choice)"),
-            Option("--max-iter", "max_iter", type=int, default=None, help="CG iterations (default 50)"),
+            Option("--max-iter", "max_iter", type=int, default=None,
+                   help="CG iterations at most (default 1000; --tol ends them earlier)"),
+            Option("--tol", "tol", type=float, default=1e-4,
+                   help="stop CG when the objective rose by less than this (relative) over 5 iterations"),
         ),
     ),
     Method(
