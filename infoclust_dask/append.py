@@ -168,15 +168,19 @@ def append_dataset(path: str | os.PathLike, x: Any, *, label: Any = None, y: Any
     if not np.issubdtype(x.dtype, np.number):
         raise TypeError(f"'x' must be numeric; got dtype {x.dtype}.")
     x = x.astype(np.float64)
-    _check_finite_rows("x", x, scheduler)
     new_attrs = dict(attrs)
     if not prov.get("standardized") and prov.get("pca") is None and "feature_mean" in attrs:
         from .preprocess import feature_moments
 
-        m1, s1, _, _ = feature_moments(x, scheduler=scheduler)
+        # one pass: the moments' pass also counts the non-finite values (a separate check was a second pass)
+        m1, s1, _, n_bad = feature_moments(x, scheduler=scheduler)
+        if n_bad:
+            _check_finite_rows("x", x, scheduler)  # raises, naming the count and the fix
         m, s = _combined_moments(n_old, np.asarray(attrs["feature_mean"]), np.asarray(attrs["feature_std"]),
                                  n_new, m1, s1)
         new_attrs.update(feature_mean=m.tolist(), feature_std=s.tolist())
+    else:
+        _check_finite_rows("x", x, scheduler)
     xt = _transform(x, attrs, prov)
     new_vars: dict[str, Any] = {"x": xt}
     for name in wanted:

@@ -167,6 +167,12 @@ def test_append_gives_the_store_of_all_rows(where, chunk):
     assert ds["x"].chunks[0][0] == chunk
     assert verify_store(where)["problems"] == []
     assert ds.attrs["provenance"]["appends"][0]["rows"] == 1000
+    # the store keeps moments: their one pass also finds non-finite rows, refused before anything is written
+    bad = X[:5].copy()
+    bad[2, 1] = np.inf
+    with pytest.raises(ValueError, match="'x' contains 1 NaN or infinite values"):
+        append_dataset(where, bad, label=z[:5])
+    assert open_dataset(where).sizes["sample"] == 5000
 
 
 def test_append_refuses_other_columns_and_missing_variables_by_name(tmp_path):
