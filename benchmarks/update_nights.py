@@ -52,7 +52,7 @@ def main():
         sample = fixed_sample(a.rows, 5000, 0)
         models = {"kmeans": KMeans(k, random_state=0, scheduler=client).fit(str(store))}
         ds = open_dataset(store)
-        models["dc"] = DiscriminativeClustering(k, sigma=2.0, max_iter=300, random_state=0, scheduler=client).fit(
+        models["dc"] = DiscriminativeClustering(k, sigma=2.0, random_state=0, scheduler=client).fit(
             ds["x"], ds["label"])
         print(f"night 0: {a.rows} rows; cold fits: K-means {models['kmeans'].n_iter_} iterations, "
               f"DC {models['dc'].n_iter_}")
@@ -70,9 +70,9 @@ def main():
                     warm = KMeans(k, random_state=0, scheduler=client).fit(str(store), init=prev)
                     cold = KMeans(k, random_state=0, scheduler=client).fit(str(store))
                 else:
-                    warm = DiscriminativeClustering(k, sigma=2.0, max_iter=300, random_state=0, scheduler=client).fit(
+                    warm = DiscriminativeClustering(k, sigma=2.0, random_state=0, scheduler=client).fit(
                         ds["x"], ds["label"], init=prev)
-                    cold = DiscriminativeClustering(k, sigma=2.0, max_iter=300, random_state=0, scheduler=client).fit(
+                    cold = DiscriminativeClustering(k, sigma=2.0, random_state=0, scheduler=client).fit(
                         ds["x"], ds["label"])
                 out[name] = (warm.n_iter_, cold.n_iter_)
                 if name == "kmeans":
