@@ -97,6 +97,30 @@ def _fold_ids(n_old: int, n_new: int, attrs: dict, rows: int) -> Any:
     return full[n_old:]
 
 
+def _refuse_nonfinite(block: np.ndarray, variable: str) -> np.ndarray:
+    bad = int(np.count_nonzero(~np.isfinite(block)))
+    if bad:
+        raise ValueError(f"'{variable}' contains {bad} NaN or infinite values in one block of the new rows. Drop or "
+                         "impute those rows first (CLI: `infoclust ingest --drop-nonfinite`).")
+    return block
+
+
+def _refuse_codes(block: np.ndarray, variable: str, n_names: int | None) -> np.ndarray:
+    if block.size and int(block.min()) < 0:
+        raise ValueError(f"'{variable}' must be >= 0; found {int(block.min())}.")
+    if n_names is not None and block.size and int(block.max()) >= n_names:
+        raise ValueError(f"'{variable}' holds the code {int(block.max())}, but the store names only {n_names} "
+                         f"classes; pass codes below {n_names}.")
+    return block
+
+
+def _checked(arr: Any, check: Any, **kw: Any) -> Any:
+    """A lazy ``arr`` whose blocks are checked as the append writes them (one
+    pass over the new rows instead of a pass per check: a failed check
+    aborts the staged write, and nothing is committed)."""
+    return arr.map_blocks(check, dtype=arr.dtype, **kw)
+
+
 def append_dataset(path: str | os.PathLike, x: Any, *, label: Any = None, y: Any = None,
                    extra_labels: dict | None = None, class_names: Any = None,
                    label_class_names: dict | None = None, feature_names: Any = None,
@@ -169,16 +193,32 @@ def append_dataset(path: str | os.PathLike, x: Any, *, label: Any = None, y: Any
         raise TypeError(f"'x' must be numeric; got dtype {x.dtype}.")
     x = x.astype(np.float64)
     new_attrs = dict(attrs)
+    # lazy new rows (a file being read, a generator) are gone through once: their checks run inside the
+    # staged write and the moments' pass in the same graph; in-memory rows are checked first (cheap)
+    lazy = engine.is_lazy(x)
+    moments = None
     if not prov.get("standardized") and prov.get("pca") is None and "feature_mean" in attrs:
-        from .preprocess import feature_moments
+        from .kernels.stats import MOMENTS
+        from .preprocess import feature_moments, moments_from_sums
 
-        # one pass: the moments' pass also counts the non-finite values (a separate check was a second pass)
-        m1, s1, _, n_bad = feature_moments(x, scheduler=scheduler)
-        if n_bad:
-            _check_finite_rows("x", x, scheduler)  # raises, naming the count and the fix
-        m, s = _combined_moments(n_old, np.asarray(attrs["feature_mean"]), np.asarray(attrs["feature_std"]),
-                                 n_new, m1, s1)
-        new_attrs.update(feature_mean=m.tolist(), feature_std=s.tolist())
+        old_m, old_s = np.asarray(attrs["feature_mean"]), np.asarray(attrs["feature_std"])
+        if lazy:
+            x = _checked(x, _refuse_nonfinite, variable="x")
+            shift = np.asarray(engine.compute(x[:1], scheduler=scheduler), dtype=np.float64)[0]
+
+            def combined(st, shift=shift):
+                return _combined_moments(n_old, old_m, old_s, n_new, *moments_from_sums(st, shift)[:2])
+
+            moments = (engine.build_reduction(MOMENTS, x, params={"shift": shift}), combined)
+        else:
+            # one pass: the moments' pass also counts the non-finite values
+            m1, s1, _, n_bad = feature_moments(x, scheduler=scheduler)
+            if n_bad:
+                _check_finite_rows("x", x, scheduler)  # raises, naming the count and the fix
+            m, s = _combined_moments(n_old, old_m, old_s, n_new, m1, s1)
+            new_attrs.update(feature_mean=m.tolist(), feature_std=s.tolist())
+    elif lazy:
+        x = _checked(x, _refuse_nonfinite, variable="x")
     else:
         _check_finite_rows("x", x, scheduler)
     xt = _transform(x, attrs, prov)
@@ -188,7 +228,10 @@ def append_dataset(path: str | os.PathLike, x: Any, *, label: Any = None, y: Any
             yy = engine.as_array(y)
             if yy.ndim != 2 or yy.shape != (n_new, ds.sizes["feature_y"]):
                 raise ValueError(f"'y' must have shape ({n_new}, {ds.sizes['feature_y']}); got {yy.shape}.")
-            _check_finite_rows("y", yy.astype(np.float64), scheduler)
+            if engine.is_lazy(yy):
+                yy = _checked(yy.astype(np.float64), _refuse_nonfinite, variable="y")
+            else:
+                _check_finite_rows("y", yy.astype(np.float64), scheduler)
             new_vars["y"] = yy
             continue
         arr = engine.as_array(given[name])
@@ -200,15 +243,18 @@ def append_dataset(path: str | os.PathLike, x: Any, *, label: Any = None, y: Any
         else:
             stored = (attrs.get("label_class_names") or {}).get(name)
             names = (label_class_names or {}).get(name)
-        codes, merged = _label_codes(name, arr, names, stored)
+        if engine.is_lazy(arr) and names is None:  # checked as they are written
+            codes, merged = _checked(arr, _refuse_codes, variable=name, n_names=None if stored is None else len(stored)), stored
+        else:
+            codes, merged = _label_codes(name, arr, names, stored)
+            low = int(engine.compute(codes.min(), scheduler=scheduler))
+            if low < 0:
+                raise ValueError(f"'{name}' must be >= 0; found {low}.")
         if merged is not None and merged != stored:
             if name == "label":
                 new_attrs["class_names"] = merged
             else:
                 new_attrs["label_class_names"] = {**(attrs.get("label_class_names") or {}), name: merged}
-        low = int(engine.compute(codes.min(), scheduler=scheduler))
-        if low < 0:
-            raise ValueError(f"'{name}' must be >= 0; found {low}.")
         new_vars[name] = codes
     rows = int(ds["x"].chunks[0][0])
     if "fold" in ds.data_vars:
@@ -239,13 +285,15 @@ def append_dataset(path: str | os.PathLike, x: Any, *, label: Any = None, y: Any
         if loc.local is not None:
             clean_stale_temporaries(loc.local)
         _write_staged(loc, staging, staged_vars, encoding, first, n_old + n_new, new_attrs, source, n_new,
-                      scheduler, progress)
+                      scheduler, progress, moments)
     return {"store": str(loc), "rows_before": n_old, "rows_added": n_new, "rows": n_old + n_new,
             "seconds": round(time.perf_counter() - t0, 3)}
 
 
 def _write_staged(loc, staging, staged_vars, encoding, first, n_total, new_attrs, source, n_new, scheduler,
-                  progress):
+                  progress, moments=None):
+    """Write the staged chunks (and, with ``moments = (lazy sums, combine)``,
+    the new rows' moments in the same graph), then commit."""
     import xarray as xr
 
     try:
@@ -253,7 +301,12 @@ def _write_staged(loc, staging, staged_vars, encoding, first, n_total, new_attrs
         writes = piece.to_zarr(staging.zarr_target(), mode="w-", zarr_format=3, consolidated=False, compute=False,
                                encoding=encoding, write_empty_chunks=True,
                                storage_options=staging.storage_options or None)
-        engine.compute(writes, scheduler=scheduler, progress=progress)
+        if moments is None:
+            engine.compute(writes, scheduler=scheduler, progress=progress)
+        else:
+            _, sums = engine.compute((writes, moments[0]), scheduler=scheduler, progress=progress)
+            m, s = moments[1](sums)
+            new_attrs = {**new_attrs, "feature_mean": m.tolist(), "feature_std": s.tolist()}
         _commit(loc, staging, list(staged_vars), first, n_total, new_attrs, source, n_new)
     finally:
         staging.remove()

@@ -66,6 +66,13 @@ def feature_moments(X: DataLike, *, scheduler: SchedulerLike = None) -> tuple[np
     a = engine.as_array(X)
     first = np.asarray(engine.compute(a[:1], scheduler=scheduler), dtype=np.float64)[0]
     st = engine.map_reduce(MOMENTS, a, params={"shift": first}, scheduler=scheduler)
+    return moments_from_sums(st, first)
+
+
+def moments_from_sums(st: dict, first: np.ndarray) -> tuple[np.ndarray, np.ndarray, int, int]:
+    """``(mean, std, n_samples, n_nonfinite)`` from the sums of the
+    ``MOMENTS`` pass taken about the row ``first`` (:func:`feature_moments`;
+    a caller may run that pass inside a larger graph)."""
     n = float(st["n"])
     with np.errstate(over="ignore", invalid="ignore"):  # squares beyond float64: NaN/inf, refused by the caller
         m1 = st["s1"] / n

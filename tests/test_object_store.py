@@ -175,6 +175,39 @@ def test_append_gives_the_store_of_all_rows(where, chunk):
     assert open_dataset(where).sizes["sample"] == 5000
 
 
+def test_lazy_new_rows_are_checked_and_summed_while_they_are_written(where):
+    """Lazy new rows (a file being read, a generator) are gone through once:
+    their checks run inside the staged write and the moments' pass in the
+    same graph. The store equals that of in-memory rows; a bad block
+    aborts the append with nothing committed."""
+    import dask.array as da
+
+    from infoclust_dask import engine
+
+    X, z = _data(5000)
+    attrs = {"feature_mean": X[:4000].mean(0).tolist(), "feature_std": X[:4000].std(0).tolist()}
+    write_dataset(where, X[:4000], label=z[:4000], chunks=700, attrs=attrs)
+    calls = []
+    real = engine.build_reduction
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(engine, "build_reduction", lambda *a, **k: calls.append(a[0].name) or real(*a, **k))
+        bad = da.from_array(np.where(np.arange(1000)[:, None] == 517, np.nan, X[4000:]), chunks=300)
+        with pytest.raises(ValueError, match="'x' contains 4 NaN or infinite values in one block"):
+            append_dataset(where, bad, label=da.from_array(z[4000:], chunks=300))
+        with pytest.raises(ValueError, match="'label' must be >= 0; found -1"):
+            append_dataset(where, da.from_array(X[4000:], chunks=300),
+                           label=da.from_array(np.where(np.arange(1000) == 9, -1, z[4000:]), chunks=300))
+        assert open_dataset(where).sizes["sample"] == 4000 and verify_store(where)["problems"] == []
+        append_dataset(where, da.from_array(X[4000:], chunks=300), label=da.from_array(z[4000:], chunks=300))
+    assert "moments_stats" in calls  # the moments' pass went into the write's graph
+    ds = open_dataset(where)
+    np.testing.assert_array_equal(ds["x"].values, X)
+    np.testing.assert_array_equal(ds["label"].values, z)
+    np.testing.assert_allclose(ds.attrs["feature_mean"], X.mean(0), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(ds.attrs["feature_std"], X.std(0), rtol=0, atol=1e-12)
+    assert verify_store(where)["problems"] == []
+
+
 def test_append_refuses_other_columns_and_missing_variables_by_name(tmp_path):
     X, z = _data(1000)
     store = tmp_path / "c.zarr"
