@@ -248,6 +248,9 @@ def stop_processes(procs, grace: float = 15.0) -> list[str]:
                 os.killpg(p["pid"], signal.SIGKILL)
             except ProcessLookupError:
                 pass
+    t0 = time.monotonic()  # a killed process is gone only once the kernel (and its parent) let it go
+    while any(_alive(p["pid"]) for p in order) and time.monotonic() - t0 < 10.0:
+        time.sleep(0.1)
     return stopped
 
 
