@@ -95,11 +95,19 @@ def _prefect_healthy(url: str) -> bool:
         return r.status == 200
 
 
-def _n_workers(address: str) -> int:
-    from distributed import Client
+_COUNT_WORKERS = ("import sys; from distributed import Client\n"
+                  "with Client(sys.argv[1], timeout='3s', set_as_default=False) as c:\n"
+                  "    print(len(c.scheduler_info(n_workers=-1)['workers']))")
 
-    with Client(address, timeout="3s", set_as_default=False) as c:
-        return len(c.scheduler_info(n_workers=-1)["workers"])
+
+def _n_workers(address: str) -> int:
+    """The scheduler's worker count, asked from a child process with a time
+    limit: a client made and closed in the caller every half second while
+    polling once hung for good inside distributed's loop start-up (seen in a
+    test process holding other clients)."""
+    out = subprocess.run([sys.executable, "-c", _COUNT_WORKERS, address], capture_output=True, text=True,
+                         timeout=30, check=True)
+    return int(out.stdout.strip().splitlines()[-1])
 
 
 #: moto accepts any key; these name the local test server's and nothing else
