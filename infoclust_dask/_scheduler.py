@@ -205,16 +205,33 @@ def _remote_client(address: str):
         timeout = connect_timeout()
         _probe_tcp(address, timeout)
         box: dict = {}
+        handover = threading.Lock()
 
         def connect():
+            import gc
+
             try:
-                box["client"] = Client(address, set_as_default=False, timeout=timeout)
+                c = Client(address, set_as_default=False, timeout=timeout)
             except BaseException as exc:  # noqa: BLE001 - handed to the caller below
                 box["error"] = exc
+                # the half-made client is garbage now: collect it here, so that its __del__ (which stops
+                # distributed's loop runner under a process-wide lock) does not run at some later
+                # collection inside that lock - seen to deadlock every later Client() of the process
+                gc.collect()
+                return
+            with handover:
+                if box.get("abandoned"):  # the caller gave up waiting: close it here, not in a __del__
+                    with contextlib.suppress(Exception):
+                        c.close(timeout=2)
+                    return
+                box["client"] = c
 
         t = threading.Thread(target=connect, name=f"connect {address}", daemon=True)
         t.start()
         t.join(timeout + 2.0)
+        with handover:
+            if t.is_alive():
+                box["abandoned"] = True
         if t.is_alive() or "error" in box:
             exc = box.get("error")
             why = (f"something listens there but gave no dask handshake within {timeout:g} s (is it a dask "
