@@ -263,7 +263,19 @@ def result_join(pieces: list, *, rows: int, t: int) -> tuple[np.ndarray, np.ndar
     pieces every cell sent it (a row's answer comes from its own cell; a
     row answered in several pieces, on disjoint candidate sets, keeps the
     nearest ``t`` of all), sorted, padded inf / -1; row numbers stay int32
-    when the pieces are int32."""
+    when the pieces are int32. Rows answered once, by a sorted list ``t``
+    wide (:func:`cell_build`'s answers: each row is its own cell's), are
+    placed without the merge's sort."""
+    int32 = bool(pieces) and pieces[0][2].dtype == np.int32
+    answered = np.concatenate([np.asarray(p[0], dtype=np.int64) for p in pieces]) if pieces else np.zeros(0, np.int64)
+    if np.bincount(answered, minlength=rows).max(initial=0) <= 1 and all(p[1].shape[1] == t for p in pieces):
+        # every row answered at most once, by a list already sorted and t wide (the cells' case): placed as is
+        out_d2 = np.full((rows, t), np.inf)
+        out_idx = np.full((rows, t), -1, dtype=np.int32 if int32 else np.int64)
+        for p in pieces:
+            out_d2[p[0]] = p[1]
+            out_idx[p[0]] = p[2]
+        return out_d2, out_idx
     local = np.concatenate([np.repeat(p[0], p[1].shape[1]) for p in pieces]) if pieces else np.zeros(0, np.int64)
     d2 = np.concatenate([p[1].ravel() for p in pieces]) if pieces else np.zeros(0)
     idx = np.concatenate([p[2].ravel() for p in pieces]) if pieces else np.zeros(0, np.int32)
@@ -275,7 +287,7 @@ def result_join(pieces: list, *, rows: int, t: int) -> tuple[np.ndarray, np.ndar
     rank = np.arange(local.size) - first[local] if local.size else np.zeros(0, np.int64)
     ok = rank < t
     out_d2 = np.full((rows, t), np.inf)
-    out_idx = np.full((rows, t), -1, dtype=np.int32 if idx.dtype == np.int32 else np.int64)
+    out_idx = np.full((rows, t), -1, dtype=np.int32 if int32 else np.int64)
     out_d2[local[ok], rank[ok]] = d2[ok]
     out_idx[local[ok], rank[ok]] = idx[ok]
     return out_d2, out_idx

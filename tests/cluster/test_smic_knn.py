@@ -246,3 +246,34 @@ def test_the_cell_graph_equals_brute_force_on_small_cells(lazy):
     assert (idx != np.arange(2400)[:, None]).all() and (idx >= 0).all()
     np.testing.assert_allclose(d2, ((X[:, None, :] - X[idx]) ** 2).sum(-1), rtol=1e-12)  # exact distances
     assert (np.diff(d2, axis=1) >= 0).all() and (np.asarray(d2) >= ref_d2 - 1e-9).all()
+
+
+@pytest.mark.parametrize("overlap", [False, True])
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_result_join_equals_a_row_by_row_merge(overlap, dtype):
+    """Both paths of the join (rows answered once: placed; answered in
+    several pieces: merged) against a row-by-row reference, with ties,
+    padded lists and rows no piece answers."""
+    from infoclust_dask.kernels.knn import knn_top, result_join
+
+    rng = np.random.default_rng(5)
+    rows, t = 40, 4
+    order = rng.permutation(rows)[:35]
+    owners = [order[:12], order[12:30], order[30:]] if not overlap else [order[:20], order[10:30], order[25:]]
+    pieces = []
+    for own in owners:
+        width = int(rng.integers(1, 7))
+        d2 = rng.integers(0, 4, size=(own.size, width)).astype(float)  # ties on purpose
+        idx = rng.integers(0, 1000, size=(own.size, width))
+        d2[:, -1][rng.random(own.size) < 0.3] = np.inf
+        idx[np.isinf(d2)] = -1
+        d2, idx = knn_top(d2, idx, t)
+        pieces.append((own, d2, idx.astype(dtype)))
+    got_d2, got_idx = result_join(pieces, rows=rows, t=t)
+    assert got_idx.dtype == dtype
+    for r in range(rows):
+        cands = sorted((d, i) for own, d2, idx in pieces for k in np.flatnonzero(own == r)
+                       for d, i in zip(d2[k], idx[k], strict=True) if i >= 0)[:t]
+        cands += [(np.inf, -1)] * (t - len(cands))
+        np.testing.assert_array_equal(got_d2[r], [c[0] for c in cands])
+        np.testing.assert_array_equal(got_idx[r], [c[1] for c in cands])
