@@ -443,6 +443,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from . import _watchdog
 
         _watchdog.start()
+    if args.command == "ingest" and argv is None:  # a streaming process of its own: freed chunks leave its RSS
+        from ._malloc import return_large_blocks
+
+        return_large_blocks()
     previous = None
     if threading.current_thread() is threading.main_thread():
         previous = signal.signal(signal.SIGTERM, _on_sigterm)

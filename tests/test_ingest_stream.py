@@ -149,3 +149,62 @@ def test_csv_is_float64_unless_asked(tmp_path):
     assert open_dataset(tmp_path / "a.zarr")["x"].dtype == "float64"
     assert main(["ingest", str(tmp_path / "a.csv"), str(tmp_path / "b.zarr"), "--dtype", "float32"]) == 0
     assert open_dataset(tmp_path / "b.zarr")["x"].dtype == "float32"
+
+
+def _tree_peak(cmd):
+    """Run ``cmd`` as a process of its own; returns (exit code, stderr, peak
+    of the summed RSS of it and its children, sampled every 10 ms)."""
+    import threading
+    import time
+
+    import psutil
+
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    peak, done = [0], threading.Event()
+
+    def sample():
+        root = psutil.Process(proc.pid)
+        while not done.is_set():
+            try:
+                peak[0] = max(peak[0], sum(p.memory_info().rss for p in [root, *root.children(recursive=True)]))
+            except psutil.Error:  # a process ended between the listing and the reading
+                pass
+            time.sleep(0.01)
+
+    th = threading.Thread(target=sample, daemon=True)
+    th.start()
+    _, err = proc.communicate(timeout=300)
+    done.set()
+    th.join()
+    return proc.returncode, err, peak[0]
+
+
+def test_a_cli_ingest_process_tree_stays_under_500_mb(tmp_path):
+    """Issue 28: the whole tree of ``infoclust ingest`` (the command and its
+    watchdog) stays under 500 MB on a 60 MB CSV (it peaked at 616 MB, most
+    of it freed chunk buffers glibc kept; see :mod:`infoclust_dask._malloc`).
+    The file repeats one 50 000-row block, which costs the parse the same."""
+    rng = np.random.default_rng(0)
+    lab = rng.integers(0, 6, 50_000)
+    x = rng.normal(size=(50_000, 16)) + lab[:, None]
+    block = "\n".join(",".join(f"{v:.6f}" for v in row) + f",c{c}" for row, c in zip(x, lab, strict=True)) + "\n"
+    src = tmp_path / "big.csv"
+    with src.open("w") as fh:
+        fh.write(",".join([f"f{j}" for j in range(16)] + ["cls"]) + "\n")
+        for _ in range(8):
+            fh.write(block)
+    assert src.stat().st_size > 55e6
+    code, err, peak = _tree_peak([sys.executable, "-m", "infoclust_dask.cli", "ingest", str(src),
+                                  str(tmp_path / "d.zarr"), "--label-column", "cls", "--standardize"])
+    assert code == 0, err
+    assert open_dataset(tmp_path / "d.zarr")["x"].shape == (400_000, 16)
+    assert peak < 500e6, f"the ingest's process tree peaked at {peak / 1e6:.0f} MB"
+
+
+def test_return_large_blocks_takes_effect_on_glibc():
+    import platform
+
+    expected = sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc"
+    out = subprocess.run([sys.executable, "-c", "from infoclust_dask._malloc import return_large_blocks; "
+                          "print(return_large_blocks())"], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == str(expected)  # in a process of its own: it changes the process's malloc
