@@ -24,8 +24,10 @@ from pathlib import Path
 
 import numpy as np
 
-#: bytes of float64 features per block read (rows = this / (8 * width))
-BLOCK_BYTES = 32 << 20
+#: bytes of float64 features per block read (rows = this / (8 * width)); a CSV block's text, tokens, frame and
+#: copies are several times this, so it sets the parse's memory: 16 MiB keeps ``infoclust ingest`` of a 2 GB CSV
+#: near 400 MB (32 MiB: 490 MB; same speed; ``benchmarks/ingest_rss.py``)
+BLOCK_BYTES = 16 << 20
 #: strings read as missing numbers in CSV feature columns (then NaN or inf: --drop-nonfinite)
 NA_STRINGS = ["", "nan", "NaN", "NAN", "NA", "N/A", "null", "NULL", "None"]
 

@@ -38,15 +38,20 @@ def _scheduler(args):
 
 
 def _cmd_ingest(args):
+    import dask
+
     from .ingest import ingest
 
+    if args.threads < 1:
+        raise ValueError(f"--threads must be at least 1; got {args.threads}.")
     t0 = time.perf_counter()
-    path, report = ingest(
-        args.src, args.dest, label_column=args.label_column, drop_nonfinite=args.drop_nonfinite,
-        standardize=args.standardize, pca=args.pca, pca_method=args.pca_method, n_folds=args.folds, fold_seed=args.fold_seed,
-        chunks=args.chunks, codec=args.codec, overwrite=args.overwrite, progress=True, binary=args.binary,
-        labels=args.labels, encoding=args.encoding, dtype=args.dtype, append=args.append,
-    )
+    with dask.config.set(num_workers=args.threads):  # the local threads of the checks, passes and writes
+        path, report = ingest(
+            args.src, args.dest, label_column=args.label_column, drop_nonfinite=args.drop_nonfinite,
+            standardize=args.standardize, pca=args.pca, pca_method=args.pca_method, n_folds=args.folds,
+            fold_seed=args.fold_seed, chunks=args.chunks, codec=args.codec, overwrite=args.overwrite, progress=True,
+            binary=args.binary, labels=args.labels, encoding=args.encoding, dtype=args.dtype, append=args.append,
+        )
     report["store"] = str(path)
     report["seconds"] = round(time.perf_counter() - t0, 2)
     print(json.dumps(report, indent=2))
@@ -339,6 +344,10 @@ def build_parser() -> argparse.ArgumentParser:
                     help="float type of x on disk; auto (default) keeps float32 data float32, else float64")
     pi.add_argument("--binary", action="store_true",
                     help="0/1 features (e.g. documents x terms, for cmbc): stored as uint8, other values refused")
+    pi.add_argument("--threads", type=int, default=1, metavar="N",
+                    help="local threads for the checks, the passes and the writes (default 1: a light process, "
+                         "under 500 MB whatever the file size; each more thread holds ~200 MB of chunks in flight "
+                         "and saves ~10%% of the time on 2 cores)")
     pi.add_argument("--overwrite", action="store_true", help="replace an existing store at DEST")
     pi.add_argument("--append", action="store_true",
                     help="add the rows of SRC to the existing store DEST, all at once or not at all (same columns; "

@@ -208,3 +208,23 @@ def test_return_large_blocks_takes_effect_on_glibc():
     out = subprocess.run([sys.executable, "-c", "from infoclust_dask._malloc import return_large_blocks; "
                           "print(return_large_blocks())"], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == str(expected)  # in a process of its own: it changes the process's malloc
+
+
+def test_cli_ingest_threads_option(tmp_path, capsys):
+    """``--threads`` sets the local threads of the ingest's passes and
+    writes; the store is the same for 1 and 2 threads, and 0 is refused
+    with the fix."""
+    from infoclust_dask.cli import main
+
+    rng = np.random.default_rng(3)
+    np.save(tmp_path / "a.npy", rng.normal(size=(5000, 4)))
+    for th in (1, 2):
+        assert main(["ingest", str(tmp_path / "a.npy"), str(tmp_path / f"t{th}.zarr"), "--standardize",
+                     "--threads", str(th)]) == 0
+    a = np.asarray(open_dataset(tmp_path / "t1.zarr")["x"])
+    b = np.asarray(open_dataset(tmp_path / "t2.zarr")["x"])
+    np.testing.assert_array_equal(a, b)
+    capsys.readouterr()
+    assert main(["ingest", str(tmp_path / "a.npy"), str(tmp_path / "t0.zarr"), "--threads", "0"]) == 2
+    assert "--threads must be at least 1; got 0." in capsys.readouterr().err
+    assert not (tmp_path / "t0.zarr").exists()
