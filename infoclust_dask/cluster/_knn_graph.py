@@ -12,10 +12,10 @@ import numbers
 import numpy as np
 
 from .. import engine
-from ..kernels.knn import HNSW_DEFAULTS, KNN, KNN_CELLS, KNN_QUERY, cell_radii
+from ..kernels.knn import HNSW_DEFAULTS, KNN, KNN_CELLS, KNN_QUERY, cell_radii, merge_cells
 
 __all__ = ["KnnParams", "knn_recall", "EXACT_KNN_MAX_ROWS", "INDEX_MAX_ROWS", "MIN_CELLS", "CELL_SAMPLE_ROWS",
-           "ROUTE_QUANTILE", "MIN_RECALL"]
+           "ROUTE_QUANTILE", "MIN_RECALL", "MERGE_GHOSTS", "MAX_CELL_ROWS"]
 
 
 class KnnParams:
@@ -35,6 +35,11 @@ EXACT_KNN_MAX_ROWS = 50_000
 #: so that cells of unequal size still balance the work)
 INDEX_MAX_ROWS = 1_000_000
 MIN_CELLS = 8
+#: two cells whose bisector test would send each other ghosts amounting to this fraction of their own rows
+#: share one index (a boundary through one natural cluster: in 16 dimensions nearly all of each half)
+MERGE_GHOSTS = 0.5
+#: a merged cell holds at most this many rows (its task keeps ~500 bytes a row: rows, float32 copy, HNSW links)
+MAX_CELL_ROWS = 2_000_000
 #: rows per cell in the sample that places the cells' centres and sets their routing radii
 CELL_SAMPLE_ROWS = 20_000
 #: a cell's routing radius is this quantile of its sampled rows' estimated t-th neighbour distances: a row
@@ -71,9 +76,9 @@ def _neighbour_lists(X, t, method="exact", params=None, progress=False, keep=Fal
         int32_ids = n < 2**31  # one decision: the cells answer with this type, the outputs declare it
         outputs = ((np.float64, (t,)), (np.int32 if int32_ids else np.int64, (t,)))
         n_cells = max(MIN_CELLS, -(-n // INDEX_MAX_ROWS))
-        centres, radii = _cell_plan(X, n_cells, t, random_state)
-        d2, idx = engine.partition_pairs(KNN_CELLS, X, n_parts=len(centres), outputs=outputs,
-                                         params={"t": t, "centers": centres, "radii": radii},
+        centres, groups, radii = _cell_plan(X, n_cells, t, random_state)
+        d2, idx = engine.partition_pairs(KNN_CELLS, X, n_parts=len(radii), outputs=outputs,
+                                         params={"t": t, "centers": centres, "groups": groups, "radii": radii},
                                          build_params={"t": t, **HNSW_DEFAULTS, **(params or {}),
                                                        "int32_ids": int32_ids},
                                          join_params={"t": t}, progress=progress)
@@ -89,14 +94,19 @@ def _neighbour_lists(X, t, method="exact", params=None, progress=False, keep=Fal
 
 
 def _cell_plan(X, n_cells, t, random_state):
-    """Centres and routing radii of the approximate search's cells: K-means
+    """Centres, cells and routing radii of the approximate search: K-means
     (this package's, k-means++ start) on a seeded sample of
     :data:`CELL_SAMPLE_ROWS` rows per cell, fitted in this process (distinct
-    centres only: a repeated centre would own no rows), and each cell's
-    radius from the same sample (:func:`~infoclust_dask.kernels.knn.cell_radii`,
-    the :data:`ROUTE_QUANTILE` of its rows' estimated ``t``-th neighbour
+    centres only: a repeated centre would own no rows); the centres whose
+    boundary would send most of each side to the other as ghosts share a
+    cell (``groups``, :func:`~infoclust_dask.kernels.knn.merge_cells`: a cut
+    through one natural cluster; merged cells of at most
+    :data:`MAX_CELL_ROWS` rows); and each cell's radius from the same sample
+    (:func:`~infoclust_dask.kernels.knn.cell_radii`, the
+    :data:`ROUTE_QUANTILE` of its rows' estimated ``t``-th neighbour
     distance): the rows of other cells closer than that to the cell's
-    boundary are indexed with it."""
+    boundary are indexed with it. Returns ``(centres, groups, radii)``,
+    ``groups[j]`` the cell of centre ``j``, ``radii[g]`` cell ``g``'s."""
     from ._kmeans import KMeans
 
     n = int(X.shape[0])
@@ -109,7 +119,12 @@ def _cell_plan(X, n_cells, t, random_state):
     centres = np.unique(np.asarray(centres, dtype=np.float64), axis=0)
     # the sample in a seeded order: the radii's queries (the first rows of each cell) are a uniform draw
     order = np.random.default_rng([int(random_state), 25]).permutation(len(rows))
-    return centres, cell_radii(sample[order], centres, t=int(t), n_rows=n, quantile=ROUTE_QUANTILE)
+    sample = sample[order]
+    radii = cell_radii(sample, centres, t=int(t), n_rows=n, quantile=ROUTE_QUANTILE)
+    groups = merge_cells(sample, centres, radii, n_rows=n, max_rows=MAX_CELL_ROWS, min_ghosts=MERGE_GHOSTS)
+    if groups.max() + 1 < len(centres):
+        radii = cell_radii(sample, centres, t=int(t), n_rows=n, quantile=ROUTE_QUANTILE, groups=groups)
+    return centres, groups, radii
 
 
 def knn_recall(X, idx, *, n_queries=2000, random_state=0, scheduler=None):

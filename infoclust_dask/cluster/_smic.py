@@ -160,7 +160,9 @@ class SMIC(ClusterMixin, InfoclustEstimator):
         block against every block, O(n^2 d) (an hour at n = 1e6 on 2
         workers, ``docs/BENCHMARKS.md``). ``"approximate"``: the rows split into the cells of a
         coarse partition (K-means centres from a seeded sample; at least 8
-        cells, one per 1e6 rows), an HNSW index (faiss ``IndexHNSWFlat``,
+        cells, one per 1e6 rows; two cells whose boundary cuts through one
+        cluster, so that each would index most of the other's rows, share
+        one), an HNSW index (faiss ``IndexHNSWFlat``,
         the ``[knn]`` extra) per cell over its rows and the rows of other
         cells near its boundary, answering its own rows - each row is
         searched once, so the time grows about linearly in n; its recall
@@ -169,9 +171,10 @@ class SMIC(ClusterMixin, InfoclustEstimator):
         exact up to 50 000 rows, approximate above (exact, with a warning,
         when faiss is not installed).
     knn_params : dict, optional
-        HNSW settings ``M`` (links per node, default 16),
-        ``ef_construction`` (40) and ``ef_search`` (32); larger is slower and
-        closer to exact.
+        HNSW settings ``M`` (links per node, default 32),
+        ``ef_construction`` (32) and ``ef_search`` (20); larger is slower and
+        closer to exact (``docs/BENCHMARKS.md``: recall 0.95 on a
+        1e6-row cell of 16-dimensional Gaussian rows at 119 us a row).
     random_state : int, numpy Generator or None, default=None
         Seeds LSMI's basis draw and folds (the same for every candidate t),
         the eigensolver's start vector and the rows of the recall estimate.

@@ -26,7 +26,7 @@ import numpy as np
 from ._common import Pass, sq_distances
 
 __all__ = ["knn_block", "knn_top", "knn_merge", "KNN", "knn_query_block", "KNN_QUERY",
-           "HNSW_DEFAULTS", "have_faiss", "nearest_cells", "cell_radii", "cell_split", "cell_build",
+           "HNSW_DEFAULTS", "have_faiss", "nearest_cells", "cell_radii", "cell_split", "merge_cells", "cell_build",
            "result_split", "result_join", "Cells", "KNN_CELLS"]
 
 
@@ -98,8 +98,10 @@ def knn_query_block(xd: np.ndarray, *, start: int = 0, xq: np.ndarray, t: int) -
     return knn_block(xq, xd, q_start=None, d_start=start, t=t)
 
 
-#: HNSW parameters of faiss' IndexHNSWFlat: links per node, build and search beam widths
-HNSW_DEFAULTS = {"M": 16, "ef_construction": 40, "ef_search": 32}
+#: HNSW parameters of faiss' IndexHNSWFlat: links per node, build and search beam widths. Chosen on one
+#: cell of 16-dimensional standard Gaussian rows (one thread, 10 neighbours; docs/BENCHMARKS.md): at 125 000
+#: rows 64 us a row, recall 0.972 (M 16 / 40 / 32: 62 us, 0.942); at 1e6 rows 119 us, 0.953 (104 us, 0.903)
+HNSW_DEFAULTS = {"M": 32, "ef_construction": 32, "ef_search": 20}
 
 
 def have_faiss() -> bool:
@@ -132,10 +134,12 @@ def nearest_cells(x: np.ndarray, centers: np.ndarray) -> np.ndarray:
 
 
 def cell_radii(sample: np.ndarray, centers: np.ndarray, *, t: int, n_rows: int, quantile: float = 0.99,
-               max_queries: int = 1000) -> np.ndarray:
+               max_queries: int = 1000, groups: np.ndarray | None = None) -> np.ndarray:
     """A routing radius per cell, before any index exists: for each cell
-    (nearest of ``centers``), the ``quantile`` of its sampled rows' estimated
-    distance to their ``t``-th nearest other row among all ``n_rows`` rows.
+    (the rows nearest to one of ``centers``, or to any centre of one group
+    when ``groups`` maps each centre to its cell: :func:`merge_cells`), the
+    ``quantile`` of its sampled rows' estimated distance to their ``t``-th
+    nearest other row among all ``n_rows`` rows.
 
     ``sample`` is a uniform sample of ``m`` of the ``n_rows`` rows. A row's
     ``t``-th neighbour among ``n_rows`` rows lies at about the distance of its
@@ -150,9 +154,10 @@ def cell_radii(sample: np.ndarray, centers: np.ndarray, *, t: int, n_rows: int, 
     sample = np.asarray(sample, dtype=np.float64)
     m = sample.shape[0]
     k = int(min(t, max(1, np.ceil(t * m / max(int(n_rows), 1)))))
-    cells = nearest_cells(sample, centers)
-    radii = np.full(len(centers), np.inf)
-    for g in range(len(centers)):
+    groups = _groups(groups, len(centers))
+    cells = groups[nearest_cells(sample, centers)]
+    radii = np.full(int(groups.max()) + 1, np.inf)
+    for g in range(radii.size):
         rows = sample[cells == g]
         if rows.shape[0] <= k:
             continue
@@ -166,34 +171,91 @@ def cell_radii(sample: np.ndarray, centers: np.ndarray, *, t: int, n_rows: int, 
     return radii
 
 
-def cell_split(x: np.ndarray, *, start: int, centers: np.ndarray, radii: np.ndarray, t: int | None = None
-              ) -> list[tuple]:
+def _groups(groups, n_centers):
+    return np.arange(n_centers) if groups is None else np.asarray(groups, dtype=np.int64)
+
+
+def cell_split(x: np.ndarray, *, start: int, centers: np.ndarray, radii: np.ndarray, t: int | None = None,
+               groups: np.ndarray | None = None) -> list[tuple]:
     """This row block's rows split by cell, with the ghosts each cell needs:
     piece ``g`` is ``(rows, global row numbers, own)`` where ``own`` marks
-    the rows of cell ``g`` (nearest centre ``g``) and the others are rows
-    of other cells that lie closer to the bisector between their centre
-    ``c_h`` and ``c_g`` than cell ``g``'s radius ``radii[g]``:
-    ``(|y - c_g|^2 - |y - c_h|^2) / (2 |c_g - c_h|) < radii[g]``. A row of
-    cell ``g`` whose ``t``-th nearest neighbour lies within ``radii[g]``
-    has every one of its neighbours among cell ``g``'s rows and ghosts (a
-    neighbour ``y`` in cell ``h`` is at most ``|x - y|`` from that
-    bisector, ``x`` being on the other side). ``t``, shared with the
-    build, does not enter."""
+    the rows of cell ``g`` (nearest centre ``g``; with ``groups``, a centre
+    of group ``g``) and the others are rows of other cells that lie closer
+    to the bisector between their centre ``c_h`` and a centre ``c_j`` of
+    cell ``g`` than cell ``g``'s radius ``radii[g]``:
+    ``min_j (|y - c_j|^2 - |y - c_h|^2) / (2 |c_j - c_h|) < radii[g]``.
+    A row of cell ``g`` whose ``t``-th nearest neighbour lies within
+    ``radii[g]`` has every one of its neighbours among cell ``g``'s rows
+    and ghosts: a neighbour ``y`` nearest to ``c_h`` is at least its
+    distance to that bisector away from the Voronoi region of ``c_j``, so
+    at most ``|x - y|`` from the nearest one, ``x`` lying in one of them.
+    ``t``, shared with the build, does not enter."""
     x = np.asarray(x, dtype=np.float64)
     centers = np.asarray(centers, dtype=np.float64)
+    groups = _groups(groups, len(centers))
     d2c = sq_distances(x, centers)
-    cells = np.argmin(d2c, axis=1)
-    mine = d2c[np.arange(x.shape[0]), cells]
+    nearest = np.argmin(d2c, axis=1)
+    cells = groups[nearest]
+    mine = d2c[np.arange(x.shape[0]), nearest]
     ids = np.arange(start, start + x.shape[0], dtype=np.int64)
     pieces = []
-    for g in range(len(centers)):
+    for g in range(int(groups.max()) + 1):
         own = cells == g
-        gap = np.linalg.norm(centers[cells] - centers[g], axis=1)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            margin = (d2c[:, g] - mine) / (2.0 * gap)
+        margin = np.full(x.shape[0], np.inf)
+        for j in np.flatnonzero(groups == g):
+            gap = np.linalg.norm(centers[nearest] - centers[j], axis=1)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                np.fmin(margin, (d2c[:, j] - mine) / (2.0 * gap), out=margin)
         take = own | (margin < radii[g])
         pieces.append((x[take], ids[take], own[take]))
     return pieces
+
+
+def merge_cells(sample: np.ndarray, centers: np.ndarray, radii: np.ndarray, *, n_rows: int, max_rows: int,
+                min_ghosts: float = 0.5) -> np.ndarray:
+    """Which centres share a cell (``groups[j]``: the cell of centre ``j``),
+    decided on a uniform ``sample`` of the ``n_rows`` rows before any
+    index exists. Two cells are merged when the bisector test
+    (:func:`cell_split` with the per-centre ``radii``) would send each the
+    other's rows as ghosts so often that the pair's ghosts reach
+    ``min_ghosts`` of their own rows - a boundary cut through one natural
+    cluster, which in many dimensions sends nearly all of each half to the
+    other half (issue 24's 1e7 rows: two of 8 blobs cut by 10 cells, each
+    half indexing the other whole), so that two indexes cost more than one
+    over the union. Pairs are merged in decreasing order of that ratio
+    (union-find), while the merged cell's estimated rows stay at most
+    ``max_rows`` (its index must fit one task). Without such pairs every
+    centre keeps a cell of its own."""
+    sample = np.asarray(sample, dtype=np.float64)
+    P = len(centers)
+    cells = nearest_cells(sample, centers)
+    own = np.bincount(cells, minlength=P).astype(np.float64)
+    ghosts = np.zeros((P, P))  # ghosts[g, h]: sampled rows of cell h sent to cell g
+    for g, (_, ids, mine) in enumerate(cell_split(sample, start=0, centers=centers, radii=radii)):
+        ghosts[g] += np.bincount(cells[ids[~mine]], minlength=P)
+    pair = ghosts + ghosts.T
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = pair / (own[:, None] + own[None, :])
+    parent = np.arange(P)
+
+    def root(a):
+        while parent[a] != a:
+            a = parent[a]
+        return a
+
+    scale = n_rows / max(sample.shape[0], 1)
+    size = own * scale
+    first, second = np.triu_indices(P, 1)
+    r = np.nan_to_num(ratio[first, second])
+    for k in np.argsort(-r, kind="stable"):
+        if r[k] < min_ghosts:
+            break
+        a, b = root(int(first[k])), root(int(second[k]))
+        if a != b and size[a] + size[b] <= max_rows:
+            parent[b] = a
+            size[a] += size[b]
+    roots = np.array([root(j) for j in range(P)])
+    return np.unique(roots, return_inverse=True)[1].astype(np.int64)
 
 
 def _search(index, xd, ids, xq, k, drop=None):

@@ -150,25 +150,32 @@ def _brute(X, t):
     return np.take_along_axis(d2, idx, 1), idx
 
 
-def test_every_neighbour_within_the_cell_radius_is_indexed_with_the_row():
+@pytest.mark.parametrize("groups", [None, [0, 0, 1, 2, 2, 3], [1, 0, 1, 0, 1, 0]])
+def test_every_neighbour_within_the_cell_radius_is_indexed_with_the_row(groups):
     """With exact radii (the sample is all rows, the quantile 1: every row's
     true t-th distance is within its cell's radius), each cell's piece
     holds every true neighbour of every own row (ghosts from the other
     cells by the bisector test), own rows are marked and each row is own in
-    exactly one cell; with radius 0 no ghost is sent."""
+    exactly one cell; with radius 0 no ghost is sent. The same with cells
+    made of several centres (``groups``: the bisector test against the
+    nearest of the cell's centres)."""
     from infoclust_dask.kernels.knn import cell_radii, cell_split, nearest_cells
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(1500, 4))
     t = 5
     centres = X[rng.choice(1500, 6, replace=False)]
-    cells = nearest_cells(X, centres)
+    member = np.arange(6) if groups is None else np.asarray(groups)
+    n_cells = int(member.max()) + 1
+    cells = member[nearest_cells(X, centres)]
     _, idx = _brute(X, t)
-    radii = cell_radii(X, centres, t=t, n_rows=len(X), quantile=1.0, max_queries=len(X))
-    pieces = cell_split(X[:900], start=0, centers=centres, radii=radii)
-    rest = cell_split(X[900:], start=900, centers=centres, radii=radii)
+    radii = cell_radii(X, centres, t=t, n_rows=len(X), quantile=1.0, max_queries=len(X), groups=groups)
+    assert radii.shape == (n_cells,)
+    pieces = cell_split(X[:900], start=0, centers=centres, radii=radii, groups=groups)
+    rest = cell_split(X[900:], start=900, centers=centres, radii=radii, groups=groups)
+    assert len(pieces) == len(rest) == n_cells
     owners = np.zeros(len(X), dtype=int)
-    for g in range(6):
+    for g in range(n_cells):
         ids = np.concatenate([pieces[g][1], rest[g][1]])
         own = np.concatenate([pieces[g][2], rest[g][2]])
         np.testing.assert_array_equal(np.sort(ids[own]), np.flatnonzero(cells == g))
@@ -177,8 +184,40 @@ def test_every_neighbour_within_the_cell_radius_is_indexed_with_the_row():
         assert needed <= set(ids.tolist()), g
         assert len(ids) > own.sum()  # these Gaussian rows do cross the boundaries
     assert (owners == 1).all()
-    bare = cell_split(X, start=0, centers=centres, radii=np.zeros(6))
+    bare = cell_split(X, start=0, centers=centres, radii=np.zeros(n_cells), groups=groups)
     assert all(p[2].all() for p in bare)
+
+
+def test_cells_cut_through_one_cluster_are_merged():
+    """Two blobs far apart in 16 dimensions, each cut in half by two of
+    four centres: nearly every row of a half is a ghost of the other half,
+    so the halves share a cell; the blobs stay apart. With a cap below a
+    blob's rows nothing merges; blobs each with their own centre (no cut)
+    keep their cells. Merging is decided on the sample alone."""
+    from infoclust_dask.kernels.knn import cell_radii, cell_split, merge_cells
+
+    rng = np.random.default_rng(4)
+    d, n = 16, 8000
+    far = np.zeros(d)
+    far[0] = 40.0
+    X = np.vstack([rng.normal(size=(n // 2, d)), far + rng.normal(size=(n // 2, d))])
+    step = np.zeros(d)
+    step[1] = 0.5
+    centres = np.vstack([-step, step, far - step, far + step])  # each blob cut through its middle
+    radii = cell_radii(X, centres, t=10, n_rows=len(X))
+    groups = merge_cells(X, centres, radii, n_rows=len(X), max_rows=10**9)
+    assert groups.tolist() == [0, 0, 1, 1]
+    # the estimate scales the sample's counts to n_rows: a cap below a blob's rows (a half is 2000 rows) keeps them
+    assert merge_cells(X, centres, radii, n_rows=len(X), max_rows=3000).tolist() == [0, 1, 2, 3]
+    # the cost the merge saves: the split indexes each half with nearly all of the other half
+    pieces = cell_split(X, start=0, centers=centres, radii=radii)
+    assert sum(len(p[1]) for p in pieces) > 1.8 * len(X)
+    merged_radii = cell_radii(X, centres, t=10, n_rows=len(X), groups=groups)
+    merged = cell_split(X, start=0, centers=centres, radii=merged_radii, groups=groups)
+    assert sum(len(p[1]) for p in merged) == len(X)
+    whole = np.vstack([np.zeros(d), far])
+    assert merge_cells(X, whole, cell_radii(X, whole, t=10, n_rows=len(X)), n_rows=len(X),
+                       max_rows=10**9).tolist() == [0, 1]
 
 
 def test_cell_radii_are_the_quantile_of_the_exact_t_th_distances_on_the_whole_data():
@@ -233,10 +272,10 @@ def test_the_cell_graph_equals_brute_force_on_small_cells(lazy):
     X, _ = _blobs(2400, seed=3)
     t = 6
     data = da.from_array(X, chunks=700) if lazy else X
-    centres, radii = _cell_plan(X, 8, t, 0)
+    centres, groups, radii = _cell_plan(X, 8, t, 0)
     out = ((np.float64, (t,)), (np.int64, (t,)))
-    d2, idx = engine.partition_pairs(KNN_CELLS, data, n_parts=len(centres), outputs=out, block_rows=700,
-                                     params={"t": t, "centers": centres, "radii": radii},
+    d2, idx = engine.partition_pairs(KNN_CELLS, data, n_parts=len(radii), outputs=out, block_rows=700,
+                                     params={"t": t, "centers": centres, "groups": groups, "radii": radii},
                                      build_params={"t": t, "M": 32, "ef_construction": 200, "ef_search": 200},
                                      join_params={"t": t}, scheduler="threads")
     d2, idx = engine.compute((d2, idx), scheduler="threads") if lazy else (d2, idx)
