@@ -172,9 +172,9 @@ class SMIC(ClusterMixin, InfoclustEstimator):
         when faiss is not installed).
     knn_params : dict, optional
         HNSW settings ``M`` (links per node, default 32),
-        ``ef_construction`` (32) and ``ef_search`` (20); larger is slower and
-        closer to exact (``docs/BENCHMARKS.md``: recall 0.95 on a
-        1e6-row cell of 16-dimensional Gaussian rows at 119 us a row).
+        ``ef_construction`` (32) and ``ef_search`` (22); larger is slower and
+        closer to exact (``docs/BENCHMARKS.md``: recall 0.954 on a
+        1e6-row cell of 16-dimensional Gaussian rows at 116 us a row).
     random_state : int, numpy Generator or None, default=None
         Seeds LSMI's basis draw and folds (the same for every candidate t),
         the eigensolver's start vector and the rows of the recall estimate.
