@@ -259,10 +259,11 @@ def merge_cells(sample: np.ndarray, centers: np.ndarray, radii: np.ndarray, *, n
     return np.unique(roots, return_inverse=True)[1].astype(np.int64)
 
 
-def _search(index, xd, ids, own, k):
+def _search(index, xd, xf, ids, own, k):
     """The ``k`` nearest indexed rows (HNSW candidates, exact float64
-    distances) of the indexed rows at positions ``own`` of ``xd``, as global
-    ``ids``, each row's own entry removed (asked one wider).
+    distances) of the indexed rows at positions ``own`` of ``xd`` (``xf``:
+    the float32 copy the index was built from), as global ``ids``, each
+    row's own entry removed (asked one wider).
 
     Each row is searched on HNSW's bottom layer starting from its own node
     (faiss' ``IndexHNSW.search_level_0`` with the row as its entry point,
@@ -279,7 +280,7 @@ def _search(index, xd, ids, own, k):
         q = xd[rows]
         m = rows.size
         # every buffer bound to a name: swig_ptr holds a raw pointer, not a reference to the array
-        query = np.ascontiguousarray(q, dtype=np.float32)
+        query = xf[rows]  # a fancy index: a new C-ordered array
         entry = np.ascontiguousarray(rows, dtype=np.int32)  # faiss' storage_idx_t
         at = np.zeros(m, dtype=np.float32)  # the entry's distance to the query: the row itself
         found_d = np.empty((m, k), dtype=np.float32)
@@ -315,10 +316,11 @@ def cell_build(pieces: list, *, t: int, M: int = HNSW_DEFAULTS["M"],
         return ids[own], np.full((own.size, t), np.inf), np.full((own.size, t), -1, dtype=idx_dtype)
     index = faiss.IndexHNSWFlat(xd.shape[1], int(M))
     index.hnsw.efConstruction = int(ef_construction)
-    index.add(xd.astype(np.float32))
+    xf = xd.astype(np.float32)  # faiss' copy: indexed, then the queries' rows
+    index.add(xf)
     index.hnsw.efSearch = max(int(ef_search), k)
-    d2, idx = _search(index, xd, ids, own, k)
-    del index
+    d2, idx = _search(index, xd, xf, ids, own, k)
+    del index, xf
     d2, idx = knn_top(d2, idx, t)
     # row numbers below 2**31 travel as int32: 40 bytes a row less in every answer held until the join
     return ids[own], d2, idx.astype(idx_dtype, copy=False)
