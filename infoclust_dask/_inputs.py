@@ -253,7 +253,7 @@ def check_sample_weight(sample_weight, X):
         raise ValueError(
             f"sample_weight.shape == {w.shape}, expected ({X.shape[0]},) to match X."
         )
-    return w
+    return engine.prepare(w) if engine.is_lazy(w) else w  # many passes follow, as for X
 
 
 def encode_labels(y, n_samples, *, classes=None, min_classes=2, name="y"):

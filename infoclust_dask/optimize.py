@@ -10,6 +10,11 @@ statistics, never the data.
   objective (9), §3.1);
 - :func:`geometric_schedule`: deterministic-annealing schedules (widths of
   AC's continuation, stiffness beta of soft K-means, MacKay 2003, §20.4);
+- :func:`squarem`: a fixed-point iteration (EM) accelerated by squared
+  extrapolation, Varadhan & Roland (2008), keeping its monotone objective
+  (soft K-means and CMBC at each temperature);
+- :func:`next_temperature`: the adaptive deterministic-annealing step,
+  dense around predicted critical temperatures and sparse between;
 - :func:`online_epochs`: epochs of a streaming on-line algorithm with a
   value recorded after each (DC's stochastic algorithm (5)-(6));
 - :func:`held_out_search`: model selection on a hashed train/validation
@@ -36,6 +41,8 @@ __all__ = [
     "conjugate_gradients",
     "simulated_annealing",
     "geometric_schedule",
+    "squarem",
+    "next_temperature",
     "online_epochs",
     "hashed_split",
     "held_out_search",
@@ -139,6 +146,93 @@ def geometric_schedule(start: float, stop: float, steps: int) -> np.ndarray:
     if steps <= 1:
         return np.array([float(stop)])
     return np.geomspace(float(start), float(stop), int(steps))
+
+
+def squarem(step: Callable[[np.ndarray], tuple[np.ndarray, float]], x0: np.ndarray, *, max_iter: int, tol: float,
+            accelerate: bool = True) -> tuple[np.ndarray, float, int, bool]:
+    """Fixed point of ``step`` by SQUAREM (Varadhan & Roland 2008, scheme
+    SqS3 with the globalization of their §7), minimizing the objective the
+    map decreases monotonically (an EM / MM map).
+
+    ``step(x)`` returns ``(F(x), f(x))``: the map's image and the objective
+    *at x* (e.g. one pass of soft K-means returns the new centres and the
+    free energy of the current ones). A cycle maps ``x0 -> x1 -> x2``, takes
+    ``r = x1 - x0``, ``v = x2 - x1 - r`` and the step length
+    ``alpha = -|r| / |v|`` (at most -1), evaluates ``F`` at the
+    extrapolated ``x' = x0 - 2 alpha r + alpha^2 v`` and accepts
+    ``F(x')`` when ``f(x') <= f(x1)``; otherwise ``alpha`` is moved halfway
+    to -1, where ``x' = x2`` (the plain iteration, always accepted). So the
+    objectives of the accepted points never increase.
+
+    Convergence: the squared change of a plain application of the map at
+    an accepted point, ``|F(x) - x|^2 <= tol`` (the first step of a cycle),
+    as for the plain iteration. Returns ``(x, f, n_steps, converged)``;
+    ``n_steps`` counts the map's evaluations (one pass each).
+    ``accelerate=False`` is the plain iteration (the reference)."""
+    x = np.array(x0, dtype=np.float64)
+    f = np.nan
+    n = 0
+
+    def shift(a, b):
+        return float(np.sum((a - b) ** 2))
+
+    while n < max_iter:
+        x1, f = step(x)
+        n += 1
+        if shift(x1, x) <= tol:
+            return x1, f, n, True
+        if not accelerate or n >= max_iter:
+            x = x1
+            continue
+        x2, f1 = step(x1)
+        n += 1
+        if shift(x2, x1) <= tol:
+            x = x2  # converging: the next cycle's first step confirms it
+            continue
+        r = x1 - x
+        v = x2 - x1 - r
+        nv = float(np.sqrt(np.sum(v * v)))
+        alpha = -float(np.sqrt(np.sum(r * r))) / nv if nv > 0 else -1.0
+        alpha = min(alpha, -1.0)
+        while True:
+            xp = x - 2.0 * alpha * r + alpha * alpha * v if alpha < -1.0 else x2
+            if n >= max_iter:
+                x, f = x2, f1
+                break
+            x3, fp = step(xp)
+            n += 1
+            if alpha >= -1.0 or (np.isfinite(fp) and fp <= f1):
+                x, f = x3, fp
+                break
+            alpha = (alpha - 1.0) / 2.0  # halfway back to the plain step
+            if alpha > -1.01:
+                alpha = -1.0
+    return x, f, n, False
+
+
+def next_temperature(beta: float, beta_end: float, critical: Iterable[float], *, dense: float = 0.05,
+                     sparse: float = 4.0) -> float:
+    """The next stiffness of an adaptive deterministic-annealing path.
+
+    ``critical`` are the predicted critical stiffnesses of the groups of
+    centres that can still split (for soft K-means ``1 / lambda_max`` of a
+    group's posterior covariance; Rose 1998, eq. 21; MacKay 2003, eq.
+    20.17). The path steps sparsely (a factor ``sparse``) where nothing is
+    predicted, stops just below the next predicted split (a factor ``1 -
+    dense``), crosses it in one step of ``1 + dense`` and keeps stepping
+    by ``1 + dense`` while a predicted split is due but not yet seen.
+    Never beyond ``beta_end``."""
+    crit = sorted(float(b) for b in critical if np.isfinite(b) and b > 0)
+    due = [b for b in crit if b <= beta * (1.0 + dense)]
+    ahead = [b for b in crit if b > beta * (1.0 + dense)]
+    if due:
+        nxt = beta * (1.0 + dense)
+    elif ahead:
+        below = ahead[0] * (1.0 - dense)
+        nxt = ahead[0] * (1.0 + dense) if below <= beta * (1.0 + dense / 2) else min(below, beta * sparse)
+    else:
+        nxt = beta * sparse
+    return float(min(max(nxt, beta * (1.0 + dense / 2)), beta_end))
 
 
 def online_epochs(run_epoch: Callable[[Any, int], Any], state: Any, *, epochs: int, record: Callable[[Any], float],

@@ -239,7 +239,7 @@ def preprocess_store(src: PathLike, dest: PathLike, *, standardize: bool = False
         raise ValueError(f"Source and destination are the same store ('{src}'); choose another destination.")
     check_destination(dest, overwrite)
     ds = open_dataset(src)
-    sched = engine.resolve_scheduler(scheduler)
+    sched = engine.runner_for(scheduler, ds["x"])
     x, info = fit_transform(ds["x"], standardize=standardize, pca=pca, pca_method=pca_method, scheduler=sched)
     path, report = write_preprocessed(
         dest, x, info, standardize=standardize, pca=pca, n_folds=n_folds, fold_seed=fold_seed, chunks=chunks,

@@ -209,8 +209,14 @@ def _build_kmeans(v):
 
 
 def _build_softkmeans(v):
-    return {"n_clusters": v["k"], "beta_schedule": np.geomspace(v["beta_min"], v["beta_max"], v["n_betas"]),
-            "max_iter": v["max_iter"]}
+    if v["n_betas"] is None:  # betas placed from the data, up to --beta-max
+        if v["beta_min"] is not None:
+            raise ValueError("--beta-min sets the first stiffness of a fixed schedule: give --n-betas too (without "
+                             "it, the schedule starts below the data's first critical stiffness by itself).")
+        schedule: Any = "auto"
+    else:
+        schedule = np.geomspace(0.01 if v["beta_min"] is None else v["beta_min"], v["beta_max"], v["n_betas"])
+    return {"n_clusters": v["k"], "beta": v["beta_max"], "beta_schedule": schedule, "max_iter": v["max_iter"]}
 
 
 def _build_ac(v):
@@ -236,9 +242,12 @@ METHODS: dict[str, Method] = {m.name: m for m in (
     Method(
         "softkmeans", "SoftKMeans", "soft K-means annealed over a schedule of stiffness beta",
         options=(
-            Option("--beta-min", None, type=float, default=0.01, help="first (softest) stiffness (default 0.01)"),
+            Option("--beta-min", None, type=float, default=None,
+                   help="first (softest) stiffness of a fixed schedule (with --n-betas; default 0.01)"),
             Option("--beta-max", None, type=float, default=10.0, help="last (stiffest) stiffness (default 10)"),
-            Option("--n-betas", None, type=int, default=40, help="stiffnesses, log-spaced (default 40)"),
+            Option("--n-betas", None, type=int, default=None,
+                   help="a fixed schedule of this many log-spaced stiffnesses; default: placed from the data, "
+                        "dense around the predicted splits"),
             Option("--max-iter", "max_iter", type=int, default=3000,
                    help="EM iterations at most per stiffness (default 3000; near a split the iteration is slow)"),
         ),

@@ -97,8 +97,8 @@ def bootstrap_replicate(X: DataLike, Y: DataLike, params: dict, reference: Any, 
     """
     from .cluster import AssociativeClustering
 
-    sched = engine.resolve_scheduler(scheduler)
     A, B = open_input(X, variable="x"), open_input(Y, variable="y")
+    sched = engine.runner_for(scheduler, A)
     n = A.shape[0]
     rng = np.random.default_rng(seed)
     idx = np.sort(rng.integers(0, n, n))
@@ -154,7 +154,7 @@ def bootstrap_reliability(X: DataLike, Y: DataLike = None, *, n_boot: int = 20, 
 
     if Y is None:
         Y = X
-    sched = engine.resolve_scheduler(scheduler)
+    sched = engine.runner_for(scheduler, open_input(X, variable="x"))
     ref = AssociativeClustering(**{**params, "random_state": random_state, "scheduler": sched}).fit(X, Y)
     base = replicate_params(ref)
     seeds = np.random.default_rng(random_state).integers(0, 2**31, n_boot)

@@ -41,7 +41,7 @@ def reference_fit(store: str, params: dict, seed: int, scheduler: str | None, ru
     ds = open_dataset(store)
     if "y" not in ds:
         raise ValueError(f"The store '{store}' has no second view 'y'; associative clustering needs paired data.")
-    sched = engine.resolve_scheduler(scheduler)
+    sched = engine.runner_for(scheduler, ds["x"])
     t0 = time.perf_counter()
     # hundreds of passes: the fit keeps small data in worker memory (engine.prepare)
     ac = AssociativeClustering(**params, random_state=seed, scheduler=sched).fit(ds["x"], ds["y"])

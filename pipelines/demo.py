@@ -75,7 +75,7 @@ def fit_kmeans(store: str, n_clusters: int, scheduler: str | None, seed: int, ru
     from infoclust_dask.store import open_dataset
 
     ds = open_dataset(store)
-    sched = engine.resolve_scheduler(scheduler)  # start the cluster before timing the fit
+    sched = engine.runner_for(scheduler, ds["x"])  # start the cluster before timing the fit
     X = engine.prepare(ds["x"], scheduler=sched)  # small enough to keep in worker memory
     t0 = time.perf_counter()
     km = KMeans(n_clusters, random_state=seed, scheduler=sched).fit(X)
@@ -107,7 +107,7 @@ def fit_dc(store: str, n_clusters: int, scheduler: str | None, seed: int, run_di
     ds = open_dataset(store)
     if "label" not in ds:
         return None
-    sched = engine.resolve_scheduler(scheduler)
+    sched = engine.runner_for(scheduler, ds["x"])
     X = engine.prepare(ds["x"], scheduler=sched)
     c = engine.prepare(ds["label"], scheduler=sched)
     t0 = time.perf_counter()
@@ -152,10 +152,10 @@ def ac_vs_kmeans(store: str, ac_model: str, scheduler: str | None, seed: int) ->
     from infoclust_dask.runs import load_model
     from infoclust_dask.store import open_dataset
 
-    sched = engine.resolve_scheduler(scheduler)
+    ds = open_dataset(store)
+    sched = engine.runner_for(scheduler, ds["x"])
     ac = load_model(ac_model)
     ac.scheduler = sched
-    ds = open_dataset(store)
     k, l_ = ac.cluster_centers_x_.shape[0], ac.cluster_centers_y_.shape[0]
     kx = KMeans(k, random_state=seed, scheduler=sched).fit(store)
     ky = KMeans(l_, random_state=seed, scheduler=sched).fit(ds["y"].data)
@@ -176,7 +176,7 @@ def anneal(store: str, n_clusters: int, scheduler: str | None, seed: int, run_di
     from infoclust_dask.store import open_dataset
 
     ds = open_dataset(store)
-    sched = engine.resolve_scheduler(scheduler)
+    sched = engine.runner_for(scheduler, ds["x"])
     X = engine.prepare(ds["x"], scheduler=sched)  # hundreds of passes: keep it in memory
     mean, axes, var = principal_axes(X, 2, scheduler=sched)
     beta_c = 1.0 / var[0]  # MacKay (20.17): first split where beta = 1/sigma_1^2
@@ -243,7 +243,7 @@ def cmbc_next(storage: str, scheduler: str | None, seed: int, n_samples: int = 2
         write_dataset(dest, Y, dtype=np.uint8, extra_labels={f"q{j + 1}": Q[:, j] for j in range(4)},
                       provenance={"source": f"make_cmbc_data({n_samples}, p_noise=0.1)"}, overwrite=True)
     ds = open_dataset(dest)
-    sched = engine.resolve_scheduler(scheduler)
+    sched = engine.runner_for(scheduler, ds["x"])
     Q = np.stack([np.asarray(engine.compute(ds[f"q{j + 1}"].data, scheduler=sched)) for j in range(4)], axis=1)
     out = {"store": str(dest), "n": int(ds.sizes["sample"])}
     for name, gamma in (("CMBC", "default"), ("EM", 0.0)):
@@ -265,7 +265,7 @@ def smic_store(store: str, n_clusters: int, scheduler: str | None, seed: int) ->
     from infoclust_dask.store import open_dataset
 
     ds = open_dataset(store)
-    sched = engine.resolve_scheduler(scheduler)
+    sched = engine.runner_for(scheduler, ds["x"])
     y = np.asarray(engine.compute(ds["label"].data, scheduler=sched))
     t0 = time.perf_counter()
     m = SMIC(n_clusters, random_state=seed, scheduler=sched).fit(ds["x"])

@@ -379,14 +379,15 @@ def test_ingest_into_a_full_disk_is_named_and_leaves_nothing(tmp_path):
 
 def test_ctrl_c_during_a_fit_on_the_local_cluster_ends_with_one_line(tmp_path):
     """SIGINT to the whole process group (what Ctrl-C in a terminal sends,
-    workers included) during `infoclust fit` on the default local cluster:
+    workers included) during `infoclust fit` on a local cluster:
     exit 130 with one line, no tracebacks from this process or its workers,
     and no worker left behind."""
     import psutil
 
     store = _store(tmp_path, n=400_000, chunks=50_000)
     p = subprocess.Popen([sys.executable, "-m", "infoclust_dask.cli", "fit", "softkmeans", str(store), "-k", "6",
-                          "--n-betas", "200", "--storage", str(tmp_path / "st")], stdout=subprocess.PIPE,
+                          "--n-betas", "200", "--scheduler", "local", "--storage", str(tmp_path / "st")],
+                         stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True, start_new_session=True,
                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # a background job's
     proc = psutil.Process(p.pid)  # shell ignores SIGINT, and children inherit that: give Ctrl-C back

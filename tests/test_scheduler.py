@@ -17,8 +17,9 @@ import pytest
 from distributed import get_task_stream
 from helpers import CountLocalComputes
 
-from infoclust_dask import _scheduler, engine, metrics, open_dataset, write_dataset
+from infoclust_dask import engine, metrics, open_dataset, write_dataset
 from infoclust_dask.datasets import make_smic_toy
+from infoclust_dask.engine import runners
 from infoclust_dask.ingest import ingest
 from infoclust_dask.kernels import Pass
 from infoclust_dask.kernels.stats import MOMENTS
@@ -93,10 +94,10 @@ TRACE = Pass("thread_trace", _thread_trace, combine=_concat)
 def test_configured_synchronous_scheduler_is_honoured():
     x = da.from_array(np.arange(4000.0).reshape(-1, 2), chunks=(100, 2))
     with dask.config.set(scheduler="synchronous"):
-        assert _scheduler.resolve_scheduler(None).kind == "sync"
+        assert runners.resolve_scheduler(None).kind == "sync"
         got = engine.map_reduce(TRACE, x)
     assert set(got["threads"]) == {threading.get_ident()}  # every block on the calling thread
-    assert _scheduler.resolve_scheduler(None).kind == "threads"
+    assert runners.resolve_scheduler(None).kind == "threads"
     got = engine.map_reduce(TRACE, x)
     assert threading.get_ident() not in set(got["threads"])
 
@@ -135,14 +136,14 @@ def test_a_fit_resolves_its_scheduler_once_and_every_pass_runs_there(local_clust
     from infoclust_dask import DiscriminativeClustering
 
     seen = []
-    real = _scheduler.resolve_scheduler
+    real = runners.resolve_scheduler
 
     def counting(scheduler=None):
-        if scheduler is not None and not isinstance(scheduler, _scheduler.Scheduler):
+        if scheduler is not None and not isinstance(scheduler, runners.Runner):
             seen.append(scheduler)
         return real(scheduler)
 
-    monkeypatch.setattr(_scheduler, "resolve_scheduler", counting)
+    monkeypatch.setattr(runners, "resolve_scheduler", counting)
     rng = np.random.default_rng(0)
     X = da.from_array(np.vstack([rng.normal(c, 1.0, size=(400, 3)) for c in (0, 4)]), chunks=200)
     y = da.from_array(np.repeat([0, 1], 400), chunks=200)
@@ -151,7 +152,7 @@ def test_a_fit_resolves_its_scheduler_once_and_every_pass_runs_there(local_clust
                                       scheduler=local_cluster_client).fit(X, y)
     assert local.n == 0 and dc.contingency_.sum() == 800
     assert seen == [local_cluster_client]  # once, by the fit
-    assert _scheduler._INSTALLED.get() is None
+    assert runners._INSTALLED.get() is None
 
 
 def test_installed_schedulers_nest_and_stay_in_their_thread():
@@ -165,7 +166,7 @@ def test_installed_schedulers_nest_and_stay_in_their_thread():
         t.start()
         t.join()
     assert outer == ["threads"]  # another thread sees the default, not this thread's installed scheduler
-    assert _scheduler._INSTALLED.get() is None
+    assert runners._INSTALLED.get() is None
 
 
 @pytest.mark.parametrize("payload, said", [(b"\x00garbage\xff" * 100, "does not speak dask's protocol"),
@@ -238,8 +239,8 @@ def test_a_process_whose_scheduler_died_exits_quickly_without_a_traceback(tmp_pa
             except OSError:
                 assert time.monotonic() < deadline, "the dask scheduler did not start"
                 time.sleep(0.2)
-        code = ("import sys\nfrom infoclust_dask import _scheduler\n"
-                f"_scheduler.resolve_scheduler('tcp://127.0.0.1:{port}')\nprint('connected', flush=True)\n"
+        code = ("import sys\nfrom infoclust_dask.engine import runners\n"
+                f"runners.resolve_scheduler('tcp://127.0.0.1:{port}')\nprint('connected', flush=True)\n"
                 "sys.stdin.readline()\n")
         child = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                  stderr=subprocess.PIPE, text=True, cwd=tmp_path)

@@ -33,7 +33,6 @@ import numbers
 from typing import Any, Self
 
 import numpy as np
-from scipy.stats import hypergeom
 from sklearn.utils.validation import check_is_fitted
 
 from .. import engine, optimize
@@ -77,7 +76,7 @@ def fused_pays(n_rows, mx, my, scheduler=None) -> bool:
     k, dx = mx.shape
     l_, dy = my.shape
     terms = k * k * l_ * (dx + 1) + l_ * l_ * k * (dy + 1)
-    return (engine.resolve_scheduler(scheduler).kind == "distributed" and terms <= FUSED_MAX_TERMS
+    return (not engine.resolve_scheduler(scheduler).local and terms <= FUSED_MAX_TERMS
             and n_rows * terms <= FUSED_MAX_WORK)
 
 
@@ -522,6 +521,7 @@ def cca_start(X, Y, k, l_, rng, min_corr=0.05):
 
 def cross_cluster_table(counts):
     """Per-cell surprise of a contingency table (see :meth:`AssociativeClustering.cross_clusters`)."""
+    from scipy.stats import hypergeom  # (0.45 s to import: only when the surprise test runs)
     n = np.asarray(counts, dtype=np.int64)
     N = int(n.sum())
     rows, cols = n.sum(axis=1), n.sum(axis=0)

@@ -19,7 +19,7 @@ from .. import engine
 from .._validation import RANDOM_STATE, SAMPLE_DIM, VARIABLES, Anything, Interval
 from ..journal import recording
 from ..kernels.kmeans import ASSIGN
-from ._xarray import XarrayIO
+from ._xarray import XarrayIO, runner_for_call
 
 __all__ = ["InfoclustEstimator", "SHARED_CONSTRAINTS", "SHARED_PARAMETERS_DOC", "voronoi_labels", "journaled"]
 
@@ -95,23 +95,34 @@ class InfoclustEstimator(XarrayIO, BaseEstimator):
 
 
 def _runner_installed(method):
-    """``method`` with the estimator's runner installed for its passes."""
+    """``method`` with the estimator's runner installed for its passes
+    (placed by its first argument's size when no scheduler is named);
+    ``run_summary`` says where the fit ran (``runner_``)."""
     import functools
 
     @functools.wraps(method)
     def wrapper(self, *args, **kwargs):
-        with engine.installed(self.scheduler):
-            return method(self, *args, **kwargs)
+        data = args[0] if args else None
+        data = data["x"] if hasattr(data, "data_vars") and "x" in getattr(data, "data_vars", ()) else data
+        with runner_for_call(self, data):
+            out = method(self, *args, **kwargs)
+        if method.__name__ == "run_summary" and isinstance(out, dict) and hasattr(self, "runner_"):
+            out = {**out, "runner": dict(self.runner_)}
+        return out
 
     wrapper.__installs_runner__ = True
     return wrapper
 
 
-def voronoi_labels(X, centers, *, lazy=True):
-    """Nearest-prototype label of every row: a lazy dask array when ``lazy``
-    (the caller's input was lazy), else computed into a numpy array."""
+def voronoi_labels(X, centers, *, lazy=None):
+    """Nearest-prototype label of every row, lazy for lazy ``X`` (numpy for
+    numpy); ``lazy`` overrides that: ``True`` (the caller of a fit gave lazy
+    input, which the fit may have read into memory) gives a dask array,
+    ``False`` a numpy array."""
     labels = engine.map_blocks(ASSIGN, X, params={"centers": centers})
-    return labels if lazy else np.asarray(engine.compute(labels))
+    if lazy is None:
+        return labels
+    return engine.as_lazy(labels) if lazy else np.asarray(engine.compute(labels))
 
 
 def journaled(fit):
@@ -133,7 +144,8 @@ def journaled(fit):
         if checkpoint is not None and resume is not None and Path(checkpoint) != Path(resume):
             raise ValueError("Pass checkpoint= (a new fit) or resume= (continue one), not two different folders.")
         # one frame between the fit and its caller (the warnings' stack levels count on it)
-        with engine.installed(self.scheduler), _warm_started(self, init):  # resolved once: every pass runs there
+        with runner_for_call(self, X) as runner, _warm_started(self, init):  # chosen once: every pass runs there
+            self.runner_ = runner.describe()  # where the fit runs, and why
             X, args, kwargs, finish = prepare_call(self, "fit", X, args, kwargs)  # xarray in: see _xarray
             folder = resume if resume is not None else checkpoint
             if folder is None:

@@ -176,7 +176,7 @@ class CMBC(ClusterMixin, InfoclustEstimator):
     # ------------------------------------------------------------------
     def _check_X(self, X, reset):
         if _is_sparse(X):
-            if engine.resolve_scheduler().kind == "distributed":
+            if not engine.resolve_scheduler().local:
                 raise ValueError("scipy.sparse input runs on a local scheduler ('sync' or 'threads'); for a "
                                  "cluster, pass a dask array or a store.")
             X = X.tocsr()
@@ -300,6 +300,7 @@ class CMBC(ClusterMixin, InfoclustEstimator):
         baseline (the constraint has nothing to act on).
         """
         validate_params(self)
+        lazy_input = engine.is_lazy(X) or isinstance(X, str) or hasattr(X, "__fspath__")
         X = self._check_X(X, True)
         n, m = X.shape
         check_n_clusters(self, self.n_clusters, n)
@@ -326,7 +327,7 @@ class CMBC(ClusterMixin, InfoclustEstimator):
         self.gamma_ = gamma
         self.n_patterns_ = P
         self.pattern_model_ = pm
-        self.labels_ = self._labels(X)
+        self.labels_ = engine.as_lazy(self._labels(X)) if lazy_input else self._labels(X)
         used = int(np.count_nonzero(np.bincount(np.asarray(engine.compute(self.labels_)
                                                             if engine.is_lazy(self.labels_) else self.labels_),
                                                 minlength=self.n_clusters)))

@@ -15,6 +15,12 @@ rounds that each keep every row with probability ``min(1, l w D^2 / phi)``
 then the candidates, weighted by the number of rows closest to them, are
 reduced to k centres by k-means++ and Lloyd on the driver. Cost:
 ``2 * rounds + 2`` passes.
+
+k-means++ on a sample (:func:`init_sampled_kmeanspp`), for data that
+streams from its store at every pass: one pass draws a uniform sample of
+``max(20 000, 100 k)`` rows (hashed per row index: the same sample for any
+chunking), the best of 5 k-means++ seedings, each refined by Lloyd, on it in this
+process. Cost: 1 pass over the data, whatever k.
 """
 
 from __future__ import annotations
@@ -22,9 +28,9 @@ from __future__ import annotations
 import numpy as np
 
 from .. import engine
-from ..kernels.kmeans import CLOSEST_COUNTS, D2_PICK, KMEANS_PARALLEL_SAMPLE, KPP_TRIALS
+from ..kernels.kmeans import CLOSEST_COUNTS, D2_PICK, KMEANS_PARALLEL_SAMPLE, KPP_TRIALS, UNIFORM_SAMPLE, nearest
 
-__all__ = ["init_random", "init_kmeanspp", "init_kmeans_parallel"]
+__all__ = ["init_random", "init_kmeanspp", "init_kmeans_parallel", "init_sampled_kmeanspp", "seed_sample_rows"]
 
 
 def _trials(X, w, centers, candidates):
@@ -139,3 +145,38 @@ def init_kmeans_parallel(X, w, n_clusters, rng, *, oversampling_factor=2.0, roun
     with engine.installed("sync"):  # the candidates are small, in this process
         init = init_kmeanspp(cand, cw, n_clusters, rng)
     return lloyd(cand, cw, init) if lloyd is not None else init
+
+
+def seed_sample_rows(n_clusters: int) -> int:
+    """Rows of the uniform sample :func:`init_sampled_kmeanspp` seeds on."""
+    return max(20_000, 100 * int(n_clusters))
+
+
+def init_sampled_kmeanspp(X, w, n_clusters, rng, *, lloyd=None, sample_rows=None, n_trials=5):
+    """k-means++ on a uniform sample drawn in one pass, refined by Lloyd on
+    the (weighted) sample: centres as good as k-means++ on the whole data
+    (the full Lloyd iterations follow) at the cost of one pass instead of
+    ``k + 1``. Rows are kept with probability ``p = sample_rows / n`` and
+    weigh ``w / p``. ``n_trials`` seedings (each refined by ``lloyd``) run
+    on the sample and the one of lowest sample inertia is kept: a bad draw
+    costs passes over the sample, never over the data. Falls back to :func:`init_kmeanspp` on the whole data
+    when the sample holds fewer than ``n_clusters`` rows."""
+    n = int(X.shape[0])
+    m = seed_sample_rows(n_clusters) if sample_rows is None else int(sample_rows)
+    p = min(1.0, m / max(n, 1))
+    st = engine.map_reduce(UNIFORM_SAMPLE, X, w, params={"p": p, "seed": int(rng.integers(2**63))})
+    S, sw = np.asarray(st["rows"], dtype=np.float64), np.asarray(st["weights"], dtype=np.float64) / p
+    keep = sw > 0
+    S, sw = S[keep], sw[keep]
+    if S.shape[0] < n_clusters:
+        return init_kmeanspp(X, w, n_clusters, rng)
+    best, best_cost = None, np.inf
+    with engine.installed("sync"):  # the sample is small, in this process
+        for _ in range(n_trials):  # each trial costs passes over the sample only
+            c = init_kmeanspp(S, sw, n_clusters, rng)
+            if lloyd is not None:
+                c = lloyd(S, sw, c)
+            cost = float(sw @ nearest(S, c)[1])
+            if cost < best_cost:
+                best, best_cost = c, cost
+    return best

@@ -26,7 +26,7 @@ from .._validation import ArrayLike, Interval, Options, check_n_clusters, check_
 from ..kernels.kmeans import DISTANCES, INERTIA, LLOYD_FAR, LLOYD_STEP
 from ..kernels.stats import SUM_SQ
 from ._base import InfoclustEstimator, journaled, voronoi_labels
-from ._init import init_kmeans_parallel, init_kmeanspp, init_random
+from ._init import init_kmeans_parallel, init_kmeanspp, init_random, init_sampled_kmeanspp, seed_sample_rows
 
 __all__ = ["KMeans", "EmptyClusterWarning", "lloyd"]
 
@@ -101,7 +101,11 @@ class KMeans(ClusterMixin, TransformerMixin, InfoclustEstimator):
     n_clusters : int, default=8
         Number of clusters K.
     init : {"k-means++", "k-means||", "random"} or array of shape (n_clusters, n_features), default="k-means++"
-        Seeding. ``"k-means++"``: exact D^2 sampling, one pass per centre.
+        Seeding. ``"k-means++"``: greedy D^2 sampling (Arthur & Vassilvitskii
+        2007), one pass per centre on data held in memory; on data that
+        stream from their store at every pass, k-means++ (then Lloyd) on a
+        uniform sample of ``max(20 000, 100 * n_clusters)`` rows drawn in
+        one pass, so the seeding costs one pass whatever K.
         ``"k-means||"``: oversampling rounds, better for large K on big data.
         ``"random"``: distinct rows drawn uniformly. An array is used as is.
     n_init : int or "auto", default="auto"
@@ -128,6 +132,9 @@ class KMeans(ClusterMixin, TransformerMixin, InfoclustEstimator):
     cluster_centers_ : ndarray of shape (n_clusters, n_features)
     labels_ : ndarray or dask array of shape (n_samples,)
         Lazy (dask) when X was lazy.
+    seeding_ : str
+        How the kept run was seeded and what it cost, e.g. ``"k-means++ on a
+        20000-row uniform sample (1 pass)"``.
     inertia_ : float
         Weighted sum of squared distances of samples to their nearest centre.
     n_iter_ : int
@@ -194,15 +201,22 @@ class KMeans(ClusterMixin, TransformerMixin, InfoclustEstimator):
     def _seed(self, X, w, rng):
         k = self.n_clusters
         if not isinstance(self.init, str):
+            self.seeding_ = "given centres"
             return np.array(self.init, dtype=np.float64)
         if self.init == "random":
+            self.seeding_ = "random rows"
             return init_random(X, w, k, rng)
-        if self.init == "k-means++":
-            return init_kmeanspp(X, w, k, rng)
-
         def refine(C, cw, c0):
             with engine.installed("sync"):  # the candidates are small, in this process
                 return lloyd(C, cw, c0, max_iter=100, tol=0.0, warn_empty=False)[0]
+
+        if self.init == "k-means++":
+            if engine.streams(X):  # k + 1 passes over a store would cost more than the fit: seed on a sample
+                self.seeding_ = f"best of 5 k-means++ on a {seed_sample_rows(k)}-row uniform sample (1 pass)"
+                return init_sampled_kmeanspp(X, w, k, rng, lloyd=refine)
+            self.seeding_ = f"k-means++ ({k + 1} passes)"
+            return init_kmeanspp(X, w, k, rng)
+        self.seeding_ = f"k-means|| ({2 * self.init_max_iter + 2} passes)"
 
         return init_kmeans_parallel(
             X, w, k, rng, oversampling_factor=self.oversampling_factor,
@@ -281,7 +295,7 @@ class KMeans(ClusterMixin, TransformerMixin, InfoclustEstimator):
         ``summary.json``: the inertia and the cluster sizes."""
         check_is_fitted(self)
         labels = np.asarray(engine.compute(self.labels_))
-        return {"inertia": float(self.inertia_),
+        return {"inertia": float(self.inertia_), "seeding": getattr(self, "seeding_", None),
                 "cluster_sizes": np.bincount(labels, minlength=self.cluster_centers_.shape[0]).tolist()}
 
     def fit_predict(self, X: DataLike, y: Any = None, sample_weight: DataLike | None = None) -> Labels:

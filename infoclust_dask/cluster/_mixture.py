@@ -131,7 +131,7 @@ class IsotropicGaussianMixture(ClusterMixin, InfoclustEstimator):
         X, info = prepare_input(self, X, reset=True, need_moments=True)
         self._check(info.n)
         self._em(X, None, 0, info)
-        self.labels_ = self._assign(X)
+        self.labels_ = engine.as_lazy(self._assign(X)) if info.lazy_input else self._assign(X)
         return self
 
     def predict(self, X: DataLike) -> Labels:
@@ -172,7 +172,7 @@ class MDA2(IsotropicGaussianMixture):
         C, self.classes_ = encode_labels(y, info.n, min_classes=1)
         self.n_classes_ = len(self.classes_)
         self._em(X, C, self.n_classes_, info)
-        self.labels_ = self._assign(X)
+        self.labels_ = engine.as_lazy(self._assign(X)) if info.lazy_input else self._assign(X)
         return self
 
     def fit_predict(self, X: DataLike, y: Any) -> Labels:

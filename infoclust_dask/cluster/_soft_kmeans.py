@@ -36,16 +36,46 @@ from .._validation import (
     param_error,
     validate_params,
 )
-from ..kernels.kmeans import RESPONSIBILITIES, SOFT_KMEANS
+from ..kernels.kmeans import RESPONSIBILITIES, SOFT_KMEANS, SOFT_SCATTER
 from ..kernels.stats import WEIGHTED_SUM
+from ..optimize import next_temperature, squarem
 from ._base import InfoclustEstimator, journaled, voronoi_labels
 from ._init import init_kmeanspp, init_random
 
-__all__ = ["SoftKMeans", "n_distinct"]
+__all__ = ["SoftKMeans", "n_distinct", "center_groups", "critical_stiffness"]
 
 
 def n_distinct(centers, tol):
     """Number of groups of centres closer than ``tol`` (single linkage)."""
+    return len(center_groups(centers, tol))
+
+
+#: the betas before the last of an annealing path stop at this many times ``tol`` (they only carry the path)
+INTERMEDIATE_TOL_FACTOR = 100.0
+
+
+def _soft_iterate(X, w, centers, beta, *, max_iter, tol, accelerate=True):
+    """Fixed-point iteration (20.7)-(20.9) at one beta, accelerated by
+    SQUAREM (:func:`infoclust_dask.optimize.squarem`; the free energy, which
+    every EM step lowers, never rises along it).
+
+    Returns ``(centers, free_energy, n_iter, converged)``; the free energy is
+    ``-(1/beta) sum_n w_n log sum_k exp(-beta d_nk)``. One pass per iteration.
+    """
+
+    def step(c):
+        st = engine.map_reduce(SOFT_KMEANS, X, w, params={"centers": c, "beta": beta})
+        R = st["R"]
+        new = c.copy()
+        ok = R > 0
+        new[ok] = st["S"][ok] / R[ok, None]
+        return new, -float(st["log_z"]) / beta
+
+    return squarem(step, centers, max_iter=max_iter, tol=tol, accelerate=accelerate)
+
+
+def center_groups(centers, tol):
+    """Groups of centres closer than ``tol`` (single linkage), as lists of indices."""
     k = centers.shape[0]
     parent = list(range(k))
 
@@ -59,30 +89,37 @@ def n_distinct(centers, tol):
         for j in range(i + 1, k):
             if np.linalg.norm(centers[i] - centers[j]) <= tol:
                 parent[find(i)] = find(j)
-    return len({find(i) for i in range(k)})
+    groups: dict = {}
+    for i in range(k):
+        groups.setdefault(find(i), []).append(i)
+    return list(groups.values())
 
 
-def _soft_iterate(X, w, centers, beta, *, max_iter, tol):
-    """Fixed-point iteration (20.7)-(20.9) at one beta.
-
-    Returns ``(centers, free_energy, n_iter, converged)``; the free energy is
-    ``-(1/beta) sum_n w_n log sum_k exp(-beta d_nk)``. One pass per iteration.
-    """
-    free = np.nan
-    for it in range(1, max_iter + 1):
-        st = engine.map_reduce(
-            SOFT_KMEANS, X, w, params={"centers": centers, "beta": beta}
-        )
-        R = st["R"]
-        new = centers.copy()
-        ok = R > 0
-        new[ok] = st["S"][ok] / R[ok, None]
-        free = -float(st["log_z"]) / beta
-        shift = float(((new - centers) ** 2).sum())
-        centers = new
-        if shift <= tol:
-            return centers, free, it, True
-    return centers, free, max_iter, False
+def critical_stiffness(R, Q, centers, groups):
+    """Predicted critical stiffness of each group of coinciding centres that
+    can split (two or more centres): ``1 / lambda_max`` of the group's
+    posterior covariance ``C_g = sum_{k in g} (Q_k + R_k (m_k - mu_g)(m_k -
+    mu_g)^T) / R_g`` (Rose 1998, eq. 21, ``T_c = 2 lambda_max`` with ``d =
+    ||x - m||^2``; in MacKay's parametrization ``d = ||x - m||^2 / 2`` of
+    eq. 20.2 this is ``beta_c = 1 / lambda_max``, eq. 20.17 for one
+    Gaussian). ``R``, ``Q``: the sums of
+    :func:`infoclust_dask.kernels.kmeans.soft_scatter_stats`. A group whose
+    rows all coincide never splits (``inf``)."""
+    out = []
+    for g in groups:
+        if len(g) < 2:
+            continue
+        Rg = float(R[g].sum())
+        if not Rg > 0:
+            continue
+        mu = (R[g, None] * centers[g]).sum(axis=0) / Rg
+        C = Q[g].sum(axis=0)
+        for k in g:
+            dm = centers[k] - mu
+            C = C + R[k] * np.outer(dm, dm)
+        lam = float(np.linalg.eigvalsh(C / Rg)[-1])
+        out.append(1.0 / lam if lam > 0 else np.inf)
+    return out
 
 
 class SoftKMeans(ClusterMixin, TransformerMixin, InfoclustEstimator):
@@ -94,13 +131,25 @@ class SoftKMeans(ClusterMixin, TransformerMixin, InfoclustEstimator):
     beta : float, default=1.0
         Stiffness (an inverse squared length, sigma = beta^-1/2). Used when
         ``beta_schedule`` is None.
-    beta_schedule : array-like of increasing floats, optional
+    beta_schedule : "auto", array-like of increasing floats, or None, default=None
         Deterministic annealing: the fixed point is followed from the first
         to the last beta; centres start at the (weighted) data mean, which is
         the fixed point for small beta. The final model is the last beta's.
+        ``"auto"`` places the betas from the data, up to ``beta``: it starts
+        at half the first critical stiffness ``1 / lambda_max`` of the data's
+        covariance (all centres merged) and, after each beta, predicts the
+        critical stiffness of every group of coinciding centres from its
+        posterior covariance (:func:`critical_stiffness`, one extra pass),
+        then steps sparsely (x4) where no split is predicted, stops 5 %
+        below the next one and crosses it in a 5 % step. ``None``: one fit
+        at ``beta``.
     init : {"k-means++", "random"} or array, default="k-means++"
         Start of a single-beta fit (ignored when annealing, which starts at
         the mean).
+    acceleration : {"squarem", "none"}, default="squarem"
+        The fixed-point iteration at each beta, accelerated by SQUAREM
+        (Varadhan & Roland 2008; the free energy never rises along it) or
+        plain.
     max_iter : int, default=3000
         Iterations (passes) per beta, at most; a beta stops earlier when
         converged (``tol``). Next to a bifurcation the fixed point is
@@ -136,6 +185,10 @@ class SoftKMeans(ClusterMixin, TransformerMixin, InfoclustEstimator):
     n_iter_path_ : ndarray of shape (n_betas,)
     n_iter_ : int
         Total iterations (= passes) over all betas.
+    predicted_critical_path_ : ndarray of shape (n_betas,)
+        With ``beta_schedule="auto"``: after each beta, the smallest
+        predicted critical stiffness of a group of centres that can still
+        split (``inf`` when none can).
 
     Notes
     -----
@@ -156,8 +209,9 @@ class SoftKMeans(ClusterMixin, TransformerMixin, InfoclustEstimator):
     [1, 1, 2, 2]
     """
 
-    def __init__(self, n_clusters: int = 8, *, beta: float = 1.0, beta_schedule: NumbersLike | None = None,
-                 init: str | NumbersLike = "k-means++", max_iter: int = 3000, tol: float = 1e-10,
+    def __init__(self, n_clusters: int = 8, *, beta: float = 1.0, beta_schedule: NumbersLike | str | None = None,
+                 init: str | NumbersLike = "k-means++", acceleration: str = "squarem", max_iter: int = 3000,
+                 tol: float = 1e-10,
                  perturbation: float = 1e-2,
                  random_state: RandomStateLike = None, scheduler: SchedulerLike = None, sample_dim: str | None = None,
                  variables: Sequence[str] | None = None, verbose: int = 0):
@@ -166,7 +220,8 @@ class SoftKMeans(ClusterMixin, TransformerMixin, InfoclustEstimator):
     _parameter_constraints = {
         "n_clusters": [Interval(int, 1)],
         "beta": [Interval(float, 0, closed="neither")],
-        "beta_schedule": [ArrayLike(), Options(None)],
+        "beta_schedule": [ArrayLike(), Options(None, "auto")],
+        "acceleration": [Options("squarem", "none")],
         "init": [Options("k-means++", "random"), ArrayLike()],
         "max_iter": [Interval(int, 1)],
         "tol": [Interval(float, 0)],
@@ -176,6 +231,8 @@ class SoftKMeans(ClusterMixin, TransformerMixin, InfoclustEstimator):
     def _betas(self):
         if self.beta_schedule is None:
             return np.array([float(self.beta)]), False
+        if isinstance(self.beta_schedule, str):  # "auto" (validate_params allows nothing else)
+            return None, True
         b = np.asarray(self.beta_schedule, dtype=np.float64).ravel()
         if b.size == 0 or not np.all(np.isfinite(b)) or np.any(b <= 0) or np.any(np.diff(b) < 0):
             raise param_error(
@@ -233,21 +290,56 @@ class SoftKMeans(ClusterMixin, TransformerMixin, InfoclustEstimator):
                     f"(n_clusters, n_features) = ({k}, {info.d})."
                 )
 
-        path, free, iters = [], [], []
+        accelerate = self.acceleration == "squarem"
+        # centres closer than this are one group, as in critical_betas(): a group that began to split but is
+        # not yet 5 % apart is still "due", and the path keeps its dense steps until the split is seen
+        group_tol = 0.05 * np.sqrt(scale2)
+        path, free, iters, used, predicted = [], [], [], [], []
         not_converged = []
-        with Steps(self, len(betas), "SoftKMeans: annealing", unit="beta") as bar:
-            for i, beta in enumerate(betas):
+
+        def predict(c, b):  # the smallest critical stiffness still to come (one pass)
+            st = engine.map_reduce(SOFT_SCATTER, X, w, params={"centers": c, "beta": b})
+            crit = critical_stiffness(st["R"], st["Q"], c, center_groups(c, group_tol))
+            return crit
+
+        auto = betas is None
+        if auto:
+            beta_end = float(self.beta)
+            first = predict(centers, beta_end)
+            beta = min(0.5 * min(first), beta_end) if first and np.isfinite(min(first)) else beta_end
+            total = None
+        else:
+            total = len(betas)
+        with Steps(self, total, "SoftKMeans: annealing", unit="beta") as bar:
+            i = 0
+            while True:
+                if not auto:
+                    beta = float(betas[i])
                 if annealing:
                     centers = centers + self.perturbation * np.sqrt(scale2) * rng.standard_normal(centers.shape)
-                centers, f, it, ok = _soft_iterate(X, w, centers, beta, max_iter=self.max_iter, tol=tol)
+                last = (beta >= beta_end) if auto else (i == len(betas) - 1)
+                centers, f, it, ok = _soft_iterate(X, w, centers, beta, max_iter=self.max_iter,
+                                                   tol=tol if last else tol * INTERMEDIATE_TOL_FACTOR,
+                                                   accelerate=accelerate)
                 path.append(centers.copy())
                 free.append(f)
                 iters.append(it)
+                used.append(beta)
                 if not ok:
                     not_converged.append(float(beta))
                 bar.update(1, beta=f"{beta:.3g}")
-                log(self, f"[SoftKMeans] beta {i + 1}/{len(betas)} = {beta:.4g}: {it} iterations, "
-                          f"free energy {f:.6g}")
+                log(self, f"[SoftKMeans] beta {i + 1}{'' if auto else f'/{len(betas)}'} = {beta:.4g}: {it} "
+                          f"iterations, free energy {f:.6g}")
+                i += 1
+                if auto:
+                    if beta >= beta_end:
+                        predicted.append(np.inf)
+                        break
+                    crit = predict(centers, beta)
+                    predicted.append(min(crit) if crit else np.inf)
+                    beta = next_temperature(beta, beta_end, crit)
+                elif i == len(betas):
+                    break
         if not_converged:
             warnings.warn(
                 f"SoftKMeans did not converge within max_iter={self.max_iter} at beta="
@@ -256,13 +348,17 @@ class SoftKMeans(ClusterMixin, TransformerMixin, InfoclustEstimator):
                 ConvergenceWarning,
                 stacklevel=3,
             )
-        self.betas_ = betas
+        self.betas_ = np.array(used)
+        if auto:
+            self.predicted_critical_path_ = np.array(predicted)
+        elif hasattr(self, "predicted_critical_path_"):
+            del self.predicted_critical_path_
         self.centers_path_ = np.array(path)
         self.free_energy_path_ = np.array(free)
         self.n_iter_path_ = np.array(iters)
         self.n_iter_ = int(sum(iters))
         self.cluster_centers_ = centers
-        self.beta_ = float(betas[-1])
+        self.beta_ = float(used[-1])
         self.data_scale_ = float(np.sqrt(scale2))
         self.labels_ = voronoi_labels(X, centers, lazy=info.lazy_input)
         return self

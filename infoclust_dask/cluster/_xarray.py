@@ -220,16 +220,30 @@ def _same(out):
     return out
 
 
+def runner_for_call(est, X):
+    """``engine.installed`` for one call of ``est`` on ``X``: the
+    estimator's ``scheduler=`` if it names one, else the runner the data's
+    size chooses (:func:`infoclust_dask.engine.place`); a store path is
+    opened lazily to learn its size."""
+    from .. import engine
+    from .._inputs import is_path, open_input
+
+    if X is not None and is_path(X):
+        try:
+            X = open_input(X)
+        except Exception:  # noqa: BLE001 - the call itself reports what is wrong with X
+            X = None
+    return engine.installed(getattr(est, "scheduler", None), data=X)
+
+
 def xarray_io(method_name, func):
     """Wrap an estimator method: the estimator's ``scheduler=`` installed
     for every pass of the call (:func:`infoclust_dask.engine.installed`),
     xarray input -> (samples, features) DataArray, per-sample output ->
     DataArray over the caller's sample dim."""
-    from .. import engine
-
     @functools.wraps(func)
     def wrapper(self, X, *args, **kwargs):
-        with engine.installed(getattr(self, "scheduler", None)):
+        with runner_for_call(self, X):
             X, args, kwargs, finish = prepare_call(self, method_name, X, args, kwargs)
             return finish(func(self, X, *args, **kwargs))
 

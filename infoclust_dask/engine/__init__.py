@@ -22,23 +22,36 @@ Task keys carry the pass's name and a token of the pass, its parameters and
 its inputs (``dc_count_stats-<token>-<block>``), so the dashboard shows what
 runs and a key never names two different tasks.
 
-Schedulers are resolved by :mod:`infoclust_dask._scheduler`
-(``resolve_scheduler`` and ``installed`` are re-exported here): an
-estimator installs its ``scheduler=`` once per fit with
-``engine.installed(...)``, and every engine call below it that is given no
-scheduler runs there. Results do not depend on the
+Where passes run is a runner (:mod:`.runners`: in this process, or a
+``distributed`` scheduler), chosen once per fit by ``engine.installed(
+scheduler, data=X)`` - a named scheduler, else the data's size
+(:func:`place`) - and every engine call below it that is given no
+scheduler runs there; the engine's modules ask the runner (compute,
+persist, broadcast, keep, apply), never a scheduler name. Results do not depend on the
 chunking beyond float64 round-off.
 """
 
 from __future__ import annotations
 
-from .._scheduler import Scheduler, close_local_client, installed, local_client, resolve_scheduler
-from .blocks import DEFAULT_BLOCK_BYTES, INLINE_LOAD_BYTES, as_array, build_reduction, is_lazy, n_rows
-from .execute import ChecksumError, NoWorkersError, compute, one_blas_thread
+from .._scheduler import close_local_client, local_client
+from .blocks import DEFAULT_BLOCK_BYTES, INLINE_LOAD_BYTES, as_array, as_lazy, build_reduction, is_lazy, n_rows
+from .execute import ChecksumError, NoWorkersError, one_blas_thread
 from .pairs import block_pairs, cross_pairs, partition_pairs
 from .passes import fold_blocks, generate, map_blocks, map_reduce, n_blocks
-from .placement import PERSIST_BYTES, persist, persist_all, prepare, take_rows
+from .placement import PERSIST_BYTES, persist, persist_all, prepare, streams, take_rows
 from .rowblocks import RowBlocks, exchange
+from .runners import (
+    Distributed,
+    InProcess,
+    Runner,
+    compute,
+    data_bytes,
+    in_process_budget,
+    installed,
+    place,
+    resolve_scheduler,
+    runner_for,
+)
 
 __all__ = [
     "ChecksumError",
@@ -55,14 +68,22 @@ __all__ = [
     "build_reduction",
     "n_blocks",
     "as_array",
+    "as_lazy",
     "resolve_scheduler",
     "installed",
     "local_client",
     "close_local_client",
-    "Scheduler",
+    "Runner",
+    "InProcess",
+    "Distributed",
+    "place",
+    "runner_for",
+    "data_bytes",
+    "in_process_budget",
     "persist",
     "persist_all",
     "prepare",
+    "streams",
     "compute",
     "one_blas_thread",
     "n_rows",

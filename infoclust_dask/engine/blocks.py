@@ -57,6 +57,19 @@ def as_array(data: Any) -> Any:
     return np.asarray(data)
 
 
+def as_lazy(a: Any) -> Any:
+    """A dask array over ``a`` (numpy, in row blocks of the engine's size),
+    or ``a`` itself when it is already lazy: per-sample results of a fit whose
+    caller gave lazy input stay lazy (dask in, dask out) even when the fit
+    read the data into memory."""
+    if a is None or _is_dask(a):
+        return a
+    import dask.array as da
+
+    a = np.asarray(a)
+    return da.from_array(a, chunks=(_auto_rows(a),) + a.shape[1:])
+
+
 def n_rows(a: Any) -> int:
     return int(a.shape[0])
 

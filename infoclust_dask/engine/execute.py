@@ -1,7 +1,8 @@
-"""Computing: :func:`compute` on the resolved scheduler (one call per pass,
-retried after re-sending scattered blocks lost with a worker), the registry
-of scattered blocks that makes the retry possible, and one BLAS thread while
-dask's threads run kernels in this process."""
+"""Computing on a distributed scheduler (:func:`compute_distributed`: one
+call per pass, retried after re-sending scattered blocks lost with a
+worker), the registry of scattered blocks that makes the retry possible,
+chunk checksum errors named, and one BLAS thread while dask's threads run
+kernels in this process. The runners (:mod:`.runners`) call these."""
 
 from __future__ import annotations
 
@@ -10,22 +11,10 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from .._scheduler import resolve_scheduler
-from .blocks import is_lazy
-
 
 class ChecksumError(ValueError):
     """A chunk read by a pass failed its stored CRC-32C: its bytes are not
     those written (a damaged disk or object, a partial copy)."""
-
-
-def compute(obj: Any, *, scheduler: Any = None, progress: bool = False) -> Any:
-    """Compute one dask object (array or delayed), or a tuple / list of them,
-    on the resolved scheduler. Non-dask objects come back as they are. A
-    chunk whose bytes fail their CRC-32C (stores written with the ``crc32c``
-    codec check every chunk they read) raises :class:`ChecksumError`."""
-    with checksums_named():
-        return _compute(obj, scheduler=scheduler, progress=progress)
 
 
 @contextlib.contextmanager
@@ -43,60 +32,52 @@ def checksums_named() -> Iterator[None]:
             "re-ingest the store from its source.") from None
 
 
-def _compute(obj: Any, *, scheduler: Any = None, progress: bool = False) -> Any:
-    sched = resolve_scheduler(scheduler)
-    if isinstance(obj, (tuple, list)):
-        if not any(is_lazy(o) or hasattr(o, "dask") for o in obj):
-            return obj
-        import dask
+def compute_distributed(client: Any, obj: Any, *, progress: bool = False) -> Any:
+    """``obj`` computed on a distributed ``client``: a pass whose scattered
+    blocks were lost with a worker is retried after they are sent again
+    (:func:`_rescatter_lost`); a pass left without workers ends in
+    :class:`NoWorkersError`."""
+    for attempt in range(RESCATTER_ATTEMPTS + 1):
+        fut = client.compute(obj, optimize_graph=False)
+        if progress:
+            import sys
 
-        return type(obj)(_compute(dask.delayed(list)(list(obj)), scheduler=sched, progress=progress))
-    if not is_lazy(obj) and not hasattr(obj, "dask"):
-        return obj
-    if sched.kind == "distributed":
-        for attempt in range(RESCATTER_ATTEMPTS + 1):
-            fut = sched.client.compute(obj, optimize_graph=False)
-            if progress:
-                import contextlib
-                import sys
+            from distributed import progress as dprogress
 
-                from distributed import progress as dprogress
+            with contextlib.redirect_stdout(sys.stderr):  # its text bar writes to stdout, which is for results
+                dprogress(fut)
+        try:
+            return _result(client, fut)
+        except Exception as exc:
+            if isinstance(exc, NoWorkersError):
+                raise
+            if "cancel" in type(exc).__name__.lower() and not _scheduler_alive(client):
+                raise NoWorkersError(f"The dask scheduler at {_address(client)} stopped answering "
+                                     "during a pass, which was cancelled. Start it again (and its workers); a "
+                                     "fit with a run folder continues with --resume.") from None
+            if attempt == RESCATTER_ATTEMPTS or not _SCATTERED:
+                raise
+            cancelled = "cancel" in type(exc).__name__.lower()
+            if not cancelled and not _lost_keys(client):
+                raise  # an error of the pass itself
+            # let the scheduler notice the dead worker first: blocks re-sent before it does may be
+            # placed on that worker and lost again (seen on a loaded machine)
+            import time
 
-                with contextlib.redirect_stdout(sys.stderr):  # its text bar writes to stdout, which is for results
-                    dprogress(fut)
-            try:
-                return _result(sched.client, fut)
-            except Exception as exc:
-                if isinstance(exc, NoWorkersError):
-                    raise
-                if "cancel" in type(exc).__name__.lower() and not _scheduler_alive(sched.client):
-                    raise NoWorkersError(f"The dask scheduler at {_address(sched.client)} stopped answering "
-                                         "during a pass, which was cancelled. Start it again (and its workers); a "
-                                         "fit with a run folder continues with --resume.") from None
-                if attempt == RESCATTER_ATTEMPTS or not _SCATTERED:
-                    raise
-                cancelled = "cancel" in type(exc).__name__.lower()
-                if not cancelled and not _lost_keys(sched.client):
-                    raise  # an error of the pass itself
-                # let the scheduler notice the dead worker first: blocks re-sent before it does may be
-                # placed on that worker and lost again (seen on a loaded machine)
-                import time
+            time.sleep(min(8.0, 0.5 * 2 ** attempt))
+            if not _rescatter_lost(client):
+                raise
+    raise AssertionError("unreachable")
 
-                time.sleep(min(8.0, 0.5 * 2 ** attempt))
-                if not _rescatter_lost(sched.client):
-                    raise
-    import dask
 
-    scheduler_name = "sync" if sched.kind == "sync" else "threads"
-    if progress:
-        import sys
+def wait_futures(client: Any, futures: Any) -> None:
+    """Wait until every future is done (their data stay where they are);
+    raise the first error."""
+    from distributed import as_completed
 
-        from dask.diagnostics import ProgressBar
-
-        with ProgressBar(out=sys.stderr), one_blas_thread(scheduler_name):  # stdout: results (CLI JSON)
-            return dask.compute(obj, scheduler=scheduler_name, optimize_graph=False)[0]
-    with one_blas_thread(scheduler_name):
-        return dask.compute(obj, scheduler=scheduler_name, optimize_graph=False)[0]
+    for f in as_completed(list(futures), loop=client.loop):
+        if f.status == "error":
+            f.result()
 
 
 class NoWorkersError(RuntimeError):

@@ -10,7 +10,6 @@ from typing import Any
 import numpy as np
 
 from ..kernels._common import Pass
-from . import execute
 from .blocks import (
     _align,
     _auto_rows,
@@ -23,6 +22,7 @@ from .blocks import (
     _tree,
     as_array,
 )
+from .runners import compute
 
 
 def block_pairs(bp: Pass, data: Any, *, outputs: tuple, params: dict | None = None, scheduler: Any = None,
@@ -72,7 +72,7 @@ def block_pairs(bp: Pass, data: Any, *, outputs: tuple, params: dict | None = No
     result = tuple(da.concatenate(parts) for parts in per_output)
     if lazy:
         return result
-    return tuple(np.asarray(r) for r in execute.compute(result, scheduler=scheduler, progress=progress))
+    return tuple(np.asarray(r) for r in compute(result, scheduler=scheduler, progress=progress))
 
 
 def cross_pairs(bp: Pass, queries: Any, *data: Any, outputs: tuple, params: dict | None = None,
@@ -144,7 +144,7 @@ def cross_pairs(bp: Pass, queries: Any, *data: Any, outputs: tuple, params: dict
             part = dask.delayed(_pick, pure=True)(res, key)
             per_output[k].append(da.from_delayed(part, shape=(qn,) + tuple(trailing), dtype=dtype))
     result = tuple(da.concatenate(parts) for parts in per_output)
-    return tuple(np.asarray(r) for r in execute.compute(result, scheduler=scheduler, progress=progress))
+    return tuple(np.asarray(r) for r in compute(result, scheduler=scheduler, progress=progress))
 
 
 def _cells_split(bp, params, start, x):
@@ -220,7 +220,7 @@ def partition_pairs(bp: Pass, data: Any, *, n_parts: int, outputs: tuple, params
         for k, (dtype, trailing) in enumerate(outputs))
     if lazy:
         return result
-    return tuple(np.asarray(r) for r in execute.compute(result, scheduler=scheduler, progress=progress))
+    return tuple(np.asarray(r) for r in compute(result, scheduler=scheduler, progress=progress))
 
 
 def _pick(result, key):

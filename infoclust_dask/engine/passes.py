@@ -10,9 +10,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import journal
-from .._scheduler import resolve_scheduler, thread_pool
 from ..kernels._common import Pass, run_chunk, run_fold_step
-from . import execute
 from .blocks import (
     _align,
     _array_slices,
@@ -28,7 +26,7 @@ from .blocks import (
     as_array,
     build_reduction,
 )
-from .execute import one_blas_thread
+from .runners import resolve_scheduler
 
 
 # --------------------------------------------------------------------------
@@ -94,7 +92,7 @@ def _in_process(bp, kind, arrays, scheduler, block_rows=None):
     arrays = [as_array(a) for a in arrays]
     _check_pass(bp, kind, arrays)
     sched = resolve_scheduler(scheduler)
-    if any(_is_dask(a) for a in arrays if a is not None) or sched.kind not in ("sync", "threads"):
+    if not sched.local or any(_is_dask(a) for a in arrays if a is not None):
         return arrays, sched, None
     _same_rows(arrays)
     return arrays, sched, _array_slices(arrays[0], block_rows)
@@ -112,16 +110,12 @@ def _map_reduce(bp, arrays, params, scheduler, split_every, block_rows, progress
         def run(sl):
             return run_chunk(bp, sl.start, _rows(arrays, sl), params)
 
-        if sched.kind == "sync" or len(slices) == 1:
-            parts = [run(sl) for sl in slices]
-        else:
-            with one_blas_thread():
-                parts = list(thread_pool().map(run, slices))
+        parts = sched.each(run, slices)
         result = _tree(parts, bp.combine, split_every)
         return bp.finalize(result) if bp.finalize is not None else result
 
     result = build_reduction(bp, *arrays, params=params, split_every=split_every)
-    return execute.compute(result, scheduler=sched, progress=progress)
+    return sched.compute(result, progress=progress)
 
 
 def _fold_call(bp, start, state, params, *blocks):
@@ -161,7 +155,7 @@ def fold_blocks(bp: Pass, *arrays: Any, state: Any, params: dict | None = None, 
             continue
         out = step(int(starts[i]), out, p, *[None if bl is None else bl[i] for bl in block_lists],
                    dask_key_name=f"{bp.name}-{token}-{n}")
-    return execute.compute(out, scheduler=sched)
+    return sched.compute(out)
 
 
 def n_blocks(data: Any, block_rows: int | None = None) -> int:

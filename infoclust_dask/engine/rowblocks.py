@@ -8,10 +8,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .._scheduler import Scheduler, resolve_scheduler
-from . import execute
 from .blocks import _align, _auto_rows, _block_starts, _is_dask, _keyed_blocks, _same_rows, as_array
-from .placement import _wait_futures, persist
+from .runners import Runner, resolve_scheduler
 
 
 class RowBlocks:
@@ -23,7 +21,7 @@ class RowBlocks:
     per call) and returns the per-block results in row order. Call
     :meth:`release` (or drop the object) to free the blocks."""
 
-    def __init__(self, sched: Scheduler, blocks: list | None, starts: list[int], sizes: list[int], name: str,
+    def __init__(self, sched: Runner, blocks: list | None, starts: list[int], sizes: list[int], name: str,
                  keep: Any = None) -> None:
         self.sched, self.blocks, self.name = sched, blocks, name
         self.starts, self.sizes = list(starts), list(sizes)
@@ -40,24 +38,11 @@ class RowBlocks:
         self.calls += 1
         if self.blocks is None:
             raise RuntimeError(f"{self.name}: the row blocks were released.")
-        if self.sched.kind != "distributed":
-            return [func(b, shared) for b in self.blocks]
-        client = self.sched.client
-        arg = client.scatter(shared, broadcast=True, hash=False) if isinstance(shared, np.ndarray) else shared
-        futs = [client.submit(func, b, arg, key=f"{self.name}-apply-{self.calls}-{i}", pure=False)
-                for i, b in enumerate(self.blocks)]
-        try:
-            return client.gather(futs)
-        finally:
-            for f in futs:
-                f.release()
-            if arg is not shared:
-                arg.release()
+        return self.sched.apply(self.blocks, func, shared, f"{self.name}-apply-{self.calls}")
 
     def release(self) -> None:
-        if self.blocks is not None and self.sched.kind == "distributed":
-            for f in self.blocks:
-                f.release()
+        if self.blocks is not None:
+            self.sched.release(self.blocks)
         self.blocks = self._keep = None
 
 
@@ -99,16 +84,14 @@ def exchange(split: Callable[..., Any], join: Callable[..., Any], *arrays: Any, 
     else:
         _same_rows(arrays)
         rows = int(block_rows or _auto_rows(arrays[0]))
-        aligned = [persist(a, scheduler=sched, chunk_rows=rows) for a in arrays]
+        aligned = [sched.persist(a, chunk_rows=rows) for a in arrays]
     aligned = [a.rechunk({1: -1}) if a.ndim == 2 and len(a.chunks[1]) > 1 else a for a in aligned]
     sizes = list(aligned[0].chunks[0])
     bounds = _block_starts(sizes)
     starts = bounds[:-1]
     n = int(bounds[-1])
     token = tokenize(split, join, params, {k: tokenize(v) for k, v in (shared or {}).items()}, *aligned)
-    if sched.kind == "distributed" and shared:
-        shared = {k: sched.client.scatter(np.asarray(v), broadcast=True, hash=False) for k, v in shared.items()}
-    shared = dict(shared or {})
+    shared = {k: sched.broadcast(np.asarray(v)) for k, v in (shared or {}).items()}
     block_lists = _keyed_blocks(aligned)
     sp = dask.delayed(partial(_exchange_split, split, params), pure=True)
     jn = dask.delayed(partial(_exchange_join, join, params), pure=True)
@@ -117,17 +100,5 @@ def exchange(split: Callable[..., Any], join: Callable[..., Any], *arrays: Any, 
     joins = [jn(shared, n, int(starts[b]), [splits[s][b] for s in range(len(sizes))],
                 *[bl[b] for bl in block_lists], dask_key_name=f"{name}-join-{token}-{b}")
              for b in range(len(sizes))]
-    if sched.kind == "distributed":
-        blocks = sched.client.compute(joins, optimize_graph=False)
-        if progress:
-            import contextlib
-            import sys
-
-            from distributed import progress as dprogress
-
-            with contextlib.redirect_stdout(sys.stderr):
-                dprogress(blocks)
-        _wait_futures(sched.client, blocks)
-    else:
-        blocks = list(execute.compute(joins, scheduler=sched, progress=progress))
+    blocks = sched.keep(joins, progress=progress)
     return RowBlocks(sched, blocks, starts, sizes, name, keep=shared)

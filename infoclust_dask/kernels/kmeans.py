@@ -27,6 +27,7 @@ __all__ = [
     "min_sq_dist",
     "soft_responsibilities",
     "soft_kmeans_stats", "SOFT_KMEANS",
+    "soft_scatter_stats", "SOFT_SCATTER",
     "responsibilities", "RESPONSIBILITIES",
     "distances", "DISTANCES",
     "nearest",
@@ -34,6 +35,7 @@ __all__ = [
     "kpp_trial_stats", "KPP_TRIALS",
     "kmeans_parallel_sample", "KMEANS_PARALLEL_SAMPLE",
     "closest_count_stats", "CLOSEST_COUNTS",
+    "uniform_sample_rows", "UNIFORM_SAMPLE",
 ]
 
 
@@ -172,6 +174,28 @@ def soft_kmeans_stats(x: np.ndarray, w: np.ndarray | None = None, *, centers: np
     return {"R": r.sum(axis=0), "S": r.T @ x, "log_z": np.array(log_z.sum())}
 
 
+def soft_scatter_stats(x: np.ndarray, w: np.ndarray | None = None, *, centers: np.ndarray, beta: float
+                       ) -> dict[str, np.ndarray]:
+    """Per centre, the responsibility-weighted scatter about the centre,
+    ``Q[k] = sum_n w_n r_k^(n) (x_n - m_k)(x_n - m_k)^T``, with ``R[k]``:
+    the posterior covariance ``Q[k] / R[k]`` whose largest eigenvalue sets
+    the critical stiffness ``1 / lambda_max`` at which a centre (or a group
+    of coinciding centres) splits (Rose 1998, section III; MacKay 2003,
+    eq. 20.17 for one Gaussian). Once per stiffness of an adaptive
+    annealing path, not per iteration."""
+    x = np.asarray(x, dtype=np.float64)
+    c = np.asarray(centers, dtype=np.float64)
+    r, _ = soft_responsibilities(x, c, beta)
+    if w is not None:
+        r *= np.asarray(w, dtype=np.float64)[:, None]
+    k, d = c.shape
+    Q = np.empty((k, d, d))
+    for j in range(k):
+        diff = x - c[j]
+        Q[j] = (diff * r[:, j:j + 1]).T @ diff
+    return {"R": r.sum(axis=0), "Q": Q}
+
+
 def nearest(x: np.ndarray, centers: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Index of the nearest centre and the exact squared distance to it
     (``||x - m_label||^2``, no cancellation: a row equal to a centre has
@@ -267,6 +291,19 @@ def kmeans_parallel_sample(x: np.ndarray, w: np.ndarray | None = None, *, start:
     return {"rows": x[keep], "index": np.arange(start, start + x.shape[0])[keep]}
 
 
+def uniform_sample_rows(x: np.ndarray, w: np.ndarray | None = None, *, start: int, p: float, seed: int
+                        ) -> dict[str, np.ndarray]:
+    """A uniform sample of a block's rows: row n kept when its hashed uniform
+    number (:func:`row_hash_uniform`, so the sample does not depend on the
+    chunking) is below ``p``; returns the rows, their weights (``w`` or 1)
+    and their global indices. Combine by :func:`combine_concat`."""
+    x = np.asarray(x)
+    keep = row_hash_uniform(seed, start, x.shape[0]) < p
+    wt = np.ones(x.shape[0]) if w is None else np.asarray(w, dtype=np.float64)
+    return {"rows": np.asarray(x[keep], dtype=np.float64), "weights": wt[keep],
+            "index": np.arange(start, start + x.shape[0])[keep]}
+
+
 def closest_count_stats(x: np.ndarray, w: np.ndarray | None = None, *, centers: np.ndarray) -> dict[str, np.ndarray]:
     """Weighted number of rows closest to each candidate centre (for the
     final weighted reduction of k-means|| candidates) and the cost phi."""
@@ -296,10 +333,13 @@ LLOYD_FAR = Pass("lloyd_far_stats", lloyd_stats, combine=combine_lloyd, inputs=(
 INERTIA = Pass("inertia_stats", inertia_stats, inputs=("x", "w"))
 ASSIGN = Pass("assign_labels", assign_labels, kind="map", dtype=np.int64)
 SOFT_KMEANS = Pass("soft_kmeans_stats", soft_kmeans_stats, inputs=("x", "w"))
+SOFT_SCATTER = Pass("soft_scatter_stats", soft_scatter_stats, inputs=("x", "w"))
 RESPONSIBILITIES = Pass("responsibilities", responsibilities, kind="map")
 DISTANCES = Pass("distances", distances, kind="map")
 D2_PICK = Pass("d2_pick_in_block", d2_pick_in_block, combine=combine_concat, inputs=("x", "w"))
 KPP_TRIALS = Pass("kpp_trial_stats", kpp_trial_stats, combine=combine_concat, inputs=("x", "w"), start=True)
 KMEANS_PARALLEL_SAMPLE = Pass("kmeans_parallel_sample", kmeans_parallel_sample, combine=combine_concat,
                               inputs=("x", "w"), start=True)
+UNIFORM_SAMPLE = Pass("uniform_sample_rows", uniform_sample_rows, combine=combine_concat, inputs=("x", "w"),
+                      start=True)
 CLOSEST_COUNTS = Pass("closest_count_stats", closest_count_stats, inputs=("x", "w"))

@@ -178,3 +178,42 @@ def test_sklearn_estimator_checks():
                 "check_sample_weight_equivalence_on_dense_data": "seeding draws differ after shuffling",
             },
         )
+
+
+def test_streamed_data_are_seeded_on_a_one_pass_sample(monkeypatch):
+    """Data that stream from their store (lazy, not held in memory) are
+    seeded by k-means++ on a uniform sample drawn in one pass: the same
+    sample for any chunking, one seeding pass whatever k, and a final
+    inertia within 1 % of k-means++ on the whole data."""
+    import dask.array as da
+
+    from infoclust_dask import engine
+    from infoclust_dask.cluster import _init
+    from infoclust_dask.kernels.kmeans import UNIFORM_SAMPLE
+
+    rng = np.random.default_rng(0)
+    centres = rng.normal(0, 4, size=(12, 5))
+    X = centres[rng.integers(0, 12, 60_000)] + rng.normal(size=(60_000, 5))
+    a = engine.map_reduce(UNIFORM_SAMPLE, da.from_array(X, chunks=7_001), None, params={"p": 0.1, "seed": 5})
+    b = engine.map_reduce(UNIFORM_SAMPLE, X, None, params={"p": 0.1, "seed": 5})
+    np.testing.assert_array_equal(a["index"], b["index"])
+    assert abs(a["index"].size - 6_000) < 300  # ~ p n rows
+    monkeypatch.setenv("INFOCLUST_IN_PROCESS_BYTES", "0")  # the lazy input stays lazy: it streams
+    lazy = da.from_array(X, chunks=10_000)
+    passes = []
+    real = engine.map_reduce
+
+    def counting(bp, *args, **kw):
+        if args and getattr(args[0], "shape", (0,))[0] == X.shape[0]:  # a pass over the data, not the sample
+            passes.append(bp.name)
+        return real(bp, *args, **kw)
+
+    monkeypatch.setattr(_init.engine, "map_reduce", counting)
+    km = KMeans(12, random_state=0, scheduler="threads").fit(lazy)
+    seeding = passes[:passes.index("lloyd_step_stats")]
+    monkeypatch.undo()
+    assert km.seeding_.startswith("best of 5 k-means++ on a 20000-row uniform sample")
+    assert seeding == ["moments_stats", "uniform_sample_rows"], seeding
+    full = KMeans(12, random_state=0, scheduler="threads").fit(X)
+    assert full.seeding_ == "k-means++ (13 passes)"
+    assert km.inertia_ <= 1.01 * full.inertia_, (km.inertia_, full.inertia_)

@@ -116,15 +116,16 @@ def test_predict_in_two_passes_equals_the_blockwise_rule(normalization, monkeypa
     X, _ = _blobs(3000, seed=5)
     new = np.random.default_rng(1).normal(size=(10_000, 8)) * 3
     m = SMIC(6, t=6, random_state=0, scheduler="sync", kernel_normalization=normalization).fit(X)
-    from infoclust_dask.engine import execute
+    from infoclust_dask.engine.runners import InProcess
 
     computes = []
-    real = execute.compute  # every pass of the engine computes through it
-    monkeypatch.setattr(execute, "compute",
-                        lambda obj, **k: (computes.append(1) if isinstance(obj, tuple) else None) or real(obj, **k))
+    real = InProcess.compute  # every pass of the engine computes through its runner
+    monkeypatch.setattr(InProcess, "compute",
+                        lambda self, obj, **k: (computes.append(1) if isinstance(obj, tuple) else None)
+                        or real(self, obj, **k))
     got = m.predict_proba(new)
     assert len(computes) == 2
-    monkeypatch.setattr(execute, "compute", real)
+    monkeypatch.setattr(InProcess, "compute", real)
     t, phi = m.t_, m.eigenvectors_
     if normalization == "symmetric":
         phi = phi / np.sqrt(m.degree_)[:, None]

@@ -136,3 +136,141 @@ def test_weight_k_equals_k_repeats(blobs):
     a = SoftKMeans(3, beta=0.8, init=X[:3]).fit(X, sample_weight=w)
     b = SoftKMeans(3, beta=0.8, init=X[:3]).fit(np.repeat(X, w, axis=0))
     np.testing.assert_allclose(a.cluster_centers_, b.cluster_centers_, rtol=1e-8)
+
+
+# ---------------------------------------------------------------------------
+# the adaptive path: predicted critical stiffness, SQUAREM, the schedule
+# ---------------------------------------------------------------------------
+def test_predicted_critical_stiffness_is_one_over_the_largest_variance():
+    """At merged centres, critical_stiffness is 1 / lambda_max of the data's
+    covariance (MacKay 20.17 in d dimensions), against numpy's eigvalsh; a
+    group whose rows all coincide never splits."""
+    from infoclust_dask.cluster._soft_kmeans import center_groups, critical_stiffness
+    from infoclust_dask.kernels.kmeans import soft_scatter_stats
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(5000, 3)) @ np.array([[2.0, 0.3, 0.0], [0.0, 1.0, 0.5], [0.0, 0.0, 0.4]])
+    centers = np.tile(X.mean(0), (3, 1))
+    st = soft_scatter_stats(X, None, centers=centers, beta=0.7)
+    groups = center_groups(centers, 1e-9)
+    assert groups == [[0, 1, 2]]
+    (pred,) = critical_stiffness(st["R"], st["Q"], centers, groups)
+    lam = np.linalg.eigvalsh(np.cov(X.T, bias=True))[-1]
+    assert abs(pred * lam - 1) < 1e-10
+    one = np.zeros((10, 2))  # identical rows: nothing to split
+    st1 = soft_scatter_stats(one, None, centers=np.zeros((2, 2)), beta=1.0)
+    assert critical_stiffness(st1["R"], st1["Q"], np.zeros((2, 2)), [[0, 1]]) == [np.inf]
+
+
+def test_soft_scatter_pass_is_chunking_free(blobs):
+    from infoclust_dask import engine
+    from infoclust_dask.kernels.kmeans import SOFT_SCATTER, soft_scatter_stats
+
+    X, _, _ = blobs
+    c = X[:4].copy()
+    ref = soft_scatter_stats(X, None, centers=c, beta=0.3)
+    got = engine.map_reduce(SOFT_SCATTER, da.from_array(X, chunks=(97, 3)), None, params={"centers": c, "beta": 0.3})
+    np.testing.assert_allclose(got["Q"], ref["Q"], rtol=1e-10)
+    np.testing.assert_allclose(got["R"], ref["R"], rtol=1e-10)
+
+
+def test_squarem_reaches_the_plain_fixed_point_in_fewer_passes_and_never_raises_the_free_energy(one_d):
+    """Near the bifurcation (beta = 1.02 / variance) plain EM is slow:
+    SQUAREM reaches the same fixed point in far fewer passes, and the free
+    energy at the start of every cycle never rises."""
+    from infoclust_dask.cluster import _soft_kmeans as skm
+
+    x, var = one_d
+    m0 = x.mean() + np.array([[-0.05], [0.05]]) * np.sqrt(var)
+    kw = dict(beta=1.02 / var, init=m0, tol=1e-14, max_iter=50_000)
+    plain = SoftKMeans(2, acceleration="none", **kw).fit(x)
+    seen = []
+    real = skm.squarem
+
+    def spy(step, x0, **k):
+        def recorded(c):
+            out = step(c)
+            seen.append(out[1])
+            return out
+        return real(recorded, x0, **k)
+
+    skm.squarem = spy
+    try:
+        fast = SoftKMeans(2, **kw).fit(x)
+    finally:
+        skm.squarem = real
+    np.testing.assert_allclose(np.sort(fast.cluster_centers_[:, 0]), np.sort(plain.cluster_centers_[:, 0]),
+                               atol=1e-5 * np.sqrt(var))
+    assert fast.n_iter_ * 4 < plain.n_iter_, (fast.n_iter_, plain.n_iter_)
+    assert fast.free_energy_path_[-1] <= plain.free_energy_path_[-1] + 1e-9 * abs(plain.free_energy_path_[-1])
+    # no evaluated point is better than where it ends (a rejected extrapolation may be worse, never kept)
+    assert seen[-1] <= min(seen) + 1e-12 * abs(seen[-1])
+
+
+def test_squarem_on_a_linear_map_converges_like_the_plain_iteration():
+    """A contraction x -> A x + b (the EM map near a fixed point is linear):
+    SQUAREM finds the same fixed point in far fewer evaluations."""
+    from infoclust_dask.optimize import squarem
+
+    A = np.diag([0.99, 0.5, 0.9])
+    b = np.array([1.0, -2.0, 0.5])
+    xstar = np.linalg.solve(np.eye(3) - A, b)
+
+    def step(x):
+        return A @ x + b, float(0.5 * (x - xstar) @ (x - xstar))
+
+    x_plain, _, n_plain, ok_plain = squarem(step, np.zeros(3), max_iter=100_000, tol=1e-20, accelerate=False)
+    x_fast, _, n_fast, ok_fast = squarem(step, np.zeros(3), max_iter=100_000, tol=1e-20)
+    assert ok_plain and ok_fast
+    np.testing.assert_allclose(x_fast, xstar, atol=1e-8)
+    np.testing.assert_allclose(x_plain, xstar, atol=1e-8)
+    assert n_fast * 5 < n_plain, (n_fast, n_plain)
+
+
+@pytest.mark.parametrize(("beta", "crit", "expected"), [
+    (0.1, [], 0.4),  # nothing predicted: a sparse step
+    (0.1, [1.0], 0.4),  # far ahead: sparse, not past it
+    (0.3, [1.0], 0.95),  # stop 5 % below the next split
+    (0.95, [1.0], 1.05),  # just below: cross it in one 5 % step
+    (1.0, [0.9], 1.05),  # due and not yet seen: keep stepping 5 %
+    (5.0, [], 10.0),  # never beyond the end
+])
+def test_next_temperature(beta, crit, expected):
+    from infoclust_dask.optimize import next_temperature
+
+    assert next_temperature(beta, 10.0, crit) == pytest.approx(expected)
+
+
+def test_auto_schedule_splits_where_predicted_on_the_pitchfork(one_d):
+    """beta_schedule="auto" on MacKay's 1-D example: the first prediction is
+    1/variance, the observed split lies within 5 % above it, far fewer
+    betas and passes than a fixed 2.3 % grid, and the same final centres."""
+    x, var = one_d
+    auto = SoftKMeans(2, beta_schedule="auto", beta=3.0 / var, random_state=0).fit(x)
+    assert abs(auto.predicted_critical_path_[0] * var - 1) < 1e-9
+    (observed, n_after), = auto.critical_betas()
+    assert n_after == 2 and 1.0 <= observed * var <= 1.05 + 1e-9, observed * var
+    assert auto.betas_[0] == pytest.approx(0.5 / var)
+    grid = SoftKMeans(2, beta_schedule=np.geomspace(0.5, 3.0, 80) / var, random_state=0).fit(x)
+    assert len(auto.betas_) < 10 and auto.n_iter_ < grid.n_iter_ / 3
+    np.testing.assert_allclose(np.sort(auto.cluster_centers_[:, 0]), np.sort(grid.cluster_centers_[:, 0]),
+                               atol=1e-4 * np.sqrt(var))
+
+
+def test_auto_schedule_on_iris_matches_the_fixed_path(monkeypatch):
+    """The README's kind of data: the adaptive path ends in the 40-beta
+    path's partition (plain EM, every beta to the final tolerance, as before
+    the adaptive path) with under a third of its passes."""
+    from sklearn.datasets import load_iris
+    from sklearn.metrics import adjusted_rand_score
+
+    from infoclust_dask.cluster import _soft_kmeans as skm
+
+    X = load_iris().data
+    monkeypatch.setattr(skm, "INTERMEDIATE_TOL_FACTOR", 1.0)
+    ref = SoftKMeans(3, beta_schedule=np.geomspace(0.01, 10, 40), acceleration="none", random_state=0).fit(X)
+    monkeypatch.undo()
+    auto = SoftKMeans(3, beta_schedule="auto", beta=10.0, random_state=0).fit(X)
+    assert adjusted_rand_score(ref.labels_, auto.labels_) == 1.0
+    assert auto.n_iter_ < ref.n_iter_ / 3
+    assert [n for _, n in auto.critical_betas()] == [n for _, n in ref.critical_betas()] == [2, 3]

@@ -1,0 +1,128 @@
+"""The runners and the placement rule (engine/runners.py): where a fit runs
+is decided once, from a named scheduler or the data's size, and every
+runner gives the same results."""
+
+import dask.array as da
+import numpy as np
+import pytest
+from helpers import CountLocalComputes
+
+from infoclust_dask import KMeans, SoftKMeans, engine
+from infoclust_dask.engine import runners
+
+
+@pytest.fixture
+def X():
+    rng = np.random.default_rng(0)
+    return np.vstack([rng.normal(c, 0.7, size=(700, 3)) for c in (0.0, 3.0, 6.0)])
+
+
+def test_small_lazy_input_runs_in_this_process_without_a_graph_per_pass(X, monkeypatch):
+    """Below the budget: one read of the store into memory, then the passes
+    run on numpy blocks (no dask compute after the first read)."""
+    monkeypatch.setenv("INFOCLUST_IN_PROCESS_BYTES", str(X.nbytes))
+    lazy = da.from_array(X, chunks=500)
+    with CountLocalComputes() as local:
+        km = KMeans(3, random_state=0).fit(lazy)
+    assert km.runner_["runner"].startswith("in-process")
+    assert "fit the in-process budget" in km.runner_["reason"]
+    assert local.n <= 2  # the read (and the first row for the moments' shift), not one per pass
+    assert isinstance(km.labels_, da.Array)  # dask in, dask out
+
+
+def test_lazy_input_above_the_budget_goes_to_the_local_cluster(X, monkeypatch, local_cluster_client):
+    monkeypatch.setenv("INFOCLUST_IN_PROCESS_BYTES", str(X.nbytes - 1))
+    lazy = da.from_array(X, chunks=500)
+    with CountLocalComputes() as local:
+        km = KMeans(3, random_state=0).fit(lazy)
+    assert km.runner_["runner"].startswith("distributed") and "exceed the in-process budget" in km.runner_["reason"]
+    assert local.n == 0
+    ref = KMeans(3, random_state=0, scheduler="sync").fit(X)
+    np.testing.assert_allclose(km.cluster_centers_, ref.cluster_centers_, rtol=1e-10)
+
+
+def test_numpy_input_stays_in_this_process_and_a_named_scheduler_is_honoured(X, monkeypatch):
+    monkeypatch.setenv("INFOCLUST_IN_PROCESS_BYTES", "0")
+    assert KMeans(3, random_state=0).fit(X).runner_["reason"].startswith("numpy input")
+    km = KMeans(3, random_state=0, scheduler="sync").fit(da.from_array(X, chunks=500))
+    assert km.runner_ == {"runner": "in-process (1 thread)", "reason": "scheduler='sync' named"}
+
+
+def test_the_budget_comes_from_the_environment_or_free_memory(monkeypatch):
+    import psutil
+
+    monkeypatch.delenv("INFOCLUST_IN_PROCESS_BYTES", raising=False)
+    budget = runners.in_process_budget()
+    assert 0 < budget <= min(runners.IN_PROCESS_MAX_BYTES, psutil.virtual_memory().total // 8)
+    monkeypatch.setenv("INFOCLUST_IN_PROCESS_BYTES", "1e6")
+    assert runners.in_process_budget() == 1_000_000
+    for bad, match in (("lots", "not a number"), ("-5", ">= 0")):
+        monkeypatch.setenv("INFOCLUST_IN_PROCESS_BYTES", bad)
+        with pytest.raises(ValueError, match=match):
+            runners.in_process_budget()
+
+
+@pytest.mark.parametrize("estimator", [
+    lambda s: KMeans(3, random_state=0, scheduler=s),
+    lambda s: SoftKMeans(3, beta=2.0, random_state=0, scheduler=s),
+])
+def test_every_runner_gives_the_same_fit(X, estimator, local_cluster_client):
+    """sync, threads, the placed default (in-process, store read into
+    memory) and a LocalCluster: the same centres to 1e-10."""
+    lazy = da.from_array(X, chunks=400)
+    ref = estimator("sync").fit(X).cluster_centers_
+    for s, data in (("threads", X), (None, lazy), (None, X), (local_cluster_client, lazy),
+                    (local_cluster_client, X)):
+        got = estimator(s).fit(data).cluster_centers_
+        np.testing.assert_allclose(got, ref, rtol=1e-10, atol=1e-12, err_msg=str(s))
+
+
+def test_runners_answer_the_verbs_the_same_way(X, local_cluster_client):
+    from infoclust_dask.kernels.stats import MOMENTS
+
+    lazy = da.from_array(X, chunks=300)
+    outs = []
+    for r in (runners.InProcess(1), runners.InProcess(2), runners.Distributed(local_client := local_cluster_client)):
+        assert r.workers()
+        placed = r.prepare(lazy)
+        if r.local:
+            assert isinstance(placed, np.ndarray)  # read once, into this process
+        st = engine.map_reduce(MOMENTS, placed, params={"shift": None}, scheduler=r)
+        outs.append(st["s2"])
+        np.testing.assert_allclose(r.compute(lazy.sum(axis=0)), X.sum(axis=0), rtol=1e-12)
+        assert r.compute((1, 2)) == (1, 2)
+    assert local_client is local_cluster_client
+    for o in outs[1:]:
+        np.testing.assert_allclose(o, outs[0], rtol=1e-10)
+
+
+def test_a_pass_in_process_costs_the_kernel_plus_little(X):
+    """One map_reduce over 150 rows in this process: well under a
+    millisecond above the kernel (the target is ~50 us; a loose bound here,
+    benchmarks/pass_overhead.py measures it)."""
+    import time
+
+    from infoclust_dask.kernels.kmeans import SOFT_KMEANS, soft_kmeans_stats
+
+    x = X[:150]
+    c = x[:3].copy()
+    r = runners.InProcess()
+    for _ in range(20):
+        engine.map_reduce(SOFT_KMEANS, x, None, params={"centers": c, "beta": 1.0}, scheduler=r)
+    n = 300
+    t0 = time.perf_counter()
+    for _ in range(n):
+        engine.map_reduce(SOFT_KMEANS, x, None, params={"centers": c, "beta": 1.0}, scheduler=r)
+    per_pass = (time.perf_counter() - t0) / n
+    t0 = time.perf_counter()
+    for _ in range(n):
+        soft_kmeans_stats(x, None, centers=c, beta=1.0)
+    kernel = (time.perf_counter() - t0) / n
+    assert per_pass - kernel < 1e-3, (per_pass, kernel)
+
+
+def test_unknown_chunk_sizes_are_reported_by_the_fit_not_the_placement(X):
+    lazy = da.from_array(X, chunks=500)
+    lazy = lazy[lazy[:, 0] > -100]  # unknown chunk sizes
+    with pytest.raises(ValueError, match="unknown chunk sizes"):
+        KMeans(3).fit(lazy)
