@@ -35,7 +35,7 @@ class EmptyClusterWarning(UserWarning):
     """A cluster lost all its points and was re-seeded."""
 
 
-def lloyd(X, w, centers, *, max_iter, tol, verbose=0, label="", warn_empty=True):
+def lloyd(X, w, centers, *, max_iter, tol, verbose=0, label="", warn_empty=True, sxx=None):
     """Lloyd iterations from ``centers``; the computational core of KMeans.
 
     Stops when the centres no longer move (the partition is a fixed point)
@@ -51,8 +51,7 @@ def lloyd(X, w, centers, *, max_iter, tol, verbose=0, label="", warn_empty=True)
     """
     k = centers.shape[0]
     centers = np.array(centers, dtype=np.float64)
-    sxx = None
-    if verbose:  # sum_n w_n |x_n|^2, for the progress estimate of the inertia
+    if verbose and sxx is None:  # sum_n w_n |x_n|^2, for the progress estimate of the inertia
         sxx = float(engine.map_reduce(SUM_SQ, X, w)["sxx"])
     it = 0
     for it in range(1, max_iter + 1):
@@ -254,6 +253,8 @@ class KMeans(ClusterMixin, TransformerMixin, InfoclustEstimator):
             centers, inertia, n_iter, counts = lloyd(
                 X, w, c0, max_iter=self.max_iter, tol=tol, verbose=self.verbose,
                 label=f" run {run + 1}/{n_init}" if n_init > 1 else "",
+                # sum |x|^2 from the moments already computed (no pass of its own) when unweighted
+                sxx=info.n * float(np.sum(info.var + info.mean**2)) if w is None else None,
             )
             if best is None or inertia < best[1]:
                 best = (centers, inertia, n_iter, counts)

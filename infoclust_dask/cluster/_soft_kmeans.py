@@ -50,8 +50,12 @@ def n_distinct(centers, tol):
     return len(center_groups(centers, tol))
 
 
-#: the betas before the last of an annealing path stop at this many times ``tol`` (they only carry the path)
-INTERMEDIATE_TOL_FACTOR = 100.0
+#: the betas before the last of an annealing path stop at this many times ``tol``: they only carry the path
+#: (the last step's shift then stays below ~3 % of the perturbation added before each beta)
+INTERMEDIATE_TOL_FACTOR = 1e3
+#: on an adaptive path, the betas at or past a predicted split not yet seen stop at this many times ``tol``,
+#: so that the split grows enough there to be seen (critical_betas) where it happens
+CROSSING_TOL_FACTOR = 1e2
 
 
 def _soft_iterate(X, w, centers, beta, *, max_iter, tol, accelerate=True):
@@ -294,7 +298,8 @@ class SoftKMeans(ClusterMixin, TransformerMixin, InfoclustEstimator):
         # centres closer than this are one group, as in critical_betas(): a group that began to split but is
         # not yet 5 % apart is still "due", and the path keeps its dense steps until the split is seen
         group_tol = 0.05 * np.sqrt(scale2)
-        path, free, iters, used, predicted = [], [], [], [], []
+        path, free, iters, used = [], [], [], []
+        predicted: list[float] = []
         not_converged = []
 
         def predict(c, b):  # the smallest critical stiffness still to come (one pass)
@@ -317,9 +322,13 @@ class SoftKMeans(ClusterMixin, TransformerMixin, InfoclustEstimator):
                     beta = float(betas[i])
                 if annealing:
                     centers = centers + self.perturbation * np.sqrt(scale2) * rng.standard_normal(centers.shape)
-                last = (beta >= beta_end) if auto else (i == len(betas) - 1)
-                centers, f, it, ok = _soft_iterate(X, w, centers, beta, max_iter=self.max_iter,
-                                                   tol=tol if last else tol * INTERMEDIATE_TOL_FACTOR,
+                if (beta >= beta_end) if auto else (i == len(betas) - 1):
+                    beta_tol = tol
+                elif auto and predicted and predicted[-1] <= beta:  # a predicted split to be seen growing here
+                    beta_tol = tol * CROSSING_TOL_FACTOR
+                else:
+                    beta_tol = tol * INTERMEDIATE_TOL_FACTOR
+                centers, f, it, ok = _soft_iterate(X, w, centers, beta, max_iter=self.max_iter, tol=beta_tol,
                                                    accelerate=accelerate)
                 path.append(centers.copy())
                 free.append(f)

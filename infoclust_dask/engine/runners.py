@@ -51,6 +51,7 @@ named.
 
 from __future__ import annotations
 
+import abc
 import contextlib
 import contextvars
 import os
@@ -99,7 +100,7 @@ def _size(nbytes: float) -> str:
     return f"{int(nbytes)} bytes"
 
 
-class Runner:
+class Runner(abc.ABC):
     """Where the passes of one call run (see the module docstring).
     ``reason`` says why this runner was chosen; ``local`` is true when
     numpy blocks run in this process without a task graph."""
@@ -112,37 +113,39 @@ class Runner:
 
     # ----- what it is
     @property
+    @abc.abstractmethod
     def kind(self) -> str:  # the scheduler family, for messages and summaries
-        raise NotImplementedError
+        """"sync", "threads" or "distributed"."""
 
     def describe(self) -> dict:
         """``{"runner": str(self), "reason": ...}`` for run summaries."""
         return {"runner": str(self), "reason": self.reason}
 
+    @abc.abstractmethod
     def workers(self) -> list[str]:
-        raise NotImplementedError
+        """Where the passes run: worker addresses, or this process."""
 
     # ----- verbs
+    @abc.abstractmethod
     def compute(self, obj: Any, *, progress: bool = False) -> Any:
         """Compute one dask object, or a tuple / list of them (non-dask
         objects come back as they are)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def each(self, func: Callable[[Any], Any], items: list) -> list:
         """``[func(i) for i in items]`` in this process (numpy blocks)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def prepare(self, a: Any, limit: int | None = None) -> Any:
         """The data of a many-pass fit where its passes read them best."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def persist(self, a: Any, chunk_rows: int | None = None) -> Any:
         """A dask array over ``a`` held in memory (this process' or the workers')."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def persist_all(self, arrays: tuple, progress: bool = False) -> tuple:
         """Several lazy arrays of one graph held in memory together."""
-        raise NotImplementedError
 
     def broadcast(self, value: Any) -> Any:
         """A shared argument as every task should receive it."""
@@ -157,7 +160,8 @@ class Runner:
         return [func(b, shared) for b in blocks]
 
     def release(self, blocks: list) -> None:
-        """Free blocks made by :meth:`keep`."""
+        """Free blocks made by :meth:`keep` (in this process: dropping them is enough)."""
+        return None
 
 
 class InProcess(Runner):
@@ -182,8 +186,13 @@ class InProcess(Runner):
     def workers(self) -> list[str]:
         return ["this process"]
 
-    def _dask_scheduler(self) -> str:
-        return "sync" if self.threads == 1 else "threads"
+    def _dask_scheduler(self) -> Callable[..., Any]:
+        """dask's local scheduler as its get function: passed by name, dask
+        would import distributed (0.3 s) to look for a client first."""
+        import dask
+        import dask.threaded
+
+        return dask.get if self.threads == 1 else dask.threaded.get
 
     def compute(self, obj: Any, *, progress: bool = False) -> Any:
         if isinstance(obj, (tuple, list)):
@@ -194,7 +203,7 @@ class InProcess(Runner):
         import dask
 
         name = self._dask_scheduler()
-        with execute.checksums_named(), execute.one_blas_thread(name):
+        with execute.checksums_named(), execute.one_blas_thread(self.kind):
             if progress:
                 import sys
 
