@@ -86,7 +86,10 @@ def lloyd(X, w, centers, *, max_iter, tol, verbose=0, label="", warn_empty=True,
                 f"shift={shift:.3g}  ({time.perf_counter() - t0:.2f}s)"
             )
         centers = new
-        if (shift == 0.0 and not empty.size) or shift <= tol:
+        if shift == 0.0 and not empty.size and "inertia" in st:
+            # the centres did not move: this pass was at the final centres, its inertia and counts are final
+            return centers, float(st["inertia"]), it, np.asarray(counts, dtype=np.float64)
+        if shift <= tol:
             break
     st = engine.map_reduce(INERTIA, X, w, params={"centers": centers})
     return centers, float(st["inertia"]), it, np.asarray(st["counts"], dtype=np.float64)
@@ -260,6 +263,7 @@ class KMeans(ClusterMixin, TransformerMixin, InfoclustEstimator):
                 best = (centers, inertia, n_iter, counts)
         assert best is not None  # n_init >= 1
         self.cluster_centers_, self.inertia_, self.n_iter_, self.cluster_sizes_ = best
+        self._weighted = w is not None
         if self.n_iter_ >= self.max_iter and self.max_iter > 1:
             warnings.warn(
                 f"KMeans stopped at max_iter={self.max_iter} before converging; increase "
@@ -295,9 +299,12 @@ class KMeans(ClusterMixin, TransformerMixin, InfoclustEstimator):
         """Facts of a fit on a store (``data``: its Dataset) for the run's
         ``summary.json``: the inertia and the cluster sizes."""
         check_is_fitted(self)
-        labels = np.asarray(engine.compute(self.labels_))
-        return {"inertia": float(self.inertia_), "seeding": getattr(self, "seeding_", None),
-                "cluster_sizes": np.bincount(labels, minlength=self.cluster_centers_.shape[0]).tolist()}
+        if getattr(self, "_weighted", True):  # row counts: the labels' (one pass)
+            labels = np.asarray(engine.compute(self.labels_))
+            sizes = np.bincount(labels, minlength=self.cluster_centers_.shape[0]).tolist()
+        else:  # unweighted: the final pass' counts are the row counts (no pass)
+            sizes = [int(round(c)) for c in self.cluster_sizes_]
+        return {"inertia": float(self.inertia_), "seeding": getattr(self, "seeding_", None), "cluster_sizes": sizes}
 
     def fit_predict(self, X: DataLike, y: Any = None, sample_weight: DataLike | None = None) -> Labels:
         """Fit and return ``labels_``."""

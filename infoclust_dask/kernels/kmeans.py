@@ -94,14 +94,19 @@ def lloyd_stats(x: np.ndarray, w: np.ndarray | None = None, *, centers: np.ndarr
 
 def lloyd_step_stats(x: np.ndarray, w: np.ndarray | None = None, *, centers: np.ndarray) -> dict[str, np.ndarray]:
     """The per-iteration Lloyd pass: ``counts`` and ``sums`` as
-    :func:`lloyd_stats`, without the inertia: one compiled loop over the
-    rows (:func:`infoclust_dask.kernels._compiled.lloyd`), or
-    :func:`lloyd_stats` itself when the compiled kernels are off."""
+    :func:`lloyd_stats`: one compiled loop over the rows
+    (:func:`infoclust_dask.kernels._compiled.lloyd`), which also gives the
+    exact inertia at these centres (as :func:`inertia_stats`: when the
+    centres stop moving, the last pass is the final inertia's, no pass of
+    its own); or, when the compiled kernels are off, :func:`lloyd_stats`'
+    counts and sums with :func:`inertia_stats`' exact inertia (the numpy
+    reference: its expanded distances are not exact)."""
     if _compiled.available():
-        _, _, counts, sums = _compiled.lloyd(x, w, centers=centers)
-        return {"counts": counts, "sums": sums}
+        _, dmin, counts, sums = _compiled.lloyd(x, w, centers=centers)
+        return {"counts": counts, "sums": sums,
+                "inertia": np.array(dmin.sum() if w is None else np.asarray(w, dtype=np.float64) @ dmin)}
     st = lloyd_stats(x, w, centers=np.asarray(centers, dtype=np.float64))
-    return {"counts": st["counts"], "sums": st["sums"]}
+    return {"counts": st["counts"], "sums": st["sums"], "inertia": inertia_stats(x, w, centers=centers)["inertia"]}
 
 
 def inertia_stats(x: np.ndarray, w: np.ndarray | None = None, *, centers: np.ndarray) -> dict[str, np.ndarray]:

@@ -217,3 +217,27 @@ def test_streamed_data_are_seeded_on_a_one_pass_sample(monkeypatch):
     full = KMeans(12, random_state=0, scheduler="threads").fit(X)
     assert full.seeding_ == "k-means++ (13 passes)"
     assert km.inertia_ <= 1.01 * full.inertia_, (km.inertia_, full.inertia_)
+
+
+def test_when_the_centres_stop_moving_the_last_lloyd_pass_gives_the_final_inertia(monkeypatch):
+    """No pass of its own for the final inertia when the last Lloyd pass was
+    at the final centres; the inertia and sizes equal brute force."""
+    from infoclust_dask import engine
+    from infoclust_dask.cluster import _kmeans
+
+    rng = np.random.default_rng(4)
+    X = np.vstack([rng.normal(c, 0.3, size=(300, 2)) for c in ((0, 0), (5, 5), (0, 5))])
+    names = []
+    real = engine.map_reduce
+
+    def counting(bp, *a, **k):
+        names.append(bp.name)
+        return real(bp, *a, **k)
+
+    monkeypatch.setattr(_kmeans.engine, "map_reduce", counting)
+    km = KMeans(3, random_state=0, tol=0.0, scheduler="sync").fit(X)
+    monkeypatch.undo()
+    assert "inertia_stats" not in names and names.count("lloyd_step_stats") == km.n_iter_
+    d2 = ((X[:, None, :] - km.cluster_centers_[None]) ** 2).sum(-1)
+    np.testing.assert_allclose(km.inertia_, d2.min(1).sum(), rtol=1e-10)
+    np.testing.assert_array_equal(km.cluster_sizes_, np.bincount(d2.argmin(1), minlength=3))
