@@ -193,13 +193,17 @@ if numba is not None:
 
     @_jit
     def _dist_row(x, i, cm, acc, r):
-        """``acc[r, j] = ||x_i - m_j||^2`` (differences, float64), one SIMD
-        reduction over the features per centre."""
+        """``acc[r, j] = ||x_i - m_j||^2`` (differences), one SIMD reduction
+        over the features per centre, in the precision of the centres
+        ``cm``: float64 centres (every kernel but Lloyd's) promote float32
+        rows to float64; float32 centres with float32 rows (Lloyd's hard
+        assignment) compute in float32, as scikit-learn does for float32
+        data, twice as many features per SIMD instruction."""
         k, d = cm.shape
         for j in range(k):
-            s = 0.0
+            s = cm[j, 0] - cm[j, 0]  # a zero of the centres' type
             for f in range(d):
-                diff = np.float64(x[i, f]) - cm[j, f]
+                diff = x[i, f] - cm[j, f]
                 s += diff * diff
             acc[r, j] = s
 
@@ -462,14 +466,17 @@ def lloyd(x, w=None, *, centers, with_sums=True):
     """Nearest centre of every row (ties: the lowest index), the exact
     squared distance to it, and the (weighted) counts and sums per centre of
     the Lloyd update (MacKay 2003, eq. 20.3-20.6). Returns
-    ``(labels int64, dmin, counts, sums)``."""
+    ``(labels int64, dmin, counts, sums)``. float32 rows are compared with
+    the centres in float32 (the distances carry float32's ~1e-7 relative
+    error); the sums are float64."""
     x = as_rows(x)
     n = x.shape[0]
     c = _centres(centers, x)
     k, d = c.shape
     labels, dmin = np.empty(n, dtype=np.int64), np.empty(n)
     counts, sums = np.zeros(k), np.zeros((k, d) if with_sums else (0, 0))
-    _lloyd_rows(x, _weights(w, n), c, counts, sums, labels, dmin, with_sums)
+    # float32 rows: distances in float32 (the assignment), counts and sums in float64
+    _lloyd_rows(x, _weights(w, n), c.astype(x.dtype, copy=False), counts, sums, labels, dmin, with_sums)
     return labels, dmin, counts, sums
 
 
