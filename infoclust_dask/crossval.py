@@ -345,8 +345,9 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
                    help="folds as index ranges, or the store's fold vector (ingest --folds K)")
     p.add_argument("--seed", type=int, default=0, help="seed of the folds and the fits (default 0)")
     p.add_argument("--scheduler", default=None,
-                   help="'local' (LocalCluster, the default), 'threads', or tcp://HOST:8786; "
-                        "default $DASK_SCHEDULER_ADDRESS, else 'local'")
+                   help="'local' (a LocalCluster), 'threads', or tcp://HOST:8786; default "
+                        "$DASK_SCHEDULER_ADDRESS, else chosen by the store's size (this process when it fits "
+                        "the in-process budget)")
     p.add_argument("--concurrency", type=int, default=2, help="cells fitted at the same time (default 2)")
     p.add_argument("--storage", default=None, help="storage root (default $INFOCLUST_STORAGE or ./storage)")
     return p

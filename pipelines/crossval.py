@@ -10,7 +10,8 @@ worker lost mid-pass) are retried twice.
 Every dask pass of every cell goes to one scheduler, chosen by the engine
 (``scheduler=`` parameter: ``"local"`` starts a LocalCluster on 127.0.0.1,
 ``tcp://HOST:8786`` uses an existing one, ``None`` reads
-``DASK_SCHEDULER_ADDRESS`` and falls back to ``"local"``). The cells run as
+``DASK_SCHEDULER_ADDRESS`` and otherwise lets the store's size decide:
+this process when it fits the in-process budget, else ``"local"``). The cells run as
 threads of the flow process (Prefect's ThreadPoolTaskRunner) and submit
 their passes to that scheduler; we do not use prefect-dask's DaskTaskRunner,
 whose task code would run *on* the dask workers: each worker would start its

