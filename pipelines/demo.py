@@ -6,7 +6,7 @@ anneal soft K-means through its first bifurcations, run associative
 clustering with bootstrap reliability on a paired synthetic set with a
 planted dependency (the bootstrap flow), run SMIC with LSMI model selection
 on the four toy sets of Sugiyama et al. (Fig. 4) and on the bundled digits
-(ingested into a store, on the dask cluster), write a run folder with a
+(ingested into a store), write a run folder with a
 report and plots, print where they are.
 
 Run it with ``python -m infoclust_pipelines.demo`` (or ``infoclust demo``). It needs no
@@ -274,7 +274,7 @@ def smic_store(store: str, n_clusters: int, scheduler: str | None, seed: int) ->
     km = KMeans(n_clusters, n_init=10, random_state=seed, scheduler=sched).fit(ds["x"])
     km_labels = engine.compute(km.labels_, scheduler=sched)
     return {"store": store, "n": len(y), "t": int(m.t_), "ari": float(ari(y, m.labels_)),
-            "kmeans_ari": float(ari(y, km_labels)), "seconds": round(seconds, 2),
+            "kmeans_ari": float(ari(y, km_labels)), "seconds": round(seconds, 2), "runner": m.runner_["runner"],
             "lsmi": {int(t): round(float(v), 4) for t, v in m.lsmi_.items()},
             "timings": {k: round(v, 2) for k, v in m.timings_.items()}}
 
@@ -291,23 +291,22 @@ def smic_large(scheduler: str | None, seed: int, n: int = 250_000) -> dict:
     import numpy as np
     from sklearn.metrics import adjusted_rand_score as ari
 
-    from infoclust_dask import SMIC, engine
+    from infoclust_dask import SMIC
     from infoclust_dask.cluster import DRIVER_KERNEL_MAX_ROWS
     from infoclust_dask.kernels.knn import have_faiss
 
     if not have_faiss():  # the exact graph of this many rows takes minutes: shown only with the [knn] extra
         return {"n": n, "skipped": "faiss-cpu is not installed (pip install 'infoclust_dask[knn]')"}
-    sched = engine.resolve_scheduler(scheduler)
     rng = np.random.default_rng(seed)
     centres = rng.normal(0, 9, size=(8, 16))
     y = rng.integers(0, 8, n)
     X = centres[y] + rng.normal(size=(n, 16))
     t0 = time.perf_counter()
-    m = SMIC(8, t=10, random_state=seed, scheduler=sched).fit(X)
+    m = SMIC(8, t=10, random_state=seed, scheduler=scheduler).fit(X)  # placed by the data, unless named
     seconds = time.perf_counter() - t0
     return {"n": n, "knn": m.knn_, "recall": round(float(m.knn_recall_), 4), "ari": float(ari(y, m.labels_)),
             "components": int(m.n_components_), "seconds": round(seconds, 1),
-            "on_workers": n > DRIVER_KERNEL_MAX_ROWS, "timings": {k: round(v, 1) for k, v in m.timings_.items()}}
+            "on_workers": n > DRIVER_KERNEL_MAX_ROWS, "runner": m.runner_["runner"], "timings": {k: round(v, 1) for k, v in m.timings_.items()}}
 
 
 def _kernels_line() -> str:
@@ -402,7 +401,7 @@ def _smic_lines(smic: dict, cv: dict | None) -> list[str]:
         *[f"| {r['set']} | {r['none']:.3f} ({r['t_none']}) | {r['symmetric']:.3f} ({r['t_symmetric']}) | "
           f"{r['kmeans']:.3f} |" for r in toys["rows"]],
         "",
-        f"- digits store `{real['store']}` ({real['n']} samples, 10 classes) on the demo's dask cluster: "
+        f"- digits store `{real['store']}` ({real['n']} samples, 10 classes), {real.get('runner', '?')}: "
         f"SMIC ARI {real['ari']:.3f} (t={real['t']} by LSMI, {real['seconds']} s for the whole model "
         f"selection: {real['timings']}) vs K-means ARI {real['kmeans_ari']:.3f}",
         f"- LSMI per t: {real['lsmi']}",
@@ -412,10 +411,10 @@ def _smic_lines(smic: dict, cv: dict | None) -> list[str]:
         lines += [f"- {big['n']:,} generated rows: skipped, {big['skipped']}"]
     elif big:
         lines += [
-            f"- {big['n']:,} generated rows (8 blobs 9 sigma apart, d = 16, t = 10) on the dask cluster: "
+            f"- {big['n']:,} generated rows (8 blobs 9 sigma apart, d = 16, t = 10), {big.get('runner', '?')}: "
             f"neighbour graph {big['knn']} (recall {big['recall']:.3f} against exact search on 2000 rows, "
             f"{big['components']} connected components), kernel and eigensolver products "
-            f"{'on the workers' if big['on_workers'] else 'in this process'}: "
+            f"{'as row blocks (map-reduce products)' if big['on_workers'] else 'as one matrix in this process'}: "
             f"ARI {big['ari']:.3f} in {big['seconds']} s ({big['timings']})",
         ]
     return lines
