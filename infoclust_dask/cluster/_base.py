@@ -38,11 +38,15 @@ SHARED_CONSTRAINTS = {
 #: meaning differs by method); it replaces the line ``[shared parameters]`` of an estimator's docstring
 SHARED_PARAMETERS_DOC = """\
     scheduler : None, str, distributed.Client or dask cluster, default=None
-        Where the passes run (see :mod:`infoclust_dask._scheduler`),
-        resolved once per ``fit`` / ``predict`` / ``score`` call and used by
+        Where the passes run (see :mod:`infoclust_dask.engine.runners`),
+        chosen once per ``fit`` / ``predict`` / ``score`` call and used by
         every pass of it. ``None``: the scheduler at
         ``$DASK_SCHEDULER_ADDRESS``, else the active ``distributed.Client``,
-        else the scheduler of an enclosing call, else local threads.
+        else the runner of an enclosing call, else the data decide: numpy
+        input, and lazy input that fits the in-process budget (an eighth of
+        the available memory, at most 1 GiB), run in this process (a store
+        read into memory once); larger lazy input on a shared LocalCluster.
+        The fitted ``runner_`` says where the fit ran and why.
     sample_dim : str, optional
         For xarray input: the dim that holds the samples (see
         :mod:`infoclust_dask.cluster._xarray`); outputs are then DataArrays

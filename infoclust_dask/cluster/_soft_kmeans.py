@@ -165,6 +165,9 @@ class SoftKMeans(ClusterMixin, TransformerMixin, InfoclustEstimator):
         Convergence when the total squared centre shift is at most ``tol``
         times the mean feature variance. Small, because close to a
         bifurcation the iteration moves slowly (critical slowing down).
+        When annealing, the betas before the last stop at 1000 times
+        ``tol`` (100 times where a predicted split is being crossed): they
+        only carry the path to the last beta.
     perturbation : float, default=1e-2
         When annealing, centres are displaced by
         ``perturbation * sqrt(mean feature variance) * N(0, 1)`` before each
