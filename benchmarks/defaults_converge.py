@@ -28,6 +28,15 @@ def load(name):
     return _read_keel(name)[:2]
 
 
+def standardized(name):
+    """``(X, c, k)``: the dataset with every feature scaled to mean 0, std 1
+    (constant features left at 0) and k = its number of classes (at least 2)."""
+    X, c = load(name)
+    X = np.asarray(X, dtype=np.float64)
+    sd = X.std(0)
+    return (X - X.mean(0)) / np.where(sd > 0, sd, 1.0), c, max(2, len(np.unique(c)))
+
+
 def main():
     import infoclust_dask.cluster._soft_kmeans as sk
     from infoclust_dask import DiscriminativeClustering, SoftKMeans
@@ -44,11 +53,7 @@ def main():
     sk._soft_iterate = spy
     soft = METHODS["softkmeans"]
     for name in ("digits", "wine", "breast_cancer", "segment", "texture", "magic"):
-        X, c = load(name)
-        X = np.asarray(X, dtype=np.float64)
-        sd = X.std(0)
-        X = (X - X.mean(0)) / np.where(sd > 0, sd, 1.0)
-        k = max(2, len(np.unique(c)))
+        X, c, k = standardized(name)
         for method in ("dc", "softkmeans"):
             per_beta.clear()
             with warnings.catch_warnings(record=True) as caught:
