@@ -152,7 +152,7 @@ class Journal:
             detail = "; ".join(f"{k}: checkpoint {a!r}, now {b!r}" for k, (a, b) in diff.items())
             raise ValueError(f"The checkpoint in '{self.folder}' was made by another fit ({detail}); resume "
                              "with the same estimator, parameters and data, or start a new fit.")
-        self.entries = _read_entries(self.passes)
+        self.entries = _read_entries(self.passes, clean=True)
         self.replaying = bool(self.entries)
 
     # -- the engine's side --------------------------------------------
@@ -245,14 +245,18 @@ def _write_batch(path: Any, records: list, synced: float) -> float:
     return synced
 
 
-def _read_entries(passes: Any) -> list[dict]:
+def _read_entries(passes: Any, *, clean: bool = False) -> list[dict]:
     """The journal's entries in order (``{"file", "slot", "position",
-    "name", "params", "stored"}``), up to the first gap or torn file;
-    temporary files of a write a kill interrupted are removed."""
+    "name", "params", "stored"}``), up to the first gap or torn file.
+    Temporary files (a batch being written, or one a kill interrupted) are
+    skipped; with ``clean`` - only the process that takes the journal over
+    on resume, whose writer is gone - they are removed. A reader beside a
+    live fit must not: it would delete the batch the fit is renaming."""
     index: list[dict] = []
     listed = list(passes.iterdir()) if passes.exists() else []
-    for f in sorted((p for p in listed if p.name.endswith(".tmp.npz")), key=lambda p: p.name):
-        f.unlink(missing_ok=True)  # a batch torn by the kill, never renamed into place
+    if clean:
+        for f in sorted((p for p in listed if p.name.endswith(".tmp.npz")), key=lambda p: p.name):
+            f.unlink(missing_ok=True)  # a batch torn by the kill, never renamed into place
     for f in sorted((p for p in listed if p.name.endswith(".npz") and not p.name.startswith(".")),
                     key=lambda p: p.name):
         try:

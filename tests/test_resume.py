@@ -92,20 +92,26 @@ def test_resume_refuses_another_fit_and_a_missing_checkpoint(tmp_path):
         KMeans(3, scheduler="sync").fit(X, checkpoint=tmp_path / "run")
 
 
-@pytest.mark.parametrize("method,extra", [("kmeans", ["--n-init", "1", "--max-iter", "60", "--tol", "0"]),
-                                          ("dc", ["--sigma", "2.0", "--max-iter", "40"])])
+@pytest.mark.parametrize("method,extra", [("kmeans", ["--n-init", "1", "--max-iter", "150", "--tol", "0"]),
+                                          ("dc", ["--sigma", "2.0", "--max-iter", "80"])])
 def test_killed_cli_fit_resumes_to_the_uninterrupted_result(method, extra, tmp_path):
     """kill -9 of `infoclust fit` mid-fit, then `--resume RUN_DIR`: the same
     centres as an uninterrupted fit (1e-10)."""
     rng = np.random.default_rng(1)
     n = 1_600_000 if method == "kmeans" else 600_000
     lab = rng.integers(0, 6, n)
-    X = rng.normal(size=(n, 6)) + 2.0 * lab[:, None] * (np.arange(6) % 2)
+    if method == "kmeans":
+        # no cluster structure: Lloyd needs all its 150 iterations (~6 s here), so the
+        # kill lands mid-fit however fast a pass is (clustered rows converged in 23, ~1 s)
+        X = rng.uniform(size=(n, 6))
+    else:
+        X = rng.normal(size=(n, 6)) + 2.0 * lab[:, None] * (np.arange(6) % 2)
     store = write_dataset(tmp_path / "s.zarr", X, label=lab % 3, chunks=n // 8)
     storage = tmp_path / "storage"
     cmd = [sys.executable, "-m", "infoclust_dask.cli", "fit", method, str(store), "-k", "6", "--scheduler", "threads",
            "--storage", str(storage), *extra]
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    err = open(tmp_path / "stderr.txt", "w")
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True)
     deadline = time.monotonic() + 240
     run = None
     while time.monotonic() < deadline and p.poll() is None:
@@ -114,7 +120,9 @@ def test_killed_cli_fit_resumes_to_the_uninterrupted_result(method, extra, tmp_p
             run = runs[0]
             break
         time.sleep(0.05)
-    assert run is not None and p.poll() is None, "the fit ended before it could be killed: make it longer"
+    err.close()
+    assert run is not None and p.poll() is None, (
+        f"the fit ended (rc {p.poll()}) before it could be killed: {(tmp_path / 'stderr.txt').read_text()[-2000:]}")
     p.send_signal(signal.SIGKILL)
     p.wait()
     assert not (run / "model.json").exists()
@@ -129,9 +137,25 @@ def test_killed_cli_fit_resumes_to_the_uninterrupted_result(method, extra, tmp_p
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if method == "kmeans":
-            ref = KMeans(6, n_init=1, max_iter=60, tol=0.0, random_state=0, scheduler="threads").fit(ds["x"])
+            ref = KMeans(6, n_init=1, max_iter=150, tol=0.0, random_state=0, scheduler="threads").fit(ds["x"])
         else:
-            ref = DiscriminativeClustering(6, sigma=2.0, max_iter=40, random_state=0, scheduler="threads").fit(
+            ref = DiscriminativeClustering(6, sigma=2.0, max_iter=80, random_state=0, scheduler="threads").fit(
                 ds["x"], ds["label"])
     np.testing.assert_allclose(got.cluster_centers_, ref.cluster_centers_, rtol=0, atol=1e-10)
     assert json.loads((run / "summary.json").read_text())["method"] == method
+
+
+def test_a_reader_beside_a_live_fit_leaves_its_batch_alone(tmp_path):
+    """Counting a live fit's passes must not delete the batch it is writing
+    (it did: the fit died renaming it); resuming removes a torn one."""
+    X = np.random.default_rng(0).normal(size=(500, 3))
+    KMeans(3, n_init=1, random_state=0, scheduler="sync").fit(X, checkpoint=tmp_path / "run")
+    total = journal.recorded_passes(tmp_path / "run")
+    live = tmp_path / "run" / "passes" / f".{total:07d}.abcdef.tmp.npz"
+    live.write_bytes(b"PK\x03\x04being written")
+    assert journal.recorded_passes(tmp_path / "run") == total  # skipped ...
+    assert live.exists()  # ... and left in place
+    journal.truncate(tmp_path / "run", total - 1)
+    assert live.exists()
+    KMeans(3, n_init=1, random_state=0, scheduler="sync").fit(X, resume=tmp_path / "run")
+    assert not live.exists()  # the resuming process owns the journal: a torn batch goes
