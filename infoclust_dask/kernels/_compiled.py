@@ -3,7 +3,9 @@ numpy kernels' (rows x K) temporaries.
 
 Each loop reads a row once, computes its exact squared distances to the K
 centres (differences, not the ``|x|^2 - 2 x.m + |m|^2`` expansion; one SIMD
-reduction over the features per centre: LLVM may reassociate those sums,
+reduction over the features per centre - Lloyd's assignment instead runs
+on transposed tiles of :data:`LLOYD_TILE` rows, one SIMD loop across the
+rows per centre and feature: LLVM may reassociate those sums,
 "fastmath" without the no-NaN/no-inf assumptions), turns them into what the
 pass needs (nearest centre, stable softmax memberships computed for a tile of
 :data:`TILE` rows so that their exponentials run as one SIMD loop,
@@ -138,6 +140,8 @@ def _shaped(a, shape, what):
 #: rows per tile: memberships are computed for a tile of rows at once so that
 #: the exponentials (TILE x K of them) run as one SIMD loop
 TILE = 64
+#: rows per tile of Lloyd's assignment (transposed: each centre's distances are one SIMD loop over them)
+LLOYD_TILE = 128
 
 # exp by Cody-Waite range reduction: x = n ln2 + r, |r| <= ln2 / 2, exp(r) by
 # its Taylor polynomial to degree 13 (truncation < 4e-18), 2^n assembled from
@@ -249,25 +253,52 @@ if numba is not None:
 
     @_jit
     def _lloyd_rows(x, w, cm, counts, sums, labels, dmin, with_sums):
+        """Nearest centre of each row, a tile of :data:`LLOYD_TILE` rows at a
+        time: the tile is transposed (features x rows) so that each centre's
+        squared differences accumulate over the features as one SIMD loop
+        across the tile's rows (no reduction across SIMD lanes, no
+        (rows x K) table); the running minimum is kept per row. In the
+        precision of ``cm`` (float32 rows with float32 centres compute in
+        float32; the counts and sums are float64)."""
         n, d = x.shape
         k = cm.shape[0]
-        acc = np.empty((1, k))
+        xt = np.empty((d, LLOYD_TILE), dtype=cm.dtype)
+        acc = np.empty(LLOYD_TILE, dtype=cm.dtype)
+        bd = np.empty(LLOYD_TILE, dtype=cm.dtype)
+        bj = np.empty(LLOYD_TILE, dtype=np.int64)
         weighted = w.shape[0] > 0
-        for i in range(n):
-            _dist_row(x, i, cm, acc, 0)
-            best = 0
-            bd = acc[0, 0]
-            for j in range(1, k):
-                if acc[0, j] < bd:
-                    bd = acc[0, j]
-                    best = j
-            labels[i] = best
-            dmin[i] = bd
-            wi = w[i] if weighted else 1.0
-            counts[best] += wi
-            if with_sums:
+        for i0 in range(0, n, LLOYD_TILE):
+            nt = min(LLOYD_TILE, n - i0)
+            for r in range(nt):
                 for f in range(d):
-                    sums[best, f] += wi * np.float64(x[i, f])
+                    xt[f, r] = x[i0 + r, f]
+            for j in range(k):
+                for r in range(nt):
+                    acc[r] = 0
+                for f in range(d):
+                    cf = cm[j, f]
+                    for r in range(nt):
+                        diff = xt[f, r] - cf
+                        acc[r] += diff * diff
+                if j == 0:
+                    for r in range(nt):
+                        bd[r] = acc[r]
+                        bj[r] = 0
+                else:
+                    for r in range(nt):
+                        if acc[r] < bd[r]:  # strict: ties keep the lowest index
+                            bd[r] = acc[r]
+                            bj[r] = j
+            for r in range(nt):
+                i = i0 + r
+                best = bj[r]
+                labels[i] = best
+                dmin[i] = bd[r]
+                wi = w[i] if weighted else 1.0
+                counts[best] += wi
+                if with_sums:
+                    for f in range(d):
+                        sums[best, f] += wi * np.float64(x[i, f])
 
     @_jit
     def _soft_rows(x, w, cm, scale, R, S, out_logz):

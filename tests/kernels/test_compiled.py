@@ -94,6 +94,25 @@ def test_lloyd_kernel_against_brute_force():
         np.testing.assert_allclose(sums[j], (w[lab == j, None] * x[lab == j]).sum(0), rtol=1e-12)
 
 
+@pytest.mark.parametrize("n", [0, 1, _compiled.LLOYD_TILE - 1, _compiled.LLOYD_TILE, _compiled.LLOYD_TILE + 1, 1000])
+@pytest.mark.parametrize("k", [1, 2, 37])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_lloyd_tiles_of_every_length(n, k, dtype):
+    """Lloyd's assignment runs in transposed tiles: full, partial and empty
+    tiles, one centre and more centres than SIMD lanes, against numpy's
+    argmin of the explicit differences."""
+    rng = np.random.default_rng(n + k)
+    x = rng.normal(size=(n, 5)).astype(dtype)
+    c = rng.normal(size=(k, 5))
+    lab, dmin, counts, sums = _compiled.lloyd(x, centers=c)
+    d = ((x[:, None, :].astype(np.float64) - c.astype(dtype).astype(np.float64)[None]) ** 2).sum(-1)
+    np.testing.assert_array_equal(lab, np.argmin(d, axis=1) if n else np.zeros(0, np.int64))
+    np.testing.assert_allclose(dmin, d.min(axis=1) if n else np.zeros(0), rtol=1e-10 if dtype == np.float64 else 1e-5)
+    np.testing.assert_array_equal(counts, np.bincount(lab, minlength=k))
+    np.testing.assert_allclose(sums, np.stack([x[lab == j].astype(np.float64).sum(0) for j in range(k)]), rtol=1e-12,
+                               atol=1e-12)
+
+
 def test_ties_go_to_the_lowest_index_and_a_row_on_a_centre_has_distance_zero():
     c = np.array([[0.0, 0.0], [2.0, 0.0], [0.0, 0.0]])
     x = np.array([[1.0, 0.0], [0.0, 0.0], [2.0, 0.0]])
