@@ -12,6 +12,21 @@ graphs that read the store, so keys that look like secrets are refused.
 fsspec's own configuration applies too: ``FSSPEC_S3_ENDPOINT_URL=http://...``
 in the environment (or a file in ``~/.config/fsspec/``) sets the S3
 endpoint of every process that inherits it, with nothing in any graph.
+
+Every S3 request has deadlines (:func:`object_store_defaults`): a connect
+timeout (``INFOCLUST_S3_CONNECT_TIMEOUT``, default 5 s), a read timeout -
+the longest silence while a response is awaited or read, not a limit on a
+whole transfer (``INFOCLUST_S3_READ_TIMEOUT``, default 15 s) - and a
+bounded number of attempts (``INFOCLUST_S3_ATTEMPTS``, default 2: s3fs's
+own retry loop, the public class attribute ``S3FileSystem.retries``, when it
+is still s3fs's default; botocore makes one attempt per try), so an
+endpoint that accepts connections and never answers fails after attempts x
+the read timeout per request (``infoclust info`` on such an endpoint: about
+a minute with the defaults, two requests) instead of hanging.
+``storage_options`` or fsspec's configuration that set ``config_kwargs``
+themselves win. The file system objects carry botocore's settings into the
+task graphs (fsspec pickles them with their options), so the workers keep
+the same timeouts; a worker process keeps s3fs's own 5 tries.
 """
 
 from __future__ import annotations
@@ -22,7 +37,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ._paths import URLNotSupported, _upath_protocol, is_url, url_protocol
+from ._paths import URLNotSupported, _upath_protocol, check_path, is_url, url_protocol
 
 __all__ = ["Location", "resolve", "run_path", "write_whole", "check_storage_options", "SECRET_OPTION"]
 
@@ -55,10 +70,60 @@ def check_storage_options(options: dict | None) -> dict:
     return dict(options)
 
 
+#: defaults of the S3 deadlines (module notes); the environment variables override them
+S3_CONNECT_TIMEOUT, S3_READ_TIMEOUT, S3_ATTEMPTS = 5.0, 15.0, 2
+
+
+def _env_number(name: str, default: float, kind=float) -> Any:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = kind(raw)
+    except ValueError:
+        raise ValueError(f"{name}={raw!r} is not a number; unset it or give e.g. {name}={default}.") from None
+    if not value > 0:
+        raise ValueError(f"{name}={raw!r} must be > 0.")
+    return value
+
+
+def object_store_defaults() -> dict:
+    """The S3 options every store and run folder at an ``s3://`` URL is
+    opened with, unless the caller's options or fsspec's configuration set
+    them: botocore's ``connect_timeout``, ``read_timeout`` and attempts
+    (module notes)."""
+    return {"config_kwargs": {"connect_timeout": _env_number("INFOCLUST_S3_CONNECT_TIMEOUT", S3_CONNECT_TIMEOUT),
+                              "read_timeout": _env_number("INFOCLUST_S3_READ_TIMEOUT", S3_READ_TIMEOUT),
+                              # one botocore attempt per s3fs try: s3fs's own loop retries (S3FileSystem.retries)
+                              "retries": {"total_max_attempts": 1, "mode": "standard"}}}
+
+
+def _install_object_store_defaults() -> None:
+    """Put :func:`object_store_defaults` into fsspec's configuration for
+    ``s3`` where nothing set them (every S3 file system made afterwards in
+    this process - by us, xarray, zarr or universal_pathlib - gets them)."""
+    import fsspec.config
+
+    conf = fsspec.config.conf.setdefault("s3", {})
+    for key, value in object_store_defaults().items():
+        conf.setdefault(key, value)
+    try:
+        import s3fs
+    except ImportError:  # no S3 support installed: nothing to bound
+        return
+    if s3fs.S3FileSystem.retries == _S3FS_RETRIES:  # s3fs's default: bound it too (not a value someone set)
+        s3fs.S3FileSystem.retries = _env_number("INFOCLUST_S3_ATTEMPTS", S3_ATTEMPTS, int)
+
+
+#: s3fs's own default number of retries of a request
+_S3FS_RETRIES = 5
+
+
 def _filesystem(proto: str, what: str, path: Any, options: dict):
     """``(file system, path inside it)`` of the URL ``path``."""
     from fsspec.core import url_to_fs
 
+    _install_object_store_defaults()
     try:
         return url_to_fs(str(path), **options)
     except ImportError as exc:
@@ -225,6 +290,7 @@ def resolve(path: Any, what: str = "store", storage_options: dict | None = None)
     (module notes). Nothing is created."""
     if isinstance(path, Location):
         return path
+    check_path(path, what)
     options = check_storage_options(storage_options)
     proto = url_protocol(path)
     if proto is None or proto == "file":
@@ -246,9 +312,11 @@ def run_path(path: Any, what: str = "run folder") -> Any:
     :class:`URLNotSupported` naming the package; see
     :func:`resolve`). Credentials come from the
     environment of each process, never from the path."""
+    check_path(path, what)
     if not is_url(path):
         return Path(str(path)[len("file://"):]) if url_protocol(path) == "file" else Path(path)
     if _upath_protocol(path) is not None:
+        _install_object_store_defaults()
         return path
     from upath import UPath
 

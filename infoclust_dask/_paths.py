@@ -7,7 +7,15 @@ gives a :class:`pathlib.Path` for a local path and a ``UPath``
 files (what ``ingest`` reads) are local: there a ``scheme://`` string is
 refused by :func:`local_path` with a message that says so. A URL is never
 taken for a relative path (which would create a folder called ``s3:`` in
-the working directory); ``file://`` URLs are local paths."""
+the working directory); ``file://`` URLs are local paths.
+
+Every path that may be a URL passes :func:`check_path` first: credentials
+written into a URL (``s3://KEY:SECRET@bucket/...``) are refused with the URL
+shown redacted, and a known fsspec protocol followed by one slash or none
+(``s3:/bucket/x.zarr``) is refused rather than taken for a local folder
+named ``s3:``. :func:`redact` removes URL credentials and the values of
+credential environment variables from any text shown to a user (the CLI's
+error lines and warnings)."""
 
 from __future__ import annotations
 
@@ -15,9 +23,18 @@ import os
 import re
 from pathlib import Path
 
-__all__ = ["URLNotSupported", "url_protocol", "local_path", "is_url"]
+__all__ = ["URLNotSupported", "url_protocol", "local_path", "is_url", "check_path", "redact"]
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://")
+#: ``scheme:`` with one slash or none (``s3:/b/x``, ``s3:b/x``): a mistyped URL, never a folder name
+_SHORT_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]+):(?!//)")
+#: the userinfo of a URL: from ``://`` to the last ``@`` of the token (a secret may hold ``/`` or ``+``)
+_URL_USERINFO = re.compile(r"(?<=://)[^\s'\"<>()\[\]]*@")
+#: ``KEY:SECRET@host`` without its scheme (as a client library may echo a bucket name)
+_BARE_USERINFO = re.compile(r"[^\s'\"<>()\[\]/:@]+:(?!//)[^\s'\"<>()\[\]@]+@")
+#: environment variables whose values are credentials (their values are redacted from messages)
+SECRET_ENV = re.compile(r"(secret|token|passw|credential|account_key|access_key|private|_sas|api_key)", re.I)
+_REDACTED = "***"
 
 
 class URLNotSupported(ValueError):
@@ -50,10 +67,59 @@ def is_url(path) -> bool:
     return proto is not None and proto != "file"
 
 
+def redact(text) -> str:
+    """``text`` with URL credentials (``scheme://USER:PASS@``, also without
+    the scheme) and the values of credential environment variables
+    (:data:`SECRET_ENV`, e.g. ``AWS_SECRET_ACCESS_KEY``) replaced by ``***``."""
+    text = _URL_USERINFO.sub(_REDACTED + "@", str(text))
+    text = _BARE_USERINFO.sub(_REDACTED + "@", text)
+    for name, value in os.environ.items():
+        if len(value) >= 6 and SECRET_ENV.search(name) and value in text:
+            text = text.replace(value, _REDACTED)
+    return text
+
+
+def _known_protocol(name: str) -> bool:
+    try:
+        import fsspec
+    except ImportError:  # pragma: no cover - fsspec is a dependency
+        return name.lower() in ("s3", "s3a", "gs", "gcs", "az", "abfs", "memory", "http", "https", "file")
+    return name.lower() in fsspec.available_protocols()
+
+
+def check_path(path, what: str = "path"):
+    """Refuse what must never be taken as written: a URL carrying
+    credentials (shown redacted; credentials come from the environment of
+    each process, see :mod:`infoclust_dask._location`) and a known fsspec
+    protocol followed by one slash or none (a mistyped URL that would
+    otherwise become a local folder named ``s3:``). Returns ``path``."""
+    if isinstance(path, os.PathLike) and _upath_protocol(path) is None:
+        return path
+    text = str(path)
+    m = _SCHEME.match(text)
+    if m:
+        if "@" in text[m.end():]:  # USER:SECRET@ (a secret may hold '/'); '@' in a store's folder name is refused too
+            raise ValueError(
+                f"The {what} '{redact(text)}' carries credentials in the URL (USER:SECRET@ or KEY@); they are "
+                "refused (a URL is shown in logs, run summaries and task graphs). Remove them and give them the "
+                "standard way (S3: AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY or ~/.aws/credentials; GCS: "
+                "GOOGLE_APPLICATION_CREDENTIALS). A folder whose name holds '@' needs another name.")
+        return path
+    short = _SHORT_SCHEME.match(text)
+    if short and _known_protocol(short.group(1)):
+        proto = short.group(1)
+        fixed = f"{proto}://{text[short.end():].lstrip('/')}"
+        raise ValueError(
+            f"The {what} '{redact(text)}' starts with the protocol '{proto}:' but not '{proto}://': write "
+            f"'{redact(fixed)}' for a URL, or './{redact(text)}' for a local path. Nothing was created.")
+    return path
+
+
 def local_path(path, what: str = "path") -> Path:
     """``path`` as a local :class:`~pathlib.Path`; ``file://`` URLs become
     paths; any other URL raises :class:`URLNotSupported` naming it (and the
     package fsspec needs for its protocol when that is not installed)."""
+    check_path(path, what)
     proto = url_protocol(path)
     if proto is None:
         return Path(path)
@@ -69,6 +135,6 @@ def local_path(path, what: str = "path") -> Path:
     except ValueError:
         missing = f" (fsspec knows no protocol {proto!r})"
     raise URLNotSupported(
-        f"The {what} '{path}' is a {proto}:// URL{missing}. infoclust_dask reads source files from local or "
+        f"The {what} '{redact(path)}' is a {proto}:// URL{missing}. infoclust_dask reads source files from local or "
         "shared file systems (stores, run folders, models and caches may be URLs): pass a local path. Nothing "
         "was created.")

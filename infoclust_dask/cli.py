@@ -418,11 +418,41 @@ def _on_sigterm(signum, frame):
     raise Terminated()
 
 
+#: exception class names of unreachable or silent object-store endpoints (botocore, aiohttp, requests)
+_UNREACHABLE = ("EndpointConnectionError", "ConnectTimeoutError", "ReadTimeoutError", "ConnectTimeout",
+                "ReadTimeout", "ClientConnectorError", "ServerTimeoutError", "ConnectionClosedError")
+
+
+def _endpoint() -> str:
+    """The S3 endpoint this process uses, as configured (for messages)."""
+    return (os.environ.get("FSSPEC_S3_ENDPOINT_URL") or os.environ.get("AWS_ENDPOINT_URL_S3")
+            or os.environ.get("AWS_ENDPOINT_URL") or "the provider's default endpoint")
+
+
 def _message(exc: BaseException) -> str:
-    """One line for the user: the error, and a hint where a bare library
-    error would send them the wrong way."""
+    """One line for the user, with URL credentials and credential
+    environment values redacted (:func:`infoclust_dask._paths.redact`)."""
+    from ._paths import redact
+
+    return redact(" ".join(_explain(exc).split()))
+
+
+def _explain(exc: BaseException) -> str:
+    """The error, and a hint where a bare library error would send the user
+    the wrong way."""
     text = str(exc) or type(exc).__name__
     low = text.lower()
+    chain = [type(e).__name__ for e in _causes(exc)]
+    if any(name in _UNREACHABLE for name in chain) or isinstance(exc, TimeoutError) and "endpoint" in low:
+        return (f"the object store at {_endpoint()} could not be reached or did not answer "
+                f"({type(exc).__name__}: {text}); check that the server runs and is reachable, and the endpoint "
+                "setting (FSSPEC_S3_ENDPOINT_URL or AWS_ENDPOINT_URL); the deadlines are "
+                "INFOCLUST_S3_CONNECT_TIMEOUT, INFOCLUST_S3_READ_TIMEOUT (seconds) and INFOCLUST_S3_ATTEMPTS.")
+    if "NoCredentialsError" in chain:
+        return (f"no credentials for the object store at {_endpoint()} ({text}): set AWS_ACCESS_KEY_ID and "
+                "AWS_SECRET_ACCESS_KEY (or AWS_PROFILE, ~/.aws/credentials, an instance role) in the environment "
+                "of this process and of the workers; for a public bucket pass storage_options={'anon': True} "
+                "from Python.")
     if isinstance(exc, RuntimeError) and ("decompress" in low or "codec" in low or "blosc" in low):
         return (f"a chunk of the store could not be decoded ({text}); the store is damaged: "
                 "run `infoclust verify STORE` to list the damaged chunks, then re-ingest it.")
@@ -431,6 +461,36 @@ def _message(exc: BaseException) -> str:
     if isinstance(exc, OSError) and exc.filename and exc.filename not in text:
         return f"{text} ('{exc.filename}')"
     return text
+
+
+def _causes(exc: BaseException) -> list[BaseException]:
+    """``exc`` and the exceptions it was raised from (``__cause__`` /
+    ``__context__``), at most 10."""
+    out: list[BaseException] = []
+    e: BaseException | None = exc
+    while e is not None and len(out) < 10 and e not in out:
+        out.append(e)
+        e = e.__cause__ or e.__context__
+    return out
+
+
+def _check_paths(args) -> None:
+    """Every path argument, before any work (a Prefect server, a cluster, a
+    run folder): no credentials in a URL, no mistyped ``s3:/`` URL
+    (:func:`infoclust_dask._paths.check_path`), and no ``memory://``, which
+    lives in this process only: a store or run folder there is gone when
+    the command exits."""
+    from ._paths import check_path, url_protocol
+
+    for name in ("src", "dest", "store", "storage", "model", "resume", "out", "warm_start"):
+        value = getattr(args, name, None)
+        if not isinstance(value, str):
+            continue
+        check_path(value, f"{name.replace('_', '-')} argument")
+        if url_protocol(value) == "memory":
+            raise ValueError(f"{value}: a memory:// location lives inside one process and is gone when "
+                             "`infoclust` exits; use a local path or an object-store URL (s3://...). (Python "
+                             "code may use memory:// within one process.)")
 
 
 def _log_to_stderr():
@@ -443,7 +503,9 @@ def _one_line_warning(message, category, filename, lineno, line=None) -> str:
     """Warnings of a CLI run as one line: ``infoclust: warning: <Category>:
     <message>`` (no file name and source line of the package). Replaces the
     formatting only, so that callers recording warnings still see them."""
-    text = " ".join(str(message).split())
+    from ._paths import redact
+
+    text = redact(" ".join(str(message).split()))
     return f"infoclust: warning: {category.__name__}: {text}\n"
 
 
@@ -475,6 +537,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     shown = warnings.formatwarning
     warnings.formatwarning = _one_line_warning  # a user of the CLI needs the message, not our source line
     try:
+        _check_paths(args)
         return args.func(args)
     except KeyboardInterrupt:
         _quiet_shutdown()
@@ -488,6 +551,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         if os.environ.get("INFOCLUST_DEBUG"):
             raise
         print(f"infoclust: error: {_message(exc)}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # noqa: BLE001 - a library's own error (botocore, aiohttp, ...): one redacted line
+        if os.environ.get("INFOCLUST_DEBUG"):
+            raise
+        text = _message(exc)
+        if not text.startswith(("the object store at", "no credentials for")):  # not explained: say what it was, and how to see more
+            text = f"{type(exc).__name__}: {text} (INFOCLUST_DEBUG=1 shows the traceback)"
+        print(f"infoclust: error: {text}", file=sys.stderr)
         return 2
     finally:
         warnings.formatwarning = shown

@@ -67,7 +67,7 @@ def test_stores_models_and_run_folders_take_urls_and_a_missing_file_system_is_na
 
 
 @pytest.mark.parametrize("text, proto", [("s3://b/k", "s3"), ("GS://b", "gs"), ("file:///tmp/x", "file"),
-                                         ("a/b.zarr", None), ("C:/data/x.zarr", None), ("s3:/b", None)])
+                                         ("a/b.zarr", None), ("C:/data/x.zarr", None)])
 def test_url_protocol(text, proto):
     assert url_protocol(text) == proto
     if proto is None:
