@@ -4,8 +4,13 @@ Each array holds ``<array>/infoclust-manifest.json`` (inside the array's
 folder, where zarr does not look; a file beside the arrays would be reported
 by zarr as an unknown member of the group)::
 
-    {"manifest_version": 2, "rows": N, "metadata_sha256": "...",
-     "chunks": {"x/c/0/0": [size, crc32 or null], ...}}
+    {"manifest_version": 3, "rows": N, "metadata_sha256": "...",
+     "chunks": {"x/c/0/0": [size, crc32 or null, crc32c trailer], ...}}
+
+  The third field (version 3) is the 4-byte CRC-32C trailer zarr's
+  ``crc32c`` codec wrote at the end of the chunk: every read checks it
+  against the key it was read from (:mod:`infoclust_dask._bound`), which
+  binds each chunk to its position at the cost of a 4-byte comparison.
 
 - Written **last**, after every chunk and every ``zarr.json``: on an object
   store, where nothing can be renamed into place, the manifests are the
@@ -39,6 +44,8 @@ from ._location import Location, resolve
 __all__ = ["MANIFEST", "PENDING", "PREVIOUS_ATTRS", "verify_store", "committed_rows", "stamp_group", "check_group", "store_digest"]
 
 MANIFEST = "infoclust-manifest.json"
+#: the manifest format written (readers take versions 1 to this one)
+MANIFEST_VERSION = 3
 PENDING = "infoclust-pending.json"
 #: the group's attributes before an append rewrote them (in ``x/``), until its manifests commit it
 PREVIOUS_ATTRS = "infoclust-previous-attrs.json"
@@ -59,11 +66,32 @@ def _arrays(loc: Location) -> list[str]:
 
 
 def _crc32_file(path: Any) -> int:
-    crc = 0
+    return _crc_and_tail(path)[0]
+
+
+def _crc_and_tail(path: Any) -> tuple[int, int | None]:
+    """CRC-32 of a local file and its last 4 bytes (:func:`infoclust_dask._bound.tail_of`)."""
+    from ._bound import tail_of
+
+    crc, last = 0, b""
     with open(path, "rb") as fh:
         while block := fh.read(1 << 22):
             crc = zlib.crc32(block, crc)
-    return crc
+            last = (last + block)[-4:]
+    return crc, tail_of(last)
+
+
+def _tails(loc: Location, rels: list[str], sizes: dict[str, int]) -> dict[str, int | None]:
+    """The 4-byte trailers of chunks at a URL: one ranged read each, issued
+    together (fsspec's ``cat_ranges``)."""
+    from ._bound import tail_of
+
+    rels = [r for r in rels if sizes[r] >= 4]
+    if not rels:
+        return {}
+    paths = [loc.full_path(r) for r in rels]
+    got = loc.fs.cat_ranges(paths, [sizes[r] - 4 for r in rels], [sizes[r] for r in rels])
+    return {r: tail_of(b) for r, b in zip(rels, got, strict=True)}
 
 
 def _sha256(data: bytes) -> str:
@@ -87,16 +115,22 @@ def _write_manifest(loc: Location | Any, arrays: list[str] | None = None, *,
         sizes = loc.find(f"{var}/c")
         known = old.get(var, {}).get("chunks", {})
         chunks = {}
+        new = []
         for rel, size in sorted(sizes.items()):
             prev = known.get(rel)
             if changed is not None and rel not in changed and prev is not None and prev[0] == size:
                 chunks[rel] = list(prev)
                 continue
-            crc = _crc32_file(loc.local / rel) if loc.local is not None else None
-            chunks[rel] = [size, crc]
+            if loc.local is not None:
+                chunks[rel] = [size, *_crc_and_tail(loc.local / rel)]
+            else:
+                chunks[rel] = [size, None, None]
+                new.append(rel)
+        for rel, tail in _tails(loc, new, sizes).items() if new else ():
+            chunks[rel][2] = tail
         meta = loc.read_bytes(f"{var}/zarr.json")
         parsed = json.loads(meta)
-        doc = {"manifest_version": 2, "rows": int(parsed["shape"][0]) if parsed.get("shape") else 0,
+        doc = {"manifest_version": MANIFEST_VERSION, "rows": int(parsed["shape"][0]) if parsed.get("shape") else 0,
                "metadata_sha256": _sha256(meta), "metadata": parsed, "group_sha256": group,
                "group_attributes": group_attrs, "chunks": chunks}
         loc.write_text(f"{var}/{MANIFEST}", json.dumps(doc))
@@ -205,6 +239,21 @@ def _read_manifests(loc: Location) -> dict[str, dict] | None:
     return out or None
 
 
+def expected_chunks(docs: dict[str, dict] | None) -> dict[str, tuple[int, int | None]]:
+    """``{key: (size, trailer or None)}`` of every committed chunk for
+    :class:`infoclust_dask._bound.BoundStore`; chunks that an append is
+    rewriting (a pending record) are left out (their size may be either)."""
+    out: dict[str, tuple[int, int | None]] = {}
+    for doc in (docs or {}).values():
+        pending = doc.get("pending", {})
+        for rel, entry in doc["chunks"].items():
+            if rel in pending or not _well_formed(entry):
+                continue
+            tail = entry[2] if len(entry) > 2 and isinstance(entry[2], int) else None
+            out[rel] = (int(entry[0]), tail)
+    return out
+
+
 def unmanifested(loc: Location, docs: dict[str, dict] | None) -> list[str]:
     """The arrays of the group that have no manifest."""
     return [v for v in _arrays(loc) if v not in (docs or {})]
@@ -261,9 +310,18 @@ def _check_chunks(loc: Location | Any, docs: dict[str, dict], *, crc: bool = Fal
                 if rel in pending and got == pending[rel][0]:
                     continue  # rewritten by an append that is running or was interrupted: the old rows are unchanged
                 problems.append(f"{_describe_chunk(rel)} ('{rel}') has {got} bytes, {size} were written")
-            elif crc and want is not None and loc.local is not None and _crc32_file(loc.local / rel) != want:
-                problems.append(f"{_describe_chunk(rel)} ('{rel}') has different bytes from those written (CRC-32)")
+            elif crc and want is not None and loc.local is not None:
+                got_crc, got_tail = _crc_and_tail(loc.local / rel)
+                tail = entry[2] if len(entry) > 2 else None
+                if got_crc != want:
+                    moved = tail is not None and got_tail != tail and got_tail in _tails_of(docs)
+                    problems.append(f"{_describe_chunk(rel)} ('{rel}') has different bytes from those written "
+                                    f"(CRC-32){': it holds another chunk of the store (moved or swapped)' if moved else ''}")
     return problems
+
+
+def _tails_of(docs: dict[str, dict]) -> set:
+    return {e[2] for d in docs.values() for e in d["chunks"].values() if _well_formed(e) and len(e) > 2}
 
 
 def _interrupted_append(loc: Location, var: str, doc: dict) -> bool:
@@ -376,13 +434,34 @@ def verify_store(path: str | os.PathLike | Location, *, storage_options: dict | 
     meta_problems, notes = _check_metadata(loc, docs)
     problems += _check_chunks(loc, docs, crc=True) + meta_problems
     if loc.local is None and not problems:
-        problems += _read_every_chunk(loc, list(docs), scheduler)
+        problems += _read_every_chunk(loc, list(docs), scheduler, docs)
     chunks = {k: v for d in docs.values() for k, v in d["chunks"].items()}
     return {"store": str(loc), "chunks": len(chunks), "bytes": int(sum(v[0] for v in chunks.values() if _well_formed(v))),
             "rows": committed_rows(docs), "problems": problems, "notes": notes}
 
 
-def _read_every_chunk(loc: Location, arrays: list[str], scheduler: Any) -> list[str]:
+def bound_store(loc: Location, docs: dict[str, dict] | None) -> Any:
+    """The zarr store at ``loc``, read-only, its chunk reads checked against
+    the manifests ``docs`` (:class:`infoclust_dask._bound.BoundStore`)."""
+    from zarr.storage import FsspecStore, LocalStore
+
+    from ._bound import BoundStore
+
+    inner: Any = (LocalStore(loc.local, read_only=True) if loc.local is not None else
+                  FsspecStore(loc.fs if loc.fs.asynchronous else _async_fs(loc.fs), path=loc.fspath, read_only=True))
+    return BoundStore(inner, expected_chunks(docs), str(loc))
+
+
+def _async_fs(fs: Any) -> Any:
+    """An asynchronous instance of ``fs`` (zarr's FsspecStore needs one)."""
+    from fsspec.implementations.asyn_wrapper import AsyncFileSystemWrapper
+
+    if getattr(fs, "async_impl", False):
+        return type(fs)(**{**fs.storage_options, "asynchronous": True})
+    return AsyncFileSystemWrapper(fs)
+
+
+def _read_every_chunk(loc: Location, arrays: list[str], scheduler: Any, docs: dict | None = None) -> list[str]:
     """Read every chunk of the arrays on the workers (the ``crc32c`` codec
     checks each one's bytes); a failure is reported, not raised."""
     import dask.array as da
@@ -392,7 +471,7 @@ def _read_every_chunk(loc: Location, arrays: list[str], scheduler: Any) -> list[
     problems = []
     for var in arrays:
         try:
-            arr = da.from_zarr(loc.zarr_target(), component=var, storage_options=loc.storage_options)
+            arr = da.from_zarr(bound_store(loc, docs), component=var)
             engine.compute(arr.sum(), scheduler=scheduler)
         except Exception as exc:  # noqa: BLE001 - any read failure is a finding of verify
             problems.append(f"array {var!r} could not be read whole: {exc}")

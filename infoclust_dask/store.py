@@ -61,6 +61,7 @@ from ._manifest import (  # noqa: F401
     _check_metadata,
     _read_manifests,
     _write_manifest,
+    bound_store,
     check_group,
     committed_rows,
     stamp_group,
@@ -514,7 +515,7 @@ def _refuse_unmanifested(loc: Location, docs: dict | None, path: Any) -> None:
                          "or read it unchecked with --trust (Python: open_dataset(path, trust=True)).")
 
 
-def _open_group(loc: Location, docs: dict | None) -> Any:
+def _open_group(loc: Location, docs: dict | None, bind: bool = True) -> Any:
     """The zarr group at ``loc`` as an xarray Dataset. When an append was
     killed between rewriting one array's metadata and the next (some arrays
     declare more rows than the manifests commit, others not yet), the
@@ -523,8 +524,12 @@ def _open_group(loc: Location, docs: dict | None) -> Any:
     import xarray as xr
 
     def open_(drop=None):
-        return xr.open_zarr(loc.zarr_target(), consolidated=False, zarr_format=3, chunks={},
-                            storage_options=loc.storage_options or None, drop_variables=drop)
+        if docs is None or not bind:  # no manifest (a store of another tool), or read with trust=True
+            return xr.open_zarr(loc.zarr_target(), consolidated=False, zarr_format=3, chunks={},
+                                storage_options=loc.storage_options or None, drop_variables=drop)
+        # every chunk read (here and on the workers) is checked against the manifest entry of its own key
+        return xr.open_zarr(bound_store(loc, docs), consolidated=False, zarr_format=3, chunks={},
+                            drop_variables=drop)
 
     rows = committed_rows(docs)
     try:
@@ -550,6 +555,11 @@ def open_dataset(path: str | os.PathLike | Location, *, storage_options: dict | 
     are read (an append that did not finish is not seen), every listed
     chunk must be there with its size, and each array's metadata and the
     group's attributes must be those the manifests record.
+
+    Every chunk read from the returned arrays (here or on the workers) is
+    checked against the manifest entry of its own key - its size and the
+    CRC-32C trailer its codec wrote (:mod:`infoclust_dask._bound`) - so a
+    moved, swapped or substituted chunk fails the read (:class:`StoreError`).
 
     A store written by infoclust_dask whose manifest is missing (deleted, or
     copied without it) is refused: its bytes cannot be checked. ``trust=True``
@@ -602,7 +612,7 @@ def open_dataset(path: str | os.PathLike | Location, *, storage_options: dict | 
                                  ". Re-ingest it from its source (or restore the file); `infoclust verify` lists "
                                  "every problem.")
             try:
-                ds = _open_group(loc, docs)
+                ds = _open_group(loc, docs, bind=not trust)
             except Exception as exc:  # zarr raises many types for corrupt metadata
                 raise StoreError(f"Could not open the store at '{path}': {exc}") from exc
             problems = _check_chunks(loc, docs) if docs is not None else []

@@ -1,0 +1,80 @@
+"""Chunks bound to their place: a read-only zarr store wrapper that checks
+every chunk it hands to zarr against the manifest entry of *that* key.
+
+zarr's ``crc32c`` codec checks that a chunk's bytes match the checksum the
+chunk carries, which moves with the chunk: two intact chunk files swapped,
+or a chunk copied from another store, decode cleanly and pair rows with
+other rows. The manifest (:mod:`infoclust_dask._manifest`, version 3)
+records, for each chunk key, its size and the 4-byte CRC-32C trailer the
+codec wrote at its end; :class:`BoundStore` compares both on every read
+(a length and a 4-byte comparison: no hashing beyond the codec's own), so
+a moved, swapped, substituted or resized chunk fails the read - in this
+process and on the workers, which receive the wrapper inside the task graph
+- with the same message ``infoclust verify`` would print. Chunks of a
+manifest written before version 3 are checked by size only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from zarr.storage import WrapperStore
+
+from ._atomic import StoreError
+
+__all__ = ["BoundStore", "tail_of"]
+
+
+def tail_of(data: bytes | memoryview) -> int | None:
+    """The last 4 bytes of an encoded chunk as an integer (little-endian):
+    the CRC-32C trailer zarr's ``crc32c`` codec appends; None when shorter."""
+    return int.from_bytes(bytes(data[-4:]), "little") if len(data) >= 4 else None
+
+
+class BoundStore(WrapperStore):
+    """``store`` whose chunk reads are checked against ``expected``
+    (``{key: (size, tail or None)}``, keys as zarr asks for them, e.g.
+    ``x/c/3/0``); keys not listed (metadata, chunks beyond the committed
+    rows) pass unchecked. ``where`` names the store in messages."""
+
+    def __init__(self, store: Any, expected: dict[str, tuple[int, int | None]] | None = None,
+                 where: str = "") -> None:
+        super().__init__(store)
+        self.expected = expected or {}
+        self.where = where
+
+    def _with_store(self, store: Any) -> BoundStore:
+        return type(self)(store, self.expected, self.where)
+
+    def __repr__(self) -> str:
+        return f"BoundStore({self._store!r}, {len(self.expected)} chunks)"
+
+    def _check(self, key: str, buf: Any) -> None:
+        want = self.expected.get(key)
+        if want is None or buf is None:
+            return
+        size, tail = want
+        raw = buf.as_numpy_array()  # a view of the bytes read, no copy
+        if raw.nbytes != size or (tail is not None and tail_of(raw[-4:].tobytes()) != tail):
+            from ._manifest import _describe_chunk
+
+            what = (f"has {raw.nbytes} bytes, {size} were written there" if raw.nbytes != size else
+                    "holds bytes written for another position or another store (its CRC-32C differs from the one "
+                    "the manifest records for this key: a moved, swapped or substituted chunk file)")
+            raise StoreError(f"{_describe_chunk(key)} ('{key}') of the store at '{self.where}' {what}; nothing "
+                             "was computed from it. Run `infoclust verify` on the store, then re-ingest it from "
+                             "its source (or restore the chunk from a backup).")
+
+    async def get(self, key: str, prototype: Any, byte_range: Any = None) -> Any:
+        buf = await self._store.get(key, prototype, byte_range)
+        if byte_range is None:
+            self._check(key, buf)
+        return buf
+
+    async def get_partial_values(self, prototype: Any, key_ranges: Any) -> list:
+        key_ranges = list(key_ranges)
+        out = await self._store.get_partial_values(prototype, key_ranges)
+        for (key, rng), buf in zip(key_ranges, out, strict=True):
+            if rng is None:
+                self._check(key, buf)
+        return out
