@@ -210,6 +210,9 @@ def write_pending(loc: Location, var: str, chunks: dict[str, int]) -> None:
 
 
 def _read_json(loc: Location, rel: str, what: str) -> dict | None:
+    if loc.local is not None and (loc.local / rel).is_symlink():
+        raise StoreError(f"The {what} '{loc}/{rel}' is a symbolic link; the store's records are read only as "
+                         "regular files inside the store. Replace the link with the file (or re-ingest the store).")
     try:
         raw = loc.read_bytes(rel)
     except FileNotFoundError:
@@ -280,9 +283,108 @@ def _inside(loc: Location, rel: str) -> bool:
     return True
 
 
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
 def _well_formed(entry: Any) -> bool:
-    """A manifest entry is ``[size, crc or None]`` with an integer size."""
-    return isinstance(entry, list) and bool(entry) and isinstance(entry[0], int) and not isinstance(entry[0], bool)
+    """A manifest entry is ``[size, crc or None(, trailer or None)]``:
+    a non-negative integer size, integers (or null) after it."""
+    return (isinstance(entry, list) and 1 <= len(entry) <= 3 and _is_int(entry[0]) and entry[0] >= 0
+            and all(v is None or (_is_int(v) and 0 <= v < 2**32) for v in entry[1:]))
+
+
+def _chunk_keys(var: str, meta: dict, rows: int) -> list[str] | None:
+    """The chunk keys of ``var`` covering its first ``rows`` rows, from its
+    recorded metadata (None when the metadata does not say)."""
+    try:
+        shape = [int(n) for n in meta["shape"]]
+        step = [int(n) for n in meta["chunk_grid"]["configuration"]["chunk_shape"]]
+        sep = meta.get("chunk_key_encoding", {}).get("configuration", {}).get("separator", "/")
+    except (KeyError, TypeError, ValueError):
+        return None
+    if len(shape) != len(step) or not shape or any(n <= 0 for n in step):
+        return None
+    counts = [-(-rows // step[0])] + [-(-n // c) for n, c in zip(shape[1:], step[1:], strict=True)]
+    keys = [()]  # type: list[tuple[int, ...]]
+    for count in counts:
+        keys = [k + (i,) for k in keys for i in range(count)]
+    return [f"{var}/c{sep}" + sep.join(str(i) for i in k) for k in keys]
+
+
+def manifest_problems(docs: dict[str, dict]) -> list[str]:
+    """What is wrong with the manifests themselves (they are checked data,
+    not trusted): a format this version does not read, a committed row
+    count that is not a non-negative integer or disagrees with the array
+    metadata recorded beside it, malformed entries (named as malformed),
+    and chunks missing from the table up to the committed rows."""
+    problems = []
+    for var, doc in docs.items():
+        version = doc.get("manifest_version", 1)
+        if not _is_int(version) or not 1 <= version <= MANIFEST_VERSION:
+            problems.append(f"array {var!r}: its manifest has manifest_version {version!r}, which this version "
+                            f"reads only from 1 to {MANIFEST_VERSION}: upgrade infoclust_dask, or re-ingest")
+            continue
+        rows = doc.get("rows")
+        meta = doc.get("metadata")
+        if rows is not None and (not _is_int(rows) or rows < 0):
+            problems.append(f"array {var!r}: its manifest commits rows={rows!r}, not a non-negative integer")
+            continue
+        if rows is not None and isinstance(meta, dict):
+            declared = meta.get("shape", [None])[0] if isinstance(meta.get("shape"), list) else None
+            if declared != rows:
+                problems.append(f"array {var!r}: its manifest commits {rows} rows but the metadata it records "
+                                f"declares {declared}: the manifest was edited")
+                continue
+        bad = [rel for rel, e in doc["chunks"].items() if not _well_formed(e)]
+        for rel in bad[:3]:
+            problems.append(f"manifest entry '{rel}' is malformed ({str(doc['chunks'][rel])[:60]}; expected "
+                            "[size >= 0, CRC-32 or null, CRC-32C trailer or null] as integers)")
+        if len(bad) > 3:
+            problems.append(f"array {var!r}: {len(bad) - 3} more malformed manifest entries")
+        if rows is not None and isinstance(meta, dict):
+            expected = _chunk_keys(var, meta, rows)
+            if expected is not None:
+                absent = [k for k in expected if k not in doc["chunks"]]
+                if absent:
+                    problems.append(f"array {var!r}: its manifest has no entry for {len(absent)} of the "
+                                    f"{len(expected)} chunks of its {rows} committed rows (first: '{absent[0]}'): "
+                                    "those chunks could not be checked")
+    return problems
+
+
+def unlisted_files(loc: Location, docs: dict[str, dict]) -> tuple[list[str], list[str]]:
+    """Files in the arrays' folders that no manifest names: problems (an
+    extra chunk, a copy, a backup), and notes for chunks beyond the
+    committed rows (an append that did not finish; the next write removes
+    them)."""
+    own = {MANIFEST, PENDING, PREVIOUS_ATTRS, "zarr.json"}
+    problems, beyond = [], []
+    listed = loc.find()
+    for var, doc in docs.items():
+        names = set(doc["chunks"]) | set(doc.get("pending", {}))
+        rows = doc.get("rows")
+        meta = doc.get("metadata")
+        step = None
+        try:
+            step = int(meta["chunk_grid"]["configuration"]["chunk_shape"][0])
+        except (KeyError, TypeError, ValueError, IndexError):
+            pass
+        for rel in sorted(r for r in listed if r.startswith(var + "/")):
+            name = rel[len(var) + 1:]
+            if name in own or rel in names:
+                continue
+            parts = rel.split("/")
+            if (len(parts) >= 3 and parts[1] == "c" and parts[2].isdigit() and _is_int(rows) and step
+                    and int(parts[2]) >= -(-rows // step)):
+                beyond.append(rel)
+                continue
+            problems.append(f"'{rel}' is in array {var!r}'s folder but no manifest names it (an extra or copied "
+                            "chunk, a backup, another array's files): remove it, or re-ingest")
+    notes = [f"{len(beyond)} chunk files beyond the committed rows (first: '{beyond[0]}'): an append did not "
+             "finish and left them; the store reads as its committed rows, and the next append replaces them"
+             ] if beyond else []
+    return problems, notes
 
 
 def _check_chunks(loc: Location | Any, docs: dict[str, dict], *, crc: bool = False) -> list[str]:
@@ -296,8 +398,7 @@ def _check_chunks(loc: Location | Any, docs: dict[str, dict], *, crc: bool = Fal
         pending = doc.get("pending", {})
         for rel, entry in doc["chunks"].items():
             if not _well_formed(entry):
-                problems.append(f"manifest entry '{rel}' is malformed ({str(entry)[:60]}; expected [size, crc])")
-                continue
+                continue  # named by manifest_problems
             size, want = entry[0], entry[1] if len(entry) > 1 else None
             if not _inside(loc, rel):
                 problems.append(f"manifest entry '{rel}' points outside the store (not opened)")
@@ -431,8 +532,12 @@ def verify_store(path: str | os.PathLike | Location, *, storage_options: dict | 
     missing = unmanifested(loc, docs)
     problems = [f"array {v!r} has no manifest (added outside infoclust_dask, or its write did not finish)"
                 for v in missing]
+    problems += manifest_problems(docs)
     meta_problems, notes = _check_metadata(loc, docs)
     problems += _check_chunks(loc, docs, crc=True) + meta_problems
+    extra, extra_notes = unlisted_files(loc, docs)
+    problems += extra
+    notes += extra_notes
     if loc.local is None and not problems:
         problems += _read_every_chunk(loc, list(docs), scheduler, docs)
     chunks = {k: v for d in docs.values() for k, v in d["chunks"].items()}

@@ -135,8 +135,18 @@ def _cmd_verify(args):
     from .store import verify_store
 
     report = verify_store(args.store)
+    failed = bool(report["problems"])
+    for field in ("problems", "notes"):  # the first 20 of each, and how many there are
+        found = report[field]
+        if len(found) > VERIFY_SHOWN:
+            report[field] = found[:VERIFY_SHOWN] + [f"... and {len(found) - VERIFY_SHOWN} more"]
+        report[f"n_{field}"] = len(found)
     print(json.dumps(report, indent=2))
-    return 1 if report["problems"] else 0
+    return 1 if failed else 0
+
+
+#: problems (and notes) `infoclust verify` prints; it counts them all
+VERIFY_SHOWN = 20
 
 
 def _where(path) -> str:

@@ -64,6 +64,7 @@ from ._manifest import (  # noqa: F401
     bound_store,
     check_group,
     committed_rows,
+    manifest_problems,
     stamp_group,
     unmanifested,
     verify_store,
@@ -606,7 +607,9 @@ def open_dataset(path: str | os.PathLike | Location, *, storage_options: dict | 
             if docs is None and loc.local is None:
                 raise StoreError(f"The store at '{path}' has no manifest: its write did not finish (or another tool "
                                  "wrote it). Write it again (overwrite=True replaces an interrupted write).")
-            problems, _ = _check_metadata(loc, docs, group=False) if docs is not None else ([], [])
+            problems = manifest_problems(docs) if docs is not None else []
+            if not problems and docs is not None:
+                problems, _ = _check_metadata(loc, docs, group=False)
             if problems:  # before zarr reads metadata that does not describe the bytes
                 raise StoreError(f"The store at '{path}' is damaged: " + "; ".join(problems[:3]) +
                                  ". Re-ingest it from its source (or restore the file); `infoclust verify` lists "
