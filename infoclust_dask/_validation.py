@@ -108,20 +108,28 @@ RANDOM_STATE = [RandomStateLike()]
 SIGMA_RANGE = Interval(float, 1e-100, 1e100, closed="both")
 
 
+def plain_name(v) -> bool:
+    """A dim or variable name: a non-empty string of at most 256
+    characters without path separators, control characters or a leading
+    dot (a model file naming ``../../etc/passwd`` is refused)."""
+    return (isinstance(v, str) and 0 < len(v) <= 256 and not v.startswith(".") and "/" not in v and "\\" not in v
+            and v.isprintable())
+
+
 class _NoneOrName:
     def accepts(self, v):
-        return v is None or (isinstance(v, str) and v != "")
+        return v is None or plain_name(v)
 
     def __str__(self):
-        return "None or the name of a dim"
+        return "None or the name of a dim (no '/', '\\', leading '.' or control characters)"
 
 
 class _NoneOrNames:
     def accepts(self, v):
-        return v is None or (isinstance(v, (list, tuple)) and len(v) > 0 and all(isinstance(s, str) for s in v))
+        return v is None or (isinstance(v, (list, tuple)) and len(v) > 0 and all(plain_name(s) for s in v))
 
     def __str__(self):
-        return "None or a non-empty list of variable names"
+        return "None or a non-empty list of variable names (no '/', '\\', leading '.' or control characters)"
 
 
 #: ``sample_dim`` of every estimator (xarray input: the dim that holds the samples)

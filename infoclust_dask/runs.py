@@ -281,11 +281,23 @@ def _load_smic_state(est: Any, where: Any) -> None:
 
 
 def _checked_arrays(v, where):
-    """Refuse arrays of types other than numbers, booleans and strings."""
+    """Refuse arrays of types other than numbers, booleans and strings, and
+    arrays whose values their declared dtype cannot hold exactly (a float
+    centre declared int8 would be truncated or wrapped)."""
     if isinstance(v, dict) and "__ndarray__" in v:
         dt = str(v.get("dtype", ""))
         if not any(dt == d or (d == "<U" and dt.startswith("<U")) for d in _DTYPES):
             raise ValueError(f"{where}: an array of dtype {dt!r}; model files hold numbers and strings only.")
+        if dt[:1] in ("i", "u", "b") and dt != "bool" or dt == "bool":
+            try:
+                raw = np.asarray(v["__ndarray__"])
+                held = np.asarray(v["__ndarray__"], dtype=dt)
+                exact = raw.shape == held.shape and raw.dtype.kind in "biuf" and bool(np.all(raw == held))
+            except (TypeError, ValueError, OverflowError):
+                exact = False
+            if not exact:
+                raise ValueError(f"{where}: its values are not {dt} values (the file declares dtype {dt!r}; "
+                                 "reading them as such would truncate or wrap them): the model file was edited.")
     elif isinstance(v, dict):
         for k, x in v.items():
             _checked_arrays(x, f"{where}.{k}")
@@ -364,6 +376,10 @@ _REQUIRED = {"KMeans": ("cluster_centers_",), "SoftKMeans": ("cluster_centers_",
              "MDA2": ("means_", "variances_", "weights_", "classes_")}
 #: a model file with more prototypes than this is refused (predict costs rows x prototypes x features)
 MAX_MODEL_PROTOTYPES = 100_000
+#: a fitted coordinate this large (or larger) is refused: its square overflows float64 distances
+MAX_MODEL_VALUE = 1e150
+#: fitted numbers that must be finite when present
+_FINITE_SCALARS = ("inertia_", "beta_", "data_scale_", "sigma_", "reg_strength_", "knn_recall_")
 
 
 def _check_fitted_shapes(est, path):
@@ -405,3 +421,19 @@ def _check_fitted_shapes(est, path):
             raise bad(f"{name} holds {a.shape[0]} prototypes, more than {MAX_MODEL_PROTOTYPES}")
         if not np.all(np.isfinite(a)):
             raise bad(f"{name} holds NaN or infinite values")
+        if a.dtype.kind != "f":
+            raise bad(f"{name} has dtype {a.dtype}; the format stores it as float64")
+        if a.size and float(np.abs(a).max()) >= MAX_MODEL_VALUE:
+            raise bad(f"{name} holds {float(np.abs(a).max()):.3g}: values of that size overflow squared distances "
+                      f"(at most {MAX_MODEL_VALUE:.0e})")
+    for name in _FINITE_SCALARS:
+        v = getattr(est, name, None)
+        if v is None:
+            continue
+        try:
+            arr = np.asarray(v, dtype=np.float64)  # a number, or one per view (AC's sigma_)
+            ok = arr.ndim <= 1 and not isinstance(v, (bool, str)) and bool(np.all(np.isfinite(arr)))
+        except (TypeError, ValueError):
+            ok = False
+        if not ok:
+            raise bad(f"{name} is {v!r}, not a finite number")

@@ -254,3 +254,40 @@ def test_damaged_attributes_are_named_on_open(tmp_path, name, value, message):
     (store / "zarr.json").write_text(json.dumps(meta))
     with pytest.raises(StoreError, match=f"damaged attribute '{name}': {message}"):
         open_dataset(store)
+
+
+def _edited(model_file, change):
+    path = model_file[0]
+    doc = json.loads(path.read_text())
+    change(doc)
+    path.write_text(json.dumps(doc))
+    return path
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda d: d["fitted"]["cluster_centers_"]["__ndarray__"][0].__setitem__(0, 1e300),
+     r"cluster_centers_ holds 1e\+300: values of that size overflow squared distances"),
+    (lambda d: d["fitted"]["cluster_centers_"].update(dtype="int8"),
+     r"fitted.cluster_centers_: its values are not int8 values .* would truncate or wrap them"),
+    (lambda d: d["fitted"].update(inertia_=float("nan")), r"inertia_ is nan, not a finite number"),
+    (lambda d: d["params"].update(variables=["../../etc/passwd"]), r"variables"),
+    (lambda d: d["params"].update(sample_dim="a/b"), r"sample_dim"),
+])
+def test_model_values_are_checked_on_load(model_file, change, message):
+    """Each bad value is one line naming it (issue 38: a centre of 1e300,
+    centres' dtype edited to int8, inertia_ NaN, a variable name that is a
+    path were accepted)."""
+    path = _edited(model_file, change)
+    with pytest.raises(ValueError, match=message):
+        load_model(path)
+
+
+def test_integer_centres_that_int8_holds_exactly_are_still_refused_as_not_float(model_file):
+    def to_int8(d):
+        c = d["fitted"]["cluster_centers_"]
+        c["__ndarray__"] = [[int(v) % 100 for v in row] for row in c["__ndarray__"]]
+        c["dtype"] = "int8"
+
+    path = _edited(model_file, to_int8)
+    with pytest.raises(ValueError, match="cluster_centers_ has dtype int8; the format stores it as float64"):
+        load_model(path)
