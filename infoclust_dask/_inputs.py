@@ -149,6 +149,13 @@ def prepare_input(est, X, *, reset: bool, need_moments: bool = False, attr: str 
         return A, _check_magnitude(_info(st, A.shape, shift), A.dtype, name)
     if allow_1d and np.ndim(X) == 1:
         X = np.asarray(X).reshape(-1, 1)
+    kind = getattr(getattr(X, "dtype", None), "kind", None)
+    if kind is None and isinstance(X, (list, tuple)):
+        kind = np.asarray(X).dtype.kind
+    if kind in ("U", "S"):  # numbers written as text are not read as numbers silently
+        raise ValueError(f"{name} holds text (dtype {np.asarray(X).dtype if not hasattr(X, 'dtype') else X.dtype}); "
+                         f"clustering needs numbers. Convert it first, e.g. {name}.astype(float), or ingest the "
+                         "file with `infoclust ingest` (which parses CSV numbers).")
     if attr == "n_features_in_" and type(X).__module__.startswith("xarray."):
         # scikit-learn knows feature names of DataFrames only: a DataArray's come from its attrs/coords
         A = check_array(np.asarray(X.data), dtype=[np.float64, np.float32], ensure_min_samples=1, input_name=name)

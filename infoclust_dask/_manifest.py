@@ -553,17 +553,8 @@ def bound_store(loc: Location, docs: dict[str, dict] | None) -> Any:
     from ._bound import BoundStore
 
     inner: Any = (LocalStore(loc.local, read_only=True) if loc.local is not None else
-                  FsspecStore(loc.fs if loc.fs.asynchronous else _async_fs(loc.fs), path=loc.fspath, read_only=True))
+                  FsspecStore.from_url(loc.url, storage_options=loc.storage_options or None, read_only=True))
     return BoundStore(inner, expected_chunks(docs), str(loc))
-
-
-def _async_fs(fs: Any) -> Any:
-    """An asynchronous instance of ``fs`` (zarr's FsspecStore needs one)."""
-    from fsspec.implementations.asyn_wrapper import AsyncFileSystemWrapper
-
-    if getattr(fs, "async_impl", False):
-        return type(fs)(**{**fs.storage_options, "asynchronous": True})
-    return AsyncFileSystemWrapper(fs)
 
 
 def _read_every_chunk(loc: Location, arrays: list[str], scheduler: Any, docs: dict | None = None) -> list[str]:

@@ -22,6 +22,7 @@ summary's ``runner`` and ``placement`` say where the fit ran and why.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -557,6 +558,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         _quiet_shutdown()
         print("infoclust: terminated (SIGTERM); nothing half-written was kept.", file=sys.stderr)
         return 143
+    except BrokenPipeError:  # `infoclust info S | head`: the reader has what it wanted; say nothing
+        with contextlib.suppress(OSError, ValueError, AttributeError):  # stdout may have no file descriptor
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())  # Python's own flush at exit must not fail again
+        return 141
     except (ValueError, TypeError, OSError, KeyError, RuntimeError, MemoryError, ImportError) as exc:
         if os.environ.get("INFOCLUST_DEBUG"):
             raise

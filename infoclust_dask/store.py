@@ -588,10 +588,7 @@ def open_dataset(path: str | os.PathLike | Location, *, storage_options: dict | 
     loc = resolve(path, "store", storage_options)
     path = loc.local if loc.local is not None else loc.url
     if not loc.exists():
-        raise FileNotFoundError(
-            f"No dataset store at '{path}'. Create one with `infoclust ingest SRC {path}` "
-            "or infoclust_dask.write_dataset(...)."
-        )
+        raise FileNotFoundError(_no_store(loc, path))
     if not loc.exists("zarr.json"):
         raise StoreError(
             f"'{path}' is not a zarr (format 3) group: no zarr.json inside. Was it written "
@@ -643,6 +640,26 @@ def open_dataset(path: str | os.PathLike | Location, *, storage_options: dict | 
     ds = ds.copy(deep=False)
     _validate_opened(ds, path)
     return ds
+
+
+def _no_store(loc: Location, path: Any) -> str:
+    """Why there is no store at ``path``, and what to do: a missing bucket
+    is named; an http(s) URL is read-only (nothing can be ingested there)."""
+    if loc.local is None and loc.protocol in ("http", "https"):
+        return (f"No dataset store at '{path}' (nothing answers there as a zarr store). http(s) URLs are read-only: "
+                "ingest to a local path or an object store (s3://...) and serve that folder.")
+    if loc.local is None and loc.protocol not in ("memory",):
+        bucket = loc.fspath.strip("/").split("/", 1)[0]
+        try:
+            present = loc.fs.exists(bucket)
+        except Exception:  # noqa: BLE001 - the check is only for the message; the endpoint error comes later
+            present = True
+        if not present:
+            return (f"No dataset store at '{path}': the bucket '{bucket}' does not exist at this endpoint. Check the "
+                    "URL and the endpoint setting (FSSPEC_S3_ENDPOINT_URL / AWS_ENDPOINT_URL), or create the "
+                    "bucket, then ingest into it.")
+    return (f"No dataset store at '{path}'. Create one with `infoclust ingest SRC {path}` "
+            "or infoclust_dask.write_dataset(...).")
 
 
 def _validate_opened(ds: Any, path: Any) -> None:

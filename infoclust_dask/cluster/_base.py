@@ -199,6 +199,14 @@ def _warm_started(est, init):
                         f"{type(previous).__name__}.")
     if not callable(getattr(est, "_warm_start_params", None)):
         raise TypeError(f"{type(est).__name__} has no warm start.")
+    from sklearn.exceptions import NotFittedError
+    from sklearn.utils.validation import check_is_fitted
+
+    try:
+        check_is_fitted(previous)
+    except NotFittedError:
+        raise NotFittedError(f"init= is an unfitted {type(previous).__name__}: a warm start begins from a fitted "
+                             "model's prototypes. Fit it first, or pass its run folder / model.json.") from None
     overrides = est._warm_start_params(previous)
     saved = {k: v for k, v in est.get_params(deep=False).items() if k in overrides}
     est.set_params(**overrides)

@@ -1,0 +1,41 @@
+"""Unclear cases of the second integrity round (issue 38), each now one
+line naming the value and the fix."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from sklearn.exceptions import NotFittedError
+
+from infoclust_dask import KMeans, open_dataset, write_dataset
+
+
+def test_text_input_is_refused_not_parsed():
+    X = np.random.default_rng(0).normal(size=(50, 3))
+    for text in (X.astype(str), X.astype(str).tolist()):
+        with pytest.raises(ValueError, match=r"X holds text \(dtype <U\d+\); clustering needs numbers"):
+            KMeans(2, scheduler="sync").fit(text)
+
+
+def test_an_unfitted_init_is_named():
+    X = np.random.default_rng(0).normal(size=(50, 3))
+    with pytest.raises(NotFittedError, match="init= is an unfitted KMeans"):
+        KMeans(2, scheduler="sync").fit(X, init=KMeans(2))
+
+
+def test_a_closed_pipe_ends_quietly(tmp_path):
+    store = write_dataset(tmp_path / "s.zarr", np.zeros((10, 2)))
+    p = subprocess.Popen([sys.executable, "-c", "import sys, time; from infoclust_dask.cli import main; "
+                          "time.sleep(2); sys.exit(main(sys.argv[1:]))", "info", str(store)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p.stdout.close()  # the reader went away (`| head`) before anything was written
+    err = p.stderr.read().decode()
+    assert p.wait(60) == 141 and err == "", err
+
+
+def test_a_missing_bucket_and_an_http_url_are_named(s3_server):
+    with pytest.raises(FileNotFoundError, match=r"the bucket 'no-such-bucket-38' does not exist at this endpoint"):
+        open_dataset("s3://no-such-bucket-38/x.zarr")
+    with pytest.raises(FileNotFoundError, match=r"http\(s\) URLs are read-only"):
+        open_dataset("http://127.0.0.1:9/x.zarr")
