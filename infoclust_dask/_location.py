@@ -223,6 +223,20 @@ class Location:
         except FileNotFoundError:
             return None
 
+    def refresh(self) -> None:
+        """Forget this process's cached listings of everything below this
+        location (fsspec's ``dircache``): another process - a writer, one
+        killed mid-write - changed it. ``invalidate_cache(path)`` drops a
+        path and its parents only, not the folders below it."""
+        if self.fs is None:
+            return
+        base = self.fspath.rstrip("/")
+        cache = getattr(self.fs, "dircache", None)
+        if cache is not None:
+            for key in [k for k in list(cache) if k == base or k.startswith(base + "/")]:
+                cache.pop(key, None)
+        self.fs.invalidate_cache(self.full_path(""))
+
     def find(self, rel: str = "") -> dict[str, int]:
         """Every object below ``rel``: path relative to this location -> size."""
         if self.local is not None:

@@ -20,9 +20,13 @@ by zarr as an unknown member of the group)::
   the old rows, then the arrays' metadata, then the manifests; a reader
   takes the smallest ``rows`` of the arrays' manifests and reads only those
   rows, so an interrupted append leaves the previous version readable and
-  whole. Before an append rewrites the old, partly filled last chunk it
-  records the chunk's new size in ``<array>/infoclust-pending.json``, so
-  that the old version stays readable while the append runs.
+  whole. Before an append replaces the old, partly filled last chunk (one
+  atomic rename or object PUT: never a write into the committed file) it
+  records the new chunk's size, CRC-32 and trailer in
+  ``<array>/infoclust-pending.json``: until the manifests commit, that key
+  may hold either version, both checked exactly (their committed rows hold
+  the same numbers), so a kill at any instant leaves a store that reads and
+  verifies clean.
 - Opening checks that every listed chunk is there with its size (a deleted
   or truncated chunk would read as fill values); :func:`verify_store` also
   checks each chunk's content (CRC-32 of local files; on an object store a
@@ -203,10 +207,36 @@ def _manifested(loc: Location) -> list[str]:
     return sorted({rel.split("/")[0] for rel in loc.find() if rel.count("/") == 1 and rel.endswith("/" + MANIFEST)})
 
 
-def write_pending(loc: Location, var: str, chunks: dict[str, int]) -> None:
-    """Before rewriting committed chunks of ``var``: their new sizes, so
-    that the committed version stays readable meanwhile."""
-    loc.write_text(f"{var}/{PENDING}", json.dumps({"chunks": {k: [int(v), None] for k, v in chunks.items()}}))
+def pending_entry(data: bytes) -> list:
+    """The manifest entry ``[size, CRC-32, trailer]`` of a chunk's bytes."""
+    from ._bound import tail_of
+
+    return [len(data), zlib.crc32(data), tail_of(data)]
+
+
+def write_pending(loc: Location, var: str, chunks: dict[str, Any]) -> None:
+    """Before replacing committed chunks of ``var``: the entries of their
+    new versions (``[size, crc, trailer]``; a bare size from older callers),
+    added to those already pending - an earlier append killed after its
+    replacement left its version there - so that the store reads and
+    verifies as any of them meanwhile (the committed rows are the same
+    numbers in each)."""
+    before = _read_json(loc, f"{var}/{PENDING}", "pending-append record")
+    versions = _pending_versions(before["chunks"]) if before else {}
+    for k, v in chunks.items():
+        entry = list(v) if isinstance(v, (list, tuple)) else [int(v), None, None]
+        if entry not in versions.setdefault(k, []):
+            versions[k].append(entry)
+    loc.write_text(f"{var}/{PENDING}", json.dumps({"chunks": versions}))
+
+
+def _pending_versions(chunks: dict) -> dict[str, list]:
+    """``{key: [entry, ...]}`` from a pending record: one entry per key (as
+    written before several could be pending) or a list of them."""
+    out: dict[str, list] = {}
+    for k, v in chunks.items():
+        out[k] = [list(e) for e in v] if isinstance(v, list) and v and isinstance(v[0], list) else [v]
+    return out
 
 
 def _read_json(loc: Location, rel: str, what: str) -> dict | None:
@@ -232,28 +262,34 @@ def _read_manifests(loc: Location) -> dict[str, dict] | None:
     in as ``doc["pending"]``, or None when no array has one (a store
     written by an older version or another tool)."""
     out: dict[str, dict] = {}
+    loc.refresh()  # a writer in another process (or one killed) may have changed the store since our last look
     for var in sorted(set(_arrays(loc)) | set(_manifested(loc))):
         doc = _read_json(loc, f"{var}/{MANIFEST}", "chunk manifest")
         if doc is None:
             continue
         pending = _read_json(loc, f"{var}/{PENDING}", "pending-append record")
-        doc["pending"] = pending["chunks"] if pending else {}
+        doc["pending"] = _pending_versions(pending["chunks"]) if pending else {}
         out[var] = doc
     return out or None
 
 
-def expected_chunks(docs: dict[str, dict] | None) -> dict[str, tuple[int, int | None]]:
-    """``{key: (size, trailer or None)}`` of every committed chunk for
-    :class:`infoclust_dask._bound.BoundStore`; chunks that an append is
-    rewriting (a pending record) are left out (their size may be either)."""
-    out: dict[str, tuple[int, int | None]] = {}
+def expected_chunks(docs: dict[str, dict] | None) -> dict[str, tuple[tuple[int, int | None], ...]]:
+    """``{key: ((size, trailer or None), ...)}``: the versions each
+    committed chunk may hold, for :class:`infoclust_dask._bound.BoundStore`
+    - the committed one, and the pending one while an append replaces it."""
+    out: dict[str, tuple[tuple[int, int | None], ...]] = {}
+
+    def version(entry):
+        return int(entry[0]), (entry[2] if len(entry) > 2 and _is_int(entry[2]) else None)
+
     for doc in (docs or {}).values():
         pending = doc.get("pending", {})
         for rel, entry in doc["chunks"].items():
-            if rel in pending or not _well_formed(entry):
+            if not _well_formed(entry):
                 continue
-            tail = entry[2] if len(entry) > 2 and isinstance(entry[2], int) else None
-            out[rel] = (int(entry[0]), tail)
+            versions = [version(entry)]
+            versions += [version(e) for e in pending.get(rel, []) if _well_formed(e)]
+            out[rel] = tuple(versions)
     return out
 
 
@@ -363,9 +399,9 @@ def unlisted_files(loc: Location, docs: dict[str, dict]) -> tuple[list[str], lis
     listed = loc.find()
     for var, doc in docs.items():
         names = set(doc["chunks"]) | set(doc.get("pending", {}))
-        rows = doc.get("rows")
-        meta = doc.get("metadata")
-        step = None
+        rows: int = doc["rows"] if _is_int(doc.get("rows")) else -1
+        meta: Any = doc.get("metadata")
+        step = 0
         try:
             step = int(meta["chunk_grid"]["configuration"]["chunk_shape"][0])
         except (KeyError, TypeError, ValueError, IndexError):
@@ -375,7 +411,7 @@ def unlisted_files(loc: Location, docs: dict[str, dict]) -> tuple[list[str], lis
             if name in own or rel in names:
                 continue
             parts = rel.split("/")
-            if (len(parts) >= 3 and parts[1] == "c" and parts[2].isdigit() and _is_int(rows) and step
+            if (len(parts) >= 3 and parts[1] == "c" and parts[2].isdigit() and rows >= 0 and step > 0
                     and int(parts[2]) >= -(-rows // step)):
                 beyond.append(rel)
                 continue
@@ -399,7 +435,7 @@ def _check_chunks(loc: Location | Any, docs: dict[str, dict], *, crc: bool = Fal
         for rel, entry in doc["chunks"].items():
             if not _well_formed(entry):
                 continue  # named by manifest_problems
-            size, want = entry[0], entry[1] if len(entry) > 1 else None
+            size = entry[0]
             if not _inside(loc, rel):
                 problems.append(f"manifest entry '{rel}' points outside the store (not opened)")
                 continue
@@ -407,14 +443,14 @@ def _check_chunks(loc: Location | Any, docs: dict[str, dict], *, crc: bool = Fal
             if got is None:
                 problems.append(f"{_describe_chunk(rel)} ('{rel}') is missing")
                 continue
-            if got != size:
-                if rel in pending and got == pending[rel][0]:
-                    continue  # rewritten by an append that is running or was interrupted: the old rows are unchanged
+            versions = [entry] + [e for e in pending.get(rel, []) if _well_formed(e)]
+            sized = [v for v in versions if v[0] == got]  # an append replacing it: either version is whole
+            if not sized:
                 problems.append(f"{_describe_chunk(rel)} ('{rel}') has {got} bytes, {size} were written")
-            elif crc and want is not None and loc.local is not None:
+            elif crc and loc.local is not None and any(len(v) > 1 and v[1] is not None for v in sized):
                 got_crc, got_tail = _crc_and_tail(loc.local / rel)
-                tail = entry[2] if len(entry) > 2 else None
-                if got_crc != want:
+                if all(v[1] is not None and v[1] != got_crc for v in sized):
+                    tail = entry[2] if len(entry) > 2 else None
                     moved = tail is not None and got_tail != tail and got_tail in _tails_of(docs)
                     problems.append(f"{_describe_chunk(rel)} ('{rel}') has different bytes from those written "
                                     f"(CRC-32){': it holds another chunk of the store (moved or swapped)' if moved else ''}")

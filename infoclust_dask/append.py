@@ -38,7 +38,15 @@ import numpy as np
 from . import engine
 from ._atomic import StoreError, _temp_name, _WriteLock, clean_stale_temporaries
 from ._location import Location, resolve
-from ._manifest import PREVIOUS_ATTRS, _arrays, _read_manifests, _write_manifest, committed_rows, write_pending
+from ._manifest import (
+    PREVIOUS_ATTRS,
+    _arrays,
+    _read_manifests,
+    _write_manifest,
+    committed_rows,
+    pending_entry,
+    write_pending,
+)
 
 __all__ = ["append_dataset"]
 
@@ -284,10 +292,45 @@ def append_dataset(path: str | os.PathLike, x: Any, *, label: Any = None, y: Any
     with lock:
         if loc.local is not None:
             clean_stale_temporaries(loc.local)
+        remove_leftovers(loc, _read_manifests(loc) or {}, keep=staging)
         _write_staged(loc, staging, staged_vars, encoding, first, n_old + n_new, new_attrs, source, n_new,
                       scheduler, progress, moments)
     return {"store": str(loc), "rows_before": n_old, "rows_added": n_new, "rows": n_old + n_new,
             "seconds": round(time.perf_counter() - t0, 3)}
+
+
+def remove_leftovers(loc: Location, docs: dict[str, dict], keep: Location | None = None) -> list[str]:
+    """What a killed append left behind, removed before the next write
+    starts (writers do not run at once on one store): chunk files beyond the
+    committed rows in the arrays' folders and, at a URL, staging stores
+    ``STORE.append-*`` beside it (local staging folders are removed by
+    :func:`infoclust_dask._atomic.clean_stale_temporaries`). Returns what
+    was removed."""
+    rows = committed_rows(docs)
+    removed: list[str] = []
+    if rows is None:
+        return removed
+    for var, doc in docs.items():
+        try:
+            step = int(doc["metadata"]["chunk_grid"]["configuration"]["chunk_shape"][0])
+        except (KeyError, TypeError, ValueError, IndexError):
+            continue
+        first_beyond = -(-rows // step) if step > 0 else None
+        if first_beyond is None:
+            continue
+        for rel in loc.find(f"{var}/c"):
+            parts = rel.split("/")
+            if len(parts) >= 3 and parts[2].isdigit() and int(parts[2]) >= first_beyond and rel not in doc["chunks"]:
+                loc.remove(rel, recursive=False)
+                removed.append(rel)
+    if loc.local is None:
+        parent, _, name = loc.full_path("").rstrip("/").rpartition("/")
+        own = keep.full_path("").rstrip("/") if keep is not None and keep.local is None else None
+        for p in loc.fs.glob(f"{parent}/{name}.append-*"):
+            if p.rstrip("/") != own:
+                loc.fs.rm(p, recursive=True)
+                removed.append(p)
+    return removed
 
 
 def _write_staged(loc, staging, staged_vars, encoding, first, n_total, new_attrs, source, n_new, scheduler,
@@ -329,9 +372,9 @@ def _commit(loc: Location, staging: Location, names: list[str], first: int, n_to
                 partial[(name, rel)] = target  # the old last chunk: moved last, after the pending record
                 continue
             staging.move_to(rel, loc, target)
-    by_var: dict[str, dict[str, int]] = {}
-    for (name, rel), target in partial.items():
-        by_var.setdefault(name, {})[target] = int(staging.size(rel) or 0)
+    by_var: dict[str, dict[str, list]] = {}
+    for (name, rel), target in partial.items():  # the new version's exact entry: either version verifies
+        by_var.setdefault(name, {})[target] = pending_entry(staging.read_bytes(rel))
     for name, chunks in by_var.items():
         write_pending(loc, name, chunks)
     for (_, rel), target in partial.items():

@@ -1,0 +1,114 @@
+"""An append killed (SIGKILL) at many instants, on a local disk and at an
+S3 URL: after every kill the previous version reads and verifies clean,
+and the next append removes the leftovers and commits (issue 38)."""
+
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from infoclust_dask import append_dataset, open_dataset, write_dataset
+from infoclust_dask import store as store_mod
+from infoclust_dask._manifest import verify_store
+
+SCRIPT = """
+import sys, numpy as np
+from infoclust_dask import append_dataset
+rng = np.random.default_rng(int(sys.argv[2]))
+new = rng.normal(size=(int(sys.argv[3]), 8))
+print("go", flush=True)
+append_dataset(sys.argv[1], new, label=np.arange(len(new)) % 3)
+print("done", flush=True)
+"""
+
+
+def _append_process(where, seed, rows):
+    p = subprocess.Popen([sys.executable, "-c", SCRIPT, where, str(seed), str(rows)], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "go", p.stderr.read()
+    return p
+
+
+@pytest.fixture(params=["local", "s3"])
+def place(request, tmp_path):
+    if request.param == "local":
+        return str(tmp_path / "k.zarr"), 300_000
+    return request.getfixturevalue("s3_bucket") + "/k.zarr", 60_000
+
+
+def test_an_append_killed_at_many_instants_never_damages_the_committed_version(place):
+    where, rows = place
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(rows + 1234, 8))  # the last chunk partly filled: the append replaces it
+    lab = np.arange(len(X)) % 3
+    write_dataset(where, X, label=lab, chunks=rows // 8)
+    t = time.monotonic()  # how long a whole append takes here (on a copy of the work: a second store)
+    probe = where.replace("k.zarr", "probe.zarr")
+    write_dataset(probe, X, label=lab, chunks=rows // 8)
+    p = _append_process(probe, 1, rows)
+    assert p.wait(300) == 0, p.stderr.read()
+    whole = time.monotonic() - t
+    kills = 0
+    for fraction in (0.05, 0.15, 0.3, 0.45, 0.6, 0.7, 0.8, 0.9, 0.97):
+        p = _append_process(where, 1, rows)
+        time.sleep(fraction * whole)
+        if p.poll() is None:
+            p.kill()
+            kills += 1
+        p.wait(60)
+        store_mod._OPENED.clear()
+        report = verify_store(where)
+        ds = open_dataset(where)
+        assert report["problems"] == [], (fraction, report["problems"])
+        np.testing.assert_array_equal(ds["x"].values[: len(X)], X)
+        np.testing.assert_array_equal(ds["label"].values[: len(X)], lab)
+        if ds.sizes["sample"] != len(X):  # killed after its commit (or it finished): the new version, whole
+            assert ds.sizes["sample"] == len(X) + rows, fraction
+            committed = True
+            break
+    else:
+        committed = False
+    assert kills >= 4
+    store_mod._OPENED.clear()
+    small = rows // 3  # smaller than the killed appends: their chunks beyond it must not stay
+    append_dataset(where, np.random.default_rng(1).normal(size=(small, 8)), label=np.arange(small) % 3)
+    report = verify_store(where)
+    assert report["problems"] == [] and report["notes"] == [], report  # no leftovers of the killed appends
+    ds = open_dataset(where)
+    n = len(X) + (rows if committed else 0) + small
+    assert ds.sizes["sample"] == n
+    np.testing.assert_array_equal(ds["x"].values[: len(X)], X)
+    if where.startswith("s3://"):
+        import fsspec
+
+        fs = fsspec.filesystem("s3")
+        fs.invalidate_cache()
+        parent, _, name = where[len("s3://"):].rpartition("/")
+        assert fs.glob(f"{parent}/{name}.append-*") == []
+
+
+def test_a_replaced_chunk_of_the_same_size_verifies_as_either_version(tmp_path):
+    """The case a kill exposed: the append's new version of the partly
+    filled last chunk had the size of the old one, and verify compared its
+    CRC with the committed entry only ("different bytes from those
+    written"). The pending record now holds the new version's exact entry."""
+    from infoclust_dask._location import resolve
+    from infoclust_dask._manifest import pending_entry, write_pending
+
+    p = write_dataset(tmp_path / "s.zarr", np.concatenate([np.full((400, 3), 1.0), np.full((400, 3), 2.0)]),
+                      chunks=400)
+    old, new = (p / "x/c/0/0").read_bytes(), (p / "x/c/1/0").read_bytes()
+    assert len(old) == len(new) and old != new
+    write_pending(resolve(p), "x", {"x/c/0/0": pending_entry(new)})
+    (p / "x/c/0/0").write_bytes(new)  # as the append's rename leaves it before its commit
+    store_mod._OPENED.clear()
+    assert verify_store(p)["problems"] == []
+    assert open_dataset(p)["x"].shape == (800, 3)
+    (p / "x/c/0/0").write_bytes(old)  # and the committed version, as before the rename
+    store_mod._OPENED.clear()
+    assert verify_store(p)["problems"] == []
+    (p / "x/c/0/0").write_bytes(new[:-8] + bytes(8))  # neither version: refused
+    store_mod._OPENED.clear()
+    assert any("different bytes" in q for q in verify_store(p)["problems"])
