@@ -234,6 +234,11 @@ def _cmd_predict(args):
 
     if args.write_labels is not None:
         check_label_name(args.write_labels)
+        from ._paths import is_url
+
+        if is_url(args.store):  # before the prediction, not after it
+            raise ValueError(f"--write-labels adds a variable to a store on a local or shared file system; "
+                             f"'{args.store}' is a URL. Use --out labels.npy instead.")
     if args.write_labels is None and not args.out:
         raise ValueError("Say where the labels go: --write-labels NAME (a variable of the store) and/or "
                          "--out FILE.npy.")

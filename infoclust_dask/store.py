@@ -69,7 +69,7 @@ from ._manifest import (  # noqa: F401
     unmanifested,
     verify_store,
 )
-from ._paths import local_path
+from ._paths import URLNotSupported, local_path
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -776,6 +776,13 @@ def add_labels(path: str | os.PathLike, name: str, labels: Any, *, overwrite: bo
     import dask.array as da
     import xarray as xr
 
+    from ._paths import is_url
+
+    if is_url(path):
+        raise URLNotSupported(
+            f"add_labels writes into a store on a local or shared file system (it renames the new variable into "
+            f"place); '{path}' is a URL. Write the labels to a file instead (`infoclust predict ... --out "
+            "labels.npy`), or ingest a copy of the store to a local path and add them there.")
     path = local_path(path, "store")
     ds = open_dataset(path)
     if not is_store_of_ours(path):

@@ -39,3 +39,13 @@ def test_a_missing_bucket_and_an_http_url_are_named(s3_server):
         open_dataset("s3://no-such-bucket-38/x.zarr")
     with pytest.raises(FileNotFoundError, match=r"http\(s\) URLs are read-only"):
         open_dataset("http://127.0.0.1:9/x.zarr")
+
+
+def test_write_labels_into_a_url_store_says_why_before_predicting(tmp_path, capsys):
+    from infoclust_dask import cli
+    from infoclust_dask.store import URLNotSupported, add_labels
+
+    assert cli.main(["predict", str(tmp_path / "model.json"), "s3://b/s.zarr", "--write-labels", "km"]) == 2
+    assert "--write-labels adds a variable to a store on a local or shared file system" in capsys.readouterr().err
+    with pytest.raises(URLNotSupported, match="add_labels writes into a store on a local or shared file system"):
+        add_labels("s3://b/s.zarr", "km", np.zeros(3, int))
