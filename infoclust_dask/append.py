@@ -259,6 +259,12 @@ def append_dataset(path: str | os.PathLike, x: Any, *, label: Any = None, y: Any
             if low < 0:
                 raise ValueError(f"'{name}' must be >= 0; found {low}.")
         if merged is not None and merged != stored:
+            import warnings
+
+            added = [c for c in merged if c not in (stored or [])]
+            warnings.warn(f"The append adds the class name{'s' if len(added) > 1 else ''} {added} to the store's "
+                          f"'{name}' classes ({len(stored or [])} before, {len(merged)} after): models fitted on "
+                          "the earlier rows have never seen them.", UserWarning, stacklevel=2)
             if name == "label":
                 new_attrs["class_names"] = merged
             else:

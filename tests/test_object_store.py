@@ -232,7 +232,9 @@ def test_append_matches_class_names_by_name_and_adds_new_ones_at_the_end(tmp_pat
     csv2.write_text("f1,f2,cls\n6,7,dog\n8,9,emu\n")
     store = tmp_path / "s.zarr"
     ingest(csv1, store, label_column="cls")
-    ingest(csv2, store, label_column="cls", append=True)
+    with pytest.warns(UserWarning, match=r"adds the class name \['emu'\] to the store's 'label' classes \(2 before, "
+                                         r"3 after\)"):
+        ingest(csv2, store, label_column="cls", append=True)
     ds = open_dataset(store)
     assert ds.attrs["class_names"] == ["cat", "dog", "emu"]
     names = np.array(ds.attrs["class_names"])[ds["label"].values]
