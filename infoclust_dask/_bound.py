@@ -22,7 +22,13 @@ from zarr.storage import WrapperStore
 
 from ._atomic import StoreError
 
-__all__ = ["BoundStore", "tail_of"]
+__all__ = ["BoundStore", "tail_of", "describe_chunk"]
+
+
+def describe_chunk(rel: str) -> str:
+    """``array 'x', chunk (3, 0)`` for the chunk key ``x/c/3/0``."""
+    parts = rel.split("/")
+    return f"array {parts[0]!r}, chunk {tuple(int(i) for i in parts[2:] if i.isdigit())}"
 
 
 def tail_of(data: bytes | memoryview) -> int | None:
@@ -59,12 +65,10 @@ class BoundStore(WrapperStore):
         got = tail_of(raw[-4:].tobytes())
         if not any(raw.nbytes == size and (tail is None or got == tail) for size, tail in want):
             size = want[0][0]
-            from ._manifest import _describe_chunk
-
             what = (f"has {raw.nbytes} bytes, {size} were written there" if raw.nbytes != size else
                     "holds bytes written for another position or another store (its CRC-32C differs from the one "
                     "the manifest records for this key: a moved, swapped or substituted chunk file)")
-            raise StoreError(f"{_describe_chunk(key)} ('{key}') of the store at '{self.where}' {what}; nothing "
+            raise StoreError(f"{describe_chunk(key)} ('{key}') of the store at '{self.where}' {what}; nothing "
                              "was computed from it. Run `infoclust verify` on the store, then re-ingest it from "
                              "its source (or restore the chunk from a backup).")
 

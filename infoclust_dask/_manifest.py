@@ -305,9 +305,7 @@ def committed_rows(docs: dict[str, dict] | None) -> int | None:
     return min(rows) if rows else None
 
 
-def _describe_chunk(rel: str) -> str:
-    parts = rel.split("/")
-    return f"array {parts[0]!r}, chunk {tuple(int(i) for i in parts[2:] if i.isdigit())}"
+from ._bound import describe_chunk as _describe_chunk  # noqa: E402 - one wording for verify and reads
 
 
 def _inside(loc: Location, rel: str) -> bool:
@@ -458,7 +456,7 @@ def _check_chunks(loc: Location | Any, docs: dict[str, dict], *, crc: bool = Fal
 
 
 def _tails_of(docs: dict[str, dict]) -> set:
-    return {e[2] for d in docs.values() for e in d["chunks"].values() if _well_formed(e) and len(e) > 2}
+    return {e[2] for d in docs.values() for _, e in d["chunks"].items() if _well_formed(e) and len(e) > 2}
 
 
 def _interrupted_append(loc: Location, var: str, doc: dict) -> bool:
