@@ -474,9 +474,23 @@ def _explain(exc: BaseException) -> str:
                 "run `infoclust verify STORE` to list the damaged chunks, then re-ingest it.")
     if isinstance(exc, MemoryError):
         return f"out of memory ({text or 'MemoryError'}); use a smaller chunk size or a cluster with more memory."
+    if (isinstance(exc, OSError) and exc.errno in _WRITE_ERRNOS and exc.strerror == os.strerror(exc.errno)
+            and text.startswith("[Errno")):
+        # a bare system error (no message of ours names it): say which file, and what to do
+        where = f" '{exc.filename}'" if exc.filename else ""
+        return (f"cannot write{where}: {exc.strerror} ({_WRITE_ERRNOS[exc.errno]}); nothing half-written was kept. "
+                "Choose a writable destination with free space, or fix that folder.")
     if isinstance(exc, OSError) and exc.filename and exc.filename not in text:
         return f"{text} ('{exc.filename}')"
     return text
+
+
+import errno as _errno  # noqa: E402
+
+#: system errors of a write the CLI explains when nothing more specific did
+_WRITE_ERRNOS = {_errno.ENOSPC: "the disk is full", _errno.EDQUOT: "the disk quota is exhausted",
+                 _errno.EPERM: "the folder or file is not writable (read-only or immutable)",
+                 _errno.EACCES: "permission denied", _errno.EROFS: "a read-only file system"}
 
 
 def _causes(exc: BaseException) -> list[BaseException]:

@@ -49,3 +49,20 @@ def test_write_labels_into_a_url_store_says_why_before_predicting(tmp_path, caps
     assert "--write-labels adds a variable to a store on a local or shared file system" in capsys.readouterr().err
     with pytest.raises(URLNotSupported, match="add_labels writes into a store on a local or shared file system"):
         add_labels("s3://b/s.zarr", "km", np.zeros(3, int))
+
+
+@pytest.mark.parametrize("code, says", [(28, "the disk is full"), (1, "not writable (read-only or immutable)"),
+                                        (13, "permission denied"), (30, "a read-only file system")])
+def test_a_bare_system_write_error_is_explained(code, says):
+    """`[Errno 28]` / `[Errno 1]` with nothing else (as an ingest into an
+    immutable folder gave) becomes one line naming the file and the fix."""
+    import os
+
+    from infoclust_dask import cli
+
+    err = OSError(code, os.strerror(code), "store/.s.zarr.raw-1-abc")
+    msg = cli._message(err)
+    assert msg.startswith("cannot write 'store/.s.zarr.raw-1-abc': ") and says in msg and "[Errno" not in msg
+    assert "Choose a writable destination" in msg
+    named = OSError(28, "No space left for the store 's': it needs 2 GiB")  # our own message stays as it is
+    assert cli._message(named) == "[Errno 28] No space left for the store 's': it needs 2 GiB"
