@@ -324,7 +324,8 @@ def _integrity_line(v: dict) -> str:
         return f"Integrity: not verifiable ({'; '.join(v['problems'])})."
     state = "all bytes as written" if not v["problems"] else f"{len(v['problems'])} damaged: {v['problems'][:2]}"
     return (f"Integrity: {v['chunks']} chunks ({v['bytes'] / 1e6:.1f} MB) checked against the store's manifest "
-            f"(sizes and CRC-32, `infoclust verify`): {state}.")
+            f"(sizes and CRC-32, `infoclust verify`): {state}. Every read of the fits above also checked each "
+            "chunk against its own key's entry (size and CRC-32C trailer): a moved or swapped chunk stops a fit.")
 
 
 @task(name="plot-and-report")
