@@ -16,13 +16,14 @@ manifest written before version 3 are checked by size only.
 
 from __future__ import annotations
 
+import zlib
 from typing import Any
 
 from zarr.storage import WrapperStore
 
 from ._atomic import StoreError
 
-__all__ = ["BoundStore", "tail_of", "describe_chunk"]
+__all__ = ["BoundStore", "tail_of", "describe_chunk", "crc_and_tail", "tails", "pending_entry"]
 
 
 def describe_chunk(rel: str) -> str:
@@ -35,6 +36,32 @@ def tail_of(data: bytes | memoryview) -> int | None:
     """The last 4 bytes of an encoded chunk as an integer (little-endian):
     the CRC-32C trailer zarr's ``crc32c`` codec appends; None when shorter."""
     return int.from_bytes(bytes(data[-4:]), "little") if len(data) >= 4 else None
+
+
+def crc_and_tail(path: Any) -> tuple[int, int | None]:
+    """CRC-32 of a local file and its last 4 bytes (:func:`tail_of`)."""
+    crc, last = 0, b""
+    with open(path, "rb") as fh:
+        while block := fh.read(1 << 22):
+            crc = zlib.crc32(block, crc)
+            last = (last + block)[-4:]
+    return crc, tail_of(last)
+
+
+def tails(loc: Any, rels: list[str], sizes: dict[str, int]) -> dict[str, int | None]:
+    """The 4-byte trailers of chunks at a URL: one ranged read each, issued
+    together (fsspec's ``cat_ranges``)."""
+    rels = [r for r in rels if sizes[r] >= 4]
+    if not rels:
+        return {}
+    paths = [loc.full_path(r) for r in rels]
+    got = loc.fs.cat_ranges(paths, [sizes[r] - 4 for r in rels], [sizes[r] for r in rels])
+    return {r: tail_of(b) for r, b in zip(rels, got, strict=True)}
+
+
+def pending_entry(data: bytes) -> list:
+    """The manifest entry ``[size, CRC-32, trailer]`` of a chunk's bytes."""
+    return [len(data), zlib.crc32(data), tail_of(data)]
 
 
 class BoundStore(WrapperStore):

@@ -39,10 +39,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import zlib
 from typing import Any
 
 from ._atomic import StoreError
+from ._bound import crc_and_tail as _crc_and_tail
+from ._bound import describe_chunk as _describe_chunk
+from ._bound import tails as _tails
 from ._location import Location, resolve
 
 __all__ = ["MANIFEST", "PENDING", "PREVIOUS_ATTRS", "verify_store", "committed_rows", "stamp_group", "check_group", "store_digest"]
@@ -69,33 +71,6 @@ def _arrays(loc: Location) -> list[str]:
     return sorted(names)
 
 
-def _crc32_file(path: Any) -> int:
-    return _crc_and_tail(path)[0]
-
-
-def _crc_and_tail(path: Any) -> tuple[int, int | None]:
-    """CRC-32 of a local file and its last 4 bytes (:func:`infoclust_dask._bound.tail_of`)."""
-    from ._bound import tail_of
-
-    crc, last = 0, b""
-    with open(path, "rb") as fh:
-        while block := fh.read(1 << 22):
-            crc = zlib.crc32(block, crc)
-            last = (last + block)[-4:]
-    return crc, tail_of(last)
-
-
-def _tails(loc: Location, rels: list[str], sizes: dict[str, int]) -> dict[str, int | None]:
-    """The 4-byte trailers of chunks at a URL: one ranged read each, issued
-    together (fsspec's ``cat_ranges``)."""
-    from ._bound import tail_of
-
-    rels = [r for r in rels if sizes[r] >= 4]
-    if not rels:
-        return {}
-    paths = [loc.full_path(r) for r in rels]
-    got = loc.fs.cat_ranges(paths, [sizes[r] - 4 for r in rels], [sizes[r] for r in rels])
-    return {r: tail_of(b) for r, b in zip(rels, got, strict=True)}
 
 
 def _sha256(data: bytes) -> str:
@@ -207,13 +182,6 @@ def _manifested(loc: Location) -> list[str]:
     return sorted({rel.split("/")[0] for rel in loc.find() if rel.count("/") == 1 and rel.endswith("/" + MANIFEST)})
 
 
-def pending_entry(data: bytes) -> list:
-    """The manifest entry ``[size, CRC-32, trailer]`` of a chunk's bytes."""
-    from ._bound import tail_of
-
-    return [len(data), zlib.crc32(data), tail_of(data)]
-
-
 def write_pending(loc: Location, var: str, chunks: dict[str, Any]) -> None:
     """Before replacing committed chunks of ``var``: the entries of their
     new versions (``[size, crc, trailer]``; a bare size from older callers),
@@ -305,7 +273,6 @@ def committed_rows(docs: dict[str, dict] | None) -> int | None:
     return min(rows) if rows else None
 
 
-from ._bound import describe_chunk as _describe_chunk  # noqa: E402 - one wording for verify and reads
 
 
 def _inside(loc: Location, rel: str) -> bool:

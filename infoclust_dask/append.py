@@ -37,6 +37,7 @@ import numpy as np
 
 from . import engine
 from ._atomic import StoreError, _temp_name, _WriteLock, clean_stale_temporaries
+from ._bound import pending_entry
 from ._location import Location, resolve
 from ._manifest import (
     PREVIOUS_ATTRS,
@@ -44,7 +45,6 @@ from ._manifest import (
     _read_manifests,
     _write_manifest,
     committed_rows,
-    pending_entry,
     write_pending,
 )
 

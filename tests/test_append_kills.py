@@ -94,8 +94,9 @@ def test_a_replaced_chunk_of_the_same_size_verifies_as_either_version(tmp_path):
     filled last chunk had the size of the old one, and verify compared its
     CRC with the committed entry only ("different bytes from those
     written"). The pending record now holds the new version's exact entry."""
+    from infoclust_dask._bound import pending_entry
     from infoclust_dask._location import resolve
-    from infoclust_dask._manifest import pending_entry, write_pending
+    from infoclust_dask._manifest import write_pending
 
     p = write_dataset(tmp_path / "s.zarr", np.concatenate([np.full((400, 3), 1.0), np.full((400, 3), 2.0)]),
                       chunks=400)
