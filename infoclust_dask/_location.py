@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from ._paths import URLNotSupported, _upath_protocol, check_path, is_url, url_protocol
+from ._settings import env_number
 
 __all__ = ["Location", "resolve", "run_path", "write_whole", "check_storage_options", "SECRET_OPTION"]
 
@@ -74,26 +75,13 @@ def check_storage_options(options: dict | None) -> dict:
 S3_CONNECT_TIMEOUT, S3_READ_TIMEOUT, S3_ATTEMPTS = 5.0, 15.0, 2
 
 
-def _env_number(name: str, default: float, kind=float) -> Any:
-    raw = os.environ.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        value = kind(raw)
-    except ValueError:
-        raise ValueError(f"{name}={raw!r} is not a number; unset it or give e.g. {name}={default}.") from None
-    if not value > 0:
-        raise ValueError(f"{name}={raw!r} must be > 0.")
-    return value
-
-
 def object_store_defaults() -> dict:
     """The S3 options every store and run folder at an ``s3://`` URL is
     opened with, unless the caller's options or fsspec's configuration set
     them: botocore's ``connect_timeout``, ``read_timeout`` and attempts
     (module notes)."""
-    return {"config_kwargs": {"connect_timeout": _env_number("INFOCLUST_S3_CONNECT_TIMEOUT", S3_CONNECT_TIMEOUT),
-                              "read_timeout": _env_number("INFOCLUST_S3_READ_TIMEOUT", S3_READ_TIMEOUT),
+    return {"config_kwargs": {"connect_timeout": env_number("INFOCLUST_S3_CONNECT_TIMEOUT", S3_CONNECT_TIMEOUT, seconds=True),
+                              "read_timeout": env_number("INFOCLUST_S3_READ_TIMEOUT", S3_READ_TIMEOUT, seconds=True),
                               # one botocore attempt per s3fs try: s3fs's own loop retries (S3FileSystem.retries)
                               "retries": {"total_max_attempts": 1, "mode": "standard"}}}
 
@@ -112,7 +100,7 @@ def _install_object_store_defaults() -> None:
     except ImportError:  # no S3 support installed: nothing to bound
         return
     if s3fs.S3FileSystem.retries == _S3FS_RETRIES:  # s3fs's default: bound it too (not a value someone set)
-        s3fs.S3FileSystem.retries = _env_number("INFOCLUST_S3_ATTEMPTS", S3_ATTEMPTS, int)
+        s3fs.S3FileSystem.retries = env_number("INFOCLUST_S3_ATTEMPTS", S3_ATTEMPTS, kind=int)
 
 
 #: s3fs's own default number of retries of a request

@@ -36,6 +36,7 @@ by zarr as an unknown member of the group)::
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -366,11 +367,9 @@ def unlisted_files(loc: Location, docs: dict[str, dict]) -> tuple[list[str], lis
         names = set(doc["chunks"]) | set(doc.get("pending", {}))
         rows: int = doc["rows"] if _is_int(doc.get("rows")) else -1
         meta: Any = doc.get("metadata")
-        step = 0
-        try:
+        step = 0  # unknown: no chunk counts as beyond the committed rows
+        with contextlib.suppress(KeyError, TypeError, ValueError, IndexError):
             step = int(meta["chunk_grid"]["configuration"]["chunk_shape"][0])
-        except (KeyError, TypeError, ValueError, IndexError):
-            pass
         for rel in sorted(r for r in listed if r.startswith(var + "/")):
             name = rel[len(var) + 1:]
             if name in own or rel in names:

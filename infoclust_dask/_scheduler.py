@@ -111,14 +111,9 @@ def quiet_local_workers():
 def connect_timeout() -> float:
     """Seconds allowed to reach a scheduler: ``$INFOCLUST_CONNECT_TIMEOUT``
     (a number, or with an ``s`` suffix), default 10."""
-    raw = os.environ.get("INFOCLUST_CONNECT_TIMEOUT", "10").strip().lower().removesuffix("s")
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ValueError(f"INFOCLUST_CONNECT_TIMEOUT={raw!r} is not a number of seconds.") from None
-    if not value > 0:
-        raise ValueError(f"INFOCLUST_CONNECT_TIMEOUT must be > 0 seconds; got {value}.")
-    return value
+    from ._settings import env_number
+
+    return float(env_number("INFOCLUST_CONNECT_TIMEOUT", 10.0, seconds=True))
 
 
 def _probe_tcp(address: str, timeout: float):

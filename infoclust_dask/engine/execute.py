@@ -115,10 +115,11 @@ def _result(client: Any, fut: Any) -> Any:
     :data:`NO_WORKER_TIMEOUT` seconds (every worker killed, none coming
     back) ends in :class:`NoWorkersError` naming the scheduler and the
     workers it had, instead of waiting forever."""
-    import os
     import time
 
-    limit = float(os.environ.get("INFOCLUST_NO_WORKER_TIMEOUT", NO_WORKER_TIMEOUT))
+    from .._settings import env_number
+
+    limit = float(env_number("INFOCLUST_NO_WORKER_TIMEOUT", NO_WORKER_TIMEOUT, seconds=True))
     seen = _workers(client)
     alone_since = None
     while True:

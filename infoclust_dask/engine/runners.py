@@ -79,14 +79,10 @@ def in_process_budget() -> int:
     """Bytes of input a fit with no scheduler named reads into this
     process: ``$INFOCLUST_IN_PROCESS_BYTES`` if set, else an eighth of the
     memory available now, at most :data:`IN_PROCESS_MAX_BYTES` (1 GiB)."""
-    raw = os.environ.get("INFOCLUST_IN_PROCESS_BYTES")
-    if raw is not None and raw.strip():
-        try:
-            value = int(float(raw))
-        except ValueError:
-            raise ValueError(f"INFOCLUST_IN_PROCESS_BYTES={raw!r} is not a number of bytes.") from None
-        if value < 0:
-            raise ValueError(f"INFOCLUST_IN_PROCESS_BYTES must be >= 0; got {value}.")
+    from .._settings import env_number
+
+    value = env_number("INFOCLUST_IN_PROCESS_BYTES", None, kind=int, allow_zero=True)
+    if value is not None:
         return value
     import psutil
 
