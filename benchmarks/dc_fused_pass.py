@@ -24,25 +24,25 @@ from infoclust_dask.kernels import _compiled as C
 
 
 def fused_kernel():
-    from infoclust_dask.kernels._compiled import TILE, _jit, _memberships_tile, _tile_buffers
+    from infoclust_dask.kernels._loops import TILE, _buffers, _distances, _jit, _softmax_cols
 
     @_jit
     def fused_rows(x, c, cm, scale, P, T):
         n, d = x.shape
         k = cm.shape[0]
-        acc, y, lz, fbuf = _tile_buffers(k)
+        xt, acc, y, lz, s, fbuf = _buffers(d, k, x.dtype, cm.dtype)
         for i0 in range(0, n, TILE):
             nt = min(TILE, n - i0)
-            _memberships_tile(x, i0, nt, cm, scale, acc, y, lz, fbuf, False)
+            _distances(x, i0, nt, xt, cm, acc)
+            _softmax_cols(acc, nt, scale, y, lz, s, fbuf, False)
             for r in range(nt):
-                i = i0 + r
-                ci = c[i]
+                ci = c[i0 + r]
                 for j in range(k):
                     for l in range(j, k):
-                        p = y[r, j] * y[r, l]
+                        p = y[j, r] * y[l, r]
                         P[ci, j, l] += p
                         for f in range(d):
-                            T[ci, j, l, f] += p * np.float64(x[i, f])
+                            T[ci, j, l, f] += p * np.float64(x[i0 + r, f])
 
     return fused_rows
 
@@ -59,7 +59,7 @@ def main():
     for d, K, Cn in ((16, 8, 8), (128, 10, 10)):
         x = rng.normal(size=(a.rows, d)).astype(np.float32)
         c = rng.integers(0, Cn, a.rows)
-        m, sigma, L = x[:K].astype(np.float64) * 0.5, 3.0, rng.normal(size=(K, Cn))
+        m, sigma, L = x[:K] * np.float32(0.5), 3.0, rng.normal(size=(K, Cn))  # float32 rows: float32 distances
         cc = np.ascontiguousarray(c.astype(np.int64))
         P, T = np.zeros((Cn, K, K)), np.zeros((Cn, K, K, d))
         fused_rows(x[:100], cc[:100], m, -0.5 / sigma**2, P, T)  # compile

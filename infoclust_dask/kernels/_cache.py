@@ -1,5 +1,5 @@
 """Where numba may cache the compiled kernels of
-:mod:`infoclust_dask.kernels._compiled` (the folders numba itself tries),
+:mod:`infoclust_dask.kernels._loops` (the folders numba itself tries),
 so that a read-only install run by a user without a writable home
 compiles without a cache instead of failing."""
 

@@ -1,7 +1,7 @@
 """The compiled block kernels (numba) against the numpy kernels they replace
 (the references, selected with ``INFOCLUST_KERNELS=numpy``): every pass's
-partial results agree to 1e-10 for float64 and float32 rows (Lloyd's
-distances of float32 rows, computed in float32, to 1e-6), weights,
+partial results agree to 1e-10 for float64 rows and for float32 rows
+(whose distances are computed in float32: to float32's rounding), weights,
 label dtypes and non-contiguous blocks; BLAS and OpenMP use one thread while
 dask's threads run kernels; nothing imports scikit-learn's private modules."""
 
@@ -47,6 +47,11 @@ def _close(got, ref, rtol=1e-10, atol=1e-12):
         np.testing.assert_allclose(got, ref, rtol=rtol, atol=atol * max(1.0, np.abs(ref).max(initial=0)))
 
 
+def _tol(dtype):
+    """(rtol, atol) of kernels whose float32 distances feed exponentials."""
+    return (1e-10, 1e-12) if dtype == np.float64 else (3e-5, 1e-6)
+
+
 def _data(n=3000, d=7, k=5, dtype=np.float64, seed=0):
     rng = np.random.default_rng(seed)
     centers = rng.normal(size=(k, d)) * 3
@@ -75,7 +80,8 @@ def test_kmeans_kernels(monkeypatch, dtype, weighted):
     lab, d2 = _both(monkeypatch, kmeans.nearest, x, c)
     _close(lab[0], d2[0])
     _close(lab[1], d2[1], dist_rtol)
-    _close(*_both(monkeypatch, kmeans.soft_kmeans_stats, x, w, centers=c, beta=0.7))
+    # memberships of float32 rows come from float32 distances: float32's rounding, scaled by beta
+    _close(*_both(monkeypatch, kmeans.soft_kmeans_stats, x, w, centers=c, beta=0.7), *_tol(dtype))
     got, ref = _both(monkeypatch, kmeans.closest_count_stats, x, w, centers=c)
     _close(got["counts"], ref["counts"])
     _close(got["phi"], ref["phi"], dist_rtol)
@@ -94,7 +100,7 @@ def test_lloyd_kernel_against_brute_force():
         np.testing.assert_allclose(sums[j], (w[lab == j, None] * x[lab == j]).sum(0), rtol=1e-12)
 
 
-@pytest.mark.parametrize("n", [0, 1, _compiled.LLOYD_TILE - 1, _compiled.LLOYD_TILE, _compiled.LLOYD_TILE + 1, 1000])
+@pytest.mark.parametrize("n", [0, 1, _compiled.TILE - 1, _compiled.TILE, _compiled.TILE + 1, 1000])
 @pytest.mark.parametrize("k", [1, 2, 37])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_lloyd_tiles_of_every_length(n, k, dtype):
@@ -113,6 +119,36 @@ def test_lloyd_tiles_of_every_length(n, k, dtype):
                                atol=1e-12)
 
 
+@pytest.mark.parametrize("n", [0, 1, _compiled.TILE - 1, _compiled.TILE, _compiled.TILE + 1, 1000])
+@pytest.mark.parametrize("k", [1, 2, 37])
+@pytest.mark.parametrize("d", [5, 300])
+def test_memberships_in_tiles_of_every_length(n, k, d):
+    """Soft K-means, DC and the mixture run on transposed tiles too: full,
+    partial and empty tiles, transposed (5 features) or not (300), against
+    the softmax of the explicit differences (scipy's, an independent
+    reference)."""
+    from scipy.special import logsumexp, softmax
+
+    assert 5 <= _compiled.WIDE < 300
+    rng = np.random.default_rng(n + 7 * k)
+    x, c = rng.normal(size=(n, d)), rng.normal(size=(k, d)) * (2 / np.sqrt(d))
+    cls = rng.integers(0, 3, size=n)
+    dist = ((x[:, None, :] - c[None]) ** 2).sum(-1)
+    g = softmax(-0.5 * 0.8 * dist, axis=1)
+    got = _compiled.soft_kmeans(x, centers=c, beta=0.8)
+    np.testing.assert_allclose(got["R"], g.sum(0), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(got["S"], g.T @ x, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(got["log_z"], logsumexp(-0.4 * dist, axis=1).sum(), rtol=1e-10, atol=1e-10)
+    counts = _compiled.dc_counts(x, cls, centers=c, sigma=1 / np.sqrt(0.8), n_classes=3)["counts"]
+    np.testing.assert_allclose(counts, np.stack([g[cls == i].sum(0) for i in range(3)], 1), rtol=1e-10, atol=1e-12)
+    v = rng.uniform(0.5, 2, size=k)
+    const = np.log(np.full(k, 1 / k)) - d / 2 * np.log(2 * np.pi * v)
+    post = softmax(const - dist / (2 * v), axis=1)
+    got = _compiled.mixture_em(x, means=c, variances=v, log_weights=np.log(np.full(k, 1 / k)))
+    np.testing.assert_allclose(got["R"], post.sum(0), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(got["Q"], post.T @ (x ** 2).sum(1), rtol=1e-10, atol=1e-10)
+
+
 def test_ties_go_to_the_lowest_index_and_a_row_on_a_centre_has_distance_zero():
     c = np.array([[0.0, 0.0], [2.0, 0.0], [0.0, 0.0]])
     x = np.array([[1.0, 0.0], [0.0, 0.0], [2.0, 0.0]])
@@ -127,11 +163,11 @@ def test_dc_kernels(monkeypatch, dtype, label_dtype):
     x, m = _data(4000, 6, 4, dtype=dtype, seed=2)
     cls = np.random.default_rng(3).integers(0, 5, size=x.shape[0]).astype(label_dtype)
     L = np.log(np.random.default_rng(4).dirichlet(np.ones(5), size=4))
-    _close(*_both(monkeypatch, dc.dc_count_stats, x, cls, centers=m, sigma=1.3, n_classes=5))
-    _close(*_both(monkeypatch, dc.dc_grad_stats, x, cls, centers=m, sigma=1.3, L=L))
+    _close(*_both(monkeypatch, dc.dc_count_stats, x, cls, centers=m, sigma=1.3, n_classes=5), *_tol(dtype))
+    _close(*_both(monkeypatch, dc.dc_grad_stats, x, cls, centers=m, sigma=1.3, L=L), *_tol(dtype))
     # a narrow width: memberships near one-hot, the stable softmax must not underflow to 0/0
-    _close(*_both(monkeypatch, dc.dc_count_stats, x, cls, centers=m, sigma=0.01, n_classes=5))
-    _close(*_both(monkeypatch, dc.dc_grad_stats, x, cls, centers=m, sigma=0.01, L=L))
+    _close(*_both(monkeypatch, dc.dc_count_stats, x, cls, centers=m, sigma=0.01, n_classes=5), *_tol(dtype))
+    _close(*_both(monkeypatch, dc.dc_grad_stats, x, cls, centers=m, sigma=0.01, L=L), *_tol(dtype))
 
 
 def test_dc_kernels_on_a_non_contiguous_block(monkeypatch):
@@ -147,23 +183,24 @@ def test_ac_kernels(monkeypatch, dtype):
     y, my = _data(3000, 3, 6, dtype=dtype, seed=8)
     rng = np.random.default_rng(9)
     psi = rng.normal(size=(4, 6))
-    _close(*_both(monkeypatch, ac.ac_count_stats, x, y, mx=mx, my=my, sx=1.5, sy=0.8))
+    _close(*_both(monkeypatch, ac.ac_count_stats, x, y, mx=mx, my=my, sx=1.5, sy=0.8), *_tol(dtype))
     _close(*_both(monkeypatch, ac.ac_grad_stats, x, y, mx=mx, my=my, sx=1.5, sy=0.8, psi=psi,
-                  psi_x=rng.normal(size=4), psi_y=rng.normal(size=6), lam_x=0.3, lam_y=0.7))
+                  psi_x=rng.normal(size=4), psi_y=rng.normal(size=6), lam_x=0.3, lam_y=0.7), *_tol(dtype))
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("with_classes", [False, True])
-def test_mixture_kernel(monkeypatch, with_classes):
-    x, means = _data(3000, 5, 4, seed=10)
+def test_mixture_kernel(monkeypatch, with_classes, dtype):
+    x, means = _data(3000, 5, 4, dtype=dtype, seed=10)
     rng = np.random.default_rng(11)
     kw = {"means": means, "variances": rng.uniform(0.5, 2, size=4), "log_weights": np.log(rng.dirichlet(np.ones(4)))}
     if with_classes:
         cls = rng.integers(0, 3, size=3000)
         kw.update(log_psi=np.log(rng.dirichlet(np.ones(3), size=4)), n_classes=3)
-        _close(*_both(monkeypatch, mixture.mixture_em_stats, x, cls, **kw))
-        _close(*_both(monkeypatch, mixture.mixture_em_stats, x, cls, **{**kw, "log_psi": None}))
+        _close(*_both(monkeypatch, mixture.mixture_em_stats, x, cls, **kw), *_tol(dtype))
+        _close(*_both(monkeypatch, mixture.mixture_em_stats, x, cls, **{**kw, "log_psi": None}), *_tol(dtype))
     else:
-        _close(*_both(monkeypatch, mixture.mixture_em_stats, x, **kw))
+        _close(*_both(monkeypatch, mixture.mixture_em_stats, x, **kw), *_tol(dtype))
 
 
 @pytest.mark.parametrize("dtype", [np.bool_, np.uint8, np.float64])

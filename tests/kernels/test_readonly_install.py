@@ -16,8 +16,8 @@ import infoclust_dask
 
 SCRIPT = r"""
 import numpy as np
-from infoclust_dask.kernels import _compiled as C
-assert not C.CACHE, "a cache folder was found writable"
+from infoclust_dask.kernels import _compiled as C, _loops
+assert not _loops.CACHE, "a cache folder was found writable"
 rng = np.random.default_rng(0)
 x, m = rng.normal(size=(500, 4)), rng.normal(size=(3, 4))
 labels, dmin, counts, sums = C.lloyd(x, centers=m)
