@@ -61,6 +61,14 @@ def _is_sparse(a):
     return hasattr(a, "tocsr") and hasattr(a, "nnz")
 
 
+def _no_positional_negatives(y):
+    """``y`` is ignored (scikit-learn's clusterers); a 2-D ``y`` is refused: it
+    would be negative features passed where they no longer go."""
+    if y is not None and np.ndim(y) == 2:
+        raise TypeError("CMBC: y is ignored, as for every clusterer; negative features are a keyword: "
+                        "CMBC(...).fit(X, Y_minus=Y_minus) (or known=labels for known clusterings).")
+
+
 class CMBC(ClusterMixin, InfoclustEstimator):
     """Clustering with model-level constraints (CMBC) of binary data.
 
@@ -281,7 +289,7 @@ class CMBC(ClusterMixin, InfoclustEstimator):
 
     # ------------------------------------------------------------------
     @journaled
-    def fit(self, X: DataLike, Y_minus: DataLike | None = None, *, known: Any = None) -> Self:
+    def fit(self, X: DataLike, y: Any = None, *, Y_minus: DataLike | None = None, known: Any = None) -> Self:
         """Cluster the binary rows of ``X`` (``y+``) away from the prior knowledge.
 
         Parameters
@@ -289,6 +297,11 @@ class CMBC(ClusterMixin, InfoclustEstimator):
         X : array-like of shape (n_samples, n_features)
             Binary features ``y+``: numpy (bool, uint8, ...), scipy.sparse,
             dask, xarray or a store path.
+        y : None
+            Ignored (scikit-learn's convention for clusterers). A 2-D array
+            here is refused: the negative features are the keyword
+            ``Y_minus=`` (they were the second positional argument in
+            earlier versions).
         Y_minus : array-like of shape (n_samples, n_negative), optional
             Binary negative features ``y-`` (§6.1.2).
         known : array-like, optional
@@ -300,6 +313,7 @@ class CMBC(ClusterMixin, InfoclustEstimator):
         baseline (the constraint has nothing to act on).
         """
         validate_params(self)
+        _no_positional_negatives(y)
         lazy_input = engine.is_lazy(X) or isinstance(X, str) or hasattr(X, "__fspath__")
         X = self._check_X(X, True)
         n, m = X.shape
@@ -446,13 +460,16 @@ class CMBC(ClusterMixin, InfoclustEstimator):
         check_is_fitted(self, "theta_")
         return self._proba(self._binary_rows(self._check_X(X, False)))
 
-    def score(self, X: DataLike, Y_minus: DataLike | None = None, *, known: Any = None, gamma: float | None = None) -> float:
+    def score(self, X: DataLike, y: Any = None, *, Y_minus: DataLike | None = None, known: Any = None,
+              gamma: float | None = None) -> float:
         """The objective (3.14) of the fitted parameters on the rows ``X``
         with their prior knowledge (held-out rows, e.g. a cross-validation
         fold): ``(1 - gamma)/n`` times their log-likelihood plus ``gamma``
         times the bounds, the pattern constants counted on these rows; higher
         is better. ``gamma`` defaults to the fit's ``gamma_``; give one
-        reference value to compare fits made with different gammas."""
+        reference value to compare fits made with different gammas. ``y``
+        is ignored, as in :meth:`fit`."""
+        _no_positional_negatives(y)
         loglik, pm, n = self._held_out_terms(X, Y_minus, known)
         return self._objective_at(loglik, pm, n, self.gamma_ if gamma is None else float(gamma))
 
@@ -512,6 +529,7 @@ class CMBC(ClusterMixin, InfoclustEstimator):
                 out[f"contingency_vs_{name}"] = contingency_table(labels, codes).tolist()
         return out
 
-    def fit_predict(self, X: DataLike, Y_minus: DataLike | None = None, *, known: Any = None) -> Labels:
-        return self.fit(X, Y_minus, known=known).labels_
+    def fit_predict(self, X: DataLike, y: Any = None, *, Y_minus: DataLike | None = None, known: Any = None
+                    ) -> Labels:
+        return self.fit(X, y, Y_minus=Y_minus, known=known).labels_
 

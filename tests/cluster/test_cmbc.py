@@ -42,7 +42,7 @@ def test_em_baseline_finds_the_strongest(data):
 def test_negative_features(data):
     Y, Q, groups = data
     Yp, Ym, target = cmbc_session(Y, Q, groups, 1, kind="negative")
-    m = CMBC(2, random_state=0, scheduler="sync").fit(Yp, Ym)
+    m = CMBC(2, random_state=0, scheduler="sync").fit(Yp, Y_minus=Ym)
     assert m.gamma_ == 0.9  # the default for negative features
     assert Ym.shape[1] == 3 and Yp.shape[1] == 15
     assert nmi_paper(m.labels_, target) > 0.7 and nmi_paper(m.labels_, Q[:, 0]) < 0.02
@@ -86,7 +86,23 @@ def test_bad_input(data, X_fn, kw, match):
     Y, _, _ = data
     Ym = kw.pop("Y_minus", None)
     with pytest.raises(ValueError, match=match):
-        CMBC(2, scheduler="sync").fit(X_fn(Y), Ym, **kw)
+        CMBC(2, scheduler="sync").fit(X_fn(Y), Y_minus=Ym, **kw)
+
+
+def test_y_is_ignored_and_negative_features_are_a_keyword(data):
+    """scikit-learn's convention: a clusterer's fit(X, y) ignores y (the
+    same fit as without it); a 2-D y - negative features given where they
+    went before - is refused, not fitted silently as something else."""
+    Y, Q, groups = data
+    Yp, Ym, _ = cmbc_session(Y, Q, groups, 1, kind="negative")
+    a = CMBC(2, random_state=0, scheduler="sync", max_iter=10).fit(Yp)
+    b = CMBC(2, random_state=0, scheduler="sync", max_iter=10).fit(Yp, Q[:, 0])
+    np.testing.assert_array_equal(a.labels_, b.labels_)
+    np.testing.assert_allclose(a.theta_, b.theta_, rtol=1e-12)
+    with pytest.raises(TypeError, match="Y_minus=Y_minus"):
+        CMBC(2, scheduler="sync").fit(Yp, Ym)
+    with pytest.raises(TypeError, match="Y_minus=Y_minus"):
+        a.score(Yp, Ym)
 
 
 @pytest.mark.parametrize("params, match", [
