@@ -172,6 +172,14 @@ def param_error(est, name, expected, value):
     )
 
 
+def require_y(est, y, what="class labels"):
+    """The supervised estimators' ``fit(X, y)`` needs ``y``: ``None`` is a
+    ValueError in scikit-learn's words (its ``check_requires_y_none``)."""
+    if y is None:
+        raise ValueError(f"{type(est).__name__} requires y to be passed, but the target y is None: give the "
+                         f"{what} of the rows as fit(X, y).")
+
+
 def check_n_clusters(est, n_clusters, n_samples, name="n_clusters"):
     """``n_clusters`` (a declared constraint, checked again for callers
     that pass it apart from the estimator's parameters) against the number

@@ -308,6 +308,7 @@ def _add_fit_parsers(sub):
 
     pf = sub.add_parser("fit", help="fit a model on a store and write a run folder")
     methods = pf.add_subparsers(dest="method", required=True, metavar="METHOD")
+    pf.subcommands = methods.choices
     for m in METHODS.values():
         pm = methods.add_parser(m.name, help=m.help, description=f"{m.estimator}: {m.help}")
         pm.add_argument("store", help="dataset store (zarr folder)")
@@ -333,13 +334,21 @@ def _add_fit_parsers(sub):
         pm.set_defaults(func=_cmd_fit)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+class CommandParser(argparse.ArgumentParser):
+    """An argument parser that keeps its sub-commands by name
+    (``subcommands``): the documentation's CLI page is generated from them."""
+
+    subcommands: dict = {}  # noqa: RUF012 - read-only default; a parser with sub-commands sets its own
+
+
+def build_parser() -> CommandParser:
+    p = CommandParser(
         prog="infoclust",
         description="Information-theoretic clustering of data larger than memory (dask + zarr).",
     )
     p.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = p.add_subparsers(dest="command", required=True)
+    p.subcommands = sub.choices
 
     pi = sub.add_parser("ingest", help="turn a .npy/.npz/.csv/.parquet file, a bundled dataset or a store "
                                        "into a (preprocessed) zarr store")

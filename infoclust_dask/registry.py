@@ -64,6 +64,24 @@ class Option:
         return self.flag.lstrip("-").replace("-", "_")
 
 
+def _agreement_with_label(est: Any, ds: Any) -> dict | None:
+    """ARI and NMI of an unsupervised fit's training clusters against the
+    store's own ``label`` (None without one): what a user fitting K-means on
+    a labelled data set wants to know first."""
+    labels = getattr(est, "labels_", None)
+    if ds is None or "label" not in getattr(ds, "data_vars", {}) or labels is None or np.ndim(labels) != 1:
+        return None
+    from sklearn.metrics import adjusted_rand_score, normalized_mutual_info_score
+
+    from . import engine
+
+    pred = np.asarray(engine.compute(labels))
+    truth = np.asarray(engine.compute(ds["label"].data))
+    if truth.shape != pred.shape:
+        return None
+    return {"ari": float(adjusted_rand_score(truth, pred)), "nmi": float(normalized_mutual_info_score(truth, pred))}
+
+
 @dataclass(frozen=True)
 class Method:
     """A method as the command, cross-validation and the demo see it.
@@ -129,6 +147,9 @@ class Method:
         heatmap of every ``contingency_vs_<name>`` table in it (listed under
         ``"plots"``)."""
         out = est.run_summary(ds) if callable(getattr(est, "run_summary", None)) else {}
+        agreement = _agreement_with_label(est, ds) if self.aux != "label" else None
+        if agreement is not None:
+            out["agreement_with_label"] = agreement
         tables = {k.removeprefix("contingency_vs_"): v for k, v in out.items() if k.startswith("contingency_vs_")}
         if run_dir is not None and tables:
             from . import plotting
@@ -226,6 +247,13 @@ def _build_ac(v):
 _int_or_auto = auto_or(int)
 
 
+#: the mixture baselines' options (Kaski, Sinkkonen & Klami 2005, §6.5)
+_MIXTURE_OPTIONS = (
+    Option("--sigma", "sigma", type=float, default=None,
+           help="one fixed spread for every component (default: each component's variance is learned)"),
+    Option("--max-iter", "max_iter", type=int, default=100, help="EM iterations at most (default 100)"),
+)
+
 METHODS: dict[str, Method] = {m.name: m for m in (
     Method(
         "kmeans", "KMeans", "K-means (Lloyd) with k-means++ / k-means‖ seeding",
@@ -288,6 +316,14 @@ METHODS: dict[str, Method] = {m.name: m for m in (
                    help="bu: batch update; pm: partial maximization"),
         ),
         build=_build_cmbc,
+    ),
+    Method(
+        "mog", "IsotropicGaussianMixture", "mixture of isotropic Gaussians by EM (DC's baseline 'MoG')",
+        options=_MIXTURE_OPTIONS,
+    ),
+    Method(
+        "mda2", "MDA2", "joint mixture of x and the class by EM (DC's baseline 'MDA2'; the store needs a 'label')",
+        aux="label", options=_MIXTURE_OPTIONS,
     ),
     Method(
         "smic", "SMIC", "SMI clustering with t chosen by LSMI",

@@ -40,6 +40,7 @@ from ..kernels.cmbc import CMBC_ESTEP, CMBC_PATTERNS, CMBC_POSTERIOR
 from ..kernels.stats import GRAM, LABEL_VALUES
 from ..objectives import cmbc as obj
 from ._base import InfoclustEstimator, journaled
+from ._conventions import BINARY, CMBC_DATA_CHECKS
 
 __all__ = ["CMBC", "MIN_ROWS_PER_PATTERN", "HELD_OUT_GAMMA"]
 
@@ -174,6 +175,9 @@ class CMBC(ClusterMixin, InfoclustEstimator):
     #: fit(..., known=...) holds per-sample labels (see cluster._xarray)
     _label_keywords = ("known",)
 
+    #: scikit-learn checks this estimator fails on purpose, with the reason (:func:`expected_failed_checks`)
+    _expected_failed_checks = dict.fromkeys(CMBC_DATA_CHECKS, BINARY)
+
     def __init__(self, n_clusters: int = 2, *, gamma: float | str = "default", variant: str = "bu",
                  anneal_rate: float = 0.5, t0: float | str = "auto", max_iter: int = 100, min_iter: int = 3,
                  tol: float = 1e-5, perturbation: float = 1e-3, n_init: int = 1, init: Any = None,
@@ -286,6 +290,12 @@ class CMBC(ClusterMixin, InfoclustEstimator):
         sd = np.sqrt(np.maximum(np.diag(cov), 1e-12))
         corr = cov / np.outer(sd, sd)
         return 2.0 * float(np.linalg.eigvalsh((corr + corr.T) / 2).max())
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True  # scipy.sparse rows are read as they are (local schedulers)
+        tags.input_tags.positive_only = True  # binary rows: 0/1 only
+        return tags
 
     # ------------------------------------------------------------------
     @journaled

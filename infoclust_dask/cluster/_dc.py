@@ -21,7 +21,6 @@ import warnings
 from typing import Any, Self
 
 import numpy as np
-from sklearn.base import ClusterMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
@@ -37,6 +36,7 @@ from .._validation import (
     check_n_clusters,
     check_random_state,
     param_error,
+    require_y,
     validate_params,
 )
 from ..kernels.dc import DC_COUNTS, DC_GRAD, DC_HARD_COUNTS, DC_ONLINE, DC_REG
@@ -89,7 +89,7 @@ def _hard_counts(X, c, centers, n_classes, subset=None):
         DC_HARD_COUNTS, X, c, params={"centers": centers, "n_classes": n_classes, "subset": subset})["counts"]
 
 
-class DiscriminativeClustering(ClusterMixin, InfoclustEstimator):
+class DiscriminativeClustering(InfoclustEstimator):
     """Discriminative clustering: Voronoi regions of x informative of labels c.
 
     Parameters
@@ -346,9 +346,17 @@ class DiscriminativeClustering(ClusterMixin, InfoclustEstimator):
         return {"init": np.array(previous.cluster_centers_, dtype=np.float64), "n_init": 1,
                 "sigma": float(previous.sigma_), "reg_strength": float(getattr(previous, "reg_strength_", 0.0))}
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True
+        return tags
+
     @journaled
     def fit(self, X: DataLike, y: DataLike) -> Self:
-        """Fit prototypes to primary data ``X`` and auxiliary labels ``y``.
+        """Fit prototypes to primary data ``X`` and auxiliary labels ``y``
+        (required: DC is supervised by them, so it is tagged as needing
+        ``y`` and is not a scikit-learn clusterer; ``fit_predict(X, y)``
+        returns the training rows' clusters).
 
         Parameters
         ----------
@@ -363,6 +371,7 @@ class DiscriminativeClustering(ClusterMixin, InfoclustEstimator):
         self
         """
         validate_params(self)
+        require_y(self, y)
         X, info = prepare_input(self, X, reset=True, need_moments=True)
         self._check_params(info.n)
         c, self.classes_ = encode_labels(y, info.n, classes=self.classes)

@@ -26,6 +26,7 @@ from .._validation import ArrayLike, Interval, Options, check_n_clusters, check_
 from ..kernels.kmeans import DISTANCES, INERTIA, LLOYD_FAR, LLOYD_STEP
 from ..kernels.stats import SUM_SQ
 from ._base import InfoclustEstimator, journaled, voronoi_labels
+from ._conventions import WEIGHTS
 from ._init import init_kmeans_parallel, init_kmeanspp, init_random, init_sampled_kmeanspp, seed_sample_rows
 
 __all__ = ["KMeans", "EmptyClusterWarning", "lloyd"]
@@ -164,6 +165,9 @@ class KMeans(ClusterMixin, TransformerMixin, InfoclustEstimator):
     >>> sorted(km.cluster_centers_[:, 0].round(2).tolist())
     [0.05, 5.05]
     """
+
+    #: scikit-learn checks this estimator fails on purpose, with the reason (:func:`expected_failed_checks`)
+    _expected_failed_checks = {"check_sample_weight_equivalence_on_dense_data": WEIGHTS}
 
     def __init__(self, n_clusters: int = 8, *, init: str | NumbersLike = "k-means++", n_init: int | str = "auto",
                  max_iter: int = 300, tol: float = 1e-4, oversampling_factor: float = 2.0, init_max_iter: int = 2,

@@ -21,7 +21,15 @@ from .. import engine
 from .._inputs import encode_labels, prepare_input
 from .._progress import log
 from .._types import DataLike, Labels, RandomStateLike, SchedulerLike, Sequence
-from .._validation import SIGMA_RANGE, Interval, Options, check_n_clusters, check_random_state, validate_params
+from .._validation import (
+    SIGMA_RANGE,
+    Interval,
+    Options,
+    check_n_clusters,
+    check_random_state,
+    require_y,
+    validate_params,
+)
 from ..kernels.mixture import MIXTURE_ASSIGN, MIXTURE_EM
 from ._base import InfoclustEstimator, journaled
 from ._kmeans import KMeans
@@ -29,7 +37,7 @@ from ._kmeans import KMeans
 __all__ = ["IsotropicGaussianMixture", "MDA2"]
 
 
-class IsotropicGaussianMixture(ClusterMixin, InfoclustEstimator):
+class _IsotropicMixture(InfoclustEstimator):
     """Mixture of isotropic Gaussians fitted by EM ("MoG").
 
     Parameters
@@ -134,6 +142,15 @@ class IsotropicGaussianMixture(ClusterMixin, InfoclustEstimator):
         self.labels_ = engine.as_lazy(self._assign(X)) if info.lazy_input else self._assign(X)
         return self
 
+    def run_summary(self, data: Any) -> dict:
+        """Facts of a fit on a store for the run's ``summary.json``: the log
+        likelihood, EM iterations, the components' sizes and variances."""
+        check_is_fitted(self)
+        labels = np.asarray(engine.compute(self.labels_))
+        return {"loglik": float(self.loglik_history_[-1]), "n_iter": int(self.n_iter_),
+                "cluster_sizes": np.bincount(labels, minlength=self.n_clusters).tolist(),
+                "variances": np.asarray(self.variances_).tolist()}
+
     def predict(self, X: DataLike) -> Labels:
         """Most probable component given x alone."""
         check_is_fitted(self)
@@ -147,7 +164,11 @@ class IsotropicGaussianMixture(ClusterMixin, InfoclustEstimator):
         )
 
 
-class MDA2(IsotropicGaussianMixture):
+class IsotropicGaussianMixture(ClusterMixin, _IsotropicMixture):
+    __doc__ = _IsotropicMixture.__doc__
+
+
+class MDA2(_IsotropicMixture):
     """Joint mixture of x and the class ("MDA2"): each component is an
     isotropic Gaussian in x with its own multinomial over classes, fitted by
     EM on (x, c); new samples are partitioned by x alone.
@@ -161,12 +182,21 @@ class MDA2(IsotropicGaussianMixture):
     classes_ : ndarray (n_classes,)
     class_probabilities_ : ndarray (n_clusters, n_classes)
         ``psi_j(i)``, with a 1e-3 pseudo-count so no class has probability 0.
+
+    Supervised by the class labels, MDA2 is not a scikit-learn clusterer
+    (``fit(X)`` alone cannot run): it is tagged as requiring ``y``.
     """
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True
+        return tags
 
     @journaled
     def fit(self, X: DataLike, y: Any) -> Self:
         """Fit by EM on primary data ``X`` and class labels ``y``."""
         validate_params(self)
+        require_y(self, y)
         X, info = prepare_input(self, X, reset=True, need_moments=True)
         self._check(info.n)
         C, self.classes_ = encode_labels(y, info.n, min_classes=1)

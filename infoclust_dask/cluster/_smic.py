@@ -121,8 +121,9 @@ class SMIC(ClusterMixin, InfoclustEstimator):
 
     Parameters
     ----------
-    n_clusters : int
-        Number of clusters ``c``.
+    n_clusters : int, default=8
+        Number of clusters ``c`` (8 by default, as scikit-learn's
+        SpectralClustering).
     t : int or "auto", default="auto"
         Kernel parameter of (7): neighbourhood size and rank of the
         neighbour that sets the local scale. ``"auto"`` tries every value in
@@ -130,7 +131,8 @@ class SMIC(ClusterMixin, InfoclustEstimator):
         values within a relative 1e-9 of the largest are a tie, won by the
         smallest ``t`` (:func:`choose_t`).
     t_candidates : iterable of int, default=(1, ..., 10)
-        The paper's ``{1, ..., 10}``.
+        The paper's ``{1, ..., 10}``. Candidates without a ``t``-th
+        neighbour (``t >= n_samples``) are left out on small data.
     class_prior : array-like of shape (n_clusters,), optional
         User-specified class prior ``pi`` of §2.3 (sorted ascending, as the
         paper assumes: the cluster of the largest eigenvalue gets the
@@ -273,7 +275,7 @@ class SMIC(ClusterMixin, InfoclustEstimator):
         beside the model file (:func:`infoclust_dask.runs.save_model`)."""
         return hasattr(self, "eigenvectors_") or bool(getattr(self, "state_file_", None))
 
-    def __init__(self, n_clusters: int, *, t: int | str = "auto",
+    def __init__(self, n_clusters: int = 8, *, t: int | str = "auto",
                  t_candidates: Sequence[int] = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10), class_prior: NumbersLike | None = None,
                  kernel_normalization: str = "none", lsmi_n_bases: int = 200, n_folds: int = 5,
                  eigen_solver: str = "auto", knn: str = "auto", knn_params: dict | None = None,
@@ -300,6 +302,8 @@ class SMIC(ClusterMixin, InfoclustEstimator):
             ts = sorted({int(v) for v in self.t_candidates if isinstance(v, numbers.Integral) and v >= 1})
             if not ts or len(ts) != len(set(self.t_candidates)):
                 raise param_error(self, "t_candidates", "a non-empty iterable of ints >= 1", self.t_candidates)
+            # small data: the candidates with a t-th neighbour (a fixed t must have one)
+            ts = [t for t in ts if t < n] or ts[:1]
         else:
             ts = [int(self.t)]
         if ts[-1] >= n:

@@ -40,6 +40,7 @@ from ..kernels.kmeans import RESPONSIBILITIES, SOFT_KMEANS, SOFT_SCATTER
 from ..kernels.stats import WEIGHTED_SUM
 from ..optimize import next_temperature, squarem
 from ._base import InfoclustEstimator, journaled, voronoi_labels
+from ._conventions import WEIGHTS
 from ._init import init_kmeanspp, init_random
 
 __all__ = ["SoftKMeans", "n_distinct", "center_groups", "critical_stiffness"]
@@ -215,6 +216,9 @@ class SoftKMeans(ClusterMixin, TransformerMixin, InfoclustEstimator):
     >>> sk.n_distinct_path(0.05).tolist()  # merged below beta=1, split above
     [1, 1, 2, 2]
     """
+
+    #: scikit-learn checks this estimator fails on purpose, with the reason (:func:`expected_failed_checks`)
+    _expected_failed_checks = {"check_sample_weight_equivalence_on_dense_data": WEIGHTS}
 
     def __init__(self, n_clusters: int = 8, *, beta: float = 1.0, beta_schedule: NumbersLike | str | None = None,
                  init: str | NumbersLike = "k-means++", acceleration: str = "squarem", max_iter: int = 3000,

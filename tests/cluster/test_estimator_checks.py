@@ -1,6 +1,7 @@
-"""scikit-learn's estimator checks for every estimator, with the expected
-failures listed and explained (``xfail_strict``: an expected failure that
-starts passing fails the suite, so this list stays true)."""
+"""scikit-learn's estimator checks for every estimator built with its
+default constructor, with the expected failures each class declares
+(:func:`infoclust_dask.expected_failed_checks`, strict: an expected failure
+that starts passing fails the suite, so the declarations stay true)."""
 
 import functools
 
@@ -9,34 +10,10 @@ from sklearn.utils.estimator_checks import estimator_checks_generator
 
 from infoclust_dask import cluster
 
-ESTIMATORS = [
-    cluster.KMeans(3, scheduler="sync"),
-    cluster.SoftKMeans(3, scheduler="sync"),
-    cluster.DiscriminativeClustering(2, sigma=1.0, max_iter=5, scheduler="sync"),
-    cluster.AssociativeClustering((2, 2), sigma=(1.0, 1.0), n_init=1, max_iter=5, scheduler="sync"),
-    cluster.IsotropicGaussianMixture(2, scheduler="sync"),
-    cluster.MDA2(2, scheduler="sync"),
-    cluster.SMIC(2, t=3, scheduler="sync"),
-]
-
-WEIGHTS = (
-    "a weight of k is not k repeated rows for the seeding: k-means++ draws its candidates with a random "
-    "stream that depends on the number of rows, so weighted and repeated data start (and may end) in different "
-    "local optima; scikit-learn's own KMeans lists the same check as an expected failure"
-)
-NEEDS_LABELS = (
-    "the method is supervised by auxiliary labels (Kaski et al. 2005: the clusters must be informative of c); "
-    "check_clustering calls fit(X) without them"
-)
-
-
-def expected_failures(est):
-    name = type(est).__name__
-    if name in ("KMeans", "SoftKMeans"):
-        return {"check_sample_weight_equivalence_on_dense_data": WEIGHTS}
-    if name in ("DiscriminativeClustering", "MDA2"):
-        return {"check_clustering": NEEDS_LABELS}
-    return {}
+#: every estimator with its default constructor, as a new user makes it
+ESTIMATORS = [cluster.KMeans(), cluster.SoftKMeans(), cluster.DiscriminativeClustering(),
+              cluster.AssociativeClustering(), cluster.IsotropicGaussianMixture(), cluster.MDA2(), cluster.SMIC(),
+              cluster.CMBC()]
 
 
 def _name(check):
@@ -48,7 +25,8 @@ def _name(check):
 def _cases():
     for base in ESTIMATORS:
         for item in estimator_checks_generator(base, legacy=True, mark="xfail",
-                                               expected_failed_checks=expected_failures(base)):
+                                               expected_failed_checks=cluster.expected_failed_checks(base),
+                                               xfail_strict=True):
             (est, check), marks = (item.values, item.marks) if hasattr(item, "marks") else (item, ())
             if _name(check) != "check_array_api_input":
                 yield pytest.param(est, check, marks=marks, id=f"{type(est).__name__}-{_name(check)}")
@@ -66,10 +44,28 @@ def test_sklearn_conventions(estimator, check):
 def test_expected_failures_are_named_checks():
     names = {_name(c) for base in ESTIMATORS for _, c in estimator_checks_generator(base, legacy=True)}
     for base in ESTIMATORS:
-        assert set(expected_failures(base)) <= names
+        assert set(cluster.expected_failed_checks(base)) <= names
 
 
-def test_cmbc_follows_the_estimator_api():
+def test_supervised_estimators_are_tagged_and_not_clusterers():
+    """DC and MDA2 need the class labels: scikit-learn sees them as requiring
+    ``y`` (so its clusterer checks, which call ``fit(X)``, do not apply) and
+    ``fit(X, None)`` fails in its words; the unsupervised ones are
+    clusterers whose ``fit(X, y)`` ignores ``y``."""
+    from sklearn.base import is_clusterer
+    from sklearn.utils import get_tags
+
+    for est in (cluster.DiscriminativeClustering(), cluster.MDA2()):
+        assert get_tags(est).target_tags.required and not is_clusterer(est)
+        with pytest.raises(ValueError, match="requires y to be passed, but the target y is None"):
+            est.fit([[0.0], [1.0], [2.0]], None)
+    for est in (cluster.KMeans(), cluster.SoftKMeans(), cluster.IsotropicGaussianMixture(), cluster.SMIC(),
+                cluster.CMBC()):
+        assert is_clusterer(est) and not get_tags(est).target_tags.required
+    assert cluster.SMIC().n_clusters == 8  # as SpectralClustering
+
+
+def test_cmbc_follows_the_estimator_api_on_binary_data():
     """CMBC takes binary data only, which scikit-learn's data checks (random
     floats) cannot feed it; the checks that need no data run here, the data
     ones have binary counterparts in tests/cluster/test_cmbc.py."""

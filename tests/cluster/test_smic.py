@@ -283,7 +283,9 @@ def test_bad_input():
     with pytest.raises(ValueError, match="t=40 needs at least t \\+ 1 = 41 samples; X has 40"):
         SMIC(2, t=40).fit(X)
     with pytest.raises(ValueError, match="t=12 needs"):
-        SMIC(2, t_candidates=range(1, 13)).fit(X[:12])
+        SMIC(2, t_candidates=(12, 13)).fit(X[:12])
+    # small data: the candidates without a t-th neighbour are left out, the others compared
+    assert sorted(SMIC(2, t_candidates=range(1, 13), random_state=0).fit(X[:12]).lsmi_) == list(range(1, 12))
     bad = X.copy()
     bad[3, 1] = np.nan
     with pytest.raises(ValueError, match="NaN"):
