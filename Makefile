@@ -13,7 +13,7 @@ endif
 export INFOCLUST_STORAGE ?= $(CURDIR)/storage
 S3_STATE := $(CURDIR)/storage/services-s3
 
-.PHONY: install install-bench demo demo-s3 test lint test-slow test-min bench clean
+.PHONY: install install-bench install-docs docs demo demo-s3 test lint test-slow test-min bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,19 @@ $(BENCH_STAMP): $(STAMP)
 	touch $(BENCH_STAMP)
 
 install-bench: $(BENCH_STAMP)
+
+DOCS_STAMP := $(VENV)/.installed-docs
+$(DOCS_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet -e '.[test,docs]'
+	touch $(DOCS_STAMP)
+
+install-docs: $(DOCS_STAMP)
+
+# The documentation site: Sphinx (autodoc/autosummary, MyST, sphinx-gallery, which runs every example);
+# any warning fails the build. Open docs/_build/html/index.html.
+docs: install-docs
+	rm -rf docs/generated docs/auto_examples
+	$(PY) -m sphinx -W --keep-going -q -b html docs docs/_build/html
 
 demo: install
 	$(PY) -m infoclust_pipelines.demo
@@ -76,4 +89,4 @@ bench: install-bench
 	$(PY) benchmarks/plot_kernels.py
 
 clean:
-	rm -rf $(VENV) $(MIN_VENV) storage/datasets storage/runs storage/.prefect
+	rm -rf $(VENV) $(MIN_VENV) storage/datasets storage/runs storage/.prefect docs/_build docs/generated docs/auto_examples

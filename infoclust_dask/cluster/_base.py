@@ -8,6 +8,7 @@ estimators."""
 from __future__ import annotations
 
 import contextlib
+import inspect
 import json
 import os
 from pathlib import Path
@@ -129,6 +130,24 @@ def voronoi_labels(X, centers, *, lazy=None):
     return engine.as_lazy(labels) if lazy else np.asarray(engine.compute(labels))
 
 
+#: the keywords :func:`journaled` adds to every ``fit``, as a numpydoc section of its docstring
+JOURNALED_KEYWORDS_DOC = """Other Parameters
+----------------
+checkpoint : path, optional (keyword)
+    Record every pass of this fit in that folder (see
+    :mod:`infoclust_dask.journal`), so that a killed fit can resume.
+resume : path, optional (keyword)
+    Continue the fit recorded in that folder: recorded passes are
+    replayed without reading the data, the rest run; the result equals
+    an uninterrupted fit's when ``random_state`` is an int.
+init : fitted estimator, run folder or model.json, optional (keyword)
+    Warm start: start from that earlier fit of the same class (its
+    prototypes, and its chosen widths instead of a new search)
+    instead of a fresh seeding, e.g. after new rows were appended.
+    The estimator's parameters are the same after the fit;
+    ``warm_started_`` says where the start came from."""
+
+
 def journaled(fit):
     """(Warnings raised in a decorated ``fit`` use one more stack level, for
     this wrapper's frame, so that they point at the caller's line.)
@@ -162,21 +181,7 @@ def journaled(fit):
 
     wrapper.__wrapped_xarray__ = True
 
-    wrapper.__doc__ = (fit.__doc__ or "") + """
-        checkpoint : path, optional (keyword)
-            Record every pass of this fit in that folder (see
-            :mod:`infoclust_dask.journal`), so that a killed fit can resume.
-        resume : path, optional (keyword)
-            Continue the fit recorded in that folder: recorded passes are
-            replayed without reading the data, the rest run; the result equals
-            an uninterrupted fit's when ``random_state`` is an int.
-        init : fitted estimator, run folder or model.json, optional (keyword)
-            Warm start: start from that earlier fit of the same class (its
-            prototypes, and its chosen widths instead of a new search)
-            instead of a fresh seeding, e.g. after new rows were appended.
-            The estimator's parameters are the same after the fit;
-            ``warm_started_`` says where the start came from.
-        """
+    wrapper.__doc__ = inspect.cleandoc(fit.__doc__ or "") + "\n\n" + JOURNALED_KEYWORDS_DOC
     return wrapper
 
 

@@ -132,7 +132,11 @@ class SMIC(ClusterMixin, InfoclustEstimator):
         smallest ``t`` (:func:`choose_t`).
     t_candidates : iterable of int, default=(1, ..., 10)
         The paper's ``{1, ..., 10}``. Candidates without a ``t``-th
-        neighbour (``t >= n_samples``) are left out on small data.
+        neighbour (``t >= n_samples``) are left out on small data, and a
+        candidate whose neighbour graph has more connected components than
+        ``n_clusters`` competes only when every candidate does (its extra
+        components get no eigenvector: their rows would be put in cluster 0
+        without evidence); ``t_excluded_`` lists those left out.
     class_prior : array-like of shape (n_clusters,), optional
         User-specified class prior ``pi`` of §2.3 (sorted ascending, as the
         paper assumes: the cluster of the largest eigenvalue gets the
@@ -191,6 +195,9 @@ class SMIC(ClusterMixin, InfoclustEstimator):
     labels_ : ndarray of int, shape (n_samples,)
     t_ : int
         The kernel parameter used.
+    t_excluded_ : list of int
+        Candidates left out of the LSMI choice because their neighbour graph
+        has more connected components than clusters (see ``t_candidates``).
     knn_ : str
         ``"exact"`` or ``"approximate"``: the neighbour search used.
     knn_recall_ : float
@@ -405,7 +412,11 @@ class SMIC(ClusterMixin, InfoclustEstimator):
                 say(f"[SMIC] t={t}: {components[t][1]} connected component(s), LSMI={r.value:.4f} "
                     f"(width {r.width:g}, delta {r.delta:g}), eigenvalues "
                       f"{np.array2string(fits[t][1], precision=4)}, cluster sizes {sizes.tolist()}")
-        best = choose_t(self.lsmi_)
+        # a t whose neighbour graph has more components than clusters leaves whole components without an
+        # eigenvector (their rows go to cluster 0 without evidence): such t compete only when no other can
+        covered = {t: v for t, v in self.lsmi_.items() if components[t][1] <= self.n_clusters}
+        self.t_excluded_ = sorted(set(self.lsmi_) - set(covered)) if covered else []
+        best = choose_t(covered or self.lsmi_)
         if best != ts[-1]:  # keeping every candidate's n x c eigenvectors would cost len(ts) times the memory
             solution = self._solve([d2, idx, "release"], best, prior, seed, timings, on_workers,
                                    components[best])
