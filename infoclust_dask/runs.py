@@ -31,7 +31,7 @@ _FITTED = (
     "cluster_centers_", "inertia_", "n_iter_", "cluster_sizes_", "n_features_in_", "betas_", "centers_path_",
     "free_energy_path_", "n_iter_path_", "beta_", "data_scale_", "sigma_", "n_classes_", "reg_strength_",
     "contingency_", "cluster_centers_x_", "cluster_centers_y_", "n_features_y_in_",
-    "t_", "knn_", "knn_recall_", "lsmi_", "eigenvalues_", "class_prior_", "timings_", "classes_",
+    "t_", "t_excluded_", "knn_", "knn_recall_", "lsmi_", "eigenvalues_", "class_prior_", "timings_", "classes_",
     "theta_", "gamma_", "n_patterns_", "temperatures_", "objective_history_", "feature_names_in_",
     "means_", "variances_", "weights_", "class_probabilities_", "loglik_history_",
     "training_store_", "training_digest_", "state_file_", "state_sha256_", "n_samples_fit_", "n_components_",

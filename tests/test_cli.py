@@ -3,6 +3,7 @@
 import json
 import os
 import re
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -142,18 +143,31 @@ def test_info_and_fit_softkmeans(tmp_path, capsys):
     store = tmp_path / "x.zarr"
     assert main(["ingest", str(tmp_path / "x.npy"), str(store), "--chunks", "1000"]) == 0
     capsys.readouterr()
-    assert main(["info", str(store)]) == 0
+    assert main(["info", str(store), "--text"]) == 0
     text = capsys.readouterr().out
     assert "samples   3,000" in text and "features  1" in text and "3 chunk(s) of 1,000 rows" in text
-    assert main(["info", str(store), "--json"]) == 0
-    info = json.loads(capsys.readouterr().out)
-    assert info["variables"]["x"]["shape"] == [3000, 1] and info["attrs"]["schema_version"] == 1
+    for argv in (["info", str(store)], ["info", str(store), "--json"]):  # JSON by default, as every command
+        assert main(argv) == 0
+        info = json.loads(capsys.readouterr().out)
+        assert info["variables"]["x"]["shape"] == [3000, 1] and info["attrs"]["schema_version"] == 1
+        assert "\n".join(info["description"]) + "\n" == text
     assert main(["fit", "softkmeans", str(store), "-k", "2", "--beta-min", "0.05", "--beta-max", "1",
                  "--n-betas", "30", "--scheduler", "sync", "--storage", str(tmp_path / "st")]) == 0
     out = capsys.readouterr().out
     summary = json.loads(out[out.index("{"): out.rindex("}") + 1])
     (beta, n), = summary["critical_betas"]  # one split, near 1/var = 0.25
     assert n == 2 and abs(beta * x.var() - 1) < 0.15
+
+
+def test_ingest_help_lists_every_bundled_dataset(capsys):
+    from infoclust_dask.cli import BUNDLED_NAMES
+    from infoclust_dask.datasets import BUNDLED
+
+    assert BUNDLED_NAMES == tuple(BUNDLED)
+    with pytest.raises(SystemExit):
+        main(["ingest", "--help"])
+    out = capsys.readouterr().out
+    assert all(name in out for name in BUNDLED)
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
@@ -198,23 +212,26 @@ def test_fit_smic_on_a_labelled_store(tmp_path, capsys):
 
     X, y = make_smic_toy("double_spirals", random_state=0)
     store = write_dataset(tmp_path / "s.zarr", X, label=y)
-    # at the chosen t=4 one spiral is two components and 61 of its rows are covered by no eigenvector: they land
-    # in cluster 0, which is their spiral's (ARI 1), and SMIC says that this was not evidence
-    with pytest.warns(UserWarning, match="3 connected components, more than n_clusters=2, and 61 rows"):
+    # t=4 (the largest LSMI) splits one spiral into two components: it is left out of the choice, which takes
+    # the best t whose graph has at most 2 components (no warning about uncovered rows any more)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
         rc = main(["fit", "smic", str(store), "-k", "2", "--scheduler", "sync", "--storage", str(tmp_path)])
     out, err = capsys.readouterr()
     assert rc == 0, out + err
     assert "[SMIC] t=10: 1 connected component(s), LSMI=" in err  # one progress line per candidate, on stderr
     summary = json.loads(out[out.index("{\n"):out.rindex("}") + 1])
     assert summary["ari_vs_label"] == 1.0 and sorted(map(int, summary["lsmi"])) == list(range(1, 11))
-    assert summary["t"] == int(max(summary["lsmi"], key=summary["lsmi"].get))  # t with the largest LSMI
+    model = load_model(next((tmp_path / "runs").glob("*-smic-*")) / "model.json")
+    assert 4 in model.t_excluded_ and summary["t"] not in model.t_excluded_
+    eligible = {int(t): v for t, v in summary["lsmi"].items() if int(t) not in model.t_excluded_}
+    assert summary["t"] == max(eligible, key=eligible.get)  # the largest LSMI among the eligible
     run = next((tmp_path / "runs").glob("*-smic-*"))
     from sklearn.metrics import adjusted_rand_score
 
     assert adjusted_rand_score(y, np.load(run / "labels.npy")) == 1.0
     model = load_model(run / "model.json")
     assert model.t_ == summary["t"] and sorted(model.lsmi_) == list(range(1, 11))  # int keys again
-    assert model.lsmi_[model.t_] == max(model.lsmi_.values())
     # fitted on a store, the saved model predicts (its training rows are read from the store it names)
     from infoclust_dask import SMIC
 
