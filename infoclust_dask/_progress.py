@@ -95,3 +95,40 @@ class Steps:
 
     def __exit__(self, *exc):
         self.close()
+
+
+#: seconds between two plain progress lines of a dask computation when stderr is not a terminal
+PLAIN_EVERY = 10.0
+
+
+def dask_progress(out=None, every: float | None = None):
+    """A context manager showing the progress of the dask computations run
+    inside it (local schedulers): dask's progress bar when ``out`` (default
+    stderr) is a terminal; otherwise one plain line every ``every`` seconds
+    (default :data:`PLAIN_EVERY`) - "infoclust: 1200/4800 tasks, 30 s" -
+    instead of a bar's carriage-return fragments in a log file."""
+    import time
+
+    out = sys.stderr if out is None else out
+    if getattr(out, "isatty", lambda: False)():
+        from dask.diagnostics import ProgressBar
+
+        return ProgressBar(out=out)
+    from dask.callbacks import Callback
+
+    every = PLAIN_EVERY if every is None else float(every)
+    clock = {"t0": 0.0, "last": 0.0, "total": 0, "done": 0}
+
+    def start(dsk):
+        clock["t0"] = clock["last"] = time.perf_counter()
+        clock["total"], clock["done"] = len(dsk), 0
+
+    def posttask(key, result, dsk, state, worker_id):
+        clock["done"] += 1
+        now = time.perf_counter()
+        if now - clock["last"] >= every:
+            clock["last"] = now
+            print(f"infoclust: {clock['done']}/{clock['total']} tasks, {now - clock['t0']:.0f} s", file=out,
+                  flush=True)
+
+    return Callback(start=start, posttask=posttask)

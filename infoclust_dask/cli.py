@@ -157,6 +157,23 @@ def _where(path) -> str:
     return str(path).rstrip("/") if is_url(path) else str(Path(path).resolve())
 
 
+def _note(args, text):
+    """A progress line on stderr, unless ``--quiet``."""
+    if not getattr(args, "quiet", False):
+        print(text, file=sys.stderr, flush=True)
+
+
+def _check_before_run(est, args, n_rows):
+    """The parameters' own checks (ranges, choices) and ``-k`` against the
+    store's rows, before a run folder exists: a fit that can never run
+    leaves nothing to resume."""
+    from ._validation import validate_params
+
+    validate_params(est)
+    if args.k > n_rows:
+        raise ValueError(f"-k {args.k} is larger than the store's {n_rows} rows; use at most {n_rows} clusters.")
+
+
 def _cmd_fit(args):
     from . import engine
     from .registry import get_method
@@ -173,13 +190,13 @@ def _cmd_fit(args):
     method.check_store(ds, vars(args))  # before a cluster starts
     named = _scheduler(args)
     sched = engine.resolve_scheduler(named) if named is not None else None  # a named one is reached first
-    print(f"infoclust: fitting {args.method} on {args.store} {tuple(ds['x'].shape)}"
-          + (f" with scheduler {sched}" if sched is not None else ""),
-          file=sys.stderr, flush=True)  # stdout holds only the summary JSON
+    _note(args, f"infoclust: fitting {args.method} on {args.store} {tuple(ds['x'].shape)}"
+          + (f" with scheduler {sched}" if sched is not None else ""))  # stdout holds only the summary JSON
     params = method.params_from_options(vars(args))
     est = method.estimator_class()(**params, random_state=args.seed, scheduler=sched)
     if "verbose" in est.get_params():
-        est.set_params(verbose=1)
+        est.set_params(verbose=0 if args.quiet else 1)
+    _check_before_run(est, args, int(ds["x"].shape[0]))  # a refused parameter leaves no run folder behind
     if args.resume:  # continue the fit recorded in that run folder
         from ._location import run_path
 
@@ -189,16 +206,15 @@ def _cmd_fit(args):
                                     "checkpoint.json and passes/).")
     else:
         run = new_run_dir(args.method, root=args.storage)
-        print(f"run folder: {run} (resume a killed fit with --resume {run})", file=sys.stderr, flush=True)
+        _note(args, f"run folder: {run} (resume a killed fit with --resume {run})")
     t0 = time.perf_counter()
     warm = {"init": args.warm_start} if args.warm_start else {}
     method.fit(est, ds, vars(args), **({"resume": run} if args.resume else {"checkpoint": run}), **warm)
     seconds = time.perf_counter() - t0
     ran = getattr(est, "runner_", {"runner": str(sched), "reason": ""})
-    print(f"infoclust: ran {ran['runner']}: {ran['reason']}", file=sys.stderr, flush=True)
+    _note(args, f"infoclust: ran {ran['runner']}: {ran['reason']}")
     if args.resume:
-        print(f"infoclust: resumed: {getattr(est, 'resumed_passes_', 0)} passes replayed from the checkpoint",
-              file=sys.stderr, flush=True)
+        _note(args, f"infoclust: resumed: {getattr(est, 'resumed_passes_', 0)} passes replayed from the checkpoint")
     if hasattr(est, "eigenvectors_") and not getattr(est, "training_store_", None):
         est.training_store_ = _where(args.store)  # SMIC's saved model reads its training rows from there
     save_model(est, run / "model.json", overwrite=bool(args.resume))
@@ -319,6 +335,8 @@ def _add_fit_parsers(sub):
                 kw["choices"] = o.choices
             pm.add_argument(o.flag, **kw)
         pm.add_argument("--seed", type=int, default=0, help="random seed of the initialization (default 0)")
+        pm.add_argument("-q", "--quiet", action="store_true",
+                        help="no progress bars or progress lines on stderr (errors still); stdout keeps the JSON")
         pm.add_argument("--scheduler", default=None, help=_SCHEDULER_HELP)
         pm.add_argument("--storage", default=None, help="storage root for run folders (default ./storage)")
         pm.add_argument("--write-labels", default=None, metavar="NAME",

@@ -162,8 +162,10 @@ class DiscriminativeClustering(InfoclustEstimator):
         ``"online"``.
     [shared parameters]
     verbose : int, default=0
-        1: one line per optimizer evaluation (``"cg"``), annealing step
-        (``"sa"``) or epoch (``"online"``), and per candidate of a search.
+        1: one line per candidate of a width search and per optimization
+        (its evaluations and final objective); 2: also one line per
+        optimizer evaluation (``"cg"``), annealing step (``"sa"``) or epoch
+        (``"online"``).
 
     Attributes
     ----------
@@ -273,12 +275,16 @@ class DiscriminativeClustering(InfoclustEstimator):
             return value, grad
 
         def progress(info):
-            if self.verbose:
+            if self.verbose >= 2:
                 say(f"[DC sigma={sigma:.4g}] evaluation {info['evaluation']:4d}  log posterior (10) "
                       f"{info['value']:.6g}  |grad| {info['grad_norm']:.3g}  ({info['seconds']:.2f}s)")
 
         res = optimize.conjugate_gradients(fun, centers, max_iter=self._steps(), gtol=1e-6, tol=self.tol,
                                            window=TOL_WINDOW, callback=progress)
+        if self.verbose:
+            say(f"[DC sigma={sigma:.4g}] conjugate gradients: {res.n_iter} iterations, {len(res.history)} "
+                f"evaluations, log posterior (10) {max(res.history):.6g}"
+                + ("" if res.converged else " (stopped at max_iter)"))
         return res.x, res.history, res.n_iter, res.converged
 
     def _anneal(self, X, c, centers, width, n_classes, subset, rng):
@@ -291,7 +297,7 @@ class DiscriminativeClustering(InfoclustEstimator):
             return obj.log_posterior(_hard_counts(X, c, m, n_classes, subset), self.prior)
 
         def progress(info):
-            if self.verbose:
+            if self.verbose >= 2:
                 say(f"[DC-SA width={width:.4g}] step {info['step']}/{info['steps']}  T={info['temperature']:.3g}  "
                       f"(9)={info['value']:.6g}  best={info['best']:.6g}")
 
@@ -316,7 +322,7 @@ class DiscriminativeClustering(InfoclustEstimator):
             )
 
         def progress(info):
-            if self.verbose:
+            if self.verbose >= 2:
                 say(f"[DC-online sigma={sigma:.4g}] epoch {info['epoch']}/{info['epochs']}  "
                       f"(9)={info['value']:.6g}")
 

@@ -32,6 +32,31 @@ def checksums_named() -> Iterator[None]:
             "re-ingest the store from its source.") from None
 
 
+def _show_progress(fut: Any) -> None:
+    """distributed's progress bar on a terminal (on stderr: stdout is for
+    results); otherwise a plain line every ``PLAIN_EVERY`` seconds until the
+    result is there."""
+    import sys
+    import time
+
+    from .._progress import PLAIN_EVERY
+
+    if sys.stderr.isatty():
+        from distributed import progress as dprogress
+
+        with contextlib.redirect_stdout(sys.stderr):  # its text bar writes to stdout
+            dprogress(fut)
+        return
+    t0 = time.perf_counter()
+    lines = 0
+    while not fut.done():
+        time.sleep(min(0.2, PLAIN_EVERY))
+        if not fut.done() and time.perf_counter() - t0 >= PLAIN_EVERY * (1 + lines):
+            lines += 1
+            print(f"infoclust: computing on the cluster, {time.perf_counter() - t0:.0f} s", file=sys.stderr,
+                  flush=True)
+
+
 def compute_distributed(client: Any, obj: Any, *, progress: bool = False) -> Any:
     """``obj`` computed on a distributed ``client``: a pass whose scattered
     blocks were lost with a worker is retried after they are sent again
@@ -40,12 +65,7 @@ def compute_distributed(client: Any, obj: Any, *, progress: bool = False) -> Any
     for attempt in range(RESCATTER_ATTEMPTS + 1):
         fut = client.compute(obj, optimize_graph=False)
         if progress:
-            import sys
-
-            from distributed import progress as dprogress
-
-            with contextlib.redirect_stdout(sys.stderr):  # its text bar writes to stdout, which is for results
-                dprogress(fut)
+            _show_progress(fut)
         try:
             return _result(client, fut)
         except Exception as exc:

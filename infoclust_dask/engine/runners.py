@@ -201,11 +201,9 @@ class InProcess(Runner):
         name = self._dask_scheduler()
         with execute.checksums_named(), execute.one_blas_thread(self.kind):
             if progress:
-                import sys
+                from .._progress import dask_progress
 
-                from dask.diagnostics import ProgressBar
-
-                with ProgressBar(out=sys.stderr):  # stdout: results (CLI JSON)
+                with dask_progress():  # stderr (stdout: results, the CLI's JSON); plain lines when not a terminal
                     out = dask.compute(obj, scheduler=name, optimize_graph=False)[0]
             else:
                 out = dask.compute(obj, scheduler=name, optimize_graph=False)[0]
@@ -241,11 +239,9 @@ class InProcess(Runner):
 
         ctx: Any = contextlib.nullcontext()
         if progress:
-            import sys
+            from .._progress import dask_progress
 
-            from dask.diagnostics import ProgressBar
-
-            ctx = ProgressBar(out=sys.stderr)
+            ctx = dask_progress()
         with ctx, execute.checksums_named():
             return tuple(dask.persist(*arrays, scheduler=self._dask_scheduler(), optimize_graph=False))
 
