@@ -218,6 +218,13 @@ def save_model(est: Any, path: str | os.PathLike, *, overwrite: bool = False) ->
     fitted = {k: getattr(est, k) for k in _FITTED if hasattr(est, k)}
     if name == "SMIC" and hasattr(est, "eigenvectors_") and getattr(est, "training_store_", None):
         fitted.update(_save_smic_state(est, path, overwrite))
+    elif name == "SMIC" and hasattr(est, "eigenvectors_"):
+        import warnings
+
+        warnings.warn("save_model: this SMIC was fitted on arrays, not on a store: the saved model keeps t, LSMI "
+                      "and the eigenvalues but cannot predict new rows (SMIC's out-of-sample rule needs the "
+                      "training rows, which a model file only names when they are a store). Fit on a store "
+                      "(infoclust_dask.write_dataset) to save a model that predicts.", UserWarning, stacklevel=2)
     if "feature_names_in_" in fitted:  # object array of str (scikit-learn's type) -> a str array in the file
         fitted["feature_names_in_"] = np.asarray(fitted["feature_names_in_"], dtype=str)
     doc = {

@@ -97,7 +97,8 @@ def test_the_cli_predicts_from_a_saved_smic_and_refuses_one_fitted_on_arrays(tmp
                  "--scheduler", "sync"]) == 0
     ref = ic.SMIC(2, t=5, random_state=0, scheduler="sync").fit(store)
     np.testing.assert_array_equal(np.load(tmp_path / "l.npy"), np.asarray(ref.predict(X)))
-    ic.save_model(ic.SMIC(2, t=5, random_state=0, scheduler="sync").fit(X), tmp_path / "arrays.json")
+    with pytest.warns(UserWarning, match="fitted on arrays, not on a store.*cannot predict new rows"):
+        ic.save_model(ic.SMIC(2, t=5, random_state=0, scheduler="sync").fit(X), tmp_path / "arrays.json")
     assert main(["predict", str(tmp_path / "arrays.json"), str(store), "--out", str(tmp_path / "m.npy"),
                  "--scheduler", "sync"]) == 2
     assert "Fit it on a store" in capsys.readouterr().err

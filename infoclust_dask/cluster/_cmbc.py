@@ -56,6 +56,8 @@ MIN_ROWS_PER_PATTERN = 2
 
 #: gamma of ``gamma="default"`` by the kind of prior knowledge (see :class:`CMBC`, docs/RESULTS.md)
 DEFAULT_GAMMA = {"known": 0.995, "negative": 0.9}
+#: a clustering that keeps more than this NMI (I(C;L)/H(L)) of a known clustering it was asked to avoid is reported
+CLOSE_TO_KNOWN = 0.5
 
 
 def _is_sparse(a):
@@ -352,9 +354,10 @@ class CMBC(ClusterMixin, InfoclustEstimator):
         self.n_patterns_ = P
         self.pattern_model_ = pm
         self.labels_ = engine.as_lazy(self._labels(X)) if lazy_input else self._labels(X)
-        used = int(np.count_nonzero(np.bincount(np.asarray(engine.compute(self.labels_)
-                                                            if engine.is_lazy(self.labels_) else self.labels_),
-                                                minlength=self.n_clusters)))
+        labels = np.asarray(engine.compute(self.labels_) if engine.is_lazy(self.labels_) else self.labels_)
+        used = int(np.count_nonzero(np.bincount(labels, minlength=self.n_clusters)))
+        if known is not None and gamma > 0:
+            self._warn_if_close_to_known(labels, known, n)
         if used < self.n_clusters:
             warnings.warn(
                 f"CMBC: only {used} of the {self.n_clusters} clusters hold rows (gamma={gamma:g}): the penalty on "
@@ -362,6 +365,24 @@ class CMBC(ClusterMixin, InfoclustEstimator):
                 + (" - gamma close to 1 makes every split cost more than it gains; lower gamma" if gamma > 0.9 else
                    "; try another gamma, n_init or seed") + ".", UserWarning, stacklevel=3)
         return self
+
+    def _warn_if_close_to_known(self, labels, known, n):
+        """Asked for a clustering other than the known one(s): say so when the
+        result still carries much of a known clustering (the paper's NMI
+        ``I(C;L)/H(L)``, :func:`~infoclust_dask.metrics.nmi_paper`, above
+        :data:`CLOSE_TO_KNOWN`)."""
+        from ..metrics import nmi_paper
+
+        for j, col in enumerate(self._known_columns(known, n)):
+            codes, _ = encode_labels(col, n, min_classes=1, name="known")
+            codes = np.asarray(engine.compute(codes) if engine.is_lazy(codes) else codes)
+            close = nmi_paper(labels, codes)
+            if close > CLOSE_TO_KNOWN:
+                warnings.warn(
+                    f"CMBC: the clustering found still carries NMI {close:.2f} of known clustering {j} "
+                    f"(I(C;L)/H(L); above {CLOSE_TO_KNOWN}): it is close to what you asked it to avoid. Raise "
+                    "gamma (closer to 1), try more clusters, n_init or another seed - or the data may hold no "
+                    "other strong structure.", UserWarning, stacklevel=4)
 
     def _warm_start_params(self, previous) -> dict:
         """``fit(init=previous)``: the previous ``theta_`` at temperature 1
