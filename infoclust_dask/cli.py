@@ -52,6 +52,8 @@ def _cmd_ingest(args):
 
     if args.threads < 1:
         raise ValueError(f"--threads must be at least 1; got {args.threads}.")
+    if args.y is not None:
+        return _ingest_paired(args)
     t0 = time.perf_counter()
     with dask.config.set(num_workers=args.threads):  # the local threads of the checks, passes and writes
         path, report = ingest(
@@ -63,6 +65,22 @@ def _cmd_ingest(args):
     report["store"] = str(path)
     report["seconds"] = round(time.perf_counter() - t0, 2)
     print(json.dumps(report, indent=2))
+    return 0
+
+
+def _ingest_paired(args):
+    """``ingest X DEST --y Y``: the paired store that ``fit ac`` reads."""
+    from .ingest_pairs import ingest_paired
+
+    unsupported = [flag for flag, on in (("--pca", args.pca), ("--binary", args.binary), ("--append", args.append),
+                                         ("--folds", args.folds), ("--drop-nonfinite", args.drop_nonfinite)) if on]
+    if unsupported:
+        raise ValueError(f"--y (a paired store) does not take {', '.join(unsupported)}; it takes --standardize, "
+                         "--label-column, --labels, --chunks, --dtype, --encoding and --overwrite.")
+    path, report = ingest_paired(args.src, args.y, args.dest, label_column=args.label_column, labels=args.labels,
+                                 standardize=args.standardize, chunks=args.chunks, dtype=args.dtype,
+                                 overwrite=args.overwrite, encoding=args.encoding, progress=True)
+    print(json.dumps({"store": str(path), **report}, indent=2))
     return 0
 
 
@@ -382,6 +400,9 @@ def build_parser() -> CommandParser:
                     help="CSV/parquet column (index or header name) holding classes; repeat it for several label "
                          "columns (the first is stored as 'label', the others by header name, e.g. for "
                          "fit cmbc --known label,topic)")
+    pi.add_argument("--y", default=None, metavar="FILE",
+                    help="a second view of the same rows (.npy/.npz/.csv/.parquet): the paired store 'fit ac' reads, "
+                         "with x from SRC and y from FILE")
     pi.add_argument("--labels", default=None, metavar="FILE",
                     help=".npy (1-D, or n x m) or .npz (named 1-D arrays) file of label columns, e.g. the known "
                          "clusterings that go with a sparse .npz")
