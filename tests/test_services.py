@@ -133,6 +133,17 @@ def test_prefect_yaml_deploys_with_nightly_schedule(services, tmp_path):
     # the scheduler address comes from the deploying environment (up.sh's env.sh), not a hard-coded port
     assert nightly["job_variables"]["env"]["DASK_SCHEDULER_ADDRESS"] == services["scheduler_address"]
 
+    # pausing and resuming the schedules, as deploy/README.md says
+    def active():
+        deps = {d["name"]: d for d in _api(services, "/deployments/filter")}
+        return {s["active"] for name in ("nightly-crossval", "nightly-update") for s in deps[name]["schedules"]}
+
+    for action, expected in (("pause", {False}), ("resume", {True})):
+        r = subprocess.run([prefect, "--no-prompt", "deployment", "schedule", action, "--all"],
+                           capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+        assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+        assert active() == expected
+
     # one deployment run end to end: the worker `up --pool` started picks it up and runs it against the
     # local services. The store is already there, written by the README's own CLI ingest with the
     # deployment's options: the run keeps it instead of failing on "A store already exists".

@@ -8,7 +8,11 @@ cluster set-up on one machine.
     python deploy/local/services.py status [--state-dir DIR]
     python deploy/local/services.py down [--state-dir DIR]
 
-``up`` picks free ports, starts each service in its own process group,
+``up`` uses fixed ports by default - the scheduler 8786, the Prefect server
+4200 (``--scheduler-port``/``--prefect-port``, ``$INFOCLUST_SCHEDULER_PORT``/
+``$INFOCLUST_PREFECT_PORT``; 0 picks a free one), so that after a restart the
+deployments still name the right scheduler - and a free port for the S3
+server (``--s3-port``). It starts each service in its own process group,
 waits until the Prefect API answers ``/api/health`` and the scheduler sees
 every worker, and writes ``services.json`` (PIDs, addresses, log files) and
 ``env.sh`` (``export DASK_SCHEDULER_ADDRESS=... PREFECT_API_URL=...``; with
@@ -39,6 +43,32 @@ from pathlib import Path
 
 HOST = "127.0.0.1"
 DEFAULT_STATE = Path(os.environ.get("INFOCLUST_STORAGE", "storage")) / "services"
+
+
+#: the ports ``up`` uses unless told otherwise (flags or these environment variables): fixed, so that a
+#: restart keeps the addresses the deployments were made with; 0 picks a free port (the tests' choice)
+DEFAULT_PORTS = {"scheduler": ("INFOCLUST_SCHEDULER_PORT", 8786), "prefect": ("INFOCLUST_PREFECT_PORT", 4200),
+                 "s3": ("INFOCLUST_S3_PORT", 0)}
+
+
+def default_port(service: str) -> int:
+    env, port = DEFAULT_PORTS[service]
+    return int(os.environ.get(env, port))
+
+
+def _port(wanted: int | None, service: str, flag: str) -> int:
+    """``wanted`` (None or 0: a free port), refused with the fix when taken."""
+    if not wanted:
+        return free_port()
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind((HOST, int(wanted)))
+        except OSError:
+            env = DEFAULT_PORTS[service][0]
+            raise RuntimeError(f"port {wanted} on {HOST} for the {service} is taken (another {service} running? "
+                               f"`services.py status`); choose another with {flag} PORT or ${env}, or 0 for a "
+                               "free one (then deploy again: the address changes).") from None
+    return int(wanted)
 
 
 def free_port() -> int:
@@ -128,8 +158,11 @@ def _make_bucket(url: str, bucket: str) -> None:
 
 def start(state_dir=DEFAULT_STATE, *, n_workers: int = 2, memory_limit: str = "2GB", threads: int = 1,
           prefect: bool = True, timeout: float = 120.0, s3: bool = False, bucket: str = "infoclust",
-          dask: bool = True, ui: bool = True, pool: str | None = None) -> dict:
-    """Start the services; return the state dict (also written to ``services.json``)."""
+          dask: bool = True, ui: bool = True, pool: str | None = None, ports: dict | None = None) -> dict:
+    """Start the services; return the state dict (also written to ``services.json``).
+    ``ports``: ``{"scheduler": 8786, "prefect": 4200, "s3": 0}`` (0 or
+    missing: a free port)."""
+    ports = ports or {}
     state_dir = Path(state_dir).resolve()
     state_dir.mkdir(parents=True, exist_ok=True)
     if (state_dir / "services.json").exists():
@@ -144,7 +177,7 @@ def start(state_dir=DEFAULT_STATE, *, n_workers: int = 2, memory_limit: str = "2
     s3_env: dict = {}
     try:
         if s3:
-            port = free_port()
+            port = _port(ports.get("s3"), "s3", "--s3-port")
             log = state_dir / "s3-server.log"
             pid = _spawn([sys.executable, "-m", "moto.server", "-H", HOST, "-p", str(port)], log, env)
             procs.append({"name": "s3-server", "pid": pid, "log": str(log)})
@@ -157,7 +190,7 @@ def start(state_dir=DEFAULT_STATE, *, n_workers: int = 2, memory_limit: str = "2
             state["s3_endpoint_url"] = url
             state["storage"] = s3_env["INFOCLUST_STORAGE"]
         if prefect:
-            port = free_port()
+            port = _port(ports.get("prefect"), "prefect", "--prefect-port")
             home = state_dir / "prefect-home"
             home.mkdir(exist_ok=True)
             penv = {**env, "PREFECT_HOME": str(home), "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
@@ -171,7 +204,7 @@ def start(state_dir=DEFAULT_STATE, *, n_workers: int = 2, memory_limit: str = "2
                 state["prefect_ui_url"] = f"http://{HOST}:{port}"
         if not dask:
             raise _Done
-        sport = free_port()
+        sport = _port(ports.get("scheduler"), "scheduler", "--scheduler-port")
         log = state_dir / "dask-scheduler.log"
         pid = _spawn([_bin("dask"), "scheduler", "--host", HOST, "--port", str(sport),
                       "--dashboard-address", f"{HOST}:0", "--no-show"], log, env)
@@ -298,11 +331,18 @@ def main(argv=None):
     p.add_argument("--no-ui", action="store_true", help="start the Prefect server without its web UI")
     p.add_argument("--pool", default=None, metavar="NAME",
                    help="also create this process work pool and start a prefect worker for it (stopped by down)")
+    p.add_argument("--scheduler-port", type=int, default=default_port("scheduler"),
+                   help="dask scheduler port (default $INFOCLUST_SCHEDULER_PORT or 8786; 0: a free port)")
+    p.add_argument("--prefect-port", type=int, default=default_port("prefect"),
+                   help="Prefect server port (default $INFOCLUST_PREFECT_PORT or 4200; 0: a free port)")
+    p.add_argument("--s3-port", type=int, default=default_port("s3"),
+                   help="S3 server port (default $INFOCLUST_S3_PORT or 0: a free port)")
     a = p.parse_args(argv)
     if a.action == "up":
         st = start(a.state_dir, n_workers=a.workers, memory_limit=a.memory_limit, threads=a.threads,
                    prefect=not a.no_prefect, timeout=a.timeout, s3=a.s3, bucket=a.bucket, dask=not a.no_dask,
-                   ui=not a.no_ui, pool=a.pool)
+                   ui=not a.no_ui, pool=a.pool,
+                   ports={"scheduler": a.scheduler_port, "prefect": a.prefect_port, "s3": a.s3_port})
         print(json.dumps(st, indent=1))
         if st.get("prefect_ui_url"):
             print(f"\nPrefect UI (flow runs, logs, artifacts): {st['prefect_ui_url']}")
