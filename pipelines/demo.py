@@ -36,7 +36,9 @@ __all__ = ["demo_flow", "DEMO_STEPS", "methods_table"]
 DEMO_STEPS = {
     "kmeans": "fit-kmeans: K-means on the dataset, against its classes",
     "softkmeans": "anneal: soft K-means over a beta schedule (the pitchfork splits)",
-    "dc": "crossval (sigma by held-out log posterior) + fit-dc against K-means",
+    "dc": "crossval (sigma by held-out log posterior) + fit-dc against K-means, MoG and MDA2",
+    "mog": "fit-dc: the MoG baseline's partition scored by DC's log posterior (9)",
+    "mda2": "fit-dc: the MDA2 baseline's partition scored by DC's log posterior (9)",
     "ac": "bootstrap reliability + ac-vs-kmeans on a planted dependency",
     "smic": "smic-toys (Fig. 4 sets) + smic-store (digits) against K-means",
     "cmbc": "cmbc-next-clustering: the second clustering of a generated binary set given the first, against EM",
@@ -119,9 +121,19 @@ def fit_dc(store: str, n_clusters: int, scheduler: str | None, seed: int, run_di
     km = KMeans(n_clusters, random_state=seed, scheduler=sched).fit(X)
     from infoclust_dask.metrics import dc_log_posterior
 
-    km_lp = dc_log_posterior(engine.compute(km.labels_, scheduler=sched), engine.compute(ds["label"].data, scheduler=sched),
-                             n_clusters=n_clusters, n_classes=dc.n_classes_)
-    return {"sigma": dc.sigma_, "log_posterior": dc.score(X, c), "kmeans_log_posterior": km_lp,
+    truth = engine.compute(ds["label"].data, scheduler=sched)
+
+    def lp(labels):
+        return dc_log_posterior(engine.compute(labels, scheduler=sched), truth, n_clusters=n_clusters,
+                                n_classes=dc.n_classes_)
+
+    # the paper's baselines (section 6.5): mixtures of x (MoG) and of (x, c) (MDA2), same number of clusters
+    from infoclust_dask import MDA2, IsotropicGaussianMixture
+
+    mog = IsotropicGaussianMixture(n_clusters, random_state=seed, scheduler=sched).fit(X)
+    mda = MDA2(n_clusters, random_state=seed, scheduler=sched).fit(X, c)
+    return {"sigma": dc.sigma_, "log_posterior": dc.score(X, c), "kmeans_log_posterior": lp(km.labels_),
+            "mog_log_posterior": lp(mog.labels_), "mda2_log_posterior": lp(mda.labels_),
             "contingency": dc.contingency_.tolist(), "evaluations": len(dc.objective_history_),
             "seconds": round(seconds, 2)}
 
@@ -364,7 +376,8 @@ def _dc_lines(dc: dict, cv: dict | None) -> list[str]:
         f"- sigma {dc['sigma']:.4g} ({'chosen by cross-validation' if cv is not None else 'given'}); "
         f"{dc['evaluations']} objective evaluations ({dc['seconds']} s)",
         f"- log posterior (9) of the partition: DC {dc['log_posterior']:.2f} vs K-means "
-        f"{dc['kmeans_log_posterior']:.2f} (higher is better; same number of clusters)",
+        f"{dc['kmeans_log_posterior']:.2f}, MoG {dc['mog_log_posterior']:.2f}, MDA2 {dc['mda2_log_posterior']:.2f} "
+        "(higher is better; same number of clusters)",
         "- contingency table (rows clusters, columns classes):", "", *_table(dc["contingency"])]
 
 

@@ -15,7 +15,7 @@ from scipy.sparse.csgraph import connected_components
 from sklearn.metrics import adjusted_rand_score as ari
 
 from infoclust_dask import SMIC, engine
-from infoclust_dask.cluster import _smic
+from infoclust_dask.cluster import _smic, _smic_solve
 from infoclust_dask.cluster._smic import _neighbour_lists
 from infoclust_dask.kernels.components import COMPONENTS, component_labels
 from infoclust_dask.objectives.smic import align, assign, eigen_groups, kernel_matrix, orient
@@ -265,7 +265,7 @@ def test_a_fit_on_either_side_of_the_size_switch_finds_the_blobs(monkeypatch):
     corrupted), is clustered exactly, and the two paths agree on the same
     rows."""
     monkeypatch.setattr(_smic, "DRIVER_KERNEL_MAX_ROWS", 3000)
-    monkeypatch.setattr(_smic, "KERNEL_BLOCK_ROWS", 700)
+    monkeypatch.setattr(_smic_solve, "KERNEL_BLOCK_ROWS", 700)
     for n in (2900, 3100):
         X, z = _recipe(n)
         m = SMIC(8, t=10, random_state=0, scheduler="sync").fit(X)

@@ -13,7 +13,7 @@ from scipy.sparse.linalg import eigsh
 from sklearn.datasets import make_blobs
 
 from infoclust_dask import SMIC, engine
-from infoclust_dask.cluster import _smic
+from infoclust_dask.cluster import _smic, _smic_solve
 from infoclust_dask.cluster._smic import _neighbour_lists
 from infoclust_dask.kernels.smic import kernel_row_block, kernel_row_sums, kernel_transpose_pieces, sparse_matmat
 from infoclust_dask.objectives.smic import kernel_matrix, operator_eigenvectors
@@ -106,7 +106,7 @@ def test_smic_with_the_kernel_on_the_workers_equals_the_driver_kernel(scheduler,
     X, y = _data(3000, seed=2)
     on_driver = SMIC(4, t=8, random_state=0, scheduler=scheduler, kernel_normalization=normalization).fit(X)
     monkeypatch.setattr(_smic, "DRIVER_KERNEL_MAX_ROWS", 0)
-    monkeypatch.setattr(_smic, "KERNEL_BLOCK_ROWS", 500)
+    monkeypatch.setattr(_smic_solve, "KERNEL_BLOCK_ROWS", 500)
     on_workers = SMIC(4, t=8, random_state=0, scheduler=scheduler, kernel_normalization=normalization).fit(X)
     np.testing.assert_allclose(on_workers.eigenvalues_, on_driver.eigenvalues_, rtol=0, atol=1e-8)
     np.testing.assert_array_equal(on_workers.labels_, on_driver.labels_)
