@@ -195,10 +195,17 @@ def _warm_started(est, init):
         return
     previous = init
     if isinstance(init, (str, os.PathLike)):
-        from ..runs import load_model
+        from .._models import read_model
 
         path = Path(init)
-        previous = load_model(path / "model.json" if path.is_dir() else path)
+
+        def own_class(name):  # a warm start reads a model of the class being fitted, nothing else
+            if name != type(est).__name__:
+                raise TypeError(f"init= must be a fitted {type(est).__name__} (or its run folder / model.json); "
+                                f"'{path}' holds a {name}.")
+            return type(est)
+
+        previous = read_model(path / "model.json" if path.is_dir() else path, own_class)
     if type(previous) is not type(est):
         raise TypeError(f"init= must be a fitted {type(est).__name__} (or its run folder / model.json); got "
                         f"{type(previous).__name__}.")
