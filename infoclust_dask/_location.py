@@ -138,10 +138,6 @@ class Location:
         self.storage_options = dict(storage_options or {})
 
     @property
-    def is_local(self) -> bool:
-        return self.local is not None
-
-    @property
     def protocol(self) -> str:
         return "file" if self.local is not None else str(url_protocol(self.url))
 

@@ -207,13 +207,12 @@ class CMBC(ClusterMixin, InfoclustEstimator):
 
     def _patterns(self, Y_minus, known, n):
         """The negative pattern of every row (codes 0..P-1, numpy or lazy) and P."""
-        keys, n_neg = [], 0
+        keys = []
         if known is not None:
             cols = self._known_columns(known, n)
             for col in cols:
                 codes, classes = encode_labels(col, n, min_classes=1, name="known")
                 keys.append((codes, len(classes)))
-                n_neg += len(classes)
         if Y_minus is not None:
             Ym = open_input(Y_minus, variable="negative")
             if Ym.ndim == 1:
@@ -230,7 +229,6 @@ class CMBC(ClusterMixin, InfoclustEstimator):
                 raise ValueError(f"Y_minus must be binary (0/1); found values {bad}.")
             weights = (2 ** np.arange(Ym.shape[1], dtype=np.int64))
             keys.append((Ym.astype(np.int64) @ weights, 2 ** Ym.shape[1]))
-            n_neg += Ym.shape[1]
         if not keys:
             return None, 0
         key, radix = keys[0][0].astype(np.int64), keys[0][1]
