@@ -24,10 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-#: bytes of float64 features per block read (rows = this / (8 * width)); a CSV block's text, tokens, frame and
-#: copies are several times this, so it sets the parse's memory: 16 MiB keeps ``infoclust ingest`` of a 2 GB CSV
-#: near 400 MB (32 MiB: 490 MB; same speed; ``benchmarks/ingest_rss.py``)
-BLOCK_BYTES = 16 << 20
+from . import _sizes
+
 #: strings read as missing numbers in CSV feature columns (then NaN or inf: --drop-nonfinite)
 NA_STRINGS = ["", "nan", "NaN", "NAN", "NA", "N/A", "null", "NULL", "None"]
 
@@ -61,7 +59,10 @@ class Table:
 
 
 def block_rows(width: int, itemsize: int = 8) -> int:
-    return max(1024, BLOCK_BYTES // max(1, width * itemsize))
+    """Rows per streamed block (:func:`infoclust_dask._sizes.read_rows`; 16 MiB
+    keeps ``infoclust ingest`` of a 2 GB CSV near 400 MB, 32 MiB 490 MB at the
+    same speed: ``benchmarks/ingest_rss.py``)."""
+    return _sizes.read_rows(width, itemsize)
 
 
 def is_number(v) -> bool:

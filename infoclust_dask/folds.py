@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import engine
+from ._sizes import fold_chunk_rows
 from ._types import SchedulerLike, Sequence
 from .kernels.stats import HASHED_FOLDS, RANGE_FOLDS
 
@@ -37,7 +38,7 @@ def fold_vector(n_samples: int, n_folds: int, *, seed: int = 0, chunks: int | No
     import dask.array as da
 
     n_folds = _check_folds(n_folds, n_samples)
-    rows = int(chunks or max(1, min(n_samples, 1 << 20)))
+    rows = int(chunks or fold_chunk_rows(n_samples))
     base = da.zeros((n_samples, 1), chunks=(rows, 1), dtype=np.int8)
     return engine.map_blocks(HASHED_FOLDS, base, params={"seed": int(seed), "n_folds": n_folds})
 

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from . import engine
+from ._sizes import lazy_rows
 from ._types import DataLike, NumbersLike, PathLike, SchedulerLike, Sequence
 from .kernels.stats import GRAM, MOMENTS
 from .store import choose_chunk_rows, choose_codec
@@ -159,8 +160,7 @@ def tall_svd(data: DataLike, *, center: NumbersLike | None = None, scheduler: Sc
 
     a = engine.as_array(data)
     if not engine.is_lazy(a):
-        a = da.from_array(a, chunks=(max(engine.DEFAULT_BLOCK_BYTES * 16 // (8 * a.shape[1]), a.shape[1], 256),)
-                          + a.shape[1:])
+        a = da.from_array(a, chunks=(max(lazy_rows(8 * a.shape[1]), a.shape[1]),) + a.shape[1:])
     if center is not None:
         a = a - np.asarray(center)[None, :]
     a = a.astype(np.float64)

@@ -70,6 +70,7 @@ from ._manifest import (  # noqa: F401
     verify_store,
 )
 from ._paths import URLNotSupported, local_path
+from ._sizes import store_chunk_rows
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -92,23 +93,15 @@ _CODECS = ("lz4", "zstd", "none")
 # --------------------------------------------------------------------------
 # the chunk and codec policy of every store this package writes
 # --------------------------------------------------------------------------
-#: target chunk size of a store (64 MB: measured best for zarr reads, docs/BENCHMARKS.md)
-TARGET_CHUNK_BYTES = 64 * 2**20
-#: smallest chunk worth a task of its own
-MIN_CHUNK_BYTES = 8 * 2**20
 #: LZ4 must shrink the data at least this much to be worth its decode time
 MIN_COMPRESSION_RATIO = 1.15
 
 
 def choose_chunk_rows(n_samples: int, n_features: int, itemsize: int = 8) -> int:
-    """Rows per stored chunk: ~64 MB chunks (the measured sweet spot),
-    but at least 8 chunks when that keeps them >= 8 MB, so that a cluster of a
-    few workers has blocks to share; small data sets get one chunk."""
-    row = max(1, n_features * itemsize)
-    rows = max(1024, TARGET_CHUNK_BYTES // row)
-    if n_samples <= rows * 8:
-        rows = max(MIN_CHUNK_BYTES // row, -(-n_samples // 8), 1024)
-    return int(min(rows, n_samples))
+    """Rows per stored chunk (:func:`infoclust_dask._sizes.store_chunk_rows`:
+    ~64 MB chunks, the measured sweet spot for zarr reads, at least 8 chunks
+    while they keep 8 MB; small data sets get one chunk)."""
+    return store_chunk_rows(n_samples, n_features, itemsize)
 
 
 def choose_codec(sample: Any) -> tuple[str, float]:

@@ -11,14 +11,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from infoclust_dask import _readers
+from infoclust_dask import _sizes
 from infoclust_dask.ingest import IngestError, ingest
 from infoclust_dask.store import open_dataset
 
 
 @pytest.fixture
 def small_blocks(monkeypatch):
-    monkeypatch.setattr(_readers, "BLOCK_BYTES", 1)  # block_rows -> its floor of 1024 rows
+    monkeypatch.setattr(_sizes, "READ_BLOCK_BYTES", 1)  # block_rows -> its floor of 1024 rows
 
 
 def _frame(n=5000, seed=0):

@@ -9,10 +9,11 @@ from typing import Any
 
 import numpy as np
 
+from .._sizes import PASS_BLOCK_BYTES, lazy_rows, pass_rows
 from ..kernels._common import Pass, run_chunk
 
-#: target size of a numpy row block (bytes of float64 data)
-DEFAULT_BLOCK_BYTES = 4 * 2**20
+#: target size of a numpy row block (bytes of float64 data): the policy of :mod:`infoclust_dask._sizes`
+DEFAULT_BLOCK_BYTES = PASS_BLOCK_BYTES
 
 
 # --------------------------------------------------------------------------
@@ -81,13 +82,12 @@ def _array_slices(a, block_rows=None):
 
 def _row_slices(n, row_bytes, block_rows=None):
     if block_rows is None:
-        block_rows = max(256, DEFAULT_BLOCK_BYTES // max(8, row_bytes))
+        block_rows = pass_rows(row_bytes)
     return [slice(i, min(i + block_rows, n)) for i in range(0, n, block_rows)] or [slice(0, 0)]
 
 
 def _auto_rows(a):
-    row_bytes = 8 * int(np.prod(a.shape[1:], dtype=np.int64) or 1)
-    return max(256, (16 * DEFAULT_BLOCK_BYTES) // row_bytes)
+    return lazy_rows(8 * int(np.prod(a.shape[1:], dtype=np.int64) or 1))
 
 
 def _check_pass(bp, kind, arrays):
