@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ._readers import IngestError
-from .ingest import read_source
+from .sources import read_source
 
 __all__ = ["ingest_paired"]
 
