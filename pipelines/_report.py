@@ -36,10 +36,12 @@ def methods_table() -> list[str]:
 
 
 def _kernels_line() -> str:
+    from importlib.metadata import version
+
     from infoclust_dask.kernels import _compiled
 
     if _compiled.available():
-        return (f"Block kernels: compiled (numba {_compiled.numba.__version__}; cached on disk; "
+        return (f"Block kernels: compiled (numba {version('numba')}; cached on disk; "
                 "`INFOCLUST_KERNELS=numpy` selects the numpy references).")
     return "Block kernels: numpy (numba not importable, or INFOCLUST_KERNELS=numpy)."
 

@@ -35,6 +35,7 @@ dense binary rows.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 
 import numpy as np
@@ -42,27 +43,25 @@ import numpy as np
 __all__ = ["available", "as_rows", "lloyd", "soft_kmeans", "dc_counts", "dc_grad", "ac_counts", "ac_grad",
            "mixture_em", "cmbc_estep"]
 
-from ._loops import (  # noqa: F401 - the exp helper and the tile size are part of what the tests check
-    FASTMATH,
-    TILE,
-    WIDE,
-    _ac_count_rows,
-    _ac_grad_rows,
-    _cmbc_rows,
-    _dc_count_rows,
-    _dc_grad_rows,
-    _exp_nonpos,
-    _lloyd_rows,
-    _mixture_rows,
-    _soft_rows,
-    numba,
-)
+
+
+def _loops():
+    """The compiled loops, imported at the first kernel call: importing the
+    package (or an estimator) does not load numba and LLVM (~100 MB), the
+    first fit does."""
+    from . import _loops as loops
+
+    return loops
+
+
+#: numba is installed (checked without importing it)
+_HAVE_NUMBA = importlib.util.find_spec("numba") is not None
 
 
 def available() -> bool:
     """Whether the passes use these kernels (numba importable and not
     switched off by ``INFOCLUST_KERNELS=numpy``)."""
-    return numba is not None and os.environ.get("INFOCLUST_KERNELS", "").lower() != "numpy"
+    return _HAVE_NUMBA and os.environ.get("INFOCLUST_KERNELS", "").lower() != "numpy"
 
 
 def as_rows(x):
@@ -139,7 +138,7 @@ def lloyd(x, w=None, *, centers, with_sums=True):
     labels, dmin = np.empty(n, dtype=np.int64), np.empty(n)
     counts, sums = np.zeros(k), np.zeros((k, d) if with_sums else (0, 0))
     # float32 rows: distances in float32 (the assignment), counts and sums in float64
-    _lloyd_rows(x, _weights(w, n), _in(c, x), counts, sums, labels, dmin, with_sums)
+    _loops()._lloyd_rows(x, _weights(w, n), _in(c, x), counts, sums, labels, dmin, with_sums)
     return labels, dmin, counts, sums
 
 
@@ -150,7 +149,7 @@ def soft_kmeans(x, w=None, *, centers, beta):
     c = _centres(centers, x)
     k, d = c.shape
     R, S, lz = np.zeros(k), np.zeros((k, d)), np.zeros(1)
-    _soft_rows(x, _weights(w, x.shape[0]), _in(c, x), -0.5 * float(beta), R, S, lz)
+    _loops()._soft_rows(x, _weights(w, x.shape[0]), _in(c, x), -0.5 * float(beta), R, S, lz)
     return {"R": R, "S": S, "log_z": np.array(lz[0])}
 
 
@@ -160,7 +159,7 @@ def dc_counts(x, c, *, centers, sigma, n_classes):
     x = as_rows(x)
     m = _centres(centers, x)
     counts = np.zeros((m.shape[0], int(n_classes)))
-    _dc_count_rows(x, _checked_labels(c, x.shape[0], int(n_classes)), _in(m, x), -0.5 / float(sigma) ** 2, counts)
+    _loops()._dc_count_rows(x, _checked_labels(c, x.shape[0], int(n_classes)), _in(m, x), -0.5 / float(sigma) ** 2, counts)
     return {"counts": counts}
 
 
@@ -174,7 +173,7 @@ def dc_grad(x, c, *, centers, sigma, L):
     if L.ndim != 2 or L.shape[0] != k:
         raise ValueError(f"L of shape {L.shape} for {k} prototypes.")
     WX, Ws = np.zeros((k, d)), np.zeros(k)
-    _dc_grad_rows(x, _checked_labels(c, x.shape[0], L.shape[1]), _in(m, x), -0.5 / float(sigma) ** 2, L, WX, Ws)
+    _loops()._dc_grad_rows(x, _checked_labels(c, x.shape[0], L.shape[1]), _in(m, x), -0.5 / float(sigma) ** 2, L, WX, Ws)
     return {"WX": WX, "W": Ws}
 
 
@@ -190,7 +189,7 @@ def ac_counts(x, y, *, mx, my, sx, sy):
     x, y = _paired(x, y)
     mx, my = _centres(mx, x, "x prototypes"), _centres(my, y, "y prototypes")
     counts = np.zeros((mx.shape[0], my.shape[0]))
-    _ac_count_rows(x, y, _in(mx, x), _in(my, y), -0.5 / float(sx) ** 2, -0.5 / float(sy) ** 2, counts)
+    _loops()._ac_count_rows(x, y, _in(mx, x), _in(my, y), -0.5 / float(sx) ** 2, -0.5 / float(sy) ** 2, counts)
     return {"counts": counts}
 
 
@@ -200,7 +199,7 @@ def ac_grad(x, y, *, mx, my, sx, sy, psi, psi_x, psi_y, lam_x, lam_y):
     mx, my = _centres(mx, x, "x prototypes"), _centres(my, y, "y prototypes")
     (k, dx), (l_, dy) = mx.shape, my.shape
     out = {"WX": np.zeros((k, dx)), "Wx": np.zeros(k), "WY": np.zeros((l_, dy)), "Wy": np.zeros(l_)}
-    _ac_grad_rows(x, y, _in(mx, x), _in(my, y), -0.5 / float(sx) ** 2, -0.5 / float(sy) ** 2, _shaped(psi, (k, l_), "psi"),
+    _loops()._ac_grad_rows(x, y, _in(mx, x), _in(my, y), -0.5 / float(sx) ** 2, -0.5 / float(sy) ** 2, _shaped(psi, (k, l_), "psi"),
                   float(lam_x) * _shaped(psi_x, (k,), "psi_x"), float(lam_y) * _shaped(psi_y, (l_,), "psi_y"),
                   out["WX"], out["Wx"], out["WY"], out["Wy"])
     return out
@@ -221,7 +220,7 @@ def mixture_em(x, c=None, *, means, variances, log_weights, log_psi=None, n_clas
     N = np.zeros((k, int(n_classes))) if with_c else _EMPTY_2D
     lp = _shaped(log_psi, (k, int(n_classes)), "log_psi") if (with_c and log_psi is not None) else _EMPTY_2D
     labels = _checked_labels(c, x.shape[0], int(n_classes)) if with_c else _EMPTY_INT
-    _mixture_rows(x, labels, _in(mu, x), const, 1.0 / (2.0 * v), lp, R, S, Q, N, ll)
+    _loops()._mixture_rows(x, labels, _in(mu, x), const, 1.0 / (2.0 * v), lp, R, S, Q, N, ll)
     out = {"R": R, "S": S, "Q": Q, "loglik": np.array(ll[0])}
     if with_c:
         out["N"] = N
@@ -244,5 +243,5 @@ def cmbc_estep(y, *, log_theta, log_1m_theta, temperature):
         raise ValueError(f"rows of shape {y.shape} and parameters of shapes {lt.shape}, {l1.shape} do not fit "
                          "(a damaged or foreign model?).")
     S1, R, out = np.zeros((m, k)), np.zeros(k), np.zeros(2)
-    _cmbc_rows(y, np.ascontiguousarray(lt - l1), l1.sum(axis=0), 1.0 / float(temperature), S1, R, out)
+    _loops()._cmbc_rows(y, np.ascontiguousarray(lt - l1), l1.sum(axis=0), 1.0 / float(temperature), S1, R, out)
     return {"S1": S1, "R": R, "loglik": np.array(out[0]), "hard": np.array(out[1])}

@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from infoclust_dask.kernels import _compiled, ac, cmbc, dc, kmeans, mixture
+from infoclust_dask.kernels import _compiled, _loops, ac, cmbc, dc, kmeans, mixture
 
-pytestmark = pytest.mark.skipif(_compiled.numba is None, reason="numba is a dependency; make test installs it")
+pytestmark = pytest.mark.skipif(not _compiled.available(), reason="numba is a dependency; make test installs it")
 
 
 def _both(monkeypatch, fn, *args, **kw):
@@ -100,7 +100,7 @@ def test_lloyd_kernel_against_brute_force():
         np.testing.assert_allclose(sums[j], (w[lab == j, None] * x[lab == j]).sum(0), rtol=1e-12)
 
 
-@pytest.mark.parametrize("n", [0, 1, _compiled.TILE - 1, _compiled.TILE, _compiled.TILE + 1, 1000])
+@pytest.mark.parametrize("n", [0, 1, _loops.TILE - 1, _loops.TILE, _loops.TILE + 1, 1000])
 @pytest.mark.parametrize("k", [1, 2, 37])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_lloyd_tiles_of_every_length(n, k, dtype):
@@ -119,7 +119,7 @@ def test_lloyd_tiles_of_every_length(n, k, dtype):
                                atol=1e-12)
 
 
-@pytest.mark.parametrize("n", [0, 1, _compiled.TILE - 1, _compiled.TILE, _compiled.TILE + 1, 1000])
+@pytest.mark.parametrize("n", [0, 1, _loops.TILE - 1, _loops.TILE, _loops.TILE + 1, 1000])
 @pytest.mark.parametrize("k", [1, 2, 37])
 @pytest.mark.parametrize("d", [5, 300])
 def test_memberships_in_tiles_of_every_length(n, k, d):
@@ -129,7 +129,7 @@ def test_memberships_in_tiles_of_every_length(n, k, d):
     reference)."""
     from scipy.special import logsumexp, softmax
 
-    assert 5 <= _compiled.WIDE < 300
+    assert 5 <= _loops.WIDE < 300
     rng = np.random.default_rng(n + 7 * k)
     x, c = rng.normal(size=(n, d)), rng.normal(size=(k, d)) * (2 / np.sqrt(d))
     cls = rng.integers(0, 3, size=n)
@@ -226,13 +226,13 @@ def test_vectorized_exp_against_numpy():
                         [0.0, -0.0, -708.0, -707.9999, -708.0001, -745.2, -1e300, -np.inf, np.nan]])
     ref = np.exp(v)
     got = v.copy()
-    _compiled._exp_nonpos(got, got.size - 3, np.empty(got.size))  # the last three untouched
+    _loops._exp_nonpos(got, got.size - 3, np.empty(got.size))  # the last three untouched
     normal = ref[:-3] > 1e-300
     assert np.max(np.abs(got[:-3][normal] - ref[:-3][normal]) / ref[:-3][normal]) < 4.5e-16
     assert np.all(got[:-3][~normal] <= 1e-300)
     np.testing.assert_array_equal(got[-3:], v[-3:])
     got = v.copy()
-    _compiled._exp_nonpos(got, got.size, np.empty(got.size))
+    _loops._exp_nonpos(got, got.size, np.empty(got.size))
     assert got[-3] == 0.0 and got[-2] == 0.0 and np.isnan(got[-1])
 
 
@@ -242,9 +242,9 @@ def test_exp_is_not_recompiled_with_the_callers_fastmath():
     (2e-14, not 1 ulp) even when compiled with the kernels' fastmath flags."""
     import numba
 
-    assert _compiled._exp_nonpos.signatures  # eager: compiled before any caller
-    assert not _compiled._exp_nonpos.targetoptions.get("fastmath")
-    fast = numba.njit(fastmath=set(_compiled.FASTMATH))(_compiled._exp_nonpos.py_func)
+    assert _loops._exp_nonpos.signatures  # eager: compiled before any caller
+    assert not _loops._exp_nonpos.targetoptions.get("fastmath")
+    fast = numba.njit(fastmath=set(_loops.FASTMATH))(_loops._exp_nonpos.py_func)
     v = -np.random.default_rng(1).uniform(0, 708, 20_000)
     got = v.copy()
     fast(got, got.size, np.empty(got.size))
