@@ -20,11 +20,11 @@ public place (the pieces the package's own methods use):
 
 from ._inputs import encode_labels, prepare_input
 from ._validation import ArrayLike, Interval, Options, check_n_clusters, check_random_state, validate_params
-from .cluster._base import InfoclustEstimator, journaled
+from .cluster._base import SHARED_CONSTRAINTS, InfoclustEstimator, journaled
 from .kernels import Pass
 from .kernels._common import sq_distances
 from .registry import Method, Option, register, unregister
 
-__all__ = ["Pass", "sq_distances", "InfoclustEstimator", "journaled", "prepare_input", "encode_labels", "Interval",
+__all__ = ["Pass", "sq_distances", "InfoclustEstimator", "SHARED_CONSTRAINTS", "journaled", "prepare_input", "encode_labels", "Interval",
            "Options", "ArrayLike", "validate_params", "check_n_clusters", "check_random_state", "Method", "Option",
            "register", "unregister"]

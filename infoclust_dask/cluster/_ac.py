@@ -53,7 +53,7 @@ from .._validation import (
 from ..kernels.ac import AC_COUNTS, AC_FUSED, AC_GRAD, AC_HARD_COUNTS, fused_gradient_sums
 from ..kernels.stats import CROSS_GRAM, LABEL_SUMS, PROJECT
 from ..objectives import ac as obj
-from ._base import InfoclustEstimator, journaled, voronoi_labels
+from ._base import SHARED_CONSTRAINTS, InfoclustEstimator, journaled, voronoi_labels
 from ._init import init_random
 from ._kmeans import KMeans
 
@@ -220,7 +220,8 @@ class AssociativeClustering(InfoclustEstimator):
         self._keep_params(locals())
 
     # ------------------------------------------------------------------
-    _parameter_constraints = {
+    _parameter_constraints = {  # the shared ones (random_state, scheduler, sample_dim, variables, verbose) first
+        **SHARED_CONSTRAINTS,
         "n_clusters": [PairOf(Interval(int, 1))],
         "sigma": [PairOf(SIGMA_RANGE, Options("auto"))],
         "prior": [Interval(float, 0, closed="neither"), ArrayLike()],

@@ -59,9 +59,9 @@ SHARED_PARAMETERS_DOC = """\
 class InfoclustEstimator(XarrayIO, BaseEstimator):
     """The base of every estimator of the package.
 
-    A subclass declares its own parameters' ``_parameter_constraints``
-    (the shared ones, :data:`SHARED_CONSTRAINTS`, are merged in, as
-    scikit-learn's ``_BaseKMeans`` merges its base's), writes
+    A subclass declares every parameter's constraint in its own
+    ``_parameter_constraints``, starting with ``**SHARED_CONSTRAINTS`` (as
+    scikit-learn's ``KMeans`` starts with its base's), writes
     ``[shared parameters]`` in its docstring where
     :data:`SHARED_PARAMETERS_DOC` belongs, assigns its parameters
     with :meth:`_keep_params` and decorates ``fit`` with :func:`journaled`.
@@ -84,9 +84,6 @@ class InfoclustEstimator(XarrayIO, BaseEstimator):
             method = cls.__dict__.get(name)
             if callable(method) and not getattr(method, "__installs_runner__", False):
                 setattr(cls, name, _runner_installed(method))
-        own = cls.__dict__.get("_parameter_constraints")
-        if own is not None:
-            cls._parameter_constraints = {**SHARED_CONSTRAINTS, **own}
         if cls.__doc__ and "[shared parameters]" in cls.__doc__:
             cls.__doc__ = cls.__doc__.replace("    [shared parameters]", SHARED_PARAMETERS_DOC)
 

@@ -39,7 +39,7 @@ from .._validation import ArrayLike, Interval, Options, check_n_clusters, check_
 from ..kernels.cmbc import CMBC_ESTEP, CMBC_PATTERNS, CMBC_POSTERIOR
 from ..kernels.stats import GRAM, LABEL_VALUES
 from ..objectives import cmbc as obj
-from ._base import InfoclustEstimator, journaled
+from ._base import SHARED_CONSTRAINTS, InfoclustEstimator, journaled
 from ._conventions import BINARY, CMBC_DATA_CHECKS
 
 __all__ = ["CMBC", "MIN_ROWS_PER_PATTERN", "HELD_OUT_GAMMA"]
@@ -160,7 +160,8 @@ class CMBC(ClusterMixin, InfoclustEstimator):
     (A.5)-(A.6), Appendix B, Figures 1-2, §6.1.
     """
 
-    _parameter_constraints = {
+    _parameter_constraints = {  # the shared ones (random_state, scheduler, sample_dim, variables, verbose) first
+        **SHARED_CONSTRAINTS,
         "n_clusters": [Interval(int, 1)],
         "gamma": [Interval(float, 0, 1, closed="left"), Options("default")],
         "variant": [Options("bu", "pm")],

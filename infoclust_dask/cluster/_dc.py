@@ -41,7 +41,7 @@ from .._validation import (
 )
 from ..kernels.dc import DC_COUNTS, DC_GRAD, DC_HARD_COUNTS, DC_ONLINE, DC_REG
 from ..objectives import dc as obj
-from ._base import InfoclustEstimator, journaled, voronoi_labels
+from ._base import SHARED_CONSTRAINTS, InfoclustEstimator, journaled, voronoi_labels
 from ._init import init_random
 from ._kmeans import KMeans
 
@@ -210,7 +210,8 @@ class DiscriminativeClustering(InfoclustEstimator):
         self._keep_params(locals())
 
     # ------------------------------------------------------------------
-    _parameter_constraints = {
+    _parameter_constraints = {  # the shared ones (random_state, scheduler, sample_dim, variables, verbose) first
+        **SHARED_CONSTRAINTS,
         "n_clusters": [Interval(int, 1)],
         "sigma": [SIGMA_RANGE, Options("auto")],
         "prior": [Interval(float, 0, closed="neither"), ArrayLike()],

@@ -25,7 +25,7 @@ from .._types import DataLike, Labels, NumbersLike, RandomStateLike, SchedulerLi
 from .._validation import ArrayLike, Interval, Options, check_n_clusters, check_random_state, validate_params
 from ..kernels.kmeans import DISTANCES, INERTIA, LLOYD_FAR, LLOYD_STEP
 from ..kernels.stats import SUM_SQ
-from ._base import InfoclustEstimator, journaled, voronoi_labels
+from ._base import SHARED_CONSTRAINTS, InfoclustEstimator, journaled, voronoi_labels
 from ._conventions import WEIGHTS
 from ._init import init_kmeans_parallel, init_kmeanspp, init_random, init_sampled_kmeanspp, seed_sample_rows
 
@@ -176,7 +176,8 @@ class KMeans(ClusterMixin, TransformerMixin, InfoclustEstimator):
         self._keep_params(locals())
 
     # ------------------------------------------------------------------
-    _parameter_constraints = {
+    _parameter_constraints = {  # the shared ones (random_state, scheduler, sample_dim, variables, verbose) first
+        **SHARED_CONSTRAINTS,
         "n_clusters": [Interval(int, 1)],
         "init": [Options("k-means++", "k-means||", "random"), ArrayLike()],
         "n_init": [Options("auto"), Interval(int, 1)],

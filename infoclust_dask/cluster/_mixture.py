@@ -31,7 +31,7 @@ from .._validation import (
     validate_params,
 )
 from ..kernels.mixture import MIXTURE_ASSIGN, MIXTURE_EM
-from ._base import InfoclustEstimator, journaled
+from ._base import SHARED_CONSTRAINTS, InfoclustEstimator, journaled
 from ._kmeans import KMeans
 
 __all__ = ["IsotropicGaussianMixture", "MDA2"]
@@ -77,7 +77,8 @@ class _IsotropicMixture(InfoclustEstimator):
                  variables: Sequence[str] | None = None, verbose: int = 0):
         self._keep_params(locals())
 
-    _parameter_constraints = {
+    _parameter_constraints = {  # the shared ones (random_state, scheduler, sample_dim, variables, verbose) first
+        **SHARED_CONSTRAINTS,
         "n_clusters": [Interval(int, 1)],
         "sigma": [SIGMA_RANGE, Options(None)],
         "max_iter": [Interval(int, 1)],

@@ -55,7 +55,7 @@ from ..objectives.smic import (
     check_prior,
     kernel_matrix,
 )
-from ._base import InfoclustEstimator, journaled
+from ._base import SHARED_CONSTRAINTS, InfoclustEstimator, journaled
 from ._knn_graph import (  # noqa: F401 - _cell_plan and the constants are read by tests and benchmarks
     CELL_SAMPLE_ROWS,
     EXACT_KNN_MAX_ROWS,
@@ -284,7 +284,8 @@ class SMIC(ClusterMixin, InfoclustEstimator):
         self._keep_params(locals())
 
     # ------------------------------------------------------------------
-    _parameter_constraints = {
+    _parameter_constraints = {  # the shared ones (random_state, scheduler, sample_dim, variables, verbose) first
+        **SHARED_CONSTRAINTS,
         "n_clusters": [Interval(int, 1)],
         "t": [Interval(int, 1), Options("auto")],
         "t_candidates": [ArrayLike()],

@@ -39,7 +39,7 @@ from .._validation import (
 from ..kernels.kmeans import RESPONSIBILITIES, SOFT_KMEANS, SOFT_SCATTER
 from ..kernels.stats import WEIGHTED_SUM
 from ..optimize import next_temperature, squarem
-from ._base import InfoclustEstimator, journaled, voronoi_labels
+from ._base import SHARED_CONSTRAINTS, InfoclustEstimator, journaled, voronoi_labels
 from ._conventions import WEIGHTS
 from ._init import init_kmeanspp, init_random
 
@@ -228,7 +228,8 @@ class SoftKMeans(ClusterMixin, TransformerMixin, InfoclustEstimator):
                  variables: Sequence[str] | None = None, verbose: int = 0):
         self._keep_params(locals())
 
-    _parameter_constraints = {
+    _parameter_constraints = {  # the shared ones (random_state, scheduler, sample_dim, variables, verbose) first
+        **SHARED_CONSTRAINTS,
         "n_clusters": [Interval(int, 1)],
         "beta": [Interval(float, 0, closed="neither")],
         "beta_schedule": [ArrayLike(), Options(None, "auto")],

@@ -6,6 +6,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from infoclust_dask import engine
 from infoclust_dask.extend import (
+    SHARED_CONSTRAINTS,
     InfoclustEstimator,
     Interval,
     check_n_clusters,
@@ -31,7 +32,7 @@ class OneStepMeans(ClusterMixin, InfoclustEstimator):
         Unused.
     """
 
-    _parameter_constraints = {"n_clusters": [Interval(int, 1)]}
+    _parameter_constraints = {**SHARED_CONSTRAINTS, "n_clusters": [Interval(int, 1)]}
 
     def __init__(self, n_clusters=2, *, random_state=None, scheduler=None, sample_dim=None, variables=None,
                  verbose=0):

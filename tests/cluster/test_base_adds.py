@@ -1,0 +1,34 @@
+"""What the estimator base adds to each estimator, and that each estimator
+says it where it is defined: every constructor parameter's constraint in
+the class's own ``_parameter_constraints`` (the shared ones spelled
+``**SHARED_CONSTRAINTS`` in its own file), the journal's ``fit`` keywords
+in ``fit``'s docstring, no placeholder left in the class docstring."""
+
+import inspect
+
+import pytest
+
+from infoclust_dask import cluster
+from infoclust_dask.cluster._base import SHARED_CONSTRAINTS
+
+CLASSES = [cluster.KMeans, cluster.SoftKMeans, cluster.DiscriminativeClustering, cluster.AssociativeClustering,
+           cluster.CMBC, cluster.SMIC, cluster.IsotropicGaussianMixture, cluster.MDA2]
+
+
+@pytest.mark.parametrize("cls", CLASSES, ids=lambda c: c.__name__)
+def test_constraints_are_declared_in_the_estimators_own_file(cls):
+    params = set(inspect.signature(cls.__init__).parameters) - {"self"}
+    assert set(cls._parameter_constraints) == params
+    assert set(SHARED_CONSTRAINTS) <= params
+    owner = next(c for c in cls.__mro__ if "_parameter_constraints" in c.__dict__)
+    assert "**SHARED_CONSTRAINTS" in inspect.getsource(inspect.getmodule(owner))
+
+
+@pytest.mark.parametrize("cls", CLASSES, ids=lambda c: c.__name__)
+def test_fit_says_what_the_journal_adds(cls):
+    doc = cls.fit.__doc__
+    assert "Other Parameters" in doc
+    for keyword in ("checkpoint :", "resume :", "init :"):
+        assert keyword in doc, keyword
+    assert "[shared parameters]" not in cls.__doc__
+    assert "scheduler :" in cls.__doc__ or "Parameters are those of" in cls.__doc__
