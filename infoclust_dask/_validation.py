@@ -96,7 +96,7 @@ class RandomStateLike:
     def accepts(self, v):
         if v is None or isinstance(v, (np.random.RandomState, np.random.Generator)):
             return True
-        return isinstance(v, numbers.Integral) and not isinstance(v, bool) and 0 <= v <= 2**32 - 1
+        return isinstance(v, numbers.Integral) and not isinstance(v, bool) and 0 <= int(v) <= 2**32 - 1
 
     def __str__(self):
         return "None, an int seed in [0, 4294967295] or a numpy RandomState/Generator"

@@ -86,7 +86,7 @@ class _Basis:
 
     def __init__(self, n, rows, block):
         self.n, self.bounds = n, [(a, min(a + block, n)) for a in range(0, n, block)]
-        self.blocks = [np.empty((rows, b - a)) for a, b in self.bounds]
+        self.blocks: list[Any] = [np.empty((rows, b - a)) for a, b in self.bounds]
 
     def get(self, j, b=None):
         """Vector ``j`` (``b=None``), or vectors ``j .. j + b`` as a C-ordered ``(n, b)`` array."""

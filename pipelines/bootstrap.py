@@ -138,7 +138,7 @@ def bootstrap_flow(store: str, n_clusters: tuple[int, int] = (4, 4), n_boot: int
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(prog="python -m infoclust_pipelines.bootstrap", description=bootstrap_flow.__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m infoclust_pipelines.bootstrap", description=(bootstrap_flow.__doc__ or "").split("\n")[0])
     p.add_argument("store", help="store with paired views x and y")
     p.add_argument("-K", type=int, default=4, help="x clusters")
     p.add_argument("-L", type=int, default=4, help="y clusters")

@@ -300,7 +300,8 @@ class AssociativeClustering(InfoclustEstimator):
         """CG at widths ``anneal_start * sigma ... sigma`` (geometric), warm-started
         (only at the final width when ``anneal`` is false)."""
         factors = optimize.geometric_schedule(self.anneal_start, 1.0, self.anneal_steps if anneal else 1)
-        history, n_iter = [], 0
+        history: list[float] = []
+        n_iter = 0
         for f in factors:
             mx, my, it = self._cg(X, Y, mx, my, (f * sigma[0], f * sigma[1]), prior, lam, subset, history)
             n_iter += it

@@ -105,14 +105,15 @@ def _runner_installed(method):
     @functools.wraps(method)
     def wrapper(self, *args, **kwargs):
         data = args[0] if args else None
-        data = data["x"] if hasattr(data, "data_vars") and "x" in getattr(data, "data_vars", ()) else data
+        if data is not None and hasattr(data, "data_vars") and "x" in data.data_vars:
+            data = data["x"]
         with runner_for_call(self, data):
             out = method(self, *args, **kwargs)
         if method.__name__ == "run_summary" and isinstance(out, dict) and hasattr(self, "runner_"):
             out = {**out, "runner": dict(self.runner_)}
         return out
 
-    wrapper.__installs_runner__ = True
+    setattr(wrapper, "__installs_runner__", True)  # noqa: B010 - a marker attribute on a function
     return wrapper
 
 
@@ -172,11 +173,11 @@ def journaled(fit):
                 return finish(fit(self, X, *args, **kwargs))
             with recording(folder, _fingerprint(self, X), resume=resume is not None) as j:
                 out = fit(self, X, *args, **kwargs)
-            if resume is not None:
+            if resume is not None and j is not None:
                 self.resumed_passes_ = j.replayed  # passes taken from the journal, not from the data
             return finish(out)
 
-    wrapper.__wrapped_xarray__ = True
+    setattr(wrapper, "__wrapped_xarray__", True)  # noqa: B010 - a marker attribute on a function
 
     wrapper.__doc__ = inspect.cleandoc(fit.__doc__ or "") + "\n\n" + JOURNALED_KEYWORDS_DOC
     return wrapper

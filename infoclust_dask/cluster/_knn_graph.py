@@ -23,7 +23,7 @@ class KnnParams:
 
     def accepts(self, v):
         return v is None or (isinstance(v, dict) and set(v) <= set(HNSW_DEFAULTS)
-                             and all(isinstance(x, numbers.Integral) and x >= 1 for x in v.values()))
+                             and all(isinstance(x, numbers.Integral) and int(x) >= 1 for x in v.values()))
 
     def __str__(self):
         return f"None or a dict with keys among {sorted(HNSW_DEFAULTS)} (ints >= 1)"
@@ -71,7 +71,7 @@ def _neighbour_lists(X, t, method="exact", params=None, progress=False, keep=Fal
     t = int(t)
     if not 1 <= t < n:
         raise ValueError(f"t must be between 1 and n_samples - 1 = {n - 1}; got {t}.")
-    outputs = ((np.float64, (t,)), (np.int64, (t,)))
+    outputs: tuple = ((np.float64, (t,)), (np.int64, (t,)))
     if method == "approximate":
         int32_ids = n < 2**31  # one decision: the cells answer with this type, the outputs declare it
         outputs = ((np.float64, (t,)), (np.int32 if int32_ids else np.int64, (t,)))

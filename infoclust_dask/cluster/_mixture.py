@@ -127,7 +127,7 @@ class _IsotropicMixture(InfoclustEstimator):
                           ConvergenceWarning, stacklevel=4)
         self.means_, self.variances_, self.weights_ = means, variances, np.exp(log_w)
         self.cluster_centers_ = means
-        if c is not None:
+        if c is not None and log_psi is not None:
             self.class_probabilities_ = np.exp(log_psi)
         self.loglik_history_ = history
         self.n_iter_ = it

@@ -300,7 +300,7 @@ class SMIC(ClusterMixin, InfoclustEstimator):
 
     def _candidates(self, n):
         if self.t == "auto":
-            ts = sorted({int(v) for v in self.t_candidates if isinstance(v, numbers.Integral) and v >= 1})
+            ts = sorted({int(v) for v in self.t_candidates if isinstance(v, numbers.Integral) and int(v) >= 1})
             if not ts or len(ts) != len(set(self.t_candidates)):
                 raise param_error(self, "t_candidates", "a non-empty iterable of ints >= 1", self.t_candidates)
             # small data: the candidates with a t-th neighbour (a fixed t must have one)

@@ -247,7 +247,7 @@ def xarray_io(method_name, func):
             X, args, kwargs, finish = prepare_call(self, method_name, X, args, kwargs)
             return finish(func(self, X, *args, **kwargs))
 
-    wrapper.__wrapped_xarray__ = True
+    setattr(wrapper, "__wrapped_xarray__", True)  # noqa: B010 - a marker attribute on a function
     return wrapper
 
 

@@ -118,7 +118,7 @@ def _align(arrays):
     lead = arrays[0]
     if not _is_dask(lead):
         lead = da.from_array(lead, chunks=(_auto_rows(lead),) + lead.shape[1:])
-    out = []
+    out: list[Any] = []
     for a in arrays:
         if a is None:
             out.append(None)
@@ -176,8 +176,7 @@ class _Load:
 
 
 def _call_block(bp, start, params, *blocks):
-    blocks = [b() if isinstance(b, _Load) else b for b in blocks]
-    return run_chunk(bp, start, blocks, params)
+    return run_chunk(bp, start, [b() if isinstance(b, _Load) else b for b in blocks], params)
 
 
 def _keyed_blocks(aligned):
@@ -202,8 +201,8 @@ def _inline_loads(aligned, keyed):
 
     if any(futures_of(a) for a in aligned if a is not None):
         return None
-    seen = set()
-    out = []
+    seen: set = set()
+    out: list[Any] = []
     for blocks in keyed:
         if blocks is None:
             out.append(None)

@@ -5,7 +5,7 @@ partition gathered per part (:func:`partition_pairs`)."""
 from __future__ import annotations
 
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -23,6 +23,9 @@ from .blocks import (
     as_array,
 )
 from .runners import compute
+
+if TYPE_CHECKING:
+    from ..kernels.knn import Cells
 
 
 def block_pairs(bp: Pass, data: Any, *, outputs: tuple, params: dict | None = None, scheduler: Any = None,
@@ -163,7 +166,7 @@ def _cells_join(bp, params, rows, *pieces):
     return bp.join(list(pieces), rows=rows, **params)
 
 
-def partition_pairs(bp: Pass, data: Any, *, n_parts: int, outputs: tuple, params: dict | None = None,
+def partition_pairs(bp: Cells, data: Any, *, n_parts: int, outputs: tuple, params: dict | None = None,
                     build_params: dict | None = None, join_params: dict | None = None, block_rows: int | None = None,
                     scheduler: Any = None, progress: bool = False) -> tuple:
     """A search through a coarse partition of the rows (``bp``: a
