@@ -4,6 +4,7 @@ only the engine and the scheduler module compute or build task graphs by
 hand, the CLI does not import pipelines and pipelines do not import the CLI."""
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -241,3 +242,17 @@ def test_every_public_function_has_type_hints():
             missing.append(f"{path.relative_to(ROOT)}:{f.lineno} {f.name}")
     assert found > 200
     assert not missing, f"{len(missing)} public functions without type hints:\n" + "\n".join(missing)
+
+
+def test_every_module_has_a_line_in_the_architecture():
+    text = (ROOT / "docs" / "ARCHITECTURE.md").read_text()
+    listed = set(re.findall(r"^\| `([\w/]+\.py)` \|", text, re.M))
+    modules = {str(p.relative_to(PKG)) for p in _sources("infoclust_dask")} | {
+        f"pipelines/{p.relative_to(ROOT / 'pipelines')}" for p in _sources("pipelines")}
+    assert modules == listed, (sorted(modules - listed), sorted(listed - modules))
+
+
+def test_no_module_over_600_lines():
+    long = {str(p.relative_to(ROOT)): n for p in _sources("infoclust_dask", "pipelines")
+            if (n := len(p.read_text().splitlines())) > 600}
+    assert not long, long
