@@ -233,6 +233,11 @@ def _cmd_fit(args):
     _note(args, f"infoclust: ran {ran['runner']}: {ran['reason']}")
     if args.resume:
         _note(args, f"infoclust: resumed: {getattr(est, 'resumed_passes_', 0)} passes replayed from the checkpoint")
+    lazy_labels = hasattr(est, "labels_") and engine.is_lazy(est.labels_)
+    if lazy_labels and np.ndim(est.labels_) == 1:
+        # one pass for the labels every report below reads (the summary, the agreement with the store's label):
+        # several computations of the same graph let concurrent fits on one scheduler race for shared keys
+        est.labels_ = np.asarray(engine.compute(est.labels_, scheduler=engine.runner_for(named, ds["x"])))
     if hasattr(est, "eigenvectors_") and not getattr(est, "training_store_", None):
         est.training_store_ = _where(args.store)  # SMIC's saved model reads its training rows from there
     save_model(est, run / "model.json", overwrite=bool(args.resume))
@@ -248,7 +253,7 @@ def _cmd_fit(args):
     if args.resume:
         summary["resumed_passes"] = int(getattr(est, "resumed_passes_", 0))
     summary.update(method.summary(est, ds, run))
-    if hasattr(est, "labels_") and not engine.is_lazy(est.labels_):
+    if hasattr(est, "labels_") and not lazy_labels:
         write_npy(run / "labels.npy", est.labels_, overwrite=bool(args.resume))
     if args.write_labels is not None:
         from .store import add_labels

@@ -75,8 +75,9 @@ def _agreement_with_label(est: Any, ds: Any) -> dict | None:
 
     from . import engine
 
-    pred = np.asarray(engine.compute(labels))
-    truth = np.asarray(engine.compute(ds["label"].data))
+    with engine.installed(getattr(est, "scheduler", None), data=ds["x"]):  # where the fit ran
+        pred = np.asarray(engine.compute(labels))
+        truth = np.asarray(engine.compute(ds["label"].data))
     if truth.shape != pred.shape:
         return None
     return {"ari": float(adjusted_rand_score(truth, pred)), "nmi": float(normalized_mutual_info_score(truth, pred))}

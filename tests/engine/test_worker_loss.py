@@ -111,7 +111,7 @@ def test_tls_example_config_works_and_plain_clients_are_refused(tmp_path):
     by tls://; a client without the certificates is refused."""
     import yaml
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     certs = tmp_path / "tls"
     subprocess.run(["bash", str(root / "deploy/tls/make-certs.sh"), str(certs)], check=True, capture_output=True)
     cfg = yaml.safe_load((root / "deploy/tls/dask-tls.yaml").read_text())
