@@ -38,7 +38,7 @@ from sklearn.utils.validation import check_is_fitted
 from .. import engine, optimize
 from .._inputs import prepare_input
 from .._progress import Steps, say
-from .._types import DataLike, Labels, RandomStateLike, SchedulerLike, Sequence
+from .._types import DataLike, Labels, NumbersLike, RandomStateLike, SchedulerLike, Sequence
 from .._validation import (
     SIGMA_RANGE,
     ArrayLike,
@@ -80,8 +80,9 @@ def fused_pays(n_rows, mx, my, scheduler=None) -> bool:
             and n_rows * terms <= FUSED_MAX_WORK)
 
 
-def ac_objective(X, Y, mx, my, sigma, *, prior=(1.0, 1.0, 1.0), lam=(1.0, 1.0), scheduler=None, subset=None,
-                 fused=None):
+def ac_objective(X: DataLike, Y: DataLike, mx: NumbersLike, my: NumbersLike, sigma: tuple[float, float], *,
+                 prior: tuple[float, float, float] = (1.0, 1.0, 1.0), lam: tuple[float, float] = (1.0, 1.0),
+                 scheduler: SchedulerLike = None, subset: Any = None, fused: bool | None = None) -> tuple:
     """Smoothed log BF'' of §III and its gradients at prototypes ``mx``, ``my``.
 
     Two passes over the paired data - the counts, then the gradient sums
@@ -92,6 +93,7 @@ def ac_objective(X, Y, mx, my, sigma, *, prior=(1.0, 1.0, 1.0), lam=(1.0, 1.0), 
     see :func:`infoclust_dask.engine.installed`. Returns
     ``(value, grad_x (K, dx), grad_y (L, dy), counts (K, L))``.
     """
+    mx, my = np.asarray(mx, dtype=np.float64), np.asarray(my, dtype=np.float64)
     sx, sy = sigma
     lam_x, lam_y = float(lam[0]), float(lam[1])
     with engine.installed(scheduler):
@@ -521,7 +523,7 @@ def cca_start(X, Y, k, l_, rng, min_corr=0.05):
     return out[0], out[1]
 
 
-def cross_cluster_table(counts):
+def cross_cluster_table(counts: NumbersLike) -> list[dict]:
     """Per-cell surprise of a contingency table (see :meth:`AssociativeClustering.cross_clusters`)."""
     from scipy.stats import hypergeom  # (0.45 s to import: only when the surprise test runs)
     n = np.asarray(counts, dtype=np.int64)

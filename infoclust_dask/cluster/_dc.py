@@ -53,8 +53,9 @@ TOL_WINDOW = 5
 _REGULARIZATIONS = (None, "eq", "mog", "vq")
 
 
-def dc_objective(X, c, centers, sigma, *, prior, n_classes, regularization=None, lam=0.0,
-                 scheduler=None, subset=None):
+def dc_objective(X: DataLike, c: DataLike, centers: NumbersLike, sigma: float, *, prior: float | NumbersLike,
+                 n_classes: int, regularization: str | None = None, lam: float = 0.0, scheduler: SchedulerLike = None,
+                 subset: Any = None) -> tuple:
     """Smoothed log posterior (10) and its gradient (11) at ``centers``, or a
     regularized form: ``"eq"`` (12), ``"mog"`` (14), ``"vq"`` (15) with
     strength ``lam``.
@@ -63,6 +64,7 @@ def dc_objective(X, c, centers, sigma, *, prior, n_classes, regularization=None,
     runs them where the enclosing call runs (:func:`infoclust_dask.engine.installed`).
     Returns ``(value, gradient (K, d), counts (K, C))``.
     """
+    centers = np.asarray(centers, dtype=np.float64)
     eq = lam if regularization == "eq" else 0.0
     with engine.installed(scheduler):
         counts = engine.map_reduce(

@@ -8,10 +8,12 @@ the local-scaling kernel (7) of Sugiyama, Niu, Yamada, Kimura & Hachiya
 from __future__ import annotations
 
 import numbers
+from typing import Any
 
 import numpy as np
 
 from .. import engine
+from .._types import DataLike, SchedulerLike
 from ..kernels.knn import HNSW_DEFAULTS, KNN, KNN_CELLS, KNN_QUERY, cell_radii, merge_cells
 
 __all__ = ["KnnParams", "knn_recall", "EXACT_KNN_MAX_ROWS", "INDEX_MAX_ROWS", "MIN_CELLS", "CELL_SAMPLE_ROWS",
@@ -127,7 +129,8 @@ def _cell_plan(X, n_cells, t, random_state):
     return centres, groups, radii
 
 
-def knn_recall(X, idx, *, n_queries=2000, random_state=0, scheduler=None):
+def knn_recall(X: DataLike, idx: Any, *, n_queries: int = 2000, random_state: int = 0,
+               scheduler: SchedulerLike = None) -> float:
     """Recall of neighbour lists ``idx`` (n, t) against exact search on a
     seeded sample of ``n_queries`` rows: the mean fraction of each sampled
     row's true ``t`` nearest neighbours (itself excluded) found in its list.

@@ -76,7 +76,8 @@ __all__ = ["SMIC", "local_scaling_affinity"]
 PREDICT_ROWS = 4096
 
 
-def local_scaling_affinity(X, t, *, normalization="none", scheduler=None):
+def local_scaling_affinity(X: DataLike, t: int, *, normalization: str = "none",
+                           scheduler: SchedulerLike = None) -> tuple:
     """The sparse local-scaling kernel (7) of the rows of ``X`` as a
     ``scipy.sparse`` matrix (with its local scales and row sums), e.g. to
     feed scikit-learn's ``SpectralClustering(affinity="precomputed")`` the
@@ -97,7 +98,7 @@ DRIVER_KERNEL_MAX_ROWS = 200_000
 LSMI_TIE_RTOL = 1e-9
 
 
-def choose_t(lsmi, rtol=LSMI_TIE_RTOL):
+def choose_t(lsmi: dict[int, float], rtol: float = LSMI_TIE_RTOL) -> int:
     """The candidate ``t`` of maximal LSMI (Sugiyama et al. 2011, Fig. 1),
     the smallest among near ties. Two candidates whose clusterings are the
     same partition have the same LSMI in exact arithmetic (it depends only
