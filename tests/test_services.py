@@ -78,6 +78,7 @@ def test_prefect_ui_is_served_and_the_pool_has_a_worker(services):
     assert worker["pid"] > 0
 
 
+@pytest.mark.slow  # ~40 s: a whole sweep through the real server (make test-slow, run by .ci/run)
 def test_crossval_flow_against_real_scheduler_and_server(services, tmp_path):
     from distributed import Client
 

@@ -133,6 +133,7 @@ def test_a_fit_that_leaves_clusters_empty_says_so():
         CMBC(2, random_state=1, scheduler="sync").fit(Y, known=Q[:, 0])
 
 
+@pytest.mark.slow  # ~10 s: 1797 binarized digits, 10 clusters (make test-slow, run by .ci/run)
 def test_a_result_close_to_the_known_clustering_is_reported():
     """Binarized digits, told the digit: the clustering CMBC finds still
     carries NMI 0.70 of it - said in a warning, with the fix; on the
