@@ -532,21 +532,38 @@ class SMIC(ClusterMixin, InfoclustEstimator):
         return np.argmax(self._proba(X), axis=1)
 
     def predict_proba(self, X: DataLike) -> Labels:
-        """The clipped out-of-sample class-posterior estimates of §2.3,
-        normalized to sum to 1 per row; rows with no positive estimate get
-        the class prior."""
+        """The clipped class-posterior estimates of §2.3, normalized to sum
+        to 1 per row; rows with no positive estimate get the class prior.
+        New rows get the out-of-sample estimates; the training rows
+        themselves (the very array ``fit`` was given, in memory) get their
+        fitted in-sample estimates ``pi_y max(0, phi~_y)_i / max(0,
+        phi~_y)^T 1`` - the ones ``labels_`` is the argmax of - not the
+        extension to new points."""
+        if self._is_training_array(X):
+            V = np.maximum(self.eigenvectors_, 0.0)
+            raw = self.class_prior_ * V / np.maximum(V.sum(axis=0), np.finfo(float).tiny)
+            return self._normalized(raw, "training rows", stacklevel=4)
         return self._proba(X)
 
+    def _is_training_array(self, X):
+        """Whether ``X`` is the in-memory training array (not a store, not lazy)."""
+        fitted = getattr(self, "X_fit_", None)
+        if not isinstance(X, np.ndarray) or not isinstance(fitted, np.ndarray) or not hasattr(self, "eigenvectors_"):
+            return False
+        return X is fitted or (X.shape == fitted.shape and np.array_equal(X, fitted))
+
     def _proba(self, X):
-        raw = self._posterior(X)
+        return self._normalized(self._posterior(X), "new rows", stacklevel=5)
+
+    def _normalized(self, raw, what, stacklevel):
         tot = raw.sum(axis=1, keepdims=True)
         none = int(np.count_nonzero(tot <= 0))
         if none:
             warnings.warn(
-                f"SMIC: {none} of {raw.shape[0]} new rows have no positive posterior estimate (§2.3: their kernel "
+                f"SMIC: {none} of {raw.shape[0]} {what} have no positive posterior estimate (§2.3: their kernel "
                 "values against the training rows give no positive evidence for any cluster - rows far from the "
                 "training data, or between clusters): predict_proba returns the class prior for them and predict "
-                "the cluster of the largest prior.", UserWarning, stacklevel=4)
+                "the cluster of the largest prior.", UserWarning, stacklevel=stacklevel)
         prior = np.broadcast_to(self.class_prior_, raw.shape)
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(tot > 0, raw / np.where(tot > 0, tot, 1.0), prior)
