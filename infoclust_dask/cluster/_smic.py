@@ -532,25 +532,22 @@ class SMIC(ClusterMixin, InfoclustEstimator):
         return np.argmax(self._proba(X), axis=1)
 
     def predict_proba(self, X: DataLike) -> Labels:
-        """The clipped class-posterior estimates of §2.3, normalized to sum
-        to 1 per row; rows with no positive estimate get the class prior.
-        New rows get the out-of-sample estimates; the training rows
-        themselves (the very array ``fit`` was given, in memory) get their
-        fitted in-sample estimates ``pi_y max(0, phi~_y)_i / max(0,
-        phi~_y)^T 1`` - the ones ``labels_`` is the argmax of - not the
-        extension to new points."""
-        if self._is_training_array(X):
-            V = np.maximum(self.eigenvectors_, 0.0)
-            raw = self.class_prior_ * V / np.maximum(V.sum(axis=0), np.finfo(float).tiny)
-            return self._normalized(raw, "training rows", stacklevel=4)
+        """The clipped out-of-sample class-posterior estimates of §2.3 for the
+        rows of ``X`` (treated as new points: the estimate of a row does not
+        depend on which other rows come with it), normalized to sum to 1 per
+        row; rows with no positive estimate get the class prior. The
+        training rows' own fitted estimates are :meth:`fitted_proba`."""
         return self._proba(X)
 
-    def _is_training_array(self, X):
-        """Whether ``X`` is the in-memory training array (not a store, not lazy)."""
-        fitted = getattr(self, "X_fit_", None)
-        if not isinstance(X, np.ndarray) or not isinstance(fitted, np.ndarray) or not hasattr(self, "eigenvectors_"):
-            return False
-        return X is fitted or (X.shape == fitted.shape and np.array_equal(X, fitted))
+    def fitted_proba(self) -> np.ndarray:
+        """The training rows' fitted (in-sample) class-posterior estimates of
+        §2.3, ``pi_y max(0, phi~_y)_i / max(0, phi~_y)^T 1`` normalized per
+        row - the ones ``labels_`` is the argmax of; rows in no eigenvector's
+        support get the class prior (with a warning that counts them)."""
+        check_is_fitted(self, "eigenvectors_")
+        V = np.maximum(self.eigenvectors_, 0.0)
+        raw = self.class_prior_ * V / np.maximum(V.sum(axis=0), np.finfo(float).tiny)
+        return self._normalized(raw, "training rows", stacklevel=3)
 
     def _proba(self, X):
         return self._normalized(self._posterior(X), "new rows", stacklevel=5)

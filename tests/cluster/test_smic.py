@@ -315,15 +315,15 @@ def test_rows_without_evidence_get_the_prior_and_a_warning_that_counts_them():
         m = SMIC(2, t=4, random_state=0, scheduler="sync").fit(X)
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
-        p = m.predict_proba(X[:200] + 1e-9)  # new rows (not the training array itself)
+        p = m.predict_proba(X[:200])
     prior_rows = int(np.sum(np.all(p == m.class_prior_, axis=1)))
     assert prior_rows > 0
     said = [str(w.message) for w in seen if "no positive posterior estimate" in str(w.message)]
     assert len(said) == 1 and said[0].startswith(f"SMIC: {prior_rows} of 200 new rows")
     assert seen[0].filename == __file__  # the warning points at the caller's line, not the package
-    # the training rows themselves: their in-sample estimates; the uncovered component's rows get the prior, said so
+    # the training rows' fitted estimates: the uncovered component's rows get the prior, said so
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
-        p = m.predict_proba(X)
+        p = m.fitted_proba()
     said = [w for w in seen if "no positive posterior estimate" in str(w.message)]
     assert len(said) == 1 and "training rows" in str(said[0].message) and said[0].filename == __file__
