@@ -39,3 +39,15 @@ def graph_kernel(n, links, reach, seed):
     cols = (rows + rng.integers(1, reach, size=rows.size)) % n
     K = sp.coo_matrix((rng.uniform(0.1, 1, size=rows.size), (rows, cols)), shape=(n, n)).tocsr()
     return (K.maximum(K.T) + sp.identity(n)).tocsr()
+
+
+def local_services():
+    """``deploy/local/services.py`` as a module (it is a script, not part of the package)."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "deploy" / "local" / "services.py"
+    spec = importlib.util.spec_from_file_location("local_services", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod

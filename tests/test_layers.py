@@ -23,23 +23,32 @@ def _module_name(path):
 
 def _imports(path):
     """Absolute names of every module ``path`` imports (anywhere in it)."""
-    tree = ast.parse(path.read_text())
-    mod = _module_name(path)
-    package = mod if path.name == "__init__.py" else mod.rsplit(".", 1)[0]
     out = set()
-    for node in ast.walk(tree):
+    for node, target in _import_nodes(path):
         if isinstance(node, ast.Import):
             out.update(a.name for a in node.names)
+        else:
+            out.add(target)
+            out.update(f"{target}.{a.name}" for a in node.names)
+    return out
+
+
+def _import_nodes(path):
+    """``(node, absolute module name)`` of every import statement in ``path``
+    (``from`` imports resolved against the module's package; ``None`` for a
+    plain ``import``)."""
+    mod = _module_name(path)
+    package = mod if path.name == "__init__.py" else mod.rsplit(".", 1)[0]
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            yield node, None
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.split(".")
                 base = base[: len(base) - (node.level - 1)]
-                target = ".".join(base + ([node.module] if node.module else []))
+                yield node, ".".join(base + ([node.module] if node.module else []))
             else:
-                target = node.module
-            out.add(target)
-            out.update(f"{target}.{a.name}" for a in node.names)
-    return out
+                yield node, node.module
 
 
 def _sources(*dirs):
@@ -67,24 +76,15 @@ def _edges(path):
     imports too): ``from X import a`` is an edge to ``X.a`` when that is a
     module, else to ``X`` (so a module naming its package only to reach a
     sibling, ``from . import execute``, is an edge to the sibling)."""
-    tree = ast.parse(path.read_text())
-    mod = _module_name(path)
-    package = mod if path.name == "__init__.py" else mod.rsplit(".", 1)[0]
     out = set()
-    for node in ast.walk(tree):
+    for node, target in _import_nodes(path):
         if isinstance(node, ast.Import):
             out.update(a.name for a in node.names if a.name in MODULES)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")
-                base = base[: len(base) - (node.level - 1)]
-                target = ".".join(base + ([node.module] if node.module else []))
-            else:
-                target = node.module
+        else:
             for a in node.names:
                 sub = f"{target}.{a.name}"
                 out.add(sub if sub in MODULES else target)
-    return {m for m in out if m in MODULES and m != mod}
+    return {m for m in out if m in MODULES and m != _module_name(path)}
 
 
 def _cycles(graph):

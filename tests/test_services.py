@@ -3,7 +3,6 @@ and two `dask worker` processes started by deploy/local/services.py (free
 ports), stopped by PID at the end. The cross-validation CLI/flow runs
 against them, and deploy/prefect.yaml is deployed to that server."""
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -13,20 +12,14 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from helpers import local_services
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _services():
-    spec = importlib.util.spec_from_file_location("local_services", ROOT / "deploy" / "local" / "services.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 @pytest.fixture(scope="module")
 def services(tmp_path_factory):
-    svc = _services()
+    svc = local_services()
     state_dir = tmp_path_factory.mktemp("services")
     state = svc.start(state_dir, n_workers=2, memory_limit="1GB", timeout=180, pool="infoclust-pool")
     pids = [p["pid"] for p in state["processes"]]

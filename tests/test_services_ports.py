@@ -2,24 +2,17 @@
 address the deployments were made with), chosen by flag or environment, a
 taken port refused with the fix before anything starts."""
 
-import importlib.util
 import socket
 from pathlib import Path
 
 import pytest
+from helpers import local_services
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _services():
-    spec = importlib.util.spec_from_file_location("local_services_ports", ROOT / "deploy" / "local" / "services.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def test_defaults_are_fixed_and_overridable(monkeypatch):
-    svc = _services()
+    svc = local_services()
     monkeypatch.delenv("INFOCLUST_SCHEDULER_PORT", raising=False)
     assert svc.default_port("scheduler") == 8786 and svc.default_port("prefect") == 4200
     monkeypatch.setenv("INFOCLUST_SCHEDULER_PORT", "9876")
@@ -27,7 +20,7 @@ def test_defaults_are_fixed_and_overridable(monkeypatch):
 
 
 def test_a_taken_port_is_refused_before_anything_starts(tmp_path):
-    svc = _services()
+    svc = local_services()
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
@@ -38,7 +31,7 @@ def test_a_taken_port_is_refused_before_anything_starts(tmp_path):
 
 
 def test_the_scheduler_starts_on_the_port_asked_for(tmp_path):
-    svc = _services()
+    svc = local_services()
     port = svc.free_port()
     state = svc.start(tmp_path, n_workers=0, prefect=False, ports={"scheduler": port}, timeout=60)
     try:
