@@ -2,7 +2,6 @@
 scripts run as ``python benchmarks/<name>.py``, so this folder is on the path)."""
 
 import json
-import os
 import time
 from pathlib import Path
 
@@ -48,18 +47,14 @@ def record(key, value):
     KERNELS_JSON.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
 
 
-class numpy_kernels:
-    """``INFOCLUST_KERNELS=numpy`` in this process (and a client's workers) while inside."""
+def reference_kernels():
+    """The plain numpy formulas of the compiled kernels
+    (``tests/reference_kernels.py``, the tests' references), as a module."""
+    import sys
 
-    def __init__(self, client=None):
-        self.client = client
+    tests = str(Path(__file__).parents[1] / "tests")
+    if tests not in sys.path:
+        sys.path.insert(0, tests)
+    import reference_kernels
 
-    def __enter__(self):
-        os.environ["INFOCLUST_KERNELS"] = "numpy"
-        if self.client is not None:
-            self.client.run(lambda: os.environ.__setitem__("INFOCLUST_KERNELS", "numpy"))
-
-    def __exit__(self, *exc):
-        os.environ.pop("INFOCLUST_KERNELS", None)
-        if self.client is not None:
-            self.client.run(lambda: os.environ.pop("INFOCLUST_KERNELS", None))
+    return reference_kernels

@@ -1,8 +1,7 @@
 """Seconds per AC objective + gradient evaluation (two map-reduce passes:
 smoothed cross counts, then the gradient sums of log BF'') on a store of
 paired rows, against a plain read of both views, on a LocalCluster of 2
-single-threaded worker processes (127.0.0.1). Also the same evaluation with
-the numpy kernels (``INFOCLUST_KERNELS=numpy`` in the workers).
+single-threaded worker processes (127.0.0.1).
 
 Data: the first ``--rows`` pairs of ``benchmarks/_data/scale-58593750x64.zarr``
 (x: 64 float32 features, y: 8; written by ``scale_all.py``), or a new store
@@ -17,7 +16,7 @@ import uuid
 from pathlib import Path
 
 import numpy as np
-from _bench import interleaved, numpy_kernels, record
+from _bench import interleaved, record
 
 
 def main():
@@ -61,17 +60,14 @@ def main():
 
     read()  # one untimed read: the store comes from the page cache in every timed run alike
     evaluate()  # untimed: the workers load the compiled kernels once
-    r = interleaved({"read": (read, None), "compiled": (evaluate, None),
-                     "numpy": (evaluate, lambda: numpy_kernels(client))}, a.repeat)
-    (t_read, med_read), (t_eval, med_eval), (t_np, med_np) = r["read"], r["compiled"], r["numpy"]
+    r = interleaved({"read": (read, None), "compiled": (evaluate, None)}, a.repeat)
+    (t_read, med_read), (t_eval, med_eval) = r["read"], r["compiled"]
     gb = a.rows * (64 + 8) * 4 / 1e9
     print(f"store {a.rows} pairs (x 64 + y 8 float32, {gb:.2f} GB), K = L = {a.k}, 2 worker processes: "
           f"plain read {t_read:.2f} s (median {med_read:.2f}); one AC evaluation (2 passes): compiled kernels "
-          f"{t_eval:.2f} s (median {med_eval:.2f}) = {t_eval / t_read:.2f} reads, numpy kernels {t_np:.2f} s "
-          f"(median {med_np:.2f}) = {t_np / t_read:.2f} reads (2 reads are the floor)")
+          f"{t_eval:.2f} s (median {med_eval:.2f}) = {t_eval / t_read:.2f} reads (2 reads are the floor)")
     record("ac_store", {"rows": a.rows, "gb": round(gb, 2), "read_s": round(t_read, 3),
-                        "compiled_s": round(t_eval, 3), "numpy_s": round(t_np, 3),
-                        "compiled_reads": round(t_eval / t_read, 2), "numpy_reads": round(t_np / t_read, 2)})
+                        "compiled_s": round(t_eval, 3), "compiled_reads": round(t_eval / t_read, 2)})
     engine.close_local_client()
 
 

@@ -3,11 +3,10 @@
 1. On a zarr store (default 4e6 x 128 float32 = 2 GB, 10 classes) against a
    plain read of the same store, on a LocalCluster of 2 worker processes.
 2. On data persisted in memory (1e6 x 16, 26 classes, threads) against plain
-   numpy running the numpy kernels over the whole array in one call (one
-   thread).
+   numpy computing the same formulas (``tests/reference_kernels.py``) over
+   the whole array in one call (one thread).
 
-Both with the compiled kernels (the default) and with the numpy kernels
-(``INFOCLUST_KERNELS=numpy``, also in the workers). Results are added to
+Results are added to
 ``docs/kernels.json`` (``plot_kernels.py`` draws them).
 
     python benchmarks/bench_dc_pass.py [--rows 4000000] [--features 128] [--k 10]
@@ -20,7 +19,7 @@ import uuid
 from pathlib import Path
 
 import numpy as np
-from _bench import best, interleaved, numpy_kernels, record
+from _bench import best, interleaved, record, reference_kernels
 
 
 def main():
@@ -38,7 +37,6 @@ def main():
     from infoclust_dask import engine, write_dataset
     from infoclust_dask.cluster import dc_objective
     from infoclust_dask.datasets import make_blobs
-    from infoclust_dask.kernels.dc import dc_count_stats, dc_grad_stats
     from infoclust_dask.objectives import dc as obj
 
     # ---- 2. persisted vs numpy -------------------------------------------------
@@ -47,11 +45,12 @@ def main():
     m = X[:a.k].copy()
     sigma = 3.0
 
-    def numpy_eval():
-        with numpy_kernels():  # the reference: numpy kernels, whole array, one call
-            counts = dc_count_stats(X, c, centers=m, sigma=sigma, n_classes=26)["counts"]
-            st = dc_grad_stats(X, c, centers=m, sigma=sigma, L=obj.digamma_terms(counts, 1.0))
-            return obj.gradient(st["WX"], st["W"], m, sigma)
+    ref = reference_kernels()
+
+    def numpy_eval():  # the reference: the numpy formulas, whole array, one call
+        counts = ref.dc_count_stats(X, c, centers=m, sigma=sigma, n_classes=26)["counts"]
+        st = ref.dc_grad_stats(X, c, centers=m, sigma=sigma, L=obj.digamma_terms(counts, 1.0))
+        return obj.gradient(st["WX"], st["W"], m, sigma)
 
     def ours():
         return dc_objective(Xd, cd, m, sigma, prior=1.0, n_classes=26, scheduler="threads")
@@ -60,16 +59,13 @@ def main():
     cd = da.from_array(c, chunks=62_500).persist(scheduler="threads")
     t_np, _ = best(numpy_eval, a.repeat)
     t_ours, _ = best(ours, a.repeat)
-    with numpy_kernels():
-        t_ours_np, _ = best(ours, a.repeat)
     g_ref = numpy_eval()
     g = ours()[1]
-    print(f"persisted 1e6 x 16, K={a.k}, C=26: plain numpy (numpy kernels, one call, 1 thread) {t_np:.3f} s; "
-          f"ours (16 chunks, threads): compiled kernels {t_ours:.3f} s -> numpy/ours = {t_np / t_ours:.2f}, "
-          f"numpy kernels {t_ours_np:.3f} s -> {t_np / t_ours_np:.2f}; max |grad diff| {np.abs(g - g_ref).max():.1e}")
+    print(f"persisted 1e6 x 16, K={a.k}, C=26: plain numpy (the same formulas, one call, 1 thread) {t_np:.3f} s; "
+          f"ours (16 chunks, threads, compiled kernels) {t_ours:.3f} s -> numpy/ours = {t_np / t_ours:.2f}; "
+          f"max |grad diff| {np.abs(g - g_ref).max():.1e}")
     record("dc_memory", {"numpy_whole_s": round(t_np, 4), "compiled_s": round(t_ours, 4),
-                         "numpy_kernels_s": round(t_ours_np, 4), "speedup": round(t_np / t_ours, 2),
-                         "speedup_numpy_kernels": round(t_np / t_ours_np, 2)})
+                         "speedup": round(t_np / t_ours, 2)})
     if a.skip_store:
         return
 
@@ -93,16 +89,14 @@ def main():
     engine.compute(fresh("x").sum(dtype=np.float64), scheduler=client)  # untimed: page cache alike for all
     evaluate()  # untimed: the workers load the compiled kernels once
     r = interleaved({"read": (lambda: engine.compute(fresh("x").sum(dtype=np.float64), scheduler=client), None),
-                     "compiled": (evaluate, None), "numpy": (evaluate, lambda: numpy_kernels(client))}, a.repeat)
-    (t_read, med_read), (t_eval, med_eval), (t_np, med_np) = r["read"], r["compiled"], r["numpy"]
+                     "compiled": (evaluate, None)}, a.repeat)
+    (t_read, med_read), (t_eval, med_eval) = r["read"], r["compiled"]
     gb = a.rows * a.features * 4 / 1e9
     print(f"store {a.rows} x {a.features} float32 ({gb:.2f} GB), 2 worker processes: plain read {t_read:.2f} s "
           f"(median {med_read:.2f}); one DC evaluation (2 passes): compiled kernels {t_eval:.2f} s (median "
-          f"{med_eval:.2f}) = {t_eval / t_read:.2f} reads, numpy kernels {t_np:.2f} s (median {med_np:.2f}) = "
-          f"{t_np / t_read:.2f} reads (2 reads are the floor)")
+          f"{med_eval:.2f}) = {t_eval / t_read:.2f} reads (2 reads are the floor)")
     record("dc_store", {"rows": a.rows, "gb": round(gb, 2), "read_s": round(t_read, 3), "compiled_s": round(t_eval, 3),
-                        "numpy_s": round(t_np, 3), "compiled_reads": round(t_eval / t_read, 2),
-                        "numpy_reads": round(t_np / t_read, 2)})
+                        "compiled_reads": round(t_eval / t_read, 2)})
     engine.close_local_client()
     if not a.keep:
         shutil.rmtree(path)

@@ -1,6 +1,6 @@
 """Seconds per 1e6 rows of each compiled block kernel alone (one thread, in
-memory, no dask), against the numpy kernel it replaces
-(``INFOCLUST_KERNELS=numpy``): where the arithmetic of a pass goes.
+memory, no dask), against the plain numpy form of the same formula
+(``tests/reference_kernels.py``): where the arithmetic of a pass goes.
 
     python benchmarks/bench_kernels_micro.py [--rows 1000000]
 
@@ -13,7 +13,7 @@ import os
 import time
 
 import numpy as np
-from _bench import numpy_kernels
+from _bench import reference_kernels
 
 
 def best(fn, repeat=3):
@@ -51,22 +51,24 @@ def main():
     L = dc_obj.digamma_terms(counts, 1.0)
     ac_counts = ac.ac_count_stats(x64[:10000], y8[:10000], mx=mx, my=my, sx=4.0, sy=1.0)["counts"]
     psi, psi_x, psi_y = ac_obj.digamma_terms(ac_counts, (1.0, 1.0, 1.0))
-    cases = {
-        "DC counts, d 128, K 10": lambda: dc.dc_count_stats(x128, c, centers=m128, sigma=8.0, n_classes=10),
-        "DC gradient sums, d 128, K 10": lambda: dc.dc_grad_stats(x128, c, centers=m128, sigma=8.0, L=L),
-        "AC cross counts, 64 + 8, K = L = 10": lambda: ac.ac_count_stats(x64, y8, mx=mx, my=my, sx=4.0, sy=1.0),
-        "AC gradient sums, 64 + 8, K = L = 10": lambda: ac.ac_grad_stats(
-            x64, y8, mx=mx, my=my, sx=4.0, sy=1.0, psi=psi, psi_x=psi_x, psi_y=psi_y, lam_x=1.0, lam_y=1.0),
-        "Lloyd counts + sums, d 16, k 8": lambda: kmeans.lloyd_step_stats(x16, centers=m16),
+    ref = reference_kernels()
+    cases = {  # name -> (module with the kernel, its name, positional data, parameters)
+        "DC counts, d 128, K 10": (dc, "dc_count_stats", (x128, c), {"centers": m128, "sigma": 8.0, "n_classes": 10}),
+        "DC gradient sums, d 128, K 10": (dc, "dc_grad_stats", (x128, c), {"centers": m128, "sigma": 8.0, "L": L}),
+        "AC cross counts, 64 + 8, K = L = 10": (ac, "ac_count_stats", (x64, y8),
+                                                {"mx": mx, "my": my, "sx": 4.0, "sy": 1.0}),
+        "AC gradient sums, 64 + 8, K = L = 10": (ac, "ac_grad_stats", (x64, y8), {
+            "mx": mx, "my": my, "sx": 4.0, "sy": 1.0, "psi": psi, "psi_x": psi_x, "psi_y": psi_y,
+            "lam_x": 1.0, "lam_y": 1.0}),
+        "Lloyd counts + sums, d 16, k 8": (kmeans, "lloyd_step_stats", (x16,), {"centers": m16}),
     }
     scale = 1e6 / n
-    print(f"{'kernel':40s} {'compiled':>10s} {'numpy':>10s}   (seconds per 1e6 rows, one thread)")
+    print(f"{'kernel':40s} {'compiled':>10s} {'numpy':>10s} {'ratio':>7s}   (seconds per 1e6 rows, one thread)")
     with threadpool_limits(1):
-        for name, fn in cases.items():
-            t_c = best(fn)
-            with numpy_kernels():
-                t_n = best(fn)
-            print(f"{name:40s} {t_c * scale:10.3f} {t_n * scale:10.3f}")
+        for name, (mod, fn, args, kw) in cases.items():
+            t_c = best(lambda mod=mod, fn=fn, args=args, kw=kw: getattr(mod, fn)(*args, **kw))
+            t_n = best(lambda fn=fn, args=args, kw=kw: getattr(ref, fn)(*args, **kw))
+            print(f"{name:40s} {t_c * scale:10.3f} {t_n * scale:10.3f} {t_n / t_c:6.1f}x")
 
 
 if __name__ == "__main__":

@@ -38,12 +38,10 @@ def methods_table() -> list[str]:
 def _kernels_line() -> str:
     from importlib.metadata import version
 
-    from infoclust_dask.kernels import _compiled
+    from infoclust_dask.kernels._cache import can_cache
 
-    if _compiled.available():
-        return (f"Block kernels: compiled (numba {version('numba')}; cached on disk; "
-                "`INFOCLUST_KERNELS=numpy` selects the numpy references).")
-    return "Block kernels: numpy (numba not importable, or INFOCLUST_KERNELS=numpy)."
+    cache = "cached on disk" if can_cache() else "compiled in each process: no writable cache folder"
+    return f"Block kernels: compiled (numba {version('numba')}; {cache})."
 
 
 def _integrity_line(v: dict) -> str:

@@ -54,7 +54,6 @@ def test_a_model_with_too_many_centres_is_refused(model_file):
 
 
 def test_the_compiled_kernels_check_the_shapes_they_read():
-    """(numba is a dependency: the wrappers are called directly, whatever INFOCLUST_KERNELS says.)"""
     x = np.zeros((10, 5))
     with pytest.raises(ValueError, match=r"centers of shape \(3, 50\) do not fit rows of 5 features"):
         _compiled.lloyd(x, centers=np.zeros((3, 50)))

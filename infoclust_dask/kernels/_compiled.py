@@ -20,12 +20,12 @@ first-call cost). When none of those folders is writable the kernels are
 compiled in each process without a cache (:func:`can_cache`) instead of
 failing with numba's "no locator available".
 
-The numpy kernels of :mod:`infoclust_dask.kernels` stay as the references
-the tests compare these with (to 1e-10 for float64 rows).
-``INFOCLUST_KERNELS=numpy`` in the environment makes every pass use the
-numpy kernels; without numba installed they are used too.
+These are the only form of each formula in the package (the method modules
+call them, with no other path); the plain numpy formulas the tests compare
+them with (to 1e-10 for float64 rows) live with the tests
+(``tests/reference_kernels.py``), where the benchmarks find them too.
 
-The formulas are those of the numpy kernels they replace: MacKay (2003,
+The formulas: MacKay (2003,
 ch. 20) eq. 20.3-20.9 for (soft) K-means, Kaski, Sinkkonen & Klami (2005)
 eq. (4), (10), (11) for DC, Sinkkonen, Kaski, Nikkilä & Lahti (AC technical
 report, §III) for AC, the isotropic mixture E-step, and the annealed E-step
@@ -35,14 +35,10 @@ dense binary rows.
 
 from __future__ import annotations
 
-import importlib.util
-import os
-
 import numpy as np
 
-__all__ = ["available", "as_rows", "lloyd", "soft_kmeans", "dc_counts", "dc_grad", "ac_counts", "ac_grad",
+__all__ = ["as_rows", "lloyd", "soft_kmeans", "dc_counts", "dc_grad", "ac_counts", "ac_grad",
            "mixture_em", "cmbc_estep"]
-
 
 
 def _loops():
@@ -52,16 +48,6 @@ def _loops():
     from . import _loops as loops
 
     return loops
-
-
-#: numba is installed (checked without importing it)
-_HAVE_NUMBA = importlib.util.find_spec("numba") is not None
-
-
-def available() -> bool:
-    """Whether the passes use these kernels (numba importable and not
-    switched off by ``INFOCLUST_KERNELS=numpy``)."""
-    return _HAVE_NUMBA and os.environ.get("INFOCLUST_KERNELS", "").lower() != "numpy"
 
 
 def as_rows(x):

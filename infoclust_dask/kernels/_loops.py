@@ -10,8 +10,10 @@ and normalizers are SIMD loops too, and a pass's sums over the tile's rows
 computed in the precision of the centres the wrapper passes: the rows' own
 (float32 rows with float32 centres: twice as many features per SIMD
 instruction, as scikit-learn does for float32 data); softmax, exponentials
-and every sum are float64. Numbers are those of the numpy kernels (tests:
-1e-10 for float64 rows, float32 rounding of the distances for float32).
+and every sum are float64. These loops are the only form of each formula
+in the package; the tests hold the plain numpy formulas they are compared
+with (``tests/reference_kernels.py``: 1e-10 for float64 rows, float32
+rounding of the distances for float32).
 
 Functions run without the GIL (``nogil``), one thread each (no
 ``parallel=True``, no BLAS): a dask worker runs as many as it has threads.
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import math
 
+import numba
 import numpy as np
 
 from ._cache import can_cache
@@ -28,17 +31,12 @@ from ._cache import can_cache
 #: numba's on-disk cache is used when some folder can hold it (:func:`can_cache`)
 CACHE = can_cache()
 
-try:  # numba is a dependency; the numpy kernels remain when it cannot be imported
-    import numba
-
-    #: LLVM may reassociate sums (so the reductions over features become SIMD
-    #: code), contract multiply-adds into FMAs, take reciprocals and ignore the
-    #: sign of zero; not "nnan"/"ninf" (NaN must propagate into the checks,
-    #: exp(-inf) = 0 and infinite distances keep their meaning).
-    FASTMATH = frozenset({"reassoc", "contract", "arcp", "nsz"})
-    _jit = numba.njit(cache=CACHE, nogil=True, error_model="numpy", fastmath=set(FASTMATH))
-except ImportError:  # pragma: no cover - exercised by INFOCLUST_KERNELS=numpy instead
-    numba = None  # type: ignore[assignment]
+#: LLVM may reassociate sums (so the reductions over features become SIMD
+#: code), contract multiply-adds into FMAs, take reciprocals and ignore the
+#: sign of zero; not "nnan"/"ninf" (NaN must propagate into the checks,
+#: exp(-inf) = 0 and infinite distances keep their meaning).
+FASTMATH = frozenset({"reassoc", "contract", "arcp", "nsz"})
+_jit = numba.njit(cache=CACHE, nogil=True, error_model="numpy", fastmath=set(FASTMATH))
 
 #: rows per tile (the memberships' SIMD loops run across a tile's rows)
 TILE = 128
@@ -57,393 +55,392 @@ _LN2_LO = 1.90821492927058770002e-10
 _BIAS = 4503599627371519.0  # 2**52 + 1023
 _EXP_MIN = -708.0  # below it exp(x) < 3.3e-308: taken as 0 (denormal results are not formed)
 
-if numba is not None:
-    # Compiled eagerly (explicit signature), without fastmath, before any
-    # caller: numba compiles a callee with the flags of the first caller that
-    # needs it (numba issue #7168), and the fastmath kernels below would
-    # otherwise be that caller (LLVM could then fold the range reduction).
-    # floor() keeps the rounding step exact even under reassociation.
-    _jit_exact = numba.njit("void(float64[::1], int64, float64[::1])", cache=CACHE, nogil=True,
-                            error_model="numpy")
+# Compiled eagerly (explicit signature), without fastmath, before any
+# caller: numba compiles a callee with the flags of the first caller that
+# needs it (numba issue #7168), and the fastmath kernels below would
+# otherwise be that caller (LLVM could then fold the range reduction).
+# floor() keeps the rounding step exact even under reassociation.
+_jit_exact = numba.njit("void(float64[::1], int64, float64[::1])", cache=CACHE, nogil=True,
+                        error_model="numpy")
 
-    @_jit_exact
-    def _exp_nonpos(v, n, fbuf):
-        """``v[:n] = exp(v[:n])`` in place for ``v <= 0`` (NaN stays NaN, values
-        below -708 give 0), in three loops LLVM turns into SIMD code (math.exp
-        is a scalar library call). ``fbuf``: scratch of at least ``n`` float64."""
-        ibuf = fbuf.view(np.int64)
-        for j in range(n):
-            a = v[j] if v[j] > _EXP_MIN else _EXP_MIN
-            fbuf[j] = math.floor(a * _LOG2E + 0.5) + _BIAS
-        for j in range(n):
-            ibuf[j] = ibuf[j] << 52  # 2^n as float64 bits (n >= -1021)
-        for j in range(n):
-            vj = v[j]
-            a = vj if vj > _EXP_MIN else _EXP_MIN
-            nf = math.floor(a * _LOG2E + 0.5)
-            r = (a - nf * _LN2_HI) - nf * _LN2_LO
-            p = 1.0 / 6227020800.0
-            p = 1.0 / 479001600.0 + r * p
-            p = 1.0 / 39916800.0 + r * p
-            p = 1.0 / 3628800.0 + r * p
-            p = 1.0 / 362880.0 + r * p
-            p = 1.0 / 40320.0 + r * p
-            p = 1.0 / 5040.0 + r * p
-            p = 1.0 / 720.0 + r * p
-            p = 1.0 / 120.0 + r * p
-            p = 1.0 / 24.0 + r * p
-            p = 1.0 / 6.0 + r * p
-            p = 0.5 + r * p
-            p = 1.0 + r * p
-            p = 1.0 + r * p
-            e = p * fbuf[j]
-            v[j] = e if vj >= _EXP_MIN else (0.0 if vj < _EXP_MIN else vj)
+@_jit_exact
+def _exp_nonpos(v, n, fbuf):
+    """``v[:n] = exp(v[:n])`` in place for ``v <= 0`` (NaN stays NaN, values
+    below -708 give 0), in three loops LLVM turns into SIMD code (math.exp
+    is a scalar library call). ``fbuf``: scratch of at least ``n`` float64."""
+    ibuf = fbuf.view(np.int64)
+    for j in range(n):
+        a = v[j] if v[j] > _EXP_MIN else _EXP_MIN
+        fbuf[j] = math.floor(a * _LOG2E + 0.5) + _BIAS
+    for j in range(n):
+        ibuf[j] = ibuf[j] << 52  # 2^n as float64 bits (n >= -1021)
+    for j in range(n):
+        vj = v[j]
+        a = vj if vj > _EXP_MIN else _EXP_MIN
+        nf = math.floor(a * _LOG2E + 0.5)
+        r = (a - nf * _LN2_HI) - nf * _LN2_LO
+        p = 1.0 / 6227020800.0
+        p = 1.0 / 479001600.0 + r * p
+        p = 1.0 / 39916800.0 + r * p
+        p = 1.0 / 3628800.0 + r * p
+        p = 1.0 / 362880.0 + r * p
+        p = 1.0 / 40320.0 + r * p
+        p = 1.0 / 5040.0 + r * p
+        p = 1.0 / 720.0 + r * p
+        p = 1.0 / 120.0 + r * p
+        p = 1.0 / 24.0 + r * p
+        p = 1.0 / 6.0 + r * p
+        p = 0.5 + r * p
+        p = 1.0 + r * p
+        p = 1.0 + r * p
+        e = p * fbuf[j]
+        v[j] = e if vj >= _EXP_MIN else (0.0 if vj < _EXP_MIN else vj)
 
-    @_jit
-    def _distances(x, i0, nt, xt, cm, acc):
-        """``acc[j, r] = ||x_{i0+r} - m_j||^2`` (exact differences) for the
-        tile's ``nt`` rows, in the precision of ``acc`` (that of the centres
-        ``cm``). Up to :data:`WIDE` features the tile is first transposed
-        into ``xt`` (features x rows) and each centre's distances accumulate
-        as one SIMD loop across the rows; wider rows are read as they are,
-        one SIMD reduction over the features per centre."""
-        k, d = cm.shape
-        if d > WIDE:
+@_jit
+def _distances(x, i0, nt, xt, cm, acc):
+    """``acc[j, r] = ||x_{i0+r} - m_j||^2`` (exact differences) for the
+    tile's ``nt`` rows, in the precision of ``acc`` (that of the centres
+    ``cm``). Up to :data:`WIDE` features the tile is first transposed
+    into ``xt`` (features x rows) and each centre's distances accumulate
+    as one SIMD loop across the rows; wider rows are read as they are,
+    one SIMD reduction over the features per centre."""
+    k, d = cm.shape
+    if d > WIDE:
+        for r in range(nt):
+            i = i0 + r
+            for j in range(k):
+                t = cm[j, 0] - cm[j, 0]  # a zero of the centres' type
+                for f in range(d):
+                    diff = x[i, f] - cm[j, f]
+                    t += diff * diff
+                acc[j, r] = t
+        return
+    for r in range(nt):
+        for f in range(d):
+            xt[f, r] = x[i0 + r, f]
+    for j in range(k):
+        for r in range(nt):
+            acc[j, r] = 0
+        for f in range(d):
+            cf = cm[j, f]
             for r in range(nt):
-                i = i0 + r
-                for j in range(k):
-                    t = cm[j, 0] - cm[j, 0]  # a zero of the centres' type
-                    for f in range(d):
-                        diff = x[i, f] - cm[j, f]
-                        t += diff * diff
-                    acc[j, r] = t
-            return
+                diff = xt[f, r] - cf
+                acc[j, r] += diff * diff
+
+@_jit
+def _softmax_cols(z, nt, scale, out, lz, s, fbuf, with_logz):
+    """``out[:, r] = softmax(scale * z[:, r])`` for the tile's first ``nt``
+    columns (stable: the column maximum is subtracted; ``out`` may be
+    ``z`` when both are float64); with ``with_logz`` ``lz[r] = log
+    sum_j exp(scale * z[j, r])``. ``s``: scratch of a tile's length."""
+    k = z.shape[0]
+    for r in range(nt):
+        lz[r] = scale * np.float64(z[0, r])
+    for j in range(1, k):
+        for r in range(nt):
+            e = scale * np.float64(z[j, r])
+            if e > lz[r]:
+                lz[r] = e
+    for j in range(k):
+        for r in range(nt):
+            out[j, r] = scale * np.float64(z[j, r]) - lz[r]
+        _exp_nonpos(out[j], nt, fbuf)
+    for r in range(nt):
+        s[r] = 0.0
+    for j in range(k):
+        for r in range(nt):
+            s[r] += out[j, r]
+    if with_logz:
+        for r in range(nt):
+            lz[r] += math.log(s[r])
+    for r in range(nt):
+        s[r] = 1.0 / s[r]
+    for j in range(k):
+        for r in range(nt):
+            out[j, r] *= s[r]
+
+@_jit
+def _buffers(d, k, xdtype, cdtype):
+    """Scratch of one tile: transposed rows (none for rows wider than
+    :data:`WIDE`), distances, memberships, log normalizers, a row
+    scratch and the exponentials' scratch."""
+    return (np.empty((d if d <= WIDE else 0, TILE), dtype=xdtype), np.empty((k, TILE), dtype=cdtype),
+            np.empty((k, TILE)), np.empty(TILE), np.empty(TILE), np.empty(TILE))
+
+@_jit
+def _weighted_sums(g, nt, x, i0, xt, WX, Ws):
+    """``Ws[j] += sum_r g[j, r]``, ``WX[j, f] += sum_r g[j, r] x_{i0+r, f}``:
+    dot products across the transposed tile's rows, or for rows wider
+    than :data:`WIDE` one SIMD update of each centre's sums per row."""
+    k = g.shape[0]
+    d = x.shape[1]
+    for j in range(k):
+        t = 0.0
+        for r in range(nt):
+            t += g[j, r]
+        Ws[j] += t
+    if d > WIDE:
+        for r in range(nt):
+            i = i0 + r
+            for j in range(k):
+                gj = g[j, r]
+                for f in range(d):
+                    WX[j, f] += gj * np.float64(x[i, f])
+        return
+    for j in range(k):
+        for f in range(d):
+            t = 0.0
+            for r in range(nt):
+                t += g[j, r] * xt[f, r]
+            WX[j, f] += t
+
+@_jit
+def _centred(g, a, nt, s):
+    """One gradient's row weights of DC (11) / AC: ``g[j, r] <- g_jr
+    (a_jr - sum_l g_lr a_lr)``."""
+    k = g.shape[0]
+    for r in range(nt):
+        s[r] = 0.0
+    for j in range(k):
+        for r in range(nt):
+            s[r] += g[j, r] * a[j, r]
+    for j in range(k):
+        for r in range(nt):
+            g[j, r] *= a[j, r] - s[r]
+
+@_jit
+def _lloyd_rows(x, w, cm, counts, sums, labels, dmin, with_sums):
+    """Nearest centre of each row (ties: the lowest index), the squared
+    distance to it, and the (weighted) float64 counts and sums."""
+    n, d = x.shape
+    k = cm.shape[0]
+    xt = np.empty((d, TILE), dtype=x.dtype)
+    acc = np.empty(TILE, dtype=cm.dtype)
+    bd = np.empty(TILE, dtype=cm.dtype)
+    bj = np.empty(TILE, dtype=np.int64)
+    weighted = w.shape[0] > 0
+    for i0 in range(0, n, TILE):
+        nt = min(TILE, n - i0)
         for r in range(nt):
             for f in range(d):
                 xt[f, r] = x[i0 + r, f]
-        for j in range(k):
+        for j in range(k):  # one centre at a time: the running minimum needs no (K x TILE) table
             for r in range(nt):
-                acc[j, r] = 0
+                acc[r] = 0
             for f in range(d):
                 cf = cm[j, f]
                 for r in range(nt):
                     diff = xt[f, r] - cf
-                    acc[j, r] += diff * diff
-
-    @_jit
-    def _softmax_cols(z, nt, scale, out, lz, s, fbuf, with_logz):
-        """``out[:, r] = softmax(scale * z[:, r])`` for the tile's first ``nt``
-        columns (stable: the column maximum is subtracted; ``out`` may be
-        ``z`` when both are float64); with ``with_logz`` ``lz[r] = log
-        sum_j exp(scale * z[j, r])``. ``s``: scratch of a tile's length."""
-        k = z.shape[0]
+                    acc[r] += diff * diff
+            if j == 0:
+                for r in range(nt):
+                    bd[r] = acc[r]
+                    bj[r] = 0
+            else:
+                for r in range(nt):
+                    if acc[r] < bd[r]:  # strict: ties keep the lowest index
+                        bd[r] = acc[r]
+                        bj[r] = j
         for r in range(nt):
-            lz[r] = scale * np.float64(z[0, r])
-        for j in range(1, k):
+            i = i0 + r
+            best = bj[r]
+            labels[i] = best
+            dmin[i] = bd[r]
+            wi = w[i] if weighted else 1.0
+            counts[best] += wi
+            if with_sums:
+                for f in range(d):
+                    sums[best, f] += wi * np.float64(x[i, f])
+
+@_jit
+def _soft_rows(x, w, cm, scale, R, S, out_logz):
+    n, d = x.shape
+    k = cm.shape[0]
+    xt, acc, g, lz, s, fbuf = _buffers(d, k, x.dtype, cm.dtype)
+    weighted = w.shape[0] > 0
+    total = 0.0
+    for i0 in range(0, n, TILE):
+        nt = min(TILE, n - i0)
+        _distances(x, i0, nt, xt, cm, acc)
+        _softmax_cols(acc, nt, scale, g, lz, s, fbuf, True)
+        if weighted:
             for r in range(nt):
-                e = scale * np.float64(z[j, r])
-                if e > lz[r]:
-                    lz[r] = e
+                total += w[i0 + r] * lz[r]
+            for j in range(k):
+                for r in range(nt):
+                    g[j, r] *= w[i0 + r]
+        else:
+            for r in range(nt):
+                total += lz[r]
+        _weighted_sums(g, nt, x, i0, xt, S, R)
+    out_logz[0] = total
+
+@_jit
+def _dc_count_rows(x, c, cm, scale, counts):
+    n, d = x.shape
+    k = cm.shape[0]
+    xt, acc, g, lz, s, fbuf = _buffers(d, k, x.dtype, cm.dtype)
+    for i0 in range(0, n, TILE):
+        nt = min(TILE, n - i0)
+        _distances(x, i0, nt, xt, cm, acc)
+        _softmax_cols(acc, nt, scale, g, lz, s, fbuf, False)
+        for r in range(nt):
+            ci = c[i0 + r]
+            for j in range(k):
+                counts[j, ci] += g[j, r]
+
+@_jit
+def _dc_grad_rows(x, c, cm, scale, L, WX, Ws):
+    n, d = x.shape
+    k = cm.shape[0]
+    xt, acc, g, lz, s, fbuf = _buffers(d, k, x.dtype, cm.dtype)
+    a = np.empty((k, TILE))
+    for i0 in range(0, n, TILE):
+        nt = min(TILE, n - i0)
+        _distances(x, i0, nt, xt, cm, acc)
+        _softmax_cols(acc, nt, scale, g, lz, s, fbuf, False)
+        for r in range(nt):
+            ci = c[i0 + r]
+            for j in range(k):
+                a[j, r] = L[j, ci]
+        _centred(g, a, nt, s)
+        _weighted_sums(g, nt, x, i0, xt, WX, Ws)
+
+@_jit
+def _ac_count_rows(x, y, cmx, cmy, sx, sy, counts):
+    n, dx = x.shape
+    dy = y.shape[1]
+    k, l_ = cmx.shape[0], cmy.shape[0]
+    xt, ax, gx, lz, s, fbuf = _buffers(dx, k, x.dtype, cmx.dtype)
+    yt, ay, gy, _, _, fbuf_y = _buffers(dy, l_, y.dtype, cmy.dtype)
+    for i0 in range(0, n, TILE):
+        nt = min(TILE, n - i0)
+        _distances(x, i0, nt, xt, cmx, ax)
+        _distances(y, i0, nt, yt, cmy, ay)
+        _softmax_cols(ax, nt, sx, gx, lz, s, fbuf, False)
+        _softmax_cols(ay, nt, sy, gy, lz, s, fbuf_y, False)
+        for i in range(k):
+            for j in range(l_):
+                t = 0.0
+                for r in range(nt):
+                    t += gx[i, r] * gy[j, r]
+                counts[i, j] += t
+
+@_jit
+def _ac_grad_rows(x, y, cmx, cmy, sx, sy, psi, cx, cy, WX, Wx, WY, Wy):
+    n, dx = x.shape
+    dy = y.shape[1]
+    k, l_ = cmx.shape[0], cmy.shape[0]
+    xt, ax, gx, lz, s, fbuf = _buffers(dx, k, x.dtype, cmx.dtype)
+    yt, ay, gy, _, _, fbuf_y = _buffers(dy, l_, y.dtype, cmy.dtype)
+    a, b = np.empty((k, TILE)), np.empty((l_, TILE))
+    for i0 in range(0, n, TILE):
+        nt = min(TILE, n - i0)
+        _distances(x, i0, nt, xt, cmx, ax)
+        _distances(y, i0, nt, yt, cmy, ay)
+        _softmax_cols(ax, nt, sx, gx, lz, s, fbuf, False)
+        _softmax_cols(ay, nt, sy, gy, lz, s, fbuf_y, False)
+        for i in range(k):  # a_ir = sum_j psi_ij g_j(y_r) - cx_i
+            for r in range(nt):
+                a[i, r] = -cx[i]
+            for j in range(l_):
+                p = psi[i, j]
+                for r in range(nt):
+                    a[i, r] += p * gy[j, r]
+        for j in range(l_):  # b_jr = sum_i g_i(x_r) psi_ij - cy_j
+            for r in range(nt):
+                b[j, r] = -cy[j]
+            for i in range(k):
+                p = psi[i, j]
+                for r in range(nt):
+                    b[j, r] += gx[i, r] * p
+        _centred(gx, a, nt, s)
+        _centred(gy, b, nt, s)
+        _weighted_sums(gx, nt, x, i0, xt, WX, Wx)
+        _weighted_sums(gy, nt, y, i0, yt, WY, Wy)
+
+@_jit
+def _mixture_rows(x, c, cm, const, inv2v, log_psi, R, S, Q, N, out_ll):
+    n, d = x.shape
+    k = cm.shape[0]
+    xt, acc, g, lz, s, fbuf = _buffers(d, k, x.dtype, cm.dtype)
+    sq = np.empty(TILE)
+    with_c = c.shape[0] > 0
+    with_psi = log_psi.shape[0] > 0
+    ll = 0.0
+    for i0 in range(0, n, TILE):
+        nt = min(TILE, n - i0)
+        _distances(x, i0, nt, xt, cm, acc)
         for j in range(k):
             for r in range(nt):
-                out[j, r] = scale * np.float64(z[j, r]) - lz[r]
-            _exp_nonpos(out[j], nt, fbuf)
+                g[j, r] = const[j] - np.float64(acc[j, r]) * inv2v[j]
+        if with_psi:
+            for r in range(nt):
+                ci = c[i0 + r]
+                for j in range(k):
+                    g[j, r] += log_psi[j, ci]
+        _softmax_cols(g, nt, 1.0, g, lz, s, fbuf, True)
         for r in range(nt):
-            s[r] = 0.0
-        for j in range(k):
-            for r in range(nt):
-                s[r] += out[j, r]
-        if with_logz:
-            for r in range(nt):
-                lz[r] += math.log(s[r])
+            ll += lz[r]
+            sq[r] = 0.0
         for r in range(nt):
-            s[r] = 1.0 / s[r]
-        for j in range(k):
-            for r in range(nt):
-                out[j, r] *= s[r]
-
-    @_jit
-    def _buffers(d, k, xdtype, cdtype):
-        """Scratch of one tile: transposed rows (none for rows wider than
-        :data:`WIDE`), distances, memberships, log normalizers, a row
-        scratch and the exponentials' scratch."""
-        return (np.empty((d if d <= WIDE else 0, TILE), dtype=xdtype), np.empty((k, TILE), dtype=cdtype),
-                np.empty((k, TILE)), np.empty(TILE), np.empty(TILE), np.empty(TILE))
-
-    @_jit
-    def _weighted_sums(g, nt, x, i0, xt, WX, Ws):
-        """``Ws[j] += sum_r g[j, r]``, ``WX[j, f] += sum_r g[j, r] x_{i0+r, f}``:
-        dot products across the transposed tile's rows, or for rows wider
-        than :data:`WIDE` one SIMD update of each centre's sums per row."""
-        k = g.shape[0]
-        d = x.shape[1]
+            i = i0 + r
+            for f in range(d):
+                xf = np.float64(x[i, f])
+                sq[r] += xf * xf
         for j in range(k):
             t = 0.0
             for r in range(nt):
-                t += g[j, r]
-            Ws[j] += t
-        if d > WIDE:
+                t += g[j, r] * sq[r]
+            Q[j] += t
+        if with_c:
             for r in range(nt):
-                i = i0 + r
+                ci = c[i0 + r]
                 for j in range(k):
-                    gj = g[j, r]
-                    for f in range(d):
-                        WX[j, f] += gj * np.float64(x[i, f])
-            return
-        for j in range(k):
-            for f in range(d):
-                t = 0.0
-                for r in range(nt):
-                    t += g[j, r] * xt[f, r]
-                WX[j, f] += t
+                    N[j, ci] += g[j, r]
+        _weighted_sums(g, nt, x, i0, xt, S, R)
+    out_ll[0] = ll
 
-    @_jit
-    def _centred(g, a, nt, s):
-        """One gradient's row weights of DC (11) / AC: ``g[j, r] <- g_jr
-        (a_jr - sum_l g_lr a_lr)``."""
-        k = g.shape[0]
+@_jit
+def _cmbc_rows(y, W, b, inv_t, S1, R, out):
+    n, m = y.shape
+    k = W.shape[1]
+    ll, p, q = np.empty((k, TILE)), np.empty((k, TILE)), np.empty((k, TILE))
+    lz, lz2, s, fbuf = np.empty(TILE), np.empty(TILE), np.empty(TILE), np.empty(TILE)
+    loglik = 0.0
+    hard = 0.0
+    for i0 in range(0, n, TILE):
+        nt = min(TILE, n - i0)
+        for c in range(k):
+            for r in range(nt):
+                ll[c, r] = b[c]
+        for r in range(nt):  # binary rows: only the nonzero features add to the log-likelihoods (A.2)
+            i = i0 + r
+            for j in range(m):
+                v = np.float64(y[i, j])
+                if v != 0.0:
+                    for c in range(k):
+                        ll[c, r] += v * W[j, c]
+        _softmax_cols(ll, nt, 1.0, p, lz, s, fbuf, True)
+        _softmax_cols(ll, nt, inv_t, q, lz2, s, fbuf, False)
         for r in range(nt):
-            s[r] = 0.0
-        for j in range(k):
+            loglik += lz[r]
+            top = q[0, r]
+            for c in range(1, k):
+                if q[c, r] > top:
+                    top = q[c, r]
+            hard += top
+        for c in range(k):
+            t = 0.0
             for r in range(nt):
-                s[r] += g[j, r] * a[j, r]
-        for j in range(k):
-            for r in range(nt):
-                g[j, r] *= a[j, r] - s[r]
-
-    @_jit
-    def _lloyd_rows(x, w, cm, counts, sums, labels, dmin, with_sums):
-        """Nearest centre of each row (ties: the lowest index), the squared
-        distance to it, and the (weighted) float64 counts and sums."""
-        n, d = x.shape
-        k = cm.shape[0]
-        xt = np.empty((d, TILE), dtype=x.dtype)
-        acc = np.empty(TILE, dtype=cm.dtype)
-        bd = np.empty(TILE, dtype=cm.dtype)
-        bj = np.empty(TILE, dtype=np.int64)
-        weighted = w.shape[0] > 0
-        for i0 in range(0, n, TILE):
-            nt = min(TILE, n - i0)
-            for r in range(nt):
-                for f in range(d):
-                    xt[f, r] = x[i0 + r, f]
-            for j in range(k):  # one centre at a time: the running minimum needs no (K x TILE) table
-                for r in range(nt):
-                    acc[r] = 0
-                for f in range(d):
-                    cf = cm[j, f]
-                    for r in range(nt):
-                        diff = xt[f, r] - cf
-                        acc[r] += diff * diff
-                if j == 0:
-                    for r in range(nt):
-                        bd[r] = acc[r]
-                        bj[r] = 0
-                else:
-                    for r in range(nt):
-                        if acc[r] < bd[r]:  # strict: ties keep the lowest index
-                            bd[r] = acc[r]
-                            bj[r] = j
-            for r in range(nt):
-                i = i0 + r
-                best = bj[r]
-                labels[i] = best
-                dmin[i] = bd[r]
-                wi = w[i] if weighted else 1.0
-                counts[best] += wi
-                if with_sums:
-                    for f in range(d):
-                        sums[best, f] += wi * np.float64(x[i, f])
-
-    @_jit
-    def _soft_rows(x, w, cm, scale, R, S, out_logz):
-        n, d = x.shape
-        k = cm.shape[0]
-        xt, acc, g, lz, s, fbuf = _buffers(d, k, x.dtype, cm.dtype)
-        weighted = w.shape[0] > 0
-        total = 0.0
-        for i0 in range(0, n, TILE):
-            nt = min(TILE, n - i0)
-            _distances(x, i0, nt, xt, cm, acc)
-            _softmax_cols(acc, nt, scale, g, lz, s, fbuf, True)
-            if weighted:
-                for r in range(nt):
-                    total += w[i0 + r] * lz[r]
-                for j in range(k):
-                    for r in range(nt):
-                        g[j, r] *= w[i0 + r]
-            else:
-                for r in range(nt):
-                    total += lz[r]
-            _weighted_sums(g, nt, x, i0, xt, S, R)
-        out_logz[0] = total
-
-    @_jit
-    def _dc_count_rows(x, c, cm, scale, counts):
-        n, d = x.shape
-        k = cm.shape[0]
-        xt, acc, g, lz, s, fbuf = _buffers(d, k, x.dtype, cm.dtype)
-        for i0 in range(0, n, TILE):
-            nt = min(TILE, n - i0)
-            _distances(x, i0, nt, xt, cm, acc)
-            _softmax_cols(acc, nt, scale, g, lz, s, fbuf, False)
-            for r in range(nt):
-                ci = c[i0 + r]
-                for j in range(k):
-                    counts[j, ci] += g[j, r]
-
-    @_jit
-    def _dc_grad_rows(x, c, cm, scale, L, WX, Ws):
-        n, d = x.shape
-        k = cm.shape[0]
-        xt, acc, g, lz, s, fbuf = _buffers(d, k, x.dtype, cm.dtype)
-        a = np.empty((k, TILE))
-        for i0 in range(0, n, TILE):
-            nt = min(TILE, n - i0)
-            _distances(x, i0, nt, xt, cm, acc)
-            _softmax_cols(acc, nt, scale, g, lz, s, fbuf, False)
-            for r in range(nt):
-                ci = c[i0 + r]
-                for j in range(k):
-                    a[j, r] = L[j, ci]
-            _centred(g, a, nt, s)
-            _weighted_sums(g, nt, x, i0, xt, WX, Ws)
-
-    @_jit
-    def _ac_count_rows(x, y, cmx, cmy, sx, sy, counts):
-        n, dx = x.shape
-        dy = y.shape[1]
-        k, l_ = cmx.shape[0], cmy.shape[0]
-        xt, ax, gx, lz, s, fbuf = _buffers(dx, k, x.dtype, cmx.dtype)
-        yt, ay, gy, _, _, fbuf_y = _buffers(dy, l_, y.dtype, cmy.dtype)
-        for i0 in range(0, n, TILE):
-            nt = min(TILE, n - i0)
-            _distances(x, i0, nt, xt, cmx, ax)
-            _distances(y, i0, nt, yt, cmy, ay)
-            _softmax_cols(ax, nt, sx, gx, lz, s, fbuf, False)
-            _softmax_cols(ay, nt, sy, gy, lz, s, fbuf_y, False)
-            for i in range(k):
-                for j in range(l_):
-                    t = 0.0
-                    for r in range(nt):
-                        t += gx[i, r] * gy[j, r]
-                    counts[i, j] += t
-
-    @_jit
-    def _ac_grad_rows(x, y, cmx, cmy, sx, sy, psi, cx, cy, WX, Wx, WY, Wy):
-        n, dx = x.shape
-        dy = y.shape[1]
-        k, l_ = cmx.shape[0], cmy.shape[0]
-        xt, ax, gx, lz, s, fbuf = _buffers(dx, k, x.dtype, cmx.dtype)
-        yt, ay, gy, _, _, fbuf_y = _buffers(dy, l_, y.dtype, cmy.dtype)
-        a, b = np.empty((k, TILE)), np.empty((l_, TILE))
-        for i0 in range(0, n, TILE):
-            nt = min(TILE, n - i0)
-            _distances(x, i0, nt, xt, cmx, ax)
-            _distances(y, i0, nt, yt, cmy, ay)
-            _softmax_cols(ax, nt, sx, gx, lz, s, fbuf, False)
-            _softmax_cols(ay, nt, sy, gy, lz, s, fbuf_y, False)
-            for i in range(k):  # a_ir = sum_j psi_ij g_j(y_r) - cx_i
-                for r in range(nt):
-                    a[i, r] = -cx[i]
-                for j in range(l_):
-                    p = psi[i, j]
-                    for r in range(nt):
-                        a[i, r] += p * gy[j, r]
-            for j in range(l_):  # b_jr = sum_i g_i(x_r) psi_ij - cy_j
-                for r in range(nt):
-                    b[j, r] = -cy[j]
-                for i in range(k):
-                    p = psi[i, j]
-                    for r in range(nt):
-                        b[j, r] += gx[i, r] * p
-            _centred(gx, a, nt, s)
-            _centred(gy, b, nt, s)
-            _weighted_sums(gx, nt, x, i0, xt, WX, Wx)
-            _weighted_sums(gy, nt, y, i0, yt, WY, Wy)
-
-    @_jit
-    def _mixture_rows(x, c, cm, const, inv2v, log_psi, R, S, Q, N, out_ll):
-        n, d = x.shape
-        k = cm.shape[0]
-        xt, acc, g, lz, s, fbuf = _buffers(d, k, x.dtype, cm.dtype)
-        sq = np.empty(TILE)
-        with_c = c.shape[0] > 0
-        with_psi = log_psi.shape[0] > 0
-        ll = 0.0
-        for i0 in range(0, n, TILE):
-            nt = min(TILE, n - i0)
-            _distances(x, i0, nt, xt, cm, acc)
-            for j in range(k):
-                for r in range(nt):
-                    g[j, r] = const[j] - np.float64(acc[j, r]) * inv2v[j]
-            if with_psi:
-                for r in range(nt):
-                    ci = c[i0 + r]
-                    for j in range(k):
-                        g[j, r] += log_psi[j, ci]
-            _softmax_cols(g, nt, 1.0, g, lz, s, fbuf, True)
-            for r in range(nt):
-                ll += lz[r]
-                sq[r] = 0.0
-            for r in range(nt):
-                i = i0 + r
-                for f in range(d):
-                    xf = np.float64(x[i, f])
-                    sq[r] += xf * xf
-            for j in range(k):
-                t = 0.0
-                for r in range(nt):
-                    t += g[j, r] * sq[r]
-                Q[j] += t
-            if with_c:
-                for r in range(nt):
-                    ci = c[i0 + r]
-                    for j in range(k):
-                        N[j, ci] += g[j, r]
-            _weighted_sums(g, nt, x, i0, xt, S, R)
-        out_ll[0] = ll
-
-    @_jit
-    def _cmbc_rows(y, W, b, inv_t, S1, R, out):
-        n, m = y.shape
-        k = W.shape[1]
-        ll, p, q = np.empty((k, TILE)), np.empty((k, TILE)), np.empty((k, TILE))
-        lz, lz2, s, fbuf = np.empty(TILE), np.empty(TILE), np.empty(TILE), np.empty(TILE)
-        loglik = 0.0
-        hard = 0.0
-        for i0 in range(0, n, TILE):
-            nt = min(TILE, n - i0)
-            for c in range(k):
-                for r in range(nt):
-                    ll[c, r] = b[c]
-            for r in range(nt):  # binary rows: only the nonzero features add to the log-likelihoods (A.2)
-                i = i0 + r
-                for j in range(m):
-                    v = np.float64(y[i, j])
-                    if v != 0.0:
-                        for c in range(k):
-                            ll[c, r] += v * W[j, c]
-            _softmax_cols(ll, nt, 1.0, p, lz, s, fbuf, True)
-            _softmax_cols(ll, nt, inv_t, q, lz2, s, fbuf, False)
-            for r in range(nt):
-                loglik += lz[r]
-                top = q[0, r]
-                for c in range(1, k):
-                    if q[c, r] > top:
-                        top = q[c, r]
-                hard += top
-            for c in range(k):
-                t = 0.0
-                for r in range(nt):
-                    t += q[c, r]
-                R[c] += t
-            for r in range(nt):
-                i = i0 + r
-                for j in range(m):
-                    v = np.float64(y[i, j])
-                    if v != 0.0:
-                        for c in range(k):
-                            S1[j, c] += v * q[c, r]
-        out[0] = loglik
-        out[1] = hard
+                t += q[c, r]
+            R[c] += t
+        for r in range(nt):
+            i = i0 + r
+            for j in range(m):
+                v = np.float64(y[i, j])
+                if v != 0.0:
+                    for c in range(k):
+                        S1[j, c] += v * q[c, r]
+    out[0] = loglik
+    out[1] = hard

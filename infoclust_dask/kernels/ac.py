@@ -22,13 +22,8 @@ def ac_count_stats(x: np.ndarray, y: np.ndarray, *, mx: np.ndarray, my: np.ndarr
     """Smoothed cross counts ``n_ij = sum_r g_i(x_r) g_j(y_r)`` (K, L) of a
     block, with normalized Gaussian memberships of width ``sx`` / ``sy``
     (:func:`dc_memberships`); the margins are its row and column sums.
-    Compiled (:func:`infoclust_dask.kernels._compiled.ac_counts`) or numpy."""
-    if _compiled.available():
-        return _compiled.ac_counts(x, y, mx=mx, my=my, sx=sx, sy=sy)
-    n = np.zeros((mx.shape[0], my.shape[0]))
-    for xs, ys in subblocks(x, y):
-        n += dc_memberships(xs, mx, sx).T @ dc_memberships(ys, my, sy)
-    return {"counts": n}
+    One compiled loop (:func:`infoclust_dask.kernels._compiled.ac_counts`)."""
+    return _compiled.ac_counts(x, y, mx=mx, my=my, sx=sx, sy=sy)
 
 
 def ac_grad_stats(x: np.ndarray, y: np.ndarray, *, mx: np.ndarray, my: np.ndarray, sx: float, sy: float,
@@ -40,24 +35,10 @@ def ac_grad_stats(x: np.ndarray, y: np.ndarray, *, mx: np.ndarray, my: np.ndarra
     ``L_i^(x)(y)``), ``W_i(r) = g_i(x_r) [A_i(r) - sum_i' g_i'(x_r) A_i'(r)]``
     and ``sx^2 dlogBF''/dm_i^(x) = sum_r W_i(r) x_r - (sum_r W_i(r)) m_i^(x)``;
     symmetrically for y. Returns ``WX`` (K, dx), ``Wx`` (K,), ``WY`` (L, dy),
-    ``Wy`` (L,). Compiled (:func:`infoclust_dask.kernels._compiled.ac_grad`)
-    or numpy."""
-    if _compiled.available():
-        return _compiled.ac_grad(x, y, mx=mx, my=my, sx=sx, sy=sy, psi=psi, psi_x=psi_x, psi_y=psi_y,
-                                 lam_x=lam_x, lam_y=lam_y)
-    out = {"WX": np.zeros(mx.shape), "Wx": np.zeros(mx.shape[0]), "WY": np.zeros(my.shape),
-           "Wy": np.zeros(my.shape[0])}
-    for xs, ys in subblocks(x, y):
-        gx, gy = dc_memberships(xs, mx, sx), dc_memberships(ys, my, sy)
-        a = gy @ psi.T - lam_x * psi_x[None, :]  # (n, K)
-        b = gx @ psi - lam_y * psi_y[None, :]  # (n, L)
-        wx = gx * (a - np.einsum("nk,nk->n", gx, a)[:, None])
-        wy = gy * (b - np.einsum("nl,nl->n", gy, b)[:, None])
-        out["WX"] += wx.T @ xs
-        out["Wx"] += wx.sum(axis=0)
-        out["WY"] += wy.T @ ys
-        out["Wy"] += wy.sum(axis=0)
-    return out
+    ``Wy`` (L,), in one compiled loop
+    (:func:`infoclust_dask.kernels._compiled.ac_grad`)."""
+    return _compiled.ac_grad(x, y, mx=mx, my=my, sx=sx, sy=sy, psi=psi, psi_x=psi_x, psi_y=psi_y,
+                             lam_x=lam_x, lam_y=lam_y)
 
 
 #: numbers in the fused kernel's (rows x K^2 L) temporary: rows are taken in pieces this small

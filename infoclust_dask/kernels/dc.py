@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _compiled
-from ._common import Pass, softmax, sq_distances, subblocks
+from ._common import Pass, softmax, sq_distances
 from .kmeans import assign_labels, lloyd_stats, soft_kmeans_stats
 
 __all__ = [
@@ -31,18 +31,11 @@ def dc_memberships(x: np.ndarray, centers: np.ndarray, sigma: float) -> np.ndarr
 
 def dc_count_stats(x: np.ndarray, c: np.ndarray, *, centers: np.ndarray, sigma: float, n_classes: int
                   ) -> dict[str, np.ndarray]:
-    """Smoothed counts of (10): ``n[j, i] = sum_{x: c(x) = i} y_j(x)``, (K, C).
-    Compiled (:func:`infoclust_dask.kernels._compiled.dc_counts`: one loop,
-    no (rows x K) temporaries) or numpy."""
-    if _compiled.available():
-        return _compiled.dc_counts(x, c, centers=centers, sigma=sigma, n_classes=n_classes)
-    counts = np.zeros((centers.shape[0], n_classes))
-    for xs, cs in subblocks(x, c):
-        y = dc_memberships(xs, centers, sigma)
-        onehot = np.zeros((xs.shape[0], n_classes))
-        onehot[np.arange(xs.shape[0]), cs.astype(np.intp)] = 1.0
-        counts += y.T @ onehot
-    return {"counts": counts}
+    """Smoothed counts of (10): ``n[j, i] = sum_{x: c(x) = i} y_j(x)``, (K, C),
+    with the memberships (4), in one compiled loop
+    (:func:`infoclust_dask.kernels._compiled.dc_counts`: no (rows x K)
+    temporaries)."""
+    return _compiled.dc_counts(x, c, centers=centers, sigma=sigma, n_classes=n_classes)
 
 
 def dc_grad_stats(x: np.ndarray, c: np.ndarray, *, centers: np.ndarray, sigma: float, L: np.ndarray
@@ -52,19 +45,9 @@ def dc_grad_stats(x: np.ndarray, c: np.ndarray, *, centers: np.ndarray, sigma: f
     With ``W_j(x) = y_j(x) [L_{j,c(x)} - sum_l y_l(x) L_{l,c(x)}]`` (equal to
     ``sum_l y_l y_j (L_{j,c} - L_{l,c})`` as the memberships sum to one),
     ``sigma^2 dlogp/dm_j = sum_x W_j(x) x - (sum_x W_j(x)) m_j``; the block
-    returns ``WX = W^T X`` (K, d) and ``W = sum_x W(x)`` (K,). Compiled
-    (:func:`infoclust_dask.kernels._compiled.dc_grad`) or numpy."""
-    if _compiled.available():
-        return _compiled.dc_grad(x, c, centers=centers, sigma=sigma, L=L)
-    wx = np.zeros(centers.shape)
-    ws = np.zeros(centers.shape[0])
-    for xs, cs in subblocks(x, c):
-        y = dc_memberships(xs, centers, sigma)
-        Lc = L[:, cs.astype(np.intp)].T  # (n, K): L_{l, c(x)}
-        W = y * (Lc - np.einsum("nk,nk->n", y, Lc)[:, None])
-        wx += W.T @ xs
-        ws += W.sum(axis=0)
-    return {"WX": wx, "W": ws}
+    returns ``WX = W^T X`` (K, d) and ``W = sum_x W(x)`` (K,), in one
+    compiled loop (:func:`infoclust_dask.kernels._compiled.dc_grad`)."""
+    return _compiled.dc_grad(x, c, centers=centers, sigma=sigma, L=L)
 
 
 def hard_count_stats(x: np.ndarray, c: np.ndarray, *, centers: np.ndarray, n_classes: int) -> dict[str, np.ndarray]:

@@ -24,7 +24,6 @@ __all__ = [
     "inertia_stats", "INERTIA",
     "combine_lloyd",
     "assign_labels", "ASSIGN",
-    "min_sq_dist",
     "soft_responsibilities",
     "soft_kmeans_stats", "SOFT_KMEANS",
     "soft_scatter_stats", "SOFT_SCATTER",
@@ -47,85 +46,46 @@ def _top_far(dmin, k_far):
     return idx
 
 
+def _inertia(dmin, w):
+    return np.array(dmin.sum() if w is None else np.asarray(w, dtype=np.float64) @ dmin)
+
+
 def lloyd_stats(x: np.ndarray, w: np.ndarray | None = None, *, centers: np.ndarray, n_far: int = 0
                ) -> dict[str, np.ndarray]:
-    """One Lloyd step's partial sums for a block.
+    """One Lloyd step's partial sums for a block (one compiled loop,
+    :func:`infoclust_dask.kernels._compiled.lloyd`).
 
     Assignment (20.3) and the sums of the update (20.5)-(20.6):
     ``counts[k] = sum_n w_n r_k^(n)``, ``sums[k] = sum_n w_n r_k^(n) x_n``,
-    ``inertia = sum_n w_n ||x_n - m_k(n)||^2``. With ``n_far > 0`` the block
-    also reports its ``n_far`` points farthest from their centre (for
-    re-seeding empty clusters), merged by :func:`combine_lloyd`.
+    ``inertia = sum_n w_n ||x_n - m_k(n)||^2`` (exact: differences, not the
+    expansion). With ``n_far > 0`` the block also reports its ``n_far``
+    points farthest from their centre (for re-seeding empty clusters),
+    merged by :func:`combine_lloyd`.
     """
-    if _compiled.available():
-        x = _compiled.as_rows(x)
-        _, dmin, counts, sums = _compiled.lloyd(x, w, centers=centers)
-        out = {"counts": counts, "sums": sums,
-               "inertia": np.array(dmin.sum() if w is None else np.asarray(w, dtype=np.float64) @ dmin)}
-        if n_far:
-            idx = _top_far(dmin if w is None else dmin * (np.asarray(w) > 0), n_far)
-            out["far_d"] = dmin[idx]
-            out["far_x"] = x[idx].astype(np.float64)
-        return out
-    x = np.asarray(x, dtype=np.float64)
-    k = centers.shape[0]
-    d = sq_distances(x, centers)
-    lab = np.argmin(d, axis=1)
-    dmin = np.take_along_axis(d, lab[:, None], axis=1)[:, 0]
-    onehot = np.zeros((x.shape[0], k))
-    if w is None:
-        onehot[np.arange(x.shape[0]), lab] = 1.0
-        inertia = dmin.sum()
-    else:
-        w = np.asarray(w, dtype=np.float64)
-        onehot[np.arange(x.shape[0]), lab] = w
-        inertia = w @ dmin
-    out = {
-        "counts": onehot.sum(axis=0),
-        "sums": onehot.T @ x,
-        "inertia": np.array(inertia),
-    }
+    x = _compiled.as_rows(x)
+    _, dmin, counts, sums = _compiled.lloyd(x, w, centers=centers)
+    out = {"counts": counts, "sums": sums, "inertia": _inertia(dmin, w)}
     if n_far:
-        idx = _top_far(dmin if w is None else dmin * (w > 0), n_far)
+        idx = _top_far(dmin if w is None else dmin * (np.asarray(w) > 0), n_far)
         out["far_d"] = dmin[idx]
-        out["far_x"] = x[idx]
+        out["far_x"] = x[idx].astype(np.float64)
     return out
 
 
 def lloyd_step_stats(x: np.ndarray, w: np.ndarray | None = None, *, centers: np.ndarray) -> dict[str, np.ndarray]:
-    """The per-iteration Lloyd pass: ``counts`` and ``sums`` as
-    :func:`lloyd_stats`: one compiled loop over the rows
-    (:func:`infoclust_dask.kernels._compiled.lloyd`), which also gives the
-    exact inertia at these centres (as :func:`inertia_stats`: when the
-    centres stop moving, the last pass is the final inertia's, no pass of
-    its own); or, when the compiled kernels are off, :func:`lloyd_stats`'
-    counts and sums with :func:`inertia_stats`' exact inertia (the numpy
-    reference: its expanded distances are not exact)."""
-    if _compiled.available():
-        _, dmin, counts, sums = _compiled.lloyd(x, w, centers=centers)
-        return {"counts": counts, "sums": sums,
-                "inertia": np.array(dmin.sum() if w is None else np.asarray(w, dtype=np.float64) @ dmin)}
-    st = lloyd_stats(x, w, centers=np.asarray(centers, dtype=np.float64))
-    return {"counts": st["counts"], "sums": st["sums"], "inertia": inertia_stats(x, w, centers=centers)["inertia"]}
+    """The per-iteration Lloyd pass: ``counts``, ``sums`` and the exact
+    ``inertia`` at these centres, as :func:`lloyd_stats` (when the centres
+    stop moving, the last pass is the final inertia's, no pass of its
+    own)."""
+    _, dmin, counts, sums = _compiled.lloyd(x, w, centers=centers)
+    return {"counts": counts, "sums": sums, "inertia": _inertia(dmin, w)}
 
 
 def inertia_stats(x: np.ndarray, w: np.ndarray | None = None, *, centers: np.ndarray) -> dict[str, np.ndarray]:
-    """``inertia = sum_n w_n min_k ||x_n - m_k||^2`` of a block (exact: the
-    distance to the assigned centre is recomputed, not expanded) and the
-    (weighted) number of rows nearest to each centre, ``counts``."""
-    if _compiled.available():
-        _, dmin, counts, _ = _compiled.lloyd(x, w, centers=centers, with_sums=False)
-        return {"inertia": np.array(dmin.sum() if w is None else np.asarray(w, dtype=np.float64) @ dmin),
-                "counts": counts}
-    c = np.asarray(centers, dtype=np.float64)
-    total = 0.0
-    counts = np.zeros(c.shape[0])
-    for xs, ws in subblocks(x, w):
-        lab, d2 = nearest(xs, c)
-        wk = np.ones(xs.shape[0]) if ws is None else ws
-        total += float(wk @ d2)
-        counts += np.bincount(lab, weights=wk, minlength=c.shape[0])
-    return {"inertia": np.array(total), "counts": counts}
+    """``inertia = sum_n w_n min_k ||x_n - m_k||^2`` of a block (exact) and
+    the (weighted) number of rows nearest to each centre, ``counts``."""
+    _, dmin, counts, _ = _compiled.lloyd(x, w, centers=centers, with_sums=False)
+    return {"inertia": _inertia(dmin, w), "counts": counts}
 
 
 def combine_lloyd(parts: list[dict]) -> dict[str, np.ndarray]:
@@ -145,14 +105,7 @@ def combine_lloyd(parts: list[dict]) -> dict[str, np.ndarray]:
 
 def assign_labels(x: np.ndarray, *, centers: np.ndarray) -> np.ndarray:
     """Nearest-centre labels (20.3) of a block, int64 (ties: lowest index)."""
-    if _compiled.available():
-        return _compiled.lloyd(x, centers=centers, with_sums=False)[0]
-    return np.argmin(sq_distances(x, centers), axis=1).astype(np.int64)
-
-
-def min_sq_dist(x: np.ndarray, *, centers: np.ndarray) -> np.ndarray:
-    """Squared distance of each row to its nearest centre."""
-    return sq_distances(x, centers).min(axis=1)
+    return _compiled.lloyd(x, centers=centers, with_sums=False)[0]
 
 
 def soft_responsibilities(x: np.ndarray, centers: np.ndarray, beta: float) -> tuple[np.ndarray, np.ndarray]:
@@ -166,17 +119,9 @@ def soft_kmeans_stats(x: np.ndarray, w: np.ndarray | None = None, *, centers: np
                      ) -> dict[str, np.ndarray]:
     """Partial sums of one soft K-means step: ``R[k]`` (20.9), ``S[k] =
     sum_n w_n r_k^(n) x_n`` (numerator of 20.8) and ``sum_n w_n log Z_n``
-    (minus beta times the free energy). Compiled
-    (:func:`infoclust_dask.kernels._compiled.soft_kmeans`) or numpy."""
-    if _compiled.available():
-        return _compiled.soft_kmeans(x, w, centers=centers, beta=beta)
-    x = np.asarray(x, dtype=np.float64)
-    r, log_z = soft_responsibilities(x, centers, beta)
-    if w is not None:
-        w = np.asarray(w, dtype=np.float64)
-        r *= w[:, None]
-        log_z = log_z * w
-    return {"R": r.sum(axis=0), "S": r.T @ x, "log_z": np.array(log_z.sum())}
+    (minus beta times the free energy), in one compiled loop
+    (:func:`infoclust_dask.kernels._compiled.soft_kmeans`)."""
+    return _compiled.soft_kmeans(x, w, centers=centers, beta=beta)
 
 
 def soft_scatter_stats(x: np.ndarray, w: np.ndarray | None = None, *, centers: np.ndarray, beta: float
@@ -202,27 +147,10 @@ def soft_scatter_stats(x: np.ndarray, w: np.ndarray | None = None, *, centers: n
 
 
 def nearest(x: np.ndarray, centers: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Index of the nearest centre and the exact squared distance to it
-    (``||x - m_label||^2``, no cancellation: a row equal to a centre has
-    distance 0), per row. Compiled in one loop, or numpy in cache-sized
-    pieces (labels from the expanded distances, then the distance
-    recomputed)."""
-    if _compiled.available():
-        lab, d2, _, _ = _compiled.lloyd(x, centers=centers, with_sums=False)
-        return lab, d2
-    c = np.ascontiguousarray(centers, dtype=np.float64)
-    n = np.asarray(x).shape[0]
-    lab = np.empty(n, dtype=np.int64)
-    d2 = np.empty(n)
-    start = 0
-    for xs, _ in subblocks(x):
-        m = xs.shape[0]
-        sl = slice(start, start + m)
-        lab[sl] = np.argmin(sq_distances(xs, c), axis=1)
-        diff = np.take(c, lab[sl], axis=0)
-        np.subtract(xs, diff, out=diff)
-        d2[sl] = np.einsum("ij,ij->i", diff, diff)
-        start += m
+    """Index of the nearest centre (ties: the lowest index) and the exact
+    squared distance to it (``||x - m_label||^2``, no cancellation: a row
+    equal to a centre has distance 0), per row, in one compiled loop."""
+    lab, d2, _, _ = _compiled.lloyd(x, centers=centers, with_sums=False)
     return lab, d2
 
 

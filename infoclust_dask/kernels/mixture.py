@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _compiled
-from ._common import Pass, softmax, sq_distances, subblocks
+from ._common import Pass, sq_distances
 
 __all__ = ["mixture_log_joint", "mixture_em_stats", "MIXTURE_EM", "mixture_assign", "MIXTURE_ASSIGN"]
 
@@ -30,31 +30,10 @@ def mixture_em_stats(x: np.ndarray, c: np.ndarray | None = None, *, means: np.nd
     with ``c`` and ``log_psi`` (MDA2, a joint mixture of x and the class) they
     are ``∝ pi_j N(x_n; mu_j, s_j^2) psi_{j, c_n}``. Returns ``R = sum r``,
     ``S = sum r x``, ``Q = sum r |x|^2``, the log likelihood and, with ``c``,
-    ``N[j, i] = sum_{c_n = i} r_nj``. Compiled
-    (:func:`infoclust_dask.kernels._compiled.mixture_em`) or numpy."""
-    if _compiled.available():
-        return _compiled.mixture_em(x, c, means=means, variances=variances, log_weights=log_weights,
-                                    log_psi=log_psi, n_classes=n_classes)
-    k, d = means.shape
-    R, S, Q, ll = np.zeros(k), np.zeros((k, d)), np.zeros(k), 0.0
-    N = np.zeros((k, n_classes)) if c is not None else None
-    for xs, cs in subblocks(x, c):
-        lj = mixture_log_joint(xs, means=means, variances=variances, log_weights=log_weights)
-        if cs is not None and log_psi is not None:
-            lj += log_psi[:, cs.astype(np.intp)].T
-        r, log_z = softmax(lj, out=True, log_z=True)
-        ll += float(log_z.sum())
-        R += r.sum(axis=0)
-        S += r.T @ xs
-        Q += r.T @ np.einsum("ij,ij->i", xs, xs)
-        if N is not None:
-            onehot = np.zeros((xs.shape[0], n_classes))
-            onehot[np.arange(xs.shape[0]), cs.astype(np.intp)] = 1.0
-            N += r.T @ onehot
-    out = {"R": R, "S": S, "Q": Q, "loglik": np.array(ll)}
-    if N is not None:
-        out["N"] = N
-    return out
+    ``N[j, i] = sum_{c_n = i} r_nj``, in one compiled loop
+    (:func:`infoclust_dask.kernels._compiled.mixture_em`)."""
+    return _compiled.mixture_em(x, c, means=means, variances=variances, log_weights=log_weights,
+                                log_psi=log_psi, n_classes=n_classes)
 
 
 def mixture_assign(x: np.ndarray, *, means: np.ndarray, variances: np.ndarray, log_weights: np.ndarray) -> np.ndarray:
