@@ -1,8 +1,12 @@
-"""Block kernels (layer 1): pure numpy functions on ONE row block, one
-module per method, each pass declared once next to its kernel as a
-:class:`~infoclust_dask.kernels._common.Pass`.
+"""Block kernels (layer 1): functions on ONE row block, one module per
+method, each pass declared once next to its kernel as a
+:class:`~infoclust_dask.kernels._common.Pass`. The hot formulas are
+compiled loops (``_loops``: numba, argument checks in ``_compiled``) that
+the method modules call with no other path; the rest is numpy.
 
 =============  ==========================================================
+``_compiled``  argument checks and shapes of the compiled loops
+``_loops``     the compiled loops (Lloyd, memberships, E-steps)
 ``_common``    the Pass blueprint, combines, sub-blocks, squared
                distances, the one stable softmax, row hashes and the
                train/validation subset rule

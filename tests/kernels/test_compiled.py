@@ -304,6 +304,17 @@ def test_cluster_workers_use_one_blas_thread_each(local_cluster_client):
     assert threads and all(t == [1] * len(t) for t in threads.values())
 
 
+def test_each_kernel_is_written_once():
+    """No switch between a compiled and a numpy form of a kernel in the
+    package: the method modules call the compiled loops unconditionally
+    (the numpy forms are this folder's references)."""
+    root = Path(_compiled.__file__).parents[1]
+    assert not hasattr(_compiled, "available")
+    offenders = [p.name for p in root.rglob("*.py")
+                 if "INFOCLUST_KERNELS" in p.read_text() or "_compiled.available" in p.read_text()]
+    assert offenders == []
+
+
 def test_no_private_imports_from_other_packages():
     """The kernels call only public APIs (scikit-learn's private Lloyd
     routines were the reason for its upper pin)."""
