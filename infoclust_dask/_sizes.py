@@ -3,7 +3,10 @@ holds. Every size is a byte target divided by the bytes of a row, with a
 floor of rows; the targets were measured (``docs/BENCHMARKS.md``).
 
 - a pass over a numpy array in this process: blocks of :data:`PASS_BLOCK_BYTES`
-  (the kernels' working set stays in the caches; 4 MiB);
+  (the kernels' working set stays in the caches; 4 MiB), and at least one
+  block per thread when each keeps :data:`PARALLEL_MIN_ROWS` rows (a small
+  array's pass then uses every core: Letter, 20 000 x 16, is one 4 MiB
+  block);
 - numpy input handed to dask (a local cluster, a preprocessing graph):
   chunks of :data:`LAZY_CHUNK_BYTES` (64 MiB: few tasks, each long enough);
 - a streamed file read (CSV, parquet, .npy by rows): :data:`READ_BLOCK_BYTES`
@@ -22,10 +25,11 @@ process) is a different question, answered in
 
 from __future__ import annotations
 
-__all__ = ["pass_rows", "lazy_rows", "read_rows", "store_chunk_rows", "fold_chunk_rows", "PASS_BLOCK_BYTES",
+__all__ = ["pass_rows", "PARALLEL_MIN_ROWS", "lazy_rows", "read_rows", "store_chunk_rows", "fold_chunk_rows", "PASS_BLOCK_BYTES",
            "LAZY_CHUNK_BYTES", "READ_BLOCK_BYTES", "STORE_CHUNK_BYTES", "MIN_STORE_CHUNK_BYTES", "FOLD_CHUNK_ROWS"]
 
 PASS_BLOCK_BYTES = 4 * 2**20
+PARALLEL_MIN_ROWS = 2048
 LAZY_CHUNK_BYTES = 64 * 2**20
 READ_BLOCK_BYTES = 16 * 2**20
 STORE_CHUNK_BYTES = 64 * 2**20
@@ -33,9 +37,15 @@ MIN_STORE_CHUNK_BYTES = 8 * 2**20
 FOLD_CHUNK_ROWS = 1 << 20
 
 
-def pass_rows(row_bytes: int) -> int:
-    """Rows of a numpy block of an in-process pass (at least 256)."""
-    return max(256, PASS_BLOCK_BYTES // max(8, int(row_bytes)))
+def pass_rows(row_bytes: int, n_samples: int | None = None, threads: int = 1) -> int:
+    """Rows of a numpy block of an in-process pass (at least 256); with
+    ``n_samples`` and ``threads`` > 1, small enough that every thread gets a
+    block while blocks keep :data:`PARALLEL_MIN_ROWS` rows."""
+    rows = max(256, PASS_BLOCK_BYTES // max(8, int(row_bytes)))
+    if n_samples is not None and threads > 1:
+        if int(n_samples) // int(threads) >= PARALLEL_MIN_ROWS:
+            rows = min(rows, -(-int(n_samples) // int(threads)))
+    return rows
 
 
 def lazy_rows(row_bytes: int) -> int:

@@ -75,14 +75,16 @@ def n_rows(a: Any) -> int:
     return int(a.shape[0])
 
 
-def _array_slices(a, block_rows=None):
-    """The row blocks of a numpy input: ~4 MB of float64 each by default."""
-    return _row_slices(a.shape[0], 8 * int(np.prod(a.shape[1:], dtype=np.int64) or 1), block_rows)
+def _array_slices(a, block_rows=None, threads=1):
+    """The row blocks of a numpy input: ~4 MB of float64 each by default, at
+    least one per thread while each keeps ``PARALLEL_MIN_ROWS`` rows
+    (:func:`infoclust_dask._sizes.pass_rows`)."""
+    return _row_slices(a.shape[0], 8 * int(np.prod(a.shape[1:], dtype=np.int64) or 1), block_rows, threads)
 
 
-def _row_slices(n, row_bytes, block_rows=None):
+def _row_slices(n, row_bytes, block_rows=None, threads=1):
     if block_rows is None:
-        block_rows = pass_rows(row_bytes)
+        block_rows = pass_rows(row_bytes, n, threads)
     return [slice(i, min(i + block_rows, n)) for i in range(0, n, block_rows)] or [slice(0, 0)]
 
 

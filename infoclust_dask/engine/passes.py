@@ -85,17 +85,19 @@ def map_reduce(
     return result
 
 
-def _in_process(bp, kind, arrays, scheduler, block_rows=None):
+def _in_process(bp, kind, arrays, scheduler, block_rows=None, parallel=False):
     """The inputs of a pass coerced and checked, the resolved scheduler, and
     the row slices of the in-process path (numpy input on a local
-    scheduler: blocks are views, no graph) or ``None`` for a graph."""
+    scheduler: blocks are views, no graph) or ``None`` for a graph;
+    ``parallel``: blocks for each of the runner's threads (a reduce pass,
+    whose blocks are independent; a fold's blocks stay as they are)."""
     arrays = [as_array(a) for a in arrays]
     _check_pass(bp, kind, arrays)
     sched = resolve_scheduler(scheduler)
     if not sched.local or any(_is_dask(a) for a in arrays if a is not None):
         return arrays, sched, None
     _same_rows(arrays)
-    return arrays, sched, _array_slices(arrays[0], block_rows)
+    return arrays, sched, _array_slices(arrays[0], block_rows, sched.threads if parallel else 1)
 
 
 def _rows(arrays, sl):
@@ -104,7 +106,7 @@ def _rows(arrays, sl):
 
 
 def _map_reduce(bp, arrays, params, scheduler, split_every, block_rows, progress):
-    arrays, sched, slices = _in_process(bp, "reduce", arrays, scheduler, block_rows)
+    arrays, sched, slices = _in_process(bp, "reduce", arrays, scheduler, block_rows, parallel=True)
     if slices is not None:
 
         def run(sl):

@@ -103,6 +103,9 @@ class Runner(abc.ABC):
 
     local: bool = True
     client: Any = None
+    #: numpy blocks :meth:`each` runs at once (a reduce pass over a small
+    #: array is cut into at least this many blocks when they stay large)
+    threads: int = 1
 
     def __init__(self, reason: str = "") -> None:
         self.reason = reason

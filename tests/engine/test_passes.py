@@ -117,6 +117,34 @@ def test_start_offsets_reach_the_kernel(xw, scheduler):
         np.testing.assert_array_equal(got["idx"], np.arange(1000))
 
 
+@pytest.mark.parametrize("n", [2 * 2048 - 1, 2 * 2048, 20_000])
+def test_a_small_array_is_cut_into_a_block_per_thread(n):
+    """In this process with 2 threads, a reduce pass over an array smaller
+    than one 4 MiB block runs as one block per thread once each keeps
+    PARALLEL_MIN_ROWS rows (the same sums as one block, 1e-10); a fold's
+    blocks are not cut (its order is the algorithm's)."""
+    from infoclust_dask._sizes import PARALLEL_MIN_ROWS
+    from infoclust_dask.engine.runners import InProcess
+
+    assert PARALLEL_MIN_ROWS == 2048
+    x = np.random.default_rng(n).normal(size=(n, 16))
+    starts = []
+
+    def kernel(b, *, start):
+        starts.append(start)
+        return soft_kmeans_stats(b, centers=CENTERS.repeat(4, axis=1), beta=0.5)
+
+    bp = Pass("soft_starts", kernel, start=True)
+    got = engine.map_reduce(bp, x, scheduler=InProcess(2))
+    assert sorted(starts) == ([0] if n < 2 * PARALLEL_MIN_ROWS else [0, -(-n // 2)])
+    ref = soft_kmeans_stats(x, centers=CENTERS.repeat(4, axis=1), beta=0.5)
+    for key in ref:
+        np.testing.assert_allclose(got[key], ref[key], rtol=1e-10)
+    starts.clear()
+    engine.map_reduce(bp, x, scheduler=InProcess(1))
+    assert starts == [0]
+
+
 def test_map_blocks_lazy_and_numpy_agree(xw):
     x, _ = xw
     a = engine.map_blocks(ASSIGN, x, params={"centers": CENTERS})
