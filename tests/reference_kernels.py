@@ -227,3 +227,21 @@ def cmbc_estep_stats(y, *, log_theta, log_1m_theta, temperature):
     q, _ = softmax(ll / temperature)
     _, log_z = softmax(ll)
     return {"S1": y.T @ q, "R": q.sum(0), "loglik": np.array(log_z.sum()), "hard": np.array(q.max(1).sum())}
+
+
+def moments_stats(x, w=None, *, shift=None):
+    """Count, weighted sums and sums of squares of ``x - shift`` per
+    feature, with non-finite entries left out and counted."""
+    x = np.asarray(x, dtype=np.float64)
+    one_d = x.ndim == 1
+    x = x.reshape(x.shape[0], -1)
+    xs = x - (0.0 if shift is None else np.asarray(shift, dtype=np.float64).reshape(-1))
+    wt = _weights(w, x.shape[0])
+    with np.errstate(invalid="ignore", over="ignore"):
+        bad = ~np.isfinite(xs)
+        xs = np.where(bad, 0.0, xs)
+        s1, s2 = wt @ xs, wt @ (xs * xs)
+    if one_d:
+        s1, s2 = s1[0], s2[0]
+    return {"n": np.array(x.shape[0], dtype=np.int64), "n_bad": np.array(int(bad.sum()), dtype=np.int64),
+            "w": np.array(wt.sum()), "s1": np.asarray(s1), "s2": np.asarray(s2)}

@@ -38,7 +38,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["as_rows", "lloyd", "soft_kmeans", "dc_counts", "dc_grad", "ac_counts", "ac_grad",
-           "mixture_em", "cmbc_estep"]
+           "mixture_em", "cmbc_estep", "moments"]
 
 
 def _loops():
@@ -231,3 +231,25 @@ def cmbc_estep(y, *, log_theta, log_1m_theta, temperature):
     S1, R, out = np.zeros((m, k)), np.zeros(k), np.zeros(2)
     _loops()._cmbc_rows(y, np.ascontiguousarray(lt - l1), l1.sum(axis=0), 1.0 / float(temperature), S1, R, out)
     return {"S1": S1, "R": R, "loglik": np.array(out[0]), "hard": np.array(out[1])}
+
+
+def moments(x, w=None, *, shift=None):
+    """Count, weighted sums and sums of squares of ``x - shift`` per feature
+    (float64) and the number of non-finite entries, left out of the sums:
+    one loop over the block as it is (float32 rows are not copied to
+    float64); a block whose sums come out non-finite is summed again,
+    skipping and counting its non-finite entries."""
+    x = np.asarray(x)
+    if x.ndim == 1:
+        x = x[:, None]
+    x = np.ascontiguousarray(x) if x.dtype in (np.float32, np.float64) else as_rows(x)
+    n, d = x.shape
+    sh = _EMPTY if shift is None else _shaped(np.asarray(shift).reshape(-1), (d,), "shift")
+    ww = _weights(w, n)
+    s1, s2, out = np.zeros(d), np.zeros(d), np.zeros(2)
+    _loops()._moments_rows(x, ww, sh, s1, s2, out, False)
+    if not (np.all(np.isfinite(s1)) and np.all(np.isfinite(s2))):
+        s1[:], s2[:] = 0.0, 0.0
+        _loops()._moments_rows(x, ww, sh, s1, s2, out, True)
+    return {"n": np.array(n, dtype=np.int64), "n_bad": np.array(int(out[1]), dtype=np.int64),
+            "w": np.array(out[0]), "s1": s1, "s2": s2}

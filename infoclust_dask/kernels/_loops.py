@@ -444,3 +444,30 @@ def _cmbc_rows(y, W, b, inv_t, S1, R, out):
                         S1[j, c] += v * q[c, r]
     out[0] = loglik
     out[1] = hard
+
+
+@_jit
+def _moments_rows(x, w, shift, s1, s2, out, skip_bad):
+    """Weighted sums of ``x - shift`` and of its squares per feature, in
+    float64 (``w``, ``shift``: empty for none). ``skip_bad``: non-finite
+    entries are left out of the sums and counted (the second, rare run of
+    a block whose sums came out non-finite). ``out = [sum of w, bad]``."""
+    n, d = x.shape
+    has_w = w.shape[0] > 0
+    has_shift = shift.shape[0] > 0
+    wsum = 0.0
+    bad = 0
+    for i in range(n):
+        wi = w[i] if has_w else 1.0
+        wsum += wi
+        for j in range(d):
+            v = np.float64(x[i, j])
+            if has_shift:
+                v -= shift[j]
+            if skip_bad and not math.isfinite(v):
+                bad += 1
+                continue
+            s1[j] += wi * v
+            s2[j] += wi * v * v
+    out[0] = wsum
+    out[1] = bad

@@ -8,7 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from ._common import Pass, combine_concat, row_hash_uniform, subblocks
+from . import _compiled
+from ._common import Pass, combine_concat, row_hash_uniform
 
 __all__ = [
     "moments_stats", "MOMENTS",
@@ -33,36 +34,15 @@ def moments_stats(x: np.ndarray, w: np.ndarray | None = None, *, shift: np.ndarr
 
     With ``shift`` (e.g. one row of the data) the sums are of ``x - shift``,
     which keeps the variance accurate for data far from the origin.
-    Non-finite entries are excluded from the sums; they are counted exactly
-    only when the sums show there are some (NaN/inf propagate into them)."""
-    x = np.asarray(x)
-    d = x.shape[1] if x.ndim > 1 else ()
-    s1, s2, wsum, n_bad = np.zeros(d), np.zeros(d), 0.0, 0
-    for xs, ws in subblocks(x, w):
-        with np.errstate(invalid="ignore", over="ignore"):  # inf - inf: counted below
-            if shift is not None:
-                xs = xs - shift
-            if ws is None:
-                t1, t2, tw = xs.sum(axis=0), np.einsum("ij,ij->j", xs, xs), float(xs.shape[0])
-            else:
-                t1, t2, tw = ws @ xs, np.einsum("i,ij,ij->j", ws, xs, xs), float(ws.sum())
-        if not (np.all(np.isfinite(t1)) and np.all(np.isfinite(t2))):
-            bad = ~np.isfinite(xs)
-            if bad.any():
-                n_bad += int(np.count_nonzero(bad))
-                xs = np.where(bad, 0.0, xs)
-                t1 = xs.sum(axis=0) if ws is None else ws @ xs
-                t2 = np.einsum("ij,ij->j", xs, xs) if ws is None else np.einsum("i,ij,ij->j", ws, xs, xs)
-        s1 += t1
-        s2 += t2
-        wsum += tw
-    return {
-        "n": np.array(x.shape[0], dtype=np.int64),
-        "n_bad": np.array(n_bad, dtype=np.int64),
-        "w": np.array(wsum),
-        "s1": s1,
-        "s2": s2,
-    }
+    Non-finite entries are left out of the sums and counted. One compiled
+    loop over the block as it is
+    (:func:`infoclust_dask.kernels._compiled.moments`: float32 rows are not
+    copied to float64), so that validating a store costs about a read of
+    it."""
+    out = _compiled.moments(x, w, shift=shift)
+    if np.ndim(x) == 1:  # one column: scalar sums
+        out["s1"], out["s2"] = np.array(out["s1"][0]), np.array(out["s2"][0])
+    return out
 
 
 MOMENTS = Pass("moments_stats", moments_stats, inputs=("x", "w"))

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import reference_kernels as ref_kernels
 
-from infoclust_dask.kernels import _compiled, _loops, ac, cmbc, dc, kmeans, mixture
+from infoclust_dask.kernels import _compiled, _loops, ac, cmbc, dc, kmeans, mixture, stats
 
 #: package kernels whose reference has another name
 _REF_NAMES = {cmbc.estep_stats: "cmbc_estep_stats"}
@@ -215,6 +215,32 @@ def test_cmbc_estep_kernel(dtype, temperature):
 
     # sparse blocks keep scipy's products; they agree with the compiled dense loop
     _close(cmbc.estep_stats(sp.csr_matrix(y.astype(np.float64)), **kw), cmbc.estep_stats(y, **kw))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int16])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("shifted", [False, True])
+def test_moments_kernel(dtype, weighted, shifted):
+    """The moments pass (validation, mean and variance): float32 rows summed
+    as they are, float64 sums; weights and a shift; 1-D input."""
+    x, _ = _data(3001, 5, 2, seed=14)
+    x = (x * 10).astype(dtype)
+    w = np.random.default_rng(15).uniform(0, 2, size=x.shape[0]) if weighted else None
+    shift = x[0].astype(np.float64) if shifted else None
+    _close(*_both(stats.moments_stats, x, w, shift=shift))
+    _close(*_both(stats.moments_stats, x[:, 2], w, shift=None if shift is None else shift[2:3]))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_moments_kernel_leaves_out_and_counts_non_finite_entries(dtype):
+    x, _ = _data(1000, 4, 2, dtype=dtype, seed=16)
+    x[3, 1], x[500, 0], x[999, 3], x[7, 1] = np.nan, np.inf, -np.inf, np.nan
+    got, ref = _both(stats.moments_stats, x)
+    assert int(got["n_bad"]) == 4
+    _close(got, ref)
+    big = np.full((10, 2), 1e200)  # finite entries whose squares overflow stay in (the sums say inf)
+    got = stats.moments_stats(big)
+    assert int(got["n_bad"]) == 0 and np.isinf(got["s2"]).all()
 
 
 def test_vectorized_exp_against_numpy():
