@@ -20,6 +20,7 @@ from .. import engine
 from .._validation import RANDOM_STATE, SAMPLE_DIM, VARIABLES, Anything, Interval
 from ..journal import recording
 from ..kernels.kmeans import ASSIGN
+from ._whole import adopt, fit_whole, for_worker, whole_fit_bytes
 from ._xarray import XarrayIO, runner_for_call
 
 __all__ = ["InfoclustEstimator", "SHARED_CONSTRAINTS", "SHARED_PARAMETERS_DOC", "voronoi_labels", "journaled"]
@@ -47,7 +48,11 @@ SHARED_PARAMETERS_DOC = """\
         input, and lazy input that fits the in-process budget (an eighth of
         the available memory, at most 1 GiB), run in this process (a store
         read into memory once); larger lazy input on a shared LocalCluster.
-        The fitted ``runner_`` says where the fit ran and why.
+        On a distributed scheduler a ``fit`` whose data fit one worker
+        (numpy input or a store path, at most an eighth of the smallest
+        worker's memory limit and 1 GiB) runs as one task on a worker
+        (:mod:`infoclust_dask.cluster._whole`). The fitted ``runner_``
+        says where the fit ran and why.
     sample_dim : str, optional
         For xarray input: the dim that holds the samples (see
         :mod:`infoclust_dask.cluster._xarray`); outputs are then DataArrays
@@ -169,6 +174,19 @@ def journaled(fit):
             self.runner_ = runner.describe()  # where the fit runs, and why
             X, args, kwargs, finish = prepare_call(self, "fit", X, args, kwargs)  # xarray in: see _xarray
             folder = resume if resume is not None else checkpoint
+            nbytes = whole_fit_bytes(runner, X, args, kwargs, folder)
+            if nbytes is not None:  # a distributed scheduler, data that fit one worker: the loop runs there
+                fingerprint = _fingerprint(self, X) if folder is not None else None
+                (fitted, replayed), where = runner.run_whole(fit_whole, for_worker(self), X, args, kwargs, folder,
+                                                             fingerprint, resume is not None)
+                adopt(self, fitted)
+                self.runner_ = {**runner.describe(), "whole_fit_on": where,
+                                "reason": f"{runner.reason}; the whole fit ran as one task on worker {where}: its "
+                                          f"data ({nbytes} bytes) fit one worker's budget ({runner.loop_budget()} "
+                                          "bytes)"}
+                if replayed is not None:
+                    self.resumed_passes_ = replayed
+                return finish(self)
             if folder is None:
                 return finish(fit(self, X, *args, **kwargs))
             with recording(folder, _fingerprint(self, X), resume=resume is not None) as j:

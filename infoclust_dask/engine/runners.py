@@ -12,13 +12,16 @@ below it asks the runner, never a scheduler name:
     a ``distributed`` scheduler: the shared :func:`~infoclust_dask._scheduler.local_client`
     LocalCluster, a scheduler at an address, a ``Client`` or a cluster
     object. Numpy input is scattered once, small lazy input persisted on the
-    workers, larger input streams from its store at every pass.
+    workers, larger input streams from its store at every pass; a whole
+    call whose data fit one worker runs there as one task
+    (:meth:`Runner.run_whole`, :meth:`Runner.loop_budget`).
 
 The verbs: :meth:`~Runner.compute`, :meth:`~Runner.each` (numpy blocks in
 this process), :meth:`~Runner.prepare`, :meth:`~Runner.persist`,
 :meth:`~Runner.persist_all`, :meth:`~Runner.broadcast`, :meth:`~Runner.keep`
 (results kept where they are made), :meth:`~Runner.apply` and
-:meth:`~Runner.release` (functions on kept blocks), :meth:`~Runner.workers`.
+:meth:`~Runner.release` (functions on kept blocks), :meth:`~Runner.workers`,
+:meth:`~Runner.run_whole` (a whole call in one place).
 
 ``scheduler=`` of every estimator and engine call, resolved by
 :func:`resolve_scheduler`:
@@ -161,6 +164,22 @@ class Runner(abc.ABC):
     def release(self, blocks: list) -> None:
         """Free blocks made by :meth:`keep` (in this process: dropping them is enough)."""
         return None
+
+    # ----- a whole loop in one place
+    def loop_budget(self) -> int:
+        """Bytes of data a whole iterative call may take to one worker and
+        run there as one task (:meth:`run_whole`); 0: it runs here, pass by
+        pass."""
+        return 0
+
+    def files_shared(self) -> bool:
+        """Whether the places :meth:`run_whole` runs at see this machine's files."""
+        return True
+
+    def run_whole(self, func: Callable[..., Any], *args: Any) -> tuple[Any, str]:
+        """``(func(*args), where)``: the whole call in one place, every pass
+        inside it on that place's threads (here: this process)."""
+        return func(*args), "this process"
 
 
 class InProcess(Runner):
@@ -351,6 +370,61 @@ class Distributed(Runner):
     def release(self, blocks: list) -> None:
         for f in blocks:
             f.release()
+
+    def loop_budget(self) -> int:
+        """An eighth of the smallest worker's memory limit, at most
+        :data:`IN_PROCESS_MAX_BYTES` (the in-process rule, on a worker)."""
+        workers = list(self.client.scheduler_info().get("workers", {}).values())
+        if not workers:
+            return 0
+        limits = [int(w.get("memory_limit") or 0) or 8 * IN_PROCESS_MAX_BYTES for w in workers]
+        return int(min(IN_PROCESS_MAX_BYTES, min(limits) // 8))
+
+    def files_shared(self) -> bool:
+        """True when every worker runs on this machine (127.0.0.1, localhost)."""
+        from urllib.parse import urlparse
+
+        hosts = {urlparse(a).hostname for a in self.workers()}
+        return bool(hosts) and hosts <= {"127.0.0.1", "localhost", "::1"}
+
+    def run_whole(self, func: Callable[..., Any], *args: Any) -> tuple[Any, str]:
+        """``func(*args)`` as one task on a worker, with the worker's own
+        threads installed (:class:`InProcess`) for every pass inside it: one
+        round trip for the whole loop instead of one per pass. Warnings
+        raised there are raised again here; if the worker is lost, the
+        scheduler runs the task again elsewhere."""
+        import warnings
+
+        with warnings.catch_warnings():  # the data travel inside the task, so that a rerun has them
+            warnings.filterwarnings("ignore", message="Sending large graph", category=UserWarning)
+            fut = self.client.submit(_run_on_worker, func, args, pure=False)
+        try:
+            out, caught, where = fut.result()
+        finally:
+            fut.release()
+        for message, category in caught:
+            warnings.warn(message, category, stacklevel=4)
+        return out, where
+
+
+def _run_on_worker(func: Callable[..., Any], args: tuple) -> tuple[Any, list, str]:
+    """On a worker: ``func(*args)`` with an :class:`InProcess` runner of the
+    worker's threads installed; returns the result, the warnings raised
+    (message, category) and the worker's address."""
+    import warnings
+
+    from distributed import get_worker
+
+    worker = get_worker()
+    threads = int(getattr(worker, "nthreads", 0) or 1)
+    token = _INSTALLED.set(InProcess(threads, f"the whole call runs on worker {worker.address}"))
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            out = func(*args)
+    finally:
+        _INSTALLED.reset(token)
+    return out, [(str(w.message), w.category) for w in caught], str(worker.address)
 
 
 def _progress_bar(futures: Any) -> None:

@@ -446,12 +446,15 @@ def _cmbc_rows(y, W, b, inv_t, S1, R, out):
     out[1] = hard
 
 
-@_jit
+@numba.njit(cache=CACHE, nogil=True, error_model="numpy")  # no fastmath: it can fold the finiteness test away
 def _moments_rows(x, w, shift, s1, s2, out, skip_bad):
     """Weighted sums of ``x - shift`` and of its squares per feature, in
     float64 (``w``, ``shift``: empty for none). ``skip_bad``: non-finite
     entries are left out of the sums and counted (the second, rare run of
-    a block whose sums came out non-finite). ``out = [sum of w, bad]``."""
+    a block whose sums came out non-finite). ``out = [sum of w, bad]``.
+    The loop over the features needs no reassociation to be SIMD code (each
+    feature has its own sums), so it is compiled without fastmath, whose
+    flags let LLVM drop the finiteness test (seen with a shift)."""
     n, d = x.shape
     has_w = w.shape[0] > 0
     has_shift = shift.shape[0] > 0
@@ -471,3 +474,4 @@ def _moments_rows(x, w, shift, s1, s2, out, skip_bad):
             s2[j] += wi * v * v
     out[0] = wsum
     out[1] = bad
+

@@ -17,6 +17,7 @@ import pytest
 from distributed import Client, get_task_stream
 
 from infoclust_dask import DiscriminativeClustering, KMeans
+from infoclust_dask.engine.runners import Distributed
 
 
 @pytest.fixture
@@ -66,8 +67,10 @@ def _kill_later(client, seconds, done):
 
 @pytest.mark.slow  # 32 s: run by `make test-slow` in .ci/run (keeps `make test` under 10 minutes)
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
-def test_kmeans_and_dc_survive_a_killed_worker_with_numpy_input(real_cluster):
+def test_kmeans_and_dc_survive_a_killed_worker_with_numpy_input(real_cluster, monkeypatch):
     client, workers, start_worker = real_cluster
+    # pass by pass, its blocks scattered (data that fit one worker would run there as one task: see below)
+    monkeypatch.setattr(Distributed, "loop_budget", lambda self: 0)
     rng = np.random.default_rng(0)
     n = 800_000
     lab = rng.integers(0, 8, n)
@@ -102,6 +105,37 @@ def test_kmeans_and_dc_survive_a_killed_worker_with_numpy_input(real_cluster):
     got = DiscriminativeClustering(4, scheduler=client, **dc).fit(Xd, yd)
     assert killed.is_set()
     np.testing.assert_allclose(got.cluster_centers_, ref.cluster_centers_, rtol=0, atol=1e-10)
+
+
+@pytest.mark.slow  # ~20 s: run by `make test-slow` in .ci/run
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_a_whole_fit_on_a_worker_survives_that_workers_loss(real_cluster):
+    """Data that fit one worker: the fit runs there as one task; killing
+    that worker mid-fit makes the scheduler run the task again on another,
+    with the same result."""
+    client, workers, _ = real_cluster
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(300_000, 8)) + 4.0 * rng.integers(0, 6, 300_000)[:, None]
+    km = dict(n_init=1, max_iter=40, tol=0.0, random_state=0)
+    ref = KMeans(6, scheduler="sync", **km).fit(X)
+    t0 = time.perf_counter()
+    first = KMeans(6, scheduler=client, **km).fit(X)
+    undisturbed = time.perf_counter() - t0
+    assert "whole_fit_on" in first.runner_
+    pids = client.run(os.getpid)
+    killed = []
+
+    def kill():
+        busy = [w for w, tasks in client.processing().items() if any("run_on_worker" in str(t) for t in tasks)]
+        if busy:
+            os.kill(pids[busy[0]], signal.SIGKILL)
+            killed.append(busy[0])
+
+    threading.Timer(undisturbed * 0.5, kill).start()
+    got = KMeans(6, scheduler=client, **km).fit(X)
+    assert killed, "no worker was running the fit when the timer fired: make the fit longer"
+    assert got.runner_["whole_fit_on"] != killed[0]
+    np.testing.assert_allclose(got.cluster_centers_, ref.cluster_centers_, rtol=1e-10)
 
 
 @pytest.mark.slow  # ~22 s: a TLS scheduler and workers of their own (make test-slow, run by .ci/run)

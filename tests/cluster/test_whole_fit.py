@@ -1,0 +1,90 @@
+"""A fit on a distributed scheduler whose data fit one worker runs as one
+task there (``cluster/_whole.py``): the same model as in this process
+(1e-10), warnings raised here, the journal recorded and resumed; data above
+the budget, lazy input and this process' runners keep one pass per
+round trip."""
+
+import warnings
+
+import dask.array as da
+import numpy as np
+import pytest
+from sklearn.datasets import load_iris
+from sklearn.exceptions import ConvergenceWarning
+
+from infoclust_dask import DiscriminativeClustering, KMeans, SoftKMeans, write_dataset
+from infoclust_dask.engine.runners import Distributed, InProcess
+
+X, Y = load_iris(return_X_y=True)
+
+CASES = [
+    (KMeans, {"n_clusters": 3}, False),
+    (SoftKMeans, {"n_clusters": 3, "beta": 10.0, "beta_schedule": "auto"}, False),
+    (DiscriminativeClustering, {"n_clusters": 3, "sigma": 1.0}, True),
+]
+
+
+def _fit(cls, kw, with_y, **extra):
+    est = cls(**kw, random_state=0, **extra)
+    return est.fit(X, Y) if with_y else est.fit(X)
+
+
+@pytest.mark.parametrize(("cls", "kw", "with_y"), CASES)
+def test_a_small_fit_runs_whole_on_a_worker_with_the_same_result(local_cluster_client, cls, kw, with_y):
+    here = _fit(cls, kw, with_y, scheduler="sync")
+    there = _fit(cls, kw, with_y, scheduler=local_cluster_client)
+    assert there.runner_["whole_fit_on"] in {w for w in local_cluster_client.scheduler_info()["workers"]}
+    assert "one task on worker" in there.runner_["reason"]
+    assert there.scheduler is local_cluster_client  # its parameters are its own
+    np.testing.assert_allclose(there.cluster_centers_, here.cluster_centers_, rtol=1e-10, atol=1e-12)
+    np.testing.assert_array_equal(there.labels_, here.labels_)
+    np.testing.assert_array_equal(there.predict(X), here.labels_)
+
+
+def test_above_the_budget_each_pass_is_a_round_trip(local_cluster_client, monkeypatch):
+    monkeypatch.setattr(Distributed, "loop_budget", lambda self: X.nbytes - 1)
+    est = KMeans(3, random_state=0, scheduler=local_cluster_client).fit(X)
+    assert "whole_fit_on" not in est.runner_
+    np.testing.assert_allclose(est.cluster_centers_, KMeans(3, random_state=0, scheduler="sync").fit(X)
+                               .cluster_centers_, rtol=1e-10)
+
+
+def test_lazy_input_and_in_process_runners_stay_pass_by_pass(local_cluster_client):
+    est = KMeans(3, random_state=0, scheduler=local_cluster_client).fit(da.from_array(X, chunks=50))
+    assert "whole_fit_on" not in est.runner_
+    assert InProcess(2).loop_budget() == 0
+    assert "whole_fit_on" not in KMeans(3, random_state=0).fit(X).runner_
+
+
+def test_a_store_path_is_opened_on_the_worker(local_cluster_client, tmp_path):
+    write_dataset(tmp_path / "iris.zarr", X, label=Y)
+    est = KMeans(3, random_state=0, scheduler=local_cluster_client).fit(str(tmp_path / "iris.zarr"))
+    assert "whole_fit_on" in est.runner_
+    ref = KMeans(3, random_state=0, scheduler="sync").fit(str(tmp_path / "iris.zarr"))
+    np.testing.assert_allclose(est.cluster_centers_, ref.cluster_centers_, rtol=1e-10)
+    np.testing.assert_array_equal(np.asarray(est.labels_), np.asarray(ref.labels_))
+
+
+def test_warnings_of_the_worker_are_raised_here(local_cluster_client):
+    est = SoftKMeans(3, beta_schedule=[0.1, 1.0], max_iter=2, random_state=0, scheduler=local_cluster_client)
+    with pytest.warns(ConvergenceWarning, match="did not converge within max_iter=2"):
+        est.fit(X)
+    assert "whole_fit_on" in est.runner_
+
+
+def test_the_journal_is_recorded_on_the_worker_and_resumes(local_cluster_client, tmp_path):
+    run = tmp_path / "run"
+    first = KMeans(3, random_state=0, scheduler=local_cluster_client).fit(X, checkpoint=run)
+    assert "whole_fit_on" in first.runner_ and any(run.iterdir())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        again = KMeans(3, random_state=0, scheduler=local_cluster_client).fit(X, resume=run)
+    assert again.resumed_passes_ > 0
+    np.testing.assert_array_equal(again.cluster_centers_, first.cluster_centers_)
+
+
+def test_a_refit_drops_the_attributes_the_new_fit_does_not_set(local_cluster_client):
+    est = SoftKMeans(3, beta_schedule="auto", beta=10.0, random_state=0, scheduler=local_cluster_client).fit(X)
+    assert hasattr(est, "predicted_critical_path_")
+    est.set_params(beta_schedule=[0.5, 10.0]).fit(X)
+    assert not hasattr(est, "predicted_critical_path_")
