@@ -73,7 +73,17 @@ def _annealing_lines(da_: dict, cv: dict | None) -> list[str]:
     return ["## Deterministic annealing (soft K-means, MacKay §20.5)",
             f"- predicted first split at beta = 1/sigma_1^2 = {da_['predicted_first_split']:.4g}",
             f"- observed splits (beta, number of distinct centres after): {da_['observed_splits']}",
-            f"- {da_['n_passes']} passes over the data in {da_['seconds']} s"]
+            f"- {da_['n_passes']} passes over the data in {da_['seconds']} s"] + _auto_lines(da_.get("auto"))
+
+
+def _auto_lines(auto: dict | None) -> list[str]:
+    if not auto:
+        return []
+    where = auto["runner"].get("whole_fit_on")
+    return [f"- the path placed from the data (`beta_schedule=\"auto\"`): {auto['betas']} betas, "
+            f"{auto['n_passes']} passes, {auto['seconds']} s, splits {auto['observed_splits']}",
+            f"- it ran on {auto['runner']['runner']}"
+            + (f", as one task on worker {where} (its data fit one worker)" if where else "")]
 
 
 def _dc_lines(dc: dict, cv: dict | None) -> list[str]:

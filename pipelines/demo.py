@@ -181,8 +181,17 @@ def anneal(store: str, n_clusters: int, scheduler: str | None, seed: int, run_di
     coords = (sk.centers_path_ - mean) @ axes[0]
     plot_annealing_path(betas, coords, run_path(run_dir) / "annealing.png", critical=[b for b, _ in crit],
                         predicted=beta_c, title=f"Deterministic annealing (soft K-means), K={n_clusters}")
+    # the same rows (numpy), the path placed from the data, on a dask cluster (the shared LocalCluster unless one
+    # is named): data that fit one worker run there as one task, not one scheduler round trip per pass
+    rows = np.asarray(engine.compute(ds["x"].data, scheduler=sched))
+    cluster = engine.runner_for(scheduler or "local", rows)  # started before the timing
+    t0 = time.perf_counter()
+    auto = SoftKMeans(n_clusters, beta=float(betas[-1]), beta_schedule="auto", random_state=seed,
+                      scheduler=cluster).fit(rows)
     return {"predicted_first_split": float(beta_c), "observed_splits": crit,
-            "n_passes": sk.n_iter_, "seconds": round(seconds, 2)}
+            "n_passes": sk.n_iter_, "seconds": round(seconds, 2),
+            "auto": {"betas": len(auto.betas_), "n_passes": auto.n_iter_, "seconds": round(time.perf_counter() - t0, 2),
+                     "observed_splits": auto.critical_betas(), "runner": auto.runner_}}
 
 
 @task(name="smic-toys")
