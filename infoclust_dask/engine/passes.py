@@ -26,7 +26,7 @@ from .blocks import (
     as_array,
     build_reduction,
 )
-from .runners import resolve_scheduler
+from .runners import current_runner, resolve_scheduler
 
 
 # --------------------------------------------------------------------------
@@ -187,8 +187,14 @@ def map_blocks(
     _check_pass(bp, "map", arrays)
     if not any(_is_dask(a) for a in arrays if a is not None):
         _same_rows(arrays)
-        outs = [np.asarray(run_chunk(bp, sl.start, _rows(arrays, sl), params))
-                for sl in _array_slices(arrays[0], block_rows)]
+        here = current_runner()  # the threads of the enclosing call's runner in this process, if it has some
+        here = here if here is not None and here.local else None
+
+        def run(sl):
+            return np.asarray(run_chunk(bp, sl.start, _rows(arrays, sl), params))
+
+        slices = _array_slices(arrays[0], block_rows, here.threads if here is not None else 1)
+        outs = here.each(run, slices) if here is not None else [run(sl) for sl in slices]
         return np.concatenate(outs, axis=0).astype(bp.dtype, copy=False)
 
     import dask.array as da

@@ -514,6 +514,11 @@ def resolve_scheduler(scheduler: Any = None) -> Runner:
     )
 
 
+def current_runner() -> Runner | None:
+    """The runner installed by the enclosing :func:`installed` block, if any."""
+    return _INSTALLED.get()
+
+
 def data_bytes(data: Any) -> tuple[int, bool]:
     """``(bytes, lazy)`` of a fit's input: numpy, dask, xarray (a Dataset's
     variables summed), a zarr array or a store path (opened lazily by the

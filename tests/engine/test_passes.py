@@ -145,6 +145,29 @@ def test_a_small_array_is_cut_into_a_block_per_thread(n):
     assert starts == [0]
 
 
+def test_a_map_pass_in_a_call_uses_its_runners_threads():
+    """map_blocks over numpy inside a call whose runner has 2 threads runs
+    a block per thread (the labels of a fit), with the result of one
+    block after another."""
+    from infoclust_dask.engine.runners import InProcess
+
+    x = np.random.default_rng(3).normal(size=(10_000, 4))
+    starts = []
+
+    def kernel(b, *, centers, start):
+        starts.append(start)
+        return np.argmin(((b[:, None, :] - centers[None]) ** 2).sum(-1), axis=1)
+
+    bp = Pass("labels_starts", kernel, kind="map", dtype=np.int64, start=True)
+    alone = engine.map_blocks(bp, x, params={"centers": CENTERS})
+    assert starts == [0]
+    starts.clear()
+    with engine.installed(InProcess(2)):
+        both = engine.map_blocks(bp, x, params={"centers": CENTERS})
+    assert sorted(starts) == [0, 5000]
+    np.testing.assert_array_equal(both, alone)
+
+
 def test_map_blocks_lazy_and_numpy_agree(xw):
     x, _ = xw
     a = engine.map_blocks(ASSIGN, x, params={"centers": CENTERS})
