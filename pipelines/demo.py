@@ -183,7 +183,7 @@ def anneal(store: str, n_clusters: int, scheduler: str | None, seed: int, run_di
                         predicted=beta_c, title=f"Deterministic annealing (soft K-means), K={n_clusters}")
     # the same rows (numpy), the path placed from the data, on a dask cluster (the shared LocalCluster unless one
     # is named): data that fit one worker run there as one task, not one scheduler round trip per pass
-    rows = np.asarray(engine.compute(ds["x"].data, scheduler=sched))
+    rows = np.asarray(engine.compute(X, scheduler=sched))  # the prepared rows: no second read of the store
     cluster = engine.runner_for(scheduler or "local", rows)  # started before the timing
     t0 = time.perf_counter()
     auto = SoftKMeans(n_clusters, beta=float(betas[-1]), beta_schedule="auto", random_state=seed,

@@ -174,16 +174,16 @@ def journaled(fit):
             self.runner_ = runner.describe()  # where the fit runs, and why
             X, args, kwargs, finish = prepare_call(self, "fit", X, args, kwargs)  # xarray in: see _xarray
             folder = resume if resume is not None else checkpoint
-            nbytes = whole_fit_bytes(runner, X, args, kwargs, folder)
-            if nbytes is not None:  # a distributed scheduler, data that fit one worker: the loop runs there
+            whole = whole_fit_bytes(runner, X, args, kwargs, folder)
+            if whole is not None:  # a distributed scheduler, data that fit one worker: the loop runs there
+                nbytes, budget = whole
                 fingerprint = _fingerprint(self, X) if folder is not None else None
                 (fitted, replayed), where = runner.run_whole(fit_whole, for_worker(self), X, args, kwargs, folder,
                                                              fingerprint, resume is not None)
                 adopt(self, fitted)
                 self.runner_ = {**runner.describe(), "whole_fit_on": where,
                                 "reason": f"{runner.reason}; the whole fit ran as one task on worker {where}: its "
-                                          f"data ({nbytes} bytes) fit one worker's budget ({runner.loop_budget()} "
-                                          "bytes)"}
+                                          f"data ({nbytes} bytes) fit one worker's budget ({budget} bytes)"}
                 if replayed is not None:
                     self.resumed_passes_ = replayed
                 return finish(self)

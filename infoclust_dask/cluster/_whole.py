@@ -26,13 +26,13 @@ def _nbytes(value: Any, first: bool) -> int | None:
 
     if value is None or isinstance(value, (bool, int, float, np.generic)):
         return 0
-    if isinstance(value, str) and not (first and is_path(value)):
-        return 0
     if first and is_path(value):
         try:
             return int(open_input(value).nbytes)
         except Exception:  # noqa: BLE001 - the fit itself reports what is wrong with the store
             return None
+    if isinstance(value, str):  # a variable name, an option
+        return 0
     if isinstance(value, np.ndarray):
         return int(value.nbytes)
     if isinstance(value, (list, tuple)) and all(isinstance(v, (bool, int, float, str, np.generic)) for v in value):
@@ -40,11 +40,11 @@ def _nbytes(value: Any, first: bool) -> int | None:
     return None
 
 
-def whole_fit_bytes(runner: Any, X: Any, args: tuple, kwargs: dict, folder: Any) -> int | None:
-    """The bytes of a fit's data when the whole fit should run as one task
-    on a worker of ``runner``; None when it runs here, pass by pass (a
-    runner of this process, data above the budget or lazy, a run folder the
-    workers cannot see)."""
+def whole_fit_bytes(runner: Any, X: Any, args: tuple, kwargs: dict, folder: Any) -> tuple[int, int] | None:
+    """``(bytes of the fit's data, the runner's loop budget)`` when the
+    whole fit should run as one task on a worker of ``runner``; None when
+    it runs here, pass by pass (a runner of this process, data above the
+    budget or lazy, a run folder the workers cannot see)."""
     from .._paths import is_url
 
     budget = runner.loop_budget()
@@ -58,7 +58,7 @@ def whole_fit_bytes(runner: Any, X: Any, args: tuple, kwargs: dict, folder: Any)
         if n is None:
             return None
         total += n
-    return total if total <= budget else None
+    return (total, budget) if total <= budget else None
 
 
 def for_worker(est: Any) -> Any:

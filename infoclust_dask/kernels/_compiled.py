@@ -239,10 +239,7 @@ def moments(x, w=None, *, shift=None):
     one loop over the block as it is (float32 rows are not copied to
     float64); a block whose sums come out non-finite is summed again,
     skipping and counting its non-finite entries."""
-    x = np.asarray(x)
-    if x.ndim == 1:
-        x = x[:, None]
-    x = np.ascontiguousarray(x) if x.dtype in (np.float32, np.float64) else as_rows(x)
+    x = as_rows(x)
     n, d = x.shape
     sh = _EMPTY if shift is None else _shaped(np.asarray(shift).reshape(-1), (d,), "shift")
     ww = _weights(w, n)

@@ -77,8 +77,7 @@ def lloyd_step_stats(x: np.ndarray, w: np.ndarray | None = None, *, centers: np.
     ``inertia`` at these centres, as :func:`lloyd_stats` (when the centres
     stop moving, the last pass is the final inertia's, no pass of its
     own)."""
-    _, dmin, counts, sums = _compiled.lloyd(x, w, centers=centers)
-    return {"counts": counts, "sums": sums, "inertia": _inertia(dmin, w)}
+    return lloyd_stats(x, w, centers=centers)
 
 
 def inertia_stats(x: np.ndarray, w: np.ndarray | None = None, *, centers: np.ndarray) -> dict[str, np.ndarray]:
