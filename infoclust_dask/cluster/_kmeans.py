@@ -96,6 +96,9 @@ def lloyd(X, w, centers, *, max_iter, tol, verbose=0, label="", warn_empty=True,
     return centers, float(st["inertia"]), it, np.asarray(st["counts"], dtype=np.float64)
 
 
+#: above this many bytes of data, ``init="k-means++"`` seeds on a uniform sample (one pass, whatever K)
+SAMPLED_SEEDING_BYTES = 2**30
+
 class KMeans(ClusterMixin, TransformerMixin, InfoclustEstimator):
     """K-means clustering whose every pass is a map-reduce over row blocks.
 
@@ -105,10 +108,12 @@ class KMeans(ClusterMixin, TransformerMixin, InfoclustEstimator):
         Number of clusters K.
     init : {"k-means++", "k-means||", "random"} or array of shape (n_clusters, n_features), default="k-means++"
         Seeding. ``"k-means++"``: greedy D^2 sampling (Arthur & Vassilvitskii
-        2007), one pass per centre on data held in memory; on data that
-        stream from their store at every pass, k-means++ (then Lloyd) on a
-        uniform sample of ``max(20 000, 100 * n_clusters)`` rows drawn in
-        one pass, so the seeding costs one pass whatever K.
+        2007), one pass per centre on data held in memory up to
+        :data:`SAMPLED_SEEDING_BYTES` (1 GiB); on larger data, and on data
+        that stream from their store at every pass, k-means++ (then Lloyd)
+        on a uniform sample of ``max(20 000, 100 * n_clusters)`` rows drawn
+        in one pass, so the seeding costs one pass whatever K. The rule
+        depends on the data only, so every runner seeds alike.
         ``"k-means||"``: oversampling rounds, better for large K on big data.
         ``"random"``: distinct rows drawn uniformly. An array is used as is.
     n_init : int or "auto", default="auto"
@@ -218,7 +223,8 @@ class KMeans(ClusterMixin, TransformerMixin, InfoclustEstimator):
                 return lloyd(C, cw, c0, max_iter=100, tol=0.0, warn_empty=False)[0]
 
         if self.init == "k-means++":
-            if engine.streams(X):  # k + 1 passes over a store would cost more than the fit: seed on a sample
+            # k + 1 passes over a store, or over gigabytes held by a cluster, would cost more than the fit
+            if engine.streams(X) or X.nbytes > SAMPLED_SEEDING_BYTES:
                 self.seeding_ = f"best of 5 k-means++ on a {seed_sample_rows(k)}-row uniform sample (1 pass)"
                 return init_sampled_kmeanspp(X, w, k, rng, lloyd=refine)
             self.seeding_ = f"k-means++ ({k + 1} passes)"

@@ -38,7 +38,7 @@ from .blocks import DEFAULT_BLOCK_BYTES, INLINE_LOAD_BYTES, as_array, as_lazy, b
 from .execute import ChecksumError, NoWorkersError, one_blas_thread
 from .pairs import block_pairs, cross_pairs, partition_pairs
 from .passes import fold_blocks, generate, map_blocks, map_reduce, n_blocks
-from .placement import PERSIST_BYTES, persist, persist_all, prepare, streams, take_rows
+from .placement import persist, persist_all, prepare, streams, take_rows
 from .rowblocks import RowBlocks, exchange
 from .runners import (
     Distributed,
@@ -90,6 +90,5 @@ __all__ = [
     "is_lazy",
     "take_rows",
     "DEFAULT_BLOCK_BYTES",
-    "PERSIST_BYTES",
     "INLINE_LOAD_BYTES",
 ]

@@ -11,9 +11,9 @@ import numpy as np
 
 from ..kernels._common import Pass
 from .blocks import _block_tasks, _is_dask, _token, as_array
-from .runners import PERSIST_BYTES, resolve_scheduler
+from .runners import resolve_scheduler
 
-__all__ = ["prepare", "streams", "persist", "persist_all", "take_rows", "PERSIST_BYTES"]
+__all__ = ["prepare", "streams", "persist", "persist_all", "take_rows"]
 
 
 # --------------------------------------------------------------------------
@@ -28,7 +28,10 @@ def prepare(data: Any, *, scheduler: Any = None, limit: int | None = None) -> An
       pass runs on it without a task graph; numpy input is used in place;
     - on a ``distributed`` scheduler: numpy input is scattered to the
       workers once, block by block; lazy input of at most ``limit`` bytes
-      (default :data:`PERSIST_BYTES`) is persisted in their memory;
+      (default: the runner's
+      :meth:`~.cluster_runner.Distributed.persist_budget`, a quarter of the
+      workers' memory limits) is persisted in their memory, read from its
+      store once;
     - larger lazy input streams from its store at every pass, with bounded
       memory.
     """
@@ -39,11 +42,16 @@ def streams(data: Any, *, scheduler: Any = None) -> bool:
     """Whether every pass over ``data`` (as :func:`prepare` left it) reads
     it from its store again: lazy data that were not held in memory - in
     this process every lazy input that :func:`prepare` kept lazy, on a
-    distributed scheduler lazy input above :data:`PERSIST_BYTES`."""
+    distributed scheduler lazy input whose graph holds no data already on
+    the workers (persisted or scattered blocks)."""
     a = as_array(data)
     if not _is_dask(a):
         return False
-    return resolve_scheduler(scheduler).local or a.nbytes > PERSIST_BYTES
+    if resolve_scheduler(scheduler).local:
+        return True
+    from distributed import futures_of
+
+    return not futures_of(a)
 
 
 def persist(data: Any, *, scheduler: Any = None, chunk_rows: int | None = None) -> Any:

@@ -219,6 +219,26 @@ def test_streamed_data_are_seeded_on_a_one_pass_sample(monkeypatch):
     assert km.inertia_ <= 1.01 * full.inertia_, (km.inertia_, full.inertia_)
 
 
+def test_data_above_the_sampled_seeding_size_seed_on_a_sample_on_every_runner(monkeypatch, local_cluster_client):
+    """Above SAMPLED_SEEDING_BYTES, in memory too (numpy here, persisted on a
+    cluster there): the one-pass sampled seeding, the same centres on every
+    runner; below it, k-means++ on every row."""
+    from infoclust_dask.cluster import _kmeans
+
+    rng = np.random.default_rng(3)
+    centres = rng.normal(0, 5, size=(6, 4))
+    X = centres[rng.integers(0, 6, 30_000)] + rng.normal(size=(30_000, 4))
+    monkeypatch.setattr(_kmeans, "SAMPLED_SEEDING_BYTES", X.nbytes - 1)
+    ref = KMeans(6, random_state=1, scheduler="sync").fit(X)
+    assert ref.seeding_.startswith("best of 5 k-means++ on a 20000-row uniform sample")
+    for s, data in (("threads", X), (local_cluster_client, da.from_array(X, chunks=7_000))):
+        km = KMeans(6, random_state=1, scheduler=s).fit(data)
+        assert km.seeding_ == ref.seeding_
+        np.testing.assert_allclose(km.cluster_centers_, ref.cluster_centers_, rtol=1e-10, atol=1e-12)
+    monkeypatch.setattr(_kmeans, "SAMPLED_SEEDING_BYTES", X.nbytes)
+    assert KMeans(6, random_state=1, scheduler="sync").fit(X).seeding_ == "k-means++ (7 passes)"
+
+
 def test_when_the_centres_stop_moving_the_last_lloyd_pass_gives_the_final_inertia(monkeypatch):
     """No pass of its own for the final inertia when the last Lloyd pass was
     at the final centres; the inertia and sizes equal brute force."""

@@ -62,6 +62,36 @@ def test_the_budget_comes_from_the_environment_or_free_memory(monkeypatch):
             runners.in_process_budget()
 
 
+def test_the_workers_hold_lazy_input_up_to_a_quarter_of_their_memory(X, monkeypatch, local_cluster_client):
+    """The distributed runner's persist budget: a quarter of the workers'
+    memory limits (and of this machine's available memory, the workers
+    being here), or $INFOCLUST_PERSIST_BYTES. Below it a lazy input is read
+    once into the workers' memory (it no longer streams), above it streams;
+    the fit is the same either way."""
+    import psutil
+
+    r = runners.Distributed(local_cluster_client)
+    monkeypatch.delenv("INFOCLUST_PERSIST_BYTES", raising=False)
+    limits = [w["memory_limit"] for w in local_cluster_client.scheduler_info()["workers"].values()]
+    budget = r.persist_budget()
+    assert budget <= sum(limits) // 4
+    assert budget >= min(sum(limits) // 4, psutil.virtual_memory().available // 4) * 0.8  # the memory moves
+    lazy = da.from_array(X, chunks=500)
+    assert engine.streams(lazy, scheduler=r)
+    held = r.prepare(lazy)
+    assert not engine.streams(held, scheduler=r)
+    monkeypatch.setenv("INFOCLUST_PERSIST_BYTES", str(X.nbytes - 1))
+    assert r.persist_budget() == X.nbytes - 1
+    assert r.prepare(lazy) is lazy and engine.streams(r.prepare(lazy), scheduler=r)
+    streamed = KMeans(3, random_state=0, scheduler=local_cluster_client).fit(lazy)
+    monkeypatch.setenv("INFOCLUST_PERSIST_BYTES", str(X.nbytes))
+    assert not engine.streams(r.prepare(lazy), scheduler=r)
+    kept = KMeans(3, random_state=0, scheduler=local_cluster_client).fit(lazy)
+    assert streamed.seeding_ != kept.seeding_  # streamed: one pass on a sample; held: k-means++ on every row
+    order = [np.argsort(m.cluster_centers_[:, 0]) for m in (kept, streamed)]  # seeded apart: same centres, any order
+    np.testing.assert_allclose(kept.cluster_centers_[order[0]], streamed.cluster_centers_[order[1]], rtol=1e-10)
+
+
 @pytest.mark.parametrize("estimator", [
     lambda s: KMeans(3, random_state=0, scheduler=s),
     lambda s: SoftKMeans(3, beta=2.0, random_state=0, scheduler=s),

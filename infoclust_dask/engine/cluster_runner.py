@@ -1,0 +1,211 @@
+"""The ``distributed`` runner (:class:`Distributed`): passes as tasks on a
+dask cluster's workers, through a ``Client``; numpy input scattered once,
+lazy input that fits the workers' memory (:meth:`Distributed.persist_budget`)
+held there, larger input streamed from its store at every pass, and a whole
+call whose data fit one worker run there as one task."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Callable
+
+import numpy as np
+
+from . import execute
+from .blocks import _auto_rows, _is_dask, _row_slices, as_array
+from .local_runner import _INSTALLED, IN_PROCESS_MAX_BYTES, InProcess, Runner, _lazy
+
+__all__ = ["Distributed", "UNLIMITED_WORKER_BYTES"]
+
+#: what a worker without a memory limit counts for in :meth:`Distributed.persist_budget`
+UNLIMITED_WORKER_BYTES = 2 * 2**30
+
+
+class Distributed(Runner):
+    """A ``distributed`` scheduler, through ``client``."""
+
+    local = False
+
+    def __init__(self, client: Any, reason: str = "") -> None:
+        super().__init__(reason)
+        self.client = client
+
+    @property
+    def kind(self) -> str:
+        return "distributed"
+
+    def __str__(self) -> str:
+        return f"distributed ({self.client.scheduler.address})"
+
+    def __repr__(self) -> str:
+        return f"Distributed({self.client.scheduler.address!r})"
+
+    def workers(self) -> list[str]:
+        return sorted(execute._workers(self.client))
+
+    def compute(self, obj: Any, *, progress: bool = False) -> Any:
+        if isinstance(obj, (tuple, list)):
+            if not any(_lazy(o) for o in obj):
+                return obj
+            import dask
+
+            return type(obj)(self.compute(dask.delayed(list)(list(obj)), progress=progress))
+        if not _lazy(obj):
+            return obj
+        with execute.checksums_named():
+            return execute.compute_distributed(self.client, obj, progress=progress)
+
+    def each(self, func: Callable[[Any], Any], items: list) -> list:
+        raise RuntimeError("A distributed runner runs blocks on its workers, through a graph (this is a bug).")
+
+    def prepare(self, a: Any, limit: int | None = None) -> Any:
+        """Numpy input scattered to the workers once, block by block; lazy
+        input of at most ``limit`` bytes (default :meth:`persist_budget`)
+        persisted in the workers' memory; larger lazy input streams."""
+        a = as_array(a)
+        if _is_dask(a) and a.nbytes > (self.persist_budget() if limit is None else limit):
+            return a
+        return self.persist(a)
+
+    def persist_budget(self) -> int:
+        """Bytes of lazy input a many-pass fit holds in the workers' memory,
+        read from its store once instead of at every pass:
+        ``$INFOCLUST_PERSIST_BYTES`` if set, else a quarter of the workers'
+        memory limits summed (:data:`UNLIMITED_WORKER_BYTES` for a worker
+        without one) and, when the workers run on this machine, at most a
+        quarter of the memory available on it now. A quarter leaves the
+        blocks below the workers' spill threshold (60 % of a limit by
+        default) with room for each pass's working set."""
+        from .._settings import env_number
+
+        value = env_number("INFOCLUST_PERSIST_BYTES", None, kind=int, allow_zero=True)
+        if value is not None:
+            return value
+        workers = list(self.client.scheduler_info().get("workers", {}).values())
+        budget = sum(int(w.get("memory_limit") or 0) or UNLIMITED_WORKER_BYTES for w in workers) // 4
+        if self.files_shared():
+            import psutil
+
+            budget = min(budget, psutil.virtual_memory().available // 4)
+        return int(budget)
+
+    def persist(self, a: Any, chunk_rows: int | None = None) -> Any:
+        import dask
+        import dask.array as da
+
+        a = as_array(a)
+        if _is_dask(a):
+            if execute._on_scattered(a):
+                # already in the workers' memory (e.g. a nested KMeans seeding DC): results computed from
+                # scattered blocks and held as futures could not be recomputed once lost with a worker,
+                # while this graph still can after the blocks are sent again (execute._rescatter_lost)
+                return a
+            return self.client.persist(a, optimize_graph=False)
+        rows = chunk_rows or _auto_rows(a)
+        slices = _row_slices(a.shape[0], 1, rows)
+        blocks = [a[sl] for sl in slices]
+        futures = self.client.scatter(blocks, hash=True)  # keys from the bytes: a re-scatter recreates them
+        execute._remember_scattered(futures, blocks)
+        pieces = [da.from_delayed(dask.delayed(f), shape=(sl.stop - sl.start,) + a.shape[1:], dtype=a.dtype)
+                  for f, sl in zip(futures, slices, strict=True)]
+        return da.concatenate(pieces, axis=0)
+
+    def persist_all(self, arrays: tuple, progress: bool = False) -> tuple:
+        from distributed import futures_of
+
+        out = self.client.persist(list(arrays), optimize_graph=False)
+        if progress:
+            _progress_bar(out)
+        execute.wait_futures(self.client, futures_of(out))
+        return tuple(out)
+
+    def broadcast(self, value: Any) -> Any:
+        if isinstance(value, np.ndarray):
+            return self.client.scatter(value, broadcast=True, hash=False)
+        return value
+
+    def keep(self, tasks: list, progress: bool = False) -> list:
+        blocks = self.client.compute(tasks, optimize_graph=False)
+        if progress:
+            _progress_bar(blocks)
+        execute.wait_futures(self.client, blocks)
+        return blocks
+
+    def apply(self, blocks: list, func: Callable[[Any, Any], Any], shared: Any, key: str) -> list:
+        arg = self.broadcast(shared)
+        futs = [self.client.submit(func, b, arg, key=f"{key}-{i}", pure=False) for i, b in enumerate(blocks)]
+        try:
+            return self.client.gather(futs)
+        finally:
+            for f in futs:
+                f.release()
+            if arg is not shared:
+                arg.release()
+
+    def release(self, blocks: list) -> None:
+        for f in blocks:
+            f.release()
+
+    def loop_budget(self) -> int:
+        """An eighth of the smallest worker's memory limit, at most
+        :data:`IN_PROCESS_MAX_BYTES` (the in-process rule, on a worker)."""
+        workers = list(self.client.scheduler_info().get("workers", {}).values())
+        if not workers:
+            return 0
+        limits = [int(w.get("memory_limit") or 0) or 8 * IN_PROCESS_MAX_BYTES for w in workers]
+        return int(min(IN_PROCESS_MAX_BYTES, min(limits) // 8))
+
+    def files_shared(self) -> bool:
+        """True when every worker runs on this machine (127.0.0.1, localhost)."""
+        from urllib.parse import urlparse
+
+        hosts = {urlparse(a).hostname for a in self.workers()}
+        return bool(hosts) and hosts <= {"127.0.0.1", "localhost", "::1"}
+
+    def run_whole(self, func: Callable[..., Any], *args: Any) -> tuple[Any, str]:
+        """``func(*args)`` as one task on a worker, with the worker's own
+        threads installed (:class:`InProcess`) for every pass inside it: one
+        round trip for the whole loop instead of one per pass. Warnings
+        raised there are raised again here; if the worker is lost, the
+        scheduler runs the task again elsewhere."""
+        import warnings
+
+        with warnings.catch_warnings():  # the data travel inside the task, so that a rerun has them
+            warnings.filterwarnings("ignore", message="Sending large graph", category=UserWarning)
+            fut = self.client.submit(_run_on_worker, func, args, pure=False)
+        try:
+            out, caught, where = fut.result()
+        finally:
+            fut.release()
+        for message, category in caught:
+            warnings.warn(message, category, stacklevel=4)
+        return out, where
+
+
+def _run_on_worker(func: Callable[..., Any], args: tuple) -> tuple[Any, list, str]:
+    """On a worker: ``func(*args)`` with an :class:`InProcess` runner of the
+    worker's threads installed; returns the result, the warnings raised
+    (message, category) and the worker's address."""
+    import warnings
+
+    from distributed import get_worker
+
+    worker = get_worker()
+    threads = int(getattr(worker, "nthreads", 0) or 1)
+    token = _INSTALLED.set(InProcess(threads, f"the whole call runs on worker {worker.address}"))
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            out = func(*args)
+    finally:
+        _INSTALLED.reset(token)
+    return out, [(str(w.message), w.category) for w in caught], str(worker.address)
+
+
+def _progress_bar(futures: Any) -> None:
+    import sys
+
+    from distributed import progress as dprogress
+
+    with contextlib.redirect_stdout(sys.stderr):  # its text bar writes to stdout, which is for results
+        dprogress(futures)
