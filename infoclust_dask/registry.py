@@ -71,16 +71,15 @@ def _agreement_with_label(est: Any, ds: Any) -> dict | None:
     labels = getattr(est, "labels_", None)
     if ds is None or "label" not in getattr(ds, "data_vars", {}) or labels is None or np.ndim(labels) != 1:
         return None
-    from sklearn.metrics import adjusted_rand_score, normalized_mutual_info_score
-
     from . import engine
+    from .metrics import agreement
 
     with engine.installed(getattr(est, "scheduler", None), data=ds["x"]):  # where the fit ran
         pred = np.asarray(engine.compute(labels))
         truth = np.asarray(engine.compute(ds["label"].data))
     if truth.shape != pred.shape:
         return None
-    return {"ari": float(adjusted_rand_score(truth, pred)), "nmi": float(normalized_mutual_info_score(truth, pred))}
+    return agreement(truth, pred)
 
 
 @dataclass(frozen=True)
