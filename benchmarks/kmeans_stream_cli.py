@@ -62,6 +62,7 @@ def main():
         if k in args.compare_kpp:
             code = ("import sys, numpy as np; from infoclust_dask import KMeans, open_dataset; "
                     f"from infoclust_dask.cluster import _kmeans; _kmeans.engine.streams = lambda X: False; "
+                    f"_kmeans.SAMPLED_SEEDING_BYTES = float('inf'); "
                     f"km = KMeans({k}, random_state=0).fit(open_dataset({str(path)!r})['x']); "
                     "print(km.inertia_, km.seeding_)")
             t0 = time.perf_counter()

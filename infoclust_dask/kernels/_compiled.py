@@ -110,6 +110,10 @@ def _weights(w, n):
     return _EMPTY if w is None else _shaped(np.asarray(w).reshape(-1), (n,), "sample weights")
 
 
+#: from this many centres Lloyd's assignment takes its products from BLAS (measured: docs/BENCHMARKS.md)
+LLOYD_GEMM_MIN_K = 16
+
+
 def lloyd(x, w=None, *, centers, with_sums=True):
     """Nearest centre of every row (ties: the lowest index), the exact
     squared distance to it, and the (weighted) counts and sums per centre of
@@ -124,7 +128,13 @@ def lloyd(x, w=None, *, centers, with_sums=True):
     labels, dmin = np.empty(n, dtype=np.int64), np.empty(n)
     counts, sums = np.zeros(k), np.zeros((k, d) if with_sums else (0, 0))
     # float32 rows: distances in float32 (the assignment), counts and sums in float64
-    _loops()._lloyd_rows(x, _weights(w, n), _in(c, x), counts, sums, labels, dmin, with_sums)
+    cx = _in(c, x)
+    if k >= LLOYD_GEMM_MIN_K:  # the products by BLAS; near ties decided by the exact differences (same labels)
+        shift = cx.mean(axis=0, dtype=np.float64).astype(x.dtype)
+        _loops()._lloyd_rows_gemm(x, _weights(w, n), cx, shift, float(np.finfo(x.dtype).eps) / 2, counts, sums,
+                                  labels, dmin, with_sums)
+    else:
+        _loops()._lloyd_rows(x, _weights(w, n), cx, counts, sums, labels, dmin, with_sums)
     return labels, dmin, counts, sums
 
 

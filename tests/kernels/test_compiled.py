@@ -149,6 +149,56 @@ def test_memberships_in_tiles_of_every_length(n, k, d):
     np.testing.assert_allclose(got["Q"], post.T @ (x ** 2).sum(1), rtol=1e-10, atol=1e-10)
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("case", ["blobs", "offset ties", "duplicate centres", "constant column"])
+def test_lloyd_by_matrix_products_gives_the_labels_of_the_exact_differences(dtype, case):
+    """From LLOYD_GEMM_MIN_K centres the assignment comes from BLAS products
+    of the expansion |m|^2 - 2 x.m; rows whose runner-up is within its
+    rounding are decided by the exact differences. Both paths on the same
+    data - blobs, rows exactly on the bisector of two centres far from the
+    origin (1e4), duplicated centres, a constant column - give the same
+    labels (ties: the lowest index), the same exact distances and sums."""
+    loops = _loops
+    rng = np.random.default_rng(["blobs", "offset ties", "duplicate centres", "constant column"].index(case))
+    k, d = max(_compiled.LLOYD_GEMM_MIN_K, 40), 6
+    c = rng.normal(scale=3, size=(k, d))
+    x = c[rng.integers(0, k, 5000)] + rng.normal(size=(5000, d))
+    if case == "offset ties":  # integer centres and rows on the bisector of centres 0 and 1, around 1e4
+        c = np.round(rng.normal(scale=3, size=(k, d))) + 1e4
+        c[1] = c[0]
+        c[1, 0] += 2.0
+        x = np.repeat(c[:1], 5000, axis=0) + np.round(rng.normal(scale=0.3, size=(5000, d)))
+        x[:, 0] = c[0, 0] + 1.0  # equidistant from centres 0 and 1 in exact arithmetic
+    elif case == "duplicate centres":
+        c[5:10] = c[0]
+    elif case == "constant column":
+        x[:, 2] = 7.0
+        c[:, 2] = 7.0
+    x, cx = x.astype(dtype), c.astype(dtype)
+    out = {}
+    for name in ("exact", "products"):
+        lab, dmin = np.empty(len(x), np.int64), np.empty(len(x), dtype)
+        counts, sums = np.zeros(k), np.zeros((k, d))
+        if name == "exact":
+            loops._lloyd_rows(x, np.empty(0), cx, counts, sums, lab, dmin, True)
+        else:
+            shift = cx.mean(axis=0, dtype=np.float64).astype(dtype)
+            loops._lloyd_rows_gemm(x, np.empty(0), cx, shift, float(np.finfo(dtype).eps) / 2, counts, sums, lab,
+                                   dmin, True)
+        out[name] = lab, dmin, counts, sums
+    (la, da_, ca, sa), (lb, db, cb, sb) = out["exact"], out["products"]
+    np.testing.assert_array_equal(lb, la)
+    np.testing.assert_allclose(db, da_, rtol=1e-12 if dtype == np.float64 else 1e-6, atol=1e-9)
+    np.testing.assert_array_equal(cb, ca)
+    np.testing.assert_allclose(sb, sa, rtol=1e-12)
+    if case == "offset ties":
+        assert np.all(np.isin(la, [0]))  # the bisector's rows go to the lower index
+    if case == "duplicate centres":
+        assert not np.isin(lb, np.arange(5, 10)).any()  # a duplicate never wins over centre 0
+    ref = np.argmin(((x[:, None, :].astype(np.float64) - cx[None].astype(np.float64)) ** 2).sum(-1), axis=1)
+    assert (lb == ref).mean() > 0.999  # float64 brute force (float32 rows' near ties may round apart)
+
+
 def test_ties_go_to_the_lowest_index_and_a_row_on_a_centre_has_distance_zero():
     c = np.array([[0.0, 0.0], [2.0, 0.0], [0.0, 0.0]])
     x = np.array([[1.0, 0.0], [0.0, 0.0], [2.0, 0.0]])
