@@ -73,7 +73,15 @@ def _annealing_lines(da_: dict, cv: dict | None) -> list[str]:
     return ["## Deterministic annealing (soft K-means, MacKay §20.5)",
             f"- predicted first split at beta = 1/sigma_1^2 = {da_['predicted_first_split']:.4g}",
             f"- observed splits (beta, number of distinct centres after): {da_['observed_splits']}",
-            f"- {da_['n_passes']} passes over the data in {da_['seconds']} s"] + _auto_lines(da_.get("auto"))
+            f"- {da_['n_passes']} passes over the data in {da_['seconds']} s"] + _auto_lines(da_.get("auto")) + \
+        _lazy_lines(da_.get("lazy_kmeans"))
+
+
+def _lazy_lines(km: dict | None) -> list[str]:
+    if not km:
+        return []
+    return [f"- K-means on the store's lazy rows on {km['runner']}, pass by pass ({km['n_iter']} Lloyd "
+            f"iterations): {km['data']}"]
 
 
 def _auto_lines(auto: dict | None) -> list[str]:

@@ -41,6 +41,10 @@ def test_demo_flow_writes_report_and_plots(prefect_harness, tmp_path):
     # where it runs as one task on a worker - tests/cluster/test_whole_fit.py)
     assert auto["runner"]["runner"].startswith("in-process") and auto["n_passes"] > 0 and auto["observed_splits"]
     assert "the path placed from the data" in report
+    lazy = summary["annealing"]["lazy_kmeans"]  # the store's lazy rows, placed by the runner (make demo: the
+    # LocalCluster, whose workers hold them - tests/engine/test_runners.py)
+    assert lazy["n_iter"] > 0 and "of lazy input read into this process once" in lazy["data"]
+    assert "K-means on the store's lazy rows" in report
     # a second run reuses the store instead of overwriting it, and every finished cell
     run2 = Path(demo_flow(dataset="wine", n_clusters=3, scheduler="threads", storage=str(tmp_path), n_betas=6,
                           n_boot=2, n_pairs=1000, smic=False))

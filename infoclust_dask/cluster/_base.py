@@ -188,11 +188,13 @@ def journaled(fit):
                     self.resumed_passes_ = replayed
                 return finish(self)
             if folder is None:
-                return finish(fit(self, X, *args, **kwargs))
-            with recording(folder, _fingerprint(self, X), resume=resume is not None) as j:
                 out = fit(self, X, *args, **kwargs)
-            if resume is not None and j is not None:
-                self.resumed_passes_ = j.replayed  # passes taken from the journal, not from the data
+            else:
+                with recording(folder, _fingerprint(self, X), resume=resume is not None) as j:
+                    out = fit(self, X, *args, **kwargs)
+                if resume is not None and j is not None:
+                    self.resumed_passes_ = j.replayed  # passes taken from the journal, not from the data
+            self.runner_ = runner.describe()  # and where the fit's data lived (runner.prepare's notes)
             return finish(out)
 
     setattr(wrapper, "__wrapped_xarray__", True)  # noqa: B010 - a marker attribute on a function

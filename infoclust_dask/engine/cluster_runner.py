@@ -13,7 +13,7 @@ import numpy as np
 
 from . import execute
 from .blocks import _auto_rows, _is_dask, _row_slices, as_array
-from .local_runner import _INSTALLED, IN_PROCESS_MAX_BYTES, InProcess, Runner, _lazy
+from .local_runner import _INSTALLED, IN_PROCESS_MAX_BYTES, InProcess, Runner, _lazy, _size
 
 __all__ = ["Distributed", "UNLIMITED_WORKER_BYTES"]
 
@@ -63,9 +63,15 @@ class Distributed(Runner):
         input of at most ``limit`` bytes (default :meth:`persist_budget`)
         persisted in the workers' memory; larger lazy input streams."""
         a = as_array(a)
-        if _is_dask(a) and a.nbytes > (self.persist_budget() if limit is None else limit):
-            return a
-        return self.persist(a)
+        if not _is_dask(a) or execute._on_scattered(a):
+            return self.persist(a)
+        budget = self.persist_budget() if limit is None else limit
+        streams = a.nbytes > budget
+        self.note_data(f"{_size(a.nbytes)} of lazy input stream from the store at every pass (above the "
+                       f"{_size(budget)} the workers hold: a quarter of their memory)" if streams else
+                       f"{_size(a.nbytes)} of lazy input read once and held in the workers' memory (at most "
+                       f"{_size(budget)}: a quarter of their memory)")
+        return a if streams else self.persist(a)
 
     def persist_budget(self) -> int:
         """Bytes of lazy input a many-pass fit holds in the workers' memory,

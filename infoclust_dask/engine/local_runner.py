@@ -65,9 +65,21 @@ class Runner(abc.ABC):
     def kind(self) -> str:  # the scheduler family, for messages and summaries
         """"sync", "threads" or "distributed"."""
 
+    def note_data(self, note: str) -> None:
+        """Record where :meth:`prepare` put a fit's lazy input (for :meth:`describe`)."""
+        notes = self.__dict__.setdefault("data_notes", [])
+        if note not in notes:
+            notes.append(note)
+
     def describe(self) -> dict:
-        """``{"runner": str(self), "reason": ...}`` for run summaries."""
-        return {"runner": str(self), "reason": self.reason}
+        """``{"runner": str(self), "reason": ...}`` for run summaries, and
+        ``"data"`` when :meth:`prepare` placed lazy input (where it lives
+        for the passes: held in the workers' memory, or streamed)."""
+        out = {"runner": str(self), "reason": self.reason}
+        notes = getattr(self, "data_notes", None)
+        if notes:
+            out["data"] = "; ".join(notes)
+        return out
 
     @abc.abstractmethod
     def workers(self) -> list[str]:
@@ -189,9 +201,15 @@ class InProcess(Runner):
         passes run on it without a graph); larger lazy input streams from
         its store at every pass; numpy stays as it is."""
         a = as_array(a)
-        if _is_dask(a) and a.nbytes <= (in_process_budget() if limit is None else limit):
-            return np.asarray(self.compute(a))
-        return a
+        if not _is_dask(a):
+            return a
+        budget = in_process_budget() if limit is None else limit
+        reads = a.nbytes <= budget
+        self.note_data(f"{_size(a.nbytes)} of lazy input read into this process once" if reads else
+                       f"{_size(a.nbytes)} of lazy input stream from the store at every pass (above the "
+                       f"in-process budget of {_size(budget)})")
+        return np.asarray(self.compute(a)) if reads else a
+
 
     def persist(self, a: Any, chunk_rows: int | None = None) -> Any:
         import dask.array as da

@@ -45,7 +45,9 @@ def test_numpy_input_stays_in_this_process_and_a_named_scheduler_is_honoured(X, 
     monkeypatch.setenv("INFOCLUST_IN_PROCESS_BYTES", "0")
     assert KMeans(3, random_state=0).fit(X).runner_["reason"].startswith("numpy input")
     km = KMeans(3, random_state=0, scheduler="sync").fit(da.from_array(X, chunks=500))
-    assert km.runner_ == {"runner": "in-process (1 thread)", "reason": "scheduler='sync' named"}
+    assert km.runner_ == {"runner": "in-process (1 thread)", "reason": "scheduler='sync' named",
+                          "data": "49.2 kiB of lazy input stream from the store at every pass (above the "
+                                  "in-process budget of 0 bytes)"}
 
 
 def test_the_budget_comes_from_the_environment_or_free_memory(monkeypatch):
@@ -88,6 +90,8 @@ def test_the_workers_hold_lazy_input_up_to_a_quarter_of_their_memory(X, monkeypa
     assert not engine.streams(r.prepare(lazy), scheduler=r)
     kept = KMeans(3, random_state=0, scheduler=local_cluster_client).fit(lazy)
     assert streamed.seeding_ != kept.seeding_  # streamed: one pass on a sample; held: k-means++ on every row
+    assert "stream from the store at every pass" in streamed.runner_["data"]
+    assert "read once and held in the workers' memory" in kept.runner_["data"]
     order = [np.argsort(m.cluster_centers_[:, 0]) for m in (kept, streamed)]  # seeded apart: same centres, any order
     np.testing.assert_allclose(kept.cluster_centers_[order[0]], streamed.cluster_centers_[order[1]], rtol=1e-10)
 
