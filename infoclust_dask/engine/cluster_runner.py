@@ -62,8 +62,10 @@ class Distributed(Runner):
         """Numpy input scattered to the workers once, block by block; lazy
         input of at most ``limit`` bytes (default :meth:`persist_budget`)
         persisted in the workers' memory; larger lazy input streams."""
+        from distributed import futures_of
+
         a = as_array(a)
-        if not _is_dask(a) or execute._on_scattered(a):
+        if not _is_dask(a) or futures_of(a):  # numpy, or already in the workers' memory
             return self.persist(a)
         budget = self.persist_budget() if limit is None else limit
         streams = a.nbytes > budget
