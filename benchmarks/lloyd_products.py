@@ -55,9 +55,9 @@ def main():
                 lab, dmin = np.empty(a.rows, np.int64), np.empty(a.rows, dtype)
                 counts, sums = np.zeros(k), np.zeros((k, a.d))
                 if name == "exact":
-                    loops._lloyd_rows(x, np.empty(0), cx, counts, sums, lab, dmin, True)
+                    loops._lloyd_rows(x, np.empty(0), cx, counts, sums, lab, dmin, np.zeros(1), True)
                 else:
-                    loops._lloyd_rows_gemm(x, np.empty(0), cx, shift, eps, counts, sums, lab, dmin, True)
+                    loops._lloyd_rows_gemm(x, np.empty(0), cx, shift, eps, counts, sums, lab, dmin, np.zeros(1), True)
                 outs[name] = lab
 
             with threadpool_limits(1):

@@ -123,19 +123,37 @@ def lloyd(x, w=None, *, centers, with_sums=True):
     error); the sums are float64."""
     x = as_rows(x)
     n = x.shape[0]
+    labels, dmin = np.empty(n, dtype=np.int64), np.empty(n)
+    counts, sums, _ = _lloyd_into(x, w, centers, labels, dmin, with_sums)
+    return labels, dmin, counts, sums
+
+
+def lloyd_sums(x, w=None, *, centers, with_sums=True):
+    """:func:`lloyd` without the rows' labels and distances: ``(counts,
+    sums, inertia)``, the inertia ``sum_n w_n min_k ||x_n - m_k||^2``
+    summed in float64 inside the loop (a Lloyd step writes nothing per
+    row)."""
+    x = as_rows(x)
+    return _lloyd_into(x, w, centers, _EMPTY_LABELS, _EMPTY, with_sums)
+
+
+_EMPTY_LABELS = np.empty(0, dtype=np.int64)
+
+
+def _lloyd_into(x, w, centers, labels, dmin, with_sums):
+    n = x.shape[0]
     c = _centres(centers, x)
     k, d = c.shape
-    labels, dmin = np.empty(n, dtype=np.int64), np.empty(n)
-    counts, sums = np.zeros(k), np.zeros((k, d) if with_sums else (0, 0))
+    counts, sums, inertia = np.zeros(k), np.zeros((k, d) if with_sums else (0, 0)), np.zeros(1)
     # float32 rows: distances in float32 (the assignment), counts and sums in float64
     cx = _in(c, x)
     if k >= LLOYD_GEMM_MIN_K:  # the products by BLAS; near ties decided by the exact differences (same labels)
         shift = cx.mean(axis=0, dtype=np.float64).astype(x.dtype)
         _loops()._lloyd_rows_gemm(x, _weights(w, n), cx, shift, float(np.finfo(x.dtype).eps) / 2, counts, sums,
-                                  labels, dmin, with_sums)
+                                  labels, dmin, inertia, with_sums)
     else:
-        _loops()._lloyd_rows(x, _weights(w, n), cx, counts, sums, labels, dmin, with_sums)
-    return labels, dmin, counts, sums
+        _loops()._lloyd_rows(x, _weights(w, n), cx, counts, sums, labels, dmin, inertia, with_sums)
+    return counts, sums, np.array(inertia[0])
 
 
 def soft_kmeans(x, w=None, *, centers, beta):

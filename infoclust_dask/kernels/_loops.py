@@ -213,9 +213,11 @@ def _centred(g, a, nt, s):
             g[j, r] *= a[j, r] - s[r]
 
 @_jit
-def _lloyd_rows(x, w, cm, counts, sums, labels, dmin, with_sums):
+def _lloyd_rows(x, w, cm, counts, sums, labels, dmin, inertia, with_sums):
     """Nearest centre of each row (ties: the lowest index), the squared
-    distance to it, and the (weighted) float64 counts and sums."""
+    distance to it, and the (weighted) float64 counts, sums and inertia
+    (``inertia[0]``). Empty ``labels`` / ``dmin``: the rows' labels and
+    distances are not written (a Lloyd step needs only the sums)."""
     n, d = x.shape
     k = cm.shape[0]
     xt = np.empty((d, TILE), dtype=x.dtype)
@@ -223,6 +225,7 @@ def _lloyd_rows(x, w, cm, counts, sums, labels, dmin, with_sums):
     bd = np.empty(TILE, dtype=cm.dtype)
     bj = np.empty(TILE, dtype=np.int64)
     weighted = w.shape[0] > 0
+    store = labels.shape[0] > 0
     for i0 in range(0, n, TILE):
         nt = min(TILE, n - i0)
         for r in range(nt):
@@ -248,16 +251,18 @@ def _lloyd_rows(x, w, cm, counts, sums, labels, dmin, with_sums):
         for r in range(nt):
             i = i0 + r
             best = bj[r]
-            labels[i] = best
-            dmin[i] = bd[r]
+            if store:
+                labels[i] = best
+                dmin[i] = bd[r]
             wi = w[i] if weighted else 1.0
             counts[best] += wi
+            inertia[0] += wi * np.float64(bd[r])
             if with_sums:
                 for f in range(d):
                     sums[best, f] += wi * np.float64(x[i, f])
 
 @_jit
-def _lloyd_rows_gemm(x, w, cm, shift, eps, counts, sums, labels, dmin, with_sums):
+def _lloyd_rows_gemm(x, w, cm, shift, eps, counts, sums, labels, dmin, inertia, with_sums):
     """:func:`_lloyd_rows` for many centres: the tile's products with the
     centres by one matrix product (BLAS, through ``np.dot``), both shifted
     by ``shift`` (the centres' mean), and each row's nearest centre by
@@ -286,6 +291,7 @@ def _lloyd_rows_gemm(x, w, cm, shift, eps, counts, sums, labels, dmin, with_sums
     sb = np.empty(TILE, dtype=cm.dtype)
     bj = np.empty(TILE, dtype=np.int64)
     weighted = w.shape[0] > 0
+    store = labels.shape[0] > 0
     for i0 in range(0, n, TILE):
         nt = min(TILE, n - i0)
         for r in range(nt):
@@ -327,14 +333,16 @@ def _lloyd_rows_gemm(x, w, cm, shift, eps, counts, sums, labels, dmin, with_sums
                     if j == 0 or t < bd[r]:
                         bd[r] = t
                         best = j
-            labels[i] = best
             t = cm[best, 0] - cm[best, 0]
             for f in range(d):
                 diff = x[i, f] - cm[best, f]
                 t += diff * diff
-            dmin[i] = t
+            if store:
+                labels[i] = best
+                dmin[i] = t
             wi = w[i] if weighted else 1.0
             counts[best] += wi
+            inertia[0] += wi * np.float64(t)
             if with_sums:
                 for f in range(d):
                     sums[best, f] += wi * np.float64(x[i, f])

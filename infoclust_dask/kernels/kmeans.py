@@ -63,6 +63,9 @@ def lloyd_stats(x: np.ndarray, w: np.ndarray | None = None, *, centers: np.ndarr
     merged by :func:`combine_lloyd`.
     """
     x = _compiled.as_rows(x)
+    if not n_far:  # the sums only: nothing written per row
+        counts, sums, inertia = _compiled.lloyd_sums(x, w, centers=centers)
+        return {"counts": counts, "sums": sums, "inertia": inertia}
     _, dmin, counts, sums = _compiled.lloyd(x, w, centers=centers)
     out = {"counts": counts, "sums": sums, "inertia": _inertia(dmin, w)}
     if n_far:
@@ -83,8 +86,8 @@ def lloyd_step_stats(x: np.ndarray, w: np.ndarray | None = None, *, centers: np.
 def inertia_stats(x: np.ndarray, w: np.ndarray | None = None, *, centers: np.ndarray) -> dict[str, np.ndarray]:
     """``inertia = sum_n w_n min_k ||x_n - m_k||^2`` of a block (exact) and
     the (weighted) number of rows nearest to each centre, ``counts``."""
-    _, dmin, counts, _ = _compiled.lloyd(x, w, centers=centers, with_sums=False)
-    return {"inertia": _inertia(dmin, w), "counts": counts}
+    counts, _, inertia = _compiled.lloyd_sums(x, w, centers=centers, with_sums=False)
+    return {"inertia": inertia, "counts": counts}
 
 
 def combine_lloyd(parts: list[dict]) -> dict[str, np.ndarray]:

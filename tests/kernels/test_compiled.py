@@ -180,11 +180,11 @@ def test_lloyd_by_matrix_products_gives_the_labels_of_the_exact_differences(dtyp
         lab, dmin = np.empty(len(x), np.int64), np.empty(len(x), dtype)
         counts, sums = np.zeros(k), np.zeros((k, d))
         if name == "exact":
-            loops._lloyd_rows(x, np.empty(0), cx, counts, sums, lab, dmin, True)
+            loops._lloyd_rows(x, np.empty(0), cx, counts, sums, lab, dmin, np.zeros(1), True)
         else:
             shift = cx.mean(axis=0, dtype=np.float64).astype(dtype)
             loops._lloyd_rows_gemm(x, np.empty(0), cx, shift, float(np.finfo(dtype).eps) / 2, counts, sums, lab,
-                                   dmin, True)
+                                   dmin, np.zeros(1), True)
         out[name] = lab, dmin, counts, sums
     (la, da_, ca, sa), (lb, db, cb, sb) = out["exact"], out["products"]
     np.testing.assert_array_equal(lb, la)
@@ -197,6 +197,27 @@ def test_lloyd_by_matrix_products_gives_the_labels_of_the_exact_differences(dtyp
         assert not np.isin(lb, np.arange(5, 10)).any()  # a duplicate never wins over centre 0
     ref = np.argmin(((x[:, None, :].astype(np.float64) - cx[None].astype(np.float64)) ** 2).sum(-1), axis=1)
     assert (lb == ref).mean() > 0.999  # float64 brute force (float32 rows' near ties may round apart)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("k", [3, 40])  # the exact loop and the products path
+@pytest.mark.parametrize("weighted", [False, True])
+def test_lloyd_sums_without_rows_equal_the_rows_summed(dtype, k, weighted):
+    """A Lloyd step writes nothing per row (lloyd_sums): its counts, sums
+    and in-loop inertia equal lloyd()'s counts, sums and its rows' distances
+    summed (weighted) in numpy."""
+    rng = np.random.default_rng(k)
+    x = rng.normal(size=(3000, 6)).astype(dtype)
+    c = rng.normal(size=(k, 6))
+    w = rng.uniform(0, 2, size=3000) if weighted else None
+    lab, dmin, counts, sums = _compiled.lloyd(x, w, centers=c)
+    c2, s2, inertia = _compiled.lloyd_sums(x, w, centers=c)
+    np.testing.assert_array_equal(c2, counts)
+    np.testing.assert_array_equal(s2, sums)
+    np.testing.assert_allclose(inertia, dmin.sum() if w is None else w @ dmin, rtol=1e-12)
+    c3, s3, i3 = _compiled.lloyd_sums(x, w, centers=c, with_sums=False)
+    assert s3.shape == (0, 0) and i3 == inertia
+    np.testing.assert_array_equal(c3, counts)
 
 
 def test_ties_go_to_the_lowest_index_and_a_row_on_a_centre_has_distance_zero():
