@@ -80,8 +80,10 @@ def _soft_iterate(X, w, centers, beta, *, max_iter, tol, accelerate=True):
 
 
 def center_groups(centers, tol):
-    """Groups of centres closer than ``tol`` (single linkage), as lists of indices."""
-    k = centers.shape[0]
+    """Groups of centres closer than ``tol`` (single linkage), as lists of
+    indices (ascending, ordered by their first member)."""
+    c = np.asarray(centers, dtype=np.float64)
+    k = c.shape[0]
     parent = list(range(k))
 
     def find(i):
@@ -90,10 +92,9 @@ def center_groups(centers, tol):
             i = parent[i]
         return i
 
-    for i in range(k):
-        for j in range(i + 1, k):
-            if np.linalg.norm(centers[i] - centers[j]) <= tol:
-                parent[find(i)] = find(j)
+    close = np.sqrt(((c[:, None, :] - c[None, :, :]) ** 2).sum(axis=-1)) <= tol
+    for i, j in zip(*np.nonzero(np.triu(close, 1)), strict=True):
+        parent[find(int(i))] = find(int(j))
     groups: dict = {}
     for i in range(k):
         groups.setdefault(find(i), []).append(i)

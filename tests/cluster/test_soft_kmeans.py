@@ -274,3 +274,34 @@ def test_auto_schedule_on_iris_matches_the_fixed_path(monkeypatch):
     assert adjusted_rand_score(ref.labels_, auto.labels_) == 1.0
     assert auto.n_iter_ < ref.n_iter_ / 3
     assert [n for _, n in auto.critical_betas()] == [n for _, n in ref.critical_betas()] == [2, 3]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_center_groups_equal_single_linkage_by_brute_force(seed):
+    """center_groups (one vectorized distance table) against single
+    linkage grown pair by pair in plain Python: chains of near centres,
+    duplicates, a distance exactly at the tolerance."""
+    import math
+
+    from infoclust_dask.cluster._soft_kmeans import center_groups
+
+    rng = np.random.default_rng(seed)
+    c = np.round(rng.normal(scale=2.0, size=(30, 3)), 1)
+    c[5] = c[4]  # duplicate
+    c[7] = c[6] + np.array([0.5, 0.0, 0.0])  # exactly at the tolerance
+    c[8] = c[7] + np.array([0.4, 0.0, 0.0])  # a chain through 7
+    tol = 0.5
+    label = list(range(30))
+    changed = True
+    while changed:  # brute force: merge any two groups with a pair within tol until nothing changes
+        changed = False
+        for i in range(30):
+            for j in range(30):
+                if label[i] != label[j] and math.dist(c[i], c[j]) <= tol:
+                    old, new = max(label[i], label[j]), min(label[i], label[j])
+                    label = [new if v == old else v for v in label]
+                    changed = True
+    ref = sorted(sorted(i for i in range(30) if label[i] == g) for g in set(label))
+    got = sorted(sorted(g) for g in center_groups(c, tol))
+    assert got == ref
+    assert any({6, 7, 8} <= set(g) for g in got) and any({4, 5} <= set(g) for g in got)
