@@ -89,9 +89,9 @@ class Distributed(Runner):
         value = env_number("INFOCLUST_PERSIST_BYTES", None, kind=int, allow_zero=True)
         if value is not None:
             return value
-        workers = list(self.client.scheduler_info().get("workers", {}).values())
-        budget = sum(int(w.get("memory_limit") or 0) or UNLIMITED_WORKER_BYTES for w in workers) // 4
-        if self.files_shared():
+        workers = self.client.scheduler_info().get("workers", {})  # one round trip: limits and addresses
+        budget = sum(int(w.get("memory_limit") or 0) or UNLIMITED_WORKER_BYTES for w in workers.values()) // 4
+        if _on_this_machine(workers):
             import psutil
 
             budget = min(budget, psutil.virtual_memory().available // 4)
@@ -165,10 +165,7 @@ class Distributed(Runner):
 
     def files_shared(self) -> bool:
         """True when every worker runs on this machine (127.0.0.1, localhost)."""
-        from urllib.parse import urlparse
-
-        hosts = {urlparse(a).hostname for a in self.workers()}
-        return bool(hosts) and hosts <= {"127.0.0.1", "localhost", "::1"}
+        return _on_this_machine(self.workers())
 
     def run_whole(self, func: Callable[..., Any], *args: Any) -> tuple[Any, str]:
         """``func(*args)`` as one task on a worker, with the worker's own
@@ -217,3 +214,11 @@ def _progress_bar(futures: Any) -> None:
 
     with contextlib.redirect_stdout(sys.stderr):  # its text bar writes to stdout, which is for results
         dprogress(futures)
+
+
+def _on_this_machine(addresses: Any) -> bool:
+    """True when every worker address is on this machine's loopback."""
+    from urllib.parse import urlparse
+
+    hosts = {urlparse(a).hostname for a in addresses}
+    return bool(hosts) and hosts <= {"127.0.0.1", "localhost", "::1"}
