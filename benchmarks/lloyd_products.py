@@ -10,19 +10,14 @@ same labels.
 
 import argparse
 import os
-import time
 
 import numpy as np
+from _bench import best as best_median
 
 
 def best(fn, repeat=3):
-    fn()
-    ts = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return min(ts)
+    fn()  # untimed: compilation / cache load
+    return best_median(fn, repeat)[0]
 
 
 def main():
