@@ -237,7 +237,9 @@ def _cmd_fit(args):
     if lazy_labels and np.ndim(est.labels_) == 1:
         # one pass for the labels every report below reads (the summary, the agreement with the store's label):
         # several computations of the same graph let concurrent fits on one scheduler race for shared keys
-        est.labels_ = np.asarray(engine.compute(est.labels_, scheduler=engine.runner_for(named, ds["x"])))
+        lab = est.labels_  # a DataArray's dask array: gathered by chunks, not finalized as one object on a worker
+        lab = lab.data if type(lab).__module__.startswith("xarray.") else lab
+        est.labels_ = np.asarray(engine.compute(lab, scheduler=engine.runner_for(named, ds["x"])))
     if hasattr(est, "eigenvectors_") and not getattr(est, "training_store_", None):
         est.training_store_ = _where(args.store)  # SMIC's saved model reads its training rows from there
     save_model(est, run / "model.json", overwrite=bool(args.resume))

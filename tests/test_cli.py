@@ -96,6 +96,30 @@ def test_fit_kmeans_writes_run_folder(tmp_path, capsys, blobs):
     assert not list(run.glob("*.pkl"))
 
 
+def test_fit_on_a_cluster_pass_by_pass_reports_from_the_held_rows(tmp_path, capsys, blobs, monkeypatch,
+                                                                   local_cluster_client):
+    """On a LocalCluster, pass by pass (no whole fit on a worker): the
+    workers hold the store's rows, the summary says so, and its sizes and
+    inertia come from the labels gathered once (a DataArray's dask array)."""
+    from infoclust_dask.engine.cluster_runner import Distributed
+
+    monkeypatch.setattr(Distributed, "loop_budget", lambda self: 0)
+    X, _, _ = blobs
+    np.save(tmp_path / "b.npy", X)
+    store = tmp_path / "b.zarr"
+    assert main(["ingest", str(tmp_path / "b.npy"), str(store)]) == 0
+    capsys.readouterr()
+    assert main(["fit", "kmeans", str(store), "-k", "4", "--scheduler", "local", "-q",
+                 "--storage", str(tmp_path / "st")]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["runner"]["runner"].startswith("distributed") and "whole_fit_on" not in summary["runner"]
+    assert "held in the workers' memory" in summary["runner"]["data"]
+    assert sum(summary["cluster_sizes"]) == len(X)
+    model = load_model(Path(summary["run_dir"]) / "model.json")
+    lab = ((X[:, None] - model.cluster_centers_[None]) ** 2).sum(-1).argmin(1)
+    assert summary["cluster_sizes"] == np.bincount(lab, minlength=4).tolist()
+
+
 def test_fit_missing_store_is_a_clear_error(tmp_path, capsys):
     assert main(["fit", "kmeans", str(tmp_path / "none.zarr"), "--scheduler", "sync"]) == 2
     assert "No dataset store at" in capsys.readouterr().err
