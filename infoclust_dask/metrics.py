@@ -72,10 +72,11 @@ def agreement(truth: NumbersLike, pred: NumbersLike) -> dict:
     table = table[table.sum(1) > 0][:, table.sum(0) > 0]  # labels that occur (scikit-learn's table)
     rows, cols = table.sum(1), table.sum(0)
     # ARI from the pair confusion matrix, in Python integers (no overflow at 5e7 labels)
-    sq = int((table.astype(object) ** 2).sum())
+    big = table.astype(object)  # Python integers
+    sq = int((big ** 2).sum())
     tp = sq - n
-    fp = int((table.astype(object) @ cols.astype(object)).sum()) - sq
-    fn = int((table.T.astype(object) @ rows.astype(object)).sum()) - sq
+    fp = int((big @ cols.astype(object)).sum()) - sq
+    fn = int((big.T @ rows.astype(object)).sum()) - sq
     tn = n * n - fp - fn - sq
     ari = 1.0 if fn == 0 and fp == 0 else 2.0 * (tp * tn - fn * fp) / ((tp + fn) * (fn + tn) + (tp + fp) * (fp + tn))
     if table.shape[0] == table.shape[1] == 1:

@@ -58,6 +58,7 @@ class Runner(abc.ABC):
 
     def __init__(self, reason: str = "") -> None:
         self.reason = reason
+        self.data_notes: list[str] = []  # where prepare() put the call's lazy input (describe's "data")
 
     # ----- what it is
     @property
@@ -67,18 +68,16 @@ class Runner(abc.ABC):
 
     def note_data(self, note: str) -> None:
         """Record where :meth:`prepare` put a fit's lazy input (for :meth:`describe`)."""
-        notes = self.__dict__.setdefault("data_notes", [])
-        if note not in notes:
-            notes.append(note)
+        if note not in self.data_notes:
+            self.data_notes.append(note)
 
     def describe(self) -> dict:
         """``{"runner": str(self), "reason": ...}`` for run summaries, and
         ``"data"`` when :meth:`prepare` placed lazy input (where it lives
         for the passes: held in the workers' memory, or streamed)."""
         out = {"runner": str(self), "reason": self.reason}
-        notes = getattr(self, "data_notes", None)
-        if notes:
-            out["data"] = "; ".join(notes)
+        if self.data_notes:
+            out["data"] = "; ".join(self.data_notes)
         return out
 
     @abc.abstractmethod
