@@ -270,6 +270,7 @@ def _lloyd_rows(x, w, cm, counts, sums, labels, dmin, inertia, with_sums):
     distances are not written (a Lloyd step needs only the sums)."""
     n, d = x.shape
     k = cm.shape[0]
+    d4 = d - d % 4
     xt = np.empty((d, TILE), dtype=x.dtype)
     acc = np.empty(TILE, dtype=cm.dtype)
     bd = np.empty(TILE, dtype=cm.dtype)
@@ -284,7 +285,12 @@ def _lloyd_rows(x, w, cm, counts, sums, labels, dmin, inertia, with_sums):
         for j in range(k):  # one centre at a time: the running minimum needs no (K x TILE) table
             for r in range(nt):
                 acc[r] = 0
-            for f in range(d):
+            for f in range(0, d4, 4):  # four features per sweep of the tile (as in _distances)
+                a0, a1, a2, a3 = cm[j, f], cm[j, f + 1], cm[j, f + 2], cm[j, f + 3]
+                for r in range(nt):
+                    p0, p1, p2, p3 = xt[f, r] - a0, xt[f + 1, r] - a1, xt[f + 2, r] - a2, xt[f + 3, r] - a3
+                    acc[r] += (p0 * p0 + p1 * p1) + (p2 * p2 + p3 * p3)
+            for f in range(d4, d):
                 cf = cm[j, f]
                 for r in range(nt):
                     diff = xt[f, r] - cf
