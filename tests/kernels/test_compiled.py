@@ -149,6 +149,33 @@ def test_memberships_in_tiles_of_every_length(n, k, d):
     np.testing.assert_allclose(got["Q"], post.T @ (x ** 2).sum(1), rtol=1e-10, atol=1e-10)
 
 
+@pytest.mark.parametrize("k", [1, 2, 3, 5])
+@pytest.mark.parametrize("d", [1, 3, 4, 6, 9])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_blocks_of_centres_and_features_with_every_remainder(k, d, dtype):
+    """The distances and weighted sums run in blocks of two centres by four
+    features, Lloyd's exact loop in blocks of four features: an odd last
+    centre, features past the last four, fewer features than a block -
+    against the explicit differences (scipy's softmax, numpy's argmin)."""
+    from scipy.special import logsumexp, softmax
+
+    rng = np.random.default_rng(10 * k + d)
+    x = rng.normal(size=(2 * _loops.TILE + 3, d)).astype(dtype)
+    c = rng.normal(size=(k, d)) * 0.7
+    x64, c64 = x.astype(np.float64), c.astype(dtype).astype(np.float64)
+    dist = ((x64[:, None, :] - c64[None]) ** 2).sum(-1)
+    tol = 1e-10 if dtype == np.float64 else 3e-5
+    g = softmax(-0.5 * 0.9 * dist, axis=1)
+    got = _compiled.soft_kmeans(x, centers=c, beta=0.9)
+    np.testing.assert_allclose(got["R"], g.sum(0), rtol=tol, atol=1e-9)
+    np.testing.assert_allclose(got["S"], g.T @ x64, rtol=tol, atol=tol)
+    np.testing.assert_allclose(got["log_z"], logsumexp(-0.45 * dist, axis=1).sum(), rtol=tol)
+    lab, dmin, counts, sums = _compiled.lloyd(x, centers=c)
+    np.testing.assert_array_equal(lab, np.argmin(dist, axis=1))
+    np.testing.assert_allclose(dmin, dist.min(axis=1), rtol=1e-10 if dtype == np.float64 else 1e-5)
+    np.testing.assert_allclose(sums, np.stack([x64[lab == j].sum(0) for j in range(k)]), rtol=1e-12, atol=1e-12)
+
+
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("case", ["blobs", "offset ties", "duplicate centres", "constant column"])
 def test_lloyd_by_matrix_products_gives_the_labels_of_the_exact_differences(dtype, case):
