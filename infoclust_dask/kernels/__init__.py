@@ -6,7 +6,10 @@ the method modules call with no other path; the rest is numpy.
 
 =============  ==========================================================
 ``_compiled``  argument checks and shapes of the compiled loops
-``_loops``     the compiled loops (Lloyd, memberships, E-steps)
+``_loops``     the compiled loops (memberships, E-steps, moments) and
+               their shared tile helpers (distances, softmax, exp)
+``_lloyd_loops`` Lloyd's assignment (exact differences; products for
+               many centres)
 ``_common``    the Pass blueprint, combines, sub-blocks, squared
                distances, the one stable softmax, row hashes and the
                train/validation subset rule

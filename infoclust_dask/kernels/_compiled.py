@@ -50,6 +50,13 @@ def _loops():
     return loops
 
 
+def _lloyd_loops():
+    """Lloyd's compiled loops, imported at the first Lloyd step (as :func:`_loops`)."""
+    from . import _lloyd_loops as loops
+
+    return loops
+
+
 def as_rows(x):
     """A block as the kernels take it: float32 or float64, C-contiguous,
     2-D (other dtypes become float64; no copy when already right)."""
@@ -149,10 +156,10 @@ def _lloyd_into(x, w, centers, labels, dmin, with_sums):
     cx = _in(c, x)
     if k >= LLOYD_GEMM_MIN_K:  # the products by BLAS; near ties decided by the exact differences (same labels)
         shift = cx.mean(axis=0, dtype=np.float64).astype(x.dtype)
-        _loops()._lloyd_rows_gemm(x, _weights(w, n), cx, shift, float(np.finfo(x.dtype).eps) / 2, counts, sums,
+        _lloyd_loops()._lloyd_rows_gemm(x, _weights(w, n), cx, shift, float(np.finfo(x.dtype).eps) / 2, counts, sums,
                                   labels, dmin, inertia, with_sums)
     else:
-        _loops()._lloyd_rows(x, _weights(w, n), cx, counts, sums, labels, dmin, inertia, with_sums)
+        _lloyd_loops()._lloyd_rows(x, _weights(w, n), cx, counts, sums, labels, dmin, inertia, with_sums)
     return counts, sums, np.array(inertia[0])
 
 

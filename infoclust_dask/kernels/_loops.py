@@ -4,7 +4,7 @@ Every loop works on tiles of :data:`TILE` rows, transposed (features x
 rows): a centre's exact squared distances to the tile's rows (differences,
 not the ``|x|^2 - 2 x.m + |m|^2`` expansion; Lloyd's assignment with many
 centres ranks them by the expansion and settles near ties exactly,
-:func:`_lloyd_rows_gemm`) accumulate over the features as one SIMD loop
+:mod:`infoclust_dask.kernels._lloyd_loops`) accumulate over the features as one SIMD loop
 across the rows, with no reduction across SIMD lanes;
 memberships are kept as (centres x rows) so that their maxima, exponentials
 and normalizers are SIMD loops too, and a pass's sums over the tile's rows
@@ -19,8 +19,10 @@ rounding of the distances for float32).
 
 Functions run without the GIL (``nogil``), one thread each (no
 ``parallel=True``; BLAS only in Lloyd's products for many centres,
-:func:`_lloyd_rows_gemm`, held to one thread while a pool runs kernels): a
-dask worker runs as many as it has threads.
+:func:`infoclust_dask.kernels._lloyd_loops._lloyd_rows_gemm`, held to one
+thread while a pool runs kernels): a dask worker runs as many as it has
+threads. Lloyd's assignment (exact differences, or products for many
+centres) is :mod:`infoclust_dask.kernels._lloyd_loops`.
 """
 
 from __future__ import annotations
@@ -261,147 +263,6 @@ def _centred(g, a, nt, s):
     for j in range(k):
         for r in range(nt):
             g[j, r] *= a[j, r] - s[r]
-
-@_jit
-def _lloyd_rows(x, w, cm, counts, sums, labels, dmin, inertia, with_sums):
-    """Nearest centre of each row (ties: the lowest index), the squared
-    distance to it, and the (weighted) float64 counts, sums and inertia
-    (``inertia[0]``). Empty ``labels`` / ``dmin``: the rows' labels and
-    distances are not written (a Lloyd step needs only the sums)."""
-    n, d = x.shape
-    k = cm.shape[0]
-    d4 = d - d % 4
-    xt = np.empty((d, TILE), dtype=x.dtype)
-    acc = np.empty(TILE, dtype=cm.dtype)
-    bd = np.empty(TILE, dtype=cm.dtype)
-    bj = np.empty(TILE, dtype=np.int64)
-    weighted = w.shape[0] > 0
-    store = labels.shape[0] > 0
-    for i0 in range(0, n, TILE):
-        nt = min(TILE, n - i0)
-        for r in range(nt):
-            for f in range(d):
-                xt[f, r] = x[i0 + r, f]
-        for j in range(k):  # one centre at a time: the running minimum needs no (K x TILE) table
-            for r in range(nt):
-                acc[r] = 0
-            for f in range(0, d4, 4):  # four features per sweep of the tile (as in _distances)
-                a0, a1, a2, a3 = cm[j, f], cm[j, f + 1], cm[j, f + 2], cm[j, f + 3]
-                for r in range(nt):
-                    p0, p1, p2, p3 = xt[f, r] - a0, xt[f + 1, r] - a1, xt[f + 2, r] - a2, xt[f + 3, r] - a3
-                    acc[r] += (p0 * p0 + p1 * p1) + (p2 * p2 + p3 * p3)
-            for f in range(d4, d):
-                cf = cm[j, f]
-                for r in range(nt):
-                    diff = xt[f, r] - cf
-                    acc[r] += diff * diff
-            if j == 0:
-                for r in range(nt):
-                    bd[r] = acc[r]
-                    bj[r] = 0
-            else:
-                for r in range(nt):
-                    if acc[r] < bd[r]:  # strict: ties keep the lowest index
-                        bd[r] = acc[r]
-                        bj[r] = j
-        for r in range(nt):
-            i = i0 + r
-            best = bj[r]
-            if store:
-                labels[i] = best
-                dmin[i] = bd[r]
-            wi = w[i] if weighted else 1.0
-            counts[best] += wi
-            inertia[0] += wi * np.float64(bd[r])
-            if with_sums:
-                for f in range(d):
-                    sums[best, f] += wi * np.float64(x[i, f])
-
-@_jit
-def _lloyd_rows_gemm(x, w, cm, shift, eps, counts, sums, labels, dmin, inertia, with_sums):
-    """:func:`_lloyd_rows` for many centres: the tile's products with the
-    centres by one matrix product (BLAS, through ``np.dot``), both shifted
-    by ``shift`` (the centres' mean), and each row's nearest centre by
-    ``|m_j - s|^2 / 2 - (x - s).(m_j - s)`` - the expansion of the squared
-    distance scikit-learn uses. A row whose runner-up is within the
-    expansion's rounding bound of its best (``eps`` = unit round-off of the
-    centres' type) is decided again by the exact differences, so the
-    labels are those of :func:`_lloyd_rows` (ties: the lowest index); the
-    distance to the chosen centre is always the exact one."""
-    n, d = x.shape
-    k = cm.shape[0]
-    cs = np.empty((k, d), dtype=cm.dtype)
-    hn = np.empty(k, dtype=cm.dtype)
-    cmax = 0.0
-    for j in range(k):
-        t = 0.0
-        for f in range(d):
-            cs[j, f] = cm[j, f] - shift[f]
-            t += np.float64(cs[j, f]) * np.float64(cs[j, f])
-        hn[j] = 0.5 * t
-        cmax = max(cmax, t)
-    bound = 4.0 * (d + 4) * eps  # x (|x - s|^2 + max_j |m_j - s|^2): the expansion's rounding, generously
-    xt = np.zeros((d, TILE), dtype=cm.dtype)
-    xn = np.empty(TILE)
-    bd = np.empty(TILE, dtype=cm.dtype)
-    sb = np.empty(TILE, dtype=cm.dtype)
-    bj = np.empty(TILE, dtype=np.int64)
-    weighted = w.shape[0] > 0
-    store = labels.shape[0] > 0
-    for i0 in range(0, n, TILE):
-        nt = min(TILE, n - i0)
-        for r in range(nt):
-            t = 0.0
-            for f in range(d):
-                v = x[i0 + r, f] - shift[f]
-                xt[f, r] = v
-                t += np.float64(v) * np.float64(v)
-            xn[r] = t
-        if nt < TILE:
-            for f in range(d):
-                for r in range(nt, TILE):
-                    xt[f, r] = 0
-        g = np.dot(cs, xt)  # (k, TILE)
-        h = hn[0]
-        for r in range(TILE):
-            bd[r] = h - g[0, r]
-            sb[r] = np.inf
-            bj[r] = 0
-        for j in range(1, k):
-            h = hn[j]
-            for r in range(TILE):
-                v = h - g[j, r]
-                if v < bd[r]:
-                    sb[r] = bd[r]
-                    bd[r] = v
-                    bj[r] = j
-                elif v < sb[r]:
-                    sb[r] = v
-        for r in range(nt):
-            i = i0 + r
-            best = bj[r]
-            if np.float64(sb[r]) - np.float64(bd[r]) <= bound * (xn[r] + cmax):  # too close to call: exactly
-                for j in range(k):
-                    t = cm[j, 0] - cm[j, 0]
-                    for f in range(d):
-                        diff = x[i, f] - cm[j, f]
-                        t += diff * diff
-                    if j == 0 or t < bd[r]:
-                        bd[r] = t
-                        best = j
-            t = cm[best, 0] - cm[best, 0]
-            for f in range(d):
-                diff = x[i, f] - cm[best, f]
-                t += diff * diff
-            if store:
-                labels[i] = best
-                dmin[i] = t
-            wi = w[i] if weighted else 1.0
-            counts[best] += wi
-            inertia[0] += wi * np.float64(t)
-            if with_sums:
-                for f in range(d):
-                    sums[best, f] += wi * np.float64(x[i, f])
 
 @_jit
 def _soft_rows(x, w, cm, scale, R, S, out_logz):

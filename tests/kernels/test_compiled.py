@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import reference_kernels as ref_kernels
 
-from infoclust_dask.kernels import _compiled, _loops, ac, cmbc, dc, kmeans, mixture, stats
+from infoclust_dask.kernels import _compiled, _lloyd_loops, _loops, ac, cmbc, dc, kmeans, mixture, stats
 
 #: package kernels whose reference has another name
 _REF_NAMES = {cmbc.estep_stats: "cmbc_estep_stats"}
@@ -185,7 +185,7 @@ def test_lloyd_by_matrix_products_gives_the_labels_of_the_exact_differences(dtyp
     data - blobs, rows exactly on the bisector of two centres far from the
     origin (1e4), duplicated centres, a constant column - give the same
     labels (ties: the lowest index), the same exact distances and sums."""
-    loops = _loops
+    loops = _lloyd_loops
     rng = np.random.default_rng(["blobs", "offset ties", "duplicate centres", "constant column"].index(case))
     k, d = max(_compiled.LLOYD_GEMM_MIN_K, 40), 6
     c = rng.normal(scale=3, size=(k, d))
