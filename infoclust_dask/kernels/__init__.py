@@ -4,25 +4,25 @@ method, each pass declared once next to its kernel as a
 compiled loops (``_loops``: numba, argument checks in ``_compiled``) that
 the method modules call with no other path; the rest is numpy.
 
-=============  ==========================================================
-``_compiled``  argument checks and shapes of the compiled loops
-``_loops``     the compiled loops (memberships, E-steps, moments) and
-               their shared tile helpers (distances, softmax, exp)
-``_lloyd_loops`` Lloyd's assignment (exact differences; products for
-               many centres)
-``_common``    the Pass blueprint, combines, sub-blocks, squared
-               distances, the one stable softmax, row hashes and the
-               train/validation subset rule
-``stats``      moments, Gram, cross-Gram, label sums, projections, folds
-``kmeans``     Lloyd, soft K-means, k-means++ / k-means|| seeding
-``dc``         discriminative clustering (counts, gradient, hard counts,
-               regularizers, on-line algorithm)
-``mixture``    isotropic Gaussian mixtures (MoG, MDA2)
-``ac``         associative clustering
-``knn``        k nearest neighbours, block against block
-``smic``       SMIC's kernel values, out-of-sample sums and LSMI
-``cmbc``       CMBC's pattern counts and annealed E-step sums
-=============  ==========================================================
+=================  ==========================================================
+``_compiled``      argument checks and shapes of the compiled loops
+``_loops``         the compiled loops (memberships, E-steps, moments) and
+                   their shared tile helpers (distances, softmax, exp)
+``_lloyd_loops``   Lloyd's assignment (exact differences; products for
+                   many centres)
+``_common``        the Pass blueprint, combines, sub-blocks, squared
+                   distances, the one stable softmax, row hashes and the
+                   train/validation subset rule
+``stats``          moments, Gram, cross-Gram, label sums, projections, folds
+``kmeans``         Lloyd, soft K-means, k-means++ / k-means|| seeding
+``dc``             discriminative clustering (counts, gradient, hard counts,
+                   regularizers, on-line algorithm)
+``mixture``        isotropic Gaussian mixtures (MoG, MDA2)
+``ac``             associative clustering
+``knn``            k nearest neighbours, block against block
+``smic``           SMIC's kernel values, out-of-sample sums and LSMI
+``cmbc``           CMBC's pattern counts and annealed E-step sums
+=================  ==========================================================
 
 Nothing here imports dask; :mod:`infoclust_dask.engine` runs the passes.
 """
