@@ -207,7 +207,19 @@ class InProcess(Runner):
         self.note_data(f"{_size(a.nbytes)} of lazy input read into this process once" if reads else
                        f"{_size(a.nbytes)} of lazy input stream from the store at every pass (above the "
                        f"in-process budget of {_size(budget)})")
-        return np.asarray(self.compute(a)) if reads else a
+        return self._read(a) if reads else a
+
+    def _read(self, a: Any) -> np.ndarray:
+        """A lazy array read into one numpy array: each chunk's task writes
+        its rows into their place (``dask.array.store``): the peak is the
+        array and the chunks in flight, not a second copy joining them
+        (``benchmarks/read_into_place.py``)."""
+        import dask.array as da
+
+        out = np.empty(a.shape, dtype=a.dtype)
+        if a.size:
+            self.compute(da.store(a, out, lock=False, compute=False))
+        return out
 
 
     def persist(self, a: Any, chunk_rows: int | None = None) -> Any:

@@ -160,3 +160,18 @@ def test_unknown_chunk_sizes_are_reported_by_the_fit_not_the_placement(X):
     lazy = lazy[lazy[:, 0] > -100]  # unknown chunk sizes
     with pytest.raises(ValueError, match="unknown chunk sizes"):
         KMeans(3).fit(lazy)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_in_process_read_writes_each_chunk_into_its_place(dtype):
+    """A lazy input read into this process: each chunk's rows land where
+    they belong in one array (uneven chunks, a column-split chunking, an
+    empty input), equal to computing it."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(1003, 7)).astype(dtype)
+    r = runners.InProcess(threads=2)
+    for lazy in (da.from_array(X, chunks=(250, 7)), da.from_array(X, chunks=((1, 500, 2, 500), (3, 4))),
+                 da.from_array(X[:0], chunks=(10, 7))):
+        got = r.prepare(lazy, limit=1 << 30)
+        assert isinstance(got, np.ndarray) and got.dtype == dtype
+        np.testing.assert_array_equal(got, lazy.compute())
