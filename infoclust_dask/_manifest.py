@@ -368,7 +368,7 @@ def unlisted_files(loc: Location, docs: dict[str, dict]) -> tuple[list[str], lis
         rows: int = doc["rows"] if _is_int(doc.get("rows")) else -1
         meta: Any = doc.get("metadata")
         step = 0  # unknown: no chunk counts as beyond the committed rows
-        with contextlib.suppress(KeyError, TypeError, ValueError, IndexError):
+        with contextlib.suppress(KeyError, TypeError, ValueError, IndexError, OverflowError):  # inf: Overflow
             step = int(meta["chunk_grid"]["configuration"]["chunk_shape"][0])
         for rel in sorted(r for r in listed if r.startswith(var + "/")):
             name = rel[len(var) + 1:]
@@ -435,7 +435,7 @@ def _interrupted_append(loc: Location, var: str, doc: dict) -> bool:
     want = doc.get("metadata")
     try:
         declared, committed = int(meta["shape"][0]), int(doc["rows"])
-    except (KeyError, TypeError, ValueError, IndexError):
+    except (KeyError, TypeError, ValueError, IndexError, OverflowError):  # JSON's Infinity: OverflowError
         return False
     if not isinstance(want, dict) or declared <= committed:
         return False

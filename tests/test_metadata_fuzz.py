@@ -116,3 +116,16 @@ def test_a_deleted_array_metadata_and_a_garbage_group_are_refused(pristine, tmp_
         assert problems, rel
         with pytest.raises(StoreError):
             open_dataset(target)
+
+
+@pytest.mark.parametrize("value", [float("inf"), float("-inf"), float("nan"), 1e300])
+def test_a_row_count_edited_to_a_non_finite_or_huge_number_is_refused_naming_the_shape(pristine, tmp_path, value):
+    """JSON's Infinity / NaN in an array's shape (found by the fuzz test above:
+    ``int(inf)`` raised OverflowError out of the check instead of a problem
+    naming the field)."""
+
+    def mutate(d):
+        d["shape"][0] = value
+        return "shape"
+
+    assert _check(pristine, tmp_path, "x/zarr.json", mutate) == "shape"
