@@ -18,7 +18,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parents[1]
@@ -26,18 +25,14 @@ HERE = Path(__file__).resolve().parents[1]
 
 def measure():
     import numpy as np
+    from _bench import best as best_median
 
     from infoclust_dask.datasets import load_bundled
     from infoclust_dask.kernels import _compiled as C
 
-    def best(fn, repeat=7):
+    def best(fn):
         fn()  # compile / warm
-        t = np.inf
-        for _ in range(repeat):
-            t0 = time.perf_counter()
-            fn()
-            t = min(t, time.perf_counter() - t0)
-        return t * 1e3
+        return best_median(fn, 7)[0] * 1e3
 
     rng = np.random.default_rng(0)
     letter = np.ascontiguousarray(load_bundled("letter")[0], dtype=np.float64)
