@@ -159,3 +159,95 @@ def test_a_reader_beside_a_live_fit_leaves_its_batch_alone(tmp_path):
     assert live.exists()
     KMeans(3, n_init=1, random_state=0, scheduler="sync").fit(X, resume=tmp_path / "run")
     assert not live.exists()  # the resuming process owns the journal: a torn batch goes
+
+
+def _replay_all(folder, fingerprint, recorded):
+    """Every recorded pass looked up again in order (a resumed fit's replay)."""
+    j = journal.Journal(folder, fingerprint, resume=True)
+    out = []
+    for name, params, result in recorded:
+        out.append(j.lookup(name, params))
+        if out[-1] is None:  # a pass whose result was not stored runs again and is recorded in its place
+            j.record(name, params, result)
+    assert j.replaying and j.position == len(recorded)  # the whole journal matched
+    return out
+
+
+def _assert_same_results(got, recorded):
+    for out, (_, _, result) in zip(got, recorded, strict=True):
+        if journal._storable(result) is None:
+            assert out is None  # not storable: the pass runs again
+            continue
+        assert out is not None and set(out) == set(result)
+        for k, v in result.items():
+            assert np.asarray(out[k]).dtype == np.asarray(v).dtype and np.shape(out[k]) == np.shape(v)
+            assert np.asarray(out[k]).tobytes() == np.asarray(v).tobytes()  # the same floats, bit for bit
+
+
+def test_a_batch_of_mixed_records_replays_each_result_bit_for_bit(tmp_path):
+    """Records of one batch are stored grouped by their arrays' names,
+    dtypes and shapes (a stacked array per group and name); results of
+    other kinds in the same batch (other shapes, scalars only, int arrays,
+    results that cannot be stored) come back as they were recorded, also
+    after the journal is cut inside the batch and rewritten."""
+    rng = np.random.default_rng(1)
+    recorded = []
+    for i in range(40):
+        kind = i % 5
+        if kind == 0:
+            result = {"R": rng.normal(size=3), "S": rng.normal(size=(3, 2)), "log_z": np.float64(rng.normal())}
+        elif kind == 1:
+            result = {"R": rng.normal(size=4), "S": rng.normal(size=(4, 2)), "log_z": float(rng.normal())}
+        elif kind == 2:
+            result = {"counts": rng.integers(0, 9, size=(2, 3)), "f": np.float32(rng.normal())}
+        elif kind == 3:
+            result = {"label": "not an array"}  # not storable
+        else:
+            result = {"R": rng.normal(size=3).astype(np.float32), "S": rng.normal(size=(3, 2)),
+                      "log_z": np.float64(i)}
+        recorded.append((f"pass{kind}", {"centers": rng.normal(size=(3, 2)), "i": i}, result))
+    fp = {"estimator": "test"}
+    with journal.recording(tmp_path / "run", fp, resume=False) as j:
+        for name, params, result in recorded:
+            j.record(name, params, result)
+    files = list((tmp_path / "run" / "passes").glob("*.npz"))
+    assert len(files) == 1  # one batch ...
+    with np.load(files[0]) as z:
+        assert len(z.files) == 1 + 3 + 3 + 2 + 0 + 3  # ... of one member per group and name, not per record
+    _assert_same_results(_replay_all(tmp_path / "run", fp, recorded), recorded)
+    journal.truncate(tmp_path / "run", 23)  # cut inside the batch: its first 23 records rewritten
+    assert journal.recorded_passes(tmp_path / "run") == 23
+    _assert_same_results(_replay_all(tmp_path / "run", fp, recorded[:23]), recorded[:23])
+
+
+def test_a_journal_written_before_the_grouped_batches_still_replays(tmp_path):
+    """Batches of one zip member per record and array (``m{i}``,
+    ``a{i}.{name}``) and files of one record (``__meta__``), as earlier
+    versions wrote them, replay and can be cut."""
+    import json as _json
+
+    rng = np.random.default_rng(2)
+    recorded = [(f"p{i}", {"i": i}, {"R": rng.normal(size=3), "log_z": np.float64(rng.normal())}) for i in range(6)]
+    fp = {"estimator": "old"}
+    folder = tmp_path / "run"
+    (folder / "passes").mkdir(parents=True)
+    (folder / "checkpoint.json").write_text(_json.dumps({"journal_version": 1, **fp}))
+
+    def meta(i):
+        name, params, _ = recorded[i]
+        m = {"position": i, "name": name, "params": journal._digest(params), "stored": True}
+        return np.frombuffer(_json.dumps(m).encode(), dtype=np.uint8)
+
+    old_batch = {}
+    for i in range(4):
+        old_batch[f"m{i}"] = meta(i)
+        old_batch.update({f"a{i}.{k}": np.asarray(v) for k, v in recorded[i][2].items()})
+    np.savez(folder / "passes" / "0000000.npz", **old_batch)
+    for i in (4, 5):
+        np.savez(folder / "passes" / f"{i:07d}.npz", __meta__=meta(i),
+                 **{k: np.asarray(v) for k, v in recorded[i][2].items()})
+    assert journal.recorded_passes(folder) == 6
+    _assert_same_results(_replay_all(folder, fp, recorded), recorded)
+    journal.truncate(folder, 3)  # the old batch rewritten as a grouped one
+    assert journal.recorded_passes(folder) == 3
+    _assert_same_results(_replay_all(folder, fp, recorded[:3]), recorded[:3])

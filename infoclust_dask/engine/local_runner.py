@@ -192,7 +192,11 @@ class InProcess(Runner):
         if self.threads == 1 or len(items) <= 1:
             return [func(i) for i in items]
         with execute.one_blas_thread():
-            return list(_scheduler.thread_pool().map(func, items))
+            # the first block on the calling thread, the others on the pool: a pass waits for
+            # one wake-up, not two (Letter's pass on 2 threads: median 1.1 -> 0.84 ms)
+            rest = [_scheduler.thread_pool().submit(func, i) for i in items[1:]]
+            first = func(items[0])
+            return [first] + [f.result() for f in rest]
 
     def prepare(self, a: Any, limit: int | None = None) -> Any:
         """Lazy input of at most ``limit`` bytes (default
