@@ -9,6 +9,7 @@ from __future__ import annotations
 import abc
 import contextlib
 import contextvars
+import itertools
 import os
 from typing import Any, Callable
 
@@ -192,11 +193,7 @@ class InProcess(Runner):
         if self.threads == 1 or len(items) <= 1:
             return [func(i) for i in items]
         with execute.one_blas_thread():
-            # the first block on the calling thread, the others on the pool: a pass waits for
-            # one wake-up, not two (Letter's pass on 2 threads: median 1.1 -> 0.84 ms)
-            rest = [_scheduler.thread_pool().submit(func, i) for i in items[1:]]
-            first = func(items[0])
-            return [first] + [f.result() for f in rest]
+            return _share(func, items, min(self.threads, len(items)))
 
     def prepare(self, a: Any, limit: int | None = None) -> Any:
         """Lazy input of at most ``limit`` bytes (default
@@ -245,6 +242,39 @@ class InProcess(Runner):
             ctx = dask_progress()
         with ctx, execute.checksums_named():
             return tuple(dask.persist(*arrays, scheduler=self._dask_scheduler(), optimize_graph=False))
+
+
+def _share(func: Callable[[Any], Any], items: list, threads: int) -> list:
+    """``[func(i) for i in items]`` on the calling thread and ``threads - 1``
+    threads of the pool, each taking the next item as it finishes one: the
+    caller works instead of waiting for a pool thread to wake, and never
+    more than ``threads`` items run at once (a Lloyd iteration over 1e6 x
+    16 rows on 2 threads, against the pool alone: 17.0 -> 15.9 ms float64,
+    12.7 -> 11.3 ms float32). The first error stops
+    the others taking items and is raised once they have stopped."""
+    out: list = [None] * len(items)
+    order = itertools.count()  # next() is atomic (one C call under the GIL)
+    failed: list[BaseException] = []
+
+    def drain() -> None:
+        while not failed:
+            i = next(order)
+            if i >= len(items):
+                return
+            try:
+                out[i] = func(items[i])
+            except BaseException as exc:  # noqa: BLE001 - re-raised in the caller below
+                failed.append(exc)
+                return
+
+    helpers = [_scheduler.thread_pool().submit(drain) for _ in range(threads - 1)]
+    drain()
+    for h in helpers:  # a helper that never started has nothing left to take (and a busy pool cannot hold us)
+        if not h.cancel():
+            h.result()
+    if failed:
+        raise failed[0]
+    return out
 
 
 def _lazy(o: Any) -> bool:

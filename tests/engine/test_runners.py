@@ -175,3 +175,51 @@ def test_in_process_read_writes_each_chunk_into_its_place(dtype):
         got = r.prepare(lazy, limit=1 << 30)
         assert isinstance(got, np.ndarray) and got.dtype == dtype
         np.testing.assert_array_equal(got, lazy.compute())
+
+
+@pytest.mark.parametrize("n_items", [2, 3, 17])
+def test_in_process_each_keeps_order_runs_at_most_its_threads_and_raises_the_first_error(n_items):
+    """``each`` on 2 threads: the calling thread and one of the pool take the
+    items in turn; the results come back in the items' order, never more
+    than 2 run at once (``each`` inside a fit must not oversubscribe the
+    cores), and an error in an item is raised in the caller after the
+    others stopped taking items."""
+    import threading
+    import time
+
+    from infoclust_dask.engine.local_runner import InProcess
+
+    runner = InProcess(2)
+    lock, running, peak, threads = threading.Lock(), [0], [0], set()
+    other_started = threading.Event()
+
+    def work(i):
+        with lock:
+            running[0] += 1
+            peak[0] = max(peak[0], running[0])
+            threads.add(threading.get_ident())
+        if i == 0:  # runs until another item has started: the two run at once, on two threads
+            assert other_started.wait(30)
+        else:
+            other_started.set()
+        time.sleep(0.002)
+        with lock:
+            running[0] -= 1
+        return i * i
+
+    assert runner.each(work, list(range(n_items))) == [i * i for i in range(n_items)]
+    assert peak[0] <= 2 and threading.get_ident() in threads and len(threads) == 2
+
+    done = []
+
+    def fails(i):
+        if i == 1:
+            raise ValueError(f"item {i} is bad")
+        time.sleep(0.002)
+        done.append(i)
+        return i
+
+    with pytest.raises(ValueError, match="item 1 is bad"):
+        runner.each(fails, list(range(n_items)))
+    assert len(done) < n_items  # the items after the failure were not all run
+    assert InProcess(1).each(work, [1, 2, 3]) == [1, 4, 9]
