@@ -29,7 +29,7 @@ from infoclust_dask import engine, journal
 from infoclust_dask._scheduler import thread_pool
 from infoclust_dask.engine import execute
 from infoclust_dask.engine.local_runner import InProcess
-from infoclust_dask.kernels.kmeans import LLOYD, SOFT_KMEANS
+from infoclust_dask.kernels.kmeans import LLOYD_STEP, SOFT_KMEANS
 
 
 class PoolOnly(InProcess):
@@ -65,8 +65,8 @@ def main():
     C = rng.normal(0, 3, size=(8, 16))
     X64 = C[rng.integers(0, 8, 1_000_000)] + rng.normal(size=(1_000_000, 16))
     letter = rng.normal(size=(20_000, 16))
-    cases = [("Lloyd step, 1e6 x 16, k = 8, float64", LLOYD, X64, {"centers": X64[:8].copy()}, 20),
-             ("Lloyd step, 1e6 x 16, k = 8, float32", LLOYD, X64.astype(np.float32), {"centers": X64[:8].copy()}, 20),
+    cases = [("Lloyd step, 1e6 x 16, k = 8, float64", LLOYD_STEP, X64, {"centers": X64[:8].copy()}, 20),
+             ("Lloyd step, 1e6 x 16, k = 8, float32", LLOYD_STEP, X64.astype(np.float32), {"centers": X64[:8].copy()}, 20),
              ("soft K-means, 20000 x 16, K = 26, float64", SOFT_KMEANS, letter,
               {"centers": letter[:26] * 0.5, "beta": 0.3}, 200)]
     for name, bp, X, params, inner in cases:
