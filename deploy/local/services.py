@@ -295,13 +295,14 @@ def stop_processes(procs, grace: float = 15.0) -> list[str]:
     return stopped
 
 
-def stop(state_dir=DEFAULT_STATE) -> list[str]:
-    """Stop the services recorded in ``state_dir/services.json`` by PID."""
+def stop(state_dir=DEFAULT_STATE, *, grace: float = 15.0) -> list[str]:
+    """Stop the services recorded in ``state_dir/services.json`` by PID
+    (SIGTERM, then SIGKILL after ``grace`` seconds)."""
     f = Path(state_dir) / "services.json"
     if not f.exists():
         return []
     state = json.loads(f.read_text())
-    stopped = stop_processes(state["processes"])
+    stopped = stop_processes(state["processes"], grace=grace)
     f.unlink()
     (Path(state_dir) / "env.sh").unlink(missing_ok=True)
     return stopped
