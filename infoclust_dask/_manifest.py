@@ -36,7 +36,6 @@ by zarr as an unknown member of the group)::
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
@@ -367,9 +366,8 @@ def unlisted_files(loc: Location, docs: dict[str, dict]) -> tuple[list[str], lis
         names = set(doc["chunks"]) | set(doc.get("pending", {}))
         rows: int = doc["rows"] if _is_int(doc.get("rows")) else -1
         meta: Any = doc.get("metadata")
-        step = 0  # unknown: no chunk counts as beyond the committed rows
-        with contextlib.suppress(KeyError, TypeError, ValueError, IndexError, OverflowError):  # inf: Overflow
-            step = int(meta["chunk_grid"]["configuration"]["chunk_shape"][0])
+        # unknown (0): no chunk counts as beyond the committed rows
+        step = _int_at(meta, "chunk_grid", "configuration", "chunk_shape", 0) or 0
         for rel in sorted(r for r in listed if r.startswith(var + "/")):
             name = rel[len(var) + 1:]
             if name in own or rel in names:
@@ -425,6 +423,19 @@ def _tails_of(docs: dict[str, dict]) -> set:
     return {e[2] for d in docs.values() for _, e in d["chunks"].items() if _well_formed(e) and len(e) > 2}
 
 
+def _int_at(doc: Any, *keys: Any) -> int | None:
+    """``doc[k1][k2]...`` as an int, or None where the metadata is missing
+    or malformed: no such key or index, not a number, NaN, or JSON's
+    ``Infinity`` (``int()`` raises OverflowError for it)."""
+    try:
+        value = doc
+        for k in keys:
+            value = value[k]
+        return int(value)
+    except (KeyError, TypeError, ValueError, IndexError, OverflowError):
+        return None
+
+
 def _interrupted_append(loc: Location, var: str, doc: dict) -> bool:
     """True when ``var``'s metadata differs from the committed one only by
     a larger row count: an append wrote its metadata, not its manifests."""
@@ -433,11 +444,8 @@ def _interrupted_append(loc: Location, var: str, doc: dict) -> bool:
     except (FileNotFoundError, ValueError):
         return False
     want = doc.get("metadata")
-    try:
-        declared, committed = int(meta["shape"][0]), int(doc["rows"])
-    except (KeyError, TypeError, ValueError, IndexError, OverflowError):  # JSON's Infinity: OverflowError
-        return False
-    if not isinstance(want, dict) or declared <= committed:
+    declared, committed = _int_at(meta, "shape", 0), _int_at(doc, "rows")
+    if declared is None or committed is None or not isinstance(want, dict) or declared <= committed:
         return False
     meta["shape"][0] = committed
     if meta != want:
