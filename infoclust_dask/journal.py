@@ -226,21 +226,22 @@ def _write_batch(path: Any, records: list, synced: float) -> tuple[float, list[t
     list (``__batch__``): a zip member per record and array cost ~30 us
     each, more than a small pass (a soft K-means pass over Letter: ~1 ms).
     Returns the time of the last fsync and each record's ``(group, row)``."""
-    groups: dict[tuple, list[int]] = {}
+    groups: dict[tuple, int] = {}  # a kind of record ((name, dtype, shape) of each array) -> its group
+    members: list[list[int]] = []  # the records of each group
     places: list[tuple[int, int]] = []
-    metas = []
-    for i, (meta, arrays) in enumerate(records):
-        sig = tuple((k, v.dtype.str, v.shape) for k, v in (arrays or {}).items())
-        if sig not in groups:
-            groups[sig] = []
-        group, row = list(groups).index(sig), len(groups[sig])
-        groups[sig].append(i)
-        places.append((group, row))
-        metas.append({**meta, "group": group, "row": row})
+    for i, (_, arrays) in enumerate(records):
+        kind = tuple((k, v.dtype.str, v.shape) for k, v in (arrays or {}).items())
+        if kind not in groups:
+            groups[kind] = len(members)
+            members.append([])
+        g = groups[kind]
+        places.append((g, len(members[g])))
+        members[g].append(i)
+    metas = [{**meta, "group": g, "row": r} for (meta, _), (g, r) in zip(records, places, strict=True)]
     payload: dict[str, np.ndarray] = {"__batch__": np.frombuffer(json.dumps(metas).encode(), dtype=np.uint8)}
-    for group, (sig, members) in enumerate(groups.items()):
-        for k, _, _ in sig:
-            payload[f"g{group}.{k}"] = np.stack([records[i][1][k] for i in members])
+    for kind, g in groups.items():
+        for k, _, _ in kind:
+            payload[f"g{g}.{k}"] = np.stack([records[i][1][k] for i in members[g]])
     tmp = path.with_name(f".{path.stem}.{uuid.uuid4().hex[:6]}.tmp.npz")
     with open(tmp, "wb") as fh:
         np.savez(fh, **payload)  # type: ignore[arg-type]

@@ -250,8 +250,8 @@ def _share(func: Callable[[Any], Any], items: list, threads: int) -> list:
     caller works instead of waiting for a pool thread to wake, and never
     more than ``threads`` items run at once (a Lloyd iteration over 1e6 x
     16 rows on 2 threads, against the pool alone: 17.0 -> 15.9 ms float64,
-    12.7 -> 11.3 ms float32). The first error stops
-    the others taking items and is raised once they have stopped."""
+    12.7 -> 11.3 ms float32). The first error stops the others taking
+    items and is raised once they have stopped."""
     out: list = [None] * len(items)
     order = itertools.count()  # next() is atomic (one C call under the GIL)
     failed: list[BaseException] = []
