@@ -49,9 +49,7 @@ def main():
             best = np.inf
             for _ in range(3):
                 m = make()
-                t = time.perf_counter()
-                m.fit(stores[dt] if name == "store" else X)
-                best = min(best, (time.perf_counter() - t) / m.n_iter_)
+                best = min(best, _fit_seconds(m, stores[dt] if name == "store" else X) / m.n_iter_)
             res[name] = best
         whole = {}  # best whole-fit seconds at 30 and 60 iterations, from the array and from the store
         for name in ("ours", "store"):

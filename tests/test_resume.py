@@ -224,19 +224,17 @@ def test_a_journal_written_before_the_grouped_batches_still_replays(tmp_path):
     """Batches of one zip member per record and array (``m{i}``,
     ``a{i}.{name}``) and files of one record (``__meta__``), as earlier
     versions wrote them, replay and can be cut."""
-    import json as _json
-
     rng = np.random.default_rng(2)
     recorded = [(f"p{i}", {"i": i}, {"R": rng.normal(size=3), "log_z": np.float64(rng.normal())}) for i in range(6)]
     fp = {"estimator": "old"}
     folder = tmp_path / "run"
     (folder / "passes").mkdir(parents=True)
-    (folder / "checkpoint.json").write_text(_json.dumps({"journal_version": 1, **fp}))
+    (folder / "checkpoint.json").write_text(json.dumps({"journal_version": 1, **fp}))
 
     def meta(i):
         name, params, _ = recorded[i]
         m = {"position": i, "name": name, "params": journal._digest(params), "stored": True}
-        return np.frombuffer(_json.dumps(m).encode(), dtype=np.uint8)
+        return np.frombuffer(json.dumps(m).encode(), dtype=np.uint8)
 
     old_batch = {}
     for i in range(4):
