@@ -148,8 +148,13 @@ def geometric_schedule(start: float, stop: float, steps: int) -> np.ndarray:
     return np.geomspace(float(start), float(stop), int(steps))
 
 
+#: SQUAREM's step-length bound grows (and shrinks) by this factor (``mstep`` of Varadhan & Roland's SQUAREM
+#: package, whose default is 4; 2 measured fewer passes on Letter's and the six datasets' annealing paths)
+SQUAREM_MSTEP = 2.0
+
+
 def squarem(step: Callable[[np.ndarray], tuple[np.ndarray, float]], x0: np.ndarray, *, max_iter: int, tol: float,
-            accelerate: bool = True) -> tuple[np.ndarray, float, int, bool]:
+            accelerate: bool = True, mstep: float = SQUAREM_MSTEP) -> tuple[np.ndarray, float, int, bool]:
     """Fixed point of ``step`` by SQUAREM (Varadhan & Roland 2008, scheme
     SqS3 with the globalization of their §7), minimizing the objective the
     map decreases monotonically (an EM / MM map).
@@ -158,11 +163,20 @@ def squarem(step: Callable[[np.ndarray], tuple[np.ndarray, float]], x0: np.ndarr
     *at x* (e.g. one pass of soft K-means returns the new centres and the
     free energy of the current ones). A cycle maps ``x0 -> x1 -> x2``, takes
     ``r = x1 - x0``, ``v = x2 - x1 - r`` and the step length
-    ``alpha = -|r| / |v|`` (at most -1), evaluates ``F`` at the
+    ``alpha = -|r| / |v|``, bounded to ``[-s, -1]``, evaluates ``F`` at the
     extrapolated ``x' = x0 - 2 alpha r + alpha^2 v`` and accepts
-    ``F(x')`` when ``f(x') <= f(x1)``; otherwise ``alpha`` is moved halfway
-    to -1, where ``x' = x2`` (the plain iteration, always accepted). So the
-    objectives of the accepted points never increase.
+    ``F(x')`` when ``f(x') <= f(x1)``; otherwise it takes the plain
+    iteration from ``x2`` (``alpha = -1``, always accepted). So the
+    objectives of the accepted points never increase. The bound ``s``
+    starts at 1 and grows by ``mstep`` whenever a cycle's step was held
+    at it and accepted; a rejected step below the bound shrinks it by
+    ``mstep`` (not below 1), after the authors' SQUAREM package
+    (``step.max0 = 1``; its ``mstep`` is 4, here :data:`SQUAREM_MSTEP`).
+    Unbounded, SqS3's step on the plateau of a slow fixed point (the
+    saddle a deterministic-annealing split waits on) overshoots and is
+    rejected again and again: Letter's annealing path took 8575-9802
+    passes (four seeds) with the unbounded step halved back towards -1
+    after each rejection, 6116-6948 so (``docs/BENCHMARKS.md``).
 
     Convergence: the squared change of a plain application of the map at
     an accepted point, ``|F(x) - x|^2 <= tol`` (the first step of a cycle),
@@ -172,6 +186,7 @@ def squarem(step: Callable[[np.ndarray], tuple[np.ndarray, float]], x0: np.ndarr
     x = np.array(x0, dtype=np.float64)
     f = np.nan
     n = 0
+    bound = 1.0
 
     def shift(a, b):
         return float(np.sum((a - b) ** 2))
@@ -193,20 +208,28 @@ def squarem(step: Callable[[np.ndarray], tuple[np.ndarray, float]], x0: np.ndarr
         v = x2 - x1 - r
         nv = float(np.sqrt(np.sum(v * v)))
         alpha = -float(np.sqrt(np.sum(r * r))) / nv if nv > 0 else -1.0
-        alpha = min(alpha, -1.0)
-        while True:
-            xp = x - 2.0 * alpha * r + alpha * alpha * v if alpha < -1.0 else x2
+        alpha = max(min(alpha, -1.0), -bound)
+        at_bound = alpha <= -bound
+        if n >= max_iter:
+            x, f = x2, f1
+            break
+        if alpha < -1.0:
+            x3, fp = step(x - 2.0 * alpha * r + alpha * alpha * v)
+            n += 1
+            if np.isfinite(fp) and fp <= f1:
+                if at_bound:
+                    bound *= mstep
+                x, f = x3, fp
+                continue
+            if not at_bound:  # (a rejected step at the bound keeps it)
+                bound = max(1.0, bound / mstep)
             if n >= max_iter:
                 x, f = x2, f1
                 break
-            x3, fp = step(xp)
-            n += 1
-            if alpha >= -1.0 or (np.isfinite(fp) and fp <= f1):
-                x, f = x3, fp
-                break
-            alpha = (alpha - 1.0) / 2.0  # halfway back to the plain step
-            if alpha > -1.01:
-                alpha = -1.0
+        elif at_bound:  # the bound (1) held the step to the plain one
+            bound *= mstep
+        x, f = step(x2)  # the plain iteration (alpha = -1)
+        n += 1
     return x, f, n, False
 
 
