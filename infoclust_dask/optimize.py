@@ -151,10 +151,14 @@ def geometric_schedule(start: float, stop: float, steps: int) -> np.ndarray:
 #: SQUAREM's step-length bound grows (and shrinks) by this factor (``mstep`` of Varadhan & Roland's SQUAREM
 #: package, whose default is 4; 2 measured fewer passes on Letter's and the six datasets' annealing paths)
 SQUAREM_MSTEP = 2.0
+#: the bound's start (``step.max0`` of the package, whose default is 1): large, so that the first cycles of a
+#: fixed point that begins on a saddle (a split of deterministic annealing) leave it in one extrapolation
+SQUAREM_STEP0 = 16.0
 
 
 def squarem(step: Callable[[np.ndarray], tuple[np.ndarray, float]], x0: np.ndarray, *, max_iter: int, tol: float,
-            accelerate: bool = True, mstep: float = SQUAREM_MSTEP) -> tuple[np.ndarray, float, int, bool]:
+            accelerate: bool = True, mstep: float = SQUAREM_MSTEP,
+            step0: float = SQUAREM_STEP0) -> tuple[np.ndarray, float, int, bool]:
     """Fixed point of ``step`` by SQUAREM (Varadhan & Roland 2008, scheme
     SqS3 with the globalization of their §7), minimizing the objective the
     map decreases monotonically (an EM / MM map).
@@ -168,15 +172,19 @@ def squarem(step: Callable[[np.ndarray], tuple[np.ndarray, float]], x0: np.ndarr
     ``F(x')`` when ``f(x') <= f(x1)``; otherwise it takes the plain
     iteration from ``x2`` (``alpha = -1``, always accepted). So the
     objectives of the accepted points never increase. The bound ``s``
-    starts at 1 and grows by ``mstep`` whenever a cycle's step was held
-    at it and accepted; a rejected step below the bound shrinks it by
-    ``mstep`` (not below 1), after the authors' SQUAREM package
-    (``step.max0 = 1``; its ``mstep`` is 4, here :data:`SQUAREM_MSTEP`).
-    Unbounded, SqS3's step on the plateau of a slow fixed point (the
-    saddle a deterministic-annealing split waits on) overshoots and is
-    rejected again and again: Letter's annealing path took 8575-9802
-    passes (four seeds) with the unbounded step halved back towards -1
-    after each rejection, 6116-6948 so (``docs/BENCHMARKS.md``).
+    starts at ``step0`` and grows by ``mstep`` whenever a cycle's step was
+    held at it and accepted; a rejected step below the bound shrinks it by
+    ``mstep`` (not below 1), after the authors' SQUAREM package (whose
+    ``step.max0`` is 1 and ``mstep`` 4; here :data:`SQUAREM_STEP0` = 16
+    and :data:`SQUAREM_MSTEP` = 2, measured). Unbounded, SqS3's step on
+    the plateau of a slow fixed point overshoots and is rejected again and
+    again; bounded from 1, the first cycles at a beta just past a split
+    of deterministic annealing cannot leave the saddle before the
+    tolerance stops them (MacKay's pitchfork on a 2.3 % grid is then seen
+    one step later). Letter's annealing path, four seeds: 8575-9802
+    passes with the unbounded step halved back towards -1 after each
+    rejection, 6116-6948 bounded from 1, 5926-6935 bounded from 16
+    (``docs/BENCHMARKS.md``).
 
     Convergence: the squared change of a plain application of the map at
     an accepted point, ``|F(x) - x|^2 <= tol`` (the first step of a cycle),
@@ -186,7 +194,7 @@ def squarem(step: Callable[[np.ndarray], tuple[np.ndarray, float]], x0: np.ndarr
     x = np.array(x0, dtype=np.float64)
     f = np.nan
     n = 0
-    bound = 1.0
+    bound = max(1.0, float(step0))
 
     def shift(a, b):
         return float(np.sum((a - b) ** 2))

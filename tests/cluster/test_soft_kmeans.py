@@ -229,23 +229,24 @@ def test_squarem_on_a_linear_map_converges_like_the_plain_iteration():
 
 def test_squarem_step_length_bound_grows_by_mstep_and_shrinks_on_a_rejection():
     """The points SQUAREM evaluates on x -> rho x (rho = 0.999: |r| / |v| =
-    1000, so every step is held at the bound), rebuilt by hand: cycle 1 is
-    two steps plus one plain step from ``x2`` (bound 1), cycle 2
-    extrapolates at alpha = -4, cycle 3 at -16; with an objective that
-    rejects every extrapolation, the bound held at -4 stays there (the
-    step at the bound rejected) and each cycle ends with the plain step."""
+    1000, so every step is held at a bound below it), rebuilt by hand:
+    from a bound of 1, cycle 1 is two steps plus one plain step from
+    ``x2``, cycle 2 extrapolates at alpha = -4, cycle 3 at -16; with an
+    objective that rejects every extrapolation, the bound held at -4 stays
+    there (the step at the bound rejected) and each cycle ends with the
+    plain step; a rejection below the bound shrinks it."""
     from infoclust_dask.optimize import squarem
 
     rho = 0.999
 
-    def run(objective, cycles):
+    def run(objective, cycles, **bound):
         seen = []
 
         def step(x):
             seen.append(float(x[0]))
             return rho * x, objective(x)
 
-        squarem(step, np.array([1.0]), max_iter=4 * cycles, tol=0.0, mstep=4.0)
+        squarem(step, np.array([1.0]), max_iter=4 * cycles, tol=0.0, mstep=4.0, **bound)
         return seen
 
     def expected(alphas):
@@ -267,12 +268,20 @@ def test_squarem_step_length_bound_grows_by_mstep_and_shrinks_on_a_rejection():
                 x = rho * x2
         return out
 
-    got = run(lambda x: float(x[0] ** 2), 3)
+    got = run(lambda x: float(x[0] ** 2), 3, step0=1.0)
     np.testing.assert_allclose(got[:9], expected([(-1.0, True), (-4.0, True), (-16.0, True)]), rtol=1e-12)
     # every extrapolated point worse than the plain step's (the objective rises away from 1): rejected
-    got = run(lambda x: abs(float(x[0]) - 1.0) if x[0] < 1.0 else 0.0, 3)
+    got = run(lambda x: abs(float(x[0]) - 1.0) if x[0] < 1.0 else 0.0, 3, step0=1.0)
     reject = expected([(-1.0, True), (-4.0, False), (-4.0, False)])
     np.testing.assert_allclose(got[:len(reject)], reject, rtol=1e-12)
+    # a rejected step below the bound (-1000 under 2000) shrinks it by mstep: 500, held there after a rejection
+    # at it
+    got = run(lambda x: abs(float(x[0]) - 1.0) if x[0] < 1.0 else 0.0, 3, step0=2000.0)
+    reject = expected([(-1000.0, False), (-500.0, False), (-500.0, False)])
+    np.testing.assert_allclose(got[:len(reject)], reject, rtol=1e-9, atol=1e-12)  # -1000 lands at ~0
+    # from the default start (SQUAREM_STEP0 = 16) the first cycle already extrapolates: -16 accepted, then -64
+    got = run(lambda x: float(x[0] ** 2), 2)
+    np.testing.assert_allclose(got[:6], expected([(-16.0, True), (-64.0, True)])[:6], rtol=1e-12)
 
 
 @pytest.mark.parametrize(("beta", "crit", "expected"), [
