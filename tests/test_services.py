@@ -106,6 +106,7 @@ def test_crossval_flow_against_real_scheduler_and_server(services, tmp_path):
     assert arts and arts[0]["type"] == "table"
 
 
+@pytest.mark.slow  # ~29 s, the longest call of `make test` (8-9.6 min in all): `prefect deploy` of every deployment
 def test_prefect_yaml_deploys_with_nightly_schedule(services, tmp_path):
     env = _env(services, tmp_path)
     prefect = str(Path(sys.executable).with_name("prefect"))  # the work pool: made by `up --pool`
