@@ -137,6 +137,23 @@ def soft_kmeans_stats(x, w=None, *, centers, beta):
     return {"R": R, "S": S, "log_z": np.array(lz)}
 
 
+def soft_scatter_stats(x, w=None, *, centers, beta):
+    """``R`` and ``Q[k] = sum_n w_n r_k(x_n) (x_n - m_k)(x_n - m_k)^T`` with
+    responsibilities (20.7), one centre at a time."""
+    c = np.asarray(centers, dtype=np.float64)
+    k, d = c.shape
+    R, Q = np.zeros(k), np.zeros((k, d, d))
+    for xs, ws in pieces(x, w):
+        xs = np.asarray(xs, dtype=np.float64)
+        r, _ = softmax(-0.5 * beta * sq_distances(xs, c))
+        r = r * _weights(ws, xs.shape[0])[:, None]
+        R += r.sum(axis=0)
+        for j in range(k):
+            diff = xs - c[j]
+            Q[j] += (diff * r[:, j:j + 1]).T @ diff
+    return {"R": R, "Q": Q}
+
+
 def dc_memberships(x, centers, sigma):
     """Normalized Gaussian memberships (4) of DC."""
     return softmax(-0.5 / sigma**2 * sq_distances(x, centers))[0]

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["as_rows", "lloyd", "soft_kmeans", "dc_counts", "dc_grad", "ac_counts", "ac_grad",
+__all__ = ["as_rows", "lloyd", "soft_kmeans", "soft_scatter", "dc_counts", "dc_grad", "ac_counts", "ac_grad",
            "mixture_em", "cmbc_estep", "moments"]
 
 
@@ -172,6 +172,19 @@ def soft_kmeans(x, w=None, *, centers, beta):
     R, S, lz = np.zeros(k), np.zeros((k, d)), np.zeros(1)
     _loops()._soft_rows(x, _weights(w, x.shape[0]), _in(c, x), -0.5 * float(beta), R, S, lz)
     return {"R": R, "S": S, "log_z": np.array(lz[0])}
+
+
+def soft_scatter(x, w=None, *, centers, beta):
+    """``R`` and the responsibility-weighted scatter about each centre
+    ``Q[k] = sum_n w_n r_k^(n) (x_n - m_k)(x_n - m_k)^T`` (the posterior
+    covariance ``Q[k] / R[k]`` of Rose 1998, section III; MacKay 2003, eq.
+    20.7 for ``r``)."""
+    x = as_rows(x)
+    c = _centres(centers, x)
+    k, d = c.shape
+    R, Q = np.zeros(k), np.zeros((k, d, d))
+    _loops()._scatter_rows(x, _weights(w, x.shape[0]), _in(c, x), c, -0.5 * float(beta), R, Q)
+    return {"R": R, "Q": Q}
 
 
 def dc_counts(x, c, *, centers, sigma, n_classes):

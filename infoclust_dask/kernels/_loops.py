@@ -288,6 +288,47 @@ def _soft_rows(x, w, cm, scale, R, S, out_logz):
     out_logz[0] = total
 
 @_jit
+def _scatter_rows(x, w, cm, cm64, scale, R, Q):
+    """``R[j] += sum_r w_r g_jr`` and ``Q[j] += sum_r w_r g_jr (x_r -
+    m_j)(x_r - m_j)^T`` with the soft K-means memberships ``g`` (distances
+    in the precision of ``cm``, as :func:`_soft_rows`; differences and
+    sums in float64 against the float64 centres ``cm64``): one
+    ``d x nt`` tile of differences per centre, its upper triangle of
+    products as dot products across the tile's rows, mirrored at the end."""
+    n, d = x.shape
+    k = cm.shape[0]
+    xt, acc, g, lz, s, fbuf = _buffers(d, k, x.dtype, cm.dtype)
+    diff = np.empty((d, TILE))
+    weighted = w.shape[0] > 0
+    for i0 in range(0, n, TILE):
+        nt = min(TILE, n - i0)
+        _distances(x, i0, nt, xt, cm, acc)
+        _softmax_cols(acc, nt, scale, g, lz, s, fbuf, False)
+        for j in range(k):
+            t = 0.0
+            for r in range(nt):
+                if weighted:
+                    g[j, r] *= w[i0 + r]
+                t += g[j, r]
+            R[j] += t
+            for f in range(d):
+                mf = cm64[j, f]
+                for r in range(nt):
+                    diff[f, r] = np.float64(x[i0 + r, f]) - mf
+            for f1 in range(d):
+                for r in range(nt):
+                    s[r] = g[j, r] * diff[f1, r]
+                for f2 in range(f1, d):
+                    t = 0.0
+                    for r in range(nt):
+                        t += s[r] * diff[f2, r]
+                    Q[j, f1, f2] += t
+    for j in range(k):
+        for f1 in range(d):
+            for f2 in range(f1):
+                Q[j, f1, f2] = Q[j, f2, f1]
+
+@_jit
 def _dc_count_rows(x, c, cm, scale, counts):
     n, d = x.shape
     k = cm.shape[0]

@@ -134,18 +134,9 @@ def soft_scatter_stats(x: np.ndarray, w: np.ndarray | None = None, *, centers: n
     the critical stiffness ``1 / lambda_max`` at which a centre (or a group
     of coinciding centres) splits (Rose 1998, section III; MacKay 2003,
     eq. 20.17 for one Gaussian). Once per stiffness of an adaptive
-    annealing path, not per iteration."""
-    x = np.asarray(x, dtype=np.float64)
-    c = np.asarray(centers, dtype=np.float64)
-    r, _ = soft_responsibilities(x, c, beta)
-    if w is not None:
-        r *= np.asarray(w, dtype=np.float64)[:, None]
-    k, d = c.shape
-    Q = np.empty((k, d, d))
-    for j in range(k):
-        diff = x - c[j]
-        Q[j] = (diff * r[:, j:j + 1]).T @ diff
-    return {"R": r.sum(axis=0), "Q": Q}
+    annealing path, not per iteration; one compiled loop
+    (:func:`infoclust_dask.kernels._compiled.soft_scatter`)."""
+    return _compiled.soft_scatter(x, w, centers=centers, beta=beta)
 
 
 def nearest(x: np.ndarray, centers: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

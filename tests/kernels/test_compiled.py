@@ -82,6 +82,7 @@ def test_kmeans_kernels(dtype, weighted):
     _close(lab[1], d2[1], dist_rtol)
     # memberships of float32 rows come from float32 distances: float32's rounding, scaled by beta
     _close(*_both(kmeans.soft_kmeans_stats, x, w, centers=c, beta=0.7), *_tol(dtype))
+    _close(*_both(kmeans.soft_scatter_stats, x, w, centers=c, beta=0.7), *_tol(dtype))
     got, ref = _both(kmeans.closest_count_stats, x, w, centers=c)
     _close(got["counts"], ref["counts"])
     _close(got["phi"], ref["phi"], dist_rtol)
