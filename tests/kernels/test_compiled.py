@@ -124,7 +124,7 @@ def test_lloyd_tiles_of_every_length(n, k, dtype):
 @pytest.mark.parametrize("k", [1, 2, 37])
 @pytest.mark.parametrize("d", [5, 300])
 def test_memberships_in_tiles_of_every_length(n, k, d):
-    """Soft K-means, DC and the mixture run on transposed tiles too: full,
+    """Soft K-means (and its scatter), DC and the mixture run on transposed tiles too: full,
     partial and empty tiles, transposed (5 features) or not (300), against
     the softmax of the explicit differences (scipy's, an independent
     reference)."""
@@ -140,6 +140,11 @@ def test_memberships_in_tiles_of_every_length(n, k, d):
     np.testing.assert_allclose(got["R"], g.sum(0), rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(got["S"], g.T @ x, rtol=1e-10, atol=1e-10)
     np.testing.assert_allclose(got["log_z"], logsumexp(-0.4 * dist, axis=1).sum(), rtol=1e-10, atol=1e-10)
+    if n * k * d * d <= 5e7:  # the scatter's d^2 products (the annealing's predictions): rows wide enough to test
+        got = _compiled.soft_scatter(x, centers=c, beta=0.8)
+        Q = np.stack([((x - c[j]) * g[:, j:j + 1]).T @ (x - c[j]) for j in range(k)])
+        np.testing.assert_allclose(got["R"], g.sum(0), rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(got["Q"], Q, rtol=1e-10, atol=1e-10)
     counts = _compiled.dc_counts(x, cls, centers=c, sigma=1 / np.sqrt(0.8), n_classes=3)["counts"]
     np.testing.assert_allclose(counts, np.stack([g[cls == i].sum(0) for i in range(3)], 1), rtol=1e-10, atol=1e-12)
     v = rng.uniform(0.5, 2, size=k)
