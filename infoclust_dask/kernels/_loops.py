@@ -304,17 +304,23 @@ def _scatter_rows(x, w, cm, cm64, scale, R, Q):
         nt = min(TILE, n - i0)
         _distances(x, i0, nt, xt, cm, acc)
         _softmax_cols(acc, nt, scale, g, lz, s, fbuf, False)
+        if weighted:
+            for j in range(k):
+                for r in range(nt):
+                    g[j, r] *= w[i0 + r]
         for j in range(k):
             t = 0.0
             for r in range(nt):
-                if weighted:
-                    g[j, r] *= w[i0 + r]
                 t += g[j, r]
             R[j] += t
-            for f in range(d):
+            for f in range(d):  # the tile as _distances transposed it (rows up to WIDE features)
                 mf = cm64[j, f]
-                for r in range(nt):
-                    diff[f, r] = np.float64(x[i0 + r, f]) - mf
+                if d <= WIDE:
+                    for r in range(nt):
+                        diff[f, r] = np.float64(xt[f, r]) - mf
+                else:
+                    for r in range(nt):
+                        diff[f, r] = np.float64(x[i0 + r, f]) - mf
             for f1 in range(d):
                 for r in range(nt):
                     s[r] = g[j, r] * diff[f1, r]
