@@ -5,6 +5,7 @@ import json
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 HEAVY = ("dask", "distributed", "sklearn", "numba", "scipy", "pandas", "xarray", "zarr", "prefect")
@@ -69,5 +70,22 @@ def test_importing_an_estimator_costs_about_what_sklearn_cluster_does():
     top, _ = _loaded("from infoclust_dask import KMeans")
     assert "numba" not in top
     fitted, _ = _loaded("from infoclust_dask import KMeans\nimport numpy as np\n"
-                        "KMeans(2, random_state=0).fit(np.arange(20.0).reshape(10, 2))")
+                        "KMeans(2, random_state=0).fit(np.arange(200_000.0).reshape(-1, 2))")
     assert "numba" in fitted  # the first fit compiles / loads the kernels
+
+
+def test_kmeans_on_tiny_data_never_loads_numba(tmp_path):
+    """K-means on data of at most 1 MiB runs Lloyd's step and the moments in
+    their numpy forms (numba's start-up, 0.35-0.45 s, is longer than such a
+    fit): from numpy and from a store; soft K-means on the same rows loads it."""
+    from infoclust_dask import write_dataset
+
+    x = np.random.default_rng(0).normal(size=(150, 4))
+    write_dataset(tmp_path / "s.zarr", x)
+    for data in ("np.random.default_rng(0).normal(size=(150, 4))", repr(str(tmp_path / "s.zarr"))):
+        top, _ = _loaded(f"from infoclust_dask import KMeans\nimport numpy as np\n"
+                         f"KMeans(3, random_state=0).fit({data})")
+        assert "numba" not in top, data
+    top, _ = _loaded("from infoclust_dask import SoftKMeans\nimport numpy as np\n"
+                     "SoftKMeans(3, random_state=0).fit(np.random.default_rng(0).normal(size=(150, 4)))")
+    assert "numba" in top

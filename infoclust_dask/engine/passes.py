@@ -10,7 +10,9 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import journal
+from ..kernels import _compiled
 from ..kernels._common import Pass, run_chunk, run_fold_step
+from ..kernels._compiled import numpy_form
 from .blocks import (
     _align,
     _array_slices,
@@ -100,6 +102,14 @@ def _in_process(bp, kind, arrays, scheduler, block_rows=None, parallel=False):
     return arrays, sched, _array_slices(arrays[0], block_rows, sched.threads if parallel else 1)
 
 
+def _tiny(arrays) -> bool:
+    """Whether an in-process pass reads so few bytes that its kernels may
+    take their numpy forms (:func:`infoclust_dask.kernels._compiled.numpy_form`:
+    a fit on tiny data then never loads numba)."""
+    sizes = [getattr(a, "nbytes", None) for a in arrays if a is not None]  # sparse blocks have none
+    return None not in sizes and sum(sizes) <= _compiled.NUMPY_FORM_MAX_BYTES
+
+
 def _rows(arrays, sl):
     """Row slice ``sl`` of every input (``None`` inputs stay ``None``)."""
     return [None if a is None else a[sl] for a in arrays]
@@ -109,8 +119,11 @@ def _map_reduce(bp, arrays, params, scheduler, split_every, block_rows, progress
     arrays, sched, slices = _in_process(bp, "reduce", arrays, scheduler, block_rows, parallel=True)
     if slices is not None:
 
+        small = _tiny(arrays)
+
         def run(sl):
-            return run_chunk(bp, sl.start, _rows(arrays, sl), params)
+            with numpy_form(small):
+                return run_chunk(bp, sl.start, _rows(arrays, sl), params)
 
         parts = sched.each(run, slices)
         result = _tree(parts, bp.combine, split_every)
@@ -138,9 +151,10 @@ def fold_blocks(bp: Pass, *arrays: Any, state: Any, params: dict | None = None, 
     params = dict(params or {})
     arrays, sched, slices = _in_process(bp, "fold", arrays, scheduler)
     if slices is not None:
-        for i in (range(len(slices)) if order is None else order):
-            sl = slices[i]
-            state = run_fold_step(bp, sl.start, state, _rows(arrays, sl), params)
+        with numpy_form(_tiny(arrays)):
+            for i in (range(len(slices)) if order is None else order):
+                sl = slices[i]
+                state = run_fold_step(bp, sl.start, state, _rows(arrays, sl), params)
         return state
     import dask
 
@@ -190,8 +204,11 @@ def map_blocks(
         here = current_runner()  # the threads of the enclosing call's runner in this process, if it has some
         here = here if here is not None and here.local else None
 
+        small = _tiny(arrays)
+
         def run(sl):
-            return np.asarray(run_chunk(bp, sl.start, _rows(arrays, sl), params))
+            with numpy_form(small):
+                return np.asarray(run_chunk(bp, sl.start, _rows(arrays, sl), params))
 
         slices = _array_slices(arrays[0], block_rows, here.threads if here is not None else 1)
         outs = here.each(run, slices) if here is not None else [run(sl) for sl in slices]

@@ -2,7 +2,9 @@
 method, each pass declared once next to its kernel as a
 :class:`~infoclust_dask.kernels._common.Pass`. The hot formulas are
 compiled loops (``_loops``: numba, argument checks in ``_compiled``) that
-the method modules call with no other path; the rest is numpy.
+the method modules call with no other path (Lloyd's step and the moments
+also have a numpy form, ``_numpy_forms``, for passes over tiny data:
+:func:`~infoclust_dask.kernels._compiled.numpy_form`); the rest is numpy.
 
 =================  ==========================================================
 ``_compiled``      argument checks and shapes of the compiled loops
@@ -10,6 +12,8 @@ the method modules call with no other path; the rest is numpy.
                    their shared tile helpers (distances, softmax, exp)
 ``_lloyd_loops``   Lloyd's assignment (exact differences; products for
                    many centres)
+``_numpy_forms``   Lloyd's step and the moments in numpy, for passes over
+                   tiny data (numba not loaded)
 ``_common``        the Pass blueprint, combines, sub-blocks, squared
                    distances, the one stable softmax, row hashes and the
                    train/validation subset rule

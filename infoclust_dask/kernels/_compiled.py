@@ -21,8 +21,11 @@ compiled in each process without a cache (:func:`can_cache`) instead of
 failing with numba's "no locator available".
 
 These are the only form of each formula in the package (the method modules
-call them, with no other path); the plain numpy formulas the tests compare
-them with (to 1e-10 for float64 rows) live with the tests
+call them, with no other path) but two: Lloyd's step and the moments have
+numpy forms (:mod:`infoclust_dask.kernels._numpy_forms`) for passes over
+tiny data in this process (:func:`numpy_form`), where loading numba would
+cost more than the fit. The plain numpy formulas the tests compare both
+with (to 1e-10 for float64 rows) live with the tests
 (``tests/reference_kernels.py``), where the benchmarks find them too.
 
 The formulas: MacKay (2003,
@@ -35,10 +38,45 @@ dense binary rows.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+
 import numpy as np
 
-__all__ = ["as_rows", "lloyd", "soft_kmeans", "soft_scatter", "dc_counts", "dc_grad", "ac_counts", "ac_grad",
+__all__ = ["as_rows", "numpy_form", "lloyd", "soft_kmeans", "soft_scatter", "dc_counts", "dc_grad", "ac_counts", "ac_grad",
            "mixture_em", "cmbc_estep", "moments"]
+
+
+#: in-process passes over data of at most this many bytes may take the numpy
+#: forms (:func:`numpy_form`; the engine decides: :mod:`infoclust_dask.engine.passes`)
+NUMPY_FORM_MAX_BYTES = 2**20
+#: ... for calls of at most this many products (rows x centres x features;
+#: rows x features for the moments): a numpy Lloyd step costs ~1 ns a
+#: product more than the compiled one, so 100 such calls cost what loading
+#: the compiled loops does (0.35-0.45 s; docs/BENCHMARKS.md, ninth session)
+NUMPY_FORM_MAX_WORK = 2**21
+_NUMPY_FORM: contextvars.ContextVar[bool] = contextvars.ContextVar("infoclust_numpy_form", default=False)
+
+
+@contextlib.contextmanager
+def numpy_form(allowed: bool = True):
+    """Inside this context (in this thread) Lloyd's step and the moments
+    (:func:`lloyd`, :func:`lloyd_sums`, :func:`moments`) run as numpy
+    (:mod:`infoclust_dask.kernels._numpy_forms`) on calls of at most
+    :data:`NUMPY_FORM_MAX_WORK` products, so that a fit on tiny data never
+    loads numba; ``allowed=False`` is a no-op."""
+    if not allowed:
+        yield
+        return
+    token = _NUMPY_FORM.set(True)
+    try:
+        yield
+    finally:
+        _NUMPY_FORM.reset(token)
+
+
+def _numpy_form(work: int) -> bool:
+    return work <= NUMPY_FORM_MAX_WORK and _NUMPY_FORM.get()
 
 
 def _loops():
@@ -154,6 +192,11 @@ def _lloyd_into(x, w, centers, labels, dmin, with_sums):
     counts, sums, inertia = np.zeros(k), np.zeros((k, d) if with_sums else (0, 0)), np.zeros(1)
     # float32 rows: distances in float32 (the assignment), counts and sums in float64
     cx = _in(c, x)
+    if _numpy_form(n * k * d):
+        from ._numpy_forms import lloyd_into
+
+        counts, sums, inertia_ = lloyd_into(x, _weights(w, n), cx, labels, dmin, with_sums)
+        return counts, sums, inertia_
     if k >= LLOYD_GEMM_MIN_K:  # the products by BLAS; near ties decided by the exact differences (same labels)
         shift = cx.mean(axis=0, dtype=np.float64).astype(x.dtype)
         _lloyd_loops()._lloyd_rows_gemm(x, _weights(w, n), cx, shift, float(np.finfo(x.dtype).eps) / 2, counts, sums,
@@ -291,6 +334,12 @@ def moments(x, w=None, *, shift=None):
     n, d = x.shape
     sh = _EMPTY if shift is None else _shaped(np.asarray(shift).reshape(-1), (d,), "shift")
     ww = _weights(w, n)
+    if _numpy_form(n * d):
+        from ._numpy_forms import moments as numpy_moments
+
+        s1, s2, out = numpy_moments(x, ww, sh)
+        return {"n": np.array(n, dtype=np.int64), "n_bad": np.array(int(out[1]), dtype=np.int64),
+                "w": np.array(out[0]), "s1": s1, "s2": s2}
     s1, s2, out = np.zeros(d), np.zeros(d), np.zeros(2)
     _loops()._moments_rows(x, ww, sh, s1, s2, out, False)
     if not (np.all(np.isfinite(s1)) and np.all(np.isfinite(s2))):

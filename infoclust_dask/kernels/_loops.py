@@ -13,9 +13,11 @@ computed in the precision of the centres the wrapper passes: the rows' own
 (float32 rows with float32 centres: twice as many features per SIMD
 instruction, as scikit-learn does for float32 data); softmax, exponentials
 and every sum are float64. These loops are the only form of each formula
-in the package; the tests hold the plain numpy formulas they are compared
-with (``tests/reference_kernels.py``: 1e-10 for float64 rows, float32
-rounding of the distances for float32).
+in the package but two (Lloyd's step and the moments also have a numpy
+form for passes over tiny data, :mod:`infoclust_dask.kernels._numpy_forms`);
+the tests hold the plain numpy formulas they are compared with
+(``tests/reference_kernels.py``: 1e-10 for float64 rows, float32 rounding
+of the distances for float32).
 
 Functions run without the GIL (``nogil``), one thread each (no
 ``parallel=True``; BLAS only in Lloyd's products for many centres,

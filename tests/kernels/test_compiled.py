@@ -436,15 +436,145 @@ def test_cluster_workers_use_one_blas_thread_each(local_cluster_client):
     assert threads and all(t == [1] * len(t) for t in threads.values())
 
 
-def test_each_kernel_is_written_once():
+def test_each_kernel_is_written_once_but_the_two_numpy_forms_for_tiny_data():
     """No switch between a compiled and a numpy form of a kernel in the
-    package: the method modules call the compiled loops unconditionally
-    (the numpy forms are this folder's references)."""
+    package, but one: Lloyd's step and the moments have numpy forms
+    (``_numpy_forms``) that only ``_compiled`` calls, inside
+    ``numpy_form()`` (the numpy forms of every other formula are this
+    folder's references)."""
+    from infoclust_dask.kernels import _numpy_forms
+
     root = Path(_compiled.__file__).parents[1]
     assert not hasattr(_compiled, "available")
     offenders = [p.name for p in root.rglob("*.py")
                  if "INFOCLUST_KERNELS" in p.read_text() or "_compiled.available" in p.read_text()]
     assert offenders == []
+    assert sorted(_numpy_forms.__all__) == ["lloyd_into", "moments"]
+    importers = sorted({p.name for p in root.rglob("*.py") for node in ast.walk(ast.parse(p.read_text()))
+                        if isinstance(node, ast.ImportFrom) and (node.module or "").endswith("_numpy_forms")})
+    assert importers == ["_compiled.py"]
+
+
+def _forms(fn, *args, **kw):
+    """(numpy form's result, compiled loop's result) of one ``_compiled`` call."""
+    with _compiled.numpy_form():
+        got = fn(*args, **kw)
+    return got, fn(*args, **kw)
+
+
+@pytest.mark.parametrize("n", [0, 1, _loops.TILE + 1, 1000])
+@pytest.mark.parametrize("k", [1, 3, 20])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_numpy_forms_equal_the_compiled_loops_and_the_reference(n, k, dtype, weighted):
+    """Lloyd's step and the moments in their numpy forms (tiny data) give
+    the compiled loops' results - labels and counts exactly, distances,
+    sums, inertia and moments to 1e-10 (float32 rows: distances to float32's
+    rounding) - and the reference formulas'; one centre, more centres than
+    the products path's threshold, empty and one-row blocks."""
+    rng = np.random.default_rng(n + 7 * k)
+    x = (rng.normal(size=(n, 6)) * 3).astype(dtype)
+    c = rng.normal(size=(k, 6)) * 3
+    w = rng.uniform(0, 2, size=n) if weighted else None
+    dist_rtol = 1e-10 if dtype == np.float64 else 1e-6
+    (lab, dmin, counts, sums), (lab_c, dmin_c, counts_c, sums_c) = _forms(_compiled.lloyd, x, w, centers=c)
+    np.testing.assert_array_equal(lab, lab_c)
+    assert lab.dtype == np.int64 and dmin.dtype == np.float64
+    np.testing.assert_allclose(dmin, dmin_c, rtol=dist_rtol, atol=1e-12)
+    np.testing.assert_allclose(counts, counts_c, rtol=1e-12)
+    np.testing.assert_allclose(sums, sums_c, rtol=1e-10, atol=1e-10)
+    (c1, s1, i1), (c2, s2, i2) = _forms(_compiled.lloyd_sums, x, w, centers=c, with_sums=False)
+    assert s1.shape == s2.shape == (0, 0)
+    np.testing.assert_allclose(c1, c2, rtol=1e-12)
+    np.testing.assert_allclose(i1, i2, rtol=dist_rtol, atol=1e-12)
+    shift = x[0].astype(np.float64) if n else None
+    with _compiled.numpy_form():  # against the reference formulas
+        got, ref = _both(kmeans.lloyd_step_stats, x, w, centers=c)
+        for key in ref:
+            _close(got[key], ref[key], dist_rtol if key == "inertia" else 1e-10)
+        _close(*_both(kmeans.assign_labels, x, centers=c))
+        if n:  # (the reference does not take an empty block)
+            _close(*_both(stats.moments_stats, x, w, shift=shift))
+    _close(*_forms(stats.moments_stats, x, w, shift=shift))
+
+
+def test_numpy_forms_keep_ties_and_non_finite_entries_as_the_compiled_loops_do():
+    c = np.array([[0.0, 0.0], [2.0, 0.0], [0.0, 0.0]])
+    x = np.array([[1.0, 0.0], [0.0, 0.0], [2.0, 0.0]])
+    with _compiled.numpy_form():
+        lab, dmin, _, _ = _compiled.lloyd(x, centers=c)
+    np.testing.assert_array_equal(lab, [0, 0, 1])
+    np.testing.assert_array_equal(dmin, [1.0, 0.0, 0.0])
+    x, _ = _data(1000, 4, 2, seed=16)
+    x[3, 1], x[500, 0], x[999, 3], x[7, 1] = np.nan, np.inf, -np.inf, np.nan
+    for shift in (None, x[1].astype(np.float64)):
+        got, ref = _forms(stats.moments_stats, x, np.linspace(0.5, 1.5, 1000), shift=shift)
+        assert int(got["n_bad"]) == 4
+        _close(got, ref)
+    with _compiled.numpy_form():
+        got = stats.moments_stats(np.full((10, 2), 1e200))  # finite entries whose squares overflow stay in
+    assert int(got["n_bad"]) == 0 and np.isinf(got["s2"]).all()
+
+
+def test_numpy_form_is_taken_only_inside_its_context_and_below_its_work_bound(monkeypatch):
+    """``_compiled`` takes the numpy forms inside ``numpy_form()`` for calls
+    of at most ``NUMPY_FORM_MAX_WORK`` products, the compiled loops
+    otherwise (outside the context, above the bound, ``allowed=False``)."""
+    from infoclust_dask.kernels import _numpy_forms
+
+    calls = []
+    for name in ("lloyd_into", "moments"):
+        real = getattr(_numpy_forms, name)
+        monkeypatch.setattr(_numpy_forms, name, lambda *a, _f=real, _n=name: calls.append(_n) or _f(*a))
+    x, c = _data(100, 4, 3)
+    _compiled.lloyd(x, centers=c)
+    _compiled.moments(x)
+    assert calls == []
+    with _compiled.numpy_form(False):
+        _compiled.lloyd(x, centers=c)
+    assert calls == []
+    with _compiled.numpy_form():
+        _compiled.lloyd(x, centers=c)
+        _compiled.lloyd_sums(x, centers=c)
+        _compiled.moments(x)
+        assert calls == ["lloyd_into", "lloyd_into", "moments"]
+        monkeypatch.setattr(_compiled, "NUMPY_FORM_MAX_WORK", 100 * 4 * 3 - 1)  # one product too many for Lloyd
+        _compiled.lloyd(x, centers=c)
+        _compiled.moments(x)  # 400 products: still numpy
+    assert calls == ["lloyd_into", "lloyd_into", "moments", "moments"]
+
+
+def test_engine_passes_over_tiny_data_take_the_numpy_forms_and_fits_agree(monkeypatch):
+    """In-process passes over at most ``NUMPY_FORM_MAX_BYTES`` take the
+    numpy forms (a K-means fit on iris-sized data), larger data and lazy
+    input the compiled loops; the same fit on either path gives the same
+    labels and centres to 1e-10."""
+    import dask.array as da
+
+    from infoclust_dask import KMeans, engine
+    from infoclust_dask.kernels import _numpy_forms
+    from infoclust_dask.kernels.kmeans import LLOYD_STEP
+
+    calls = []
+    real = _numpy_forms.lloyd_into
+    monkeypatch.setattr(_numpy_forms, "lloyd_into", lambda *a: calls.append(a[0].shape[0]) or real(*a))
+    x, c = _data(600, 4, 3, seed=3)  # 19 kB
+    engine.map_reduce(LLOYD_STEP, x, None, params={"centers": c}, scheduler="threads")
+    assert sum(calls) == 600
+    calls.clear()
+    engine.map_reduce(LLOYD_STEP, da.from_array(x, chunks=200), None, params={"centers": c}, scheduler="threads")
+    assert calls == []  # a graph's tasks: the compiled loops
+    tiny = KMeans(3, random_state=0, n_init=3).fit(x)
+    assert calls
+    calls.clear()
+    monkeypatch.setattr(_compiled, "NUMPY_FORM_MAX_BYTES", x.nbytes - 1)
+    engine.map_reduce(LLOYD_STEP, x, None, params={"centers": c}, scheduler="threads")
+    assert calls == []
+    compiled = KMeans(3, random_state=0, n_init=3).fit(x)
+    assert calls == []
+    np.testing.assert_array_equal(tiny.labels_, compiled.labels_)
+    np.testing.assert_allclose(tiny.cluster_centers_, compiled.cluster_centers_, rtol=1e-10)
+    np.testing.assert_allclose(tiny.inertia_, compiled.inertia_, rtol=1e-10)
 
 
 def test_no_private_imports_from_other_packages():
