@@ -106,8 +106,14 @@ def _tiny(arrays) -> bool:
     """Whether an in-process pass reads so few bytes that its kernels may
     take their numpy forms (:func:`infoclust_dask.kernels._compiled.numpy_form`:
     a fit on tiny data then never loads numba)."""
-    sizes = [getattr(a, "nbytes", None) for a in arrays if a is not None]  # sparse blocks have none
-    return None not in sizes and sum(sizes) <= _compiled.NUMPY_FORM_MAX_BYTES
+    total = 0
+    for a in arrays:
+        if a is not None:
+            nbytes = getattr(a, "nbytes", None)
+            if nbytes is None:  # sparse blocks
+                return False
+            total += int(nbytes)
+    return total <= _compiled.NUMPY_FORM_MAX_BYTES
 
 
 def _rows(arrays, sl):
