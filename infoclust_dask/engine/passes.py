@@ -12,7 +12,6 @@ import numpy as np
 from .. import journal
 from ..kernels import _compiled
 from ..kernels._common import Pass, run_chunk, run_fold_step
-from ..kernels._compiled import numpy_form
 from .blocks import (
     _align,
     _array_slices,
@@ -128,7 +127,7 @@ def _map_reduce(bp, arrays, params, scheduler, split_every, block_rows, progress
         small = _tiny(arrays)
 
         def run(sl):
-            with numpy_form(small):
+            with _compiled.numpy_form(small):
                 return run_chunk(bp, sl.start, _rows(arrays, sl), params)
 
         parts = sched.each(run, slices)
@@ -157,7 +156,7 @@ def fold_blocks(bp: Pass, *arrays: Any, state: Any, params: dict | None = None, 
     params = dict(params or {})
     arrays, sched, slices = _in_process(bp, "fold", arrays, scheduler)
     if slices is not None:
-        with numpy_form(_tiny(arrays)):
+        with _compiled.numpy_form(_tiny(arrays)):
             for i in (range(len(slices)) if order is None else order):
                 sl = slices[i]
                 state = run_fold_step(bp, sl.start, state, _rows(arrays, sl), params)
@@ -213,7 +212,7 @@ def map_blocks(
         small = _tiny(arrays)
 
         def run(sl):
-            with numpy_form(small):
+            with _compiled.numpy_form(small):
                 return np.asarray(run_chunk(bp, sl.start, _rows(arrays, sl), params))
 
         slices = _array_slices(arrays[0], block_rows, here.threads if here is not None else 1)

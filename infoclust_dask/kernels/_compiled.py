@@ -189,14 +189,13 @@ def _lloyd_into(x, w, centers, labels, dmin, with_sums):
     n = x.shape[0]
     c = _centres(centers, x)
     k, d = c.shape
-    counts, sums, inertia = np.zeros(k), np.zeros((k, d) if with_sums else (0, 0)), np.zeros(1)
     # float32 rows: distances in float32 (the assignment), counts and sums in float64
     cx = _in(c, x)
     if _numpy_form(n * k * d):
         from ._numpy_forms import lloyd_into
 
-        counts, sums, inertia_ = lloyd_into(x, _weights(w, n), cx, labels, dmin, with_sums)
-        return counts, sums, inertia_
+        return lloyd_into(x, _weights(w, n), cx, labels, dmin, with_sums)
+    counts, sums, inertia = np.zeros(k), np.zeros((k, d) if with_sums else (0, 0)), np.zeros(1)
     if k >= LLOYD_GEMM_MIN_K:  # the products by BLAS; near ties decided by the exact differences (same labels)
         shift = cx.mean(axis=0, dtype=np.float64).astype(x.dtype)
         _lloyd_loops()._lloyd_rows_gemm(x, _weights(w, n), cx, shift, float(np.finfo(x.dtype).eps) / 2, counts, sums,

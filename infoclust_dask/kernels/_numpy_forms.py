@@ -38,7 +38,7 @@ def lloyd_into(x, w, cx, labels, dmin, with_sums):
         for j in range(k):  # one centre at a time: the temporary is one (n, d) difference
             diff = x - cx[j]
             np.einsum("ij,ij->i", diff, diff, out=d2[j])
-    best = np.argmin(d2, axis=0) if k > 1 else np.zeros(n, dtype=np.int64)  # ties: the lowest index
+    best = np.argmin(d2, axis=0)  # ties: the lowest index
     near = d2[best, np.arange(n)].astype(np.float64)
     if labels.shape[0]:
         labels[:] = best
