@@ -267,6 +267,13 @@ def _centred(g, a, nt, s):
             g[j, r] *= a[j, r] - s[r]
 
 @_jit
+def _weight_cols(g, w, i0, nt):
+    """``g[j, r] *= w[i0 + r]``: a tile's memberships weighted by their rows' sample weights."""
+    for j in range(g.shape[0]):
+        for r in range(nt):
+            g[j, r] *= w[i0 + r]
+
+@_jit
 def _soft_rows(x, w, cm, scale, R, S, out_logz):
     n, d = x.shape
     k = cm.shape[0]
@@ -280,9 +287,7 @@ def _soft_rows(x, w, cm, scale, R, S, out_logz):
         if weighted:
             for r in range(nt):
                 total += w[i0 + r] * lz[r]
-            for j in range(k):
-                for r in range(nt):
-                    g[j, r] *= w[i0 + r]
+            _weight_cols(g, w, i0, nt)
         else:
             for r in range(nt):
                 total += lz[r]
@@ -307,9 +312,7 @@ def _scatter_rows(x, w, cm, cm64, scale, R, Q):
         _distances(x, i0, nt, xt, cm, acc)
         _softmax_cols(acc, nt, scale, g, lz, s, fbuf, False)
         if weighted:
-            for j in range(k):
-                for r in range(nt):
-                    g[j, r] *= w[i0 + r]
+            _weight_cols(g, w, i0, nt)
         for j in range(k):
             t = 0.0
             for r in range(nt):
