@@ -118,21 +118,30 @@ def test_a_whole_fit_on_a_worker_survives_that_workers_loss(real_cluster):
     X = rng.normal(size=(300_000, 8)) + 4.0 * rng.integers(0, 6, 300_000)[:, None]
     km = dict(n_init=1, max_iter=40, tol=0.0, random_state=0)
     ref = KMeans(6, scheduler="sync", **km).fit(X)
-    t0 = time.perf_counter()
     first = KMeans(6, scheduler=client, **km).fit(X)
-    undisturbed = time.perf_counter() - t0
     assert "whole_fit_on" in first.runner_
     pids = client.run(os.getpid)
     killed = []
 
-    def kill():
-        busy = [w for w, tasks in client.processing().items() if any("run_on_worker" in str(t) for t in tasks)]
-        if busy:
-            os.kill(pids[busy[0]], signal.SIGKILL)
-            killed.append(busy[0])
+    stop = threading.Event()
 
-    threading.Timer(undisturbed * 0.5, kill).start()
-    got = KMeans(6, scheduler=client, **km).fit(X)
+    def kill():  # the first worker seen running the fit (polled: a timer set from the first fit's time let a
+        # faster second fit finish before it fired)
+        while not stop.is_set():
+            busy = [w for w, tasks in client.processing().items() if any("run_on_worker" in str(t) for t in tasks)]
+            if busy:
+                os.kill(pids[busy[0]], signal.SIGKILL)
+                killed.append(busy[0])
+                return
+            stop.wait(0.02)
+
+    killer = threading.Thread(target=kill, daemon=True)
+    killer.start()
+    try:
+        got = KMeans(6, scheduler=client, **km).fit(X)
+    finally:
+        stop.set()
+        killer.join()
     assert killed, "no worker was running the fit when the timer fired: make the fit longer"
     assert got.runner_["whole_fit_on"] != killed[0]
     np.testing.assert_allclose(got.cluster_centers_, ref.cluster_centers_, rtol=1e-10)
