@@ -7,6 +7,7 @@ call whose data fit one worker run there as one task."""
 from __future__ import annotations
 
 import contextlib
+import uuid
 from typing import Any, Callable
 
 import numpy as np
@@ -112,7 +113,13 @@ class Distributed(Runner):
         rows = chunk_rows or _auto_rows(a)
         slices = _row_slices(a.shape[0], 1, rows)
         blocks = [a[sl] for sl in slices]
-        futures = self.client.scatter(blocks, hash=True)  # keys from the bytes: a re-scatter recreates them
+        # A fresh key per block, never one from its bytes (scatter's hash=True): the same bytes scattered
+        # again while the scheduler still releases an earlier scatter's key lose the new copy (a race of
+        # distributed, dask/distributed#8576; here a pass then waited forever). A re-send after a worker
+        # loss passes these keys again (execute._rescatter_lost), so the graphs run unchanged.
+        keys = [f"infoclust-block-{uuid.uuid4().hex}" for _ in blocks]
+        sent = self.client.scatter(dict(zip(keys, blocks, strict=True)))
+        futures = [sent[k] for k in keys]
         execute._remember_scattered(futures, blocks)
         pieces = [da.from_delayed(dask.delayed(f), shape=(sl.stop - sl.start,) + a.shape[1:], dtype=a.dtype)
                   for f, sl in zip(futures, slices, strict=True)]

@@ -231,8 +231,8 @@ def _lost_keys(client) -> list:
 
 def _rescatter_lost(client) -> bool:
     """Send again the scattered blocks that no worker holds any more (their
-    worker died): the same bytes get the same keys, so the graphs that use
-    them run unchanged. Returns whether anything was lost."""
+    worker died) under their keys, so the graphs that use them run
+    unchanged. Returns whether anything was lost."""
     lost = _lost_keys(client)
     if not lost:
         return False
@@ -243,7 +243,7 @@ def _rescatter_lost(client) -> bool:
 
     logging.getLogger("infoclust_dask").warning(
         "%d scattered block(s) were lost with a worker; sending them again from this process", len(lost))
-    again = client.scatter([held[k] for k in lost], hash=True)
+    again = list(client.scatter(held).values())  # under the same keys
     # The scheduler keeps data only while a client future wants it, and the graphs' old futures of these
     # keys were cancelled with the loss: the new futures live in the entry, as long as the old ones do.
     with _SCATTERED_LOCK:
