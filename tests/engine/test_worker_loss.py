@@ -56,7 +56,7 @@ def _kill_later(client, seconds, done):
     pids = client.run(os.getpid)
 
     def kill():
-        holder = next(w for w, keys in client.has_what().items() if any(str(k).startswith("ndarray-") for k in keys))
+        holder = next(w for w, keys in client.has_what().items() if any(str(k).startswith("infoclust-block-") for k in keys))
         os.kill(pids[holder], signal.SIGKILL)
         done.set()
 
