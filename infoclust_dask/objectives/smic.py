@@ -55,6 +55,7 @@ __all__ = [
     "eigen_block_size",
     "operator_eigenvectors",
     "top_eigenvectors",
+    "component_eigenvectors",
 ]
 
 #: accepted values of ``kernel_normalization``
@@ -137,8 +138,122 @@ def top_eigenvectors(K: Any, c: int, *, tol: float = 1e-12, random_state: int | 
         w, V = w[n - c:], V[:, n - c:]
         order = np.argsort(-w, kind="stable")
         return w[order], V[:, order]
+    comp = None if components is None else np.asarray(components)
+    if comp is not None and comp.size and int(comp.max()) + 1 > c + BLOCK_MARGIN:
+        # the kernel's own components: finer than the neighbour graph's where duplicate rows (sigma = 0) have
+        # zero entries to their other neighbours (Letter, t = 2..4: the graph's giant component holds groups
+        # of duplicates detached in the kernel, whose equal spectra would send it to the block method)
+        return component_eigenvectors(K, c, None, tol=tol, random_state=random_state)
     return operator_eigenvectors(lambda X: K @ X, n, c, tol=tol, random_state=random_state, components=components,
                                  norm=norm)
+
+
+#: :func:`component_eigenvectors` solves a component of at most this many rows by dense ``eigh``
+COMPONENT_DENSE_MAX = DENSE_MAX
+#: entries of the dense blocks that one batched ``eigh`` of equal-sized components holds
+COMPONENT_BATCH_ENTRIES = 1 << 23
+
+
+def component_eigenvectors(K: Any, c: int, components: Any = None, *, tol: float = 1e-12,
+                           random_state: int | None = 0, dense_max: int | None = None
+                           ) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`top_eigenvectors` of a symmetric ``K`` with no entry between
+    the groups of rows labelled by ``components`` (default: the connected
+    components of ``K``'s nonzero pattern, by scipy's ``connected_components``;
+    block diagonal up to a permutation), from the top eigenpairs of each
+    block: its spectrum is the union of the blocks' spectra, and each
+    block's eigenvectors, zero elsewhere, are eigenvectors of ``K``.
+
+    A block of at most ``dense_max`` rows (:data:`COMPONENT_DENSE_MAX`) is
+    solved by LAPACK ``eigh``, blocks of equal size in one batched call;
+    a larger one by :func:`operator_eigenvectors` on its own products
+    (connected: the single-vector method, the block method if its
+    eigenvalues show a repeated group). Blocks are taken largest bound
+    first, and a block whose bound on its eigenvalues (its largest row sum
+    of ``|K|``, Gershgorin) is below the ``c``-th eigenvalue found so far
+    is skipped: none of its eigenvalues can be among the top ``c``.
+
+    Why: the Krylov space of the whole kernel holds one vector of each
+    eigenspace, and identical small components (duplicate rows of real data,
+    e.g. Letter) give exactly repeated eigenvalues, so the whole kernel
+    needs the block method with ``c + 2`` vectors per product - 1.6-3.9 s
+    a candidate ``t`` on Letter's 20 000 rows against 0.2-0.4 s this way
+    (``docs/BENCHMARKS.md``). Ties are ordered by the component's first
+    row, then by the component's own order; a repeated eigenvalue cut by
+    the ``c``-th place keeps whole components' vectors (any orthonormal
+    basis of the top-``c`` space is a solution of (8))."""
+    K = sp.csr_matrix(K)
+    n = K.shape[0]
+    if components is None:
+        from scipy.sparse.csgraph import connected_components
+
+        components = connected_components(K, directed=False)[1]
+    comp = np.asarray(components, dtype=np.int64)
+    if comp.shape != (n,):
+        raise ValueError(f"components has shape {comp.shape}; the kernel has {n} rows.")
+    dense_max = COMPONENT_DENSE_MAX if dense_max is None else int(dense_max)
+    n_comp = int(comp.max()) + 1 if n else 0
+    sizes = np.bincount(comp, minlength=n_comp)
+    order = np.argsort(comp, kind="stable")  # rows component by component, each in increasing order
+    start = np.concatenate([[0], np.cumsum(sizes)])
+    bound = np.zeros(n_comp)
+    np.maximum.at(bound, comp, np.asarray(abs(K).sum(axis=1)).ravel())
+    found: list = []  # (eigenvalues (k,), component, rows (s,), vectors (s, k))
+
+    def threshold() -> float:
+        if sum(len(f[0]) for f in found) < c:
+            return -np.inf
+        return float(np.sort(np.concatenate([f[0] for f in found]))[-c])
+
+    def operator_block(q: int) -> None:
+        rows = order[start[q]:start[q + 1]]
+        Kq = K[rows][:, rows]
+        k = min(c, rows.size)
+        if k + 2 * eigen_block_size(rows.size, k) + 3 > rows.size:
+            w, U = scipy.linalg.eigh(Kq.toarray(), driver="evd")
+            lam, V = w[::-1][:k], U[:, ::-1][:, :k]
+        else:
+            lam, V = operator_eigenvectors(lambda X: Kq @ X, rows.size, k, tol=tol, random_state=random_state)
+        found.append((lam, q, rows, V))
+
+    def dense_blocks(qs: np.ndarray, s: int) -> None:
+        m = qs.size
+        rows = order[start[qs][:, None] + np.arange(s)[None, :]].ravel()  # (m * s,), component by component
+        local = np.empty(n, dtype=np.int64)
+        local[rows] = np.tile(np.arange(s), m)
+        sub = K[rows]
+        r = np.repeat(np.arange(m * s), np.diff(sub.indptr))
+        B = np.zeros((m, s, s))
+        B[r // s, r % s, local[sub.indices]] = sub.data
+        w, U = np.linalg.eigh(B)
+        k = min(c, s)
+        for i, q in enumerate(qs):
+            found.append((w[i, ::-1][:k], int(q), rows[i * s:(i + 1) * s], U[i, :, ::-1][:, :k]))
+
+    by_bound = np.argsort(-bound, kind="stable")
+    for q in by_bound[sizes[by_bound] > dense_max]:
+        if bound[q] >= threshold():
+            operator_block(int(q))
+    small = by_bound[sizes[by_bound] <= dense_max]
+    while small.size:  # the next batch: the components of the size of the best bound left
+        theta = threshold()
+        small = small[bound[small] >= theta]
+        if not small.size:
+            break
+        s = int(sizes[small[0]])
+        same = small[sizes[small] == s][: max(1, COMPONENT_BATCH_ENTRIES // (s * s))]
+        dense_blocks(same, s)
+        small = small[~np.isin(small, same)]
+    lam = np.concatenate([f[0] for f in found])
+    first = np.concatenate([np.full(len(f[0]), f[2].min() if f[2].size else 0) for f in found])
+    rank = np.concatenate([np.arange(len(f[0])) for f in found])
+    owner = np.concatenate([np.full(len(f[0]), i) for i, f in enumerate(found)])
+    top = np.lexsort((rank, first, -lam))[:c]
+    V = np.zeros((n, c))
+    for j, e in enumerate(top):
+        f = found[owner[e]]
+        V[f[2], j] = f[3][:, rank[e]]
+    return lam[top], V
 
 
 #: bytes of the Krylov basis and product blocks that :func:`operator_eigenvectors` aims to stay within

@@ -274,3 +274,96 @@ def test_a_fit_on_either_side_of_the_size_switch_finds_the_blobs(monkeypatch):
     dense = SMIC(8, t=10, eigen_solver="dense", random_state=0, scheduler="sync").fit(X)
     np.testing.assert_array_equal(dense.labels_, m.labels_)
     np.testing.assert_allclose(dense.eigenvalues_, m.eigenvalues_, rtol=0, atol=1e-8)
+
+
+def _block_kernel(seed=0):
+    """A block-diagonal kernel: one component of 300 rows, four exact copies
+    of a 9-row component (an eigenvalue repeated four times), 30 isolated
+    rows (eigenvalue 1 each) and a few components of 20-40 rows."""
+    from scipy.sparse import block_diag, csr_matrix
+
+    rng = np.random.default_rng(seed)
+
+    def component(s, density=0.3):
+        A = rng.uniform(0.1, 1.0, size=(s, s)) * (rng.uniform(size=(s, s)) < density)
+        A = np.triu(A, 1)
+        A = A + A.T + np.eye(s)
+        A[np.arange(s - 1), np.arange(1, s)] = A[np.arange(1, s), np.arange(s - 1)] = 0.5  # connected: a path
+        return A
+
+    copy = component(9, 0.8)
+    blocks = [component(300, 0.05), copy, component(30), copy, np.eye(1), component(40), copy, copy, component(20)]
+    blocks += [np.eye(1)] * 29
+    K = csr_matrix(block_diag(blocks))
+    perm = rng.permutation(K.shape[0])  # the components interleaved, as rows of real data are
+    return K[perm][:, perm]
+
+
+@pytest.mark.parametrize("dense_max", [1000, 50])
+def test_component_eigenpairs_equal_lapack_on_the_assembled_kernel(dense_max):
+    """Each component solved on its own (dense_max 1000: every block by
+    batched LAPACK eigh; 50: the 300-row block by Krylov-Schur on its own
+    products) against LAPACK on the whole kernel: the same eigenvalues
+    (1e-10) and, where the c-th place does not cut a repeated eigenvalue,
+    the same eigenspace (its projector, 1e-8)."""
+    from infoclust_dask.objectives.smic import component_eigenvectors
+
+    K = _block_kernel()
+    w, U = scipy.linalg.eigh(K.toarray())
+    w, U = w[::-1], U[:, ::-1]
+    for c in range(1, 12):
+        lam, V = component_eigenvectors(K, c, dense_max=dense_max)
+        np.testing.assert_allclose(lam, w[:c], rtol=0, atol=1e-10)
+        np.testing.assert_allclose(V.T @ V, np.eye(c), rtol=0, atol=1e-10)
+        np.testing.assert_allclose(K @ V, V * lam, rtol=0, atol=1e-9)
+        if w[c - 1] - w[c] > 1e-8:  # the top-c eigenspace is unique
+            np.testing.assert_allclose(V @ V.T, U[:, :c] @ U[:, :c].T, rtol=0, atol=1e-8)
+        else:  # a repeated eigenvalue cut by the c-th place: whole components' vectors
+            _, comp = connected_components(K, directed=False)
+            assert all(np.unique(comp[np.abs(V[:, j]) > 1e-12]).size == 1 for j in range(c))
+
+
+def test_component_eigenpairs_skip_no_block_that_could_rank(monkeypatch):
+    """Blocks whose Gershgorin bound is below the c-th eigenvalue found are
+    skipped - and only those: counting the batched eigh calls, the 29
+    isolated rows (bound 1) are never solved for c = 5, yet the answer is
+    LAPACK's; given labels coarser than the kernel's components (two
+    components as one group) give the same eigenvalues."""
+    from infoclust_dask.objectives import smic as smic_objectives
+
+    K = _block_kernel()
+    w = scipy.linalg.eigh(K.toarray(), eigvals_only=True)[::-1]
+    sizes = []
+    real = np.linalg.eigh
+    monkeypatch.setattr(smic_objectives.np.linalg, "eigh", lambda B: sizes.append(B.shape) or real(B))
+    lam, _ = smic_objectives.component_eigenvectors(K, 5)
+    np.testing.assert_allclose(lam, w[:5], rtol=0, atol=1e-10)
+    assert all(s[1] > 1 for s in sizes), sizes
+    _, comp = connected_components(K, directed=False)
+    coarse = np.where(comp == comp[np.argmax(np.bincount(comp)[comp])], comp.max() + 1, comp)
+    lam2, _ = smic_objectives.component_eigenvectors(K, 5, coarse)
+    np.testing.assert_allclose(lam2, w[:5], rtol=0, atol=1e-10)
+
+
+def test_many_components_above_the_dense_size_solve_per_component(monkeypatch):
+    """A fit above DENSE_MAX rows whose kernel has more components than
+    n_clusters + 2 (eight blobs of unequal sizes, three clusters) takes the
+    per-component solve; it equals LAPACK on the whole kernel (below the
+    size switch) and the block Krylov-Schur method on the workers' row
+    blocks: eigenvalues 1e-8, the same labels."""
+    from infoclust_dask.objectives import smic as smic_objectives
+
+    rng = np.random.default_rng(3)
+    sizes = [60, 70, 80, 90, 100, 110, 120, 130]
+    X = np.vstack([rng.normal(size=(s, 2)) + 60 * q for q, s in enumerate(sizes)])
+    lapack = _fit(X, 3, "dense", "none")
+    operator = _fit(X, 3, "operator", "none")
+    calls = []
+    real = smic_objectives.component_eigenvectors
+    monkeypatch.setattr(smic_objectives, "component_eigenvectors", lambda *a, **k: calls.append(1) or real(*a, **k))
+    monkeypatch.setattr(smic_objectives, "DENSE_MAX", 200)
+    per_component = _fit(X, 3, "dense", "none")
+    assert calls
+    for other in (lapack, operator):
+        np.testing.assert_allclose(per_component.eigenvalues_, other.eigenvalues_, rtol=0, atol=1e-8)
+        np.testing.assert_array_equal(per_component.labels_, other.labels_)
