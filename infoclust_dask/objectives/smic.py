@@ -119,10 +119,12 @@ def top_eigenvectors(K: Any, c: int, *, tol: float = 1e-12, random_state: int | 
     """The ``c`` largest (algebraic) eigenvalues of symmetric ``K`` and their
     unit eigenvectors, eigenvalues in decreasing order.
 
-    Dense ``eigh`` up to :data:`DENSE_MAX` samples, else
-    :func:`operator_eigenvectors` on products with the assembled sparse
-    ``K`` (the same solver as the kernel kept on the workers, so both paths
-    return the same eigenpairs; ``components`` and ``norm`` as there).
+    Dense ``eigh`` up to :data:`DENSE_MAX` samples; above, a kernel whose
+    graph (``components``) has more than ``c + 2`` components by
+    :func:`component_eigenvectors` (each component of the kernel on its
+    own); else :func:`operator_eigenvectors` on products with the assembled
+    sparse ``K`` (the same solver as the kernel kept on the workers, so both
+    paths return the same eigenpairs; ``components`` and ``norm`` as there).
     """
     n = K.shape[0]
     if not 1 <= c <= n:
@@ -148,7 +150,8 @@ def top_eigenvectors(K: Any, c: int, *, tol: float = 1e-12, random_state: int | 
                                  norm=norm)
 
 
-#: :func:`component_eigenvectors` solves a component of at most this many rows by dense ``eigh``
+#: :func:`component_eigenvectors` solves a component of at most this many rows by dense ``eigh`` (256 gave the
+#: same times on Letter)
 COMPONENT_DENSE_MAX = DENSE_MAX
 #: entries of the dense blocks that one batched ``eigh`` of equal-sized components holds
 COMPONENT_BATCH_ENTRIES = 1 << 23
@@ -164,7 +167,7 @@ def component_eigenvectors(K: Any, c: int, components: Any = None, *, tol: float
     block: its spectrum is the union of the blocks' spectra, and each
     block's eigenvectors, zero elsewhere, are eigenvectors of ``K``.
 
-    A block of at most ``dense_max`` rows (:data:`COMPONENT_DENSE_MAX`) is
+    A block of at most ``dense_max`` rows (:data:`COMPONENT_DENSE_MAX`, 1500) is
     solved by LAPACK ``eigh``, blocks of equal size in one batched call;
     a larger one by :func:`operator_eigenvectors` on its own products
     (connected: the single-vector method, the block method if its
