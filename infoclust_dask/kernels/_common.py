@@ -13,6 +13,7 @@ global index of the block's first row. In the spirit of flox's
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -112,10 +113,30 @@ def _select(blocks, params, start, bp):
     params = dict(params)
     subset = params.pop("subset", None)
     lead = next(b for b in blocks if b is not None)
-    keep = subset_rows(np.asarray(lead).shape[0], start, subset)
-    if keep is not None:
-        blocks = [None if b is None else np.asarray(b)[keep] for b in blocks]
-    return blocks, params
+    n = np.asarray(lead).shape[0]
+    if subset is None:
+        return blocks, params
+    if n <= SUBSET_CACHE_ROWS:
+        rows = _subset_indices(n, start, *subset)
+        return [None if b is None else np.asarray(b).take(rows, axis=0) for b in blocks], params
+    keep = subset_rows(n, start, subset)
+    return [None if b is None else np.asarray(b)[keep] for b in blocks], params
+
+
+#: blocks of at most this many rows keep their subset's row numbers (:func:`_subset_indices`): a held-out
+#: search on small data runs thousands of passes over the same blocks
+SUBSET_CACHE_ROWS = 1 << 16
+
+
+@functools.lru_cache(maxsize=32)
+def _subset_indices(n: int, start: int, seed: int, frac: float, side: str) -> np.ndarray:
+    """The row numbers of :func:`subset_rows`' mask, kept for the next pass
+    over the same block (at most 32 x 512 KiB); read-only. Taking them
+    costs ~45 us a pass on a 6435 x 36 block against ~110 us for hashing and
+    masking again (satimage's DC width search: ~8 900 passes)."""
+    rows = np.flatnonzero(subset_rows(n, start, (seed, frac, side)))
+    rows.setflags(write=False)
+    return rows
 
 
 def run_chunk(bp: Pass, start: int, blocks, params: dict):

@@ -37,6 +37,31 @@ def test_subset_rule_splits_rows_by_their_hash():
     assert subset_rows(10, 0, None) is None
 
 
+
+@pytest.mark.parametrize("cache_rows", [1 << 16, 0])
+def test_a_pass_takes_the_same_rows_with_and_without_the_kept_row_numbers(monkeypatch, cache_rows):
+    """Blocks of at most SUBSET_CACHE_ROWS rows take their subset by row
+    numbers kept between passes, larger ones by the hashed mask: the same
+    rows, in order, for every block and side (here both ways on the same
+    blocks); the kept numbers are read-only."""
+    from infoclust_dask.kernels import _common
+
+    monkeypatch.setattr(_common, "SUBSET_CACHE_ROWS", cache_rows)
+    rng = np.random.default_rng(1)
+    x, c = rng.normal(size=(3000, 5)), rng.integers(0, 4, 3000)
+    seen = []
+    bp = Pass("probe", lambda xb, cb: seen.append((xb, cb)) or xb.sum(), inputs=("x", "c"), subset=True)
+    for start, stop in ((0, 1000), (1000, 3000)):
+        for side in ("train", "valid"):
+            for _ in range(2):  # the second pass over a block: the kept numbers, when kept
+                run_chunk(bp, start, [x[start:stop], c[start:stop]], {"subset": (9, 0.7, side)})
+                keep = subset_rows(stop - start, start, (9, 0.7, side))
+                np.testing.assert_array_equal(seen[-1][0], x[start:stop][keep])
+                np.testing.assert_array_equal(seen[-1][1], c[start:stop][keep])
+    rows = _common._subset_indices(1000, 0, 9, 0.7, "train")
+    assert not rows.flags.writeable
+
+
 def _kernel(x, *, start=None, k=1):
     return {"rows": np.array([x.shape[0]]), "start": np.array([-1 if start is None else start]), "k": k}
 
