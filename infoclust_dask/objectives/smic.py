@@ -150,9 +150,10 @@ def top_eigenvectors(K: Any, c: int, *, tol: float = 1e-12, random_state: int | 
                                  norm=norm)
 
 
-#: :func:`component_eigenvectors` solves a component of at most this many rows by dense ``eigh`` (256 gave the
-#: same times on Letter)
-COMPONENT_DENSE_MAX = DENSE_MAX
+#: :func:`component_eigenvectors` solves a component of at most this many rows by dense ``eigh``, a larger one
+#: by Krylov-Schur: O(s^3) against a few products (60 components of 600-900 rows: 0.68 s, against 2.27 s with
+#: 1500 here and 6.84 s for the block method on the whole kernel; Letter: the same times with either bound)
+COMPONENT_DENSE_MAX = 256
 #: entries of the dense blocks that one batched ``eigh`` of equal-sized components holds
 COMPONENT_BATCH_ENTRIES = 1 << 23
 
@@ -167,7 +168,7 @@ def component_eigenvectors(K: Any, c: int, components: Any = None, *, tol: float
     block: its spectrum is the union of the blocks' spectra, and each
     block's eigenvectors, zero elsewhere, are eigenvectors of ``K``.
 
-    A block of at most ``dense_max`` rows (:data:`COMPONENT_DENSE_MAX`, 1500) is
+    A block of at most ``dense_max`` rows (:data:`COMPONENT_DENSE_MAX`, 256) is
     solved by LAPACK ``eigh``, blocks of equal size in one batched call;
     a larger one by :func:`operator_eigenvectors` on its own products
     (connected: the single-vector method, the block method if its
@@ -231,7 +232,8 @@ def component_eigenvectors(K: Any, c: int, components: Any = None, *, tol: float
         w, U = np.linalg.eigh(B)
         k = min(c, s)
         for i, q in enumerate(qs):
-            found.append((w[i, ::-1][:k], int(q), rows[i * s:(i + 1) * s], U[i, :, ::-1][:, :k]))
+            # copies: views would keep the batch's s x s vectors of every block alive until the end
+            found.append((w[i, ::-1][:k].copy(), int(q), rows[i * s:(i + 1) * s], U[i, :, ::-1][:, :k].copy()))
 
     by_bound = np.argsort(-bound, kind="stable")
     for q in by_bound[sizes[by_bound] > dense_max]:
