@@ -16,8 +16,10 @@ from . import execute
 from .blocks import _auto_rows, _is_dask, _row_slices, as_array
 from .local_runner import _INSTALLED, IN_PROCESS_MAX_BYTES, InProcess, Runner, _lazy, _size
 
-__all__ = ["Distributed", "UNLIMITED_WORKER_BYTES"]
+__all__ = ["Distributed", "UNLIMITED_WORKER_BYTES", "SCATTER_KEY_PREFIX"]
 
+#: the keys of numpy blocks scattered by :meth:`Distributed.persist` start with this (then a fresh uuid4)
+SCATTER_KEY_PREFIX = "infoclust-block-"
 #: what a worker without a memory limit counts for in :meth:`Distributed.persist_budget`
 UNLIMITED_WORKER_BYTES = 2 * 2**30
 
@@ -115,9 +117,10 @@ class Distributed(Runner):
         blocks = [a[sl] for sl in slices]
         # A fresh key per block, never one from its bytes (scatter's hash=True): the same bytes scattered
         # again while the scheduler still releases an earlier scatter's key lose the new copy (a race of
-        # distributed, dask/distributed#8576; here a pass then waited forever). A re-send after a worker
-        # loss passes these keys again (execute._rescatter_lost), so the graphs run unchanged.
-        keys = [f"infoclust-block-{uuid.uuid4().hex}" for _ in blocks]
+        # distributed, dask/distributed#8576: blocks reported lost with no worker lost; suspected of a pass
+        # that never finished in CI). A re-send after a worker loss passes these keys again
+        # (execute._rescatter_lost), so the graphs run unchanged.
+        keys = [f"{SCATTER_KEY_PREFIX}{uuid.uuid4().hex}" for _ in blocks]
         sent = self.client.scatter(dict(zip(keys, blocks, strict=True)))
         futures = [sent[k] for k in keys]
         execute._remember_scattered(futures, blocks)

@@ -112,10 +112,9 @@ def _select(blocks, params, start, bp):
         return blocks, params
     params = dict(params)
     subset = params.pop("subset", None)
-    lead = next(b for b in blocks if b is not None)
-    n = np.asarray(lead).shape[0]
     if subset is None:
         return blocks, params
+    n = np.asarray(next(b for b in blocks if b is not None)).shape[0]
     if n <= SUBSET_CACHE_ROWS:
         rows = _subset_indices(n, start, *subset)
         return [None if b is None else np.asarray(b).take(rows, axis=0) for b in blocks], params

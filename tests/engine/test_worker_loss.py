@@ -17,6 +17,7 @@ import pytest
 from distributed import Client, get_task_stream
 
 from infoclust_dask import DiscriminativeClustering, KMeans
+from infoclust_dask.engine.cluster_runner import SCATTER_KEY_PREFIX
 from infoclust_dask.engine.runners import Distributed
 
 
@@ -56,7 +57,7 @@ def _kill_later(client, seconds, done):
     pids = client.run(os.getpid)
 
     def kill():
-        holder = next(w for w, keys in client.has_what().items() if any(str(k).startswith("infoclust-block-") for k in keys))
+        holder = next(w for w, keys in client.has_what().items() if any(str(k).startswith(SCATTER_KEY_PREFIX) for k in keys))
         os.kill(pids[holder], signal.SIGKILL)
         done.set()
 
