@@ -250,7 +250,7 @@ def component_eigenvectors(K: Any, c: int, components: Any = None, *, tol: float
         dense_blocks(same, s)
         small = small[~np.isin(small, same)]
     lam = np.concatenate([f[0] for f in found])
-    first = np.concatenate([np.full(len(f[0]), f[2].min() if f[2].size else 0) for f in found])
+    first = np.concatenate([np.full(len(f[0]), f[2][0]) for f in found])  # rows ascend within a component
     rank = np.concatenate([np.arange(len(f[0])) for f in found])
     owner = np.concatenate([np.full(len(f[0]), i) for i, f in enumerate(found)])
     top = np.lexsort((rank, first, -lam))[:c]

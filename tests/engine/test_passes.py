@@ -247,12 +247,14 @@ def test_the_same_bytes_scattered_twice_get_their_own_keys(local_cluster_client,
     numpy moments and no re-send."""
     from distributed import futures_of
 
+    from infoclust_dask.engine.cluster_runner import SCATTER_KEY_PREFIX
+
     x, _ = xw
     first = engine.persist(x, scheduler=local_cluster_client, chunk_rows=256)
     second = engine.persist(x, scheduler=local_cluster_client, chunk_rows=256)
-    k1 = {f.key for f in futures_of(first)} or set(first.__dask_graph__())
-    k2 = {f.key for f in futures_of(second)} or set(second.__dask_graph__())
-    assert len(k1) and not k1 & k2
+    k1, k2 = ({f.key for f in futures_of(a)} for a in (first, second))
+    assert len(k1) == len(k2) == -(-x.shape[0] // 256) and not k1 & k2
+    assert all(str(k).startswith(SCATTER_KEY_PREFIX) for k in k1 | k2)
     del first, second
     with caplog.at_level("WARNING", logger="infoclust_dask"):
         for _ in range(60):
