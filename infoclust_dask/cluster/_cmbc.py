@@ -451,11 +451,12 @@ class CMBC(ClusterMixin, InfoclustEstimator):
         after another, each seeing the latest values)."""
         if pm is None or gamma == 0.0:
             return np.clip(S1 / np.maximum(R, 1e-300)[None, :], obj.EPS, 1 - obj.EPS)
+        if self.variant == "bu":  # every coordinate from the same theta: one batched solve
+            return obj.solve_coordinates(S1, R, theta, pm, gamma)
         new = theta.copy()
-        src = theta if self.variant == "bu" else new
         for k in range(theta.shape[1]):
             for h in range(theta.shape[0]):
-                new[h, k] = obj.solve_coordinate(S1[h, k], R[k], src, h, k, pm, gamma)
+                new[h, k] = obj.solve_coordinate(S1[h, k], R[k], new, h, k, pm, gamma)
         return new
 
     def _params(self):

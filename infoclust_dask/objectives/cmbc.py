@@ -51,6 +51,7 @@ __all__ = [
     "objective",
     "cubic_coefficients",
     "solve_coordinate",
+    "solve_coordinates",
     "EPS",
 ]
 
@@ -196,3 +197,62 @@ def solve_coordinate(S1: float, R: float, theta: np.ndarray, h: int, k: int, pm:
         return s * (S1 * np.log(t) + (R - S1) * np.log1p(-t)) + 0.5 * a * t * t + c * t
 
     return max(cand, key=value)
+
+
+def _real_roots_between(P: np.ndarray, lo: float, hi: float) -> np.ndarray:
+    """The real roots in ``[lo, hi]`` of every polynomial of ``P`` (N, 4),
+    coefficients highest first, as :func:`numpy.roots` finds them (leading
+    and trailing zeros stripped, the eigenvalues of the same companion
+    matrix, imaginary parts below 1e-9 taken as real), by batched
+    eigenvalue calls, one per degree pattern. Returns (N, 3), NaN where a
+    root is missing, complex or outside the interval (roots at 0 left out:
+    ``lo > 0``)."""
+    N = P.shape[0]
+    out = np.full((N, 3), np.nan)
+    nonzero = P != 0
+    some = nonzero.any(axis=1)
+    lead = np.argmax(nonzero, axis=1)
+    trail = P.shape[1] - 1 - np.argmax(nonzero[:, ::-1], axis=1)
+    for first in range(P.shape[1] - 1):
+        for last in range(first + 1, P.shape[1]):
+            rows = np.flatnonzero(some & (lead == first) & (trail == last))
+            if not rows.size:
+                continue
+            p = P[rows, first:last + 1]
+            deg = last - first
+            comp = np.zeros((rows.size, deg, deg))
+            comp[:, 0, :] = -p[:, 1:] / p[:, :1]
+            comp[:, np.arange(1, deg), np.arange(deg - 1)] = 1.0
+            r = np.linalg.eigvals(comp)
+            ok = (np.abs(r.imag) < 1e-9) & (r.real >= lo) & (r.real <= hi)
+            out[rows[:, None], np.arange(deg)[None, :]] = np.where(ok, r.real, np.nan)
+    return out
+
+
+def solve_coordinates(S1: np.ndarray, R: np.ndarray, theta: np.ndarray, pm: PatternModel, gamma: float) -> np.ndarray:
+    """:func:`solve_coordinate` for every ``theta[h, k]`` at once, each with
+    the others fixed at ``theta`` (the batch update, "bu"): the cubics'
+    coefficients of :func:`cubic_coefficients` as arrays (the regularizer's
+    derivative ``a t + c`` of Appendix B with ``theta[h, k]`` left out of
+    ``A2 theta``), their real roots in ``[EPS, 1 - EPS]`` and the interval's
+    ends compared by the per-coordinate objective, the first of equal values
+    kept. ``S1`` is (m, K), ``R`` (K,); returns (m, K)."""
+    S1 = np.asarray(S1, dtype=np.float64)
+    R = np.asarray(R, dtype=np.float64)
+    m, K = theta.shape
+    w = 2.0 * gamma / (K * K * pm.m * pm.m)
+    diag = np.diag(pm.A2)[:, None]
+    a = np.broadcast_to(w * diag * (pm.log_d * pm.Q - pm.beta), theta.shape)
+    own = pm.A2 @ theta - diag * theta + pm.A1[:, None]
+    joint = (pm.A2 @ theta.sum(axis=1))[:, None] - diag * theta + K * pm.A1[:, None]
+    c = w * (-pm.beta * own + pm.log_d * pm.Q * joint)
+    s = (1.0 - gamma) / pm.n
+    coeffs = np.stack([-a, a - c, c - s * R[None, :], s * S1], axis=-1).reshape(m * K, 4)
+    cand = np.concatenate([_real_roots_between(coeffs, EPS, 1.0 - EPS),
+                           np.broadcast_to([EPS, 1.0 - EPS], (m * K, 2))], axis=1)
+    a, c = a.reshape(-1, 1), c.reshape(-1, 1)
+    S1, RR = S1.reshape(-1, 1), np.broadcast_to(R[None, :], theta.shape).reshape(-1, 1)
+    t = np.where(np.isnan(cand), 0.5, cand)
+    value = s * (S1 * np.log(t) + (RR - S1) * np.log1p(-t)) + 0.5 * a * t * t + c * t
+    value[np.isnan(cand)] = -np.inf
+    return np.take_along_axis(cand, np.argmax(value, axis=1)[:, None], axis=1).reshape(m, K)

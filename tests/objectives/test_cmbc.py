@@ -84,3 +84,54 @@ def test_cubic_root_maximizes_the_coordinate_objective(patterns, gamma):
         assert got == pytest.approx(S1 / R, rel=1e-9)  # plain EM
     c3, c2, c1, c0 = obj.cubic_coefficients(S1, R, theta, h, k, pm, gamma)
     assert abs(c3 * got**3 + c2 * got**2 + c1 * got + c0) < 1e-9  # the root is a root
+
+
+def _scalar_solves(S1, R, theta, pm, gamma):
+    return np.array([[obj.solve_coordinate(S1[h, k], R[k], theta, h, k, pm, gamma) for k in range(theta.shape[1])]
+                     for h in range(theta.shape[0])])
+
+
+@pytest.mark.parametrize("gamma", [0.0, 0.3, 0.9, 0.995, 1.0])
+def test_batched_coordinates_equal_the_scalar_solves(patterns, gamma):
+    """The batch update's one call against the per-coordinate reference (itself
+    checked against brute force above), with the degenerate cases every fit
+    meets: a feature never on in a cluster (S1 = 0: the cubic loses its
+    constant), always on (S1 = R), a feature the patterns say nothing about
+    (its column of D zero: the cubic's leading coefficient 0), gamma = 0 (plain
+    EM, S1 / R) and gamma = 1 (no likelihood)."""
+    pm, _, _ = patterns
+    rng = np.random.default_rng(7)
+    K = 4
+    theta = rng.uniform(0.05, 0.95, size=(pm.m, K))
+    R = rng.uniform(50.0, 150.0, size=K)
+    S1 = rng.uniform(0.0, 1.0, size=(pm.m, K)) * R
+    S1[1, :] = 0.0
+    S1[2, 1] = R[1]
+    got = obj.solve_coordinates(S1, R, theta, pm, gamma)
+    ref = _scalar_solves(S1, R, theta, pm, gamma)
+    np.testing.assert_allclose(got, ref, rtol=1e-9, atol=1e-12)
+    if gamma == 0.0:
+        np.testing.assert_allclose(got, np.clip(S1 / R, obj.EPS, 1 - obj.EPS), rtol=1e-9, atol=1e-12)
+    # a feature whose column of D is zero (P1 = P0: it says nothing about the patterns)
+    P1, P0 = pm.P1.copy(), pm.P0.copy()
+    P1[:, 3] = P0[:, 3]
+    flat = obj.PatternModel(P1, P0, pm.n)
+    assert flat.A2[3, 3] == 0.0
+    np.testing.assert_allclose(obj.solve_coordinates(S1, R, theta, flat, gamma),
+                               _scalar_solves(S1, R, theta, flat, gamma), rtol=1e-9, atol=1e-12)
+
+
+def test_batched_roots_are_numpys_roots():
+    """The batched companion eigenvalues against :func:`numpy.roots`, one
+    polynomial at a time, over every pattern of zero coefficients."""
+    rng = np.random.default_rng(8)
+    P = rng.normal(size=(400, 4))
+    P[rng.uniform(size=P.shape) < 0.3] = 0.0
+    P[::7] = [-1.0, 1.1, -0.31, 0.021]  # three roots in (0, 1): 0.1, 0.3, 0.7
+    got = obj._real_roots_between(P, 1e-6, 1 - 1e-6)
+    for row, g in zip(P, got):
+        nz = np.flatnonzero(row)
+        r = np.roots(row[nz[0]:]) if nz.size and nz[0] < 3 else np.array([])
+        ref = sorted(float(x.real) for x in np.atleast_1d(r) if abs(x.imag) < 1e-9 and 1e-6 <= x.real <= 1 - 1e-6)
+        np.testing.assert_allclose(sorted(g[~np.isnan(g)]), ref, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(np.sort(got[0]), [0.1, 0.3, 0.7], rtol=1e-12)
