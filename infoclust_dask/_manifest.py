@@ -436,27 +436,45 @@ def _int_at(doc: Any, *keys: Any) -> int | None:
         return None
 
 
-def _interrupted_append(loc: Location, var: str, doc: dict) -> bool:
-    """True when ``var``'s metadata differs from the committed one only by
-    a larger row count: an append wrote its metadata, not its manifests."""
+def interrupted_rows(loc: Location, var: str, doc: dict) -> int | None:
+    """The rows ``var``'s metadata declares when it differs from the
+    committed one only by a larger row count and every chunk of those rows
+    is there: an append wrote its chunks and metadata, not its manifests.
+    None otherwise."""
     try:
         meta = json.loads(loc.read_bytes(f"{var}/zarr.json"))
     except (FileNotFoundError, ValueError):
-        return False
+        return None
     want = doc.get("metadata")
     declared, committed = _int_at(meta, "shape", 0), _int_at(doc, "rows")
     if declared is None or committed is None or not isinstance(want, dict) or declared <= committed:
-        return False
+        return None
     meta["shape"][0] = committed
     if meta != want:
-        return False
+        return None
     # an append writes the new rows' chunks before the metadata that declares them: they must be there
     try:
         step = int(want["chunk_grid"]["configuration"]["chunk_shape"][0])
     except (KeyError, TypeError, ValueError, IndexError):
-        return False
+        return None
     row_chunks = {rel.split("/")[2] for rel in loc.find(f"{var}/c") if rel.count("/") >= 2}
-    return step > 0 and all(str(i) in row_chunks for i in range(-(-declared // step)))
+    return declared if step > 0 and all(str(i) in row_chunks for i in range(-(-declared // step))) else None
+
+
+def _interrupted_append(loc: Location, var: str, doc: dict) -> bool:
+    """True when an append wrote ``var``'s metadata, not its manifests
+    (:func:`interrupted_rows`)."""
+    return interrupted_rows(loc, var, doc) is not None
+
+
+def committed_attributes(docs: dict[str, dict] | None) -> dict | None:
+    """The group's attributes as the manifests recorded them when they
+    committed (None when they do not record them: manifests written before
+    they did)."""
+    for doc in (docs or {}).values():
+        if isinstance(doc.get("group_attributes"), dict):
+            return doc["group_attributes"]
+    return None
 
 
 def _check_metadata(loc: Location, docs: dict[str, dict], *, group: bool = True) -> tuple[list[str], list[str]]:

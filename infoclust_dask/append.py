@@ -16,8 +16,12 @@ chunk ``j + first``. It then
    (:mod:`infoclust_dask._manifest`).
 
 A kill at any point leaves the previous version readable and whole (a
-reader takes the manifests' row count); the next append starts again from
-the committed rows. The new rows get the same treatment as the stored ones:
+reader takes the manifests' row count and the attributes they recorded);
+the next append starts again from the committed rows. It removes a killed
+append's chunk files beyond the rows that the arrays' metadata declares
+before it writes, and those beyond its own rows just before its manifests:
+the metadata never declares rows whose chunks are gone, however many
+appends are killed in a row. The new rows get the same treatment as the stored ones:
 the stored standardization / PCA transform applied, fold numbers from the
 same seeded hash of the row number, label codes in the stored class names
 (new class names are added at the end), per-feature moments of untransformed
@@ -44,7 +48,9 @@ from ._manifest import (
     _arrays,
     _read_manifests,
     _write_manifest,
+    committed_attributes,
     committed_rows,
+    interrupted_rows,
     write_pending,
 )
 
@@ -321,7 +327,11 @@ def remove_leftovers(loc: Location, docs: dict[str, dict], keep: Location | None
             step = int(doc["metadata"]["chunk_grid"]["configuration"]["chunk_shape"][0])
         except (KeyError, TypeError, ValueError, IndexError):
             continue
-        first_beyond = -(-rows // step) if step > 0 else None
+        # the chunks an interrupted append's metadata declares stay until a commit declares fewer rows: removed
+        # now, they would leave metadata declaring rows without their chunks - a damaged store if this append
+        # is killed too before its commit rewrites that metadata
+        kept = max(rows, interrupted_rows(loc, var, doc) or 0)
+        first_beyond = -(-kept // step) if step > 0 else None
         if first_beyond is None:
             continue
         for rel in loc.find(f"{var}/c"):
@@ -390,8 +400,10 @@ def _commit(loc: Location, staging: Location, names: list[str], first: int, n_to
         meta["shape"][0] = int(n_total)
         loc.write_text(f"{name}/zarr.json", json.dumps(meta, indent=2))
     root = json.loads(loc.read_text("zarr.json"))
-    # the attributes a reader keeps seeing until the manifests commit the rows they describe
-    loc.write_text(f"x/{PREVIOUS_ATTRS}", json.dumps(root.get("attributes", {})))
+    # the attributes a reader keeps seeing until the manifests commit the rows they describe: those the
+    # manifests committed (the group's metadata may hold those of an earlier append killed before its commit)
+    committed = committed_attributes(_read_manifests(loc))
+    loc.write_text(f"x/{PREVIOUS_ATTRS}", json.dumps(root.get("attributes", {}) if committed is None else committed))
     prov = dict(attrs.get("provenance", {}))
     prov.setdefault("appends", []).append({
         "rows": int(n_added), "source": source,
@@ -401,6 +413,9 @@ def _commit(loc: Location, staging: Location, names: list[str], first: int, n_to
     loc.write_text("zarr.json", json.dumps(root, indent=2))
     arrays = _arrays(loc)
     # the appended arrays' manifests last; only the chunks written now are read for their CRC
+    # an earlier killed append's chunks beyond the rows this one declares (it added more rows): removed before
+    # the manifests, which record every chunk file they find
+    remove_leftovers(loc, _read_manifests(loc) or {}, keep=staging)
     _write_manifest(loc, [a for a in arrays if a not in names] + names, changed=written)
     loc.remove(f"x/{PREVIOUS_ATTRS}", recursive=False)
 

@@ -115,3 +115,65 @@ def test_a_replaced_chunk_of_the_same_size_verifies_as_either_version(tmp_path):
     (p / "x/c/0/0").write_bytes(new[:-8] + bytes(8))  # neither version: refused
     store_mod._OPENED.clear()
     assert any("different bytes" in q for q in verify_store(p)["problems"])
+
+
+class _Killed(BaseException):
+    """Stands for SIGKILL at a chosen instant (a BaseException: nothing in the append catches it)."""
+
+
+@pytest.mark.parametrize("second", ["staged_write", "before_manifests"])
+def test_two_appends_killed_in_a_row_leave_the_committed_version(tmp_path, monkeypatch, second):
+    """The sequence the many-instants test met once in CI: an append killed
+    after rewriting the arrays' metadata and the group's attributes (not its
+    manifests), then a smaller one killed during its staged write (after it
+    cleared leftovers) or before its manifests. The first left metadata
+    declaring rows beyond the committed ones; the second removed those rows'
+    chunks and the store read as damaged, and its 'previous attributes' were
+    the first append's uncommitted ones. After both kills the committed
+    version reads, verifies and keeps its attributes; the next append
+    commits and leaves nothing of the killed ones."""
+    from infoclust_dask import append as append_mod
+
+    where = tmp_path / "s.zarr"
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(1034, 4))  # the last chunk partly filled
+    lab = np.arange(len(X)) % 3
+    write_dataset(where, X, label=lab, chunks=125)
+    attrs = dict(open_dataset(where).attrs)
+
+    def killed(*args, **kwargs):
+        raise _Killed
+
+    def check_committed():
+        store_mod._OPENED.clear()
+        report = verify_store(where)
+        assert report["problems"] == [], report["problems"]
+        ds = open_dataset(where)
+        np.testing.assert_array_equal(ds["x"].values, X)
+        np.testing.assert_array_equal(ds["label"].values, lab)
+        assert ds.attrs == attrs  # the committed attributes, not those of an append that did not commit
+
+    monkeypatch.setattr(append_mod, "_write_manifest", killed)
+    with pytest.raises(_Killed):
+        append_dataset(where, rng.normal(size=(1000, 4)), label=np.arange(1000) % 3)
+    check_committed()
+    if second == "staged_write":
+        monkeypatch.undo()
+        monkeypatch.setattr(append_mod, "_write_staged", killed)
+    with pytest.raises(_Killed):
+        append_dataset(where, rng.normal(size=(400, 4)), label=np.arange(400) % 3)
+    check_committed()
+    monkeypatch.undo()
+    new = rng.normal(size=(300, 4))
+    append_dataset(where, new, label=np.arange(300) % 3)
+    store_mod._OPENED.clear()
+    report = verify_store(where)
+    assert report["problems"] == [] and report["notes"] == [], report  # nothing left of the killed appends
+    n = len(X) + len(new)
+    for var in ("x", "label"):  # no chunk file of the killed appends beyond the committed rows, manifested or not
+        files = [q.relative_to(where / var / "c").parts[0] for q in (where / var / "c").rglob("*") if q.is_file()]
+        assert sorted(map(int, files)) == list(range(-(-n // 125)))
+    assert report["chunks"] == 2 * -(-n // 125)
+    ds = open_dataset(where)
+    np.testing.assert_array_equal(ds["x"].values, np.concatenate([X, new]))
+    assert [a["rows"] for a in ds.attrs["provenance"]["appends"]] == [300]
