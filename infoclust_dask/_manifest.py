@@ -362,9 +362,12 @@ def unlisted_files(loc: Location, docs: dict[str, dict]) -> tuple[list[str], lis
     own = {MANIFEST, PENDING, PREVIOUS_ATTRS, "zarr.json"}
     problems, beyond = [], []
     listed = loc.find()
+    store_rows = committed_rows(docs)
     for var, doc in docs.items():
         names = set(doc["chunks"]) | set(doc.get("pending", {}))
         rows: int = doc["rows"] if _is_int(doc.get("rows")) else -1
+        if store_rows is not None and rows > store_rows:
+            rows = store_rows  # a manifest ahead of the others (an append killed between them)
         meta: Any = doc.get("metadata")
         # unknown (0): no chunk counts as beyond the committed rows
         step = _int_at(meta, "chunk_grid", "configuration", "chunk_shape", 0) or 0
@@ -394,9 +397,12 @@ def _check_chunks(loc: Location | Any, docs: dict[str, dict], *, crc: bool = Fal
     present = None if loc.local is not None else loc.find()
     for doc in docs.values():
         pending = doc.get("pending", {})
+        ahead = _first_uncommitted_chunk(doc, committed_rows(docs))
         for rel, entry in doc["chunks"].items():
             if not _well_formed(entry):
                 continue  # named by manifest_problems
+            if ahead is not None and _row_chunk(rel) >= ahead:
+                continue  # beyond the store's committed rows: not committed (the next append replaces it)
             size = entry[0]
             if not _inside(loc, rel):
                 problems.append(f"manifest entry '{rel}' points outside the store (not opened)")
@@ -419,6 +425,23 @@ def _check_chunks(loc: Location | Any, docs: dict[str, dict], *, crc: bool = Fal
     return problems
 
 
+def _row_chunk(rel: str) -> int:
+    """The row index of a chunk key ``var/c/<i>/...`` (-1 for other keys)."""
+    parts = rel.split("/")
+    return int(parts[2]) if len(parts) >= 3 and parts[1] == "c" and parts[2].isdigit() else -1
+
+
+def _first_uncommitted_chunk(doc: dict, rows: int | None) -> int | None:
+    """For a manifest that records more rows than the store commits (an
+    append killed between two arrays' manifests wrote this one), the first
+    row chunk beyond the committed ``rows``; None for every other manifest."""
+    step = _int_at(doc.get("metadata"), "chunk_grid", "configuration", "chunk_shape", 0) or 0
+    own = _int_at(doc, "rows") if _is_int(doc.get("rows")) else None
+    if rows is None or own is None or own <= rows or step <= 0:
+        return None
+    return -(-rows // step)
+
+
 def _tails_of(docs: dict[str, dict]) -> set:
     return {e[2] for d in docs.values() for _, e in d["chunks"].items() if _well_formed(e) and len(e) > 2}
 
@@ -436,20 +459,22 @@ def _int_at(doc: Any, *keys: Any) -> int | None:
         return None
 
 
-def interrupted_rows(loc: Location, var: str, doc: dict) -> int | None:
-    """The rows ``var``'s metadata declares when it differs from the
-    committed one only by a larger row count and every chunk of those rows
-    is there: an append wrote its chunks and metadata, not its manifests.
-    None otherwise."""
+def interrupted_rows(loc: Location, var: str, doc: dict, rows: int | None = None) -> int | None:
+    """The rows ``var``'s metadata declares when it equals the one its
+    manifest records but for the row count, declares more than the store's
+    committed ``rows`` (default: the manifest's own) and every chunk of
+    those rows is there: an append wrote its chunks and metadata, not (all)
+    its manifests. None otherwise."""
     try:
         meta = json.loads(loc.read_bytes(f"{var}/zarr.json"))
     except (FileNotFoundError, ValueError):
         return None
     want = doc.get("metadata")
-    declared, committed = _int_at(meta, "shape", 0), _int_at(doc, "rows")
-    if declared is None or committed is None or not isinstance(want, dict) or declared <= committed:
+    declared, recorded = _int_at(meta, "shape", 0), _int_at(doc, "rows")
+    committed = recorded if rows is None else rows
+    if declared is None or recorded is None or committed is None or not isinstance(want, dict) or declared <= committed:
         return None
-    meta["shape"][0] = committed
+    meta["shape"][0] = recorded
     if meta != want:
         return None
     # an append writes the new rows' chunks before the metadata that declares them: they must be there
@@ -461,18 +486,14 @@ def interrupted_rows(loc: Location, var: str, doc: dict) -> int | None:
     return declared if step > 0 and all(str(i) in row_chunks for i in range(-(-declared // step))) else None
 
 
-def _interrupted_append(loc: Location, var: str, doc: dict) -> bool:
-    """True when an append wrote ``var``'s metadata, not its manifests
-    (:func:`interrupted_rows`)."""
-    return interrupted_rows(loc, var, doc) is not None
-
-
 def committed_attributes(docs: dict[str, dict] | None) -> dict | None:
-    """The group's attributes as the manifests recorded them when they
-    committed (None when they do not record them: manifests written before
-    they did)."""
+    """The group's attributes as the manifests of the committed rows
+    recorded them (an append killed between two arrays' manifests left some
+    recording its attributes and rows, not yet committed); None when they do
+    not record them (manifests written before they did)."""
+    rows = committed_rows(docs)
     for doc in (docs or {}).values():
-        if isinstance(doc.get("group_attributes"), dict):
+        if isinstance(doc.get("group_attributes"), dict) and (rows is None or doc.get("rows") == rows):
             return doc["group_attributes"]
     return None
 
@@ -481,6 +502,7 @@ def _check_metadata(loc: Location, docs: dict[str, dict], *, group: bool = True)
     """Problems of the arrays' metadata against the manifests' hashes, and
     notes (an interrupted append: the committed rows read as before)."""
     problems, notes = [], []
+    rows = committed_rows(docs)
     for var, doc in docs.items():
         want = doc.get("metadata_sha256")
         if want is None:
@@ -492,9 +514,9 @@ def _check_metadata(loc: Location, docs: dict[str, dict], *, group: bool = True)
             continue
         if _sha256(raw) == want:
             continue
-        if _interrupted_append(loc, var, doc):
+        if interrupted_rows(loc, var, doc, rows) not in (None, doc.get("rows")):  # bytes differ: the row count must
             notes.append(f"array {var!r}: an append did not finish (its metadata declares more rows than the "
-                         f"{doc['rows']} committed); the store reads as its committed rows, unchanged - run the "
+                         f"{rows} committed); the store reads as its committed rows, unchanged - run the "
                          "append again")
             continue
         problems.append(_differs(f"array {var!r}: its metadata ({var}/zarr.json)", raw, doc.get("metadata")))

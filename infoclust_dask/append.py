@@ -330,13 +330,16 @@ def remove_leftovers(loc: Location, docs: dict[str, dict], keep: Location | None
         # the chunks an interrupted append's metadata declares stay until a commit declares fewer rows: removed
         # now, they would leave metadata declaring rows without their chunks - a damaged store if this append
         # is killed too before its commit rewrites that metadata
-        kept = max(rows, interrupted_rows(loc, var, doc) or 0)
+        kept = max(rows, interrupted_rows(loc, var, doc, rows) or 0)
         first_beyond = -(-kept // step) if step > 0 else None
         if first_beyond is None:
             continue
+        # a manifest ahead of the store's committed rows (an append killed between two arrays' manifests)
+        # lists chunks beyond them that nothing commits: they go too
+        listed = doc["chunks"] if int(doc.get("rows", rows)) <= rows else {}
         for rel in loc.find(f"{var}/c"):
             parts = rel.split("/")
-            if len(parts) >= 3 and parts[2].isdigit() and int(parts[2]) >= first_beyond and rel not in doc["chunks"]:
+            if len(parts) >= 3 and parts[2].isdigit() and int(parts[2]) >= first_beyond and rel not in listed:
                 loc.remove(rel, recursive=False)
                 removed.append(rel)
     if loc.local is None:

@@ -121,17 +121,21 @@ class _Killed(BaseException):
     """Stands for SIGKILL at a chosen instant (a BaseException: nothing in the append catches it)."""
 
 
+@pytest.mark.parametrize("first", ["before_manifests", "between_manifests"])
 @pytest.mark.parametrize("second", ["staged_write", "before_manifests"])
-def test_two_appends_killed_in_a_row_leave_the_committed_version(tmp_path, monkeypatch, second):
+def test_two_appends_killed_in_a_row_leave_the_committed_version(tmp_path, monkeypatch, first, second):
     """The sequence the many-instants test met once in CI: an append killed
-    after rewriting the arrays' metadata and the group's attributes (not its
-    manifests), then a smaller one killed during its staged write (after it
-    cleared leftovers) or before its manifests. The first left metadata
-    declaring rows beyond the committed ones; the second removed those rows'
-    chunks and the store read as damaged, and its 'previous attributes' were
-    the first append's uncommitted ones. After both kills the committed
-    version reads, verifies and keeps its attributes; the next append
-    commits and leaves nothing of the killed ones."""
+    after rewriting the arrays' metadata and the group's attributes (before
+    its manifests, or between two arrays' manifests: one array's manifest
+    then records its rows, which the store does not commit), then a smaller
+    one killed during its staged write (after it cleared leftovers) or
+    before its manifests. The first left metadata declaring rows beyond the
+    committed ones; the second removed those rows' chunks and the store read
+    as damaged, or (after a manifest ahead of the others) replaced chunks
+    that manifest lists; its 'previous attributes' were the first append's
+    uncommitted ones. After both kills the committed version reads,
+    verifies and keeps its attributes; the next append commits and leaves
+    nothing of the killed ones."""
     from infoclust_dask import append as append_mod
 
     where = tmp_path / "s.zarr"
@@ -153,13 +157,18 @@ def test_two_appends_killed_in_a_row_leave_the_committed_version(tmp_path, monke
         np.testing.assert_array_equal(ds["label"].values, lab)
         assert ds.attrs == attrs  # the committed attributes, not those of an append that did not commit
 
-    monkeypatch.setattr(append_mod, "_write_manifest", killed)
+    real_manifest = append_mod._write_manifest
+
+    def one_manifest(loc, arrays=None, changed=None):  # one array's manifest written, the next not
+        real_manifest(loc, arrays[:1], changed=changed)
+        raise _Killed
+
+    monkeypatch.setattr(append_mod, "_write_manifest", killed if first == "before_manifests" else one_manifest)
     with pytest.raises(_Killed):
         append_dataset(where, rng.normal(size=(1000, 4)), label=np.arange(1000) % 3)
     check_committed()
-    if second == "staged_write":
-        monkeypatch.undo()
-        monkeypatch.setattr(append_mod, "_write_staged", killed)
+    monkeypatch.undo()
+    monkeypatch.setattr(append_mod, "_write_staged" if second == "staged_write" else "_write_manifest", killed)
     with pytest.raises(_Killed):
         append_dataset(where, rng.normal(size=(400, 4)), label=np.arange(400) % 3)
     check_committed()
