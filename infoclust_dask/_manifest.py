@@ -45,6 +45,7 @@ from ._atomic import StoreError
 from ._bound import crc_and_tail as _crc_and_tail
 from ._bound import describe_chunk as _describe_chunk
 from ._bound import tails as _tails
+from ._commit_state import _first_uncommitted_chunk, _int_at, _is_int, _row_chunk, committed_rows, interrupted_rows
 from ._location import Location, resolve
 
 __all__ = ["MANIFEST", "PENDING", "PREVIOUS_ATTRS", "verify_store", "committed_rows", "stamp_group", "check_group", "store_digest"]
@@ -69,8 +70,6 @@ def _arrays(loc: Location) -> list[str]:
         if len(parts) == 2 and parts[1] == "zarr.json":
             names.add(parts[0])
     return sorted(names)
-
-
 
 
 def _sha256(data: bytes) -> str:
@@ -266,15 +265,6 @@ def unmanifested(loc: Location, docs: dict[str, dict] | None) -> list[str]:
     return [v for v in _arrays(loc) if v not in (docs or {})]
 
 
-def committed_rows(docs: dict[str, dict] | None) -> int | None:
-    """The committed row count: the smallest ``rows`` of the manifests
-    (None for manifests of version 1, which do not record it)."""
-    rows = [int(d["rows"]) for d in (docs or {}).values() if "rows" in d]
-    return min(rows) if rows else None
-
-
-
-
 def _inside(loc: Location, rel: str) -> bool:
     if rel.startswith("/") or "\\" in rel or any(p in ("..", "") for p in rel.split("/")):
         return False
@@ -282,10 +272,6 @@ def _inside(loc: Location, rel: str) -> bool:
         root = loc.local.resolve()
         return (loc.local / rel).resolve().is_relative_to(root)
     return True
-
-
-def _is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
 
 
 def _well_formed(entry: Any) -> bool:
@@ -425,77 +411,8 @@ def _check_chunks(loc: Location | Any, docs: dict[str, dict], *, crc: bool = Fal
     return problems
 
 
-def _row_chunk(rel: str) -> int:
-    """The row index of a chunk key ``var/c/<i>/...`` (-1 for other keys)."""
-    parts = rel.split("/")
-    return int(parts[2]) if len(parts) >= 3 and parts[1] == "c" and parts[2].isdigit() else -1
-
-
-def _first_uncommitted_chunk(doc: dict, rows: int | None) -> int | None:
-    """For a manifest that records more rows than the store commits (an
-    append killed between two arrays' manifests wrote this one), the first
-    row chunk beyond the committed ``rows``; None for every other manifest."""
-    step = _int_at(doc.get("metadata"), "chunk_grid", "configuration", "chunk_shape", 0) or 0
-    own = _int_at(doc, "rows") if _is_int(doc.get("rows")) else None
-    if rows is None or own is None or own <= rows or step <= 0:
-        return None
-    return -(-rows // step)
-
-
 def _tails_of(docs: dict[str, dict]) -> set:
     return {e[2] for d in docs.values() for _, e in d["chunks"].items() if _well_formed(e) and len(e) > 2}
-
-
-def _int_at(doc: Any, *keys: Any) -> int | None:
-    """``doc[k1][k2]...`` as an int, or None where the metadata is missing
-    or malformed: no such key or index, not a number, NaN, or JSON's
-    ``Infinity`` (``int()`` raises OverflowError for it)."""
-    try:
-        value = doc
-        for k in keys:
-            value = value[k]
-        return int(value)
-    except (KeyError, TypeError, ValueError, IndexError, OverflowError):
-        return None
-
-
-def interrupted_rows(loc: Location, var: str, doc: dict, rows: int | None = None) -> int | None:
-    """The rows ``var``'s metadata declares when it equals the one its
-    manifest records but for the row count, declares more than the store's
-    committed ``rows`` (default: the manifest's own) and every chunk of
-    those rows is there: an append wrote its chunks and metadata, not (all)
-    its manifests. None otherwise."""
-    try:
-        meta = json.loads(loc.read_bytes(f"{var}/zarr.json"))
-    except (FileNotFoundError, ValueError):
-        return None
-    want = doc.get("metadata")
-    declared, recorded = _int_at(meta, "shape", 0), _int_at(doc, "rows")
-    committed = recorded if rows is None else rows
-    if declared is None or recorded is None or committed is None or not isinstance(want, dict) or declared <= committed:
-        return None
-    meta["shape"][0] = recorded
-    if meta != want:
-        return None
-    # an append writes the new rows' chunks before the metadata that declares them: they must be there
-    try:
-        step = int(want["chunk_grid"]["configuration"]["chunk_shape"][0])
-    except (KeyError, TypeError, ValueError, IndexError):
-        return None
-    row_chunks = {rel.split("/")[2] for rel in loc.find(f"{var}/c") if rel.count("/") >= 2}
-    return declared if step > 0 and all(str(i) in row_chunks for i in range(-(-declared // step))) else None
-
-
-def committed_attributes(docs: dict[str, dict] | None) -> dict | None:
-    """The group's attributes as the manifests of the committed rows
-    recorded them (an append killed between two arrays' manifests left some
-    recording its attributes and rows, not yet committed); None when they do
-    not record them (manifests written before they did)."""
-    rows = committed_rows(docs)
-    for doc in (docs or {}).values():
-        if isinstance(doc.get("group_attributes"), dict) and (rows is None or doc.get("rows") == rows):
-            return doc["group_attributes"]
-    return None
 
 
 def _check_metadata(loc: Location, docs: dict[str, dict], *, group: bool = True) -> tuple[list[str], list[str]]:

@@ -42,15 +42,13 @@ import numpy as np
 from . import engine
 from ._atomic import StoreError, _temp_name, _WriteLock, clean_stale_temporaries
 from ._bound import pending_entry
+from ._commit_state import committed_attributes, committed_rows, interrupted_rows
 from ._location import Location, resolve
 from ._manifest import (
     PREVIOUS_ATTRS,
     _arrays,
     _read_manifests,
     _write_manifest,
-    committed_attributes,
-    committed_rows,
-    interrupted_rows,
     write_pending,
 )
 
