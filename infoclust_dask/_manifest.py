@@ -431,7 +431,8 @@ def _check_metadata(loc: Location, docs: dict[str, dict], *, group: bool = True)
             continue
         if _sha256(raw) == want:
             continue
-        if interrupted_rows(loc, var, doc, rows) not in (None, doc.get("rows")):  # bytes differ: the row count must
+        # the bytes differ from those recorded: only a row count of an unfinished append may explain it
+        if interrupted_rows(loc, var, doc, rows) not in (None, doc.get("rows")):
             notes.append(f"array {var!r}: an append did not finish (its metadata declares more rows than the "
                          f"{rows} committed); the store reads as its committed rows, unchanged - run the "
                          "append again")
