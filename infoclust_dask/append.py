@@ -403,7 +403,8 @@ def _commit(loc: Location, staging: Location, names: list[str], first: int, n_to
     root = json.loads(loc.read_text("zarr.json"))
     # the attributes a reader keeps seeing until the manifests commit the rows they describe: those the
     # manifests committed (the group's metadata may hold those of an earlier append killed before its commit)
-    committed = committed_attributes(_read_manifests(loc))
+    docs = _read_manifests(loc) or {}  # the committed manifests: nothing below rewrites them before _write_manifest
+    committed = committed_attributes(docs)
     loc.write_text(f"x/{PREVIOUS_ATTRS}", json.dumps(root.get("attributes", {}) if committed is None else committed))
     prov = dict(attrs.get("provenance", {}))
     prov.setdefault("appends", []).append({
@@ -416,7 +417,7 @@ def _commit(loc: Location, staging: Location, names: list[str], first: int, n_to
     # the appended arrays' manifests last; only the chunks written now are read for their CRC
     # an earlier killed append's chunks beyond the rows this one declares (it added more rows): removed before
     # the manifests, which record every chunk file they find
-    remove_leftovers(loc, _read_manifests(loc) or {}, keep=staging)
+    remove_leftovers(loc, docs, keep=staging)
     _write_manifest(loc, [a for a in arrays if a not in names] + names, changed=written)
     loc.remove(f"x/{PREVIOUS_ATTRS}", recursive=False)
 
