@@ -16,7 +16,7 @@ from typing import Any
 
 from ._location import Location
 
-__all__ = ["committed_rows", "committed_attributes", "interrupted_rows"]
+__all__ = ["committed_rows", "committed_attributes", "interrupted_rows", "row_step"]
 
 
 def committed_rows(docs: dict[str, dict] | None) -> int | None:
@@ -36,11 +36,17 @@ def _row_chunk(rel: str) -> int:
     return int(parts[2]) if len(parts) >= 3 and parts[1] == "c" and parts[2].isdigit() else -1
 
 
+def row_step(meta: Any) -> int:
+    """Rows per chunk from an array's metadata (0 when it does not say, or
+    says something malformed)."""
+    return _int_at(meta, "chunk_grid", "configuration", "chunk_shape", 0) or 0
+
+
 def _first_uncommitted_chunk(doc: dict, rows: int | None) -> int | None:
     """For a manifest that records more rows than the store commits (an
     append killed between two arrays' manifests wrote this one), the first
     row chunk beyond the committed ``rows``; None for every other manifest."""
-    step = _int_at(doc.get("metadata"), "chunk_grid", "configuration", "chunk_shape", 0) or 0
+    step = row_step(doc.get("metadata"))
     own = _int_at(doc, "rows") if _is_int(doc.get("rows")) else None
     if rows is None or own is None or own <= rows or step <= 0:
         return None
@@ -79,12 +85,9 @@ def interrupted_rows(loc: Location, var: str, doc: dict, rows: int | None = None
     if meta != want:
         return None
     # an append writes the new rows' chunks before the metadata that declares them: they must be there
-    try:
-        step = int(want["chunk_grid"]["configuration"]["chunk_shape"][0])
-    except (KeyError, TypeError, ValueError, IndexError):
-        return None
-    row_chunks = {rel.split("/")[2] for rel in loc.find(f"{var}/c") if rel.count("/") >= 2}
-    return declared if step > 0 and all(str(i) in row_chunks for i in range(-(-declared // step))) else None
+    step = row_step(want)
+    row_chunks = {_row_chunk(rel) for rel in loc.find(f"{var}/c")}
+    return declared if step > 0 and all(i in row_chunks for i in range(-(-declared // step))) else None
 
 
 def committed_attributes(docs: dict[str, dict] | None) -> dict | None:

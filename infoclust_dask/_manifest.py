@@ -45,7 +45,14 @@ from ._atomic import StoreError
 from ._bound import crc_and_tail as _crc_and_tail
 from ._bound import describe_chunk as _describe_chunk
 from ._bound import tails as _tails
-from ._commit_state import _first_uncommitted_chunk, _int_at, _is_int, _row_chunk, committed_rows, interrupted_rows
+from ._commit_state import (
+    _first_uncommitted_chunk,
+    _is_int,
+    _row_chunk,
+    committed_rows,
+    interrupted_rows,
+    row_step,
+)
 from ._location import Location, resolve
 
 __all__ = ["MANIFEST", "PENDING", "PREVIOUS_ATTRS", "verify_store", "committed_rows", "stamp_group", "check_group", "store_digest"]
@@ -356,14 +363,12 @@ def unlisted_files(loc: Location, docs: dict[str, dict]) -> tuple[list[str], lis
             rows = store_rows  # a manifest ahead of the others (an append killed between them)
         meta: Any = doc.get("metadata")
         # unknown (0): no chunk counts as beyond the committed rows
-        step = _int_at(meta, "chunk_grid", "configuration", "chunk_shape", 0) or 0
+        step = row_step(meta)
         for rel in sorted(r for r in listed if r.startswith(var + "/")):
             name = rel[len(var) + 1:]
             if name in own or rel in names:
                 continue
-            parts = rel.split("/")
-            if (len(parts) >= 3 and parts[1] == "c" and parts[2].isdigit() and rows >= 0 and step > 0
-                    and int(parts[2]) >= -(-rows // step)):
+            if rows >= 0 and step > 0 and _row_chunk(rel) >= -(-rows // step):
                 beyond.append(rel)
                 continue
             problems.append(f"'{rel}' is in array {var!r}'s folder but no manifest names it (an extra or copied "
@@ -381,9 +386,10 @@ def _check_chunks(loc: Location | Any, docs: dict[str, dict], *, crc: bool = Fal
     loc = resolve(loc, "store")
     problems = []
     present = None if loc.local is not None else loc.find()
+    rows = committed_rows(docs)
     for doc in docs.values():
         pending = doc.get("pending", {})
-        ahead = _first_uncommitted_chunk(doc, committed_rows(docs))
+        ahead = _first_uncommitted_chunk(doc, rows)
         for rel, entry in doc["chunks"].items():
             if not _well_formed(entry):
                 continue  # named by manifest_problems

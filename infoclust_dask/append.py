@@ -42,7 +42,7 @@ import numpy as np
 from . import engine
 from ._atomic import StoreError, _temp_name, _WriteLock, clean_stale_temporaries
 from ._bound import pending_entry
-from ._commit_state import committed_attributes, committed_rows, interrupted_rows
+from ._commit_state import _row_chunk, committed_attributes, committed_rows, interrupted_rows, row_step
 from ._location import Location, resolve
 from ._manifest import (
     PREVIOUS_ATTRS,
@@ -321,10 +321,7 @@ def remove_leftovers(loc: Location, docs: dict[str, dict], keep: Location | None
     if rows is None:
         return removed
     for var, doc in docs.items():
-        try:
-            step = int(doc["metadata"]["chunk_grid"]["configuration"]["chunk_shape"][0])
-        except (KeyError, TypeError, ValueError, IndexError):
-            continue
+        step = row_step(doc.get("metadata"))
         # the chunks an interrupted append's metadata declares stay until a commit declares fewer rows: removed
         # now, they would leave metadata declaring rows without their chunks - a damaged store if this append
         # is killed too before its commit rewrites that metadata
@@ -336,8 +333,7 @@ def remove_leftovers(loc: Location, docs: dict[str, dict], keep: Location | None
         # lists chunks beyond them that nothing commits: they go too
         listed = doc["chunks"] if int(doc.get("rows", rows)) <= rows else {}
         for rel in loc.find(f"{var}/c"):
-            parts = rel.split("/")
-            if len(parts) >= 3 and parts[2].isdigit() and int(parts[2]) >= first_beyond and rel not in listed:
+            if _row_chunk(rel) >= first_beyond and rel not in listed:
                 loc.remove(rel, recursive=False)
                 removed.append(rel)
     if loc.local is None:
