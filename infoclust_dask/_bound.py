@@ -23,7 +23,7 @@ from zarr.storage import WrapperStore
 
 from ._atomic import StoreError
 
-__all__ = ["BoundStore", "tail_of", "describe_chunk", "crc_and_tail", "tails", "pending_entry"]
+__all__ = ["BoundStore", "missing_chunk_message", "read_rows", "tail_of", "describe_chunk", "crc_and_tail", "tails", "pending_entry"]
 
 
 def describe_chunk(rel: str) -> str:
@@ -59,9 +59,47 @@ def tails(loc: Any, rels: list[str], sizes: dict[str, int]) -> dict[str, int | N
     return {r: tail_of(b) for r, b in zip(rels, got, strict=True)}
 
 
+def read_rows(array: Any, start: int, stop: int) -> Any:
+    """Rows ``start:stop`` of a zarr array (every column): the task that
+    reads one row chunk of a store (:mod:`infoclust_dask.store_open`). It
+    lives here, beside the bound store it reads through, so that a worker
+    running it imports zarr and this module only."""
+    return array[start:stop]
+
+
 def pending_entry(data: bytes) -> list:
     """The manifest entry ``[size, CRC-32, trailer]`` of a chunk's bytes."""
     return [len(data), zlib.crc32(data), tail_of(data)]
+
+
+def _where_read() -> str:
+    """Which process reads: the dask worker's address, host and working
+    folder inside a worker, else this host and process."""
+    import os
+    import socket
+    import sys
+
+    worker = None
+    if "distributed" in sys.modules:
+        from distributed import get_worker
+
+        try:
+            worker = get_worker().address
+        except ValueError:  # not inside a worker's task
+            worker = None
+    who = f"dask worker {worker}" if worker else "this process"
+    return f"{who} (host {socket.gethostname()}, pid {os.getpid()}, working folder {os.getcwd()})"
+
+
+def missing_chunk_message(key: str, where: str) -> str:
+    """One line for a chunk the manifest lists that the reading process
+    cannot find: it names the chunk, the path looked at, the process (a
+    worker's address) and the fix."""
+    return (f"{describe_chunk(key)} ('{key}') of the store at '{where}' is listed in its manifest but "
+            f"{_where_read()} finds no such chunk; nothing was computed from it. If `infoclust verify` passes where "
+            "the client runs, the workers do not see the client's files: keep the store on a folder every worker "
+            "sees at the same path (a shared file system) or in a bucket (s3://...). Else restore the chunk or "
+            "re-ingest the store.")
 
 
 class BoundStore(WrapperStore):
@@ -69,8 +107,10 @@ class BoundStore(WrapperStore):
     (``{key: ((size, tail or None), ...)}``: the versions the key may hold -
     the committed one, and the pending one while an append replaces it;
     keys as zarr asks for them, e.g. ``x/c/3/0``); keys not listed
-    (metadata, chunks beyond the committed rows) pass unchecked. ``where``
-    names the store in messages."""
+    (metadata, chunks beyond the committed rows) pass unchecked; a listed
+    key that is missing fails the read (zarr would otherwise hand out fill
+    values, e.g. on a worker that resolves the store's path in another
+    folder). ``where`` names the store in messages."""
 
     def __init__(self, store: Any, expected: dict[str, tuple[tuple[int, int | None], ...]] | None = None,
                  where: str = "") -> None:
@@ -86,8 +126,10 @@ class BoundStore(WrapperStore):
 
     def _check(self, key: str, buf: Any) -> None:
         want = self.expected.get(key)
-        if want is None or buf is None:
+        if want is None:
             return
+        if buf is None:
+            raise StoreError(missing_chunk_message(key, self.where))
         raw = buf.as_numpy_array()  # a view of the bytes read, no copy
         got = tail_of(raw[-4:].tobytes())
         if not any(raw.nbytes == size and (tail is None or got == tail) for size, tail in want):
@@ -101,7 +143,7 @@ class BoundStore(WrapperStore):
 
     async def get(self, key: str, prototype: Any, byte_range: Any = None) -> Any:
         buf = await self._store.get(key, prototype, byte_range)
-        if byte_range is None:
+        if byte_range is None or buf is None:
             self._check(key, buf)
         return buf
 
@@ -109,6 +151,6 @@ class BoundStore(WrapperStore):
         key_ranges = list(key_ranges)
         out = await self._store.get_partial_values(prototype, key_ranges)
         for (key, rng), buf in zip(key_ranges, out, strict=True):
-            if rng is None:
+            if rng is None or buf is None:
                 self._check(key, buf)
         return out

@@ -45,12 +45,13 @@ def open_input(data, variable: str = "x"):
         return None
     data = lazy_zarr(data)
     if is_path(data):
-        from ._paths import url_protocol
+        from ._location import absolute
+        from ._paths import local_path, url_protocol
         from .store import is_store_of_ours, open_dataset
 
-        local = url_protocol(data) in (None, "file")
-        if local and not is_store_of_ours(data) and (Path(data) / "zarr.json").exists():
-            return engine.as_array(_open_foreign(Path(data), variable))
+        where = absolute(local_path(data)) if url_protocol(data) in (None, "file") else None
+        if where is not None and not is_store_of_ours(data) and (where / "zarr.json").exists():
+            return engine.as_array(_open_foreign(where, variable))
         ds = open_dataset(data)
         if variable not in ds:
             raise KeyError(
@@ -137,7 +138,7 @@ def prepare_input(est, X, *, reset: bool, need_moments: bool = False, attr: str 
         if not need_moments:
             return A, None
         A = engine.prepare(A)  # many passes follow
-        first = np.asarray(engine.compute(A[0]), dtype=np.float64)
+        first = np.asarray(engine.compute(engine.first_row(A)), dtype=np.float64)
         shift = first if np.all(np.isfinite(first)) else None
         st = engine.map_reduce(MOMENTS, A, params={"shift": shift})
         if int(st["n_bad"]):

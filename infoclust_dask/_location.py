@@ -40,7 +40,7 @@ from typing import Any
 from ._paths import URLNotSupported, _upath_protocol, check_path, is_url, url_protocol
 from ._settings import env_number
 
-__all__ = ["Location", "resolve", "run_path", "write_whole", "check_storage_options", "SECRET_OPTION"]
+__all__ = ["Location", "absolute", "resolve", "run_path", "write_whole", "check_storage_options", "SECRET_OPTION"]
 
 #: option names that carry credentials (refused in storage_options, at any depth)
 SECRET_OPTION = re.compile(r"(^key$|secret|token|passw|credential|account_key|sas|access_key|private)", re.I)
@@ -281,6 +281,17 @@ class Location:
             self.fs.rm(self.full_path(rel), recursive=recursive)
 
 
+def absolute(path: Any) -> Path:
+    """A local path made absolute against this process's working folder
+    (``~`` expanded, ``..`` kept as written: no symbolic link is followed).
+
+    Every local path is made absolute here, where the user typed it, before
+    it reaches a task graph, a flow parameter or a deployment: a dask worker
+    resolves a relative path in its own working folder, which on a real
+    cluster (and with ``deploy/local/up.sh``) is not the client's."""
+    return Path(os.path.expanduser(os.fspath(path))).absolute()
+
+
 def resolve(path: Any, what: str = "store", storage_options: dict | None = None) -> Location:
     """``path`` (a local path, ``file://`` URL or fsspec URL) as a
     :class:`Location`. A URL whose protocol is not installed is refused with
@@ -292,7 +303,7 @@ def resolve(path: Any, what: str = "store", storage_options: dict | None = None)
     options = check_storage_options(storage_options)
     proto = url_protocol(path)
     if proto is None or proto == "file":
-        p = Path(str(path)[len("file://"):]) if proto == "file" else Path(path)
+        p = absolute(str(path)[len("file://"):] if proto == "file" else path)
         if options:
             raise ValueError(f"storage_options apply to URLs; '{path}' is a local path.")
         return Location(str(p), local=p)
@@ -312,7 +323,7 @@ def run_path(path: Any, what: str = "run folder") -> Any:
     environment of each process, never from the path."""
     check_path(path, what)
     if not is_url(path):
-        return Path(str(path)[len("file://"):]) if url_protocol(path) == "file" else Path(path)
+        return absolute(str(path)[len("file://"):] if url_protocol(path) == "file" else path)
     if _upath_protocol(path) is not None:
         _install_object_store_defaults()
         return path

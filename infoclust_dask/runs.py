@@ -36,8 +36,9 @@ def storage_root() -> Any:
 def join(root: Any, *parts: str) -> str:
     """``root/part/...`` as a string, for a local path or a URL alike (what
     the store functions and the flows' parameters take)."""
-    base = str(root).rstrip("/") if is_url(root) else str(Path(str(root)))
-    return "/".join([base, *parts]) if is_url(root) else str(Path(base, *parts))
+    if is_url(root):
+        return "/".join([str(root).rstrip("/"), *parts])
+    return str(run_path(root, "storage root").joinpath(*parts))  # absolute: it may travel to workers and flows
 
 
 def check_writable(root: PathLike | None = None) -> Any:
