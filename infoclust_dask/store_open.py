@@ -65,8 +65,9 @@ def _open_group(loc: Location, docs: dict | None, bind: bool = True) -> Any:
             return xr.open_zarr(loc.zarr_target(), consolidated=False, zarr_format=3, chunks={},
                                 storage_options=loc.storage_options or None, drop_variables=drop)
         # every chunk read (here and on the workers) is checked against the manifest entry of its own key
-        return xr.open_zarr(bound_store(loc, docs), consolidated=False, zarr_format=3, chunks={},
-                            drop_variables=drop)
+        store = bound_store(loc, docs)
+        ds = xr.open_zarr(store, consolidated=False, zarr_format=3, chunks={}, drop_variables=drop)
+        return _read_by_zarr(ds, store)
 
     rows = committed_rows(docs)
     try:
@@ -81,6 +82,47 @@ def _open_group(loc: Location, docs: dict | None, bind: bool = True) -> Any:
         parts.append(part.isel(sample=slice(0, rows)) if "sample" in part.dims else part)
     ds = xr.merge(parts, combine_attrs="override", compat="override", join="exact")
     return ds
+
+
+def _read_by_zarr(ds: Any, store: Any) -> Any:
+    """``ds`` with each variable's dask array reading its row chunks from
+    ``store`` by :func:`infoclust_dask._bound.read_rows` (same chunks, same
+    task names) instead of through xarray's lazy indexing wrappers and
+    ``dask.array``'s getter: the tasks that reach the workers then name
+    zarr and this package only. A worker that unpickles a ``dask.array``
+    function imports ``dask.array``, which imports xarray and pandas when
+    they are installed (~100 MB of a worker's memory, measured). A variable
+    xarray decoded into another dtype or shape, or chunked along another
+    dimension than ``sample``, keeps xarray's array."""
+    import zarr
+
+    group = zarr.open_group(store, mode="r", zarr_format=3)
+    for name, var in ds.variables.items():
+        data = var.data
+        if not hasattr(data, "dask") or name not in group:
+            continue
+        arr = group[name]
+        if (not isinstance(arr, zarr.Array) or arr.shape != data.shape or arr.dtype != data.dtype
+                or any(len(c) != 1 for c in data.chunks[1:])):
+            continue
+        var.data = _row_chunks(arr, data.chunks, data.name)
+    return ds
+
+
+def _row_chunks(arr: Any, chunks: tuple, name: str) -> Any:
+    """A dask array over the zarr array ``arr``, one task per row chunk
+    (:func:`infoclust_dask._bound.read_rows`)."""
+    import dask.array as da
+    import numpy as np
+    from dask.highlevelgraph import HighLevelGraph
+
+    from ._bound import read_rows
+
+    bounds = np.cumsum((0,) + tuple(chunks[0]))
+    rest = (0,) * (arr.ndim - 1)
+    dsk = {(name, i, *rest): (read_rows, arr, int(a), int(b)) for i, (a, b) in enumerate(zip(bounds[:-1], bounds[1:]))}
+    return da.Array(HighLevelGraph.from_collections(name, dsk, dependencies=()), name, chunks, dtype=arr.dtype,
+                    meta=np.empty((0,) * arr.ndim, dtype=arr.dtype))
 
 
 def open_dataset(path: str | os.PathLike | Location, *, storage_options: dict | None = None,

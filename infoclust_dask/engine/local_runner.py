@@ -278,7 +278,10 @@ def _share(func: Callable[[Any], Any], items: list, threads: int) -> list:
 
 
 def _lazy(o: Any) -> bool:
-    return hasattr(o, "dask") or hasattr(o, "__dask_graph__")
+    """A dask collection (an xarray object backed by numpy is not)."""
+    import dask
+
+    return bool(dask.is_dask_collection(o))
 
 
 

@@ -25,7 +25,7 @@ import numpy as np
 
 from ._common import Pass, sq_distances
 
-__all__ = ["knn_block", "knn_top", "knn_merge", "KNN", "knn_query_block", "KNN_QUERY",
+__all__ = ["knn_block", "candidates", "knn_top", "knn_merge", "KNN", "knn_query_block", "KNN_QUERY",
            "HNSW_DEFAULTS", "have_faiss", "nearest_cells", "cell_radii", "cell_split", "merge_cells", "cell_build",
            "result_split", "result_join", "Cells", "KNN_CELLS"]
 
@@ -39,27 +39,57 @@ def knn_block(xq: np.ndarray, xd: np.ndarray, *, q_start: int | None = None, d_s
     distance, padded with ``inf`` / ``-1`` when ``xd`` has fewer than ``t``
     candidates.
 
-    The candidates come from scikit-learn's ``NearestNeighbors``
-    (``algorithm="auto"``: a k-d tree in low dimension, its chunked brute
-    force above 15 features); the squared distances of the kept pairs are
-    then recomputed from the differences, so duplicates are exactly 0.
-    Each query asks for one neighbour more than needed and drops its own
-    row if present, else its farthest candidate.
+    The candidates come from :func:`candidates` (a k-d tree in low
+    dimension, blocked brute force above); the squared distances of the
+    kept pairs are then recomputed from the differences, so duplicates are
+    exactly 0. Each query asks for one neighbour more than needed and drops
+    its own row if present, else its farthest candidate.
     """
-    from sklearn.neighbors import NearestNeighbors
-
     xq, xd = np.asarray(xq, dtype=np.float64), np.asarray(xd, dtype=np.float64)
     nq, nd = xq.shape[0], xd.shape[0]
     self_query = q_start is not None
     k = min(t + (1 if self_query else 0), nd)
     if nq == 0 or k == 0:
         return knn_top(np.zeros((nq, 0)), np.zeros((nq, 0), dtype=np.int64), t)
-    ind = NearestNeighbors(n_neighbors=k, algorithm="auto").fit(xd).kneighbors(xq, return_distance=False)
+    ind = candidates(xq, xd, k)
     if q_start is not None:
         ind = _without_own(ind, np.arange(nq) + (q_start - d_start))
     diff = xq[:, None, :] - xd[ind]
     d2 = np.einsum("ijk,ijk->ij", diff, diff)
     return knn_top(d2, ind.astype(np.int64) + d_start, t)
+
+
+#: up to this many features the candidates come from a k-d tree, above from blocked brute force (as
+#: scikit-learn's ``algorithm="auto"`` chooses for NearestNeighbors)
+KD_TREE_MAX_FEATURES = 15
+#: bytes of one brute-force distance tile (queries x data rows, float64)
+BRUTE_TILE_BYTES = 32 * 2**20
+
+
+def candidates(xq: np.ndarray, xd: np.ndarray, k: int) -> np.ndarray:
+    """The indices (into ``xd``) of the ``k`` nearest rows of ``xd`` to each
+    row of ``xq`` (``k <= len(xd)``), unordered: scipy's ``cKDTree`` up to
+    :data:`KD_TREE_MAX_FEATURES` features, else the squared distances
+    ``|q|^2 - 2 q.d + |d|^2`` of a tile of queries at a time (one matrix
+    product each) and a partial sort. Exact up to the rounding of that
+    expansion on near-ties; :func:`knn_block` recomputes the kept distances
+    from differences. (scikit-learn's NearestNeighbors did this before; its
+    import costs a dask worker ~200 MB, scipy.spatial ~40 MB.)"""
+    nq = xq.shape[0]
+    if xd.shape[1] <= KD_TREE_MAX_FEATURES:
+        from scipy.spatial import cKDTree
+
+        _, ind = cKDTree(xd).query(xq, k=k)
+        return np.asarray(ind, dtype=np.int64).reshape(nq, k)
+    dn = np.einsum("ij,ij->i", xd, xd)
+    step = max(1, BRUTE_TILE_BYTES // (8 * max(1, xd.shape[0])))
+    out = np.empty((nq, k), dtype=np.int64)
+    for a in range(0, nq, step):
+        q = xq[a:a + step]
+        d2 = dn[None, :] - 2.0 * (q @ xd.T)
+        out[a:a + step] = np.argpartition(d2, k - 1, axis=1)[:, :k] if k < xd.shape[0] else \
+            np.broadcast_to(np.arange(k), (q.shape[0], k))
+    return out
 
 
 def _without_own(ind, own):
