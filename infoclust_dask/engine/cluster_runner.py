@@ -32,6 +32,8 @@ class Distributed(Runner):
     def __init__(self, client: Any, reason: str = "") -> None:
         super().__init__(reason)
         self.client = client
+        #: bytes of lazy input this runner read into the workers' memory (for messages)
+        self.held = 0
 
     @property
     def kind(self) -> str:
@@ -55,8 +57,13 @@ class Distributed(Runner):
             return type(obj)(self.compute(dask.delayed(list)(list(obj)), progress=progress))
         if not _lazy(obj):
             return obj
+        if type(obj).__module__.startswith("xarray.") and _is_dask(getattr(obj, "data", None)):
+            obj = obj.data  # a DataArray: its dask array, computed as below (numpy comes back)
         with execute.checksums_named():
-            return execute.compute_distributed(self.client, obj, progress=progress)
+            if _is_dask(obj) and obj.ndim >= 1:
+                return _assemble(obj, execute.compute_distributed(self.client, _blocks(obj), progress=progress,
+                                                                  held=self.held))
+            return execute.compute_distributed(self.client, obj, progress=progress, held=self.held)
 
     def each(self, func: Callable[[Any], Any], items: list) -> list:
         raise RuntimeError("A distributed runner runs blocks on its workers, through a graph (this is a bug).")
@@ -73,27 +80,36 @@ class Distributed(Runner):
         budget = self.persist_budget() if limit is None else limit
         streams = a.nbytes > budget
         self.note_data(f"{_size(a.nbytes)} of lazy input stream from the store at every pass (above the "
-                       f"{_size(budget)} the workers hold: a quarter of their memory)" if streams else
+                       f"{_size(budget)} the workers hold: half of their free memory)" if streams else
                        f"{_size(a.nbytes)} of lazy input read once and held in the workers' memory (at most "
-                       f"{_size(budget)}: a quarter of their memory)")
-        return a if streams else self.persist(a)
+                       f"{_size(budget)}: half of their free memory)")
+        if streams:
+            return a
+        self.held += int(a.nbytes)
+        return self.persist(a)
 
     def persist_budget(self) -> int:
         """Bytes of lazy input a many-pass fit holds in the workers' memory,
         read from its store once instead of at every pass:
-        ``$INFOCLUST_PERSIST_BYTES`` if set, else a quarter of the workers'
-        memory limits summed (:data:`UNLIMITED_WORKER_BYTES` for a worker
-        without one) and, when the workers run on this machine, at most a
-        quarter of the memory available on it now. A quarter leaves the
-        blocks below the workers' spill threshold (60 % of a limit by
-        default) with room for each pass's working set."""
+        ``$INFOCLUST_PERSIST_BYTES`` if set, else half of what the workers
+        have free (:func:`~.pressure.worker_free_bytes`: up to distributed's
+        spill target, 60 % of a limit, minus what each process uses now - at
+        least what a worker uses once the kernels are loaded;
+        :data:`UNLIMITED_WORKER_BYTES` for a worker without a limit) and,
+        when the workers run on this machine, at most a quarter of the
+        memory available on it now. The other half is room for each pass's
+        working set. (A quarter of the limits, the rule before, held 100 MB
+        on two 400 MB workers that use 260 MB each before holding anything:
+        they paused.)"""
         from .._settings import env_number
 
         value = env_number("INFOCLUST_PERSIST_BYTES", None, kind=int, allow_zero=True)
         if value is not None:
             return value
-        workers = self.client.scheduler_info().get("workers", {})  # one round trip: limits and addresses
-        budget = sum(int(w.get("memory_limit") or 0) or UNLIMITED_WORKER_BYTES for w in workers.values()) // 4
+        from .pressure import worker_free_bytes
+
+        workers = execute._worker_info(self.client)  # one round trip: limits, use and addresses
+        budget = sum(worker_free_bytes(w) for w in workers.values()) // 2
         if _on_this_machine(workers):
             import psutil
 
@@ -165,13 +181,16 @@ class Distributed(Runner):
             f.release()
 
     def loop_budget(self) -> int:
-        """An eighth of the smallest worker's memory limit, at most
+        """An eighth of the smallest worker's free memory
+        (:func:`~.pressure.worker_free_bytes`), at most
         :data:`IN_PROCESS_MAX_BYTES` (the in-process rule, on a worker)."""
-        workers = list(self.client.scheduler_info().get("workers", {}).values())
+        from .pressure import worker_free_bytes
+
+        workers = list(execute._worker_info(self.client).values())
         if not workers:
             return 0
-        limits = [int(w.get("memory_limit") or 0) or 8 * IN_PROCESS_MAX_BYTES for w in workers]
-        return int(min(IN_PROCESS_MAX_BYTES, min(limits) // 8))
+        free = [worker_free_bytes(w) if w.get("memory_limit") else 8 * IN_PROCESS_MAX_BYTES for w in workers]
+        return int(min(IN_PROCESS_MAX_BYTES, min(free) // 8))
 
     def files_shared(self) -> bool:
         """True when every worker runs on this machine (127.0.0.1, localhost)."""
@@ -188,8 +207,16 @@ class Distributed(Runner):
         with warnings.catch_warnings():  # the data travel inside the task, so that a rerun has them
             warnings.filterwarnings("ignore", message="Sending large graph", category=UserWarning)
             fut = self.client.submit(_run_on_worker, func, args, pure=False)
+        from .pressure import Watch
+
+        watch = Watch()
         try:
-            out, caught, where = fut.result()
+            out, caught, where = execute.result(self.client, fut, watch)
+        except Exception as exc:
+            memory = watch.killed(exc)
+            if memory is not None:
+                raise memory from None
+            raise
         finally:
             fut.release()
         for message, category in caught:
@@ -217,6 +244,28 @@ def _run_on_worker(func: Callable[..., Any], args: tuple) -> tuple[Any, list, st
     return out, [(str(w.message), w.category) for w in caught], str(worker.address)
 
 
+def _blocks(a: Any) -> Any:
+    """The blocks of the dask array ``a`` as one delayed list, in C order:
+    computed on the workers as they are, and joined in this process
+    (:func:`_assemble`). Computing the array itself would send dask.array's
+    own ``finalize`` task, and a worker that unpickles it imports
+    ``dask.array`` - and with it xarray and pandas (~100 MB of a worker's
+    memory) - for a concatenation this process does anyway."""
+    import dask
+
+    return dask.delayed(list)(list(a.to_delayed(optimize_graph=False).ravel()))
+
+
+def _assemble(a: Any, blocks: list) -> Any:
+    """The numpy array of ``a``'s computed ``blocks`` (C order)."""
+    from dask.array.core import concatenate3
+
+    grid = np.empty(a.numblocks, dtype=object)
+    for i, b in enumerate(blocks):
+        grid.flat[i] = b
+    return concatenate3(grid.tolist())
+
+
 def _progress_bar(futures: Any) -> None:
     import sys
 
@@ -230,5 +279,6 @@ def _on_this_machine(addresses: Any) -> bool:
     """True when every worker address is on this machine's loopback."""
     from urllib.parse import urlparse
 
-    hosts = {urlparse(a).hostname for a in addresses}
-    return bool(hosts) and hosts <= {"127.0.0.1", "localhost", "::1"}
+    parsed = [urlparse(a) for a in addresses]
+    hosts = {p.hostname for p in parsed if p.scheme != "inproc"}  # inproc://: threads of this very process
+    return bool(parsed) and hosts <= {"127.0.0.1", "localhost", "::1"}

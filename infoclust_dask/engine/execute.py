@@ -57,20 +57,28 @@ def _show_progress(fut: Any) -> None:
                   flush=True)
 
 
-def compute_distributed(client: Any, obj: Any, *, progress: bool = False) -> Any:
+def compute_distributed(client: Any, obj: Any, *, progress: bool = False, held: int = 0) -> Any:
     """``obj`` computed on a distributed ``client``: a pass whose scattered
     blocks were lost with a worker is retried after they are sent again
     (:func:`_rescatter_lost`); a pass left without workers ends in
-    :class:`NoWorkersError`."""
+    :class:`NoWorkersError`, one whose workers are out of memory in
+    :class:`~.pressure.WorkerMemoryError` (``held``: bytes of data the
+    fit holds on the workers, for its message)."""
+    from .pressure import Watch, WorkerMemoryError
+
     for attempt in range(RESCATTER_ATTEMPTS + 1):
         fut = client.compute(obj, optimize_graph=False)
         if progress:
             _show_progress(fut)
+        watch = Watch(held)
         try:
-            return _result(client, fut)
+            return result(client, fut, watch)
         except Exception as exc:
-            if isinstance(exc, NoWorkersError):
+            if isinstance(exc, (NoWorkersError, WorkerMemoryError)):
                 raise
+            memory = watch.killed(exc)
+            if memory is not None:
+                raise memory from None
             if "cancel" in type(exc).__name__.lower() and not _scheduler_alive(client):
                 raise NoWorkersError(f"The dask scheduler at {_address(client)} stopped answering "
                                      "during a pass, which was cancelled. Start it again (and its workers); a "
@@ -115,8 +123,14 @@ def _address(client: Any) -> str:
 
 def _workers(client: Any) -> set:
     """Addresses of the scheduler's workers now (public ``scheduler_info``)."""
+    return set(_worker_info(client))
+
+
+def _worker_info(client: Any) -> dict:
+    """Every worker's ``scheduler_info`` entry (status, memory limit,
+    metrics), by address."""
     try:
-        return set(client.scheduler_info()["workers"])
+        return dict(client.scheduler_info(n_workers=-1)["workers"])
     except Exception:  # noqa: BLE001 - unreachable in any way
         raise NoWorkersError(f"The dask scheduler at {_address(client)} stopped answering during a pass. Start it "
                              "again (and its workers); a fit with a run folder continues with --resume.") from None
@@ -130,22 +144,32 @@ def _scheduler_alive(client: Any) -> bool:
         return False
 
 
-def _result(client: Any, fut: Any) -> Any:
-    """``fut.result()``, but a pass left without any worker for
-    :data:`NO_WORKER_TIMEOUT` seconds (every worker killed, none coming
+def result(client: Any, fut: Any, watch: Any = None) -> Any:
+    """``fut.result()``, watched every 2 s: a pass left without any worker
+    for :data:`NO_WORKER_TIMEOUT` seconds (every worker killed, none coming
     back) ends in :class:`NoWorkersError` naming the scheduler and the
-    workers it had, instead of waiting forever."""
+    workers it had, and workers out of memory (paused, restarted in a loop:
+    :class:`~.pressure.Watch`) in :class:`~.pressure.WorkerMemoryError`,
+    instead of waiting forever."""
     import time
 
     from .._settings import env_number
+    from .pressure import Watch
 
+    watch = watch if watch is not None else Watch()
     limit = float(env_number("INFOCLUST_NO_WORKER_TIMEOUT", NO_WORKER_TIMEOUT, seconds=True))
     seen = _workers(client)
     alone_since = None
     while True:
         with contextlib.suppress(TimeoutError):  # not done within 2 s: look at the workers, then wait again
             return fut.result(timeout=2.0)  # (distributed.wait would need the default client)
-        now = _workers(client)
+        info = _worker_info(client)
+        try:
+            watch.see(info)
+        except MemoryError:
+            fut.cancel()
+            raise
+        now = set(info)
         seen |= now
         if now:
             alone_since = None

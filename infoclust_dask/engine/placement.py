@@ -29,8 +29,8 @@ def prepare(data: Any, *, scheduler: Any = None, limit: int | None = None) -> An
     - on a ``distributed`` scheduler: numpy input is scattered to the
       workers once, block by block; lazy input of at most ``limit`` bytes
       (default: the runner's
-      :meth:`~.cluster_runner.Distributed.persist_budget`, a quarter of the
-      workers' memory limits) is persisted in their memory, read from its
+      :meth:`~.cluster_runner.Distributed.persist_budget`, half of the
+      workers' free memory) is persisted in their memory, read from its
       store once;
     - larger lazy input streams from its store at every pass, with bounded
       memory.
