@@ -51,14 +51,19 @@ def local_client(n_workers: int | None = None, threads_per_worker: int = 1):
         from distributed import Client, LocalCluster
 
         n = n_workers or min(2, os.cpu_count() or 1)
+        processes = not unguarded_main()
+        if not processes:
+            import warnings
+
+            warnings.warn(UNGUARDED_NOTE, RuntimeWarning, stacklevel=2)
         for name in ("distributed", "distributed.scheduler", "distributed.nanny", "distributed.worker",
                      "distributed.core"):
             logging.getLogger(name).setLevel(logging.WARNING)
         cluster = _without_sigint(lambda: LocalCluster(
             n_workers=n,
             threads_per_worker=threads_per_worker,
-            processes=True,
-            host="127.0.0.1",
+            processes=processes,
+            **({"host": "127.0.0.1"} if processes else {}),  # threads talk in-process (inproc://), no port
             # the scheduler's HTTP endpoints start even without a dashboard: a free loopback port, so that
             # a second process does not warn that 8787 is taken
             dashboard_address="127.0.0.1:0",
@@ -70,6 +75,53 @@ def local_client(n_workers: int | None = None, threads_per_worker: int = 1):
         # the quiet shutdown below, not distributed's
         atexit.register(close_local_client)
         return client
+
+
+UNGUARDED_NOTE = (
+    "This script starts infoclust's LocalCluster from code outside `if __name__ == \"__main__\":`, so its workers "
+    "run as threads of this process: worker processes would run the script again from the top. Put the script's "
+    "work under that guard for worker processes (faster reads of compressed stores).")
+
+
+def unguarded_main() -> bool:
+    """Whether this call comes from the top-level code of a ``__main__``
+    script (or ``python -m`` module) outside an ``if __name__ ==
+    "__main__":`` block. Worker processes that a LocalCluster spawns import
+    ``__main__`` again, so there they would run the script's top level - the
+    fit again, whose LocalCluster would spawn again ("Nanny failed to
+    start", the script's body run several times). Interactive sessions,
+    notebooks and calls from inside the guard are not affected."""
+    import ast
+    import sys
+
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    if main is None or not path or not str(path).endswith(".py"):
+        return False
+    frame = sys._getframe(1)
+    while frame is not None and not (frame.f_code.co_name == "<module>" and frame.f_globals is vars(main)):
+        frame = frame.f_back
+    if frame is None:  # not below the script's top level (another thread, a callback)
+        return False
+    try:
+        with open(path, encoding="utf-8") as fh:
+            tree = ast.parse(fh.read())
+    except (OSError, SyntaxError, ValueError):
+        return False
+    line = frame.f_lineno
+    return not any(isinstance(node, ast.If) and _is_main_test(node.test) and node.lineno <= line <= (node.end_lineno or 0)
+                   for node in tree.body)
+
+
+def _is_main_test(test) -> bool:
+    """``__name__ == "__main__"`` (either side)."""
+    import ast
+
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+        return False
+    sides = [test.left, test.comparators[0]]
+    return any(isinstance(a, ast.Name) and a.id == "__name__" for a in sides) and \
+        any(isinstance(a, ast.Constant) and a.value == "__main__" for a in sides)
 
 
 def close_local_client():
@@ -151,6 +203,49 @@ def _what_answered(exc: BaseException | None) -> str:
     return text
 
 
+def _check_tls_settings(address: str) -> None:
+    """A ``tls://`` address needs the TLS files in dask's configuration
+    (``distributed.comm.tls``): refused in one line naming them when unset,
+    instead of distributed's error and a client left to time out."""
+    if not address.startswith("tls://"):
+        return
+    import dask.config
+
+    tls = dask.config.get("distributed.comm.tls", {}) or {}
+    client = tls.get("client") or {}
+    if tls.get("ca-file") and client.get("cert"):
+        return
+    raise ConnectionError(
+        f"The scheduler address {address!r} uses TLS, but this process has no TLS settings (dask's "
+        "distributed.comm.tls: ca-file, client cert and key are unset). Put deploy/tls/dask-tls.yaml (with the "
+        "paths of your certificates) in ~/.config/dask/ or point DASK_CONFIG at its folder, or set "
+        "DASK_DISTRIBUTED__COMM__TLS__CA_FILE, DASK_DISTRIBUTED__COMM__TLS__CLIENT__CERT and "
+        "DASK_DISTRIBUTED__COMM__TLS__CLIENT__KEY; deploy/README.md shows the set-up.")
+
+
+def _quiet_half_made_clients() -> None:
+    """A ``Client`` whose connection failed is closed by its ``__del__``,
+    which waits 20 s on a scheduler that never answered and prints
+    "Exception ignored in Client.__del__ ... TimeoutError" (at exit, after
+    this package already said in one line what went wrong). From the first
+    connection attempt on, that one report is dropped; every other
+    unraisable exception still reaches the previous hook."""
+    import sys
+
+    previous = sys.unraisablehook
+    if getattr(previous, "_infoclust_quiet_client", False):
+        return
+
+    def hook(unraisable):
+        where = getattr(unraisable.object, "__qualname__", "")
+        if where == "Client.__del__" and isinstance(unraisable.exc_value, (TimeoutError, OSError)):
+            return
+        previous(unraisable)
+
+    hook._infoclust_quiet_client = True  # type: ignore[attr-defined]
+    sys.unraisablehook = hook
+
+
 def remote_client(address: str):
     """A client of the scheduler at ``address``, within one hard deadline
     (:func:`connect_timeout`): a refused port fails at once, and an address
@@ -163,7 +258,9 @@ def remote_client(address: str):
         from distributed import Client
 
         timeout = connect_timeout()
+        _check_tls_settings(address)
         _probe_tcp(address, timeout)
+        _quiet_half_made_clients()
         box: dict = {}
         handover = threading.Lock()
 
@@ -173,7 +270,7 @@ def remote_client(address: str):
             try:
                 c = Client(address, set_as_default=False, timeout=timeout)
             except BaseException as exc:  # noqa: BLE001 - handed to the caller below
-                box["error"] = exc
+                box["error"] = exc.with_traceback(None)  # its frames would keep the half-made client alive
                 # the half-made client is garbage now: collect it here, so that its __del__ (which stops
                 # distributed's loop runner under a process-wide lock) does not run at some later
                 # collection inside that lock - seen to deadlock every later Client() of the process

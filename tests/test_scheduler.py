@@ -257,3 +257,35 @@ def test_a_process_whose_scheduler_died_exits_quickly_without_a_traceback(tmp_pa
             child.kill()
         if sched.poll() is None:
             os.killpg(sched.pid, signal.SIGKILL)
+
+
+@pytest.mark.parametrize("scheme", ["tcp", "tls"])
+def test_cli_on_a_silent_listener_or_tls_without_settings_prints_one_line(scheme, tmp_path):
+    """A listener that accepts and never answers (tcp://), or a tls://
+    address without TLS settings: the command's whole stderr is one line
+    (no "Exception ignored in Client.__del__" traceback 20 s later)."""
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(8)  # accepted by the kernel, never answered
+    try:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("DASK_", "INFOCLUST_"))}
+        env.update(INFOCLUST_CONNECT_TIMEOUT="2", INFOCLUST_STORAGE=str(tmp_path / "storage"))
+        from infoclust_dask import write_dataset
+
+        write_dataset(tmp_path / "x.zarr", np.random.default_rng(0).normal(size=(40, 2)))
+        address = f"{scheme}://127.0.0.1:{srv.getsockname()[1]}"
+        r = subprocess.run([sys.executable, "-m", "infoclust_dask.cli", "fit", "kmeans", "x.zarr", "-k", "2",
+                            "--scheduler", address], capture_output=True, text=True, env=env, cwd=tmp_path,
+                           timeout=120)
+    finally:
+        srv.close()
+    assert r.returncode == 2, r.stderr
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "Traceback" not in r.stderr, r.stderr
+    said = "gave no dask handshake" if scheme == "tcp" else "uses TLS, but this process has no TLS settings"
+    assert said in lines[0] and address in lines[0], lines[0]
