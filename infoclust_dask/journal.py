@@ -367,11 +367,18 @@ def recording(folder: str | os.PathLike | None, fingerprint: dict, *, resume: bo
     if folder is None:
         yield None
         return
-    j = Journal(folder, fingerprint, resume=resume)
-    token = _ACTIVE.set(j)
-    try:
-        yield j
-    finally:
-        _ACTIVE.reset(token)
-        j.flush()  # the buffered records, whether the fit ended or raised (a kill loses them: recomputed)
+    from ._location import run_path
+    from ._runlock import holding
+
+    where = run_path(folder, "checkpoint folder")
+    # one writer at a time (infoclust_dask._runlock), taken before the journal is read or started
+    lock = not is_url(where) and (not resume or where.exists())  # a missing folder to resume: the journal says so
+    with holding(where) if lock else contextlib.nullcontext():
+        j = Journal(where, fingerprint, resume=resume)
+        token = _ACTIVE.set(j)
+        try:
+            yield j
+        finally:
+            _ACTIVE.reset(token)
+            j.flush()  # the buffered records, whether the fit ended or raised (a kill loses them: recomputed)
 
