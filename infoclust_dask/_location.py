@@ -40,7 +40,7 @@ from typing import Any
 from ._paths import URLNotSupported, _upath_protocol, check_path, is_url, url_protocol
 from ._settings import env_number
 
-__all__ = ["Location", "absolute", "resolve", "run_path", "write_whole", "check_storage_options", "SECRET_OPTION"]
+__all__ = ["Location", "absolute", "pinned", "resolve", "run_path", "write_whole", "check_storage_options", "SECRET_OPTION"]
 
 #: option names that carry credentials (refused in storage_options, at any depth)
 SECRET_OPTION = re.compile(r"(^key$|secret|token|passw|credential|account_key|sas|access_key|private)", re.I)
@@ -290,6 +290,23 @@ def absolute(path: Any) -> Path:
     resolves a relative path in its own working folder, which on a real
     cluster (and with ``deploy/local/up.sh``) is not the client's."""
     return Path(os.path.expanduser(os.fspath(path))).absolute()
+
+
+def pinned(value: Any) -> Any:
+    """``value`` unchanged unless it is a local path (a ``str`` or
+    ``os.PathLike`` that is not a URL): then the same path made absolute
+    (:func:`absolute`; a ``file://`` URL becomes its path), of the same
+    kind (``str`` stays ``str``). For arguments that may travel to a worker
+    as they are - a fit's ``X`` or checkpoint folder when the whole fit runs
+    on one."""
+    if value is None or isinstance(value, bool) or not isinstance(value, (str, os.PathLike)) or is_url(value):
+        return value
+    text = os.fspath(value)
+    if not isinstance(text, str):
+        return value
+    check_path(text)
+    local = absolute(text[len("file://"):] if url_protocol(text) == "file" else text)
+    return str(local) if isinstance(value, str) else local
 
 
 def resolve(path: Any, what: str = "store", storage_options: dict | None = None) -> Location:

@@ -98,7 +98,7 @@ def unguarded_main() -> bool:
     path = getattr(main, "__file__", None)
     if main is None or not path or not str(path).endswith(".py"):
         return False
-    frame = sys._getframe(1)
+    frame: Any = sys._getframe(1)
     while frame is not None and not (frame.f_code.co_name == "<module>" and frame.f_globals is vars(main)):
         frame = frame.f_back
     if frame is None:  # not below the script's top level (another thread, a callback)

@@ -295,7 +295,7 @@ def lsmi_many(X: DataLike, labels: DataLike, *, n_classes: int | None = None, n_
     rng = np.random.default_rng(random_state)
     b = min(int(n_bases), n)
     pick = np.sort(rng.choice(n, size=b, replace=False))
-    rows = engine.compute(A[pick], scheduler=scheduler)
+    rows = engine.rows_at(A, pick, scheduler=scheduler)
     centers = (np.asarray(rows, dtype=np.float64) - mean) / std
     seed = int(rng.integers(2**31))
     if c <= np.iinfo(np.int16).max:

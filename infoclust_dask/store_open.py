@@ -105,7 +105,7 @@ def _read_by_zarr(ds: Any, store: Any) -> Any:
         if (not isinstance(arr, zarr.Array) or arr.shape != data.shape or arr.dtype != data.dtype
                 or any(len(c) != 1 for c in data.chunks[1:])):
             continue
-        var.data = _row_chunks(arr, data.chunks, data.name)
+        var.data = _row_chunks(arr, data.chunks, f"read-{data.name}")  # a name of its own: never merged with xarray's
     return ds
 
 
@@ -120,7 +120,7 @@ def _row_chunks(arr: Any, chunks: tuple, name: str) -> Any:
 
     bounds = np.cumsum((0,) + tuple(chunks[0]))
     rest = (0,) * (arr.ndim - 1)
-    dsk = {(name, i, *rest): (read_rows, arr, int(a), int(b)) for i, (a, b) in enumerate(zip(bounds[:-1], bounds[1:]))}
+    dsk: dict[Any, Any] = {(name, i, *rest): (read_rows, arr, int(a), int(b)) for i, (a, b) in enumerate(zip(bounds[:-1], bounds[1:], strict=True))}
     return da.Array(HighLevelGraph.from_collections(name, dsk, dependencies=()), name, chunks, dtype=arr.dtype,
                     meta=np.empty((0,) * arr.ndim, dtype=arr.dtype))
 

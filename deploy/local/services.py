@@ -25,7 +25,10 @@ process work pool and starts a ``prefect worker`` for it, so that the
 deployments' schedules run and ``down`` stops the worker too. The dask workers
 started beside the S3 server read the same endpoint from their
 environment. ``down`` stops them by PID
-(SIGTERM to the process group, SIGKILL after a grace period).
+(SIGTERM to the process group, SIGKILL after a grace period). Each dask
+worker runs in its own folder (``STATE/worker-N``, also its local
+directory) with the memory limit given, as workers of a real cluster do:
+the client's relative paths mean nothing there.
 """
 
 from __future__ import annotations
@@ -83,10 +86,12 @@ def _bin(name: str) -> str:
     return str(cand) if cand.exists() else name
 
 
-def _spawn(cmd, log: Path, env=None) -> int:
+def _spawn(cmd, log: Path, env=None, cwd: Path | None = None) -> int:
+    """Start ``cmd`` in its own process group, its output in ``log``, in the
+    folder ``cwd`` (default: the log's folder)."""
     fh = open(log, "ab")  # noqa: SIM115 - the child keeps it open
     proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env, start_new_session=True,
-                            cwd=str(log.parent))
+                            cwd=str(cwd or log.parent))
     fh.close()
     return proc.pid
 
@@ -214,10 +219,11 @@ def start(state_dir=DEFAULT_STATE, *, n_workers: int = 2, memory_limit: str = "2
         _wait(lambda: _n_workers(address) >= 0, "dask scheduler", timeout, [pid], [str(log)])
         for i in range(n_workers):
             log = state_dir / f"dask-worker-{i}.log"
+            home = state_dir / f"worker-{i}"  # each worker in its own folder, as on a real cluster
+            home.mkdir(exist_ok=True)
             wpid = _spawn([_bin("dask"), "worker", address, "--host", HOST, "--nthreads", str(threads),
                            "--memory-limit", memory_limit, "--dashboard-address", f"{HOST}:0",
-                           "--name", f"worker-{i}",
-                           "--local-directory", str(state_dir / f"worker-{i}")], log, env)
+                           "--name", f"worker-{i}", "--local-directory", str(home)], log, env, cwd=home)
             procs.append({"name": f"dask-worker-{i}", "pid": wpid, "log": str(log)})
         state["startup_seconds"] = {}
         state["startup_seconds"]["dask"] = round(_wait(

@@ -17,6 +17,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 
 from .. import engine
+from .._location import pinned
 from .._validation import RANDOM_STATE, SAMPLE_DIM, VARIABLES, Anything, Interval
 from ..journal import recording
 from ..kernels.kmeans import ASSIGN
@@ -167,6 +168,8 @@ def journaled(fit):
 
     @functools.wraps(fit)
     def wrapper(self, X, *args, checkpoint=None, resume=None, init=None, **kwargs):
+        # local paths absolute here, where the caller's folder is known: the whole fit may run on a worker
+        X, checkpoint, resume, init = pinned(X), pinned(checkpoint), pinned(resume), pinned(init)
         if checkpoint is not None and resume is not None and Path(checkpoint) != Path(resume):
             raise ValueError("Pass checkpoint= (a new fit) or resume= (continue one), not two different folders.")
         # one frame between the fit and its caller (the warnings' stack levels count on it)

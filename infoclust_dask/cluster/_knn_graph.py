@@ -114,8 +114,7 @@ def _cell_plan(X, n_cells, t, random_state):
     n = int(X.shape[0])
     rows = np.sort(np.random.default_rng([int(random_state), 24]).choice(
         n, size=min(n, CELL_SAMPLE_ROWS * n_cells), replace=False))
-    sample = np.asarray(engine.compute(X[rows]) if engine.is_lazy(X) else np.asarray(X)[rows],
-                        dtype=np.float64)
+    sample = np.asarray(engine.rows_at(X, rows), dtype=np.float64)
     k = min(n_cells, len(np.unique(sample, axis=0)))
     centres = KMeans(k, random_state=int(random_state), scheduler="sync").fit(sample).cluster_centers_
     centres = np.unique(np.asarray(centres, dtype=np.float64), axis=0)
@@ -142,11 +141,10 @@ def knn_recall(X: DataLike, idx: Any, *, n_queries: int = 2000, random_state: in
 def _recall(X, idx, n_queries, random_state):
     n, t = idx.shape
     rows = np.sort(np.random.default_rng(random_state).choice(n, size=min(n_queries, n), replace=False))
-    xq = np.asarray(engine.compute(X[rows]) if engine.is_lazy(X) else np.asarray(X)[rows],
-                    dtype=np.float64)
+    xq = np.asarray(engine.rows_at(X, rows), dtype=np.float64)
     _, true = engine.map_reduce(KNN_QUERY, X, params={"xq": xq, "t": t + 1})
     if engine.is_lazy(idx):
-        idx = dict(zip(rows.tolist(), np.asarray(engine.compute(idx[rows])), strict=True))
+        idx = dict(zip(rows.tolist(), engine.rows_at(idx, rows), strict=True))
     hits = 0
     for r, row in enumerate(rows):
         exact = [j for j in true[r] if j != row][:t]

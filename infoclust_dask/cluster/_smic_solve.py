@@ -122,8 +122,7 @@ def eigen_on_workers(est, lists, t, seed, skip=False, components=None):
     was ready)``."""
     d2, idx = lists[:2]
     n = int(d2.shape[0])
-    sigma = np.sqrt(np.asarray(engine.compute(d2[:, t - 1]) if engine.is_lazy(d2)
-                               else d2[:, t - 1], dtype=np.float64))
+    sigma = np.sqrt(np.asarray(engine.rows_at(d2, np.arange(n), columns=t - 1), dtype=np.float64))
     rows = max(min(KERNEL_BLOCK_ROWS, -(-n // 8)), 1)
     if est.verbose:
         say(f"[SMIC] t={t}: kernel row blocks on the workers ({-(-n // rows)} blocks), then Krylov-Schur "

@@ -34,10 +34,19 @@ chunking beyond float64 round-off.
 from __future__ import annotations
 
 from .._scheduler import close_local_client, local_client
-from .blocks import DEFAULT_BLOCK_BYTES, INLINE_LOAD_BYTES, as_array, first_row, as_lazy, build_reduction, is_lazy, n_rows
+from .blocks import (
+    DEFAULT_BLOCK_BYTES,
+    INLINE_LOAD_BYTES,
+    as_array,
+    as_lazy,
+    build_reduction,
+    first_row,
+    is_lazy,
+    n_rows,
+)
 from .execute import ChecksumError, NoWorkersError, one_blas_thread
 from .pairs import block_pairs, cross_pairs, partition_pairs
-from .passes import fold_blocks, generate, map_blocks, map_reduce, n_blocks
+from .passes import fold_blocks, generate, map_blocks, map_reduce, n_blocks, rows_at
 from .placement import persist, persist_all, prepare, streams, take_rows
 from .rowblocks import RowBlocks, exchange
 from .runners import (
@@ -56,6 +65,7 @@ from .runners import (
 __all__ = [
     "ChecksumError",
     "first_row",
+    "rows_at",
     "NoWorkersError",
     "map_reduce",
     "map_blocks",

@@ -15,13 +15,12 @@ import numpy as np
 from . import execute
 from .blocks import _auto_rows, _is_dask, _row_slices, as_array
 from .local_runner import _INSTALLED, IN_PROCESS_MAX_BYTES, InProcess, Runner, _lazy, _size
+from .pressure import UNLIMITED_WORKER_BYTES
 
 __all__ = ["Distributed", "UNLIMITED_WORKER_BYTES", "SCATTER_KEY_PREFIX"]
 
 #: the keys of numpy blocks scattered by :meth:`Distributed.persist` start with this (then a fresh uuid4)
 SCATTER_KEY_PREFIX = "infoclust-block-"
-#: what a worker without a memory limit counts for in :meth:`Distributed.persist_budget`
-UNLIMITED_WORKER_BYTES = 2 * 2**30
 
 
 class Distributed(Runner):
@@ -49,21 +48,19 @@ class Distributed(Runner):
         return sorted(execute._workers(self.client))
 
     def compute(self, obj: Any, *, progress: bool = False) -> Any:
-        if isinstance(obj, (tuple, list)):
-            if not any(_lazy(o) for o in obj):
-                return obj
-            import dask
+        import dask
 
-            return type(obj)(self.compute(dask.delayed(list)(list(obj)), progress=progress))
-        if not _lazy(obj):
+        many = isinstance(obj, (tuple, list))
+        items = [_unwrap(o) for o in (obj if many else [obj])]
+        if not any(_lazy(o) for o in items):
             return obj
-        if type(obj).__module__.startswith("xarray.") and _is_dask(getattr(obj, "data", None)):
-            obj = obj.data  # a DataArray: its dask array, computed as below (numpy comes back)
+        # dask arrays as their blocks (joined here, _assemble); everything in one graph, one compute
+        parts = [_blocks(o) if _is_dask(o) and o.ndim >= 1 else o for o in items]
         with execute.checksums_named():
-            if _is_dask(obj) and obj.ndim >= 1:
-                return _assemble(obj, execute.compute_distributed(self.client, _blocks(obj), progress=progress,
-                                                                  held=self.held))
-            return execute.compute_distributed(self.client, obj, progress=progress, held=self.held)
+            got = execute.compute_distributed(self.client, dask.delayed(list)(parts), progress=progress,
+                                              held=self.held)
+        out = [_assemble(o, g) if _is_dask(o) and o.ndim >= 1 else g for o, g in zip(items, got, strict=True)]
+        return type(obj)(out) if many else out[0]
 
     def each(self, func: Callable[[Any], Any], items: list) -> list:
         raise RuntimeError("A distributed runner runs blocks on its workers, through a graph (this is a bug).")
@@ -128,6 +125,7 @@ class Distributed(Runner):
                 # while this graph still can after the blocks are sent again (execute._rescatter_lost)
                 return a
             return self.client.persist(a, optimize_graph=False)
+        _check_room(self.client, int(a.nbytes))
         rows = chunk_rows or _auto_rows(a)
         slices = _row_slices(a.shape[0], 1, rows)
         blocks = [a[sl] for sl in slices]
@@ -181,15 +179,18 @@ class Distributed(Runner):
             f.release()
 
     def loop_budget(self) -> int:
-        """An eighth of the smallest worker's free memory
-        (:func:`~.pressure.worker_free_bytes`), at most
+        """An eighth of the smallest worker's free memory once a whole fit
+        has loaded the estimators there (:func:`~.pressure.worker_free_bytes`
+        with :data:`~.pressure.WHOLE_FIT_BASE_BYTES`; 0 on workers too small
+        for that: the fit then runs pass by pass, which loads less), at most
         :data:`IN_PROCESS_MAX_BYTES` (the in-process rule, on a worker)."""
-        from .pressure import worker_free_bytes
+        from .pressure import WHOLE_FIT_BASE_BYTES, worker_free_bytes
 
         workers = list(execute._worker_info(self.client).values())
         if not workers:
             return 0
-        free = [worker_free_bytes(w) if w.get("memory_limit") else 8 * IN_PROCESS_MAX_BYTES for w in workers]
+        free = [worker_free_bytes(w, WHOLE_FIT_BASE_BYTES) if w.get("memory_limit") else 8 * IN_PROCESS_MAX_BYTES
+                for w in workers]
         return int(min(IN_PROCESS_MAX_BYTES, min(free) // 8))
 
     def files_shared(self) -> bool:
@@ -242,6 +243,28 @@ def _run_on_worker(func: Callable[..., Any], args: tuple) -> tuple[Any, list, st
     finally:
         _INSTALLED.reset(token)
     return out, [(str(w.message), w.category) for w in caught], str(worker.address)
+
+
+def _check_room(client: Any, nbytes: int) -> None:
+    """Refuse, in one line, numpy input that the workers cannot hold below
+    their pause threshold (:func:`~.pressure.worker_room_bytes`): scattering
+    it would kill them one after another (the nanny restarts a worker at
+    95 % of its limit) and end in "No valid workers found"."""
+    from .pressure import Watch, WorkerMemoryError, worker_room_bytes
+
+    workers = execute._worker_info(client)
+    room = sum(worker_room_bytes(w) for w in workers.values())
+    if workers and nbytes > room:
+        raise WorkerMemoryError(Watch().message(
+            f"the fit's numpy input ({_size(nbytes)}) is more than the workers can hold ({_size(room)} below the "
+            "pause threshold, after what each process uses)", workers))
+
+
+def _unwrap(o: Any) -> Any:
+    """A DataArray backed by dask as its dask array (numpy comes back)."""
+    if type(o).__module__.startswith("xarray.") and _is_dask(getattr(o, "data", None)):
+        return o.data
+    return o
 
 
 def _blocks(a: Any) -> Any:

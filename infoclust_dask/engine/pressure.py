@@ -16,10 +16,9 @@ the fit holds there, and what to change.
 from __future__ import annotations
 
 import time
-from typing import Any
 
 __all__ = ["WorkerMemoryError", "Watch", "PRESSURE_TIMEOUT", "worker_free_bytes", "WORKER_BASE_BYTES",
-           "describe_workers"]
+           "describe_workers", "worker_room_bytes", "UNLIMITED_WORKER_BYTES", "WHOLE_FIT_BASE_BYTES"]
 
 #: seconds a worker may stay paused, or workers may keep being restarted, before the pass ends
 PRESSURE_TIMEOUT = 60.0
@@ -27,6 +26,11 @@ PRESSURE_TIMEOUT = 60.0
 #: compiled kernels loaded: 250-280 MB measured on this machine, benchmarks/worker_memory.py), counted
 #: as used when a worker reports less (before its first pass)
 WORKER_BASE_BYTES = 280 * 2**20
+#: ... and once it has run a whole fit (the estimators, scikit-learn and pandas loaded too: 400 MB
+#: measured), for :meth:`~.cluster_runner.Distributed.loop_budget`
+WHOLE_FIT_BASE_BYTES = 450 * 2**20
+#: what a worker without a memory limit counts for in the placement rule
+UNLIMITED_WORKER_BYTES = 2 * 2**30
 #: distributed's default fractions of a worker's memory limit (``distributed.worker.memory``)
 _TARGET, _PAUSE = 0.60, 0.80
 
@@ -45,18 +49,28 @@ def _mb(n: float) -> str:
     return f"{n / 2**20:.0f} MB"
 
 
-def worker_free_bytes(info: dict) -> int:
+def worker_free_bytes(info: dict, base: int = WORKER_BASE_BYTES) -> int:
     """Bytes a worker can still take before distributed starts spilling
     (``target`` fraction of its limit) given its process memory now (at
-    least :data:`WORKER_BASE_BYTES`); a worker without a limit counts as
-    :data:`~infoclust_dask.engine.cluster_runner.UNLIMITED_WORKER_BYTES`."""
-    from .cluster_runner import UNLIMITED_WORKER_BYTES
-
+    least ``base``: what the work to come loads); a worker without a limit counts as
+    :data:`UNLIMITED_WORKER_BYTES`."""
     limit = int(info.get("memory_limit") or 0)
     if not limit:
         return UNLIMITED_WORKER_BYTES
     used = int((info.get("metrics") or {}).get("memory") or 0)
-    return max(0, int(_TARGET * limit) - max(used, WORKER_BASE_BYTES))
+    return max(0, int(_TARGET * limit) - max(used, int(base)))
+
+
+def worker_room_bytes(info: dict) -> int:
+    """Bytes a worker can take before distributed pauses it (``pause``
+    fraction of its limit) given its process memory now (at least
+    :data:`WORKER_BASE_BYTES`); :data:`UNLIMITED_WORKER_BYTES` without a
+    limit."""
+    limit = int(info.get("memory_limit") or 0)
+    if not limit:
+        return UNLIMITED_WORKER_BYTES
+    used = int((info.get("metrics") or {}).get("memory") or 0)
+    return max(0, int(_PAUSE * limit) - max(used, WORKER_BASE_BYTES))
 
 
 def describe_workers(workers: dict) -> str:

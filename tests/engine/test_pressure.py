@@ -1,0 +1,64 @@
+"""The memory watch of a pass (infoclust_dask.engine.pressure) on the
+workers' states as the scheduler reports them: a pause that lasts, workers
+that keep leaving near their limit, KilledWorker after such deaths; and
+the placement's free-memory rule."""
+
+import pytest
+
+from infoclust_dask.engine.pressure import (
+    WORKER_BASE_BYTES,
+    Watch,
+    WorkerMemoryError,
+    worker_free_bytes,
+    worker_room_bytes,
+)
+
+MB = 2**20
+
+
+def worker(status="running", mem=300, limit=500):
+    return {"status": status, "memory_limit": limit * MB, "metrics": {"memory": mem * MB}}
+
+
+def test_a_pause_that_lasts_the_timeout_ends_the_pass_naming_the_worker():
+    w = Watch(held=25 * MB, timeout=60)
+    w.see({"a": worker(), "b": worker()}, now=0)
+    w.see({"a": worker("paused", 390), "b": worker()}, now=10)
+    w.see({"a": worker("paused", 390), "b": worker()}, now=69)  # 59 s paused: not yet
+    w.see({"a": worker("running", 350), "b": worker()}, now=70)  # resumed: the clock starts again
+    w.see({"a": worker("paused", 390), "b": worker()}, now=80)
+    with pytest.raises(WorkerMemoryError) as err:
+        w.see({"a": worker("paused", 390), "b": worker()}, now=140)
+    msg = str(err.value)
+    assert "worker a has been paused for 60 s at 390 MB of its 500 MB limit" in msg
+    assert "2 workers: 500 MB memory limit each, using 390 MB and 300 MB" in msg
+    assert "the fit holds 25 MB of data on the workers" in msg and "--memory-limit" in msg
+
+
+def test_workers_leaving_near_their_limit_end_the_pass_and_explain_killed_worker():
+    w = Watch(timeout=30)
+    w.see({"a": worker(mem=470), "b": worker()}, now=0)
+    w.see({"c": worker(mem=100), "b": worker()}, now=5)  # a left at 470 of 500 MB: a nanny's kill
+    assert w.killed(RuntimeError("other")) is None
+    w.see({"c": worker(mem=480), "b": worker()}, now=10)
+    w.see({"d": worker(mem=100), "b": worker()}, now=20)  # the second death, 15 s after the first
+    killed = type("KilledWorker", (Exception,), {})("task x, all those workers died")
+    err = w.killed(killed)
+    assert isinstance(err, WorkerMemoryError) and "2 workers left the cluster near their memory limit" in str(err)
+    with pytest.raises(WorkerMemoryError, match="the last, c, at 480 MB of 500 MB"):
+        w.see({"d": worker(mem=100), "b": worker()}, now=36)
+
+
+def test_a_worker_lost_with_room_to_spare_is_not_a_memory_error():
+    w = Watch(timeout=1)
+    w.see({"a": worker(mem=150), "b": worker()}, now=0)
+    w.see({"b": worker()}, now=5)  # killed by someone, not near its limit
+    w.see({"b": worker()}, now=50)
+    assert w.killed(type("KilledWorker", (Exception,), {})()) is None
+
+
+def test_free_memory_and_room_count_what_a_worker_uses():
+    assert worker_free_bytes(worker(mem=100, limit=1000)) == int(0.6 * 1000 * MB) - WORKER_BASE_BYTES
+    assert worker_free_bytes(worker(mem=700, limit=1000)) == 0
+    assert worker_room_bytes(worker(mem=500, limit=1000)) == int(0.8 * 1000 * MB) - 500 * MB
+    assert worker_free_bytes({"memory_limit": 0}) == worker_room_bytes({"memory_limit": None}) > 10**9
