@@ -54,6 +54,9 @@ def _cmd_ingest(args):
         raise ValueError(f"--threads must be at least 1; got {args.threads}.")
     if args.y is not None:
         return _ingest_paired(args)
+    from .kernels import _compiled
+
+    _compiled.light_process()  # one moments pass: numpy's, without loading numba (~150 MB of this process)
     t0 = time.perf_counter()
     with dask.config.set(num_workers=args.threads):  # the local threads of the checks, passes and writes
         path, report = ingest(

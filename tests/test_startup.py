@@ -88,3 +88,28 @@ def test_kmeans_on_tiny_data_never_loads_numba(tmp_path):
                      "assert 'numba' not in sys.modules, 'a tiny K-means fit loaded numba'\n"
                      "SoftKMeans(3, random_state=0).fit(x)")
     assert "numba" in top
+
+def test_cli_ingest_with_standardize_does_not_load_the_compiled_kernels(tmp_path):
+    """`infoclust ingest --standardize` makes one moments pass: numpy's
+    form, so the process never imports numba (~150 MB of its peak)."""
+    import subprocess
+    import sys
+
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    rows = "\n".join(",".join(f"{v:.4f}" for v in r) + f",c{i % 3}" for i, r in enumerate(rng.normal(size=(5000, 6))))
+    (tmp_path / "d.csv").write_text("a,b,c,d,e,f,cls\n" + rows + "\n")
+    code = ("import sys\nfrom infoclust_dask.cli import main\n"
+            "try:\n    main(['ingest', 'd.csv', 'd.zarr', '--label-column', 'cls', '--standardize'])\n"
+            "except SystemExit as e:\n    assert not e.code, e.code\n"
+            "print('NUMBA', 'numba' in sys.modules)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "NUMBA False" in r.stdout, r.stdout[-500:]
+    from infoclust_dask import open_dataset
+
+    ds = open_dataset(tmp_path / "d.zarr")
+    x = np.asarray(ds["x"])
+    np.testing.assert_allclose(x.mean(axis=0), 0, atol=1e-10)  # standardized by the numpy moments
+    np.testing.assert_allclose(x.std(axis=0), 1, atol=1e-6)

@@ -75,8 +75,20 @@ def numpy_form(allowed: bool = True):
         _NUMPY_FORM.reset(token)
 
 
+#: set by :func:`light_process`: this process takes the numpy forms at every size
+_LIGHT: list[bool] = [False]
+
+
+def light_process() -> None:
+    """From now on this process runs Lloyd's step and the moments as numpy
+    at every size and never loads numba (~150 MB with LLVM and the cached
+    loops): for a process that makes a few passes only, such as ``infoclust
+    ingest`` (its moments pass over the file it writes)."""
+    _LIGHT[0] = True
+
+
 def _numpy_form(work: int) -> bool:
-    return work <= NUMPY_FORM_MAX_WORK and _NUMPY_FORM.get()
+    return _LIGHT[0] or (work <= NUMPY_FORM_MAX_WORK and _NUMPY_FORM.get())
 
 
 def _loops():
