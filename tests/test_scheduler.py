@@ -287,5 +287,5 @@ def test_cli_on_a_silent_listener_or_tls_without_settings_prints_one_line(scheme
     assert r.returncode == 2, r.stderr
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and "Traceback" not in r.stderr, r.stderr
-    said = "gave no dask handshake" if scheme == "tcp" else "uses TLS, but this process has no TLS settings"
+    said = "gave no dask handshake" if scheme == "tcp" else "it uses TLS, but this process has no TLS settings"
     assert said in lines[0] and address in lines[0], lines[0]

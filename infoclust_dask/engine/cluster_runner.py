@@ -148,7 +148,7 @@ class Distributed(Runner):
         out = self.client.persist(list(arrays), optimize_graph=False)
         if progress:
             _progress_bar(out)
-        execute.wait_futures(self.client, futures_of(out))
+        execute.wait_futures(self.client, futures_of(out), self.held)
         return tuple(out)
 
     def broadcast(self, value: Any) -> Any:
@@ -160,13 +160,14 @@ class Distributed(Runner):
         blocks = self.client.compute(tasks, optimize_graph=False)
         if progress:
             _progress_bar(blocks)
-        execute.wait_futures(self.client, blocks)
+        execute.wait_futures(self.client, blocks, self.held)
         return blocks
 
     def apply(self, blocks: list, func: Callable[[Any, Any], Any], shared: Any, key: str) -> list:
         arg = self.broadcast(shared)
         futs = [self.client.submit(func, b, arg, key=f"{key}-{i}", pure=False) for i, b in enumerate(blocks)]
         try:
+            execute.wait_futures(self.client, futs, self.held)  # watched: a paused worker ends it in one line
             return self.client.gather(futs)
         finally:
             for f in futs:

@@ -11,6 +11,8 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
+from .pressure import Watch, WorkerMemoryError
+
 
 class ChecksumError(ValueError):
     """A chunk read by a pass failed its stored CRC-32C: its bytes are not
@@ -64,8 +66,6 @@ def compute_distributed(client: Any, obj: Any, *, progress: bool = False, held: 
     :class:`NoWorkersError`, one whose workers are out of memory in
     :class:`~.pressure.WorkerMemoryError` (``held``: bytes of data the
     fit holds on the workers, for its message)."""
-    from .pressure import Watch, WorkerMemoryError
-
     for attempt in range(RESCATTER_ATTEMPTS + 1):
         fut = client.compute(obj, optimize_graph=False)
         if progress:
@@ -98,12 +98,34 @@ def compute_distributed(client: Any, obj: Any, *, progress: bool = False, held: 
     raise AssertionError("unreachable")
 
 
-def wait_futures(client: Any, futures: Any) -> None:
-    """Wait until every future is done (their data stay where they are);
-    raise the first error."""
-    from distributed import as_completed
+def wait_futures(client: Any, futures: Any, held: int = 0) -> None:
+    """Wait until every future is done (their data stay where they are),
+    watched as :func:`result` watches a pass; raise the first error."""
+    futures = list(futures)
+    finished = threading.Event()  # set once every future is done (distributed.wait needs a default client)
+    left = [len(futures)]
+    lock = threading.Lock()
 
-    for f in as_completed(list(futures), loop=client.loop):
+    def one_done(_):
+        with lock:
+            left[0] -= 1
+            if left[0] <= 0:
+                finished.set()
+
+    if not futures:
+        finished.set()
+    for f in futures:
+        f.add_done_callback(one_done)
+
+    def done(timeout):
+        return finished.wait(timeout), None
+
+    def cancel():
+        for f in futures:
+            f.cancel()
+
+    _watched(client, done, cancel, Watch(held))
+    for f in futures:
         if f.status == "error":
             f.result()
 
@@ -145,29 +167,41 @@ def _scheduler_alive(client: Any) -> bool:
 
 
 def result(client: Any, fut: Any, watch: Any = None) -> Any:
-    """``fut.result()``, watched every 2 s: a pass left without any worker
-    for :data:`NO_WORKER_TIMEOUT` seconds (every worker killed, none coming
+    """``fut.result()``, watched every 2 s (:func:`_watched`)."""
+
+    def done(timeout):
+        try:
+            return True, fut.result(timeout=timeout)  # (distributed.wait would need the default client)
+        except TimeoutError:
+            return False, None
+
+    return _watched(client, done, fut.cancel, watch if watch is not None else Watch())
+
+
+def _watched(client: Any, done: Any, cancel: Any, watch: Any) -> Any:
+    """Call ``done(2.0)`` - ``(finished, value)`` - until it finishes, and
+    between calls look at the workers: a pass left without any worker for
+    :data:`NO_WORKER_TIMEOUT` seconds (every worker killed, none coming
     back) ends in :class:`NoWorkersError` naming the scheduler and the
     workers it had, and workers out of memory (paused, restarted in a loop:
     :class:`~.pressure.Watch`) in :class:`~.pressure.WorkerMemoryError`,
-    instead of waiting forever."""
+    instead of waiting forever; ``cancel()`` first."""
     import time
 
     from .._settings import env_number
-    from .pressure import Watch
 
-    watch = watch if watch is not None else Watch()
     limit = float(env_number("INFOCLUST_NO_WORKER_TIMEOUT", NO_WORKER_TIMEOUT, seconds=True))
     seen = _workers(client)
     alone_since = None
     while True:
-        with contextlib.suppress(TimeoutError):  # not done within 2 s: look at the workers, then wait again
-            return fut.result(timeout=2.0)  # (distributed.wait would need the default client)
+        finished, value = done(2.0)
+        if finished:
+            return value
         info = _worker_info(client)
         try:
             watch.see(info)
         except MemoryError:
-            fut.cancel()
+            cancel()
             raise
         now = set(info)
         seen |= now
@@ -176,7 +210,7 @@ def result(client: Any, fut: Any, watch: Any = None) -> Any:
             continue
         alone_since = alone_since or time.monotonic()
         if time.monotonic() - alone_since >= limit:
-            fut.cancel()
+            cancel()
             lost = ", ".join(sorted(seen)) or "none had joined"
             raise NoWorkersError(
                 f"The dask scheduler at {_address(client)} has had no worker for {limit:.0f} s (workers lost: "
