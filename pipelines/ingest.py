@@ -80,7 +80,12 @@ def ingest_flow(source: str, dest: str, label_column: str | None = None, drop_no
         diff = existing_store_differences(dest, source, standardize=standardize, pca=pca, n_folds=n_folds,
                                           fold_seed=fold_seed)
         if diff == []:
-            print(f"store: {dest} already holds {source} with these options; kept (overwrite=true rewrites it)")
+            from prefect.artifacts import create_markdown_artifact
+
+            said = f"store: {dest} already holds {source} with these options; kept (overwrite=true rewrites it)"
+            print(said)
+            create_markdown_artifact(markdown=f"# Ingest of `{source}`\n\n{said}\n", key="ingest-report",
+                                     description="the store was already there, written with these options")
             return {"path": str(dest), "source": str(source), "kept": True}
         if diff:
             raise FileExistsError(
