@@ -138,7 +138,7 @@ def prepare_input(est, X, *, reset: bool, need_moments: bool = False, attr: str 
         if not need_moments:
             return A, None
         A = engine.prepare(A)  # many passes follow
-        first = np.asarray(engine.compute(engine.first_row(A)), dtype=np.float64)
+        first = np.asarray(engine.rows_at(A, [0])[0], dtype=np.float64)
         shift = first if np.all(np.isfinite(first)) else None
         st = engine.map_reduce(MOMENTS, A, params={"shift": shift})
         if int(st["n_bad"]):

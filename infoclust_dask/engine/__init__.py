@@ -40,7 +40,6 @@ from .blocks import (
     as_array,
     as_lazy,
     build_reduction,
-    first_row,
     is_lazy,
     n_rows,
 )
@@ -64,7 +63,6 @@ from .runners import (
 
 __all__ = [
     "ChecksumError",
-    "first_row",
     "rows_at",
     "NoWorkersError",
     "map_reduce",

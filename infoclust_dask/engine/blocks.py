@@ -75,24 +75,6 @@ def n_rows(a: Any) -> int:
     return int(a.shape[0])
 
 
-def first_row(a: Any) -> Any:
-    """The first row of ``a``: numpy as it is; for a dask array a delayed
-    value that reads the first non-empty row block only (no ``dask.array``
-    slicing task: a worker that runs one imports ``dask.array`` - and with it
-    xarray and pandas when installed)."""
-    if not _is_dask(a):
-        return np.asarray(a)[0]
-    import dask
-
-    i = next((i for i, c in enumerate(a.chunks[0]) if c), 0)
-    block = a.to_delayed(optimize_graph=False)[(i,) + (0,) * (a.ndim - 1)]
-    return dask.delayed(_first_of)(block)
-
-
-def _first_of(block: Any) -> Any:
-    return np.asarray(block)[0]
-
-
 def _array_slices(a, block_rows=None, threads=1):
     """The row blocks of a numpy input: ~4 MB of float64 each by default, at
     least one per thread while each keeps ``PARALLEL_MIN_ROWS`` rows

@@ -49,28 +49,29 @@ def _mb(n: float) -> str:
     return f"{n / 2**20:.0f} MB"
 
 
-def worker_free_bytes(info: dict, base: int = WORKER_BASE_BYTES) -> int:
-    """Bytes a worker can still take before distributed starts spilling
-    (``target`` fraction of its limit) given its process memory now (at
-    least ``base``: what the work to come loads); a worker without a limit counts as
-    :data:`UNLIMITED_WORKER_BYTES`."""
+def _headroom(info: dict, fraction: float, base: int) -> int:
+    """``fraction`` of a worker's limit minus its process memory now (at
+    least ``base``), never below 0; :data:`UNLIMITED_WORKER_BYTES` without
+    a limit."""
     limit = int(info.get("memory_limit") or 0)
     if not limit:
         return UNLIMITED_WORKER_BYTES
     used = int((info.get("metrics") or {}).get("memory") or 0)
-    return max(0, int(_TARGET * limit) - max(used, int(base)))
+    return max(0, int(fraction * limit) - max(used, int(base)))
+
+
+def worker_free_bytes(info: dict, base: int = WORKER_BASE_BYTES) -> int:
+    """Bytes a worker can still take before distributed starts spilling
+    (``target`` fraction of its limit) given its process memory now (at
+    least ``base``: what the work to come loads)."""
+    return _headroom(info, _TARGET, base)
 
 
 def worker_room_bytes(info: dict) -> int:
     """Bytes a worker can take before distributed pauses it (``pause``
     fraction of its limit) given its process memory now (at least
-    :data:`WORKER_BASE_BYTES`); :data:`UNLIMITED_WORKER_BYTES` without a
-    limit."""
-    limit = int(info.get("memory_limit") or 0)
-    if not limit:
-        return UNLIMITED_WORKER_BYTES
-    used = int((info.get("metrics") or {}).get("memory") or 0)
-    return max(0, int(_PAUSE * limit) - max(used, WORKER_BASE_BYTES))
+    :data:`WORKER_BASE_BYTES`)."""
+    return _headroom(info, _PAUSE, WORKER_BASE_BYTES)
 
 
 def describe_workers(workers: dict) -> str:
