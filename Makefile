@@ -13,7 +13,7 @@ endif
 export INFOCLUST_STORAGE ?= $(CURDIR)/storage
 S3_STATE := $(CURDIR)/storage/services-s3
 
-.PHONY: install install-bench install-docs docs demo demo-s3 test lint test-slow test-min bench clean
+.PHONY: install install-bench install-docs docs demo demo-s3 test lint test-slow test-deploy test-min bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -76,7 +76,12 @@ lint: install
 	$(PY) -m mypy
 
 test-slow: install
-	$(PY) -m pytest -m slow -q
+	$(PY) -m pytest -m "slow and not deploy" -q
+
+# docs/deployment.md run as written against real services on 127.0.0.1, every shipped deployment with its default
+# parameters (~45 min here: the weekly bootstrap's 50 AC replicates and the nightly sweep dominate); not in CI
+test-deploy: install
+	$(PY) -m pytest -m deploy -q
 
 # The lower bounds of pyproject.toml: a separate virtualenv with the oldest tested
 # releases (.ci/min-constraints.txt), then the same test suite.
