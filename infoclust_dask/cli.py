@@ -55,9 +55,8 @@ def _cmd_ingest(args):
         raise ValueError(f"--threads must be at least 1; got {args.threads}.")
     if args.y is not None:
         return _ingest_paired(args)
-    light_process()  # one moments pass: numpy's, without loading numba (~150 MB of this process)
-    t0 = time.perf_counter()
-    with dask.config.set(num_workers=args.threads):  # the local threads of the checks, passes and writes
+    t0 = time.perf_counter()  # one moments pass below: numpy's, without loading numba (~150 MB of this process)
+    with dask.config.set(num_workers=args.threads), light_process():  # the local threads of checks, passes, writes
         path, report = ingest(
             args.src, args.dest, label_column=args.label_column, drop_nonfinite=args.drop_nonfinite,
             standardize=args.standardize, pca=args.pca, pca_method=args.pca_method, n_folds=args.folds,

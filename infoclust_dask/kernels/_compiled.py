@@ -79,12 +79,21 @@ def numpy_form(allowed: bool = True):
 _LIGHT: list[bool] = [False]
 
 
-def light_process() -> None:
-    """From now on this process runs Lloyd's step and the moments as numpy
-    at every size and never loads numba (~150 MB with LLVM and the cached
-    loops): for a process that makes a few passes only, such as ``infoclust
-    ingest`` (its moments pass over the file it writes)."""
+@contextlib.contextmanager
+def light_process():
+    """Inside this block every thread of this process runs Lloyd's step and
+    the moments as numpy at every size and never loads numba (~150 MB with
+    LLVM and the cached loops): for a command that makes a few passes only,
+    such as ``infoclust ingest`` (its moments pass over the file it writes;
+    the passes run on dask's threads, which a context variable would not
+    reach). The previous setting comes back at the end, so that a process
+    that calls the command in-process (a test, a notebook) fits as before."""
+    before = _LIGHT[0]
     _LIGHT[0] = True
+    try:
+        yield
+    finally:
+        _LIGHT[0] = before
 
 
 def _numpy_form(work: int) -> bool:
