@@ -86,7 +86,7 @@ def _where_read() -> str:
         try:
             worker = get_worker().address
         except ValueError:  # not inside a worker's task
-            worker = None
+            pass
     who = f"dask worker {worker}" if worker else "this process"
     return f"{who} (host {socket.gethostname()}, pid {os.getpid()}, working folder {os.getcwd()})"
 

@@ -288,8 +288,12 @@ def absolute(path: Any) -> Path:
     Every local path is made absolute here, where the user typed it, before
     it reaches a task graph, a flow parameter or a deployment: a dask worker
     resolves a relative path in its own working folder, which on a real
-    cluster (and with ``deploy/local/up.sh``) is not the client's."""
-    return Path(os.path.expanduser(os.fspath(path))).absolute()
+    cluster (and with ``deploy/local/up.sh``) is not the client's. A
+    ``file://`` URL becomes its path."""
+    text = os.fspath(path)
+    if isinstance(text, str) and url_protocol(text) == "file":
+        text = text[len("file://"):]
+    return Path(os.path.expanduser(text)).absolute()
 
 
 def pinned(value: Any) -> Any:
@@ -305,7 +309,7 @@ def pinned(value: Any) -> Any:
     if not isinstance(text, str):
         return value
     check_path(text)
-    local = absolute(text[len("file://"):] if url_protocol(text) == "file" else text)
+    local = absolute(text)
     return str(local) if isinstance(value, str) else local
 
 
@@ -320,7 +324,7 @@ def resolve(path: Any, what: str = "store", storage_options: dict | None = None)
     options = check_storage_options(storage_options)
     proto = url_protocol(path)
     if proto is None or proto == "file":
-        p = absolute(str(path)[len("file://"):] if proto == "file" else path)
+        p = absolute(path)
         if options:
             raise ValueError(f"storage_options apply to URLs; '{path}' is a local path.")
         return Location(str(p), local=p)
@@ -340,7 +344,7 @@ def run_path(path: Any, what: str = "run folder") -> Any:
     environment of each process, never from the path."""
     check_path(path, what)
     if not is_url(path):
-        return absolute(str(path)[len("file://"):] if url_protocol(path) == "file" else path)
+        return absolute(path)
     if _upath_protocol(path) is not None:
         _install_object_store_defaults()
         return path
