@@ -154,12 +154,52 @@ def append_dataset(path: str | os.PathLike, x: Any, *, label: Any = None, y: Any
     """
     import time
 
-    import dask.array as da
-
-    from .store import _check_finite_rows, open_dataset
-
     t0 = time.perf_counter()
     loc = resolve(path, "store", storage_options)
+    ds = _appendable(loc)
+    n_old = int(ds.sizes["sample"])
+    attrs = dict(ds.attrs)
+    x = engine.as_array(x)
+    _check_columns(x, ds, feature_names)
+    n_new = int(x.shape[0])
+    if n_new == 0:
+        raise ValueError("There are no rows to append.")
+    given = {"label": label, "y": y, **{k: v for k, v in (extra_labels or {}).items()}}
+    wanted = _wanted_variables(ds, given)
+    if not np.issubdtype(x.dtype, np.number):
+        raise TypeError(f"'x' must be numeric; got dtype {x.dtype}.")
+    new_attrs = dict(attrs)
+    x, moments = _checked_rows(x.astype(np.float64), attrs, n_old, new_attrs, scheduler)
+    new_vars: dict[str, Any] = {"x": _transform(x, attrs, dict(attrs.get("provenance", {})))}
+    for name in wanted:
+        if name == "y":
+            new_vars["y"] = _checked_y(y, n_new, int(ds.sizes["feature_y"]), scheduler)
+        else:
+            new_vars[name] = _checked_codes(name, given[name], n_new, attrs, new_attrs, class_names,
+                                            label_class_names, scheduler)
+    rows = int(ds["x"].chunks[0][0])
+    if "fold" in ds.data_vars:
+        new_vars["fold"] = _fold_ids(n_old, n_new, attrs, rows)
+    first = n_old // rows  # the first chunk the append writes
+    staged_vars = _staged_variables(ds, new_vars, first * rows, n_old, rows)
+    staging = _staging_location(loc)
+    encoding = _encodings(loc, staged_vars)
+    lock = _WriteLock(loc.local) if loc.local is not None else contextlib.nullcontext()
+    with lock:
+        if loc.local is not None:
+            clean_stale_temporaries(loc.local)
+        remove_leftovers(loc, _read_manifests(loc) or {}, keep=staging)
+        _write_staged(loc, staging, staged_vars, encoding, first, n_old + n_new, new_attrs, source, n_new,
+                      scheduler, progress, moments)
+    return {"store": str(loc), "rows_before": n_old, "rows_added": n_new, "rows": n_old + n_new,
+            "seconds": round(time.perf_counter() - t0, 3)}
+
+
+def _appendable(loc: Location) -> Any:
+    """The store at ``loc`` opened, after checking that it exists and has the
+    row-counting manifests an append commits through."""
+    from .store import open_dataset
+
     if not loc.exists("zarr.json"):
         raise FileNotFoundError(f"No dataset store at '{loc}' to append to. Create it first with "
                                 f"`infoclust ingest SRC {loc}`.")
@@ -167,11 +207,14 @@ def append_dataset(path: str | os.PathLike, x: Any, *, label: Any = None, y: Any
     if docs is None or committed_rows(docs) is None:
         raise StoreError(f"The store at '{loc}' has no row-counting manifest (it was written by an older version "
                          "or another tool), so rows cannot be appended to it safely. Re-ingest it with this version.")
-    ds = open_dataset(loc)
-    n_old = int(ds.sizes["sample"])
-    attrs = dict(ds.attrs)
+    return open_dataset(loc)
+
+
+def _check_columns(x: Any, ds: Any, feature_names: Any) -> None:
+    """The new rows have the columns of the raw data the store was made from
+    (before a stored projection), with the stored names when both are known."""
+    attrs = ds.attrs
     prov = dict(attrs.get("provenance", {}))
-    x = engine.as_array(x)
     if x.ndim != 2:
         raise ValueError(f"'x' must be 2-D (rows, features); got shape {x.shape}.")
     d_in = len(attrs["feature_mean"]) if prov.get("pca") is not None and "feature_mean" in attrs else ds.sizes["feature"]
@@ -189,10 +232,11 @@ def append_dataset(path: str | os.PathLike, x: Any, *, label: Any = None, y: Any
                                          "same columns in another order" if not (extra or lost) else "") if p)
             raise ValueError(f"The new rows' columns differ from the store's ({what}). Append a file with the "
                              f"store's columns: {list(stored_features)}.")
-    n_new = int(x.shape[0])
-    if n_new == 0:
-        raise ValueError("There are no rows to append.")
-    given = {"label": label, "y": y, **{k: v for k, v in (extra_labels or {}).items()}}
+
+
+def _wanted_variables(ds: Any, given: dict) -> list[str]:
+    """The store's variables the new rows must carry (all but ``x`` and
+    ``fold``), refusing a missing one or one the store does not hold."""
     wanted = [v for v in ds.data_vars if v not in ("x", "fold")]
     missing = [v for v in wanted if given.get(v) is None]
     unknown = [k for k, v in given.items() if v is not None and k not in ds.data_vars]
@@ -201,113 +245,128 @@ def append_dataset(path: str | os.PathLike, x: Any, *, label: Any = None, y: Any
                          + "; ".join(p for p in (f"missing {missing}" if missing else "",
                                                  f"not in the store {unknown}" if unknown else "") if p)
                          + f". The store holds {sorted(ds.data_vars)}.")
-    if not np.issubdtype(x.dtype, np.number):
-        raise TypeError(f"'x' must be numeric; got dtype {x.dtype}.")
-    x = x.astype(np.float64)
-    new_attrs = dict(attrs)
-    # lazy new rows (a file being read, a generator) are gone through once: their checks run inside the
-    # staged write and the moments' pass in the same graph; in-memory rows are checked first (cheap)
+    return wanted
+
+
+def _checked_rows(x: Any, attrs: dict, n_old: int, new_attrs: dict, scheduler: Any) -> tuple[Any, Any]:
+    """``x`` checked for non-finite values, and the store's raw moments
+    brought up to date (into ``new_attrs``) when it keeps them. Lazy new rows
+    (a file being read, a generator) are gone through once: their checks run
+    inside the staged write and the moments as a reduction in the same graph
+    (returned as ``(reduction, combine)``); in-memory rows are checked first
+    (cheap). Returns ``(x, moments or None)``."""
+    from .store import _check_finite_rows
+
+    prov = dict(attrs.get("provenance", {}))
     lazy = engine.is_lazy(x)
-    moments = None
-    if not prov.get("standardized") and prov.get("pca") is None and "feature_mean" in attrs:
-        from .kernels.stats import MOMENTS
-        from .preprocess import feature_moments, moments_from_sums
-
-        old_m, old_s = np.asarray(attrs["feature_mean"]), np.asarray(attrs["feature_std"])
+    n_new = int(x.shape[0])
+    if prov.get("standardized") or prov.get("pca") is not None or "feature_mean" not in attrs:
         if lazy:
-            x = _checked(x, _refuse_nonfinite, variable="x")
-            shift = np.asarray(engine.compute(x[:1], scheduler=scheduler), dtype=np.float64)[0]
-
-            def combined(st, shift=shift):
-                return _combined_moments(n_old, old_m, old_s, n_new, *moments_from_sums(st, shift)[:2])
-
-            moments = (engine.build_reduction(MOMENTS, x, params={"shift": shift}), combined)
-        else:
-            # one pass: the moments' pass also counts the non-finite values
-            m1, s1, _, n_bad = feature_moments(x, scheduler=scheduler)
-            if n_bad:
-                _check_finite_rows("x", x, scheduler)  # raises, naming the count and the fix
-            m, s = _combined_moments(n_old, old_m, old_s, n_new, m1, s1)
-            new_attrs.update(feature_mean=m.tolist(), feature_std=s.tolist())
-    elif lazy:
-        x = _checked(x, _refuse_nonfinite, variable="x")
-    else:
+            return _checked(x, _refuse_nonfinite, variable="x"), None
         _check_finite_rows("x", x, scheduler)
-    xt = _transform(x, attrs, prov)
-    new_vars: dict[str, Any] = {"x": xt}
-    for name in wanted:
-        if name == "y":
-            yy = engine.as_array(y)
-            if yy.ndim != 2 or yy.shape != (n_new, ds.sizes["feature_y"]):
-                raise ValueError(f"'y' must have shape ({n_new}, {ds.sizes['feature_y']}); got {yy.shape}.")
-            if engine.is_lazy(yy):
-                yy = _checked(yy.astype(np.float64), _refuse_nonfinite, variable="y")
-            else:
-                _check_finite_rows("y", yy.astype(np.float64), scheduler)
-            new_vars["y"] = yy
-            continue
-        arr = engine.as_array(given[name])
-        if arr.shape != (n_new,):
-            raise ValueError(f"'{name}' must have one entry per new row ({n_new}); got shape {arr.shape}.")
-        if name == "label":
-            stored = attrs.get("class_names")
-            names = class_names
-        else:
-            stored = (attrs.get("label_class_names") or {}).get(name)
-            names = (label_class_names or {}).get(name)
-        if engine.is_lazy(arr) and names is None:  # checked as they are written
-            codes, merged = _checked(arr, _refuse_codes, variable=name, n_names=None if stored is None else len(stored)), stored
-        else:
-            codes, merged = _label_codes(name, arr, names, stored)
-            low = int(engine.compute(codes.min(), scheduler=scheduler))
-            if low < 0:
-                raise ValueError(f"'{name}' must be >= 0; found {low}.")
-        if merged is not None and merged != stored:
-            import warnings
+        return x, None
+    from .kernels.stats import MOMENTS
+    from .preprocess import feature_moments, moments_from_sums
 
-            added = [c for c in merged if c not in (stored or [])]
-            warnings.warn(f"The append adds the class name{'s' if len(added) > 1 else ''} {added} to the store's "
-                          f"'{name}' classes ({len(stored or [])} before, {len(merged)} after): models fitted on "
-                          "the earlier rows have never seen them.", UserWarning, stacklevel=2)
-            if name == "label":
-                new_attrs["class_names"] = merged
-            else:
-                new_attrs["label_class_names"] = {**(attrs.get("label_class_names") or {}), name: merged}
-        new_vars[name] = codes
-    rows = int(ds["x"].chunks[0][0])
-    if "fold" in ds.data_vars:
-        new_vars["fold"] = _fold_ids(n_old, n_new, attrs, rows)
-    first = n_old // rows  # the first chunk the append writes
-    keep_from = first * rows  # the old rows that share that chunk are written again with it
-    staged_vars = {}
+    old_m, old_s = np.asarray(attrs["feature_mean"]), np.asarray(attrs["feature_std"])
+    if lazy:
+        x = _checked(x, _refuse_nonfinite, variable="x")
+        shift = np.asarray(engine.compute(x[:1], scheduler=scheduler), dtype=np.float64)[0]
+
+        def combined(st, shift=shift):
+            return _combined_moments(n_old, old_m, old_s, n_new, *moments_from_sums(st, shift)[:2])
+
+        return x, (engine.build_reduction(MOMENTS, x, params={"shift": shift}), combined)
+    # one pass: the moments' pass also counts the non-finite values
+    m1, s1, _, n_bad = feature_moments(x, scheduler=scheduler)
+    if n_bad:
+        _check_finite_rows("x", x, scheduler)  # raises, naming the count and the fix
+    m, s = _combined_moments(n_old, old_m, old_s, n_new, m1, s1)
+    new_attrs.update(feature_mean=m.tolist(), feature_std=s.tolist())
+    return x, None
+
+
+def _checked_y(y: Any, n_new: int, d_y: int, scheduler: Any) -> Any:
+    """The new rows' second view, of the stored width and finite."""
+    from .store import _check_finite_rows
+
+    yy = engine.as_array(y)
+    if yy.ndim != 2 or yy.shape != (n_new, d_y):
+        raise ValueError(f"'y' must have shape ({n_new}, {d_y}); got {yy.shape}.")
+    if engine.is_lazy(yy):
+        return _checked(yy.astype(np.float64), _refuse_nonfinite, variable="y")
+    _check_finite_rows("y", yy.astype(np.float64), scheduler)
+    return yy
+
+
+def _checked_codes(name: str, values: Any, n_new: int, attrs: dict, new_attrs: dict, class_names: Any,
+                   label_class_names: dict | None, scheduler: Any) -> Any:
+    """The new rows' codes of the label column ``name``: given names matched
+    to the stored ones by name (new names added to ``new_attrs``, with a
+    warning), codes checked >= 0 (lazy codes as they are written)."""
+    arr = engine.as_array(values)
+    if arr.shape != (n_new,):
+        raise ValueError(f"'{name}' must have one entry per new row ({n_new}); got shape {arr.shape}.")
+    if name == "label":
+        stored = attrs.get("class_names")
+        names = class_names
+    else:
+        stored = (attrs.get("label_class_names") or {}).get(name)
+        names = (label_class_names or {}).get(name)
+    if engine.is_lazy(arr) and names is None:  # checked as they are written
+        codes, merged = _checked(arr, _refuse_codes, variable=name, n_names=None if stored is None else len(stored)), stored
+    else:
+        codes, merged = _label_codes(name, arr, names, stored)
+        low = int(engine.compute(codes.min(), scheduler=scheduler))
+        if low < 0:
+            raise ValueError(f"'{name}' must be >= 0; found {low}.")
+    if merged is not None and merged != stored:
+        import warnings
+
+        added = [c for c in merged if c not in (stored or [])]
+        warnings.warn(f"The append adds the class name{'s' if len(added) > 1 else ''} {added} to the store's "
+                      f"'{name}' classes ({len(stored or [])} before, {len(merged)} after): models fitted on "
+                      "the earlier rows have never seen them.", UserWarning, stacklevel=3)
+        if name == "label":
+            new_attrs["class_names"] = merged
+        else:
+            new_attrs["label_class_names"] = {**(attrs.get("label_class_names") or {}), name: merged}
+    return codes
+
+
+def _staged_variables(ds: Any, new_vars: dict, keep_from: int, n_old: int, rows: int) -> dict:
+    """What the staged write holds per variable: the old rows that share the
+    first chunk the append writes (``keep_from:n_old``), then the new rows in
+    the stored dtype, in chunks of the store's ``rows``."""
+    import dask.array as da
+
+    staged = {}
     for name, arr in new_vars.items():
         old = ds[name].data[keep_from:n_old]
-        stored_dtype = ds[name].dtype
         rows_new = da.asarray(arr) if not isinstance(arr, da.Array) else arr
-        staged_vars[name] = (ds[name].dims, da.concatenate([old, rows_new.astype(stored_dtype)]).rechunk(
+        staged[name] = (ds[name].dims, da.concatenate([old, rows_new.astype(ds[name].dtype)]).rechunk(
             (rows,) + tuple(rows_new.shape[1:])))
+    return staged
+
+
+def _staging_location(loc: Location) -> Location:
+    """Where the staged write goes: a temporary folder beside a local store;
+    beside the store at a URL too (a killed append leaves it behind: remove
+    ``STORE.append-*`` with your bucket tools)."""
     if loc.local is not None:
-        staging = resolve(_temp_name(loc.local, "append"), "store")
-    else:  # beside the store; a killed append leaves it behind (remove STORE.append-* with your bucket tools)
-        staging = resolve(f"{loc.url}.append-{os.getpid()}-{uuid.uuid4().hex[:8]}", "store",
-                          loc.storage_options or None)
-    encoding = {}
+        return resolve(_temp_name(loc.local, "append"), "store")
+    return resolve(f"{loc.url}.append-{os.getpid()}-{uuid.uuid4().hex[:8]}", "store", loc.storage_options or None)
+
+
+def _encodings(loc: Location, names: Any) -> dict:
+    """The stored chunking and compressors of each array in ``names``."""
     import zarr
 
-    for name in staged_vars:
-        arr = zarr.open_array(loc.zarr_target(), path=name, mode="r",
-                              storage_options=loc.storage_options or None)
+    encoding = {}
+    for name in names:
+        arr = zarr.open_array(loc.zarr_target(), path=name, mode="r", storage_options=loc.storage_options or None)
         encoding[name] = {"chunks": arr.chunks, "compressors": arr.compressors}
-    lock = _WriteLock(loc.local) if loc.local is not None else contextlib.nullcontext()
-    with lock:
-        if loc.local is not None:
-            clean_stale_temporaries(loc.local)
-        remove_leftovers(loc, _read_manifests(loc) or {}, keep=staging)
-        _write_staged(loc, staging, staged_vars, encoding, first, n_old + n_new, new_attrs, source, n_new,
-                      scheduler, progress, moments)
-    return {"store": str(loc), "rows_before": n_old, "rows_added": n_new, "rows": n_old + n_new,
-            "seconds": round(time.perf_counter() - t0, 3)}
-
+    return encoding
 
 def remove_leftovers(loc: Location, docs: dict[str, dict], keep: Location | None = None) -> list[str]:
     """What a killed append left behind, removed before the next write

@@ -313,8 +313,6 @@ def write_dataset(
     import dask.array as da
     import xarray as xr
 
-    from . import __version__
-
     loc = resolve(path, "store", storage_options)
     if codec not in _CODECS:
         raise ValueError(f"codec must be one of {_CODECS}; got {codec!r}.")
@@ -328,20 +326,8 @@ def write_dataset(
     n = x.shape[0]
     if n == 0:
         raise ValueError("'x' has 0 samples; a dataset needs at least one row.")
-    out_dtype = np.dtype(dtype) if dtype is not None else (
-        x.dtype if np.issubdtype(x.dtype, np.floating) else np.dtype(np.float64)
-    )
+    out_dtype = _stored_dtype(x, dtype, scheduler)
     binary = out_dtype == np.uint8
-    if not (np.issubdtype(out_dtype, np.floating) or binary):
-        raise TypeError(f"dtype must be a float dtype, or uint8 for binary 0/1 data; got {out_dtype}.")
-    if binary:  # binary features (CMBC): one byte per value, and only 0 and 1 may be stored
-        from .kernels.stats import LABEL_VALUES
-
-        values = engine.map_reduce(LABEL_VALUES, x, scheduler=scheduler)["values"]
-        bad = values[(values != 0) & (values != 1)]
-        if bad.size:
-            raise ValueError(f"dtype=uint8 stores binary data, but 'x' holds the values {bad[:5].tolist()}; "
-                             "binarize it first (e.g. (x > 0)) or keep a float dtype.")
     rows = int(chunks) if chunks is not None else choose_chunk_rows(n, x.shape[1], out_dtype.itemsize)
     if rows <= 0:
         raise ValueError(f"chunks must be a positive number of rows; got {chunks}.")
@@ -370,6 +356,46 @@ def write_dataset(
         if y.shape[0] != n:
             raise ValueError(f"'y' has {y.shape[0]} rows but 'x' has {n}; views must be paired row by row.")
         add("y", y, ("sample", "feature_y"), np.float64 if binary else out_dtype)
+    _add_labels(add, n, label, extra_labels, fold)
+
+    if check_finite:
+        for name in ("x", "y"):
+            if name in variables:
+                _check_finite_rows(name, variables[name][1], scheduler)
+    for name in ["label"] * (label is not None) + list(extra_labels or {}):
+        lmin = int(engine.compute(variables[name][1].min(), scheduler=scheduler))
+        if lmin < 0:
+            raise ValueError(f"'{name}' must be >= 0; found {lmin}.")
+
+    ds = xr.Dataset(variables, attrs=_store_attrs(provenance, class_names, extra_labels, label_class_names, attrs))
+    if loc.local is None:
+        return _write_at_url(loc, ds, encoding, overwrite, scheduler, progress)
+    return _write_local(loc.local, ds, encoding, overwrite, scheduler, progress)
+
+def _stored_dtype(x: Any, dtype: Any, scheduler: Any) -> np.dtype:
+    """The dtype ``x`` is stored in: ``dtype`` when given (a float, or uint8
+    for binary 0/1 data, whose values are checked by one pass), else float32
+    or float64 as given, float64 for integer input."""
+    out_dtype = np.dtype(dtype) if dtype is not None else (
+        x.dtype if np.issubdtype(x.dtype, np.floating) else np.dtype(np.float64)
+    )
+    binary = out_dtype == np.uint8
+    if not (np.issubdtype(out_dtype, np.floating) or binary):
+        raise TypeError(f"dtype must be a float dtype, or uint8 for binary 0/1 data; got {out_dtype}.")
+    if binary:  # binary features (CMBC): one byte per value, and only 0 and 1 may be stored
+        from .kernels.stats import LABEL_VALUES
+
+        values = engine.map_reduce(LABEL_VALUES, x, scheduler=scheduler)["values"]
+        bad = values[(values != 0) & (values != 1)]
+        if bad.size:
+            raise ValueError(f"dtype=uint8 stores binary data, but 'x' holds the values {bad[:5].tolist()}; "
+                             "binarize it first (e.g. (x > 0)) or keep a float dtype.")
+    return out_dtype
+
+
+def _add_labels(add: Any, n: int, label: Any, extra_labels: dict | None, fold: Any) -> None:
+    """Check the class labels, the extra label columns and the fold numbers
+    of :func:`write_dataset` against the ``n`` rows and ``add`` them."""
     if label is not None:
         label = engine.as_array(label)
         if label.ndim != 1:
@@ -405,14 +431,12 @@ def write_dataset(
             raise ValueError(f"'fold' numbers must be 0 .. 32767; got {np.min(fold)} .. {np.max(fold)}.")
         add("fold", fold, ("sample",), np.int16)
 
-    if check_finite:
-        for name in ("x", "y"):
-            if name in variables:
-                _check_finite_rows(name, variables[name][1], scheduler)
-    for name in ["label"] * (label is not None) + list(extra_labels or {}):
-        lmin = int(engine.compute(variables[name][1].min(), scheduler=scheduler))
-        if lmin < 0:
-            raise ValueError(f"'{name}' must be >= 0; found {lmin}.")
+
+def _store_attrs(provenance: dict | None, class_names: Any, extra_labels: dict | None,
+                 label_class_names: dict | None, attrs: dict | None) -> dict:
+    """The group attributes of a new store: schema version, provenance (with
+    a new ``store_id``), class names, label columns, then ``attrs``."""
+    from . import __version__
 
     all_attrs = {
         "schema_version": SCHEMA_VERSION,
@@ -430,10 +454,13 @@ def write_dataset(
     if label_class_names:
         all_attrs["label_class_names"] = {k: [str(c) for c in v] for k, v in label_class_names.items()}
     all_attrs.update(attrs or {})
-    ds = xr.Dataset(variables, attrs=all_attrs)
-    if loc.local is None:
-        return _write_at_url(loc, ds, encoding, overwrite, scheduler, progress)
-    path = loc.local
+    return all_attrs
+
+
+def _write_local(path: Path, ds: Any, encoding: dict, overwrite: bool, scheduler: Any, progress: bool) -> Path:
+    """Write ``ds`` into a temporary folder beside ``path`` (the chunks as one
+    graph on the chosen scheduler, every chunk on disk), its manifests, then
+    move it into place under the write lock."""
     path.parent.mkdir(parents=True, exist_ok=True)
     clean_stale_temporaries(path)
     with _WriteLock(path):
@@ -451,7 +478,6 @@ def write_dataset(
         finally:
             _remove_tree(tmp)
     return path
-
 
 def _write_at_url(loc: Location, ds: Any, encoding: dict, overwrite: bool, scheduler: Any, progress: bool) -> str:
     """Chunks and metadata straight to the URL (on the workers), then the

@@ -31,9 +31,11 @@ DEPLOYMENTS = ["infoclust-ingest/ingest-letter", "infoclust-demo/demo", "infoclu
 
 
 def _sh(cmd, env, cwd, timeout=1800):
+    t0 = time.monotonic()
     r = subprocess.run(cmd if isinstance(cmd, list) else shlex.split(cmd), capture_output=True, text=True, env=env,
                        cwd=cwd, timeout=timeout)
     assert r.returncode == 0, f"{cmd}\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
+    print(f"[deployment guide] {time.monotonic() - t0:7.1f} s  {cmd}", flush=True)  # where the minutes go (pytest -s)
     return r
 
 
@@ -94,6 +96,7 @@ def test_the_deployment_guide_runs_as_written(tmp_path):
         _sh(f"infoclust ingest {first.name} storage/datasets/mine.zarr", env, project)
 
         for name in DEPLOYMENTS:
+            t0 = time.monotonic()
             run = _sh(f"prefect deployment run {name}", env, project, timeout=120).stdout
             flow_run = next(ln.split()[-1] for ln in run.splitlines() if "UUID" in ln)
             deadline = time.monotonic() + 1800
@@ -106,6 +109,7 @@ def test_the_deployment_guide_runs_as_written(tmp_path):
             assert fr["state_type"] == "COMPLETED", f"{name}: {fr['state_type']}\n{log[-4000:]}"
             arts = _api(api, "/artifacts/filter", {"artifacts": {"flow_run_id": {"any_": [flow_run]}}})
             assert arts, f"{name} published no artifact"
+            print(f"[deployment guide] {time.monotonic() - t0:7.1f} s  deployment {name}", flush=True)
     finally:
         r = subprocess.run(["deploy/local/down.sh"], capture_output=True, text=True, env=env, cwd=project, timeout=120)
     assert r.returncode == 0 and "dask-worker-0" in r.stdout and "prefect-worker" in r.stdout, r.stdout + r.stderr

@@ -273,3 +273,27 @@ def test_no_module_over_600_lines():
     long = {str(p.relative_to(ROOT)): n for p in _sources("infoclust_dask", "pipelines")
             if (n := len(p.read_text().splitlines())) > 600}
     assert not long, long
+
+
+def _code_lines(f):
+    """Lines of code of a function: from its first statement after the
+    docstring to the end of its last."""
+    body = f.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+            and isinstance(body[0].value.value, str):
+        body = body[1:]
+    return body[-1].end_lineno - body[0].lineno + 1 if body else 0
+
+
+def test_no_function_over_100_lines_of_code():
+    """Long work is cut into named steps at its seams (write and append of a
+    store, the annealing path of soft K-means)."""
+    long = {f"{p.relative_to(ROOT)}:{f.lineno} {f.name}": n for p in _sources("infoclust_dask", "pipelines")
+            for f in ast.walk(ast.parse(p.read_text()))
+            if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef) and (n := _code_lines(f)) > 100}
+    assert not long, long
+
+
+def test_the_function_measure_counts_code_not_docstrings():
+    src = "def f():\n    \"\"\"doc\n\n    more\"\"\"\n    a = 1\n\n    return a\n"
+    assert _code_lines(ast.parse(src).body[0]) == 3

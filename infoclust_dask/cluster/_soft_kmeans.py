@@ -281,27 +281,7 @@ class SoftKMeans(ClusterMixin, TransformerMixin, InfoclustEstimator):
         rng = check_random_state(self.random_state)
         scale2 = float(np.mean(info.var)) or 1.0
         tol = self.tol * scale2
-        k = self.n_clusters
-
-        if annealing:
-            if w is None:
-                mean = info.mean
-            else:
-                mean = engine.map_reduce(WEIGHTED_SUM, X, w)
-                mean = mean["s"] / mean["w"]
-            centers = np.tile(mean, (k, 1))
-        elif isinstance(self.init, str):
-            if self.init == "k-means++":
-                centers = init_kmeanspp(X, w, k, rng)
-            else:  # "random" (validate_params allows nothing else)
-                centers = init_random(X, w, k, rng)
-        else:
-            centers = np.array(self.init, dtype=np.float64)
-            if centers.shape != (k, info.d):
-                raise ValueError(
-                    f"The shape of the initial centers {centers.shape} does not match "
-                    f"(n_clusters, n_features) = ({k}, {info.d})."
-                )
+        centers = self._initial_centers(X, w, info, annealing, rng)
 
         accelerate = self.acceleration == "squarem"
         # centres closer than this are one group, as in critical_betas(): a group that began to split but is
@@ -358,13 +338,44 @@ class SoftKMeans(ClusterMixin, TransformerMixin, InfoclustEstimator):
                     beta = next_temperature(beta, beta_end, crit)
                 elif i == len(betas):
                     break
+        self._set_path(path, free, iters, used, predicted if auto else None, not_converged, scale2)
+        self.labels_ = voronoi_labels(X, self.cluster_centers_, lazy=info.lazy_input)
+        return self
+
+    def _initial_centers(self, X: Any, w: Any, info: Any, annealing: bool, rng: Any) -> Any:
+        """The starting centres: all at the (weighted) mean when annealing
+        (the high-temperature solution, MacKay 2003 ch. 20), else ``init``."""
+        k = self.n_clusters
+        if annealing:
+            if w is None:
+                return np.tile(info.mean, (k, 1))
+            sums = engine.map_reduce(WEIGHTED_SUM, X, w)
+            return np.tile(sums["s"] / sums["w"], (k, 1))
+        if isinstance(self.init, str):
+            if self.init == "k-means++":
+                return init_kmeanspp(X, w, k, rng)
+            return init_random(X, w, k, rng)  # "random" (validate_params allows nothing else)
+        centers = np.array(self.init, dtype=np.float64)
+        if centers.shape != (k, info.d):
+            raise ValueError(
+                f"The shape of the initial centers {centers.shape} does not match "
+                f"(n_clusters, n_features) = ({k}, {info.d})."
+            )
+        return centers
+
+    def _set_path(self, path: list, free: list, iters: list, used: list, predicted: list | None,
+                  not_converged: list, scale2: float) -> None:
+        """The fitted attributes of the annealing path (a warning first for
+        the betas where it stopped at ``max_iter``)."""
+        auto = predicted is not None
+        centers = path[-1]
         if not_converged:
             warnings.warn(
                 f"SoftKMeans did not converge within max_iter={self.max_iter} at beta="
                 f"{not_converged[:5]}{'...' if len(not_converged) > 5 else ''}; increase "
                 "max_iter or tol.",
                 ConvergenceWarning,
-                stacklevel=3,
+                stacklevel=4,
             )
         self.betas_ = np.array(used)
         if auto:
@@ -378,8 +389,6 @@ class SoftKMeans(ClusterMixin, TransformerMixin, InfoclustEstimator):
         self.cluster_centers_ = centers
         self.beta_ = float(used[-1])
         self.data_scale_ = float(np.sqrt(scale2))
-        self.labels_ = voronoi_labels(X, centers, lazy=info.lazy_input)
-        return self
 
     def n_distinct_path(self, rel_tol: float = 0.05) -> Any:
         """Number of distinct centres at each beta; centres closer than
