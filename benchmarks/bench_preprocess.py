@@ -32,7 +32,7 @@ def main():
 
     from infoclust_dask import engine, open_dataset, write_dataset
     from infoclust_dask.datasets import make_blobs
-    from infoclust_dask.ingest import ingest
+    from infoclust_dask.io.ingest import ingest
     from infoclust_dask.preprocess import feature_moments, principal_axes, tall_svd
 
     data = Path(__file__).parent / "_data"

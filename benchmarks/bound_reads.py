@@ -1,5 +1,5 @@
 """Cost of binding each chunk to its key (issue 38): a Lloyd pass and a
-plain read over a store opened checked (:class:`infoclust_dask._bound.BoundStore`,
+plain read over a store opened checked (:class:`infoclust_dask.storage.bound.BoundStore`,
 the default) against the same store opened with ``trust=True`` (zarr reads
 the chunks unchecked), interleaved in alternating order, best of
 ``--repeat``, in one run; and the time spent inside the checks themselves
@@ -44,7 +44,7 @@ def main():
                 t = time.perf_counter()
                 engine.map_reduce(LLOYD_STEP, x, params={"centers": centers}, scheduler="threads")
                 best[k, "lloyd"] = min(best[k, "lloyd"], time.perf_counter() - t)
-        from infoclust_dask import _bound
+        from infoclust_dask.storage import bound as _bound
 
         spent = [0.0, 0]
         check = _bound.BoundStore._check

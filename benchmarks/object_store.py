@@ -94,11 +94,11 @@ def run(a, data):
     from zarr.codecs import BloscCodec
 
     from infoclust_dask import DiscriminativeClustering, KMeans, engine, open_dataset, write_dataset
-    from infoclust_dask.append import append_dataset
     from infoclust_dask.datasets import make_blobs
+    from infoclust_dask.io.append import append_dataset
+    from infoclust_dask.io.store import verify_store
     from infoclust_dask.kernels.dc import DC_COUNTS
     from infoclust_dask.kernels.kmeans import LLOYD_STEP
-    from infoclust_dask.store import verify_store
 
     fsspec.filesystem("s3").mkdir("bench")
     data.mkdir(parents=True)
@@ -189,7 +189,7 @@ def run(a, data):
     write_dataset(victim, X[:n_old], label=z[:n_old], check_finite=False, scheduler=client)
     np.save(data / "new.npy", np.asarray(X[n_old:]))
     np.save(data / "newz.npy", np.asarray(z[n_old:]))
-    code = ("import numpy as np; from infoclust_dask.append import append_dataset; "
+    code = ("import numpy as np; from infoclust_dask.io.append import append_dataset; "
             f"append_dataset({str(victim)!r}, np.load({str(data / 'new.npy')!r}), "
             f"label=np.load({str(data / 'newz.npy')!r}), scheduler='threads')")
     for delay in (2.0, 5.0, 8.0):
@@ -197,7 +197,7 @@ def run(a, data):
         time.sleep(delay)
         child.send_signal(signal.SIGKILL)
         child.wait()
-        from infoclust_dask import store as store_mod
+        from infoclust_dask.io import store as store_mod
 
         store_mod._OPENED.clear()
         rows = open_dataset(victim).sizes["sample"]

@@ -19,7 +19,7 @@ import numpy as np
 
 from infoclust_dask import write_dataset
 from infoclust_dask.engine.local_runner import InProcess
-from infoclust_dask.store import open_dataset
+from infoclust_dask.io.store import open_dataset
 
 
 def main():

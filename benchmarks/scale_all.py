@@ -50,7 +50,7 @@ def main():
         write_dataset,
     )
     from infoclust_dask.datasets import make_blobs
-    from infoclust_dask.ingest import ingest
+    from infoclust_dask.io.ingest import ingest
 
     rows = int(a.gb * 1e9 / (4 * a.features))
     data = Path(__file__).parent / "_data"

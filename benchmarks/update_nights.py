@@ -28,7 +28,7 @@ def main():
     a = p.parse_args()
 
     from infoclust_dask import DiscriminativeClustering, KMeans, engine, open_dataset, write_dataset
-    from infoclust_dask.append import append_dataset
+    from infoclust_dask.io.append import append_dataset
     from infoclust_dask.update import compare_models, fixed_sample
 
     k, d = a.clusters, a.features

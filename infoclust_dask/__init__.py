@@ -28,19 +28,21 @@ _LAZY = {
     "SoftKMeans": ".cluster",
     "expected_failed_checks": ".cluster",
     "map_reduce": ".engine",
-    "open_dataset": ".store",
-    "write_dataset": ".store",
-    "append_dataset": ".append",
+    "open_dataset": ".io.store",
+    "write_dataset": ".io.store",
+    "append_dataset": ".io.append",
     "save_model": ".runs",
     "load_model": ".runs",
 }
 
 #: subpackages and modules reachable as attributes (``infoclust_dask.cluster``) without importing them first
 _SUBMODULES = frozenset({
-    "append", "cli", "cluster", "crossval", "datasets", "eigen", "engine", "folds", "ingest", "journal",
-    "kernels", "metrics", "objectives", "optimize", "plotting", "preprocess", "registry", "reliability", "runs",
-    "store", "update",
+    "cli", "cluster", "crossval", "datasets", "eigen", "engine", "io", "journal", "kernels", "metrics",
+    "objectives", "optimize", "plotting", "preprocess", "registry", "reliability", "runs", "storage", "update",
 })
+#: modules that moved into the ``io`` package (fourth shape step), still reachable as attributes by their old
+#: names (``infoclust_dask.store.verify_store``); import them from ``infoclust_dask.io`` in new code
+_MOVED = {"store": ".io.store", "append": ".io.append", "ingest": ".io.ingest", "folds": ".io.folds"}
 
 __all__ = sorted(_LAZY) + ["__version__"]
 
@@ -48,6 +50,8 @@ __all__ = sorted(_LAZY) + ["__version__"]
 def __getattr__(name: str):
     if name in _SUBMODULES:
         return importlib.import_module(f".{name}", __name__)
+    if name in _MOVED:
+        return importlib.import_module(_MOVED[name], __name__)
     try:
         module = _LAZY[name]
     except KeyError:

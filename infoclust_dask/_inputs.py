@@ -45,9 +45,9 @@ def open_input(data, variable: str = "x"):
         return None
     data = lazy_zarr(data)
     if is_path(data):
-        from ._location import absolute
-        from ._paths import local_path, url_protocol
-        from .store import is_store_of_ours, open_dataset
+        from .io.store import is_store_of_ours, open_dataset
+        from .storage.location import absolute
+        from .storage.paths import local_path, url_protocol
 
         where = absolute(local_path(data)) if url_protocol(data) in (None, "file") else None
         if where is not None and not is_store_of_ours(data) and (where / "zarr.json").exists():
@@ -199,7 +199,7 @@ def _set_feature_names(est, X, variable):
     """``feature_names_in_`` from a store's (or a DataArray's) ``feature_names``
     attribute, written at ingest from a CSV header or DataFrame columns."""
     if is_path(X):
-        from .store import is_store_of_ours, open_dataset
+        from .io.store import is_store_of_ours, open_dataset
 
         ds = open_dataset(X) if is_store_of_ours(X) else {}
         attrs = ds[variable].attrs if variable in ds else {}

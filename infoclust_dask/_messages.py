@@ -2,7 +2,7 @@
 and what to do - a silent or unreachable object store, missing
 credentials, a damaged chunk, a bare system error of a write - with URL
 credentials and credential environment values redacted
-(:func:`infoclust_dask._paths.redact`)."""
+(:func:`infoclust_dask.storage.paths.redact`)."""
 
 from __future__ import annotations
 
@@ -24,8 +24,8 @@ def _endpoint() -> str:
 
 def message(exc: BaseException) -> str:
     """One line for the user, with URL credentials and credential
-    environment values redacted (:func:`infoclust_dask._paths.redact`)."""
-    from ._paths import redact
+    environment values redacted (:func:`infoclust_dask.storage.paths.redact`)."""
+    from .storage.paths import redact
 
     return redact(" ".join(_explain(exc).split()))
 

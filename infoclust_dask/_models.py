@@ -17,8 +17,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ._location import run_path, write_whole
 from ._types import PathLike
+from .storage.location import run_path, write_whole
 
 __all__ = ["save_model", "read_model", "write_json", "allow_model_class", "MODEL_CLASSES", "MAX_MODEL_PROTOTYPES",
            "MAX_MODEL_VALUE"]
@@ -132,7 +132,7 @@ def _save_smic_state(est: Any, path: Any, overwrite: bool) -> dict:
     import hashlib
     import io
 
-    from ._manifest import store_digest
+    from .storage.manifest import store_digest
 
     target = run_path(path, "model file")
     state = target.with_name(target.name.removesuffix(".json") + ".state.npz")

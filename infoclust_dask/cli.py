@@ -48,7 +48,7 @@ def _scheduler(args):
 def _cmd_ingest(args):
     import dask
 
-    from .ingest import ingest
+    from .io.ingest import ingest
     from .kernels._compiled import light_process
 
     if args.threads < 1:
@@ -71,7 +71,7 @@ def _cmd_ingest(args):
 
 def _ingest_paired(args):
     """``ingest X DEST --y Y``: the paired store that ``fit ac`` reads."""
-    from .ingest_pairs import ingest_paired
+    from .io.ingest_pairs import ingest_paired
 
     unsupported = [flag for flag, on in (("--pca", args.pca), ("--binary", args.binary), ("--append", args.append),
                                          ("--folds", args.folds), ("--drop-nonfinite", args.drop_nonfinite)) if on]
@@ -95,7 +95,7 @@ def _version():
 
 
 def _cmd_info(args):
-    from .store import open_dataset
+    from .io.store import open_dataset
 
     ds = open_dataset(args.store, trust=args.trust)
     out = {
@@ -152,7 +152,7 @@ def _describe(path, ds) -> str:
 
 
 def _cmd_verify(args):
-    from .store import verify_store
+    from .io.store import verify_store
 
     report = verify_store(args.store)
     failed = bool(report["problems"])
@@ -171,7 +171,7 @@ VERIFY_SHOWN = 20
 
 def _where(path) -> str:
     """A path made absolute, or a URL as given."""
-    from ._paths import is_url
+    from .storage.paths import is_url
 
     return str(path).rstrip("/") if is_url(path) else str(Path(path).resolve())
 
@@ -195,14 +195,14 @@ def _check_before_run(est, args, n_rows):
 
 def _cmd_fit(args):
     from . import engine
+    from .io.store import open_dataset
     from .registry import get_method
     from .runs import check_writable, new_run_dir, save_model, write_json, write_npy
-    from .store import open_dataset
 
     method = get_method(args.method)
     check_writable(args.storage)  # before the work, not after it
     if args.write_labels is not None:
-        from .store import check_label_name
+        from .io.store import check_label_name
 
         check_label_name(args.write_labels)
     ds = open_dataset(args.store, trust=args.trust)
@@ -217,7 +217,7 @@ def _cmd_fit(args):
         est.set_params(verbose=0 if args.quiet else 1)
     _check_before_run(est, args, int(ds["x"].shape[0]))  # a refused parameter leaves no run folder behind
     if args.resume:  # continue the fit recorded in that run folder
-        from ._location import run_path
+        from .storage.location import run_path
 
         run = run_path(args.resume)
         if not (run / "checkpoint.json").exists():
@@ -259,7 +259,7 @@ def _cmd_fit(args):
     if hasattr(est, "labels_") and not lazy_labels:
         write_npy(run / "labels.npy", est.labels_, overwrite=bool(args.resume))
     if args.write_labels is not None:
-        from .store import add_labels
+        from .io.store import add_labels
 
         add_labels(args.store, args.write_labels, est.labels_, overwrite=args.overwrite,
                    scheduler=engine.runner_for(named, ds["x"]), attrs={"method": args.method, "run": str(run)})
@@ -271,12 +271,12 @@ def _cmd_fit(args):
 
 def _cmd_predict(args):
     from . import engine
+    from .io.store import add_labels, check_label_name, open_dataset
     from .runs import load_model
-    from .store import add_labels, check_label_name, open_dataset
 
     if args.write_labels is not None:
         check_label_name(args.write_labels)
-        from ._paths import is_url
+        from .storage.paths import is_url
 
         if is_url(args.store):  # before the prediction, not after it
             raise ValueError(f"--write-labels adds a variable to a store on a local or shared file system; "
@@ -284,7 +284,7 @@ def _cmd_predict(args):
     if args.write_labels is None and not args.out:
         raise ValueError("Say where the labels go: --write-labels NAME (a variable of the store) and/or "
                          "--out FILE.npy.")
-    from ._location import run_path
+    from .storage.location import run_path
 
     if args.out and run_path(args.out, "output file").exists() and not args.overwrite:
         raise FileExistsError(f"'{args.out}' exists; pass --overwrite to replace it.")
@@ -501,10 +501,10 @@ from ._messages import message as _message  # noqa: E402 - an exception as one r
 def _check_paths(args) -> None:
     """Every path argument, before any work (a Prefect server, a cluster, a
     run folder): no credentials in a URL, no mistyped ``s3:/`` URL
-    (:func:`infoclust_dask._paths.check_path`), and no ``memory://``, which
+    (:func:`infoclust_dask.storage.paths.check_path`), and no ``memory://``, which
     lives in this process only: a store or run folder there is gone when
     the command exits."""
-    from ._paths import check_path, url_protocol
+    from .storage.paths import check_path, url_protocol
 
     for name in ("src", "dest", "store", "storage", "model", "resume", "out", "warm_start"):
         value = getattr(args, name, None)
@@ -527,7 +527,7 @@ def _one_line_warning(message, category, filename, lineno, line=None) -> str:
     """Warnings of a CLI run as one line: ``infoclust: warning: <Category>:
     <message>`` (no file name and source line of the package). Replaces the
     formatting only, so that callers recording warnings still see them."""
-    from ._paths import redact
+    from .storage.paths import redact
 
     text = redact(" ".join(str(message).split()))
     return f"infoclust: warning: {category.__name__}: {text}\n"

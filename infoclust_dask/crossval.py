@@ -1,7 +1,7 @@
 """Cross-validation sweeps: a store, a method, a parameter grid and k folds.
 
 Each (fold, parameters) *cell* fits the method on the training rows of the
-fold and scores it on the held-out rows (:mod:`infoclust_dask.folds`: index
+fold and scores it on the held-out rows (:mod:`infoclust_dask.io.folds`: index
 ranges or the store's fold vector; the data are never copied). A cell's
 result is a small JSON file keyed by a hash of the store (its path and the
 ``store_id`` written with it), the method, the parameters, the fold
@@ -37,9 +37,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import __version__, engine
-from ._location import run_path
-from ._paths import is_url
 from ._types import PathLike, SchedulerLike, Sequence
+from .storage.location import run_path
+from .storage.paths import is_url
 
 if TYPE_CHECKING:
     import argparse
@@ -139,7 +139,7 @@ def store_fingerprint(store: PathLike, ds: Any = None) -> str:
     """Identity of a store's contents: its resolved path and the ``store_id``
     written with it (a rewrite of the same path gets a new id). ``ds`` is the
     store already opened, if the caller has it."""
-    from .store import open_dataset
+    from .io.store import open_dataset
 
     ds = open_dataset(store) if ds is None else ds
     prov = ds.attrs.get("provenance", {})
@@ -162,8 +162,8 @@ def plan(store: PathLike, method: str, grid: dict[str, list], n_folds: int, fold
 
     Checks the method, the grid's parameter names (by building the estimator)
     and the folds before anything runs."""
-    from .folds import fold_ids
-    from .store import open_dataset
+    from .io.folds import fold_ids
+    from .io.store import open_dataset
 
     m = _check_method(method)
     aux, required, cls = m.aux, m.required, m.estimator_class()
@@ -194,8 +194,8 @@ def run_cell(store: PathLike, method: str, params: dict, fold: int, n_folds: int
              seed: int = 0, scheduler: SchedulerLike = None) -> dict:
     """Fit ``method`` with ``params`` on the training rows of ``fold`` and
     score it on the held-out rows. Returns a JSON-ready dict."""
-    from .folds import split
-    from .store import open_dataset
+    from .io.folds import split
+    from .io.store import open_dataset
 
     m = _check_method(method)
     aux = m.aux
@@ -252,7 +252,7 @@ class CellCache:
             return None  # a damaged result is recomputed
 
     def save(self, key: str, result: dict) -> Path:
-        from ._location import write_whole
+        from .storage.location import write_whole
 
         return write_whole(self.path(key), json.dumps({"key": key, **result}, indent=1, default=str).encode(),
                            overwrite=True)
@@ -297,8 +297,8 @@ def write_results(run_dir: PathLike, results: Sequence[dict], rows: Sequence[dic
     """``cells.csv`` (one row per fold and setting), ``summary.csv`` (one row
     per setting, means and standard deviations over folds) and
     ``summary.json`` (both, plus the best setting) in ``run_dir``."""
-    from ._location import write_whole
     from .runs import write_csv
+    from .storage.location import write_whole
 
     run = run_path(run_dir)
     flat = [{**r["params"], **{k: v for k, v in r.items() if k != "params"}} for r in results]

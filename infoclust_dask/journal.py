@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from ._paths import is_url
+from .storage.paths import is_url
 
 __all__ = ["Journal", "active", "recording", "recorded_passes", "truncate", "BATCH_SECONDS"]
 
@@ -108,7 +108,7 @@ class Journal:
     """The pass journal of one fit in ``folder`` (see the module docstring)."""
 
     def __init__(self, folder: str | os.PathLike, fingerprint: dict, *, resume: bool) -> None:
-        from ._location import run_path
+        from .storage.location import run_path
 
         self.folder = run_path(folder, "checkpoint folder")
         self.remote = is_url(self.folder)
@@ -329,7 +329,7 @@ def _cut_entries(entries: list[dict], keep: int) -> None:
 
 def recorded_passes(folder: str | os.PathLike) -> int:
     """The number of passes recorded in the checkpoint ``folder`` (a local folder)."""
-    from ._location import run_path
+    from .storage.location import run_path
 
     return len(_read_entries(run_path(folder, "checkpoint folder") / "passes"))
 
@@ -337,7 +337,7 @@ def recorded_passes(folder: str | os.PathLike) -> int:
 def truncate(folder: str | os.PathLike, keep: int) -> None:
     """Keep only the first ``keep`` recorded passes of the checkpoint
     ``folder`` (a local folder): as if its driver had been killed there."""
-    from ._location import run_path
+    from .storage.location import run_path
 
     passes = run_path(folder, "checkpoint folder") / "passes"
     _cut_entries(_read_entries(passes), int(keep))
@@ -367,11 +367,11 @@ def recording(folder: str | os.PathLike | None, fingerprint: dict, *, resume: bo
     if folder is None:
         yield None
         return
-    from ._location import run_path
-    from ._runlock import holding
+    from .storage.location import run_path
+    from .storage.runlock import holding
 
     where = run_path(folder, "checkpoint folder")
-    # one writer at a time (infoclust_dask._runlock), taken before the journal is read or started
+    # one writer at a time (infoclust_dask.storage.runlock), taken before the journal is read or started
     lock = not is_url(where) and (not resume or where.exists())  # a missing folder to resume: the journal says so
     with holding(where) if lock else contextlib.nullcontext():
         j = Journal(where, fingerprint, resume=resume)

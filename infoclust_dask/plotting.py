@@ -40,8 +40,8 @@ def _save(fig, path, **options) -> Any:
 
     import matplotlib.pyplot as plt
 
-    from ._location import run_path
-    from ._paths import is_url
+    from .storage.location import run_path
+    from .storage.paths import is_url
 
     target = run_path(path, "plot file")
     try:

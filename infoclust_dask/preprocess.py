@@ -13,8 +13,8 @@ import numpy as np
 from . import engine
 from ._sizes import lazy_rows
 from ._types import DataLike, NumbersLike, PathLike, SchedulerLike, Sequence
+from .io.store import choose_chunk_rows, choose_codec
 from .kernels.stats import GRAM, MOMENTS
-from .store import choose_chunk_rows, choose_codec
 
 __all__ = [
     "principal_axes",
@@ -183,11 +183,11 @@ def write_preprocessed(dest: PathLike, x: Any, info: dict, *, standardize: bool,
     chunk size and codec chosen for the data, ``feature_mean``/``feature_std``
     (and PCA's ``components``) in the attributes, an optional hashed ``fold``
     vector. ``labels`` maps label variables to ``(codes, class names or
-    None)`` (from :func:`infoclust_dask.ingest.read_source`; ``"label"``
+    None)`` (from :func:`infoclust_dask.io.ingest.read_source`; ``"label"``
     first); ``label``/``class_names``/``extra_labels`` are the arrays
     themselves. Returns ``(path, report)``, the report saying what was chosen."""
-    from .folds import fold_vector
-    from .store import write_dataset
+    from .io.folds import fold_vector
+    from .io.store import write_dataset
 
     n, d = x.shape
     itemsize = np.dtype(dtype).itemsize if dtype is not None else 8
@@ -232,7 +232,7 @@ def preprocess_store(src: PathLike, dest: PathLike, *, standardize: bool = False
     ``explained_variance_ratio`` in the attributes; with ``n_folds`` adds a
     ``fold`` vector (hashed, seeded). Returns ``(path, report)``.
     """
-    from .store import check_destination, open_dataset
+    from .io.store import check_destination, open_dataset
 
     src, dest = Path(src), Path(dest)
     if src.resolve() == dest.resolve():

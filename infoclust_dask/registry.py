@@ -153,7 +153,7 @@ class Method:
         tables = {k.removeprefix("contingency_vs_"): v for k, v in out.items() if k.startswith("contingency_vs_")}
         if run_dir is not None and tables:
             from . import plotting
-            from ._location import run_path
+            from .storage.location import run_path
 
             if plotting.available():
                 plots = {}

@@ -18,10 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from ._location import run_path, write_whole
 from ._models import MAX_MODEL_PROTOTYPES, MODEL_CLASSES, allow_model_class, read_model, save_model, write_json
-from ._paths import is_url, local_path
 from ._types import PathLike, Sequence
+from .storage.location import run_path, write_whole
+from .storage.paths import is_url, local_path
 
 __all__ = ["storage_root", "run_path", "join", "check_writable", "safe_name", "dataset_store_path", "new_run_dir",
            "save_model", "load_model", "write_json", "write_csv", "write_npy", "allow_model_class", "MAX_MODEL_PROTOTYPES",
@@ -123,7 +123,7 @@ def write_npy(path: PathLike, array: Any, *, overwrite: bool = False) -> Path:
     path = local_path(path, "file")
     if path.exists() and not overwrite:
         raise FileExistsError(f"{path} exists; pass overwrite=True to replace it.")
-    from ._atomic import _file_error, _temp_name, clean_stale_temporaries
+    from .storage.atomic import _file_error, _temp_name, clean_stale_temporaries
 
     clean_stale_temporaries(path)
     tmp = _temp_name(path, "tmp")  # names this PID: a killed writer's leftover is recognised and removed

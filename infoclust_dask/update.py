@@ -3,7 +3,7 @@ in a folder, which source files were already appended, and what changed
 between two versions.
 
 The nightly update (``pipelines/update.py``) is: append the new files
-(:func:`infoclust_dask.append.append_dataset`), refit warm-started from
+(:func:`infoclust_dask.io.append.append_dataset`), refit warm-started from
 the latest version (``fit(..., init=previous)``), compare the two
 (:func:`compare_models`) and keep the new model as the next version.
 Every version stays loadable: ``ModelVersions(folder).load(1)``.
@@ -25,8 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from ._location import run_path
-from ._paths import is_url
+from .storage.location import run_path
+from .storage.paths import is_url
 
 __all__ = ["ModelVersions", "compare_models", "fixed_sample"]
 

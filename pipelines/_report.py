@@ -45,7 +45,7 @@ def _kernels_line() -> str:
 
 
 def _integrity_line(v: dict) -> str:
-    """One report line from :func:`infoclust_dask.store.verify_store`."""
+    """One report line from :func:`infoclust_dask.io.store.verify_store`."""
     if v["chunks"] == 0:
         return f"Integrity: not verifiable ({'; '.join(v['problems'])})."
     state = "all bytes as written" if not v["problems"] else f"{len(v['problems'])} damaged: {v['problems'][:2]}"
@@ -187,11 +187,11 @@ def report(store: str, run_dir: str, dataset: str, results: dict, cv: dict | Non
     import numpy as np
 
     from infoclust_dask import engine
+    from infoclust_dask.io.store import open_dataset, verify_store
     from infoclust_dask.plotting import plot_clusters_2d
     from infoclust_dask.preprocess import principal_axes
     from infoclust_dask.registry import METHODS
     from infoclust_dask.runs import load_model
-    from infoclust_dask.store import open_dataset, verify_store
 
     run = run_path(run_dir)
     ds = open_dataset(store)

@@ -34,9 +34,9 @@ __all__ = ["bootstrap_flow", "main"]
 @task(name="ac-reference-fit")
 def reference_fit(store: str, params: dict, seed: int, scheduler: str | None, run_dir: str) -> dict:
     from infoclust_dask import AssociativeClustering, engine
+    from infoclust_dask.io.store import open_dataset
     from infoclust_dask.reliability import replicate_params
     from infoclust_dask.runs import save_model
-    from infoclust_dask.store import open_dataset
 
     ds = open_dataset(store)
     if "y" not in ds:

@@ -36,8 +36,8 @@ __all__ = ["demo_flow", "DEMO_STEPS", "methods_table"]
 @task(name="find-store")
 def existing_store(dataset: str, storage: str) -> str | None:
     """The demo store of ``dataset`` if an earlier run wrote it (validated)."""
+    from infoclust_dask.io.store import open_dataset
     from infoclust_dask.runs import dataset_store_path
-    from infoclust_dask.store import open_dataset
 
     dest = dataset_store_path(storage, dataset)
     if not run_path(dest, "store").exists():
@@ -52,9 +52,9 @@ def existing_store(dataset: str, storage: str) -> str | None:
 @task(name="fit-kmeans")
 def fit_kmeans(store: str, n_clusters: int, scheduler: str | None, seed: int, run_dir: str) -> dict:
     from infoclust_dask import KMeans, engine
+    from infoclust_dask.io.store import open_dataset
     from infoclust_dask.metrics import contingency_table
     from infoclust_dask.runs import save_model
-    from infoclust_dask.store import open_dataset
 
     ds = open_dataset(store)
     sched = engine.runner_for(scheduler, ds["x"])  # start the cluster before timing the fit
@@ -83,8 +83,8 @@ def fit_dc(store: str, n_clusters: int, scheduler: str | None, seed: int, run_di
     """Discriminative clustering of x informative of the stored labels, with
     sigma chosen by cross-validation; compared with K-means by the log posterior (9)."""
     from infoclust_dask import DiscriminativeClustering, KMeans, engine
+    from infoclust_dask.io.store import open_dataset
     from infoclust_dask.runs import save_model
-    from infoclust_dask.store import open_dataset
 
     ds = open_dataset(store)
     if "label" not in ds:
@@ -121,7 +121,7 @@ def paired_store(storage: str, seed: int, n_pairs: int = 4000) -> str:
     """A paired synthetic set with a planted dependency (reused if present)."""
     from infoclust_dask import write_dataset
     from infoclust_dask.datasets import make_paired_dependency
-    from infoclust_dask.store import open_dataset
+    from infoclust_dask.io.store import open_dataset
 
     dest = join(storage, "datasets", f"paired-demo-{n_pairs}.zarr")
     if run_path(dest, "store").exists():
@@ -138,10 +138,10 @@ def ac_vs_kmeans(store: str, ac_model: str, scheduler: str | None, seed: int) ->
     """Mutual information between the two views' partitions: AC's against
     K-means run on each view separately (same numbers of clusters)."""
     from infoclust_dask import KMeans, engine
+    from infoclust_dask.io.store import open_dataset
     from infoclust_dask.metrics import contingency_table
     from infoclust_dask.objectives.ac import mutual_information
     from infoclust_dask.runs import load_model
-    from infoclust_dask.store import open_dataset
 
     ds = open_dataset(store)
     sched = engine.runner_for(scheduler, ds["x"])
@@ -161,10 +161,10 @@ def anneal(store: str, n_clusters: int, scheduler: str | None, seed: int, run_di
     import numpy as np
 
     from infoclust_dask import KMeans, SoftKMeans, engine
+    from infoclust_dask.io.store import open_dataset
     from infoclust_dask.plotting import plot_annealing_path
     from infoclust_dask.preprocess import principal_axes
     from infoclust_dask.runs import save_model
-    from infoclust_dask.store import open_dataset
 
     ds = open_dataset(store)
     sched = engine.runner_for(scheduler, ds["x"])
@@ -239,8 +239,8 @@ def cmbc_next(storage: str, scheduler: str | None, seed: int, n_samples: int = 2
 
     from infoclust_dask import CMBC, engine, write_dataset
     from infoclust_dask.datasets import make_cmbc_data
+    from infoclust_dask.io.store import open_dataset
     from infoclust_dask.metrics import nmi_paper
-    from infoclust_dask.store import open_dataset
 
     dest = join(storage, "datasets", f"cmbc-demo-{n_samples}.zarr")
     if not run_path(dest, "store").exists() or "q1" not in open_dataset(dest):  # (an older demo kept Q1..Q4 in 'y')
@@ -267,7 +267,7 @@ def smic_store(store: str, n_clusters: int, scheduler: str | None, seed: int) ->
     from sklearn.metrics import adjusted_rand_score as ari
 
     from infoclust_dask import SMIC, KMeans, engine
-    from infoclust_dask.store import open_dataset
+    from infoclust_dask.io.store import open_dataset
 
     ds = open_dataset(store)
     sched = engine.runner_for(scheduler, ds["x"])
@@ -385,7 +385,7 @@ def keep_local(dest: str) -> str:
 
 
 def open_has_labels(store) -> bool:
-    from infoclust_dask.store import open_dataset
+    from infoclust_dask.io.store import open_dataset
 
     return "label" in open_dataset(store)
 

@@ -1,7 +1,7 @@
 """The ingest / preprocess flow: a CSV, .npy, .npz, parquet file, a bundled
 dataset name or an existing store -> a validated dataset store.
 
-All the work is :func:`infoclust_dask.ingest.ingest` (validation with row and
+All the work is :func:`infoclust_dask.io.ingest.ingest` (validation with row and
 column in every message, per-feature moments as a map-reduce pass,
 optional standardization, PCA by dask's TSQR SVD, a stored fold vector, chunk
 size and codec chosen for the data, atomic write); the flow records the
@@ -28,7 +28,7 @@ __all__ = ["ingest_flow", "main"]
 def ingest_task(source: str, dest: str, label_column, drop_nonfinite: bool, standardize: bool, pca: int | None,
                 n_folds: int | None, fold_seed: int, chunks: int | None, codec: str, overwrite: bool,
                 scheduler: str | None) -> dict:
-    from infoclust_dask.ingest import ingest
+    from infoclust_dask.io.ingest import ingest
 
     path, report = ingest(source, dest, label_column=label_column, drop_nonfinite=drop_nonfinite,
                           standardize=standardize, pca=pca, n_folds=n_folds, fold_seed=fold_seed, chunks=chunks,
@@ -40,8 +40,8 @@ def ingest_task(source: str, dest: str, label_column, drop_nonfinite: bool, stan
 def report_task(report: dict, storage: str) -> str:
     from prefect.artifacts import create_markdown_artifact
 
+    from infoclust_dask.io.store import open_dataset
     from infoclust_dask.runs import new_run_dir
-    from infoclust_dask.store import open_dataset
 
     ds = open_dataset(report["path"])
     run = new_run_dir("ingest", root=storage)
@@ -73,7 +73,7 @@ def ingest_flow(source: str, dest: str, label_column: str | None = None, drop_no
     the same options (standardize, pca, folds) is kept and reported as such
     (a scheduled or repeated ingest is a no-op); a different one is refused
     unless ``overwrite``."""
-    from infoclust_dask.ingest import existing_store_differences
+    from infoclust_dask.io.ingest import existing_store_differences
     from infoclust_dask.runs import storage_root
 
     if not overwrite:

@@ -36,7 +36,7 @@ UPDATABLE = ("kmeans", "softkmeans", "dc")
 
 @task(name="update-append")
 def append_task(store: str, files: list[str], label_column: str | None, scheduler: str | None) -> list[dict]:
-    from infoclust_dask.ingest import ingest
+    from infoclust_dask.io.ingest import ingest
 
     out = []
     for f in files:
@@ -48,8 +48,8 @@ def append_task(store: str, files: list[str], label_column: str | None, schedule
 @task(name="update-refit")
 def refit_task(store: str, model: str, method: str, params: dict, scheduler: str | None, sample_size: int,
                seed: int, appended: list[dict]) -> dict:
+    from infoclust_dask.io.store import open_dataset
     from infoclust_dask.registry import get_method
-    from infoclust_dask.store import open_dataset
     from infoclust_dask.update import ModelVersions, compare_models, fixed_sample
 
     versions = ModelVersions(model)

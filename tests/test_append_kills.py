@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from infoclust_dask import append_dataset, open_dataset, write_dataset
-from infoclust_dask import store as store_mod
-from infoclust_dask._manifest import verify_store
+from infoclust_dask.io import store as store_mod
+from infoclust_dask.io.verify import verify_store
 
 SCRIPT = """
 import sys, numpy as np
@@ -96,9 +96,9 @@ def test_a_replaced_chunk_of_the_same_size_verifies_as_either_version(tmp_path):
     filled last chunk had the size of the old one, and verify compared its
     CRC with the committed entry only ("different bytes from those
     written"). The pending record now holds the new version's exact entry."""
-    from infoclust_dask._bound import pending_entry
-    from infoclust_dask._location import resolve
-    from infoclust_dask._manifest import write_pending
+    from infoclust_dask.storage.bound import pending_entry
+    from infoclust_dask.storage.location import resolve
+    from infoclust_dask.storage.manifest import write_pending
 
     p = write_dataset(tmp_path / "s.zarr", np.concatenate([np.full((400, 3), 1.0), np.full((400, 3), 2.0)]),
                       chunks=400)
@@ -136,7 +136,7 @@ def test_two_appends_killed_in_a_row_leave_the_committed_version(tmp_path, monke
     uncommitted ones. After both kills the committed version reads,
     verifies and keeps its attributes; the next append commits and leaves
     nothing of the killed ones."""
-    from infoclust_dask import append as append_mod
+    from infoclust_dask.io import append as append_mod
 
     where = tmp_path / "s.zarr"
     rng = np.random.default_rng(0)

@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 
 from infoclust_dask import KMeans, open_dataset, write_dataset
-from infoclust_dask._atomic import StoreError
-from infoclust_dask._manifest import MANIFEST, MANIFEST_VERSION, verify_store
+from infoclust_dask.io.verify import verify_store
+from infoclust_dask.storage.atomic import StoreError
+from infoclust_dask.storage.manifest import MANIFEST, MANIFEST_VERSION
 
 
 def _constant_chunks(values, rows=400, d=3):

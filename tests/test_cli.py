@@ -404,7 +404,7 @@ def test_fit_write_labels_then_predict_a_saved_model_block_by_block(tmp_path, ca
     overwrite without --overwrite); `predict MODEL STORE` applies the saved
     model block by block and gives the same labels."""
     from infoclust_dask import write_dataset
-    from infoclust_dask.store import verify_store
+    from infoclust_dask.io.store import verify_store
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(5000, 3)) + 4 * rng.integers(0, 3, 5000)[:, None]

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from infoclust_dask import crossval as cv
-from infoclust_dask.ingest import ingest
+from infoclust_dask.io.ingest import ingest
 from infoclust_dask.metrics import dc_log_posterior
 
 
@@ -72,7 +72,7 @@ def test_keys_depend_on_everything_that_changes_a_result(wine_store, tmp_path, m
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_dc_cell_scores_match_a_numpy_reference(wine_store):
-    from infoclust_dask.store import open_dataset
+    from infoclust_dask.io.store import open_dataset
 
     ds = open_dataset(wine_store)
     X, c, f = ds["x"].values, ds["label"].values, ds["fold"].values
@@ -232,8 +232,8 @@ def test_kmeans_cluster_count_by_held_out_mixture_likelihood_picks_six(tmp_path)
     assert min(vq, key=vq.get) == 10  # the plain held-out cost would pick the largest k
     # one cell against numpy: the mixture of the training fit, evaluated on the held-out rows
     one = next(r for r in res if r["params"]["n_clusters"] == 4 and r["fold"] == 0)
-    from infoclust_dask.folds import split
-    from infoclust_dask.store import open_dataset
+    from infoclust_dask.io.folds import split
+    from infoclust_dask.io.store import open_dataset
 
     train, test = split(open_dataset(store), 0, 5, "ranges", variables=("x",), scheduler="sync")
     xtr, xte = np.asarray(train["x"]), np.asarray(test["x"])

@@ -133,7 +133,7 @@ def test_a_chunk_the_workers_cannot_find_fails_naming_the_worker(cluster, client
     """The manifest lists a chunk, the bytes are gone by the time the
     workers read it: the read fails with the chunk, the path looked at and
     the worker - never fill values."""
-    from infoclust_dask._atomic import StoreError
+    from infoclust_dask.storage.atomic import StoreError
 
     monkeypatch.chdir(tmp_path)
     write_dataset("gone.zarr", np.random.default_rng(0).normal(size=(800, 3)), chunks=200)

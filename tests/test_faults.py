@@ -16,8 +16,8 @@ import pytest
 
 from infoclust_dask import KMeans, open_dataset, write_dataset
 from infoclust_dask.cli import main
+from infoclust_dask.io.store import StoreError, clean_stale_temporaries, verify_store
 from infoclust_dask.runs import load_model, save_model
-from infoclust_dask.store import StoreError, clean_stale_temporaries, verify_store
 
 
 def _store(tmp_path, name="s.zarr", n=400, chunks=100):
@@ -427,7 +427,7 @@ def test_ingest_refuses_values_whose_squares_overflow(tmp_path, capsys):
 
 def test_a_store_of_ours_without_its_manifest_is_refused_unless_trusted(tmp_path, capsys):
     from infoclust_dask import open_dataset, write_dataset
-    from infoclust_dask.store import StoreError
+    from infoclust_dask.io.store import StoreError
 
     X = np.random.default_rng(0).normal(size=(200, 3))
     s = write_dataset(tmp_path / "s.zarr", X, label=np.arange(200) % 2, chunks=50)
@@ -488,7 +488,7 @@ def test_ragged_rows_trailing_commas_empty_labels_and_nested_stores_are_named(tm
 
 def test_a_malformed_manifest_entry_is_named_by_verify_and_open(tmp_path):
     from infoclust_dask import open_dataset, write_dataset
-    from infoclust_dask.store import StoreError, verify_store
+    from infoclust_dask.io.store import StoreError, verify_store
 
     s = write_dataset(tmp_path / "s.zarr", np.ones((100, 3)), chunks=50)
     man = s / "x" / "infoclust-manifest.json"

@@ -114,7 +114,7 @@ def test_fuzz_supervised_fit(name):
 
 
 def test_fuzz_ingest_leaves_nothing_half_written(tmp_path):
-    from infoclust_dask.ingest import ingest
+    from infoclust_dask.io.ingest import ingest
 
     @FUZZ
     @given(X=arrays(), binary=st.booleans(), standardize=st.booleans())

@@ -8,7 +8,7 @@ import time
 import numpy as np
 import pytest
 
-from infoclust_dask.ingest import existing_store_differences, ingest
+from infoclust_dask.io.ingest import existing_store_differences, ingest
 
 
 def test_same_source_and_options_is_no_difference(tmp_path):

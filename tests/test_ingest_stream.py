@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 
 from infoclust_dask import _sizes
-from infoclust_dask.ingest import IngestError, ingest
-from infoclust_dask.store import open_dataset
+from infoclust_dask.io.ingest import IngestError, ingest
+from infoclust_dask.io.store import open_dataset
 
 
 @pytest.fixture
@@ -112,7 +112,7 @@ def test_npy_read_in_blocks_c_and_fortran_order(tmp_path, small_blocks, order):
 
 
 def test_a_killed_ingest_leaves_a_scratch_folder_the_next_run_removes(tmp_path):
-    from infoclust_dask.store import clean_stale_temporaries
+    from infoclust_dask.io.store import clean_stale_temporaries
 
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     pid = int(dead.stdout)

@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 from infoclust_dask import cli, open_dataset, write_dataset
-from infoclust_dask._atomic import StoreError
-from infoclust_dask._manifest import MANIFEST, verify_store
+from infoclust_dask.io.verify import verify_store
+from infoclust_dask.storage.atomic import StoreError
+from infoclust_dask.storage.manifest import MANIFEST
 
 
 @pytest.fixture

@@ -14,8 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from infoclust_dask import store as store_mod
-from infoclust_dask.store import StoreError, open_dataset, verify_store, write_dataset
+from infoclust_dask.io import store as store_mod
+from infoclust_dask.io.store import StoreError, open_dataset, verify_store, write_dataset
 
 X = np.random.default_rng(0).normal(size=(60, 3))
 Z = np.arange(60) % 3

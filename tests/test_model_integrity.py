@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from infoclust_dask import KMeans, write_dataset
+from infoclust_dask.io.store import MANIFEST, verify_store
 from infoclust_dask.kernels import _compiled
 from infoclust_dask.runs import MAX_MODEL_PROTOTYPES, load_model, save_model
-from infoclust_dask.store import MANIFEST, verify_store
 
 
 @pytest.fixture
@@ -210,7 +210,7 @@ def test_an_empty_stale_lock_does_not_block_the_next_write(tmp_path):
     import os
     import time
 
-    from infoclust_dask.store import StoreError
+    from infoclust_dask.io.store import StoreError
 
     path = tmp_path / "s.zarr"
     lock = tmp_path / ".s.zarr.lock-"
@@ -244,7 +244,7 @@ def test_damaged_attributes_are_named_on_open(tmp_path, name, value, message):
     import json
 
     from infoclust_dask import open_dataset, write_dataset
-    from infoclust_dask.store import StoreError
+    from infoclust_dask.io.store import StoreError
 
     store = write_dataset(tmp_path / "a.zarr", np.arange(30.0).reshape(10, 3), label=np.arange(10) % 2,
                           class_names=["a", "b"], attrs={"feature_mean": [0.0] * 3, "feature_std": [1.0] * 3})

@@ -13,12 +13,12 @@ import numpy as np
 import pytest
 
 import infoclust_dask as ic
-from infoclust_dask import append as append_mod
-from infoclust_dask import store as store_mod
-from infoclust_dask.append import append_dataset
-from infoclust_dask.folds import fold_vector
-from infoclust_dask.ingest import ingest
-from infoclust_dask.store import StoreError, open_dataset, verify_store, write_dataset
+from infoclust_dask.io import append as append_mod
+from infoclust_dask.io import store as store_mod
+from infoclust_dask.io.append import append_dataset
+from infoclust_dask.io.folds import fold_vector
+from infoclust_dask.io.ingest import ingest
+from infoclust_dask.io.store import StoreError, open_dataset, verify_store, write_dataset
 
 
 def _data(n=5000, d=4, seed=0):

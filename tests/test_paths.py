@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from infoclust_dask import open_dataset, write_dataset
-from infoclust_dask._paths import URLNotSupported, local_path, url_protocol
 from infoclust_dask.cli import main
 from infoclust_dask.runs import load_model, new_run_dir
+from infoclust_dask.storage.paths import URLNotSupported, local_path, url_protocol
 
 
 def _nothing_created(root):

@@ -10,10 +10,11 @@ import pandas as pd
 import pytest
 from sklearn.decomposition import PCA
 
-from infoclust_dask import engine, folds
-from infoclust_dask.ingest import IngestError, ingest
+from infoclust_dask import engine
+from infoclust_dask.io import folds
+from infoclust_dask.io.ingest import IngestError, ingest
+from infoclust_dask.io.store import StoreError, choose_chunk_rows, choose_codec, open_dataset, write_dataset
 from infoclust_dask.preprocess import feature_moments, fit_transform
-from infoclust_dask.store import StoreError, choose_chunk_rows, choose_codec, open_dataset, write_dataset
 
 
 @pytest.fixture

@@ -14,8 +14,8 @@ import infoclust_dask as ic
 from infoclust_dask import KMeans
 from infoclust_dask.cli import main
 from infoclust_dask.crossval import CellCache
+from infoclust_dask.io.store import write_dataset
 from infoclust_dask.runs import check_writable, load_model, new_run_dir, run_path, save_model, write_json, write_npy
-from infoclust_dask.store import write_dataset
 from infoclust_dask.update import ModelVersions
 
 

@@ -1,4 +1,4 @@
-"""One writer per run folder (infoclust_dask._runlock): a second fit
+"""One writer per run folder (infoclust_dask.storage.runlock): a second fit
 resuming a folder that another process is writing is refused with a line
 naming the holder; the folder of a process that was killed is taken over
 at once."""
@@ -15,12 +15,12 @@ import numpy as np
 import pytest
 
 from infoclust_dask import KMeans
-from infoclust_dask._runlock import LOCK_NAME, RunFolderBusy, holding
+from infoclust_dask.storage.runlock import LOCK_NAME, RunFolderBusy, holding
 
 HOLD = """
 import sys, time
 from pathlib import Path
-from infoclust_dask._runlock import holding
+from infoclust_dask.storage.runlock import holding
 with holding(Path(sys.argv[1])):
     print("held", flush=True)
     time.sleep(600)

@@ -20,7 +20,7 @@ from helpers import CountLocalComputes
 from infoclust_dask import engine, metrics, open_dataset, write_dataset
 from infoclust_dask.datasets import make_smic_toy
 from infoclust_dask.engine import runners
-from infoclust_dask.ingest import ingest
+from infoclust_dask.io.ingest import ingest
 from infoclust_dask.kernels import Pass
 from infoclust_dask.kernels.stats import MOMENTS
 

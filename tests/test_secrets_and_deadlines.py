@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from infoclust_dask import cli
-from infoclust_dask._location import object_store_defaults, resolve, run_path
-from infoclust_dask._paths import check_path, local_path, redact
+from infoclust_dask.storage.location import object_store_defaults, resolve, run_path
+from infoclust_dask.storage.paths import check_path, local_path, redact
 
 SECRET = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYzz"  # slashes and a plus, as AWS secret keys have
 

@@ -77,7 +77,7 @@ def test_prefect_ui_is_served_and_the_pool_has_a_worker(services):
 def test_crossval_flow_against_real_scheduler_and_server(services, tmp_path):
     from distributed import Client
 
-    from infoclust_dask.ingest import ingest
+    from infoclust_dask.io.ingest import ingest
 
     store, _ = ingest("wine", tmp_path / "wine.zarr", standardize=True, n_folds=3, chunks=60)
     with Client(services["scheduler_address"], set_as_default=False) as c:
@@ -145,7 +145,7 @@ def test_prefect_yaml_deploys_with_nightly_schedule(services, tmp_path):
     # local services. The store is already there, written by the README's own CLI ingest with the
     # deployment's options: the run keeps it instead of failing on "A store already exists".
     from infoclust_dask import open_dataset
-    from infoclust_dask.ingest import ingest
+    from infoclust_dask.io.ingest import ingest
 
     dest = tmp_path / "wine.zarr"
     ingest("wine", dest, standardize=True, n_folds=3, chunks=60)

@@ -10,7 +10,7 @@ import xarray as xr
 import zarr
 
 from infoclust_dask import open_dataset, write_dataset
-from infoclust_dask.store import SCHEMA_VERSION, StoreError
+from infoclust_dask.io.store import SCHEMA_VERSION, StoreError
 
 
 @pytest.fixture
@@ -147,7 +147,7 @@ def test_a_store_is_opened_once_per_version(tmp_path):
     same keys); each gets its own Dataset object; a rewrite is a new version."""
     import numpy as np
 
-    from infoclust_dask.store import open_dataset, write_dataset
+    from infoclust_dask.io.store import open_dataset, write_dataset
 
     path = write_dataset(tmp_path / "s.zarr", np.arange(12.0).reshape(6, 2))
     a, b = open_dataset(path), open_dataset(str(path))
@@ -166,7 +166,7 @@ def test_binary_stores_are_uint8_and_checked(tmp_path):
     import numpy as np
     import pytest
 
-    from infoclust_dask.store import open_dataset, write_dataset
+    from infoclust_dask.io.store import open_dataset, write_dataset
 
     x = (np.random.default_rng(0).uniform(size=(100, 4)) < 0.3).astype(np.float32)
     p = write_dataset(tmp_path / "b.zarr", da.from_array(x, chunks=30), dtype=np.uint8)

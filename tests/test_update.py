@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import infoclust_dask as ic
-from infoclust_dask.store import open_dataset, write_dataset
+from infoclust_dask.io.store import open_dataset, write_dataset
 from infoclust_dask.update import ModelVersions, compare_models, fixed_sample
 
 CENTERS = np.array([[0.0, 0.0], [10.0, 0.0], [0.0, 10.0], [10.0, 10.0]])

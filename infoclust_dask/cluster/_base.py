@@ -17,10 +17,10 @@ import numpy as np
 from sklearn.base import BaseEstimator
 
 from .. import engine
-from .._location import pinned
 from .._validation import RANDOM_STATE, SAMPLE_DIM, VARIABLES, Anything, Interval
 from ..journal import recording
 from ..kernels.kmeans import ASSIGN
+from ..storage.location import pinned
 from ._whole import adopt, fit_whole, for_worker, whole_fit_bytes
 from ._xarray import XarrayIO, runner_for_call
 

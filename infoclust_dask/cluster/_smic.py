@@ -496,8 +496,8 @@ class SMIC(ClusterMixin, InfoclustEstimator):
         """The training rows of a loaded model: ``x`` of the store it names,
         refused when the store changed since the fit (its digest: group
         metadata and every array's manifest)."""
-        from .._manifest import store_digest
-        from ..store import open_dataset
+        from ..io.store import open_dataset
+        from ..storage.manifest import store_digest
 
         store = getattr(self, "training_store_", None)
         if not store:
@@ -568,6 +568,6 @@ class SMIC(ClusterMixin, InfoclustEstimator):
 
 def _store_name(path) -> str:
     """A store path made absolute (a URL as given), as a saved model names it."""
-    from .._paths import is_url
+    from ..storage.paths import is_url
 
     return str(path).rstrip("/") if is_url(path) else str(Path(path).resolve())

@@ -45,7 +45,7 @@ def whole_fit_bytes(runner: Any, X: Any, args: tuple, kwargs: dict, folder: Any)
     whole fit should run as one task on a worker of ``runner``; None when
     it runs here, pass by pass (a runner of this process, data above the
     budget or lazy, a run folder the workers cannot see)."""
-    from .._paths import is_url
+    from ..storage.paths import is_url
 
     budget = runner.loop_budget()
     if budget <= 0:

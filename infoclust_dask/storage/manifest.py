@@ -9,7 +9,7 @@ by zarr as an unknown member of the group)::
 
   The third field (version 3) is the 4-byte CRC-32C trailer zarr's
   ``crc32c`` codec wrote at the end of the chunk: every read checks it
-  against the key it was read from (:mod:`infoclust_dask._bound`), which
+  against the key it was read from (:mod:`infoclust_dask.storage.bound`), which
   binds each chunk to its position at the cost of a 4-byte comparison.
 
 - Written **last**, after every chunk and every ``zarr.json``: on an object
@@ -38,14 +38,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from typing import Any
 
-from ._atomic import StoreError
-from ._bound import crc_and_tail as _crc_and_tail
-from ._bound import describe_chunk as _describe_chunk
-from ._bound import tails as _tails
-from ._commit_state import (
+from .atomic import StoreError
+from .bound import crc_and_tail as _crc_and_tail
+from .bound import describe_chunk as _describe_chunk
+from .bound import tails as _tails
+from .commits import (
     _first_uncommitted_chunk,
     _is_int,
     _row_chunk,
@@ -53,9 +52,9 @@ from ._commit_state import (
     interrupted_rows,
     row_step,
 )
-from ._location import Location, resolve
+from .location import Location, resolve
 
-__all__ = ["MANIFEST", "PENDING", "PREVIOUS_ATTRS", "verify_store", "committed_rows", "stamp_group", "check_group", "store_digest"]
+__all__ = ["MANIFEST", "PENDING", "PREVIOUS_ATTRS", "committed_rows", "stamp_group", "check_group", "store_digest"]
 
 MANIFEST = "infoclust-manifest.json"
 #: the manifest format written (readers take versions 1 to this one)
@@ -249,7 +248,7 @@ def _read_manifests(loc: Location) -> dict[str, dict] | None:
 
 def expected_chunks(docs: dict[str, dict] | None) -> dict[str, tuple[tuple[int, int | None], ...]]:
     """``{key: ((size, trailer or None), ...)}``: the versions each
-    committed chunk may hold, for :class:`infoclust_dask._bound.BoundStore`
+    committed chunk may hold, for :class:`infoclust_dask.storage.bound.BoundStore`
     - the committed one, and the pending one while an append replaces it."""
     out: dict[str, tuple[tuple[int, int | None], ...]] = {}
 
@@ -484,63 +483,13 @@ def store_digest(path: Any, storage_options: dict | None = None) -> str:
     return h.hexdigest()
 
 
-def verify_store(path: str | os.PathLike | Location, *, storage_options: dict | None = None,
-                 scheduler: Any = None) -> dict:
-    """Check every chunk of the store at ``path`` against the manifests
-    written with it (sizes; CRC-32 of local files; on an object store every
-    chunk is read, on ``scheduler``'s workers, which checks its CRC-32C) and
-    each array's metadata against its hash. Returns a report ``{"store",
-    "chunks", "bytes", "rows", "problems"}``; an empty ``problems`` means the
-    bytes are those written. Stores without a manifest (written by an older
-    version or another tool) are reported as unverifiable."""
-    loc = resolve(path, "store", storage_options)
-    if not loc.exists("zarr.json"):
-        raise FileNotFoundError(f"No zarr store at '{loc}'.")
-    docs = _read_manifests(loc)
-    if docs is None:
-        return {"store": str(loc), "chunks": 0, "bytes": 0, "rows": None, "notes": [],
-                "problems": [f"no {MANIFEST}: the store was not written by this version, or its write did not "
-                             "finish; it cannot be verified"]}
-    missing = unmanifested(loc, docs)
-    problems = [f"array {v!r} has no manifest (added outside infoclust_dask, or its write did not finish)"
-                for v in missing]
-    problems += manifest_problems(docs)
-    meta_problems, notes = _check_metadata(loc, docs)
-    problems += _check_chunks(loc, docs, crc=True) + meta_problems
-    extra, extra_notes = unlisted_files(loc, docs)
-    problems += extra
-    notes += extra_notes
-    if loc.local is None and not problems:
-        problems += _read_every_chunk(loc, list(docs), scheduler, docs)
-    chunks = {k: v for d in docs.values() for k, v in d["chunks"].items()}
-    return {"store": str(loc), "chunks": len(chunks), "bytes": int(sum(v[0] for v in chunks.values() if _well_formed(v))),
-            "rows": committed_rows(docs), "problems": problems, "notes": notes}
-
-
 def bound_store(loc: Location, docs: dict[str, dict] | None) -> Any:
     """The zarr store at ``loc``, read-only, its chunk reads checked against
-    the manifests ``docs`` (:class:`infoclust_dask._bound.BoundStore`)."""
+    the manifests ``docs`` (:class:`infoclust_dask.storage.bound.BoundStore`)."""
     from zarr.storage import FsspecStore, LocalStore
 
-    from ._bound import BoundStore
+    from .bound import BoundStore
 
     inner: Any = (LocalStore(loc.local, read_only=True) if loc.local is not None else
                   FsspecStore.from_url(loc.url, storage_options=loc.storage_options or None, read_only=True))
     return BoundStore(inner, expected_chunks(docs), str(loc))
-
-
-def _read_every_chunk(loc: Location, arrays: list[str], scheduler: Any, docs: dict | None = None) -> list[str]:
-    """Read every chunk of the arrays on the workers (the ``crc32c`` codec
-    checks each one's bytes); a failure is reported, not raised."""
-    import dask.array as da
-
-    from . import engine
-
-    problems = []
-    for var in arrays:
-        try:
-            arr = da.from_zarr(bound_store(loc, docs), component=var)
-            engine.compute(arr.sum(), scheduler=scheduler)
-        except Exception as exc:  # noqa: BLE001 - any read failure is a finding of verify
-            problems.append(f"array {var!r} could not be read whole: {exc}")
-    return problems

@@ -42,8 +42,9 @@ from typing import Any
 
 import numpy as np
 
-from . import engine
-from ._atomic import (  # noqa: F401 - StoreError and atomic_write_text are part of this module's interface
+from .. import engine
+from .._sizes import store_chunk_rows
+from ..storage.atomic import (  # noqa: F401 - StoreError and atomic_write_text are part of this module's interface
     StoreError,
     _disk_error,
     _remove_tree,
@@ -52,8 +53,8 @@ from ._atomic import (  # noqa: F401 - StoreError and atomic_write_text are part
     atomic_write_text,
     clean_stale_temporaries,
 )
-from ._location import Location, resolve
-from ._manifest import (  # noqa: F401
+from ..storage.location import Location, resolve
+from ..storage.manifest import (  # noqa: F401
     MANIFEST,
     PREVIOUS_ATTRS,
     _check_chunks,
@@ -66,11 +67,10 @@ from ._manifest import (  # noqa: F401
     manifest_problems,
     stamp_group,
     unmanifested,
-    verify_store,
 )
-from ._paths import URLNotSupported, local_path
-from ._sizes import store_chunk_rows
-from .store_open import _OPENED, OPENED_MAX, SCHEMA_VERSION, open_dataset  # noqa: F401 - opening is part of this module's interface
+from ..storage.paths import URLNotSupported, local_path
+from ..storage.reading import _OPENED, OPENED_MAX, SCHEMA_VERSION, open_dataset  # noqa: F401 - opening is part of this module's interface
+from .verify import verify_store  # noqa: F401 - part of this module's interface
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -151,7 +151,7 @@ def _check_float(name, a):
 
 def _check_finite_rows(name: str, arr: Any, scheduler: Any = None) -> None:
     """Refuse NaN/inf in ``arr`` (one pass for lazy input)."""
-    from .kernels.stats import MOMENTS
+    from ..kernels.stats import MOMENTS
 
     bad = int(engine.map_reduce(MOMENTS, arr, scheduler=scheduler)["n_bad"])
     if bad:
@@ -258,7 +258,7 @@ def write_dataset(
     ----------
     path : str or Path
         Target folder, conventionally ``*.zarr``, or an fsspec URL
-        (``s3://bucket/d.zarr``; :mod:`infoclust_dask._location`): the
+        (``s3://bucket/d.zarr``; :mod:`infoclust_dask.storage.location`): the
         chunks are written by the workers, the manifests last.
     x : array-like of shape (n_samples, n_features)
         numpy, dask or xarray; dask input is written block by block, never
@@ -268,7 +268,7 @@ def write_dataset(
     y : array-like of shape (n_samples, n_features_y), optional
         Second view for associative clustering.
     fold : array-like of shape (n_samples,), optional
-        Cross-validation fold number of each row (see :mod:`infoclust_dask.folds`).
+        Cross-validation fold number of each row (see :mod:`infoclust_dask.io.folds`).
     chunks : int, optional
         Rows per chunk (chunks span all features). Default:
         :func:`choose_chunk_rows` (~64 MB chunks, at least 8 chunks while
@@ -304,7 +304,7 @@ def write_dataset(
         is written from here, by local threads.
     storage_options : dict, optional
         fsspec options of a URL (``endpoint_url``, ``region``...), never
-        credentials (refused: :mod:`infoclust_dask._location`).
+        credentials (refused: :mod:`infoclust_dask.storage.location`).
 
     Returns
     -------
@@ -383,7 +383,7 @@ def _stored_dtype(x: Any, dtype: Any, scheduler: Any) -> np.dtype:
     if not (np.issubdtype(out_dtype, np.floating) or binary):
         raise TypeError(f"dtype must be a float dtype, or uint8 for binary 0/1 data; got {out_dtype}.")
     if binary:  # binary features (CMBC): one byte per value, and only 0 and 1 may be stored
-        from .kernels.stats import LABEL_VALUES
+        from ..kernels.stats import LABEL_VALUES
 
         values = engine.map_reduce(LABEL_VALUES, x, scheduler=scheduler)["values"]
         bad = values[(values != 0) & (values != 1)]
@@ -436,7 +436,7 @@ def _store_attrs(provenance: dict | None, class_names: Any, extra_labels: dict |
                  label_class_names: dict | None, attrs: dict | None) -> dict:
     """The group attributes of a new store: schema version, provenance (with
     a new ``store_id``), class names, label columns, then ``attrs``."""
-    from . import __version__
+    from .. import __version__
 
     all_attrs = {
         "schema_version": SCHEMA_VERSION,
@@ -481,7 +481,7 @@ def _write_local(path: Path, ds: Any, encoding: dict, overwrite: bool, scheduler
 
 def _write_at_url(loc: Location, ds: Any, encoding: dict, overwrite: bool, scheduler: Any, progress: bool) -> str:
     """Chunks and metadata straight to the URL (on the workers), then the
-    manifests, which commit the store (:mod:`infoclust_dask._manifest`)."""
+    manifests, which commit the store (:mod:`infoclust_dask.storage.manifest`)."""
     _check_url_destination(loc, overwrite)
     if loc.find():
         loc.remove()  # an interrupted write, and overwrite was asked
@@ -535,7 +535,7 @@ def add_labels(path: str | os.PathLike, name: str, labels: Any, *, overwrite: bo
     import dask.array as da
     import xarray as xr
 
-    from ._paths import is_url
+    from ..storage.paths import is_url
 
     if is_url(path):
         raise URLNotSupported(

@@ -1,6 +1,6 @@
 """Opening a dataset store (the layout is described in
-:mod:`infoclust_dask.store`, which writes it): the manifests read and
-checked, every chunk bound to its key (:mod:`infoclust_dask._bound`), the
+:mod:`infoclust_dask.io.store`, which writes it): the manifests read and
+checked, every chunk bound to its key (:mod:`infoclust_dask.storage.bound`), the
 attributes and variables validated, and the opened stores of this process
 kept for reuse (the most recently used :data:`OPENED_MAX`)."""
 
@@ -10,9 +10,9 @@ import os
 import threading
 from typing import Any
 
-from ._atomic import StoreError
-from ._location import Location, resolve
-from ._manifest import (
+from .atomic import StoreError
+from .location import Location, resolve
+from .manifest import (
     MANIFEST,
     PREVIOUS_ATTRS,
     _check_chunks,
@@ -86,7 +86,7 @@ def _open_group(loc: Location, docs: dict | None, bind: bool = True) -> Any:
 
 def _read_by_zarr(ds: Any, store: Any) -> Any:
     """``ds`` with each variable's dask array reading its row chunks from
-    ``store`` by :func:`infoclust_dask._bound.read_rows` (same chunks, same
+    ``store`` by :func:`infoclust_dask.storage.bound.read_rows` (same chunks, same
     task names) instead of through xarray's lazy indexing wrappers and
     ``dask.array``'s getter: the tasks that reach the workers then name
     zarr and this package only. A worker that unpickles a ``dask.array``
@@ -111,12 +111,12 @@ def _read_by_zarr(ds: Any, store: Any) -> Any:
 
 def _row_chunks(arr: Any, chunks: tuple, name: str) -> Any:
     """A dask array over the zarr array ``arr``, one task per row chunk
-    (:func:`infoclust_dask._bound.read_rows`)."""
+    (:func:`infoclust_dask.storage.bound.read_rows`)."""
     import dask.array as da
     import numpy as np
     from dask.highlevelgraph import HighLevelGraph
 
-    from ._bound import read_rows
+    from .bound import read_rows
 
     bounds = np.cumsum((0,) + tuple(chunks[0]))
     rest = (0,) * (arr.ndim - 1)
@@ -130,14 +130,14 @@ def open_dataset(path: str | os.PathLike | Location, *, storage_options: dict | 
     """Open a dataset store lazily (dask-backed xarray Dataset), from a local
     path or an fsspec URL (``s3://bucket/d.zarr``, with non-secret
     ``storage_options``; credentials come from the environment:
-    :mod:`infoclust_dask._location`). Only the rows the manifests commit
+    :mod:`infoclust_dask.storage.location`). Only the rows the manifests commit
     are read (an append that did not finish is not seen), every listed
     chunk must be there with its size, and each array's metadata and the
     group's attributes must be those the manifests record.
 
     Every chunk read from the returned arrays (here or on the workers) is
     checked against the manifest entry of its own key - its size and the
-    CRC-32C trailer its codec wrote (:mod:`infoclust_dask._bound`) - so a
+    CRC-32C trailer its codec wrote (:mod:`infoclust_dask.storage.bound`) - so a
     moved, swapped or substituted chunk fails the read (:class:`StoreError`).
 
     A store written by infoclust_dask whose manifest is missing (deleted, or

@@ -3,7 +3,7 @@ existing store -> a dataset store.
 
 Validation reports what is rejected with the row and column and the fix;
 nothing is written unless the whole input is valid (the store write itself is
-atomic, see :mod:`infoclust_dask.store`). Per-feature mean and standard
+atomic, see :mod:`infoclust_dask.io.store`). Per-feature mean and standard
 deviation are computed as a map-reduce pass and stored in the attributes;
 standardization, PCA, a fold vector, the chunk size and the codec are
 handled by :mod:`infoclust_dask.preprocess`.
@@ -18,10 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from . import _readers
-from ._paths import local_path, url_protocol
-from ._readers import IngestError
-from .datasets import BUNDLED
+from ..datasets import BUNDLED
+from ..storage.paths import local_path, url_protocol
+from . import readers as _readers
+from .readers import IngestError
 from .sources import _TABLES, _finish_labels, _open_table, _table_labels, read_source
 
 __all__ = ["read_source", "ingest", "IngestError", "existing_store_differences"]
@@ -96,7 +96,7 @@ def ingest(src: Any, dest: str | os.PathLike, *, label_column: str | None = None
     n_folds : int, optional
         Also store a ``fold`` vector for cross-validation (seeded by ``fold_seed``).
     chunks : int, optional
-        Rows per chunk; default from :func:`~infoclust_dask.store.choose_chunk_rows`.
+        Rows per chunk; default from :func:`~infoclust_dask.io.store.choose_chunk_rows`.
     codec : {"auto", "lz4", "zstd", "none"}
         ``"auto"`` keeps LZ4 only when it shrinks the data by >= 15 %.
     binary : bool
@@ -124,7 +124,7 @@ def ingest(src: Any, dest: str | os.PathLike, *, label_column: str | None = None
 
     append : bool, default=False
         Add the rows of ``src`` to the existing store ``dest`` instead
-        (:func:`infoclust_dask.append.append_dataset`: all at once or not
+        (:func:`infoclust_dask.io.append.append_dataset`: all at once or not
         at all; the store's preprocessing, folds and class names apply, so
         ``standardize``, ``pca``, ``n_folds``, ``chunks``, ``codec``,
         ``binary`` and ``dtype`` are the store's and may not be given).
@@ -135,7 +135,7 @@ def ingest(src: Any, dest: str | os.PathLike, *, label_column: str | None = None
     dropped, and which chunk size and codec were chosen. A store at a URL
     is returned as its URL.
     """
-    from .preprocess import preprocess_store
+    from ..preprocess import preprocess_store
     from .store import check_destination
 
     if append:
@@ -251,7 +251,7 @@ def _read_streamed(path, label_column, label_file, encoding, scratch, progress):
     labels, provenance, finite rows or None)``."""
     import dask.array as da
 
-    from . import engine
+    from .. import engine
 
     cols = [] if label_column is None else list(label_column) if isinstance(label_column, (list, tuple)) \
         else [label_column]
@@ -348,8 +348,8 @@ def _validate_and_write(src, X, labels, prov, finite, dest, *, drop_nonfinite, b
                         dtype=np.float64):
     """Check the rows (numeric, finite, binary when asked) of numpy or lazy
     ``X``, then standardize / project and write the store."""
-    from . import engine
-    from .preprocess import fit_transform, write_preprocessed
+    from .. import engine
+    from ..preprocess import fit_transform, write_preprocessed
 
     lazy = engine.is_lazy(X)
     if not lazy:
@@ -438,8 +438,8 @@ def _ingest_sparse(X, labels, prov, dest, *, binary, standardize, pca, n_folds, 
                    overwrite, progress):
     """Write a scipy sparse matrix as a dense store, one chunk of rows at a
     time (the chunk densified inside its own write task)."""
-    from . import engine
-    from .preprocess import write_preprocessed
+    from .. import engine
+    from ..preprocess import write_preprocessed
     from .store import choose_chunk_rows
 
     if standardize or pca is not None:

@@ -2,10 +2,12 @@
 lock file naming its PID), temporaries beside the destination that name
 their writer (so that the leftovers of a killed writer are recognised and
 removed), readable messages for a full or read-only disk, and small text
-files written whole or not at all. :mod:`infoclust_dask.store` builds its
+files written whole or not at all. :mod:`infoclust_dask.io.store` builds its
 atomic store writes on these."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import os
 import shutil
@@ -13,7 +15,7 @@ import time
 import uuid
 from pathlib import Path
 
-from ._paths import local_path
+from .paths import local_path
 
 __all__ = ["StoreError", "clean_stale_temporaries", "atomic_write_text"]
 
@@ -34,7 +36,7 @@ def _temp_name(path: Path, kind: str) -> Path:
     return path.parent / f".{path.name}.{kind}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
 
 
-def clean_stale_temporaries(path) -> list[Path]:
+def clean_stale_temporaries(path: Any) -> list[Path]:
     """Remove the leftovers of writers of ``path`` that died (killed mid-write:
     ``.NAME.tmp-PID-*``, ``.NAME.old-PID-*``, ``.NAME.var-PID-*``, ``.NAME.raw-PID-*``, ``.NAME.append-PID-*`` and a
     ``.NAME.lock`` whose PID is gone); leftovers of live processes stay. Returns what was removed."""
@@ -152,7 +154,7 @@ def _remove_tree(path: Path, wait: float = 10.0):
         time.sleep(0.05)
 
 
-def atomic_write_bytes(path, data: bytes, *, overwrite: bool = False) -> Path:
+def atomic_write_bytes(path: Any, data: bytes, *, overwrite: bool = False) -> Path:
     """Write a small file atomically (temp file beside it, then rename)."""
     path = local_path(path, "file")
     if path.exists() and not overwrite:
@@ -184,6 +186,6 @@ def _file_error(exc: OSError, path: Path, nbytes: int) -> OSError:
     return OSError(exc.errno, f"Writing '{path}' failed: {exc.strerror or exc}. Nothing was written.")
 
 
-def atomic_write_text(path, text: str, *, overwrite: bool = False) -> Path:
+def atomic_write_text(path: Any, text: str, *, overwrite: bool = False) -> Path:
     """Write a small text file atomically (temp file beside it, then rename)."""
     return atomic_write_bytes(path, text.encode("utf-8"), overwrite=overwrite)

@@ -2,7 +2,7 @@
 ``.npz`` file (dense, or a scipy sparse matrix), a CSV or parquet table,
 and label columns from the table or from a separate file - into ``(X,
 labels, provenance)``. Files too large for memory are streamed instead
-(:mod:`infoclust_dask._readers`); :func:`infoclust_dask.ingest.ingest`
+(:mod:`infoclust_dask.io.readers`); :func:`infoclust_dask.io.ingest.ingest`
 decides which."""
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from . import _readers
-from ._paths import local_path
-from ._readers import IngestError
-from .datasets import BUNDLED, load_bundled
+from ..datasets import BUNDLED, load_bundled
+from ..storage.paths import local_path
+from . import readers as _readers
+from .readers import IngestError
 
 __all__ = ["read_source"]
 

@@ -4,7 +4,7 @@ every chunk it hands to zarr against the manifest entry of *that* key.
 zarr's ``crc32c`` codec checks that a chunk's bytes match the checksum the
 chunk carries, which moves with the chunk: two intact chunk files swapped,
 or a chunk copied from another store, decode cleanly and pair rows with
-other rows. The manifest (:mod:`infoclust_dask._manifest`, version 3)
+other rows. The manifest (:mod:`infoclust_dask.storage.manifest`, version 3)
 records, for each chunk key, its size and the 4-byte CRC-32C trailer the
 codec wrote at its end; :class:`BoundStore` compares both on every read
 (a length and a 4-byte comparison: no hashing beyond the codec's own), so
@@ -21,7 +21,7 @@ from typing import Any
 
 from zarr.storage import WrapperStore
 
-from ._atomic import StoreError
+from .atomic import StoreError
 
 __all__ = ["BoundStore", "missing_chunk_message", "read_rows", "tail_of", "describe_chunk", "crc_and_tail", "tails", "pending_entry"]
 
@@ -61,7 +61,7 @@ def tails(loc: Any, rels: list[str], sizes: dict[str, int]) -> dict[str, int | N
 
 def read_rows(array: Any, start: int, stop: int) -> Any:
     """Rows ``start:stop`` of a zarr array (every column): the task that
-    reads one row chunk of a store (:mod:`infoclust_dask.store_open`). It
+    reads one row chunk of a store (:mod:`infoclust_dask.storage.reading`). It
     lives here, beside the bound store it reads through, so that a worker
     running it imports zarr and this module only."""
     return array[start:stop]

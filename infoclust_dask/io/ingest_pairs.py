@@ -1,6 +1,6 @@
 """Two paired views into one store: ``x`` and ``y`` with the same rows (the
 input of associative clustering, Sinkkonen, Kaski, Nikkilä & Lahti), from
-the same kinds of sources as :func:`infoclust_dask.ingest.ingest` (.npy,
+the same kinds of sources as :func:`infoclust_dask.io.ingest.ingest` (.npy,
 .npz, .csv, .parquet, a bundled name for ``x``). ``infoclust ingest X DEST
 --y Y`` calls it."""
 
@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ._readers import IngestError
+from .readers import IngestError
 from .sources import read_source
 
 __all__ = ["ingest_paired"]

@@ -13,7 +13,7 @@ chunk ``j + first``. It then
    committed version still reads the same numbers);
 3. writes each array's metadata with the new row count, the group's
    attributes, and last the arrays' manifests, which commit the rows
-   (:mod:`infoclust_dask._manifest`).
+   (:mod:`infoclust_dask.storage.manifest`).
 
 A kill at any point leaves the previous version readable and whole (a
 reader takes the manifests' row count and the attributes they recorded);
@@ -39,12 +39,12 @@ from typing import Any
 
 import numpy as np
 
-from . import engine
-from ._atomic import StoreError, _temp_name, _WriteLock, clean_stale_temporaries
-from ._bound import pending_entry
-from ._commit_state import _row_chunk, committed_attributes, committed_rows, interrupted_rows, row_step
-from ._location import Location, resolve
-from ._manifest import (
+from .. import engine
+from ..storage.atomic import StoreError, _temp_name, _WriteLock, clean_stale_temporaries
+from ..storage.bound import pending_entry
+from ..storage.commits import _row_chunk, committed_attributes, committed_rows, interrupted_rows, row_step
+from ..storage.location import Location, resolve
+from ..storage.manifest import (
     PREVIOUS_ATTRS,
     _arrays,
     _read_manifests,
@@ -265,8 +265,8 @@ def _checked_rows(x: Any, attrs: dict, n_old: int, new_attrs: dict, scheduler: A
             return _checked(x, _refuse_nonfinite, variable="x"), None
         _check_finite_rows("x", x, scheduler)
         return x, None
-    from .kernels.stats import MOMENTS
-    from .preprocess import feature_moments, moments_from_sums
+    from ..kernels.stats import MOMENTS
+    from ..preprocess import feature_moments, moments_from_sums
 
     old_m, old_s = np.asarray(attrs["feature_mean"]), np.asarray(attrs["feature_std"])
     if lazy:
@@ -373,7 +373,7 @@ def remove_leftovers(loc: Location, docs: dict[str, dict], keep: Location | None
     starts (writers do not run at once on one store): chunk files beyond the
     committed rows in the arrays' folders and, at a URL, staging stores
     ``STORE.append-*`` beside it (local staging folders are removed by
-    :func:`infoclust_dask._atomic.clean_stale_temporaries`). Returns what
+    :func:`infoclust_dask.storage.atomic.clean_stale_temporaries`). Returns what
     was removed."""
     rows = committed_rows(docs)
     removed: list[str] = []

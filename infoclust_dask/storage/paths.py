@@ -1,7 +1,7 @@
 """Paths and URLs. Stores (:mod:`._location`), run folders, model files,
 model versions and the cross-validation cache may live at fsspec URLs
 (``s3://``, ``gs://``, ``az://``, ``memory://``, ...):
-:func:`infoclust_dask._location.run_path`
+:func:`infoclust_dask.storage.location.run_path`
 gives a :class:`pathlib.Path` for a local path and a ``UPath``
 (universal_pathlib: the pathlib interface over fsspec) for a URL. Source
 files (what ``ingest`` reads) are local: there a ``scheme://`` string is
@@ -18,6 +18,8 @@ credential environment variables from any text shown to a user (the CLI's
 error lines and warnings)."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import os
 import re
@@ -41,7 +43,7 @@ class URLNotSupported(ValueError):
     """A URL where this version takes a local path only."""
 
 
-def url_protocol(path) -> str | None:
+def url_protocol(path: Any) -> str | None:
     """The scheme of a ``scheme://...`` string or of a remote ``UPath``
     (lower case), else None."""
     proto = _upath_protocol(path)
@@ -61,13 +63,13 @@ def _upath_protocol(path) -> str | None:
     return None
 
 
-def is_url(path) -> bool:
+def is_url(path: Any) -> bool:
     """True for a ``scheme://`` string (other than ``file://``) or a remote ``UPath``."""
     proto = url_protocol(path)
     return proto is not None and proto != "file"
 
 
-def redact(text) -> str:
+def redact(text: Any) -> str:
     """``text`` with URL credentials (``scheme://USER:PASS@``, also without
     the scheme) and the values of credential environment variables
     (:data:`SECRET_ENV`, e.g. ``AWS_SECRET_ACCESS_KEY``) replaced by ``***``."""
@@ -87,10 +89,10 @@ def _known_protocol(name: str) -> bool:
     return name.lower() in fsspec.available_protocols()
 
 
-def check_path(path, what: str = "path"):
+def check_path(path: Any, what: str = "path") -> Any:
     """Refuse what must never be taken as written: a URL carrying
     credentials (shown redacted; credentials come from the environment of
-    each process, see :mod:`infoclust_dask._location`) and a known fsspec
+    each process, see :mod:`infoclust_dask.storage.location`) and a known fsspec
     protocol followed by one slash or none (a mistyped URL that would
     otherwise become a local folder named ``s3:``). Returns ``path``."""
     if isinstance(path, os.PathLike) and _upath_protocol(path) is None:
@@ -115,7 +117,7 @@ def check_path(path, what: str = "path"):
     return path
 
 
-def local_path(path, what: str = "path") -> Path:
+def local_path(path: Any, what: str = "path") -> Path:
     """``path`` as a local :class:`~pathlib.Path`; ``file://`` URLs become
     paths; any other URL raises :class:`URLNotSupported` naming it (and the
     package fsspec needs for its protocol when that is not installed)."""

@@ -1,5 +1,5 @@
 """What the manifests commit across a store's arrays, and what an unfinished
-append left (:mod:`infoclust_dask.append`'s commit protocol): the committed
+append left (:mod:`infoclust_dask.io.append`'s commit protocol): the committed
 row count (the smallest the manifests record), the attributes they recorded
 with those rows, and the rows an interrupted append's metadata declares.
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ._location import Location
+from .location import Location
 
 __all__ = ["committed_rows", "committed_attributes", "interrupted_rows", "row_step"]
 

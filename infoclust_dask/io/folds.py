@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import engine
-from ._sizes import fold_chunk_rows
-from ._types import SchedulerLike, Sequence
-from .kernels.stats import HASHED_FOLDS, RANGE_FOLDS
+from .. import engine
+from .._sizes import fold_chunk_rows
+from .._types import SchedulerLike, Sequence
+from ..kernels.stats import HASHED_FOLDS, RANGE_FOLDS
 
 if TYPE_CHECKING:
     import xarray as xr

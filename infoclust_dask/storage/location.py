@@ -37,8 +37,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ._paths import URLNotSupported, _upath_protocol, check_path, is_url, url_protocol
-from ._settings import env_number
+from .paths import URLNotSupported, _upath_protocol, check_path, is_url, url_protocol
+from .._settings import env_number
 
 __all__ = ["Location", "absolute", "pinned", "resolve", "run_path", "write_whole", "check_storage_options", "SECRET_OPTION"]
 
@@ -242,7 +242,7 @@ class Location:
         readers see complete or not at all), write-beside-and-rename on a
         local disk."""
         if self.local is not None:
-            from ._atomic import atomic_write_bytes
+            from .atomic import atomic_write_bytes
 
             atomic_write_bytes(self.local / rel, data, overwrite=True)
             return
@@ -359,7 +359,7 @@ def write_whole(path: Any, data: bytes, *, overwrite: bool = False) -> Any:
     then a rename; at a URL (:func:`run_path`) one PUT of the whole object,
     which readers of an object store see complete or not at all. An
     existing file is replaced only with ``overwrite``."""
-    from ._atomic import atomic_write_bytes
+    from .atomic import atomic_write_bytes
 
     if not is_url(path):
         return atomic_write_bytes(path, data, overwrite=overwrite)

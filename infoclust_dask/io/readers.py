@@ -1,4 +1,4 @@
-"""Streaming readers for :mod:`infoclust_dask.ingest`: CSV, parquet and
+"""Streaming readers for :mod:`infoclust_dask.io.ingest`: CSV, parquet and
 ``.npy`` files read a block of rows at a time, never whole.
 
 - CSV: the header is sniffed from the first two non-empty lines (Python's
@@ -21,10 +21,11 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from . import _sizes
+from .. import _sizes
 
 #: strings read as missing numbers in CSV feature columns (then NaN or inf: --drop-nonfinite)
 NA_STRINGS = ["", "nan", "NaN", "NAN", "NA", "N/A", "null", "NULL", "None"]
@@ -52,7 +53,7 @@ class Table:
     n_rows: int | None = None  # known up front for parquet and .npy
 
     @property
-    def feature_names(self):
+    def feature_names(self) -> list | None:
         if self.header is None:
             return None
         return [h for j, h in enumerate(self.header) if j not in self.label_index]
@@ -65,7 +66,7 @@ def block_rows(width: int, itemsize: int = 8) -> int:
     return _sizes.read_rows(width, itemsize)
 
 
-def is_number(v) -> bool:
+def is_number(v: Any) -> bool:
     try:
         float(v)
     except (TypeError, ValueError):
@@ -73,7 +74,7 @@ def is_number(v) -> bool:
     return True
 
 
-def label_indices(header, label_columns, width):
+def label_indices(header: list | None, label_columns: Any, width: int) -> list[int]:
     """Column indices of the label columns, in the order given; each once."""
     out = []
     for c in label_columns:
@@ -108,7 +109,7 @@ def _decode_error(path, encoding, exc, where=""):
 # --------------------------------------------------------------------------
 # CSV
 # --------------------------------------------------------------------------
-def first_ragged_line(path, width: int, encoding: str = "utf-8") -> tuple[int, int] | None:
+def first_ragged_line(path: Any, width: int, encoding: str = "utf-8") -> tuple[int, int] | None:
     """``(line number, field count)`` of the first non-empty line of the CSV
     ``path`` whose field count is not ``width``, or None (one streaming
     pass; used to explain missing values that a short row produced)."""
@@ -148,7 +149,7 @@ def _sniff_csv(path: Path, encoding: str):
     return rows
 
 
-def read_csv(path, label_columns=(), encoding="utf-8", rows=None) -> Table:
+def read_csv(path: Any, label_columns: Any = (), encoding: str = "utf-8", rows: int | None = None) -> Table:
     """Open a CSV file for reading in blocks: numeric feature columns, an
     optional header (taken when the first row is not all numbers, or names
     a label column), label columns by index or header name."""
@@ -252,7 +253,7 @@ def _csv_chunks(path, it, header, li, numeric, skip, encoding):
 # --------------------------------------------------------------------------
 # parquet
 # --------------------------------------------------------------------------
-def read_parquet(path, label_columns=(), rows=None) -> Table:
+def read_parquet(path: Any, label_columns: Any = (), rows: int | None = None) -> Table:
     """Open a parquet file for reading in record batches (pyarrow)."""
     try:
         import pyarrow.parquet as pq
@@ -304,7 +305,7 @@ class NpyRows:
     """Rows ``a:b`` of a C-ordered ``.npy`` file, read with ``numpy.fromfile``
     at their offset (for :func:`infoclust_dask.engine.generate`)."""
 
-    def __init__(self, path, dtype, shape, offset):
+    def __init__(self, path: Any, dtype: Any, shape: Any, offset: int) -> None:
         self.path, self.dtype, self.shape, self.offset = str(path), np.dtype(dtype), tuple(shape), int(offset)
         st = Path(path).stat()
         self.token = (self.path, st.st_size, st.st_mtime_ns)
@@ -319,7 +320,7 @@ class NpyRows:
         return (out.reshape((b - a,) + self.shape[1:]),)
 
 
-def npy_header(path):
+def npy_header(path: Any) -> tuple:
     """``(shape, dtype, fortran_order, data offset)`` of a ``.npy`` file."""
     with open(path, "rb") as fh:
         version = np.lib.format.read_magic(fh)
@@ -348,12 +349,12 @@ class LabelEncoder:
     array) so that memory does not grow with the rows. :meth:`finish`
     renumbers the classes in sorted order (lazily for a sink)."""
 
-    def __init__(self, sink=None):
+    def __init__(self, sink: Any = None) -> None:
         self.index: dict = {}
         self.parts: list = []
         self.sink = sink
 
-    def add(self, values):
+    def add(self, values: Any) -> Any:
         uniq, inv = np.unique(np.asarray(values, dtype=str), return_inverse=True)
         m = np.array([self.index.setdefault(s, len(self.index)) for s in uniq.tolist()], dtype=np.int32)
         codes = m[inv.ravel()] if m.size else np.zeros(0, np.int32)
@@ -362,7 +363,7 @@ class LabelEncoder:
         else:
             self.parts.append(codes)
 
-    def finish(self):
+    def finish(self) -> Any:
         names = sorted(self.index)
         remap = np.empty(len(names), dtype=np.int64)
         for new, name in enumerate(names):
