@@ -37,12 +37,13 @@ _LAZY = {
 
 #: subpackages and modules reachable as attributes (``infoclust_dask.cluster``) without importing them first
 _SUBMODULES = frozenset({
-    "cli", "cluster", "crossval", "datasets", "eigen", "engine", "io", "journal", "kernels", "metrics",
-    "objectives", "optimize", "plotting", "preprocess", "registry", "reliability", "runs", "storage", "update",
+    "cli", "cluster", "crossval", "datasets", "engine", "io", "journal", "kernels", "metrics", "objectives",
+    "plotting", "preprocess", "registry", "reliability", "runs", "solvers", "storage", "update",
 })
-#: modules that moved into the ``io`` package (fourth shape step), still reachable as attributes by their old
-#: names (``infoclust_dask.store.verify_store``); import them from ``infoclust_dask.io`` in new code
-_MOVED = {"store": ".io.store", "append": ".io.append", "ingest": ".io.ingest", "folds": ".io.folds"}
+#: modules that moved into the ``io`` and ``solvers`` packages (fourth shape step), still reachable as attributes
+#: by their old names (``infoclust_dask.store.verify_store``); import them from their package in new code
+_MOVED = {"store": ".io.store", "append": ".io.append", "ingest": ".io.ingest", "folds": ".io.folds",
+          "eigen": ".solvers.eigen", "optimize": ".solvers.optimize"}
 
 __all__ = sorted(_LAZY) + ["__version__"]
 

@@ -7,7 +7,7 @@ where paths become arrays, so that the engine never imports the store.
 Numpy input goes through scikit-learn's ``validate_data`` (so its standard
 messages and ``n_features_in_`` bookkeeping apply); dask / xarray / store
 input is checked lazily plus one counting pass that also yields the moments.
-Parameters are validated apart, by :mod:`infoclust_dask._validation`.
+Parameters are validated apart, by :mod:`infoclust_dask._support.validation`.
 """
 
 from __future__ import annotations

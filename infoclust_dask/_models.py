@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ._types import PathLike
+from ._support.hints import PathLike
 from .storage.location import run_path, write_whole
 
 __all__ = ["save_model", "read_model", "write_json", "allow_model_class", "MODEL_CLASSES", "MAX_MODEL_PROTOTYPES",
@@ -281,7 +281,7 @@ def _check_fitted_shapes(est, path):
     def bad(what):
         return ValueError(f"'{path}': {what}; the model file is damaged or was edited. Refit the model.")
 
-    from ._validation import validate_params
+    from ._support.validation import validate_params
 
     try:
         validate_params(est)

@@ -163,7 +163,7 @@ def quiet_local_workers():
 def connect_timeout() -> float:
     """Seconds allowed to reach a scheduler: ``$INFOCLUST_CONNECT_TIMEOUT``
     (a number, or with an ``s`` suffix), default 10."""
-    from ._settings import env_number
+    from ._support.settings import env_number
 
     return float(env_number("INFOCLUST_CONNECT_TIMEOUT", 10.0, seconds=True))
 

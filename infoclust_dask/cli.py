@@ -186,7 +186,7 @@ def _check_before_run(est, args, n_rows):
     """The parameters' own checks (ranges, choices) and ``-k`` against the
     store's rows, before a run folder exists: a fit that can never run
     leaves nothing to resume."""
-    from ._validation import validate_params
+    from ._support.validation import validate_params
 
     validate_params(est)
     if args.k > n_rows:
@@ -495,7 +495,7 @@ def _on_sigterm(signum, frame):
     raise Terminated()
 
 
-from ._messages import message as _message  # noqa: E402 - an exception as one redacted line for the user
+from ._support.messages import message as _message  # noqa: E402 - an exception as one redacted line for the user
 
 
 def _check_paths(args) -> None:
@@ -518,7 +518,7 @@ def _check_paths(args) -> None:
 
 
 def _log_to_stderr():
-    from ._progress import console
+    from ._support.progress import console
 
     console(force=True)
 
@@ -546,11 +546,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     _log_to_stderr()  # progress lines of verbose estimators (fit sets verbose=1)
     if args.command in ("fit", "predict", "crossval", "demo", "ingest") and argv is None:  # a process of its own
-        from . import _watchdog
+        from ._support import watchdog as _watchdog
 
         _watchdog.start()
     if args.command == "ingest" and argv is None:  # a streaming process of its own: freed chunks leave its RSS
-        from ._malloc import return_large_blocks
+        from ._support.malloc import return_large_blocks
 
         return_large_blocks()
     previous = None

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import __version__, engine
-from ._types import PathLike, SchedulerLike, Sequence
+from ._support.hints import PathLike, SchedulerLike, Sequence
 from .storage.location import run_path
 from .storage.paths import is_url
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ._types import NumbersLike, RandomStateLike
+from ._support.hints import NumbersLike, RandomStateLike
 
 __all__ = ["make_blobs", "make_paired_dependency", "make_cmbc_data", "cmbc_session", "CMBC_FEATURES", "make_smic_toy", "SMIC_TOYS", "load_letter", "load_satimage", "load_penbased", "load_optdigits", "load_bundled", "BUNDLED"]
 

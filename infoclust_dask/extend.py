@@ -19,7 +19,7 @@ public place (the pieces the package's own methods use):
 """
 
 from ._inputs import encode_labels, prepare_input
-from ._validation import ArrayLike, Interval, Options, check_n_clusters, check_random_state, validate_params
+from ._support.validation import ArrayLike, Interval, Options, check_n_clusters, check_random_state, validate_params
 from .cluster._base import SHARED_CONSTRAINTS, InfoclustEstimator, journaled
 from .kernels import Pass
 from .kernels._common import sq_distances

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ._types import DataLike, NumbersLike, RandomStateLike, SchedulerLike
+from ._support.hints import DataLike, NumbersLike, RandomStateLike, SchedulerLike
 
 __all__ = ["agreement", "contingency_table", "dc_log_posterior", "kmeans_heldout_loglik", "lsmi", "lsmi_many", "nmi_paper",
            "quantization_error"]

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ._types import NumbersLike, PathLike, Sequence
+from ._support.hints import NumbersLike, PathLike, Sequence
 
 __all__ = ["plot_drift", "plot_clusters_2d", "plot_annealing_path", "plot_validation_curve", "plot_tradeoff",
            "plot_contingency_heatmap"]

@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 
 from . import engine
-from ._sizes import lazy_rows
-from ._types import DataLike, NumbersLike, PathLike, SchedulerLike, Sequence
+from ._support.hints import DataLike, NumbersLike, PathLike, SchedulerLike, Sequence
+from ._support.sizes import lazy_rows
 from .io.store import choose_chunk_rows, choose_codec
 from .kernels.stats import GRAM, MOMENTS
 

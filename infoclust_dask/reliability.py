@@ -37,7 +37,7 @@ from scipy.optimize import linear_sum_assignment
 
 from . import engine
 from ._inputs import open_input
-from ._types import DataLike, NumbersLike, SchedulerLike, Sequence
+from ._support.hints import DataLike, NumbersLike, SchedulerLike, Sequence
 
 __all__ = ["match_prototypes", "bootstrap_replicate", "summarize_replicates", "bootstrap_reliability",
            "surprise_masks", "replicate_params"]

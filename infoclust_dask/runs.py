@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ._models import MAX_MODEL_PROTOTYPES, MODEL_CLASSES, allow_model_class, read_model, save_model, write_json
-from ._types import PathLike, Sequence
+from ._support.hints import PathLike, Sequence
 from .storage.location import run_path, write_whole
 from .storage.paths import is_url, local_path
 

@@ -10,7 +10,7 @@ import scipy.sparse as sp
 from helpers import graph_kernel
 from scipy.sparse.linalg import eigsh
 
-from infoclust_dask.eigen import ConvergenceError, basis_size, block_size, krylov_schur
+from infoclust_dask.solvers.eigen import ConvergenceError, basis_size, block_size, krylov_schur
 
 
 def _sym(n, seed):

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from infoclust_dask import _sizes
+from infoclust_dask._support import sizes as _sizes
 from infoclust_dask.io.ingest import IngestError, ingest
 from infoclust_dask.io.store import open_dataset
 
@@ -182,7 +182,7 @@ def _tree_peak(cmd):
 def test_a_cli_ingest_process_tree_stays_under_500_mb(tmp_path):
     """Issue 28: the whole tree of ``infoclust ingest`` (the command and its
     watchdog) stays under 500 MB on a 60 MB CSV (it peaked at 616 MB, most
-    of it freed chunk buffers glibc kept; see :mod:`infoclust_dask._malloc`).
+    of it freed chunk buffers glibc kept; see :mod:`infoclust_dask._support.malloc`).
     The file repeats one 50 000-row block, which costs the parse the same."""
     rng = np.random.default_rng(0)
     lab = rng.integers(0, 6, 50_000)
@@ -205,7 +205,7 @@ def test_return_large_blocks_takes_effect_on_glibc():
     import platform
 
     expected = sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc"
-    out = subprocess.run([sys.executable, "-c", "from infoclust_dask._malloc import return_large_blocks; "
+    out = subprocess.run([sys.executable, "-c", "from infoclust_dask._support.malloc import return_large_blocks; "
                           "print(return_large_blocks())"], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == str(expected)  # in a process of its own: it changes the process's malloc
 

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from infoclust_dask import optimize
+from infoclust_dask.solvers import optimize
 
 
 def test_conjugate_gradients_finds_the_maximum_of_a_quadratic():

@@ -8,7 +8,7 @@ import time
 import dask
 import dask.array as da
 
-from infoclust_dask import _progress
+from infoclust_dask._support import progress as _progress
 from infoclust_dask.cli import main
 
 

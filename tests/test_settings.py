@@ -3,7 +3,7 @@
 import pytest
 
 from infoclust_dask._scheduler import connect_timeout
-from infoclust_dask._settings import env_number
+from infoclust_dask._support.settings import env_number
 from infoclust_dask.engine.runners import in_process_budget
 
 

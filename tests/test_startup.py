@@ -35,9 +35,9 @@ def test_version_and_help_load_no_heavy_dependency(argv):
 
 
 def test_watchdog_imports_nothing_else_of_the_package():
-    top, mods = _loaded("import infoclust_dask._watchdog")
+    top, mods = _loaded("import infoclust_dask._support.watchdog")
     ours = sorted(m for m in mods if m.startswith("infoclust_dask"))
-    assert ours == ["infoclust_dask", "infoclust_dask._watchdog"]
+    assert ours == ["infoclust_dask", "infoclust_dask._support", "infoclust_dask._support.watchdog"]
     assert "numpy" not in top
 
 

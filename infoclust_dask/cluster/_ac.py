@@ -35,11 +35,11 @@ from typing import Any, Self
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from .. import engine, optimize
+from .. import engine
 from .._inputs import prepare_input
-from .._progress import Steps, say
-from .._types import DataLike, Labels, NumbersLike, RandomStateLike, SchedulerLike, Sequence
-from .._validation import (
+from .._support.hints import DataLike, Labels, NumbersLike, RandomStateLike, SchedulerLike, Sequence
+from .._support.progress import Steps, say
+from .._support.validation import (
     SIGMA_RANGE,
     ArrayLike,
     Interval,
@@ -53,6 +53,7 @@ from .._validation import (
 from ..kernels.ac import AC_COUNTS, AC_FUSED, AC_GRAD, AC_HARD_COUNTS, fused_gradient_sums
 from ..kernels.stats import CROSS_GRAM, LABEL_SUMS, PROJECT
 from ..objectives import ac as obj
+from ..solvers import optimize
 from ._base import SHARED_CONSTRAINTS, InfoclustEstimator, journaled, voronoi_labels
 from ._init import init_random
 from ._kmeans import KMeans

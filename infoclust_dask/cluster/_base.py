@@ -17,7 +17,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 
 from .. import engine
-from .._validation import RANDOM_STATE, SAMPLE_DIM, VARIABLES, Anything, Interval
+from .._support.validation import RANDOM_STATE, SAMPLE_DIM, VARIABLES, Anything, Interval
 from ..journal import recording
 from ..kernels.kmeans import ASSIGN
 from ..storage.location import pinned

@@ -33,9 +33,9 @@ from sklearn.utils.validation import check_is_fitted
 
 from .. import engine
 from .._inputs import encode_labels, open_input, prepare_input
-from .._progress import Steps, say
-from .._types import DataLike, Labels, RandomStateLike, SchedulerLike, Sequence
-from .._validation import ArrayLike, Interval, Options, check_n_clusters, check_random_state, validate_params
+from .._support.hints import DataLike, Labels, RandomStateLike, SchedulerLike, Sequence
+from .._support.progress import Steps, say
+from .._support.validation import ArrayLike, Interval, Options, check_n_clusters, check_random_state, validate_params
 from ..kernels.cmbc import CMBC_ESTEP, CMBC_PATTERNS, CMBC_POSTERIOR
 from ..kernels.stats import GRAM, LABEL_VALUES
 from ..objectives import cmbc as obj

@@ -24,11 +24,11 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
-from .. import engine, metrics, optimize
+from .. import engine, metrics
 from .._inputs import encode_labels, prepare_input
-from .._progress import Steps, say
-from .._types import DataLike, Labels, NumbersLike, RandomStateLike, SchedulerLike, Sequence
-from .._validation import (
+from .._support.hints import DataLike, Labels, NumbersLike, RandomStateLike, SchedulerLike, Sequence
+from .._support.progress import Steps, say
+from .._support.validation import (
     SIGMA_RANGE,
     ArrayLike,
     Interval,
@@ -41,6 +41,7 @@ from .._validation import (
 )
 from ..kernels.dc import DC_COUNTS, DC_GRAD, DC_HARD_COUNTS, DC_ONLINE, DC_REG
 from ..objectives import dc as obj
+from ..solvers import optimize
 from ._base import SHARED_CONSTRAINTS, InfoclustEstimator, journaled, voronoi_labels
 from ._init import init_random
 from ._kmeans import KMeans

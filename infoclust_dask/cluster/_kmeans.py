@@ -20,9 +20,9 @@ from sklearn.utils.validation import check_is_fitted
 
 from .. import engine, metrics
 from .._inputs import check_sample_weight, prepare_input
-from .._progress import say
-from .._types import DataLike, Labels, NumbersLike, RandomStateLike, SchedulerLike, Sequence
-from .._validation import ArrayLike, Interval, Options, check_n_clusters, check_random_state, validate_params
+from .._support.hints import DataLike, Labels, NumbersLike, RandomStateLike, SchedulerLike, Sequence
+from .._support.progress import say
+from .._support.validation import ArrayLike, Interval, Options, check_n_clusters, check_random_state, validate_params
 from ..kernels.kmeans import DISTANCES, INERTIA, LLOYD_FAR, LLOYD_STEP
 from ..kernels.stats import SUM_SQ
 from ._base import SHARED_CONSTRAINTS, InfoclustEstimator, journaled, voronoi_labels

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from .. import engine
-from .._types import DataLike, SchedulerLike
+from .._support.hints import DataLike, SchedulerLike
 from ..kernels.knn import HNSW_DEFAULTS, KNN, KNN_CELLS, KNN_QUERY, cell_radii, merge_cells
 
 __all__ = ["KnnParams", "knn_recall", "EXACT_KNN_MAX_ROWS", "INDEX_MAX_ROWS", "MIN_CELLS", "CELL_SAMPLE_ROWS",

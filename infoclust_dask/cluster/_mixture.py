@@ -19,9 +19,9 @@ from sklearn.utils.validation import check_is_fitted
 
 from .. import engine
 from .._inputs import encode_labels, prepare_input
-from .._progress import log
-from .._types import DataLike, Labels, RandomStateLike, SchedulerLike, Sequence
-from .._validation import (
+from .._support.hints import DataLike, Labels, RandomStateLike, SchedulerLike, Sequence
+from .._support.progress import log
+from .._support.validation import (
     SIGMA_RANGE,
     Interval,
     Options,
@@ -57,7 +57,7 @@ class _IsotropicMixture(InfoclustEstimator):
     [shared parameters]
     verbose : int, default=0
         1: a log line when EM stops; 2: also the log likelihood of every
-        iteration (see :mod:`infoclust_dask._progress`).
+        iteration (see :mod:`infoclust_dask._support.progress`).
 
     Attributes
     ----------

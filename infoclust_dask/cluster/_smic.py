@@ -18,7 +18,7 @@ Where the work happens:
   entries at most) and its eigenvectors (``n x c``) live on the driver and
   ``scipy.sparse.linalg.eigsh`` runs there; above, the kernel is made and
   kept on the workers as row blocks and the driver's Krylov-Schur
-  eigensolver (:func:`infoclust_dask.eigen.krylov_schur`) sees it only
+  eigensolver (:func:`infoclust_dask.solvers.eigen.krylov_schur`) sees it only
   through map-reduce products; one candidate's kernel at a time, and only the labels and eigenvalues of
   every candidate are kept - the chosen ``t`` is solved again at the end
   (one more kernel and eigensolve instead of ``len(t_candidates)`` sets of
@@ -45,9 +45,9 @@ from sklearn.utils.validation import check_is_fitted
 
 from .. import engine, metrics
 from .._inputs import open_input, prepare_input
-from .._progress import Steps, say
-from .._types import DataLike, Labels, NumbersLike, RandomStateLike, SchedulerLike, Sequence
-from .._validation import ArrayLike, Interval, Options, check_random_state, param_error, validate_params
+from .._support.hints import DataLike, Labels, NumbersLike, RandomStateLike, SchedulerLike, Sequence
+from .._support.progress import Steps, say
+from .._support.validation import ArrayLike, Interval, Options, check_random_state, param_error, validate_params
 from ..kernels.knn import HNSW_DEFAULTS, KNN_QUERY, have_faiss
 from ..kernels.smic import SMIC_OOS
 from ..objectives.smic import (

@@ -13,7 +13,7 @@ import time
 import numpy as np
 
 from .. import engine
-from .._progress import Steps, say
+from .._support.progress import Steps, say
 from ..kernels.components import COMPONENTS, component_labels
 from ..kernels.smic import kernel_row_block, kernel_row_sums, kernel_transpose_pieces, sparse_matmat
 from ..objectives.smic import align, assign, kernel_matrix, operator_eigenvectors, orient, top_eigenvectors

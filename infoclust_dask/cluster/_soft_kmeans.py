@@ -25,9 +25,9 @@ from sklearn.utils.validation import check_is_fitted
 
 from .. import engine
 from .._inputs import check_sample_weight, prepare_input
-from .._progress import Steps, log
-from .._types import DataLike, Labels, NumbersLike, RandomStateLike, SchedulerLike, Sequence
-from .._validation import (
+from .._support.hints import DataLike, Labels, NumbersLike, RandomStateLike, SchedulerLike, Sequence
+from .._support.progress import Steps, log
+from .._support.validation import (
     ArrayLike,
     Interval,
     Options,
@@ -38,7 +38,7 @@ from .._validation import (
 )
 from ..kernels.kmeans import RESPONSIBILITIES, SOFT_KMEANS, SOFT_SCATTER
 from ..kernels.stats import WEIGHTED_SUM
-from ..optimize import next_temperature, squarem
+from ..solvers.optimize import next_temperature, squarem
 from ._base import SHARED_CONSTRAINTS, InfoclustEstimator, journaled, voronoi_labels
 from ._conventions import WEIGHTS
 from ._init import init_kmeanspp, init_random
@@ -61,7 +61,7 @@ CROSSING_TOL_FACTOR = 1e2
 
 def _soft_iterate(X, w, centers, beta, *, max_iter, tol, accelerate=True):
     """Fixed-point iteration (20.7)-(20.9) at one beta, accelerated by
-    SQUAREM (:func:`infoclust_dask.optimize.squarem`; the free energy, which
+    SQUAREM (:func:`infoclust_dask.solvers.optimize.squarem`; the free energy, which
     every EM step lowers, never rises along it).
 
     Returns ``(centers, free_energy, n_iter, converged)``; the free energy is
@@ -180,7 +180,7 @@ class SoftKMeans(ClusterMixin, TransformerMixin, InfoclustEstimator):
     [shared parameters]
     verbose : int, default=0
         1: a progress bar over the betas (on a terminal) and one log line per
-        beta; 2: also every EM iteration (see :mod:`infoclust_dask._progress`).
+        beta; 2: also every EM iteration (see :mod:`infoclust_dask._support.progress`).
 
     Attributes
     ----------

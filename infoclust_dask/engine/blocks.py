@@ -9,10 +9,10 @@ from typing import Any
 
 import numpy as np
 
-from .._sizes import PASS_BLOCK_BYTES, lazy_rows, pass_rows
+from .._support.sizes import PASS_BLOCK_BYTES, lazy_rows, pass_rows
 from ..kernels._common import Pass, run_chunk
 
-#: target size of a numpy row block (bytes of float64 data): the policy of :mod:`infoclust_dask._sizes`
+#: target size of a numpy row block (bytes of float64 data): the policy of :mod:`infoclust_dask._support.sizes`
 DEFAULT_BLOCK_BYTES = PASS_BLOCK_BYTES
 
 
@@ -78,7 +78,7 @@ def n_rows(a: Any) -> int:
 def _array_slices(a, block_rows=None, threads=1):
     """The row blocks of a numpy input: ~4 MB of float64 each by default, at
     least one per thread while each keeps ``PARALLEL_MIN_ROWS`` rows
-    (:func:`infoclust_dask._sizes.pass_rows`)."""
+    (:func:`infoclust_dask._support.sizes.pass_rows`)."""
     return _row_slices(a.shape[0], 8 * int(np.prod(a.shape[1:], dtype=np.int64) or 1), block_rows, threads)
 
 

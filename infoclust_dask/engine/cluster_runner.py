@@ -98,7 +98,7 @@ class Distributed(Runner):
         working set. (A quarter of the limits, the rule before, held 100 MB
         on two 400 MB workers that use 260 MB each before holding anything:
         they paused.)"""
-        from .._settings import env_number
+        from .._support.settings import env_number
 
         value = env_number("INFOCLUST_PERSIST_BYTES", None, kind=int, allow_zero=True)
         if value is not None:

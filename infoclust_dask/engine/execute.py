@@ -41,7 +41,7 @@ def _show_progress(fut: Any) -> None:
     import sys
     import time
 
-    from .._progress import PLAIN_EVERY
+    from .._support.progress import PLAIN_EVERY
 
     if sys.stderr.isatty():
         from distributed import progress as dprogress
@@ -188,7 +188,7 @@ def _watched(client: Any, done: Any, cancel: Any, watch: Any) -> Any:
     instead of waiting forever; ``cancel()`` first."""
     import time
 
-    from .._settings import env_number
+    from .._support.settings import env_number
 
     limit = float(env_number("INFOCLUST_NO_WORKER_TIMEOUT", NO_WORKER_TIMEOUT, seconds=True))
     seen = _workers(client)

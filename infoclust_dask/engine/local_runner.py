@@ -29,7 +29,7 @@ def in_process_budget() -> int:
     """Bytes of input a fit with no scheduler named reads into this
     process: ``$INFOCLUST_IN_PROCESS_BYTES`` if set, else an eighth of the
     memory available now, at most :data:`IN_PROCESS_MAX_BYTES` (1 GiB)."""
-    from .._settings import env_number
+    from .._support.settings import env_number
 
     value = env_number("INFOCLUST_IN_PROCESS_BYTES", None, kind=int, allow_zero=True)
     if value is not None:
@@ -181,7 +181,7 @@ class InProcess(Runner):
         name = self._dask_scheduler()
         with execute.checksums_named(), execute.one_blas_thread(self.kind):
             if progress:
-                from .._progress import dask_progress
+                from .._support.progress import dask_progress
 
                 with dask_progress():  # stderr (stdout: results, the CLI's JSON); plain lines when not a terminal
                     out = dask.compute(obj, scheduler=name, optimize_graph=False)[0]
@@ -237,7 +237,7 @@ class InProcess(Runner):
 
         ctx: Any = contextlib.nullcontext()
         if progress:
-            from .._progress import dask_progress
+            from .._support.progress import dask_progress
 
             ctx = dask_progress()
         with ctx, execute.checksums_named():

@@ -90,7 +90,7 @@ class Watch:
     """The memory state of the workers across the polls of one pass."""
 
     def __init__(self, held: int = 0, timeout: float | None = None) -> None:
-        from .._settings import env_number
+        from .._support.settings import env_number
 
         self.held = int(held)
         self.timeout = float(timeout if timeout is not None else

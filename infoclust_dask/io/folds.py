@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import engine
-from .._sizes import fold_chunk_rows
-from .._types import SchedulerLike, Sequence
+from .._support.hints import SchedulerLike, Sequence
+from .._support.sizes import fold_chunk_rows
 from ..kernels.stats import HASHED_FOLDS, RANGE_FOLDS
 
 if TYPE_CHECKING:

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import _sizes
+from .._support import sizes as _sizes
 
 #: strings read as missing numbers in CSV feature columns (then NaN or inf: --drop-nonfinite)
 NA_STRINGS = ["", "nan", "NaN", "NAN", "NA", "N/A", "null", "NULL", "None"]
@@ -60,7 +60,7 @@ class Table:
 
 
 def block_rows(width: int, itemsize: int = 8) -> int:
-    """Rows per streamed block (:func:`infoclust_dask._sizes.read_rows`; 16 MiB
+    """Rows per streamed block (:func:`infoclust_dask._support.sizes.read_rows`; 16 MiB
     keeps ``infoclust ingest`` of a 2 GB CSV near 400 MB, 32 MiB 490 MB at the
     same speed: ``benchmarks/ingest_rss.py``)."""
     return _sizes.read_rows(width, itemsize)

@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from .. import engine
-from .._sizes import store_chunk_rows
+from .._support.sizes import store_chunk_rows
 from ..storage.atomic import (  # noqa: F401 - StoreError and atomic_write_text are part of this module's interface
     StoreError,
     _disk_error,
@@ -97,7 +97,7 @@ MIN_COMPRESSION_RATIO = 1.15
 
 
 def choose_chunk_rows(n_samples: int, n_features: int, itemsize: int = 8) -> int:
-    """Rows per stored chunk (:func:`infoclust_dask._sizes.store_chunk_rows`:
+    """Rows per stored chunk (:func:`infoclust_dask._support.sizes.store_chunk_rows`:
     ~64 MB chunks, the measured sweet spot for zarr reads, at least 8 chunks
     while they keep 8 MB; small data sets get one chunk)."""
     return store_chunk_rows(n_samples, n_features, itemsize)

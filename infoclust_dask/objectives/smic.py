@@ -41,8 +41,8 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 
-from ..eigen import ConvergenceError, basis_size, block_size, krylov_schur
 from ..kernels.smic import directed_kernel_entries
+from ..solvers.eigen import ConvergenceError, basis_size, block_size, krylov_schur
 
 __all__ = [
     "NORMALIZATIONS",
@@ -269,7 +269,7 @@ BLOCK_MARGIN = 2
 
 def eigen_block_size(n: int, c: int) -> int:
     """Vectors per product of :func:`operator_eigenvectors`:
-    :func:`infoclust_dask.eigen.block_size` with margin
+    :func:`infoclust_dask.solvers.eigen.block_size` with margin
     :data:`BLOCK_MARGIN` within :data:`OPERATOR_BYTES` (``c + 2``; at
     ``n = 1e7``, ``c = 10``: 2)."""
     return block_size(n, c, OPERATOR_BYTES, BLOCK_MARGIN)
@@ -286,7 +286,7 @@ def operator_eigenvectors(matvec: Callable[[np.ndarray], np.ndarray], n: int, c:
     """:func:`top_eigenvectors` of a symmetric ``n x n`` matrix known only
     through products ``matvec(X) -> K X`` of ``(n, b)`` blocks (e.g. a
     map-reduce pass over kernel row blocks kept on the workers), by the
-    (block) Krylov-Schur method of :func:`infoclust_dask.eigen.krylov_schur`
+    (block) Krylov-Schur method of :func:`infoclust_dask.solvers.eigen.krylov_schur`
     with ARPACK's tolerance rule; the first start column is
     ``top_eigenvectors``' seeded vector.
 
@@ -319,7 +319,7 @@ def operator_eigenvectors(matvec: Callable[[np.ndarray], np.ndarray], n: int, c:
     ``"block_size"`` and ``"shifted"``.
 
     This process holds ``m + b`` basis vectors (``m`` from
-    :func:`infoclust_dask.eigen.basis_size`, within :data:`OPERATOR_BYTES`,
+    :func:`infoclust_dask.solvers.eigen.basis_size`, within :data:`OPERATOR_BYTES`,
     1.5 GiB, together with a product's input and output) and forms the
     ``n x c`` eigenvectors while freeing the basis: ``O(n (m + b))``
     numbers, never the matrix. ``callback()`` runs after every product

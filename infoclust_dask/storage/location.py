@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from .paths import URLNotSupported, _upath_protocol, check_path, is_url, url_protocol
-from .._settings import env_number
+from .._support.settings import env_number
 
 __all__ = ["Location", "absolute", "pinned", "resolve", "run_path", "write_whole", "check_storage_options", "SECRET_OPTION"]
 

@@ -246,8 +246,8 @@ def test_replicates_refit_at_the_widths_the_reference_chose(monkeypatch):
     """sigma="auto" is searched once, on the reference; every replicate
     refits at the reference's sigma_ (the width search is most of a default
     fit: 53 s of the weekly bootstrap's reference fit vs 1.8 s at a fixed width)."""
-    from infoclust_dask import optimize
     from infoclust_dask.reliability import bootstrap_reliability, replicate_params
+    from infoclust_dask.solvers import optimize
 
     searches = []
     real = optimize.held_out_search

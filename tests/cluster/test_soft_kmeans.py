@@ -210,7 +210,7 @@ def test_squarem_reaches_the_plain_fixed_point_in_fewer_passes_and_never_raises_
 def test_squarem_on_a_linear_map_converges_like_the_plain_iteration():
     """A contraction x -> A x + b (the EM map near a fixed point is linear):
     SQUAREM finds the same fixed point in far fewer evaluations."""
-    from infoclust_dask.optimize import squarem
+    from infoclust_dask.solvers.optimize import squarem
 
     A = np.diag([0.99, 0.5, 0.9])
     b = np.array([1.0, -2.0, 0.5])
@@ -235,7 +235,7 @@ def test_squarem_step_length_bound_grows_by_mstep_and_shrinks_on_a_rejection():
     objective that rejects every extrapolation, the bound held at -4 stays
     there (the step at the bound rejected) and each cycle ends with the
     plain step; a rejection below the bound shrinks it."""
-    from infoclust_dask.optimize import squarem
+    from infoclust_dask.solvers.optimize import squarem
 
     rho = 0.999
 
@@ -293,7 +293,7 @@ def test_squarem_step_length_bound_grows_by_mstep_and_shrinks_on_a_rejection():
     (5.0, [], 10.0),  # never beyond the end
 ])
 def test_next_temperature(beta, crit, expected):
-    from infoclust_dask.optimize import next_temperature
+    from infoclust_dask.solvers.optimize import next_temperature
 
     assert next_temperature(beta, 10.0, crit) == pytest.approx(expected)
 

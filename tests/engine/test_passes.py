@@ -123,7 +123,7 @@ def test_a_small_array_is_cut_into_a_block_per_thread(n):
     than one 4 MiB block runs as one block per thread once each keeps
     PARALLEL_MIN_ROWS rows (the same sums as one block, 1e-10); a fold's
     blocks are not cut (its order is the algorithm's)."""
-    from infoclust_dask._sizes import PARALLEL_MIN_ROWS
+    from infoclust_dask._support.sizes import PARALLEL_MIN_ROWS
     from infoclust_dask.engine.runners import InProcess
 
     assert PARALLEL_MIN_ROWS == 2048

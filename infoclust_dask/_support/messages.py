@@ -25,7 +25,7 @@ def _endpoint() -> str:
 def message(exc: BaseException) -> str:
     """One line for the user, with URL credentials and credential
     environment values redacted (:func:`infoclust_dask.storage.paths.redact`)."""
-    from .storage.paths import redact
+    from ..storage.paths import redact
 
     return redact(" ".join(_explain(exc).split()))
 

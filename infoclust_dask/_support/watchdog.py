@@ -25,7 +25,7 @@ def start(parent: int | None = None):
     """Watch ``parent`` (default: this process) from a separate process;
     returns its ``Popen`` (it exits on its own after the parent)."""
     parent = os.getpid() if parent is None else parent
-    return subprocess.Popen([sys.executable, "-m", "infoclust_dask._watchdog", str(parent)],
+    return subprocess.Popen([sys.executable, "-m", "infoclust_dask._support.watchdog", str(parent)],
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)  # Ctrl-C in the terminal must not kill the watchdog first
 
