@@ -296,15 +296,15 @@ def _cmd_predict(args):
                          "rows and state, which a model fitted on in-memory arrays does not keep. Fit it on a store "
                          "(`infoclust fit smic STORE`) to get a model that predicts.")
     ds = open_dataset(args.store, trust=args.trust)
-    sched = engine.runner_for(_scheduler(args), ds["x"])  # named, else placed by the store's size
-    model.set_params(scheduler=sched)
-    t0 = time.perf_counter()
-    labels = predict(ds["x"])  # lazy: one block at a time
-    if args.write_labels is not None:
-        add_labels(args.store, args.write_labels, labels, overwrite=args.overwrite, scheduler=sched,
-                   attrs={"model": _where(args.model)})
-        labels = open_dataset(args.store, trust=args.trust)[args.write_labels].data
-    values = np.asarray(engine.compute(labels, scheduler=sched))  # once, for the counts and the file
+    model.set_params(scheduler=None)  # the runner installed here: named, else placed by the store's size
+    with engine.installed(_scheduler(args), data=ds["x"]):
+        t0 = time.perf_counter()
+        labels = predict(ds["x"])  # lazy: one block at a time
+        if args.write_labels is not None:
+            add_labels(args.store, args.write_labels, labels, overwrite=args.overwrite,
+                       attrs={"model": _where(args.model)})
+            labels = open_dataset(args.store, trust=args.trust)[args.write_labels].data
+        values = np.asarray(engine.compute(labels))  # once, for the counts and the file
     counts = np.bincount(values.ravel())
     if args.out:
         from .runs import write_npy

@@ -47,12 +47,13 @@ if TYPE_CHECKING:
 __all__ = ["cv_methods", "add_arguments", "expand_grid", "store_fingerprint", "plan", "run_cell", "CellCache", "summarize",
            "parse_grid"]
 
-def _fit(method, params, X, aux, seed, scheduler, classes=None):
+def _fit(method, params, X, aux, seed, classes=None):
     """Fit the registry method's estimator with ``params`` on the training
-    rows; ``aux`` (labels or the second view) is passed when the method has
-    one. ``classes`` (all classes of the store, present in this fold or not)
-    fills an estimator's ``classes`` parameter unless the grid sets it."""
-    est = method.estimator_class()(random_state=seed, scheduler=scheduler, **params)
+    rows (on the runner the cell installed); ``aux`` (labels or the second
+    view) is passed when the method has one. ``classes`` (all classes of the
+    store, present in this fold or not) fills an estimator's ``classes``
+    parameter unless the grid sets it."""
+    est = method.estimator_class()(random_state=seed, **params)
     if classes is not None and "classes" in est.get_params() and "classes" not in params:
         est.set_params(classes=classes)
     return method.fit_arrays(est, X, aux)
@@ -200,20 +201,20 @@ def run_cell(store: PathLike, method: str, params: dict, fold: int, n_folds: int
     m = _check_method(method)
     aux = m.aux
     ds = open_dataset(store)
-    sched = engine.runner_for(scheduler, ds["x"])
     t0 = time.perf_counter()
-    train, test = split(ds, fold, n_folds, fold_kind, variables=("x", aux) if aux else ("x",), scheduler=sched)
-    Xtr = train["x"]  # the fit keeps a small fold in worker memory (engine.prepare)
-    atr = train.get(aux) if aux else None
-    classes = None
-    if aux == "label":  # every class of the store, whether this fold's training rows have it or not
-        from .kernels.stats import LABEL_VALUES
+    with engine.installed(scheduler, data=ds["x"]):  # placed once, by the store's size: split, fit and score
+        train, test = split(ds, fold, n_folds, fold_kind, variables=("x", aux) if aux else ("x",))
+        Xtr = train["x"]  # the fit keeps a small fold in worker memory (engine.prepare)
+        atr = train.get(aux) if aux else None
+        classes = None
+        if aux == "label":  # every class of the store, whether this fold's training rows have it or not
+            from .kernels.stats import LABEL_VALUES
 
-        classes = engine.map_reduce(LABEL_VALUES, ds["label"].data, scheduler=sched)["values"]
-    # warnings (e.g. ConvergenceWarning) go to the caller / the Prefect log;
-    # warnings.catch_warnings is not thread-safe, and cells run in threads
-    model = _fit(m, params, Xtr, atr, int(seed) + int(fold), sched, classes)
-    out = m.score(model, test["x"], test.get(aux) if aux else None)  # on the model's scheduler
+            classes = engine.map_reduce(LABEL_VALUES, ds["label"].data)["values"]
+        # warnings (e.g. ConvergenceWarning) go to the caller / the Prefect log;
+        # warnings.catch_warnings is not thread-safe, and cells run in threads
+        model = _fit(m, params, Xtr, atr, int(seed) + int(fold), classes)
+        out = m.score(model, test["x"], test.get(aux) if aux else None)
     return {"method": method, "params": params, "fold": int(fold), "n_folds": int(n_folds),
             "fold_kind": fold_kind, "seed": int(seed), "store": str(store),
             "n_train": int(Xtr.shape[0]), "n_test": int(test["x"].shape[0]),

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from . import engine
 from ._support.hints import DataLike, NumbersLike, RandomStateLike, SchedulerLike
 
 __all__ = ["agreement", "contingency_table", "dc_log_posterior", "kmeans_heldout_loglik", "lsmi", "lsmi_many", "nmi_paper",
@@ -147,20 +148,21 @@ def nmi_paper(C: NumbersLike, L: NumbersLike) -> float:
     return mi / hl if hl > 0 else 0.0
 
 
+@engine.entry_point
 def quantization_error(X: DataLike, centers: NumbersLike, *, scheduler: SchedulerLike = None) -> float:
     """Mean squared distance of the rows of ``X`` to their nearest centre
     (the K-means cost per sample), as one map-reduce pass."""
-    from . import engine
     from ._inputs import open_input
     from .kernels.kmeans import INERTIA
 
     X = open_input(X)
     centers = np.asarray(centers, dtype=np.float64)
-    st = engine.map_reduce(INERTIA, X, None, params={"centers": centers}, scheduler=scheduler)
+    st = engine.map_reduce(INERTIA, X, None, params={"centers": centers})
     n = engine.n_rows(X)
     return float(st["inertia"]) / max(n, 1)
 
 
+@engine.entry_point
 def kmeans_heldout_loglik(X: DataLike, centers: NumbersLike, sizes: NumbersLike, inertia: float, *,
                           scheduler: SchedulerLike = None) -> float:
     """Mean log-likelihood per row of ``X`` (held-out rows) under the
@@ -172,7 +174,6 @@ def kmeans_heldout_loglik(X: DataLike, centers: NumbersLike, sizes: NumbersLike,
     added, it stops rising once a true cluster is split (the variance no
     longer drops enough to pay for the spread of the weights). One pass.
     """
-    from . import engine
     from ._inputs import open_input
     from .kernels.mixture import MIXTURE_EM
 
@@ -184,10 +185,11 @@ def kmeans_heldout_loglik(X: DataLike, centers: NumbersLike, sizes: NumbersLike,
     with np.errstate(divide="ignore"):
         log_w = np.log(sizes / sizes.sum())
     st = engine.map_reduce(MIXTURE_EM, X, None, params={"means": centers, "variances": np.full(k, var),
-                                                       "log_weights": log_w}, scheduler=scheduler)
+                                                       "log_weights": log_w})
     return float(st["loglik"]) / max(engine.n_rows(X), 1)
 
 
+@engine.entry_point
 def lsmi(X: DataLike, labels: DataLike, *, n_classes: int | None = None, n_bases: int = 200,
          widths: NumbersLike | None = None, deltas: NumbersLike | None = None, n_folds: int = 5,
          random_state: RandomStateLike = None, standardize: bool = True, mean: NumbersLike | None = None,
@@ -236,17 +238,16 @@ def lsmi(X: DataLike, labels: DataLike, *, n_classes: int | None = None, n_bases
         equiprobable classes that ``X`` determines (the SMI (1) of a
         deterministic labelling).
     """
-    from . import engine
 
-    lab = np.asarray(engine.compute(labels, scheduler=scheduler))
+    lab = np.asarray(engine.compute(labels))
     if lab.ndim != 1:
         raise ValueError(f"labels must be a vector (one entry per row of X); got shape {lab.shape}.")
     result = lsmi_many(X, lab[:, None], n_classes=n_classes, n_bases=n_bases, widths=widths, deltas=deltas,
-                       n_folds=n_folds, random_state=random_state, standardize=standardize, mean=mean, std=std,
-                       scheduler=scheduler)[0]
+                       n_folds=n_folds, random_state=random_state, standardize=standardize, mean=mean, std=std)[0]
     return result if return_details else result.value
 
 
+@engine.entry_point
 def lsmi_many(X: DataLike, labels: DataLike, *, n_classes: int | None = None, n_bases: int = 200,
               widths: NumbersLike | None = None, deltas: NumbersLike | None = None, n_folds: int = 5,
               random_state: RandomStateLike = None, standardize: bool = True, mean: NumbersLike | None = None,
@@ -259,7 +260,6 @@ def lsmi_many(X: DataLike, labels: DataLike, *, n_classes: int | None = None, n_
     a bar of the pass's tasks on stderr."""
     from threadpoolctl import threadpool_limits
 
-    from . import engine
     from ._inputs import open_input
     from .kernels.smic import LSMI
     from .objectives.lsmi import DELTAS, WIDTHS, select
@@ -286,7 +286,7 @@ def lsmi_many(X: DataLike, labels: DataLike, *, n_classes: int | None = None, n_
         if mean is None or std is None:
             from .preprocess import feature_moments
 
-            mean, std, _, n_bad = feature_moments(A, scheduler=scheduler)
+            mean, std, _, n_bad = feature_moments(A)
             if n_bad:
                 raise ValueError(f"X contains {n_bad} NaN or infinite values; drop or impute them first.")
         std = np.where(np.asarray(std) > 0, std, 1.0)
@@ -295,7 +295,7 @@ def lsmi_many(X: DataLike, labels: DataLike, *, n_classes: int | None = None, n_
     rng = np.random.default_rng(random_state)
     b = min(int(n_bases), n)
     pick = np.sort(rng.choice(n, size=b, replace=False))
-    rows = engine.rows_at(A, pick, scheduler=scheduler)
+    rows = engine.rows_at(A, pick)
     centers = (np.asarray(rows, dtype=np.float64) - mean) / std
     seed = int(rng.integers(2**31))
     if c <= np.iinfo(np.int16).max:
@@ -303,8 +303,7 @@ def lsmi_many(X: DataLike, labels: DataLike, *, n_classes: int | None = None, n_
     stats = engine.map_reduce(
         LSMI, A, lab,
         params={"centers": centers, "widths": widths, "n_classes": c, "n_folds": int(n_folds), "seed": seed,
-                "shift": np.asarray(mean, dtype=np.float64), "scale": np.asarray(std, dtype=np.float64)},
-        scheduler=scheduler, progress=progress,
+                "shift": np.asarray(mean, dtype=np.float64), "scale": np.asarray(std, dtype=np.float64)}, progress=progress,
     )
     # many small eigh / einsum calls: one BLAS thread is faster, and far
     # faster when other processes share the cores

@@ -25,6 +25,7 @@ __all__ = [
     "tall_svd",
 ]
 
+@engine.entry_point
 def principal_axes(X: DataLike, n_components: int = 2, *, scheduler: SchedulerLike = None
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Mean, top principal axes and their variances, from one pass.
@@ -40,7 +41,7 @@ def principal_axes(X: DataLike, n_components: int = 2, *, scheduler: SchedulerLi
     variances : ndarray (n_components,)
         Eigenvalues of the (biased, 1/n) covariance.
     """
-    st = engine.map_reduce(GRAM, X, scheduler=scheduler)
+    st = engine.map_reduce(GRAM, X)
     n = float(st["n"])
     mean = st["s1"] / n
     cov = st["xtx"] / n - np.outer(mean, mean)
@@ -57,6 +58,7 @@ def _sign_fix(axes):
     return axes * signs[:, None]
 
 
+@engine.entry_point
 def feature_moments(X: DataLike, *, scheduler: SchedulerLike = None) -> tuple[np.ndarray, np.ndarray, int, int]:
     """Per-feature mean and (population, ddof=0) standard deviation in one pass.
 
@@ -65,8 +67,8 @@ def feature_moments(X: DataLike, *, scheduler: SchedulerLike = None) -> tuple[np
     ``(mean, std, n_samples, n_nonfinite)``.
     """
     a = engine.as_array(X)
-    first = np.asarray(engine.compute(a[:1], scheduler=scheduler), dtype=np.float64)[0]
-    st = engine.map_reduce(MOMENTS, a, params={"shift": first}, scheduler=scheduler)
+    first = np.asarray(engine.compute(a[:1]), dtype=np.float64)[0]
+    st = engine.map_reduce(MOMENTS, a, params={"shift": first})
     return moments_from_sums(st, first)
 
 
@@ -81,6 +83,7 @@ def moments_from_sums(st: dict, first: np.ndarray) -> tuple[np.ndarray, np.ndarr
         return first + m1, np.sqrt(var), int(st["n"]), int(st["n_bad"])
 
 
+@engine.entry_point
 def fit_transform(X: DataLike, *, standardize: bool = False, pca: int | None = None, pca_method: str = "gram",
                   scheduler: SchedulerLike = None) -> tuple[Any, dict]:
     """Standardize and/or project onto the top ``pca`` principal components.
@@ -105,7 +108,7 @@ def fit_transform(X: DataLike, *, standardize: bool = False, pca: int | None = N
         ``explained_variance`` (k,), ``explained_variance_ratio`` (k,).
     """
     a = engine.as_array(X)
-    mean, std, n, n_bad = feature_moments(a, scheduler=scheduler)
+    mean, std, n, n_bad = feature_moments(a)
     if n_bad:
         raise ValueError(
             f"The data contain {n_bad} NaN or infinite values; drop or impute them before preprocessing "
@@ -129,10 +132,10 @@ def fit_transform(X: DataLike, *, standardize: bool = False, pca: int | None = N
             raise ValueError(f"pca must be between 1 and the number of features ({d}); got {pca}.")
         center = np.zeros(d) if standardize else mean
         if pca_method == "tsqr":
-            s, vt = tall_svd(out, center=center, scheduler=scheduler)
+            s, vt = tall_svd(out, center=center)
             comps, var = _sign_fix(vt[:k]), s**2 / n
         elif pca_method == "gram":
-            _, axes, var = principal_axes(out, d, scheduler=scheduler)
+            _, axes, var = principal_axes(out, d)
             comps, var = axes[:k], np.maximum(var, 0.0)
         else:
             raise ValueError(f"pca_method must be 'gram' or 'tsqr'; got {pca_method!r}.")
@@ -145,6 +148,7 @@ def fit_transform(X: DataLike, *, standardize: bool = False, pca: int | None = N
     return out, info
 
 
+@engine.entry_point
 def tall_svd(data: DataLike, *, center: NumbersLike | None = None, scheduler: SchedulerLike = None
              ) -> tuple[np.ndarray, np.ndarray]:
     """Singular values and right singular vectors of a tall-and-skinny array.
@@ -168,10 +172,11 @@ def tall_svd(data: DataLike, *, center: NumbersLike | None = None, scheduler: Sc
     if any(c < d for c in a.chunks[0]):  # TSQR needs blocks at least as tall as they are wide
         a = a.rechunk({0: max(d, max(a.chunks[0]))})
     _, s, vt = da.linalg.svd(a)
-    s, vt = engine.compute((s, vt), scheduler=scheduler)
+    s, vt = engine.compute((s, vt))
     return np.asarray(s), np.asarray(vt)
 
 
+@engine.entry_point
 def write_preprocessed(dest: PathLike, x: Any, info: dict, *, standardize: bool, pca: int | None,
                        n_folds: int | None = None, fold_seed: int = 0, chunks: int | None = None, codec: str = "auto",
                        label: Any = None, y: Any = None, class_names: Sequence[str] | None = None,
@@ -201,7 +206,7 @@ def write_preprocessed(dest: PathLike, x: Any, info: dict, *, standardize: bool,
             extra_labels[name] = codes
             if names is not None:
                 label_class_names[name] = names
-    codec, ratio = _codec_for(x, codec, scheduler)
+    codec, ratio = _codec_for(x, codec)
     prov = {**(provenance or {}), "standardized": bool(standardize), "pca": pca}
     attrs = {"feature_mean": info["feature_mean"].tolist(), "feature_std": info["feature_std"].tolist()}
     report = {"chunk_rows": rows, "codec": codec, "compression_ratio_lz4": round(ratio, 3),
@@ -215,8 +220,7 @@ def write_preprocessed(dest: PathLike, x: Any, info: dict, *, standardize: bool,
         fold = fold_vector(n, n_folds, seed=fold_seed, chunks=rows)
         attrs.update(n_folds=int(n_folds), fold_seed=int(fold_seed))
     path = write_dataset(dest, x, label=label, y=y, fold=fold, chunks=rows, codec=codec, overwrite=overwrite,
-                         class_names=class_names, provenance=prov, attrs=attrs, progress=progress,
-                         scheduler=scheduler, dtype=dtype, extra_labels=extra_labels or None,
+                         class_names=class_names, provenance=prov, attrs=attrs, progress=progress, dtype=dtype, extra_labels=extra_labels or None,
                          label_class_names=label_class_names or None, feature_names=feature_names)
     return path, report
 
@@ -239,21 +243,21 @@ def preprocess_store(src: PathLike, dest: PathLike, *, standardize: bool = False
         raise ValueError(f"Source and destination are the same store ('{src}'); choose another destination.")
     check_destination(dest, overwrite)
     ds = open_dataset(src)
-    sched = engine.runner_for(scheduler, ds["x"])
-    x, info = fit_transform(ds["x"], standardize=standardize, pca=pca, pca_method=pca_method, scheduler=sched)
-    path, report = write_preprocessed(
-        dest, x, info, standardize=standardize, pca=pca, n_folds=n_folds, fold_seed=fold_seed, chunks=chunks,
-        codec=codec, label=ds["label"].data if "label" in ds else None, y=ds["y"].data if "y" in ds else None,
-        class_names=ds.attrs.get("class_names"), overwrite=overwrite, progress=progress, scheduler=sched,
-        extra_labels={k: ds[k].data for k in ds.attrs.get("label_columns", []) if k in ds},
-        feature_names=ds["x"].attrs.get("feature_names") if pca is None else None,
-        label_class_names=ds.attrs.get("label_class_names"),
-        provenance={**ds.attrs.get("provenance", {}), "derived_from": str(src.resolve())})
+    with engine.installed(scheduler, data=ds["x"]):  # placed once, by the store's size
+        x, info = fit_transform(ds["x"], standardize=standardize, pca=pca, pca_method=pca_method)
+        path, report = write_preprocessed(
+            dest, x, info, standardize=standardize, pca=pca, n_folds=n_folds, fold_seed=fold_seed, chunks=chunks,
+            codec=codec, label=ds["label"].data if "label" in ds else None, y=ds["y"].data if "y" in ds else None,
+            class_names=ds.attrs.get("class_names"), overwrite=overwrite, progress=progress,
+            extra_labels={k: ds[k].data for k in ds.attrs.get("label_columns", []) if k in ds},
+            feature_names=ds["x"].attrs.get("feature_names") if pca is None else None,
+            label_class_names=ds.attrs.get("label_class_names"),
+            provenance={**ds.attrs.get("provenance", {}), "derived_from": str(src.resolve())})
     return path, {"source": str(src), "rows": int(x.shape[0]), "features": int(x.shape[1]), **report}
 
 
-def _codec_for(x, codec, scheduler=None):
+def _codec_for(x, codec):
     """Resolve ``codec="auto"`` from the first rows of ``x``."""
-    sample = engine.compute(x[: min(x.shape[0], 4096)], scheduler=scheduler)
+    sample = engine.compute(x[: min(x.shape[0], 4096)])
     auto, ratio = choose_codec(sample)
     return (auto if codec == "auto" else codec), ratio

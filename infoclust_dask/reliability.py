@@ -98,16 +98,16 @@ def bootstrap_replicate(X: DataLike, Y: DataLike, params: dict, reference: Any, 
     from .cluster import AssociativeClustering
 
     A, B = open_input(X, variable="x"), open_input(Y, variable="y")
-    sched = engine.runner_for(scheduler, A)
     n = A.shape[0]
     rng = np.random.default_rng(seed)
     idx = np.sort(rng.integers(0, n, n))
-    ac = AssociativeClustering(**{**params, "random_state": int(seed), "scheduler": sched})
-    ac.fit(_resample(A, idx), _resample(B, idx))  # the fit keeps small data in worker memory (engine.prepare)
-    px, cx = match_prototypes(reference[0], ac.cluster_centers_x_)
-    py, cy = match_prototypes(reference[1], ac.cluster_centers_y_)
-    # the replicate's table with its prototypes in the reference's order (a permutation of rows and columns)
-    table = ac.contingency_table(A, B)[np.ix_(px, py)]
+    with engine.installed(scheduler, data=A):  # placed once, for the refit and the table of the original pairs
+        ac = AssociativeClustering(**{**params, "random_state": int(seed)})
+        ac.fit(_resample(A, idx), _resample(B, idx))  # the fit keeps small data in worker memory (engine.prepare)
+        px, cx = match_prototypes(reference[0], ac.cluster_centers_x_)
+        py, cy = match_prototypes(reference[1], ac.cluster_centers_y_)
+        # the replicate's table with its prototypes in the reference's order (a permutation of rows and columns)
+        table = ac.contingency_table(A, B)[np.ix_(px, py)]
     over, under = surprise_masks(table, alpha)
     return {"seed": int(seed), "table": table.astype(int).tolist(), "over": over.tolist(), "under": under.tolist(),
             "match_cost_x": cx, "match_cost_y": cy}
@@ -154,11 +154,11 @@ def bootstrap_reliability(X: DataLike, Y: DataLike = None, *, n_boot: int = 20, 
 
     if Y is None:
         Y = X
-    sched = engine.runner_for(scheduler, open_input(X, variable="x"))
-    ref = AssociativeClustering(**{**params, "random_state": random_state, "scheduler": sched}).fit(X, Y)
-    base = replicate_params(ref)
-    seeds = np.random.default_rng(random_state).integers(0, 2**31, n_boot)
-    reps = [bootstrap_replicate(X, Y, base, (ref.cluster_centers_x_, ref.cluster_centers_y_), int(s), alpha=alpha,
-                                scheduler=sched) for s in seeds]
+    with engine.installed(scheduler, data=open_input(X, variable="x")):  # placed once, for every fit
+        ref = AssociativeClustering(**{**params, "random_state": random_state}).fit(X, Y)
+        base = replicate_params(ref)
+        seeds = np.random.default_rng(random_state).integers(0, 2**31, n_boot)
+        reps = [bootstrap_replicate(X, Y, base, (ref.cluster_centers_x_, ref.cluster_centers_y_), int(s),
+                                    alpha=alpha) for s in seeds]
     cells, rel = summarize_replicates(ref.contingency_, reps, alpha=alpha)
     return ref, cells, rel

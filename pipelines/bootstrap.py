@@ -41,10 +41,10 @@ def reference_fit(store: str, params: dict, seed: int, scheduler: str | None, ru
     ds = open_dataset(store)
     if "y" not in ds:
         raise ValueError(f"The store '{store}' has no second view 'y'; associative clustering needs paired data.")
-    sched = engine.runner_for(scheduler, ds["x"])
     t0 = time.perf_counter()
-    # hundreds of passes: the fit keeps small data in worker memory (engine.prepare)
-    ac = AssociativeClustering(**params, random_state=seed, scheduler=sched).fit(ds["x"], ds["y"])
+    with engine.installed(scheduler, data=ds["x"]):  # placed once, by the store's size
+        # hundreds of passes: the fit keeps small data in worker memory (engine.prepare)
+        ac = AssociativeClustering(**params, random_state=seed).fit(ds["x"], ds["y"])
     save_model(ac, run_path(run_dir) / "ac-reference-model.json")
     return {"mx": ac.cluster_centers_x_.tolist(), "my": ac.cluster_centers_y_.tolist(),
             "table": ac.contingency_.tolist(), "sigma": list(ac.sigma_),

@@ -57,24 +57,24 @@ def fit_kmeans(store: str, n_clusters: int, scheduler: str | None, seed: int, ru
     from infoclust_dask.runs import save_model
 
     ds = open_dataset(store)
-    sched = engine.runner_for(scheduler, ds["x"])  # start the cluster before timing the fit
-    X = engine.prepare(ds["x"], scheduler=sched)  # small enough to keep in worker memory
-    t0 = time.perf_counter()
-    km = KMeans(n_clusters, random_state=seed, scheduler=sched).fit(X)
-    seconds = time.perf_counter() - t0
-    save_model(km, run_path(run_dir) / "kmeans-model.json")
-    labels = engine.compute(km.labels_, scheduler=sched)
-    del X
-    out = {"inertia": km.inertia_, "n_iter": km.n_iter_, "seconds": round(seconds, 2),
-           "sizes": [int((labels == j).sum()) for j in range(n_clusters)]}
-    if "label" in ds:
-        from sklearn.metrics import adjusted_rand_score, normalized_mutual_info_score
+    with engine.installed(scheduler, data=ds["x"]):  # start the cluster before timing the fit
+        X = engine.prepare(ds["x"])  # small enough to keep in worker memory
+        t0 = time.perf_counter()
+        km = KMeans(n_clusters, random_state=seed).fit(X)
+        seconds = time.perf_counter() - t0
+        save_model(km, run_path(run_dir) / "kmeans-model.json")
+        labels = engine.compute(km.labels_)
+        del X
+        out = {"inertia": km.inertia_, "n_iter": km.n_iter_, "seconds": round(seconds, 2),
+               "sizes": [int((labels == j).sum()) for j in range(n_clusters)]}
+        if "label" in ds:
+            from sklearn.metrics import adjusted_rand_score, normalized_mutual_info_score
 
-        c = engine.compute(ds["label"].data, scheduler=sched)
-        out["ari_vs_classes"] = float(adjusted_rand_score(c, labels))
-        out["nmi_vs_classes"] = float(normalized_mutual_info_score(c, labels))
-        out["contingency"] = contingency_table(labels, c, n_clusters=n_clusters).tolist()
-    return out
+            c = engine.compute(ds["label"].data)
+            out["ari_vs_classes"] = float(adjusted_rand_score(c, labels))
+            out["nmi_vs_classes"] = float(normalized_mutual_info_score(c, labels))
+            out["contingency"] = contingency_table(labels, c, n_clusters=n_clusters).tolist()
+        return out
 
 
 @task(name="fit-dc")
@@ -89,31 +89,31 @@ def fit_dc(store: str, n_clusters: int, scheduler: str | None, seed: int, run_di
     ds = open_dataset(store)
     if "label" not in ds:
         return None
-    sched = engine.runner_for(scheduler, ds["x"])
-    X = engine.prepare(ds["x"], scheduler=sched)
-    c = engine.prepare(ds["label"], scheduler=sched)
-    t0 = time.perf_counter()
-    dc = DiscriminativeClustering(n_clusters, sigma=sigma, random_state=seed, scheduler=sched).fit(X, c)
-    seconds = time.perf_counter() - t0
-    save_model(dc, run_path(run_dir) / "dc-model.json")
-    km = KMeans(n_clusters, random_state=seed, scheduler=sched).fit(X)
-    from infoclust_dask.metrics import dc_log_posterior
+    with engine.installed(scheduler, data=ds["x"]):  # placed once, by the store's size
+        X = engine.prepare(ds["x"])
+        c = engine.prepare(ds["label"])
+        t0 = time.perf_counter()
+        dc = DiscriminativeClustering(n_clusters, sigma=sigma, random_state=seed).fit(X, c)
+        seconds = time.perf_counter() - t0
+        save_model(dc, run_path(run_dir) / "dc-model.json")
+        km = KMeans(n_clusters, random_state=seed).fit(X)
+        from infoclust_dask.metrics import dc_log_posterior
 
-    truth = engine.compute(ds["label"].data, scheduler=sched)
+        truth = engine.compute(ds["label"].data)
 
-    def lp(labels):
-        return dc_log_posterior(engine.compute(labels, scheduler=sched), truth, n_clusters=n_clusters,
-                                n_classes=dc.n_classes_)
+        def lp(labels):
+            return dc_log_posterior(engine.compute(labels), truth, n_clusters=n_clusters,
+                                    n_classes=dc.n_classes_)
 
-    # the paper's baselines (section 6.5): mixtures of x (MoG) and of (x, c) (MDA2), same number of clusters
-    from infoclust_dask import MDA2, IsotropicGaussianMixture
+        # the paper's baselines (section 6.5): mixtures of x (MoG) and of (x, c) (MDA2), same number of clusters
+        from infoclust_dask import MDA2, IsotropicGaussianMixture
 
-    mog = IsotropicGaussianMixture(n_clusters, random_state=seed, scheduler=sched).fit(X)
-    mda = MDA2(n_clusters, random_state=seed, scheduler=sched).fit(X, c)
-    return {"sigma": dc.sigma_, "log_posterior": dc.score(X, c), "kmeans_log_posterior": lp(km.labels_),
-            "mog_log_posterior": lp(mog.labels_), "mda2_log_posterior": lp(mda.labels_),
-            "contingency": dc.contingency_.tolist(), "evaluations": len(dc.objective_history_),
-            "seconds": round(seconds, 2)}
+        mog = IsotropicGaussianMixture(n_clusters, random_state=seed).fit(X)
+        mda = MDA2(n_clusters, random_state=seed).fit(X, c)
+        return {"sigma": dc.sigma_, "log_posterior": dc.score(X, c), "kmeans_log_posterior": lp(km.labels_),
+                "mog_log_posterior": lp(mog.labels_), "mda2_log_posterior": lp(mda.labels_),
+                "contingency": dc.contingency_.tolist(), "evaluations": len(dc.objective_history_),
+                "seconds": round(seconds, 2)}
 
 
 @task(name="paired-store")
@@ -144,16 +144,16 @@ def ac_vs_kmeans(store: str, ac_model: str, scheduler: str | None, seed: int) ->
     from infoclust_dask.runs import load_model
 
     ds = open_dataset(store)
-    sched = engine.runner_for(scheduler, ds["x"])
-    ac = load_model(ac_model)
-    ac.scheduler = sched
-    k, l_ = ac.cluster_centers_x_.shape[0], ac.cluster_centers_y_.shape[0]
-    kx = KMeans(k, random_state=seed, scheduler=sched).fit(store)
-    ky = KMeans(l_, random_state=seed, scheduler=sched).fit(ds["y"].data)
-    t = contingency_table(engine.compute(kx.labels_, scheduler=sched), engine.compute(ky.labels_, scheduler=sched),
-                          n_clusters=k, n_classes=l_)
-    return {"ac_mi": ac.mutual_information(store), "kmeans_mi": mutual_information(t),
-            "oracle_mi": ds.attrs["provenance"].get("oracle_mutual_information")}
+    with engine.installed(scheduler, data=ds["x"]):  # placed once, by the store's size
+        ac = load_model(ac_model)
+        ac.scheduler = None  # the runner installed here
+        k, l_ = ac.cluster_centers_x_.shape[0], ac.cluster_centers_y_.shape[0]
+        kx = KMeans(k, random_state=seed).fit(store)
+        ky = KMeans(l_, random_state=seed).fit(ds["y"].data)
+        t = contingency_table(engine.compute(kx.labels_), engine.compute(ky.labels_),
+                              n_clusters=k, n_classes=l_)
+        return {"ac_mi": ac.mutual_information(store), "kmeans_mi": mutual_information(t),
+                "oracle_mi": ds.attrs["provenance"].get("oracle_mutual_information")}
 
 
 @task(name="anneal-soft-kmeans")
@@ -167,31 +167,29 @@ def anneal(store: str, n_clusters: int, scheduler: str | None, seed: int, run_di
     from infoclust_dask.runs import save_model
 
     ds = open_dataset(store)
-    sched = engine.runner_for(scheduler, ds["x"])
-    X = engine.prepare(ds["x"], scheduler=sched)  # hundreds of passes: keep it in memory
-    mean, axes, var = principal_axes(X, 2, scheduler=sched)
-    beta_c = 1.0 / var[0]  # MacKay (20.17): first split where beta = 1/sigma_1^2
-    betas = beta_c * np.geomspace(0.25, 8.0, n_betas)
-    t0 = time.perf_counter()
-    sk = SoftKMeans(n_clusters, beta_schedule=betas, max_iter=1000, tol=1e-8, random_state=seed,
-                    scheduler=sched).fit(X)
-    seconds = time.perf_counter() - t0
-    save_model(sk, run_path(run_dir) / "soft-kmeans-model.json")
-    crit = sk.critical_betas()
-    coords = (sk.centers_path_ - mean) @ axes[0]
-    plot_annealing_path(betas, coords, run_path(run_dir) / "annealing.png", critical=[b for b, _ in crit],
-                        predicted=beta_c, title=f"Deterministic annealing (soft K-means), K={n_clusters}")
+    with engine.installed(scheduler, data=ds["x"]):  # placed once, by the store's size
+        X = engine.prepare(ds["x"])  # hundreds of passes: keep it in memory
+        mean, axes, var = principal_axes(X, 2)
+        beta_c = 1.0 / var[0]  # MacKay (20.17): first split where beta = 1/sigma_1^2
+        betas = beta_c * np.geomspace(0.25, 8.0, n_betas)
+        t0 = time.perf_counter()
+        sk = SoftKMeans(n_clusters, beta_schedule=betas, max_iter=1000, tol=1e-8, random_state=seed).fit(X)
+        seconds = time.perf_counter() - t0
+        save_model(sk, run_path(run_dir) / "soft-kmeans-model.json")
+        crit = sk.critical_betas()
+        coords = (sk.centers_path_ - mean) @ axes[0]
+        plot_annealing_path(betas, coords, run_path(run_dir) / "annealing.png", critical=[b for b, _ in crit],
+                            predicted=beta_c, title=f"Deterministic annealing (soft K-means), K={n_clusters}")
+        rows = np.asarray(engine.compute(X))  # the prepared rows: no second read of the store
     # the same rows (numpy), the path placed from the data, on a dask cluster (the shared LocalCluster unless one
     # is named): data that fit one worker run there as one task, not one scheduler round trip per pass
-    rows = np.asarray(engine.compute(X, scheduler=sched))  # the prepared rows: no second read of the store
-    cluster = engine.runner_for(scheduler or "local", rows)  # started before the timing
-    t0 = time.perf_counter()
-    auto = SoftKMeans(n_clusters, beta=float(betas[-1]), beta_schedule="auto", random_state=seed,
-                      scheduler=cluster).fit(rows)
-    seconds_auto = round(time.perf_counter() - t0, 2)
-    # the store's lazy rows on the same cluster, pass by pass: the workers hold them (read once) when they fit
-    # a quarter of their memory, else every pass streams them from the store
-    km = KMeans(n_clusters, random_state=seed, scheduler=cluster).fit(ds["x"].data)
+    with engine.installed(scheduler or "local", data=rows):  # started before the timing
+        t0 = time.perf_counter()
+        auto = SoftKMeans(n_clusters, beta=float(betas[-1]), beta_schedule="auto", random_state=seed).fit(rows)
+        seconds_auto = round(time.perf_counter() - t0, 2)
+        # the store's lazy rows on the same cluster, pass by pass: the workers hold them (read once) when they
+        # fit their memory, else every pass streams them from the store
+        km = KMeans(n_clusters, random_state=seed).fit(ds["x"].data)
     return {"predicted_first_split": float(beta_c), "observed_splits": crit,
             "n_passes": sk.n_iter_, "seconds": round(seconds, 2),
             "auto": {"betas": len(auto.betas_), "n_passes": auto.n_iter_, "seconds": seconds_auto,
@@ -248,16 +246,16 @@ def cmbc_next(storage: str, scheduler: str | None, seed: int, n_samples: int = 2
         write_dataset(dest, Y, dtype=np.uint8, extra_labels={f"q{j + 1}": Q[:, j] for j in range(4)},
                       provenance={"source": f"make_cmbc_data({n_samples}, p_noise=0.1)"}, overwrite=True)
     ds = open_dataset(dest)
-    sched = engine.runner_for(scheduler, ds["x"])
-    Q = np.stack([np.asarray(engine.compute(ds[f"q{j + 1}"].data, scheduler=sched)) for j in range(4)], axis=1)
-    out = {"store": str(dest), "n": int(ds.sizes["sample"])}
-    for name, gamma in (("CMBC", "default"), ("EM", 0.0)):
-        t0 = time.perf_counter()
-        m = CMBC(2, gamma=gamma, random_state=seed, scheduler=sched).fit(ds["x"], known=ds["q1"])
-        labels = np.asarray(engine.compute(m.labels_, scheduler=sched))
-        out[name] = {"nmi": [round(nmi_paper(labels, Q[:, j]), 4) for j in range(4)],
-                     "seconds": round(time.perf_counter() - t0, 2), "passes": m.n_iter_}
-    return out
+    with engine.installed(scheduler, data=ds["x"]):  # placed once, by the store's size
+        Q = np.stack([np.asarray(engine.compute(ds[f"q{j + 1}"].data)) for j in range(4)], axis=1)
+        out = {"store": str(dest), "n": int(ds.sizes["sample"])}
+        for name, gamma in (("CMBC", "default"), ("EM", 0.0)):
+            t0 = time.perf_counter()
+            m = CMBC(2, gamma=gamma, random_state=seed).fit(ds["x"], known=ds["q1"])
+            labels = np.asarray(engine.compute(m.labels_))
+            out[name] = {"nmi": [round(nmi_paper(labels, Q[:, j]), 4) for j in range(4)],
+                         "seconds": round(time.perf_counter() - t0, 2), "passes": m.n_iter_}
+        return out
 
 
 @task(name="smic-store")
@@ -270,17 +268,17 @@ def smic_store(store: str, n_clusters: int, scheduler: str | None, seed: int) ->
     from infoclust_dask.io.store import open_dataset
 
     ds = open_dataset(store)
-    sched = engine.runner_for(scheduler, ds["x"])
-    y = np.asarray(engine.compute(ds["label"].data, scheduler=sched))
-    t0 = time.perf_counter()
-    m = SMIC(n_clusters, random_state=seed, scheduler=sched).fit(ds["x"])
-    seconds = time.perf_counter() - t0
-    km = KMeans(n_clusters, n_init=10, random_state=seed, scheduler=sched).fit(ds["x"])
-    km_labels = engine.compute(km.labels_, scheduler=sched)
-    return {"store": store, "n": len(y), "t": int(m.t_), "ari": float(ari(y, m.labels_)),
-            "kmeans_ari": float(ari(y, km_labels)), "seconds": round(seconds, 2), "runner": m.runner_["runner"],
-            "lsmi": {int(t): round(float(v), 4) for t, v in m.lsmi_.items()},
-            "timings": {k: round(v, 2) for k, v in m.timings_.items()}}
+    with engine.installed(scheduler, data=ds["x"]):  # placed once, by the store's size
+        y = np.asarray(engine.compute(ds["label"].data))
+        t0 = time.perf_counter()
+        m = SMIC(n_clusters, random_state=seed).fit(ds["x"])
+        seconds = time.perf_counter() - t0
+        km = KMeans(n_clusters, n_init=10, random_state=seed).fit(ds["x"])
+        km_labels = engine.compute(km.labels_)
+        return {"store": store, "n": len(y), "t": int(m.t_), "ari": float(ari(y, m.labels_)),
+                "kmeans_ari": float(ari(y, km_labels)), "seconds": round(seconds, 2), "runner": m.runner_["runner"],
+                "lsmi": {int(t): round(float(v), 4) for t, v in m.lsmi_.items()},
+                "timings": {k: round(v, 2) for k, v in m.timings_.items()}}
 
 
 @task(name="smic-large")

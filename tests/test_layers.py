@@ -321,3 +321,24 @@ def test_no_function_over_100_lines_of_code():
 def test_the_function_measure_counts_code_not_docstrings():
     src = "def f():\n    \"\"\"doc\n\n    more\"\"\"\n    a = 1\n\n    return a\n"
     assert _code_lines(ast.parse(src).body[0]) == 3
+
+
+def test_no_scheduler_carried_between_internal_functions():
+    """The runner is installed once, at public entry points
+    (``engine.entry_point``, ``engine.installed``); below them nothing hands
+    ``scheduler=`` on: no private function takes one, and no call outside
+    the engine (which resolves it) passes a variable as ``scheduler=``."""
+    bad = []
+    for p in _sources("infoclust_dask", "pipelines"):
+        if p.parent.name == "engine":
+            continue
+        for f in ast.walk(ast.parse(p.read_text())):
+            if isinstance(f, ast.FunctionDef) and f.name.startswith("_") and f.name != "__init__" and \
+                    "scheduler" in [a.arg for a in f.args.args + f.args.kwonlyargs]:
+                bad.append(f"{p.relative_to(ROOT)}:{f.lineno} def {f.name}(..., scheduler)")
+            # the command hands the user's --scheduler to the estimator it builds (the fit is the entry point);
+            # a flow hands its scheduler parameter to its tasks (each an entry point)
+            if isinstance(f, ast.keyword) and f.arg == "scheduler" and isinstance(f.value, ast.Name) \
+                    and p.parent.name != "pipelines" and p.name != "cli.py":
+                bad.append(f"{p.relative_to(ROOT)}:{f.value.lineno} scheduler={f.value.id}")
+    assert not bad, bad

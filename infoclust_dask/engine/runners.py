@@ -55,6 +55,8 @@ named.
 from __future__ import annotations
 
 import contextlib
+import functools
+import inspect
 import os
 import sys
 from collections.abc import Iterator
@@ -68,7 +70,7 @@ from .cluster_runner import Distributed
 from .local_runner import _INSTALLED, IN_PROCESS_MAX_BYTES, InProcess, Runner, _size, in_process_budget
 
 __all__ = ["Runner", "InProcess", "Distributed", "resolve_scheduler", "installed", "place", "in_process_budget",
-           "compute", "runner_for", "data_bytes", "IN_PROCESS_MAX_BYTES"]
+           "compute", "runner_for", "data_bytes", "IN_PROCESS_MAX_BYTES", "entry_point"]
 
 # --------------------------------------------------------------------------
 # resolution and placement
@@ -214,6 +216,40 @@ def installed(scheduler: Any = None, *, data: Any = None, nbytes: tuple[int, boo
         yield runner
     finally:
         _INSTALLED.reset(token)
+
+
+def entry_point(func: Any = None, *, data_here: tuple[str, ...] = ()) -> Any:
+    """Written on a public function that takes ``scheduler=``: the runner it
+    names is chosen once and installed (:func:`installed`) for the whole
+    call, so the passes and the helpers inside ask that runner and no
+    internal function carries ``scheduler=``. ``scheduler=None`` installs
+    nothing: an enclosing call's runner, else the default, as for any pass.
+
+    ``data_here`` names arguments holding the call's data: when none of
+    those given is lazy, the data live in this process and its passes run
+    here, on threads, whatever scheduler is named (a store written from
+    numpy arrays is written from this process; its path need not be
+    reachable from the workers).
+    """
+    if func is None:
+        return functools.partial(entry_point, data_here=data_here)
+    sig = inspect.signature(func)
+    if "scheduler" not in sig.parameters:
+        raise TypeError(f"{func.__qualname__} takes no scheduler= argument; entry_point installs its runner.")
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        given = sig.bind_partial(*args, **kwargs).arguments
+        scheduler = given.get("scheduler")
+        if data_here and not any(given.get(n) is not None and _is_dask(getattr(given[n], "data", given[n]))
+                                 for n in data_here):
+            scheduler = "threads"
+        if scheduler is None:
+            return func(*args, **kwargs)
+        with installed(scheduler):
+            return func(*args, **kwargs)
+
+    return wrapper
 
 
 def compute(obj: Any, *, scheduler: Any = None, progress: bool = False) -> Any:

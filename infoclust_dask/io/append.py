@@ -133,6 +133,7 @@ def _checked(arr: Any, check: Any, **kw: Any) -> Any:
     return arr.map_blocks(check, dtype=arr.dtype, **kw)
 
 
+@engine.entry_point
 def append_dataset(path: str | os.PathLike, x: Any, *, label: Any = None, y: Any = None,
                    extra_labels: dict | None = None, class_names: Any = None,
                    label_class_names: dict | None = None, feature_names: Any = None,
@@ -169,14 +170,14 @@ def append_dataset(path: str | os.PathLike, x: Any, *, label: Any = None, y: Any
     if not np.issubdtype(x.dtype, np.number):
         raise TypeError(f"'x' must be numeric; got dtype {x.dtype}.")
     new_attrs = dict(attrs)
-    x, moments = _checked_rows(x.astype(np.float64), attrs, n_old, new_attrs, scheduler)
+    x, moments = _checked_rows(x.astype(np.float64), attrs, n_old, new_attrs)
     new_vars: dict[str, Any] = {"x": _transform(x, attrs, dict(attrs.get("provenance", {})))}
     for name in wanted:
         if name == "y":
-            new_vars["y"] = _checked_y(y, n_new, int(ds.sizes["feature_y"]), scheduler)
+            new_vars["y"] = _checked_y(y, n_new, int(ds.sizes["feature_y"]))
         else:
             new_vars[name] = _checked_codes(name, given[name], n_new, attrs, new_attrs, class_names,
-                                            label_class_names, scheduler)
+                                            label_class_names)
     rows = int(ds["x"].chunks[0][0])
     if "fold" in ds.data_vars:
         new_vars["fold"] = _fold_ids(n_old, n_new, attrs, rows)
@@ -190,7 +191,7 @@ def append_dataset(path: str | os.PathLike, x: Any, *, label: Any = None, y: Any
             clean_stale_temporaries(loc.local)
         remove_leftovers(loc, _read_manifests(loc) or {}, keep=staging)
         _write_staged(loc, staging, staged_vars, encoding, first, n_old + n_new, new_attrs, source, n_new,
-                      scheduler, progress, moments)
+                      progress, moments)
     return {"store": str(loc), "rows_before": n_old, "rows_added": n_new, "rows": n_old + n_new,
             "seconds": round(time.perf_counter() - t0, 3)}
 
@@ -248,7 +249,7 @@ def _wanted_variables(ds: Any, given: dict) -> list[str]:
     return wanted
 
 
-def _checked_rows(x: Any, attrs: dict, n_old: int, new_attrs: dict, scheduler: Any) -> tuple[Any, Any]:
+def _checked_rows(x: Any, attrs: dict, n_old: int, new_attrs: dict) -> tuple[Any, Any]:
     """``x`` checked for non-finite values, and the store's raw moments
     brought up to date (into ``new_attrs``) when it keeps them. Lazy new rows
     (a file being read, a generator) are gone through once: their checks run
@@ -263,7 +264,7 @@ def _checked_rows(x: Any, attrs: dict, n_old: int, new_attrs: dict, scheduler: A
     if prov.get("standardized") or prov.get("pca") is not None or "feature_mean" not in attrs:
         if lazy:
             return _checked(x, _refuse_nonfinite, variable="x"), None
-        _check_finite_rows("x", x, scheduler)
+        _check_finite_rows("x", x)
         return x, None
     from ..kernels.stats import MOMENTS
     from ..preprocess import feature_moments, moments_from_sums
@@ -271,22 +272,22 @@ def _checked_rows(x: Any, attrs: dict, n_old: int, new_attrs: dict, scheduler: A
     old_m, old_s = np.asarray(attrs["feature_mean"]), np.asarray(attrs["feature_std"])
     if lazy:
         x = _checked(x, _refuse_nonfinite, variable="x")
-        shift = np.asarray(engine.compute(x[:1], scheduler=scheduler), dtype=np.float64)[0]
+        shift = np.asarray(engine.compute(x[:1]), dtype=np.float64)[0]
 
         def combined(st, shift=shift):
             return _combined_moments(n_old, old_m, old_s, n_new, *moments_from_sums(st, shift)[:2])
 
         return x, (engine.build_reduction(MOMENTS, x, params={"shift": shift}), combined)
     # one pass: the moments' pass also counts the non-finite values
-    m1, s1, _, n_bad = feature_moments(x, scheduler=scheduler)
+    m1, s1, _, n_bad = feature_moments(x)
     if n_bad:
-        _check_finite_rows("x", x, scheduler)  # raises, naming the count and the fix
+        _check_finite_rows("x", x)  # raises, naming the count and the fix
     m, s = _combined_moments(n_old, old_m, old_s, n_new, m1, s1)
     new_attrs.update(feature_mean=m.tolist(), feature_std=s.tolist())
     return x, None
 
 
-def _checked_y(y: Any, n_new: int, d_y: int, scheduler: Any) -> Any:
+def _checked_y(y: Any, n_new: int, d_y: int) -> Any:
     """The new rows' second view, of the stored width and finite."""
     from .store import _check_finite_rows
 
@@ -295,12 +296,12 @@ def _checked_y(y: Any, n_new: int, d_y: int, scheduler: Any) -> Any:
         raise ValueError(f"'y' must have shape ({n_new}, {d_y}); got {yy.shape}.")
     if engine.is_lazy(yy):
         return _checked(yy.astype(np.float64), _refuse_nonfinite, variable="y")
-    _check_finite_rows("y", yy.astype(np.float64), scheduler)
+    _check_finite_rows("y", yy.astype(np.float64))
     return yy
 
 
 def _checked_codes(name: str, values: Any, n_new: int, attrs: dict, new_attrs: dict, class_names: Any,
-                   label_class_names: dict | None, scheduler: Any) -> Any:
+                   label_class_names: dict | None) -> Any:
     """The new rows' codes of the label column ``name``: given names matched
     to the stored ones by name (new names added to ``new_attrs``, with a
     warning), codes checked >= 0 (lazy codes as they are written)."""
@@ -317,7 +318,7 @@ def _checked_codes(name: str, values: Any, n_new: int, attrs: dict, new_attrs: d
         codes, merged = _checked(arr, _refuse_codes, variable=name, n_names=None if stored is None else len(stored)), stored
     else:
         codes, merged = _label_codes(name, arr, names, stored)
-        low = int(engine.compute(codes.min(), scheduler=scheduler))
+        low = int(engine.compute(codes.min()))
         if low < 0:
             raise ValueError(f"'{name}' must be >= 0; found {low}.")
     if merged is not None and merged != stored:
@@ -405,8 +406,7 @@ def remove_leftovers(loc: Location, docs: dict[str, dict], keep: Location | None
     return removed
 
 
-def _write_staged(loc, staging, staged_vars, encoding, first, n_total, new_attrs, source, n_new, scheduler,
-                  progress, moments=None):
+def _write_staged(loc, staging, staged_vars, encoding, first, n_total, new_attrs, source, n_new, progress, moments=None):
     """Write the staged chunks (and, with ``moments = (lazy sums, combine)``,
     the new rows' moments in the same graph), then commit."""
     import xarray as xr
@@ -417,9 +417,9 @@ def _write_staged(loc, staging, staged_vars, encoding, first, n_total, new_attrs
                                encoding=encoding, write_empty_chunks=True,
                                storage_options=staging.storage_options or None)
         if moments is None:
-            engine.compute(writes, scheduler=scheduler, progress=progress)
+            engine.compute(writes, progress=progress)
         else:
-            _, sums = engine.compute((writes, moments[0]), scheduler=scheduler, progress=progress)
+            _, sums = engine.compute((writes, moments[0]), progress=progress)
             m, s = moments[1](sums)
             new_attrs = {**new_attrs, "feature_mean": m.tolist(), "feature_std": s.tolist()}
         _commit(loc, staging, list(staged_vars), first, n_total, new_attrs, source, n_new)

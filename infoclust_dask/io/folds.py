@@ -71,6 +71,7 @@ def fold_ids(ds: xr.Dataset, n_folds: int | None, kind: str = "ranges") -> Any:
     raise ValueError(f"fold kind must be one of {FOLD_KINDS}; got {kind!r}.")
 
 
+@engine.entry_point
 def split(ds: xr.Dataset, fold: int, n_folds: int | None, kind: str = "ranges", *,
           variables: Sequence[str] = ("x", "label"), scheduler: SchedulerLike = None) -> tuple[dict, dict]:
     """Training and held-out rows of fold ``fold``.
@@ -88,6 +89,6 @@ def split(ds: xr.Dataset, fold: int, n_folds: int | None, kind: str = "ranges", 
     train, test = {}, {}
     for name in variables:
         if name in ds:
-            train[name] = engine.take_rows(ds[name], ids != fold, scheduler=scheduler)
-            test[name] = engine.take_rows(ds[name], ids == fold, scheduler=scheduler)
+            train[name] = engine.take_rows(ds[name], ids != fold)
+            test[name] = engine.take_rows(ds[name], ids == fold)
     return train, test

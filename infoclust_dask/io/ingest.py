@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import engine
 from ..datasets import BUNDLED
 from ..storage.paths import local_path, url_protocol
 from . import readers as _readers
@@ -70,6 +71,7 @@ def existing_store_differences(dest: str | os.PathLike, src: Any, *, standardize
     return out
 
 
+@engine.entry_point
 def ingest(src: Any, dest: str | os.PathLike, *, label_column: str | None = None, drop_nonfinite: bool = False,
            standardize: bool = False, pca: int | None = None, pca_method: str = "gram", n_folds: int | None = None,
            fold_seed: int = 0, chunks: int | None = None, codec: str = "auto", overwrite: bool = False,
@@ -140,7 +142,7 @@ def ingest(src: Any, dest: str | os.PathLike, *, label_column: str | None = None
 
     if append:
         return _append_source(src, dest, label_column=label_column, labels=labels, encoding=encoding,
-                              drop_nonfinite=drop_nonfinite, scheduler=scheduler, progress=progress,
+                              drop_nonfinite=drop_nonfinite, progress=progress,
                               storage_options=storage_options,
                               fixed={"standardize": standardize, "pca": pca, "n_folds": n_folds, "chunks": chunks,
                                      "codec": codec != "auto" and codec, "overwrite": overwrite, "binary": binary,
@@ -160,8 +162,7 @@ def ingest(src: Any, dest: str | os.PathLike, *, label_column: str | None = None
         raise IngestError(f"dtype must be 'auto', 'float32' or 'float64'; got {dtype!r}.")
     if _is_store(src):
         return preprocess_store(src, dest, standardize=standardize, pca=pca, pca_method=pca_method, n_folds=n_folds,
-                                fold_seed=fold_seed, chunks=chunks, codec=codec, overwrite=overwrite,
-                                scheduler=scheduler, progress=progress)
+                                fold_seed=fold_seed, chunks=chunks, codec=codec, overwrite=overwrite, progress=progress)
     path = Path(str(src))
     streamed = str(src) not in BUNDLED and path.suffix.lower() in _TABLES + (".npy",) and path.is_file()
     from .store import _temp_name
@@ -184,7 +185,7 @@ def ingest(src: Any, dest: str | os.PathLike, *, label_column: str | None = None
         return _validate_and_write(
             src, X, labels, prov, finite, dest, drop_nonfinite=drop_nonfinite, binary=binary,
             standardize=standardize, pca=pca, pca_method=pca_method, n_folds=n_folds, fold_seed=fold_seed,
-            chunks=chunks, codec=codec, overwrite=overwrite, progress=progress, scheduler=scheduler,
+            chunks=chunks, codec=codec, overwrite=overwrite, progress=progress,
             dtype=out_dtype)
     finally:
         if scratch is not None and scratch.exists():
@@ -211,8 +212,7 @@ def _refuse_ragged(src: Any, encoding: str = "utf-8") -> None:
                           "ragged. Fix or remove that line.")
 
 
-def _append_source(src, dest, *, label_column, labels, encoding, drop_nonfinite, scheduler, progress,
-                   storage_options, fixed):
+def _append_source(src, dest, *, label_column, labels, encoding, drop_nonfinite, progress, storage_options, fixed):
     """:func:`ingest` with ``append=True``: read ``src`` and append its rows."""
     from .append import append_dataset
 
@@ -235,7 +235,7 @@ def _append_source(src, dest, *, label_column, labels, encoding, drop_nonfinite,
         extra_labels={k: v[0] for k, v in lab.items()} or None,
         label_class_names={k: v[1] for k, v in lab.items() if v[1] is not None} or None,
         feature_names=prov.get("feature_names"), source=str(prov.get("source", src)),
-        storage_options=storage_options, scheduler=scheduler, progress=progress)
+        storage_options=storage_options, progress=progress)
     return report["store"], report
 
 
@@ -251,7 +251,6 @@ def _read_streamed(path, label_column, label_file, encoding, scratch, progress):
     labels, provenance, finite rows or None)``."""
     import dask.array as da
 
-    from .. import engine
 
     cols = [] if label_column is None else list(label_column) if isinstance(label_column, (list, tuple)) \
         else [label_column]
@@ -344,11 +343,9 @@ def _first_bad_values(x, limit=5):
 
 
 def _validate_and_write(src, X, labels, prov, finite, dest, *, drop_nonfinite, binary, standardize, pca,
-                        pca_method, n_folds, fold_seed, chunks, codec, overwrite, progress, scheduler,
-                        dtype=np.float64):
+                        pca_method, n_folds, fold_seed, chunks, codec, overwrite, progress, dtype=np.float64):
     """Check the rows (numeric, finite, binary when asked) of numpy or lazy
     ``X``, then standardize / project and write the store."""
-    from .. import engine
     from ..preprocess import fit_transform, write_preprocessed
 
     lazy = engine.is_lazy(X)
@@ -417,12 +414,11 @@ def _validate_and_write(src, X, labels, prov, finite, dest, *, drop_nonfinite, b
         info = {"feature_mean": np.asarray(mean), "feature_std": np.asarray(std)}
     else:
         Xt, info = fit_transform(X if lazy else X.astype(np.float64, copy=False), standardize=standardize,
-                                 pca=pca, pca_method=pca_method, scheduler=scheduler)
+                                 pca=pca, pca_method=pca_method)
     names = prov.pop("feature_names", None)
     path, written = write_preprocessed(
         dest, Xt, info, standardize=standardize, pca=pca, n_folds=n_folds, fold_seed=fold_seed, chunks=chunks,
-        codec=codec, labels=labels, provenance=prov, overwrite=overwrite, progress=progress,
-        scheduler=scheduler, dtype=np.uint8 if binary else dtype,
+        codec=codec, labels=labels, provenance=prov, overwrite=overwrite, progress=progress, dtype=np.uint8 if binary else dtype,
         feature_names=names if pca is None and names is not None and len(names) == Xt.shape[1] else None)
     report.update(rows_written=int(Xt.shape[0]), features_written=int(Xt.shape[1]), **written)
     return path, report
@@ -438,7 +434,6 @@ def _ingest_sparse(X, labels, prov, dest, *, binary, standardize, pca, n_folds, 
                    overwrite, progress):
     """Write a scipy sparse matrix as a dense store, one chunk of rows at a
     time (the chunk densified inside its own write task)."""
-    from .. import engine
     from ..preprocess import write_preprocessed
     from .store import choose_chunk_rows
 
@@ -467,10 +462,12 @@ def _ingest_sparse(X, labels, prov, dest, *, binary, standardize, pca, n_folds, 
     mean = np.asarray(X.mean(axis=0)).ravel()
     sq = np.asarray(X.multiply(X).mean(axis=0)).ravel()
     info = {"feature_mean": mean, "feature_std": np.sqrt(np.maximum(sq - mean ** 2, 0.0))}
-    path, written = write_preprocessed(
-        dest, x, info, standardize=False, pca=None, n_folds=n_folds, fold_seed=fold_seed, chunks=rows,
-        codec=codec, labels=labels, provenance={**prov, "sparse": {"nnz": int(X.nnz), "density": X.nnz / (n * d)}},
-        overwrite=overwrite, progress=progress, scheduler="threads", dtype=dtype)
+    with engine.installed("threads"):  # the matrix lives in this process: its chunks are made and written here
+        path, written = write_preprocessed(
+            dest, x, info, standardize=False, pca=None, n_folds=n_folds, fold_seed=fold_seed, chunks=rows,
+            codec=codec, labels=labels,
+            provenance={**prov, "sparse": {"nnz": int(X.nnz), "density": X.nnz / (n * d)}},
+            overwrite=overwrite, progress=progress, dtype=dtype)
     report = {"source": prov["source"], "rows_read": n, "features": d, "rejected": [], "labels": list(labels),
               "sparse_nnz": int(X.nnz), "rows_written": n, "features_written": d, **written}
     return path, report

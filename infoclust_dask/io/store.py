@@ -149,11 +149,11 @@ def _check_float(name, a):
         )
 
 
-def _check_finite_rows(name: str, arr: Any, scheduler: Any = None) -> None:
+def _check_finite_rows(name: str, arr: Any) -> None:
     """Refuse NaN/inf in ``arr`` (one pass for lazy input)."""
     from ..kernels.stats import MOMENTS
 
-    bad = int(engine.map_reduce(MOMENTS, arr, scheduler=scheduler)["n_bad"])
+    bad = int(engine.map_reduce(MOMENTS, arr)["n_bad"])
     if bad:
         raise ValueError(f"'{name}' contains {bad} NaN or infinite values. Drop or impute those rows first "
                          "(CLI: `infoclust ingest --drop-nonfinite`).")
@@ -229,6 +229,7 @@ def _check_url_destination(loc: Location, overwrite: bool) -> str:
     return loc.url
 
 
+@engine.entry_point(data_here=("x", "y"))
 def write_dataset(
     path: str | os.PathLike,
     x: Any,
@@ -318,15 +319,13 @@ def write_dataset(
         raise ValueError(f"codec must be one of {_CODECS}; got {codec!r}.")
     check_destination(loc, overwrite)
 
-    if not any(a is not None and engine.is_lazy(a) for a in (x, y)):  # the data live in this process: write them from here
-        scheduler = "threads"
     x = engine.as_array(x)
     _check_2d("x", x)
     _check_float("x", x)
     n = x.shape[0]
     if n == 0:
         raise ValueError("'x' has 0 samples; a dataset needs at least one row.")
-    out_dtype = _stored_dtype(x, dtype, scheduler)
+    out_dtype = _stored_dtype(x, dtype)
     binary = out_dtype == np.uint8
     rows = int(chunks) if chunks is not None else choose_chunk_rows(n, x.shape[1], out_dtype.itemsize)
     if rows <= 0:
@@ -361,18 +360,18 @@ def write_dataset(
     if check_finite:
         for name in ("x", "y"):
             if name in variables:
-                _check_finite_rows(name, variables[name][1], scheduler)
+                _check_finite_rows(name, variables[name][1])
     for name in ["label"] * (label is not None) + list(extra_labels or {}):
-        lmin = int(engine.compute(variables[name][1].min(), scheduler=scheduler))
+        lmin = int(engine.compute(variables[name][1].min()))
         if lmin < 0:
             raise ValueError(f"'{name}' must be >= 0; found {lmin}.")
 
     ds = xr.Dataset(variables, attrs=_store_attrs(provenance, class_names, extra_labels, label_class_names, attrs))
     if loc.local is None:
-        return _write_at_url(loc, ds, encoding, overwrite, scheduler, progress)
-    return _write_local(loc.local, ds, encoding, overwrite, scheduler, progress)
+        return _write_at_url(loc, ds, encoding, overwrite, progress)
+    return _write_local(loc.local, ds, encoding, overwrite, progress)
 
-def _stored_dtype(x: Any, dtype: Any, scheduler: Any) -> np.dtype:
+def _stored_dtype(x: Any, dtype: Any) -> np.dtype:
     """The dtype ``x`` is stored in: ``dtype`` when given (a float, or uint8
     for binary 0/1 data, whose values are checked by one pass), else float32
     or float64 as given, float64 for integer input."""
@@ -385,7 +384,7 @@ def _stored_dtype(x: Any, dtype: Any, scheduler: Any) -> np.dtype:
     if binary:  # binary features (CMBC): one byte per value, and only 0 and 1 may be stored
         from ..kernels.stats import LABEL_VALUES
 
-        values = engine.map_reduce(LABEL_VALUES, x, scheduler=scheduler)["values"]
+        values = engine.map_reduce(LABEL_VALUES, x)["values"]
         bad = values[(values != 0) & (values != 1)]
         if bad.size:
             raise ValueError(f"dtype=uint8 stores binary data, but 'x' holds the values {bad[:5].tolist()}; "
@@ -457,7 +456,7 @@ def _store_attrs(provenance: dict | None, class_names: Any, extra_labels: dict |
     return all_attrs
 
 
-def _write_local(path: Path, ds: Any, encoding: dict, overwrite: bool, scheduler: Any, progress: bool) -> Path:
+def _write_local(path: Path, ds: Any, encoding: dict, overwrite: bool, progress: bool) -> Path:
     """Write ``ds`` into a temporary folder beside ``path`` (the chunks as one
     graph on the chosen scheduler, every chunk on disk), its manifests, then
     move it into place under the write lock."""
@@ -470,7 +469,7 @@ def _write_local(path: Path, ds: Any, encoding: dict, overwrite: bool, scheduler
             # metadata now; the chunk writes as one graph on the chosen scheduler
             writes = ds.to_zarr(tmp, mode="w-", zarr_format=3, encoding=encoding, consolidated=False,
                                 compute=False, write_empty_chunks=True)  # every chunk on disk: none reads as fill
-            engine.compute(writes, scheduler=scheduler, progress=progress)
+            engine.compute(writes, progress=progress)
             _write_manifest(tmp)
             _replace(tmp, path, overwrite)
         except OSError as exc:
@@ -479,7 +478,7 @@ def _write_local(path: Path, ds: Any, encoding: dict, overwrite: bool, scheduler
             _remove_tree(tmp)
     return path
 
-def _write_at_url(loc: Location, ds: Any, encoding: dict, overwrite: bool, scheduler: Any, progress: bool) -> str:
+def _write_at_url(loc: Location, ds: Any, encoding: dict, overwrite: bool, progress: bool) -> str:
     """Chunks and metadata straight to the URL (on the workers), then the
     manifests, which commit the store (:mod:`infoclust_dask.storage.manifest`)."""
     _check_url_destination(loc, overwrite)
@@ -487,7 +486,7 @@ def _write_at_url(loc: Location, ds: Any, encoding: dict, overwrite: bool, sched
         loc.remove()  # an interrupted write, and overwrite was asked
     writes = ds.to_zarr(loc.url, mode="w-", zarr_format=3, encoding=encoding, consolidated=False, compute=False,
                         write_empty_chunks=True, storage_options=loc.storage_options or None)
-    engine.compute(writes, scheduler=scheduler, progress=progress)
+    engine.compute(writes, progress=progress)
     _write_manifest(loc)
     return loc.url
 
@@ -518,6 +517,7 @@ def check_label_name(name: str) -> str:
     return name
 
 
+@engine.entry_point(data_here=("labels",))
 def add_labels(path: str | os.PathLike, name: str, labels: Any, *, overwrite: bool = False, scheduler: Any = None,
                attrs: dict | None = None) -> Path:
     """Add an integer label variable ``name`` (sample,) to the store at
@@ -559,8 +559,6 @@ def add_labels(path: str | os.PathLike, name: str, labels: Any, *, overwrite: bo
     rows = ds["x"].chunks[0][0]
     arr = (arr if engine.is_lazy(arr) else da.from_array(np.asarray(arr), chunks=rows)).astype(np.int32)
     arr = arr.rechunk(rows)
-    if not engine.is_lazy(labels):
-        scheduler = "threads"
     clean_stale_temporaries(path)
     with _WriteLock(path.parent / f"{path.name}.{name}"):
         tmp = _temp_name(path, "var")
@@ -570,7 +568,7 @@ def add_labels(path: str | os.PathLike, name: str, labels: Any, *, overwrite: bo
             writes = piece.to_zarr(tmp, mode="w-", zarr_format=3, consolidated=False, compute=False,
                                    encoding={name: {"chunks": (rows,), "compressors": _compressors("lz4", 4)}},
                                    write_empty_chunks=True)
-            engine.compute(writes, scheduler=scheduler)
+            engine.compute(writes)
             _write_manifest(tmp)
             # the manifest lists paths relative to the store root, which are the same in the target
             target = path / name

@@ -24,6 +24,7 @@ from ..storage.manifest import (
 )
 
 
+@engine.entry_point
 def verify_store(path: str | os.PathLike | Location, *, storage_options: dict | None = None,
                  scheduler: Any = None) -> dict:
     """Check every chunk of the store at ``path`` against the manifests
@@ -51,13 +52,13 @@ def verify_store(path: str | os.PathLike | Location, *, storage_options: dict | 
     problems += extra
     notes += extra_notes
     if loc.local is None and not problems:
-        problems += _read_every_chunk(loc, list(docs), scheduler, docs)
+        problems += _read_every_chunk(loc, list(docs), docs)
     chunks = {k: v for d in docs.values() for k, v in d["chunks"].items()}
     return {"store": str(loc), "chunks": len(chunks), "bytes": int(sum(v[0] for v in chunks.values() if _well_formed(v))),
             "rows": committed_rows(docs), "problems": problems, "notes": notes}
 
 
-def _read_every_chunk(loc: Location, arrays: list[str], scheduler: Any, docs: dict | None = None) -> list[str]:
+def _read_every_chunk(loc: Location, arrays: list[str], docs: dict | None = None) -> list[str]:
     """Read every chunk of the arrays on the workers (the ``crc32c`` codec
     checks each one's bytes); a failure is reported, not raised."""
     import dask.array as da
@@ -66,7 +67,7 @@ def _read_every_chunk(loc: Location, arrays: list[str], scheduler: Any, docs: di
     for var in arrays:
         try:
             arr = da.from_zarr(bound_store(loc, docs), component=var)
-            engine.compute(arr.sum(), scheduler=scheduler)
+            engine.compute(arr.sum())
         except Exception as exc:  # noqa: BLE001 - any read failure is a finding of verify
             problems.append(f"array {var!r} could not be read whole: {exc}")
     return problems

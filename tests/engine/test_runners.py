@@ -223,3 +223,36 @@ def test_in_process_each_keeps_order_runs_at_most_its_threads_and_raises_the_fir
         runner.each(fails, list(range(n_items)))
     assert len(done) < n_items  # the items after the failure were not all run
     assert InProcess(1).each(work, [1, 2, 3]) == [1, 4, 9]
+
+
+def test_entry_point_installs_the_named_runner_once_and_keeps_numpy_data_here():
+    """``engine.entry_point``: the scheduler a public function is given is
+    installed for its whole call (the helpers inside see it without being
+    handed it); ``data_here`` arguments given as numpy run in this process,
+    on threads, whatever is named; nothing named installs nothing."""
+    import dask.array as da
+
+    from infoclust_dask import engine
+
+    seen = []
+
+    @engine.entry_point(data_here=("x",))
+    def public(x, *, scheduler=None):
+        seen.append(engine.resolve_scheduler(None))  # what a helper inside asks for
+
+    public(np.ones(3), scheduler="sync")
+    assert isinstance(seen[-1], engine.InProcess) and seen[-1].threads != 1  # numpy: a thread pool, not "sync"
+    public(da.ones(3, chunks=1), scheduler="sync")
+    assert isinstance(seen[-1], engine.InProcess) and seen[-1].threads == 1  # lazy: the named runner
+    with engine.installed("sync") as outer:
+        public(da.ones(3, chunks=1))  # nothing named: the enclosing runner
+        assert seen[-1] is outer
+
+    @engine.entry_point
+    def plain(*, scheduler=None):
+        return engine.resolve_scheduler(None)
+
+    assert plain(scheduler="sync").threads == 1
+
+    with pytest.raises(TypeError, match="takes no scheduler"):
+        engine.entry_point(lambda x: x)
