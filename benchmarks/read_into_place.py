@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from infoclust_dask import write_dataset
-from infoclust_dask.engine.local_runner import InProcess
+from infoclust_dask.engine.in_process import InProcess
 from infoclust_dask.io.store import open_dataset
 
 

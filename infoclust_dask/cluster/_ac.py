@@ -77,7 +77,7 @@ def fused_pays(n_rows, mx, my, scheduler=None) -> bool:
     k, dx = mx.shape
     l_, dy = my.shape
     terms = k * k * l_ * (dx + 1) + l_ * l_ * k * (dy + 1)
-    return (not engine.resolve_scheduler(scheduler).local and terms <= FUSED_MAX_TERMS
+    return (not engine.resolve_scheduler(scheduler).in_this_process() and terms <= FUSED_MAX_TERMS
             and n_rows * terms <= FUSED_MAX_WORK)
 
 

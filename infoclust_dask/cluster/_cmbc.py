@@ -191,7 +191,7 @@ class CMBC(ClusterMixin, InfoclustEstimator):
     # ------------------------------------------------------------------
     def _check_X(self, X, reset):
         if _is_sparse(X):
-            if not engine.resolve_scheduler().local:
+            if not engine.resolve_scheduler().in_this_process():
                 raise ValueError("scipy.sparse input runs on a local scheduler ('sync' or 'threads'); for a "
                                  "cluster, pass a dask array or a store.")
             X = X.tocsr()

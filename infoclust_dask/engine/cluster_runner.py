@@ -14,8 +14,9 @@ import numpy as np
 
 from . import execute
 from .blocks import _auto_rows, _is_dask, _row_slices, as_array
-from .local_runner import _INSTALLED, IN_PROCESS_MAX_BYTES, InProcess, Runner, _lazy, _size
+from .in_process import IN_PROCESS_MAX_BYTES, InProcess
 from .pressure import UNLIMITED_WORKER_BYTES
+from .runner import _INSTALLED, Runner, _lazy, _size
 
 __all__ = ["Distributed", "UNLIMITED_WORKER_BYTES", "SCATTER_KEY_PREFIX"]
 
@@ -26,7 +27,6 @@ SCATTER_KEY_PREFIX = "infoclust-block-"
 class Distributed(Runner):
     """A ``distributed`` scheduler, through ``client``."""
 
-    local = False
 
     def __init__(self, client: Any, reason: str = "") -> None:
         super().__init__(reason)
@@ -37,6 +37,9 @@ class Distributed(Runner):
     @property
     def kind(self) -> str:
         return "distributed"
+
+    def in_this_process(self) -> bool:
+        return False
 
     def __str__(self) -> str:
         return f"distributed ({self.client.scheduler.address})"

@@ -95,10 +95,10 @@ def _in_process(bp, kind, arrays, scheduler, block_rows=None, parallel=False):
     arrays = [as_array(a) for a in arrays]
     _check_pass(bp, kind, arrays)
     sched = resolve_scheduler(scheduler)
-    if not sched.local or any(_is_dask(a) for a in arrays if a is not None):
+    if not sched.in_this_process() or any(_is_dask(a) for a in arrays if a is not None):
         return arrays, sched, None
     _same_rows(arrays)
-    return arrays, sched, _array_slices(arrays[0], block_rows, sched.threads if parallel else 1)
+    return arrays, sched, _array_slices(arrays[0], block_rows, sched.parallel_blocks() if parallel else 1)
 
 
 def _tiny(arrays) -> bool:
@@ -207,7 +207,7 @@ def map_blocks(
     if not any(_is_dask(a) for a in arrays if a is not None):
         _same_rows(arrays)
         here = current_runner()  # the threads of the enclosing call's runner in this process, if it has some
-        here = here if here is not None and here.local else None
+        here = here if here is not None and here.in_this_process() else None
 
         small = _tiny(arrays)
 
@@ -215,7 +215,7 @@ def map_blocks(
             with _compiled.numpy_form(small):
                 return np.asarray(run_chunk(bp, sl.start, _rows(arrays, sl), params))
 
-        slices = _array_slices(arrays[0], block_rows, here.threads if here is not None else 1)
+        slices = _array_slices(arrays[0], block_rows, here.parallel_blocks() if here is not None else 1)
         outs = here.each(run, slices) if here is not None else [run(sl) for sl in slices]
         return np.concatenate(outs, axis=0).astype(bp.dtype, copy=False)
 

@@ -47,7 +47,7 @@ def streams(data: Any, *, scheduler: Any = None) -> bool:
     a = as_array(data)
     if not _is_dask(a):
         return False
-    if resolve_scheduler(scheduler).local:
+    if resolve_scheduler(scheduler).in_this_process():
         return True
     from distributed import futures_of
 

@@ -67,7 +67,8 @@ import numpy as np
 from .. import _scheduler
 from .blocks import _is_dask
 from .cluster_runner import Distributed
-from .local_runner import _INSTALLED, IN_PROCESS_MAX_BYTES, InProcess, Runner, _size, in_process_budget
+from .in_process import IN_PROCESS_MAX_BYTES, InProcess, in_process_budget
+from .runner import _INSTALLED, Runner, _size
 
 __all__ = ["Runner", "InProcess", "Distributed", "resolve_scheduler", "installed", "place", "in_process_budget",
            "compute", "runner_for", "data_bytes", "IN_PROCESS_MAX_BYTES", "entry_point"]
@@ -180,7 +181,7 @@ def place(scheduler: Any, nbytes: int, lazy: bool) -> Runner:
     if named is not None:
         return named
     configured = _configured_local()
-    if configured.threads == 1 or not lazy:
+    if configured.parallel_blocks() == 1 or not lazy:
         if not lazy:
             configured.reason = "numpy input: already in this process' memory"
         return configured

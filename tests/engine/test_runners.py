@@ -119,7 +119,7 @@ def test_runners_answer_the_verbs_the_same_way(X, local_cluster_client):
     for r in (runners.InProcess(1), runners.InProcess(2), runners.Distributed(local_client := local_cluster_client)):
         assert r.workers()
         placed = r.prepare(lazy)
-        if r.local:
+        if r.in_this_process():
             assert isinstance(placed, np.ndarray)  # read once, into this process
         st = engine.map_reduce(MOMENTS, placed, params={"shift": None}, scheduler=r)
         outs.append(st["s2"])
@@ -187,7 +187,7 @@ def test_in_process_each_keeps_order_runs_at_most_its_threads_and_raises_the_fir
     import threading
     import time
 
-    from infoclust_dask.engine.local_runner import InProcess
+    from infoclust_dask.engine.in_process import InProcess
 
     runner = InProcess(2)
     lock, running, peak, threads = threading.Lock(), [0], [0], set()
