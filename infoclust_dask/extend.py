@@ -5,7 +5,11 @@ public place (the pieces the package's own methods use):
   block (:func:`sq_distances` is the shared squared-distance table);
 - an objectives module: plain numpy on the small statistics;
 - an estimator module: a subclass of :class:`InfoclustEstimator` whose
-  ``fit`` is decorated with :func:`journaled`, whose parameters are
+  ``fit`` is decorated with :func:`journaled`, its data methods
+  (``predict``, ``score``, ...) with :func:`data_method` (xarray in/out,
+  the estimator's runner) and ``run_summary`` / ``held_out_score`` with
+  :func:`installs_runner`, whose ``__init__`` assigns each parameter by
+  name, whose parameters are
   declared with :class:`Interval` / :class:`Options` and checked by
   :func:`validate_params`, whose input is opened by :func:`prepare_input`
   and whose passes run through :mod:`infoclust_dask.engine`; optional
@@ -20,11 +24,12 @@ public place (the pieces the package's own methods use):
 
 from ._inputs import encode_labels, prepare_input
 from ._support.validation import ArrayLike, Interval, Options, check_n_clusters, check_random_state, validate_params
-from .cluster._base import SHARED_CONSTRAINTS, InfoclustEstimator, journaled
+from .cluster._base import SHARED_CONSTRAINTS, InfoclustEstimator, installs_runner, journaled
+from .cluster._xarray import data_method
 from .kernels import Pass
 from .kernels._common import sq_distances
 from .registry import Method, Option, register, unregister
 
-__all__ = ["Pass", "sq_distances", "InfoclustEstimator", "SHARED_CONSTRAINTS", "journaled", "prepare_input", "encode_labels", "Interval",
+__all__ = ["Pass", "sq_distances", "InfoclustEstimator", "SHARED_CONSTRAINTS", "journaled", "data_method", "installs_runner", "prepare_input", "encode_labels", "Interval",
            "Options", "ArrayLike", "validate_params", "check_n_clusters", "check_random_state", "Method", "Option",
            "register", "unregister"]

@@ -54,7 +54,7 @@ from ..kernels.ac import AC_COUNTS, AC_FUSED, AC_GRAD, AC_HARD_COUNTS, fused_gra
 from ..kernels.stats import CROSS_GRAM, LABEL_SUMS, PROJECT
 from ..objectives import ac as obj
 from ..solvers import optimize
-from ._base import SHARED_CONSTRAINTS, InfoclustEstimator, journaled, voronoi_labels
+from ._base import SHARED_CONSTRAINTS, InfoclustEstimator, data_method, installs_runner, journaled, voronoi_labels
 from ._init import init_random
 from ._kmeans import KMeans
 
@@ -187,7 +187,26 @@ class AssociativeClustering(InfoclustEstimator):
     random_state : int, numpy Generator or None, default=None
         Seeds the starts (K-means, CCA or random rows), the annealed
         restarts and the split of the width search.
-    [shared parameters]
+    scheduler : None, str, distributed.Client or dask cluster, default=None
+        Where the passes run (see :mod:`infoclust_dask.engine.runners`),
+        chosen once per ``fit`` / ``predict`` / ``score`` call and used by
+        every pass of it. ``None``: the scheduler at
+        ``$DASK_SCHEDULER_ADDRESS``, else the active ``distributed.Client``,
+        else the runner of an enclosing call, else the data decide: numpy
+        input, and lazy input that fits the in-process budget (an eighth of
+        the available memory, at most 1 GiB), run in this process (a store
+        read into memory once); larger lazy input on a shared LocalCluster.
+        On a distributed scheduler a ``fit`` whose data fit one worker
+        (numpy input or a store path, at most an eighth of the smallest
+        worker's memory limit and 1 GiB) runs as one task on a worker
+        (:mod:`infoclust_dask.cluster._whole`). The fitted ``runner_``
+        says where the fit ran and why.
+    sample_dim : str, optional
+        For xarray input: the dim that holds the samples (see
+        :mod:`infoclust_dask.cluster._xarray`); outputs are then DataArrays
+        over that dim.
+    variables : list of str, optional
+        For a Dataset: the data variables stacked as features.
     verbose : int, default=0
         1: one line per restart and per width of the search; 2: also every
         evaluation of the conjugate-gradient optimizer.
@@ -220,7 +239,23 @@ class AssociativeClustering(InfoclustEstimator):
                  max_iter: int = 30, sigma_grid: Sequence[float] | None = None, validation_fraction: float = 0.2,
                  random_state: RandomStateLike = None, scheduler: SchedulerLike = None, sample_dim: str | None = None,
                  variables: Sequence[str] | None = None, verbose: int = 0):
-        self._keep_params(locals())
+        self.n_clusters = n_clusters
+        self.sigma = sigma
+        self.prior = prior
+        self.margin_weight = margin_weight
+        self.optimizer = optimizer
+        self.init = init
+        self.n_init = n_init
+        self.anneal_steps = anneal_steps
+        self.anneal_start = anneal_start
+        self.max_iter = max_iter
+        self.sigma_grid = sigma_grid
+        self.validation_fraction = validation_fraction
+        self.random_state = random_state
+        self.scheduler = scheduler
+        self.sample_dim = sample_dim
+        self.variables = variables
+        self.verbose = verbose
 
     # ------------------------------------------------------------------
     _parameter_constraints = {  # the shared ones (random_state, scheduler, sample_dim, variables, verbose) first
@@ -415,12 +450,14 @@ class AssociativeClustering(InfoclustEstimator):
             raise ValueError(f"X has {X.shape[0]} rows but Y has {Y.shape[0]}; the views must be paired row by row.")
         return X, Y
 
+    @data_method
     def predict_x(self, X: DataLike) -> Labels:
         """x-view cluster of each sample: its nearest x prototype."""
         check_is_fitted(self)
         X, _ = prepare_input(self, X, reset=False)
         return voronoi_labels(X, self.cluster_centers_x_, lazy=engine.is_lazy(X))
 
+    @data_method
     def predict_y(self, Y: DataLike) -> Labels:
         """y-view cluster of each sample: its nearest y prototype."""
         check_is_fitted(self)
@@ -432,6 +469,7 @@ class AssociativeClustering(InfoclustEstimator):
         X, Y = self._views(X, y)
         return hard_table(X, Y, self.cluster_centers_x_, self.cluster_centers_y_).astype(np.int64)
 
+    @installs_runner
     def held_out_score(self, X: DataLike, y: Any = None) -> dict:
         """Scores of the fitted prototypes on held-out pairs ``(X, y)`` (e.g.
         a cross-validation fold): ``"score"``, the log Bayes factor (3) of
@@ -442,6 +480,7 @@ class AssociativeClustering(InfoclustEstimator):
                 "mi": obj.mutual_information(table), "sigma_x": float(self.sigma_[0]),
                 "sigma_y": float(self.sigma_[1])}
 
+    @installs_runner
     def run_summary(self, data: Any) -> dict:
         """Facts of a fit on a store (``data``: its Dataset, with ``x`` and
         ``y``) for the run's ``summary.json``: the log Bayes factor (3), the
@@ -453,6 +492,7 @@ class AssociativeClustering(InfoclustEstimator):
                 "contingency": self.contingency_.tolist(), "most_over_represented": over,
                 "most_under_represented": under}
 
+    @data_method
     def score(self, X: DataLike, y: Any = None) -> float:
         """Log Bayes factor (3) of the hard table of the pairs (X, y), without constants."""
         return obj.log_bayes_factor(self.contingency_table(X, y), obj.check_prior(self.prior))

@@ -22,7 +22,7 @@ from ..journal import recording
 from ..kernels.kmeans import ASSIGN
 from ..storage.location import pinned
 from ._whole import adopt, fit_whole, for_worker, whole_fit_bytes
-from ._xarray import XarrayIO, runner_for_call
+from ._xarray import XarrayIO, data_method, runner_for_call  # noqa: F401 - data_method: for the estimators
 
 __all__ = ["InfoclustEstimator", "SHARED_CONSTRAINTS", "SHARED_PARAMETERS_DOC", "voronoi_labels", "journaled"]
 
@@ -38,7 +38,7 @@ SHARED_CONSTRAINTS = {
 
 
 #: the documentation of the parameters every estimator takes besides ``random_state`` and ``verbose`` (whose
-#: meaning differs by method); it replaces the line ``[shared parameters]`` of an estimator's docstring
+#: meaning differs by method); every estimator's docstring holds this text (tests/cluster/test_base_adds.py)
 SHARED_PARAMETERS_DOC = """\
     scheduler : None, str, distributed.Client or dask cluster, default=None
         Where the passes run (see :mod:`infoclust_dask.engine.runners`),
@@ -68,11 +68,12 @@ class InfoclustEstimator(XarrayIO, BaseEstimator):
     A subclass declares every parameter's constraint in its own
     ``_parameter_constraints``, starting with ``**SHARED_CONSTRAINTS`` (as
     scikit-learn's ``KMeans`` starts with its base's), writes
-    ``[shared parameters]`` in its docstring where
-    :data:`SHARED_PARAMETERS_DOC` belongs, assigns its parameters
-    with :meth:`_keep_params` and decorates ``fit`` with :func:`journaled`.
-    Its data methods (``predict``, ``score``, ...) get xarray in/out and run
-    their passes where the estimator says (:class:`~._xarray.XarrayIO`). Special
+    :data:`SHARED_PARAMETERS_DOC` in its docstring (a test checks the text),
+    assigns each parameter by name in ``__init__`` and decorates ``fit``
+    with :func:`journaled`, its data methods (``predict``, ``score``, ...)
+    with :func:`~._xarray.data_method` (xarray in/out, passes where the
+    estimator says) and ``run_summary`` / ``held_out_score`` with
+    :func:`installs_runner`. Special
     inputs are declared as class attributes (``_y_is_second_view``,
     ``_label_keywords``), never recognised by class name.
 
@@ -84,25 +85,10 @@ class InfoclustEstimator(XarrayIO, BaseEstimator):
     #: a model saved by ``infoclust fit`` (``model.json``) predicts new rows without the training data
     predicts_from_saved_model = True
 
-    def __init_subclass__(cls, **kwargs):
-        super().__init_subclass__(**kwargs)
-        for name in ("run_summary", "held_out_score"):  # passes, no xarray argument: the runner only
-            method = cls.__dict__.get(name)
-            if callable(method) and not getattr(method, "__installs_runner__", False):
-                setattr(cls, name, _runner_installed(method))
-        if cls.__doc__ and "[shared parameters]" in cls.__doc__:
-            cls.__doc__ = cls.__doc__.replace("    [shared parameters]", SHARED_PARAMETERS_DOC)
-
-    def _keep_params(self, params):
-        """Assign ``__init__``'s arguments (``locals()``) to attributes of the
-        same names, unchanged, as scikit-learn requires (no validation
-        here: ``fit`` validates)."""
-        for name, value in params.items():
-            if name not in ("self", "__class__"):
-                setattr(self, name, value)
 
 
-def _runner_installed(method):
+
+def installs_runner(method):
     """``method`` with the estimator's runner installed for its passes
     (placed by its first argument's size when no scheduler is named);
     ``run_summary`` says where the fit ran (``runner_``)."""

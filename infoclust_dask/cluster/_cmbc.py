@@ -32,14 +32,15 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from .. import engine
-from .._inputs import encode_labels, open_input, prepare_input
+from .._inputs import encode_labels, prepare_input
 from .._support.hints import DataLike, Labels, RandomStateLike, SchedulerLike, Sequence
 from .._support.progress import Steps, say
 from .._support.validation import ArrayLike, Interval, Options, check_n_clusters, check_random_state, validate_params
-from ..kernels.cmbc import CMBC_ESTEP, CMBC_PATTERNS, CMBC_POSTERIOR
-from ..kernels.stats import GRAM, LABEL_VALUES
+from ..kernels.cmbc import CMBC_ESTEP, CMBC_POSTERIOR
+from ..kernels.stats import GRAM
 from ..objectives import cmbc as obj
-from ._base import SHARED_CONSTRAINTS, InfoclustEstimator, journaled
+from ._base import SHARED_CONSTRAINTS, InfoclustEstimator, data_method, installs_runner, journaled
+from ._cmbc_patterns import MIN_ROWS_PER_PATTERN, known_columns, pattern_model
 from ._conventions import BINARY, CMBC_DATA_CHECKS
 
 __all__ = ["CMBC", "MIN_ROWS_PER_PATTERN", "HELD_OUT_GAMMA"]
@@ -47,12 +48,6 @@ __all__ = ["CMBC", "MIN_ROWS_PER_PATTERN", "HELD_OUT_GAMMA"]
 #: gamma of the held-out score that compares CMBC fits across a gamma grid (``held_out_score``)
 HELD_OUT_GAMMA = 0.995
 
-#: fewer rows per distinct negative pattern than this (on average) leave most
-#: patterns with a single row: the pattern probabilities (A.5), and the bounds
-#: built on them, are then indicators of single rows, not estimates. The
-#: paper's own session 3 with negative features (8 bits) has ~225 patterns for
-#: 1000 rows (4.4 per pattern) and still works (docs/RESULTS.md, Table 3).
-MIN_ROWS_PER_PATTERN = 2
 
 #: gamma of ``gamma="default"`` by the kind of prior knowledge (see :class:`CMBC`, docs/RESULTS.md)
 DEFAULT_GAMMA = {"known": 0.995, "negative": 0.9}
@@ -128,7 +123,26 @@ class CMBC(ClusterMixin, InfoclustEstimator):
     random_state : int, numpy Generator or None, default=None
         Seeds the random start of each run and the perturbation added at
         every temperature.
-    [shared parameters]
+    scheduler : None, str, distributed.Client or dask cluster, default=None
+        Where the passes run (see :mod:`infoclust_dask.engine.runners`),
+        chosen once per ``fit`` / ``predict`` / ``score`` call and used by
+        every pass of it. ``None``: the scheduler at
+        ``$DASK_SCHEDULER_ADDRESS``, else the active ``distributed.Client``,
+        else the runner of an enclosing call, else the data decide: numpy
+        input, and lazy input that fits the in-process budget (an eighth of
+        the available memory, at most 1 GiB), run in this process (a store
+        read into memory once); larger lazy input on a shared LocalCluster.
+        On a distributed scheduler a ``fit`` whose data fit one worker
+        (numpy input or a store path, at most an eighth of the smallest
+        worker's memory limit and 1 GiB) runs as one task on a worker
+        (:mod:`infoclust_dask.cluster._whole`). The fitted ``runner_``
+        says where the fit ran and why.
+    sample_dim : str, optional
+        For xarray input: the dim that holds the samples (see
+        :mod:`infoclust_dask.cluster._xarray`); outputs are then DataArrays
+        over that dim.
+    variables : list of str, optional
+        For a Dataset: the data variables stacked as features.
     verbose : int, default=0
         1: one line per annealing run; 2: also one per temperature
         (iterations, objective, mean largest membership).
@@ -186,7 +200,22 @@ class CMBC(ClusterMixin, InfoclustEstimator):
                  tol: float = 1e-5, perturbation: float = 1e-3, n_init: int = 1, init: Any = None,
                  random_state: RandomStateLike = None, scheduler: SchedulerLike = None, sample_dim: str | None = None,
                  variables: Sequence[str] | None = None, verbose: int = 0):
-        self._keep_params(locals())
+        self.n_clusters = n_clusters
+        self.gamma = gamma
+        self.variant = variant
+        self.anneal_rate = anneal_rate
+        self.t0 = t0
+        self.max_iter = max_iter
+        self.min_iter = min_iter
+        self.tol = tol
+        self.perturbation = perturbation
+        self.n_init = n_init
+        self.init = init
+        self.random_state = random_state
+        self.scheduler = scheduler
+        self.sample_dim = sample_dim
+        self.variables = variables
+        self.verbose = verbose
 
     # ------------------------------------------------------------------
     def _check_X(self, X, reset):
@@ -205,78 +234,6 @@ class CMBC(ClusterMixin, InfoclustEstimator):
             return X
         X, _ = prepare_input(self, X, reset=reset)
         return engine.prepare(X) if reset else X
-
-    def _patterns(self, Y_minus, known, n):
-        """The negative pattern of every row (codes 0..P-1, numpy or lazy) and P."""
-        keys = []
-        if known is not None:
-            cols = self._known_columns(known, n)
-            for col in cols:
-                codes, classes = encode_labels(col, n, min_classes=1, name="known")
-                keys.append((codes, len(classes)))
-        if Y_minus is not None:
-            Ym = open_input(Y_minus, variable="negative")
-            if Ym.ndim == 1:
-                Ym = Ym[:, None]
-            if Ym.ndim != 2 or Ym.shape[0] != n:
-                raise ValueError(f"Y_minus must have shape (n_samples, n_negative) = ({n}, ...); got {Ym.shape}.")
-            if Ym.shape[1] > 62:
-                raise ValueError(f"Y_minus has {Ym.shape[1]} columns; at most 62 negative features are supported "
-                                 "(their patterns are packed into 64-bit keys).")
-            vals = (engine.map_reduce(LABEL_VALUES, Ym)["values"] if engine.is_lazy(Ym)
-                    else np.unique(np.asarray(Ym)))
-            if not np.all(np.isin(vals, (0, 1))):
-                bad = vals[~np.isin(vals, (0, 1))][:5].tolist()
-                raise ValueError(f"Y_minus must be binary (0/1); found values {bad}.")
-            weights = (2 ** np.arange(Ym.shape[1], dtype=np.int64))
-            keys.append((Ym.astype(np.int64) @ weights, 2 ** Ym.shape[1]))
-        if not keys:
-            return None, 0
-        key, radix = keys[0][0].astype(np.int64), keys[0][1]
-        for codes, size in keys[1:]:
-            if radix * size >= 2**62:
-                raise ValueError("The known clusterings and negative features have too many combinations to "
-                                 "index; pass fewer of them.")
-            key = key * size + codes.astype(np.int64)
-            radix *= size
-        pattern, values = encode_labels(key, n, min_classes=1, name="negative pattern")
-        return pattern, len(values)
-
-    @staticmethod
-    def _known_columns(known, n):
-        if isinstance(known, (list, tuple)):
-            return list(known)
-        k = open_input(known, variable="label")
-        if k.ndim == 1:
-            return [k]
-        if k.ndim == 2 and k.shape[0] == n:
-            return [k[:, j] for j in range(k.shape[1])]
-        raise ValueError(f"known must be one label vector of length n_samples={n}, a list of them, or an "
-                         f"(n_samples, n_known) array; got shape {k.shape}.")
-
-    def _pattern_model(self, X, Y_minus, known, n):
-        """The counting pass over (negative pattern, feature) pairs and the
-        :class:`~infoclust_dask.objectives.cmbc.PatternModel` built from it
-        (None when there are fewer than two patterns: the constraint is then
-        constant); checks that X is binary. Returns ``(model, n_patterns)``."""
-        pattern, P = self._patterns(Y_minus, known, n)
-        if pattern is None:
-            pattern, P = np.zeros(n, dtype=np.int64), 1
-        stats = engine.map_reduce(CMBC_PATTERNS, X, pattern, params={"n_patterns": P})
-        if int(stats["nonbinary"]):
-            raise ValueError(f"X must be binary (0/1): {int(stats['nonbinary'])} entries are neither 0 nor 1. "
-                             "Binarize the data first, e.g. X = (X > 0).astype('uint8').")
-        present = stats["count"] > 0
-        P = int(present.sum())
-        if P < 2:
-            return None, P
-        if P * MIN_ROWS_PER_PATTERN > n:
-            raise ValueError(
-                f"The prior knowledge has {P} distinct negative patterns for {n} samples (fewer than "
-                f"{MIN_ROWS_PER_PATTERN} rows per pattern): the pattern probabilities (A.5) and the entropy "
-                "bounds built on them would rest on a handful of rows each. Use fewer negative features or "
-                "known clusterings with fewer labels.")
-        return obj.pattern_model(stats["count"][present], stats["S"][present], stats["n1"], n), P
 
     def _t0(self, X):
         if self.t0 != "auto":
@@ -329,7 +286,7 @@ class CMBC(ClusterMixin, InfoclustEstimator):
         X = self._check_X(X, True)
         n, m = X.shape
         check_n_clusters(self, self.n_clusters, n)
-        pm, P = self._pattern_model(X, Y_minus, known, n)
+        pm, P = pattern_model(X, Y_minus, known, n)
         if self.gamma == "default":
             gamma = DEFAULT_GAMMA["negative" if Y_minus is not None else "known"]
         else:
@@ -372,7 +329,7 @@ class CMBC(ClusterMixin, InfoclustEstimator):
         :data:`CLOSE_TO_KNOWN`)."""
         from ..metrics import nmi_paper
 
-        for j, col in enumerate(self._known_columns(known, n)):
+        for j, col in enumerate(known_columns(known, n)):
             codes, _ = encode_labels(col, n, min_classes=1, name="known")
             codes = np.asarray(engine.compute(codes) if engine.is_lazy(codes) else codes)
             close = nmi_paper(labels, codes)
@@ -481,16 +438,19 @@ class CMBC(ClusterMixin, InfoclustEstimator):
             raise ValueError(f"X must be binary (0/1) as at fit; found values {bad[:5].tolist()}.")
         return X
 
+    @data_method
     def predict(self, X: DataLike) -> Labels:
         """Most probable cluster of each binary row (the Bernoulli mixture at T = 1)."""
         check_is_fitted(self, "theta_")
         return self._labels(self._binary_rows(self._check_X(X, False)))
 
+    @data_method
     def predict_proba(self, X: DataLike) -> Labels:
         """``p(c_k | y+)`` of each row, equal cluster priors."""
         check_is_fitted(self, "theta_")
         return self._proba(self._binary_rows(self._check_X(X, False)))
 
+    @data_method
     def score(self, X: DataLike, y: Any = None, *, Y_minus: DataLike | None = None, known: Any = None,
               gamma: float | None = None) -> float:
         """The objective (3.14) of the fitted parameters on the rows ``X``
@@ -511,7 +471,7 @@ class CMBC(ClusterMixin, InfoclustEstimator):
         check_is_fitted(self, "theta_")
         X = self._check_X(X, False)
         n = X.shape[0]
-        pm, _ = self._pattern_model(X, Y_minus, known, n)
+        pm, _ = pattern_model(X, Y_minus, known, n)
         st = engine.map_reduce(CMBC_ESTEP, X, params={**self._params(), "temperature": 1.0})
         return float(st["loglik"]) - n * np.log(self.n_clusters), pm, n
 
@@ -520,6 +480,7 @@ class CMBC(ClusterMixin, InfoclustEstimator):
             return (1.0 - gamma) / n * loglik
         return obj.objective(loglik, self.theta_, pm, gamma)
 
+    @installs_runner
     def held_out_score(self, X: DataLike, known: Any = None, *, gamma: float = HELD_OUT_GAMMA) -> dict:
         """Scores of the fitted parameters on held-out rows ``X`` with their
         known clustering(s) (e.g. a cross-validation fold): ``"score"``, the
@@ -542,6 +503,7 @@ class CMBC(ClusterMixin, InfoclustEstimator):
             out["nmi_known"] = nmi_paper(labels, ref)
         return out
 
+    @installs_runner
     def run_summary(self, data: Any) -> dict:
         """Facts of a fit on a store (``data``: its Dataset) for the run's
         ``summary.json``, with the new clusters against every integer label
@@ -560,6 +522,7 @@ class CMBC(ClusterMixin, InfoclustEstimator):
                 out[f"contingency_vs_{name}"] = contingency_table(labels, codes).tolist()
         return out
 
+    @data_method
     def fit_predict(self, X: DataLike, y: Any = None, *, Y_minus: DataLike | None = None, known: Any = None
                     ) -> Labels:
         return self.fit(X, y, Y_minus=Y_minus, known=known).labels_

@@ -42,7 +42,7 @@ from .._support.validation import (
 from ..kernels.dc import DC_COUNTS, DC_GRAD, DC_HARD_COUNTS, DC_ONLINE, DC_REG
 from ..objectives import dc as obj
 from ..solvers import optimize
-from ._base import SHARED_CONSTRAINTS, InfoclustEstimator, journaled, voronoi_labels
+from ._base import SHARED_CONSTRAINTS, InfoclustEstimator, data_method, installs_runner, journaled, voronoi_labels
 from ._init import init_random
 from ._kmeans import KMeans
 
@@ -163,7 +163,26 @@ class DiscriminativeClustering(InfoclustEstimator):
         Seeds the start (K-means or random rows), the split of the width
         and strength searches, and the random steps of ``"sa"`` and
         ``"online"``.
-    [shared parameters]
+    scheduler : None, str, distributed.Client or dask cluster, default=None
+        Where the passes run (see :mod:`infoclust_dask.engine.runners`),
+        chosen once per ``fit`` / ``predict`` / ``score`` call and used by
+        every pass of it. ``None``: the scheduler at
+        ``$DASK_SCHEDULER_ADDRESS``, else the active ``distributed.Client``,
+        else the runner of an enclosing call, else the data decide: numpy
+        input, and lazy input that fits the in-process budget (an eighth of
+        the available memory, at most 1 GiB), run in this process (a store
+        read into memory once); larger lazy input on a shared LocalCluster.
+        On a distributed scheduler a ``fit`` whose data fit one worker
+        (numpy input or a store path, at most an eighth of the smallest
+        worker's memory limit and 1 GiB) runs as one task on a worker
+        (:mod:`infoclust_dask.cluster._whole`). The fitted ``runner_``
+        says where the fit ran and why.
+    sample_dim : str, optional
+        For xarray input: the dim that holds the samples (see
+        :mod:`infoclust_dask.cluster._xarray`); outputs are then DataArrays
+        over that dim.
+    variables : list of str, optional
+        For a Dataset: the data variables stacked as features.
     verbose : int, default=0
         1: one line per candidate of a width search and per optimization
         (its evaluations and final objective); 2: also one line per
@@ -210,7 +229,27 @@ class DiscriminativeClustering(InfoclustEstimator):
                  classes: NumbersLike | None = None,
                  random_state: RandomStateLike = None, scheduler: SchedulerLike = None, sample_dim: str | None = None,
                  variables: Sequence[str] | None = None, verbose: int = 0):
-        self._keep_params(locals())
+        self.n_clusters = n_clusters
+        self.sigma = sigma
+        self.prior = prior
+        self.optimizer = optimizer
+        self.regularization = regularization
+        self.reg_strength = reg_strength
+        self.init = init
+        self.n_init = n_init
+        self.max_iter = max_iter
+        self.tol = tol
+        self.learning_rate = learning_rate
+        self.sa_temperature = sa_temperature
+        self.sigma_grid = sigma_grid
+        self.reg_grid = reg_grid
+        self.validation_fraction = validation_fraction
+        self.classes = classes
+        self.random_state = random_state
+        self.scheduler = scheduler
+        self.sample_dim = sample_dim
+        self.variables = variables
+        self.verbose = verbose
 
     # ------------------------------------------------------------------
     _parameter_constraints = {  # the shared ones (random_state, scheduler, sample_dim, variables, verbose) first
@@ -448,12 +487,14 @@ class DiscriminativeClustering(InfoclustEstimator):
         self.labels_ = voronoi_labels(X, centers, lazy=info.lazy_input)
         return self
 
+    @data_method
     def predict(self, X: DataLike) -> Labels:
         """Cluster of each sample: its nearest prototype (x alone, no labels)."""
         check_is_fitted(self)
         X, _ = prepare_input(self, X, reset=False)
         return voronoi_labels(X, self.cluster_centers_)
 
+    @installs_runner
     def held_out_score(self, X: DataLike, y: DataLike) -> dict:
         """Scores of the fitted prototypes on held-out rows ``X`` with their
         labels ``y`` (e.g. a cross-validation fold): ``"score"``, the
@@ -464,6 +505,7 @@ class DiscriminativeClustering(InfoclustEstimator):
         q = metrics.quantization_error(X, self.cluster_centers_)
         return {"score": lp, "cost": -lp, "vq_cost": q, "sigma": float(self.sigma_)}
 
+    @installs_runner
     def run_summary(self, data: Any) -> dict:
         """Facts of a fit on a store (``data``: its Dataset, with ``x`` and
         ``label``) for the run's ``summary.json``."""
@@ -477,9 +519,11 @@ class DiscriminativeClustering(InfoclustEstimator):
                            "sigma.")
         return out
 
+    @data_method
     def fit_predict(self, X: DataLike, y: DataLike) -> Labels:
         return self.fit(X, y).labels_
 
+    @data_method
     def score(self, X: DataLike, y: DataLike) -> float:
         """Unsmoothed log posterior (9) of the partition of ``X`` given its
         labels ``y`` (no constants; Table 1 reports its negative). Every label

@@ -25,7 +25,7 @@ from .._support.progress import say
 from .._support.validation import ArrayLike, Interval, Options, check_n_clusters, check_random_state, validate_params
 from ..kernels.kmeans import DISTANCES, INERTIA, LLOYD_FAR, LLOYD_STEP
 from ..kernels.stats import SUM_SQ
-from ._base import SHARED_CONSTRAINTS, InfoclustEstimator, journaled, voronoi_labels
+from ._base import SHARED_CONSTRAINTS, InfoclustEstimator, data_method, installs_runner, journaled, voronoi_labels
 from ._conventions import WEIGHTS
 from ._init import init_kmeans_parallel, init_kmeanspp, init_random, init_sampled_kmeanspp, seed_sample_rows
 
@@ -131,7 +131,26 @@ class KMeans(ClusterMixin, TransformerMixin, InfoclustEstimator):
         on 1e6 x 16 blobs (benchmarks/bench_kmeans.py data) 2 rounds reached
         the same final inertia as 5 in less than half the time.
     random_state : int, numpy Generator or None, default=None
-    [shared parameters]
+    scheduler : None, str, distributed.Client or dask cluster, default=None
+        Where the passes run (see :mod:`infoclust_dask.engine.runners`),
+        chosen once per ``fit`` / ``predict`` / ``score`` call and used by
+        every pass of it. ``None``: the scheduler at
+        ``$DASK_SCHEDULER_ADDRESS``, else the active ``distributed.Client``,
+        else the runner of an enclosing call, else the data decide: numpy
+        input, and lazy input that fits the in-process budget (an eighth of
+        the available memory, at most 1 GiB), run in this process (a store
+        read into memory once); larger lazy input on a shared LocalCluster.
+        On a distributed scheduler a ``fit`` whose data fit one worker
+        (numpy input or a store path, at most an eighth of the smallest
+        worker's memory limit and 1 GiB) runs as one task on a worker
+        (:mod:`infoclust_dask.cluster._whole`). The fitted ``runner_``
+        says where the fit ran and why.
+    sample_dim : str, optional
+        For xarray input: the dim that holds the samples (see
+        :mod:`infoclust_dask.cluster._xarray`); outputs are then DataArrays
+        over that dim.
+    variables : list of str, optional
+        For a Dataset: the data variables stacked as features.
     verbose : int, default=0
         Print one line per iteration when > 0.
 
@@ -178,7 +197,18 @@ class KMeans(ClusterMixin, TransformerMixin, InfoclustEstimator):
                  max_iter: int = 300, tol: float = 1e-4, oversampling_factor: float = 2.0, init_max_iter: int = 2,
                  random_state: RandomStateLike = None, scheduler: SchedulerLike = None, sample_dim: str | None = None,
                  variables: Sequence[str] | None = None, verbose: int = 0):
-        self._keep_params(locals())
+        self.n_clusters = n_clusters
+        self.init = init
+        self.n_init = n_init
+        self.max_iter = max_iter
+        self.tol = tol
+        self.oversampling_factor = oversampling_factor
+        self.init_max_iter = init_max_iter
+        self.random_state = random_state
+        self.scheduler = scheduler
+        self.sample_dim = sample_dim
+        self.variables = variables
+        self.verbose = verbose
 
     # ------------------------------------------------------------------
     _parameter_constraints = {  # the shared ones (random_state, scheduler, sample_dim, variables, verbose) first
@@ -285,6 +315,7 @@ class KMeans(ClusterMixin, TransformerMixin, InfoclustEstimator):
         self.labels_ = voronoi_labels(X, self.cluster_centers_, lazy=info.lazy_input)
         return self
 
+    @data_method
     def predict(self, X: DataLike) -> Labels:
         """Index of the nearest centre (Voronoi region) for each sample.
 
@@ -293,6 +324,7 @@ class KMeans(ClusterMixin, TransformerMixin, InfoclustEstimator):
         X, _ = prepare_input(self, X, reset=False)
         return voronoi_labels(X, self.cluster_centers_)
 
+    @installs_runner
     def held_out_score(self, X: DataLike, y: Any = None) -> dict:
         """Scores of the fitted centres on held-out rows ``X`` (e.g. a
         cross-validation fold; ``y`` is ignored): ``"score"`` (higher is
@@ -306,6 +338,7 @@ class KMeans(ClusterMixin, TransformerMixin, InfoclustEstimator):
         q = metrics.quantization_error(X, self.cluster_centers_)
         return {"score": ll, "loglik_per_sample": ll, "vq_cost": q, "train_inertia": float(self.inertia_)}
 
+    @installs_runner
     def run_summary(self, data: Any) -> dict:
         """Facts of a fit on a store (``data``: its Dataset) for the run's
         ``summary.json``: the inertia and the cluster sizes."""
@@ -317,10 +350,12 @@ class KMeans(ClusterMixin, TransformerMixin, InfoclustEstimator):
             sizes = [int(round(c)) for c in self.cluster_sizes_]
         return {"inertia": float(self.inertia_), "seeding": getattr(self, "seeding_", None), "cluster_sizes": sizes}
 
+    @data_method
     def fit_predict(self, X: DataLike, y: Any = None, sample_weight: DataLike | None = None) -> Labels:
         """Fit and return ``labels_``."""
         return self.fit(X, sample_weight=sample_weight).labels_
 
+    @data_method
     def transform(self, X: DataLike) -> Labels:
         """Euclidean distances to every centre, shape (n_samples, n_clusters)."""
         check_is_fitted(self)
@@ -330,6 +365,7 @@ class KMeans(ClusterMixin, TransformerMixin, InfoclustEstimator):
             trailing_shape=(self.n_clusters,),
         )
 
+    @data_method
     def score(self, X: DataLike, y: Any = None, sample_weight: DataLike | None = None) -> float:
         """Opposite of the (weighted) inertia of X under the fitted centres."""
         check_is_fitted(self)

@@ -13,10 +13,12 @@ from typing import Any
 import numpy as np
 
 from .. import engine
+from .._inputs import open_input
 from .._support.hints import DataLike, SchedulerLike
 from ..kernels.knn import HNSW_DEFAULTS, KNN, KNN_CELLS, KNN_QUERY, cell_radii, merge_cells
+from ..objectives.smic import kernel_matrix
 
-__all__ = ["KnnParams", "knn_recall", "EXACT_KNN_MAX_ROWS", "INDEX_MAX_ROWS", "MIN_CELLS", "CELL_SAMPLE_ROWS",
+__all__ = ["KnnParams", "knn_recall", "local_scaling_affinity", "EXACT_KNN_MAX_ROWS", "INDEX_MAX_ROWS", "MIN_CELLS", "CELL_SAMPLE_ROWS",
            "ROUTE_QUANTILE", "MIN_RECALL", "MERGE_GHOSTS", "MAX_CELL_ROWS"]
 
 
@@ -150,3 +152,15 @@ def _recall(X, idx, n_queries, random_state):
         exact = [j for j in true[r] if j != row][:t]
         hits += len(set(exact) & set(idx[row].tolist()))
     return hits / (len(rows) * t)
+
+
+def local_scaling_affinity(X: DataLike, t: int, *, normalization: str = "none",
+                           scheduler: SchedulerLike = None) -> tuple:
+    """The sparse local-scaling kernel (7) of the rows of ``X`` as a
+    ``scipy.sparse`` matrix (with its local scales and row sums), e.g. to
+    feed scikit-learn's ``SpectralClustering(affinity="precomputed")`` the
+    self-tuning kernel SMIC uses. Neighbours are found block against block
+    (:func:`infoclust_dask.engine.block_pairs`)."""
+    with engine.installed(scheduler):
+        d2, idx = _neighbour_lists(open_input(X), t)
+    return kernel_matrix(d2, idx, t, normalization=normalization)

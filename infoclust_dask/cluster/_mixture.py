@@ -31,7 +31,7 @@ from .._support.validation import (
     validate_params,
 )
 from ..kernels.mixture import MIXTURE_ASSIGN, MIXTURE_EM
-from ._base import SHARED_CONSTRAINTS, InfoclustEstimator, journaled
+from ._base import SHARED_CONSTRAINTS, InfoclustEstimator, data_method, installs_runner, journaled
 from ._kmeans import KMeans
 
 __all__ = ["IsotropicGaussianMixture", "MDA2"]
@@ -54,7 +54,26 @@ class _IsotropicMixture(InfoclustEstimator):
         Floor of a learned variance, relative to the mean feature variance.
     random_state : int, numpy Generator or None, default=None
         Seeds the K-means start of the means.
-    [shared parameters]
+    scheduler : None, str, distributed.Client or dask cluster, default=None
+        Where the passes run (see :mod:`infoclust_dask.engine.runners`),
+        chosen once per ``fit`` / ``predict`` / ``score`` call and used by
+        every pass of it. ``None``: the scheduler at
+        ``$DASK_SCHEDULER_ADDRESS``, else the active ``distributed.Client``,
+        else the runner of an enclosing call, else the data decide: numpy
+        input, and lazy input that fits the in-process budget (an eighth of
+        the available memory, at most 1 GiB), run in this process (a store
+        read into memory once); larger lazy input on a shared LocalCluster.
+        On a distributed scheduler a ``fit`` whose data fit one worker
+        (numpy input or a store path, at most an eighth of the smallest
+        worker's memory limit and 1 GiB) runs as one task on a worker
+        (:mod:`infoclust_dask.cluster._whole`). The fitted ``runner_``
+        says where the fit ran and why.
+    sample_dim : str, optional
+        For xarray input: the dim that holds the samples (see
+        :mod:`infoclust_dask.cluster._xarray`); outputs are then DataArrays
+        over that dim.
+    variables : list of str, optional
+        For a Dataset: the data variables stacked as features.
     verbose : int, default=0
         1: a log line when EM stops; 2: also the log likelihood of every
         iteration (see :mod:`infoclust_dask._support.progress`).
@@ -75,7 +94,16 @@ class _IsotropicMixture(InfoclustEstimator):
                  min_variance: float = 1e-6,
                  random_state: RandomStateLike = None, scheduler: SchedulerLike = None, sample_dim: str | None = None,
                  variables: Sequence[str] | None = None, verbose: int = 0):
-        self._keep_params(locals())
+        self.n_clusters = n_clusters
+        self.sigma = sigma
+        self.max_iter = max_iter
+        self.tol = tol
+        self.min_variance = min_variance
+        self.random_state = random_state
+        self.scheduler = scheduler
+        self.sample_dim = sample_dim
+        self.variables = variables
+        self.verbose = verbose
 
     _parameter_constraints = {  # the shared ones (random_state, scheduler, sample_dim, variables, verbose) first
         **SHARED_CONSTRAINTS,
@@ -143,6 +171,7 @@ class _IsotropicMixture(InfoclustEstimator):
         self.labels_ = engine.as_lazy(self._assign(X)) if info.lazy_input else self._assign(X)
         return self
 
+    @installs_runner
     def run_summary(self, data: Any) -> dict:
         """Facts of a fit on a store for the run's ``summary.json``: the log
         likelihood, EM iterations, the components' sizes and variances."""
@@ -152,6 +181,7 @@ class _IsotropicMixture(InfoclustEstimator):
                 "cluster_sizes": np.bincount(labels, minlength=self.n_clusters).tolist(),
                 "variances": np.asarray(self.variances_).tolist()}
 
+    @data_method
     def predict(self, X: DataLike) -> Labels:
         """Most probable component given x alone."""
         check_is_fitted(self)
@@ -206,6 +236,7 @@ class MDA2(_IsotropicMixture):
         self.labels_ = engine.as_lazy(self._assign(X)) if info.lazy_input else self._assign(X)
         return self
 
+    @data_method
     def fit_predict(self, X: DataLike, y: Any) -> Labels:
         """Fit on ``(X, y)`` and return the components of the training rows (x alone)."""
         return self.fit(X, y).labels_

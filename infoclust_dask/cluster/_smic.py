@@ -44,7 +44,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
 from .. import engine, metrics
-from .._inputs import open_input, prepare_input
+from .._inputs import prepare_input
 from .._support.hints import DataLike, Labels, NumbersLike, RandomStateLike, SchedulerLike, Sequence
 from .._support.progress import Steps, say
 from .._support.validation import ArrayLike, Interval, Options, check_random_state, param_error, validate_params
@@ -53,9 +53,8 @@ from ..kernels.smic import SMIC_OOS
 from ..objectives.smic import (
     NORMALIZATIONS,
     check_prior,
-    kernel_matrix,
 )
-from ._base import SHARED_CONSTRAINTS, InfoclustEstimator, journaled
+from ._base import SHARED_CONSTRAINTS, InfoclustEstimator, data_method, installs_runner, journaled
 from ._knn_graph import (  # noqa: F401 - _cell_plan and the constants are read by tests and benchmarks
     CELL_SAMPLE_ROWS,
     EXACT_KNN_MAX_ROWS,
@@ -67,6 +66,7 @@ from ._knn_graph import (  # noqa: F401 - _cell_plan and the constants are read 
     _cell_plan,
     _neighbour_lists,
     knn_recall,
+    local_scaling_affinity,
 )
 from ._smic_solve import graph_components, solve
 
@@ -74,18 +74,6 @@ __all__ = ["SMIC", "local_scaling_affinity"]
 
 #: rows of new data handled per round of ``predict`` passes
 PREDICT_ROWS = 4096
-
-
-def local_scaling_affinity(X: DataLike, t: int, *, normalization: str = "none",
-                           scheduler: SchedulerLike = None) -> tuple:
-    """The sparse local-scaling kernel (7) of the rows of ``X`` as a
-    ``scipy.sparse`` matrix (with its local scales and row sums), e.g. to
-    feed scikit-learn's ``SpectralClustering(affinity="precomputed")`` the
-    self-tuning kernel SMIC uses. Neighbours are found block against block
-    (:func:`infoclust_dask.engine.block_pairs`)."""
-    with engine.installed(scheduler):
-        d2, idx = _neighbour_lists(open_input(X), t)
-    return kernel_matrix(d2, idx, t, normalization=normalization)
 
 
 #: a warning when the graph has more components than clusters and more than this fraction of the rows has no
@@ -178,7 +166,26 @@ class SMIC(ClusterMixin, InfoclustEstimator):
     random_state : int, numpy Generator or None, default=None
         Seeds LSMI's basis draw and folds (the same for every candidate t),
         the eigensolver's start vector and the rows of the recall estimate.
-    [shared parameters]
+    scheduler : None, str, distributed.Client or dask cluster, default=None
+        Where the passes run (see :mod:`infoclust_dask.engine.runners`),
+        chosen once per ``fit`` / ``predict`` / ``score`` call and used by
+        every pass of it. ``None``: the scheduler at
+        ``$DASK_SCHEDULER_ADDRESS``, else the active ``distributed.Client``,
+        else the runner of an enclosing call, else the data decide: numpy
+        input, and lazy input that fits the in-process budget (an eighth of
+        the available memory, at most 1 GiB), run in this process (a store
+        read into memory once); larger lazy input on a shared LocalCluster.
+        On a distributed scheduler a ``fit`` whose data fit one worker
+        (numpy input or a store path, at most an eighth of the smallest
+        worker's memory limit and 1 GiB) runs as one task on a worker
+        (:mod:`infoclust_dask.cluster._whole`). The fitted ``runner_``
+        says where the fit ran and why.
+    sample_dim : str, optional
+        For xarray input: the dim that holds the samples (see
+        :mod:`infoclust_dask.cluster._xarray`); outputs are then DataArrays
+        over that dim.
+    variables : list of str, optional
+        For a Dataset: the data variables stacked as features.
     verbose : int, default=0
         1: print the time of the neighbour search and one line per
         candidate ``t`` (LSMI, eigenvalues, cluster sizes); 2: also the
@@ -282,7 +289,21 @@ class SMIC(ClusterMixin, InfoclustEstimator):
                  eigen_solver: str = "auto", knn: str = "auto", knn_params: dict | None = None,
                  random_state: RandomStateLike = None, scheduler: SchedulerLike = None, sample_dim: str | None = None,
                  variables: Sequence[str] | None = None, verbose: int = 0):
-        self._keep_params(locals())
+        self.n_clusters = n_clusters
+        self.t = t
+        self.t_candidates = t_candidates
+        self.class_prior = class_prior
+        self.kernel_normalization = kernel_normalization
+        self.lsmi_n_bases = lsmi_n_bases
+        self.n_folds = n_folds
+        self.eigen_solver = eigen_solver
+        self.knn = knn
+        self.knn_params = knn_params
+        self.random_state = random_state
+        self.scheduler = scheduler
+        self.sample_dim = sample_dim
+        self.variables = variables
+        self.verbose = verbose
 
     # ------------------------------------------------------------------
     _parameter_constraints = {  # the shared ones (random_state, scheduler, sample_dim, variables, verbose) first
@@ -432,6 +453,7 @@ class SMIC(ClusterMixin, InfoclustEstimator):
         self.timings_ = timings
         return self
 
+    @installs_runner
     def run_summary(self, data: Any) -> dict:
         """Facts of a fit on a store (``data``: its Dataset) for the run's
         ``summary.json``: ``t``, LSMI per candidate, the eigenvalues, the
@@ -448,6 +470,7 @@ class SMIC(ClusterMixin, InfoclustEstimator):
             out["ari_vs_label"] = float(adjusted_rand_score(engine.compute(data["label"].data), self.labels_))
         return out
 
+    @data_method
     def fit_predict(self, X: DataLike, y: Any = None) -> Labels:
         """Fit and return ``labels_`` (the in-sample assignment rule)."""
         return self.fit(X).labels_
@@ -517,6 +540,7 @@ class SMIC(ClusterMixin, InfoclustEstimator):
                                  f"({self.n_samples_fit_}, {self.n_features_in_}); refit SMIC.")
         return X
 
+    @data_method
     def predict(self, X: DataLike) -> Labels:
         """Clusters of new rows by the out-of-sample rule of §2.3.
 
@@ -531,6 +555,7 @@ class SMIC(ClusterMixin, InfoclustEstimator):
         """
         return np.argmax(self._proba(X), axis=1)
 
+    @data_method
     def predict_proba(self, X: DataLike) -> Labels:
         """The clipped out-of-sample class-posterior estimates of §2.3 for the
         rows of ``X`` (treated as new points: the estimate of a row does not

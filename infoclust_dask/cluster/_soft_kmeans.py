@@ -39,7 +39,7 @@ from .._support.validation import (
 from ..kernels.kmeans import RESPONSIBILITIES, SOFT_KMEANS, SOFT_SCATTER
 from ..kernels.stats import WEIGHTED_SUM
 from ..solvers.optimize import next_temperature, squarem
-from ._base import SHARED_CONSTRAINTS, InfoclustEstimator, journaled, voronoi_labels
+from ._base import SHARED_CONSTRAINTS, InfoclustEstimator, data_method, installs_runner, journaled, voronoi_labels
 from ._conventions import WEIGHTS
 from ._init import init_kmeanspp, init_random
 
@@ -177,7 +177,26 @@ class SoftKMeans(ClusterMixin, TransformerMixin, InfoclustEstimator):
     random_state : int, numpy Generator or None, default=None
         Seeds the k-means++ (or random) start and the perturbations between
         betas.
-    [shared parameters]
+    scheduler : None, str, distributed.Client or dask cluster, default=None
+        Where the passes run (see :mod:`infoclust_dask.engine.runners`),
+        chosen once per ``fit`` / ``predict`` / ``score`` call and used by
+        every pass of it. ``None``: the scheduler at
+        ``$DASK_SCHEDULER_ADDRESS``, else the active ``distributed.Client``,
+        else the runner of an enclosing call, else the data decide: numpy
+        input, and lazy input that fits the in-process budget (an eighth of
+        the available memory, at most 1 GiB), run in this process (a store
+        read into memory once); larger lazy input on a shared LocalCluster.
+        On a distributed scheduler a ``fit`` whose data fit one worker
+        (numpy input or a store path, at most an eighth of the smallest
+        worker's memory limit and 1 GiB) runs as one task on a worker
+        (:mod:`infoclust_dask.cluster._whole`). The fitted ``runner_``
+        says where the fit ran and why.
+    sample_dim : str, optional
+        For xarray input: the dim that holds the samples (see
+        :mod:`infoclust_dask.cluster._xarray`); outputs are then DataArrays
+        over that dim.
+    variables : list of str, optional
+        For a Dataset: the data variables stacked as features.
     verbose : int, default=0
         1: a progress bar over the betas (on a terminal) and one log line per
         beta; 2: also every EM iteration (see :mod:`infoclust_dask._support.progress`).
@@ -227,7 +246,19 @@ class SoftKMeans(ClusterMixin, TransformerMixin, InfoclustEstimator):
                  perturbation: float = 1e-2,
                  random_state: RandomStateLike = None, scheduler: SchedulerLike = None, sample_dim: str | None = None,
                  variables: Sequence[str] | None = None, verbose: int = 0):
-        self._keep_params(locals())
+        self.n_clusters = n_clusters
+        self.beta = beta
+        self.beta_schedule = beta_schedule
+        self.init = init
+        self.acceleration = acceleration
+        self.max_iter = max_iter
+        self.tol = tol
+        self.perturbation = perturbation
+        self.random_state = random_state
+        self.scheduler = scheduler
+        self.sample_dim = sample_dim
+        self.variables = variables
+        self.verbose = verbose
 
     _parameter_constraints = {  # the shared ones (random_state, scheduler, sample_dim, variables, verbose) first
         **SHARED_CONSTRAINTS,
@@ -406,12 +437,14 @@ class SoftKMeans(ClusterMixin, TransformerMixin, InfoclustEstimator):
         nd = self.n_distinct_path(rel_tol)
         return [(float(self.betas_[i]), int(nd[i])) for i in range(1, len(nd)) if nd[i] > nd[i - 1]]
 
+    @data_method
     def predict(self, X: DataLike) -> Labels:
         """Nearest centre for each sample (lazy for lazy input)."""
         check_is_fitted(self)
         X, _ = prepare_input(self, X, reset=False)
         return voronoi_labels(X, self.cluster_centers_)
 
+    @data_method
     def predict_proba(self, X: DataLike) -> Labels:
         """Responsibilities (20.7) at the final beta, shape (n_samples, n_clusters)."""
         check_is_fitted(self)
@@ -423,6 +456,7 @@ class SoftKMeans(ClusterMixin, TransformerMixin, InfoclustEstimator):
 
     transform = predict_proba
 
+    @installs_runner
     def run_summary(self, data: Any) -> dict:
         """Facts of a fit on a store (``data``: its Dataset) for the run's
         ``summary.json``: the observed critical betas. (No
@@ -430,9 +464,11 @@ class SoftKMeans(ClusterMixin, TransformerMixin, InfoclustEstimator):
         check_is_fitted(self)
         return {"critical_betas": self.critical_betas()}
 
+    @data_method
     def fit_predict(self, X: DataLike, y: Any = None, sample_weight: DataLike | None = None) -> Labels:
         return self.fit(X, sample_weight=sample_weight).labels_
 
+    @data_method
     def score(self, X: DataLike, y: Any = None, sample_weight: DataLike | None = None) -> float:
         """Minus the free energy of X at the final beta (higher is better)."""
         check_is_fitted(self)

@@ -251,8 +251,19 @@ def xarray_io(method_name, func):
     return wrapper
 
 
+def data_method(func):
+    """Written on an estimator's data method (``predict``, ``transform``,
+    ``score``, ``fit_predict``, ...; ``fit`` gets it from
+    :func:`~infoclust_dask.cluster._base.journaled`): the estimator's runner
+    installed for the call's passes, xarray in and out (:func:`xarray_io`)."""
+    if func.__name__ not in PER_SAMPLE + OTHERS:
+        raise TypeError(f"data_method is for the methods {PER_SAMPLE + OTHERS}; got {func.__name__!r}.")
+    return xarray_io(func.__name__, func)
+
+
 class XarrayIO:
-    """Mixin: wraps the data methods a subclass defines (:func:`xarray_io`).
+    """Mixin: the declarations of a subclass's special inputs, which its data
+    methods (decorated with :func:`data_method`) read.
 
     A subclass declares its special inputs instead of being recognised by
     name: ``_y_is_second_view = True`` when ``fit(X, y)`` / ``score(X, y)``
@@ -265,9 +276,3 @@ class XarrayIO:
     #: keyword arguments of fit that hold per-sample labels
     _label_keywords: tuple = ()
 
-    def __init_subclass__(cls, **kwargs):
-        super().__init_subclass__(**kwargs)
-        for name in PER_SAMPLE + OTHERS:
-            f = cls.__dict__.get(name)
-            if callable(f) and not getattr(f, "__wrapped_xarray__", False):
-                setattr(cls, name, xarray_io(name, f))

@@ -30,5 +30,28 @@ def test_fit_says_what_the_journal_adds(cls):
     assert "Other Parameters" in doc
     for keyword in ("checkpoint :", "resume :", "init :"):
         assert keyword in doc, keyword
-    assert "[shared parameters]" not in cls.__doc__
     assert "scheduler :" in cls.__doc__ or "Parameters are those of" in cls.__doc__
+
+
+@pytest.mark.parametrize("cls", CLASSES, ids=lambda c: c.__name__)
+def test_the_docstring_holds_the_shared_parameters_and_the_methods_their_decorators(cls):
+    """Written where they are used, not added by a hook: the shared
+    parameters' text in every estimator's docstring, ``data_method`` on
+    every data method, ``installs_runner`` on ``run_summary`` and
+    ``held_out_score``, each parameter assigned by name in ``__init__``."""
+    from infoclust_dask.cluster._base import SHARED_PARAMETERS_DOC
+    from infoclust_dask.cluster._xarray import OTHERS, PER_SAMPLE
+
+    if "Parameters are those of" not in cls.__doc__:
+        assert SHARED_PARAMETERS_DOC in cls.__doc__
+    for name in PER_SAMPLE + OTHERS:
+        f = getattr(cls, name, None)
+        if f is not None and f.__module__.startswith("infoclust_dask"):
+            assert getattr(f, "__wrapped_xarray__", False), f"{cls.__name__}.{name} lacks @data_method"
+    for name in ("run_summary", "held_out_score"):
+        f = getattr(cls, name, None)
+        if f is not None:
+            assert getattr(f, "__installs_runner__", False), f"{cls.__name__}.{name} lacks @installs_runner"
+    src = inspect.getsource(cls.__init__)
+    for p in set(inspect.signature(cls.__init__).parameters) - {"self"}:
+        assert f"self.{p} = {p}" in src, p

@@ -10,6 +10,8 @@ from infoclust_dask.extend import (
     InfoclustEstimator,
     Interval,
     check_n_clusters,
+    data_method,
+    installs_runner,
     journaled,
     prepare_input,
     validate_params,
@@ -27,7 +29,10 @@ class OneStepMeans(ClusterMixin, InfoclustEstimator):
     n_clusters : int, default=2
     random_state : int, numpy Generator or None, default=None
         Unused (the start is the first rows).
-    [shared parameters]
+    scheduler : None, str, distributed.Client or dask cluster, default=None
+        Where the passes run.
+    sample_dim : str, optional
+    variables : list of str, optional
     verbose : int, default=0
         Unused.
     """
@@ -36,7 +41,12 @@ class OneStepMeans(ClusterMixin, InfoclustEstimator):
 
     def __init__(self, n_clusters=2, *, random_state=None, scheduler=None, sample_dim=None, variables=None,
                  verbose=0):
-        self._keep_params(locals())
+        self.n_clusters = n_clusters
+        self.random_state = random_state
+        self.scheduler = scheduler
+        self.sample_dim = sample_dim
+        self.variables = variables
+        self.verbose = verbose
 
     @journaled
     def fit(self, X, y=None):
@@ -49,11 +59,13 @@ class OneStepMeans(ClusterMixin, InfoclustEstimator):
         self.labels_ = np.asarray(engine.compute(engine.map_blocks(NEAREST, X, params={"centers": self.cluster_centers_})))
         return self
 
+    @data_method
     def predict(self, X):
         check_is_fitted(self)
         X, _ = prepare_input(self, X, reset=False)
         return engine.map_blocks(NEAREST, X, params={"centers": self.cluster_centers_})
 
+    @installs_runner
     def held_out_score(self, X, y=None):
         check_is_fitted(self)
         with engine.installed(self.scheduler):
