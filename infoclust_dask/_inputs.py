@@ -19,7 +19,7 @@ import numpy as np
 from . import engine
 from .kernels.stats import MOMENTS
 
-__all__ = ["DataInfo", "is_path", "open_input", "lazy_zarr", "prepare_input", "check_sample_weight",
+__all__ = ["DataInfo", "Opened", "is_path", "read_input", "open_input", "lazy_zarr", "prepare_input", "check_sample_weight",
            "encode_labels"]
 
 
@@ -36,29 +36,53 @@ def is_path(data) -> bool:
     return isinstance(data, str) or hasattr(data, "__fspath__")
 
 
-def open_input(data, variable: str = "x"):
-    """The numpy or dask array behind ``data``: a store path is opened here
-    (its ``variable``, lazily) - the one place where paths become arrays, so
-    that the engine never imports the store - and numpy, dask or xarray
-    input goes through :func:`infoclust_dask.engine.as_array`."""
+class Opened:
+    """What :func:`read_input` found: the numpy or dask ``array``, the
+    ``feature_names`` its source records (a store's or a DataArray's
+    ``feature_names`` attribute), and ``kind``: ``"store"`` (written by this
+    library), ``"zarr"`` (another zarr array or group), ``"xarray"``,
+    ``"lazy"`` or ``"numpy"``."""
+
+    __slots__ = ("array", "feature_names", "kind")
+
+    def __init__(self, array, feature_names, kind):
+        self.array, self.feature_names, self.kind = array, feature_names, kind
+
+
+def read_input(data, variable: str = "x") -> Opened | None:
+    """Decide once what ``data`` is and open it: a store path or URL is
+    resolved once and its group metadata read once (ours: the lazily read
+    ``variable`` with its attributes; another zarr store: its array), a
+    ``zarr.Array`` is read lazily, numpy, dask or xarray input goes through
+    :func:`infoclust_dask.engine.as_array`. The one place where paths become
+    arrays, so that the engine never imports the store."""
     if data is None:
         return None
-    data = lazy_zarr(data)
+    if type(data).__module__.startswith("zarr") and hasattr(data, "chunks") and hasattr(data, "shape"):
+        return Opened(lazy_zarr(data), None, "zarr")
     if is_path(data):
         from .io.store import is_store_of_ours, open_dataset
-        from .storage.location import absolute
-        from .storage.paths import local_path, url_protocol
+        from .storage.location import resolve
 
-        where = absolute(local_path(data)) if url_protocol(data) in (None, "file") else None
-        if where is not None and not is_store_of_ours(data) and (where / "zarr.json").exists():
-            return engine.as_array(_open_foreign(where, variable))
-        ds = open_dataset(data)
+        loc = resolve(data, "store")
+        if loc.local is not None and not is_store_of_ours(loc) and (loc.local / "zarr.json").exists():
+            return Opened(engine.as_array(_open_foreign(loc.local, variable)), None, "zarr")
+        ds = open_dataset(loc)
         if variable not in ds:
             raise KeyError(
                 f"The store {str(data)!r} has no variable {variable!r}; it holds {sorted(ds.data_vars)}."
             )
-        data = ds[variable]
-    return engine.as_array(data)
+        return Opened(engine.as_array(ds[variable]), ds[variable].attrs.get("feature_names"), "store")
+    if type(data).__module__.startswith("xarray."):
+        return Opened(engine.as_array(data), (getattr(data, "attrs", None) or {}).get("feature_names"), "xarray")
+    array = engine.as_array(data)
+    return Opened(array, None, "lazy" if engine.is_lazy(array) else "numpy")
+
+
+def open_input(data, variable: str = "x"):
+    """The numpy or dask array behind ``data`` (:func:`read_input`)."""
+    opened = read_input(data, variable)
+    return None if opened is None else opened.array
 
 
 def lazy_zarr(data):
@@ -117,9 +141,11 @@ def prepare_input(est, X, *, reset: bool, need_moments: bool = False, attr: str 
 
     X = lazy_zarr(X)
     if is_path(X) or engine.is_lazy(X):
+        opened = read_input(X, variable=variable)
+        assert opened is not None  # X is a path or a lazy array here
         if reset and attr == "n_features_in_":
-            _set_feature_names(est, X, variable)
-        A = open_input(X, variable=variable)
+            _set_feature_names(est, opened.feature_names)
+        A = opened.array
         if A.ndim == 1 and allow_1d:
             A = A[:, None]
         if A.ndim != 2:
@@ -162,7 +188,7 @@ def prepare_input(est, X, *, reset: bool, need_moments: bool = False, attr: str 
         A = check_array(np.asarray(X.data), dtype=[np.float64, np.float32], ensure_min_samples=1, input_name=name)
         _check_width(est, A, reset, attr, name)
         if reset:
-            _set_feature_names(est, X, variable)
+            _set_feature_names(est, X.attrs.get("feature_names"))
         else:
             _check_feature_names(est, X.attrs.get("feature_names"), name)
     elif attr == "n_features_in_":
@@ -195,17 +221,9 @@ def _check_magnitude(info, dtype, name):
     return info
 
 
-def _set_feature_names(est, X, variable):
+def _set_feature_names(est, names):
     """``feature_names_in_`` from a store's (or a DataArray's) ``feature_names``
     attribute, written at ingest from a CSV header or DataFrame columns."""
-    if is_path(X):
-        from .io.store import is_store_of_ours, open_dataset
-
-        ds = open_dataset(X) if is_store_of_ours(X) else {}
-        attrs = ds[variable].attrs if variable in ds else {}
-    else:
-        attrs = getattr(X, "attrs", None) or {}
-    names = attrs.get("feature_names")
     if names is not None:
         est.feature_names_in_ = np.asarray([str(n) for n in names], dtype=object)
     elif hasattr(est, "feature_names_in_"):
