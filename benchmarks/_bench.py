@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-KERNELS_JSON = Path(__file__).parents[1] / "docs" / "kernels.json"
+KERNELS_JSON = Path(__file__).parents[1] / "docs" / "figures" / "kernels.json"
 
 
 def best(fn, repeat):
@@ -41,7 +41,7 @@ def interleaved(fns, repeat, setup=None):
 
 
 def record(key, value):
-    """Store one benchmark's figures under ``key`` in docs/kernels.json."""
+    """Store one benchmark's figures under ``key`` in docs/figures/kernels.json."""
     data = json.loads(KERNELS_JSON.read_text()) if KERNELS_JSON.exists() else {}
     data[key] = value
     KERNELS_JSON.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")

@@ -5,7 +5,7 @@ single-threaded worker processes (127.0.0.1).
 
 Data: the first ``--rows`` pairs of ``benchmarks/_data/scale-58593750x64.zarr``
 (x: 64 float32 features, y: 8; written by ``scale_all.py``), or a new store
-of that shape when it is missing. Results are added to ``docs/kernels.json``
+of that shape when it is missing. Results are added to ``docs/figures/kernels.json``
 (``plot_kernels.py`` draws them).
 
     python benchmarks/bench_ac_pass.py [--rows 10000000] [--k 10] [--repeat 3]

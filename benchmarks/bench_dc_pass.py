@@ -9,7 +9,7 @@
    the whole array in one call (one thread).
 
 Results are added to
-``docs/kernels.json`` (``plot_kernels.py`` draws them).
+``docs/figures/kernels.json`` (``plot_kernels.py`` draws them).
 
     python benchmarks/bench_dc_pass.py [--rows 4000000] [--features 128] [--k 10]
 """

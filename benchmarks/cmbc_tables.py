@@ -6,7 +6,7 @@ p_noise 0.1 / 0.2 / 0.3; the paper's numbers beside ours.
 
     .venv/bin/python benchmarks/cmbc_tables.py --table 2 --sets 50
     .venv/bin/python benchmarks/cmbc_tables.py --table 3 --sets 50
-    .venv/bin/python benchmarks/cmbc_tables.py --gamma-curve --sets 20   # Fig. 3, docs/cmbc_gamma.png
+    .venv/bin/python benchmarks/cmbc_tables.py --gamma-curve --sets 20   # Fig. 3, docs/figures/cmbc_gamma.png
 """
 
 from __future__ import annotations
@@ -132,7 +132,7 @@ def curve(a):
     ax.set_ylabel("mean NMI(C, Q4), session 3")
     ax.set_title("CMBCbu: similarity to the target clustering vs gamma (cf. Fig. 3)")
     ax.legend()
-    out = Path(__file__).resolve().parents[1] / "docs" / "cmbc_gamma.png"
+    out = Path(__file__).resolve().parents[1] / "docs" / "figures" / "cmbc_gamma.png"
     fig.tight_layout()
     fig.savefig(out, dpi=110)
     print(f"\nplot: {out}")

@@ -3,7 +3,7 @@ on a 2-D isotropic Gaussian whose class probability changes only vertically.
 
 10 000 samples, two classes (p(c1 | x) = 1 / (1 + exp(-2 x_2))), K prototypes
 from the same K-means start, lambda_VQ = 0 (plain DC), 0.02 and 10 (K-means
-like). Writes docs/dc_fig1.png (grey: density of x; blue: borders of the
+like). Writes docs/figures/dc_fig1.png (grey: density of x; blue: borders of the
 Voronoi regions; red: prototypes) and prints the prototype spreads.
 
     python benchmarks/dc_fig1.py
@@ -16,7 +16,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 
-def main(k=5, sigma=0.5, lams=(0.0, 0.02, 10.0), out=Path(__file__).resolve().parents[1] / "docs" / "dc_fig1.png"):
+def main(k=5, sigma=0.5, lams=(0.0, 0.02, 10.0), out=Path(__file__).resolve().parents[1] / "docs" / "figures" / "dc_fig1.png"):
     import matplotlib
 
     matplotlib.use("Agg")

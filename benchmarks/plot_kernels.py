@@ -1,9 +1,9 @@
 """Bar chart of the per-pass ratios measured by ``bench_dc_pass.py``,
-``bench_ac_pass.py`` and ``bench_kmeans.py`` (read from ``docs/kernels.json``):
+``bench_ac_pass.py`` and ``bench_kmeans.py`` (read from ``docs/figures/kernels.json``):
 seconds of our passes (compiled kernels) against a plain read of the store
 (store passes) or plain numpy / scikit-learn (in memory); figures of the
 numpy kernels the package had until 2026-11-26 are drawn when the file
-still holds them. Writes ``docs/kernels.png``.
+still holds them. Writes ``docs/figures/kernels.png``.
 
     python benchmarks/plot_kernels.py
 """
@@ -18,7 +18,7 @@ def main():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    docs = Path(__file__).parents[1] / "docs"
+    docs = Path(__file__).parents[1] / "docs" / "figures"
     r = json.loads((docs / "kernels.json").read_text())
     fig, axes = plt.subplots(1, 4, figsize=(17, 4.4))
     colors = {"plain read": "#999999", "numpy kernels": "#d95f02", "compiled kernels": "#1b9e77",

@@ -2,7 +2,7 @@
 JSON: seconds per pass against n (each method), against K and against worker
 processes.
 
-    python benchmarks/plot_scale.py docs/scale_all.json docs/scale_curves.json docs/scaling.png
+    python benchmarks/plot_scale.py docs/figures/scale_all.json docs/figures/scale_curves.json docs/figures/scaling.png
 """
 
 import json

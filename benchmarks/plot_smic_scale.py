@@ -1,7 +1,7 @@
 """Time of SMIC (t fixed) against n, log-log, for the exact and the
 approximate neighbour graph: the whole fit and the graph alone, from
-``docs/smic_scale.json`` (written by ``smic_scale.py``). Writes
-``docs/smic_scale.png``.
+``docs/figures/smic_scale.json`` (written by ``smic_scale.py``). Writes
+``docs/figures/smic_scale.png``.
 
     python benchmarks/plot_smic_scale.py
 """
@@ -16,7 +16,7 @@ def main():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    docs = Path(__file__).parents[1] / "docs"
+    docs = Path(__file__).parents[1] / "docs" / "figures"
     rows = json.loads((docs / "smic_scale.json").read_text())
     fig, ax = plt.subplots(figsize=(6.4, 4.6))
     series = (("exact graph, blobs", "#d95f02", lambda x: x["knn"] == "exact"),

@@ -5,7 +5,7 @@ share of the pass spent in the chunk tasks vs the tree-reduce combine tasks
 (is the reduction the bottleneck as workers are added?). Writes JSON for
 benchmarks/plot_scale.py.
 
-    python benchmarks/scale_curves.py --rows 1e7 --out docs/scale_curves.json
+    python benchmarks/scale_curves.py --rows 1e7 --out docs/figures/scale_curves.json
 """
 
 import argparse

@@ -23,7 +23,7 @@ Prints a Markdown table with the ratio (ours / peer); targets: kmeans <= 2x,
 softkmeans <= 3x on every dataset; the others are recorded. ``--plot
 FILE.png`` draws the ratios.
 
-    python benchmarks/small_data.py [--datasets iris,wine] [--methods kmeans,softkmeans] [--plot docs/small_data.png]
+    python benchmarks/small_data.py [--datasets iris,wine] [--methods kmeans,softkmeans] [--plot docs/figures/small_data.png]
 """
 
 import argparse

@@ -66,11 +66,11 @@ class Peaks:
 
 
 def record(n, m, total, ari_value, pk, data="blobs"):
-    """Add this run's stage times to docs/smic_scale.json (plot_smic_scale.py draws them)."""
+    """Add this run's stage times to docs/figures/smic_scale.json (plot_smic_scale.py draws them)."""
     import datetime
     import json
 
-    path = Path(__file__).parents[1] / "docs" / "smic_scale.json"
+    path = Path(__file__).parents[1] / "docs" / "figures" / "smic_scale.json"
     rows = json.loads(path.read_text()) if path.exists() else []
     rows = [r for r in rows if not (r["n"] == n and r["knn"] == m.knn_ and r.get("data", "blobs") == data)]
     workers = sorted(v for k, v in pk.peaks.items() if k != "driver")

@@ -19,3 +19,25 @@ def test_quoted_test_paths_exist():
             elif name and not re.search(rf"def {name}\b", f.read_text()):
                 missing.append(f"{doc.name}: {path}::{name}")
     assert not missing, missing
+
+
+def test_the_benchmarks_page_opens_with_its_summary_and_stays_readable():
+    """docs/BENCHMARKS.md: the summary tables first, at most ~500 lines in
+    all (older figures live in git); figures and their data in
+    docs/figures/, none loose beside the pages."""
+    from pathlib import Path
+
+    docs = Path(__file__).resolve().parents[1] / "docs"
+    text = (docs / "BENCHMARKS.md").read_text()
+    assert len(text.splitlines()) <= 500
+    sections = [ln for ln in text.splitlines() if ln.startswith("## ")]
+    assert sections[0] == "## At a glance"
+    glance = text[text.index("## At a glance"):text.index(sections[1])]
+    for area in ("Small data", "K-means per iteration", "Passes over a store", "SMIC against", "Memory"):
+        assert f"### {area}" in glance, area
+    assert not sorted(p.name for p in docs.glob("*") if p.suffix in (".png", ".json"))
+    import re
+
+    for page in docs.glob("*.md"):
+        for ref in re.findall(r"\]\((figures/[^)]+)\)", page.read_text()):
+            assert (docs / ref).exists(), (page.name, ref)
