@@ -169,11 +169,15 @@ def _scheduler_alive(client: Any) -> bool:
 def result(client: Any, fut: Any, watch: Any = None) -> Any:
     """``fut.result()``, watched every 2 s (:func:`_watched`)."""
 
+    # waited on through a done-callback, then read once: distributed's result(timeout=...) can lose its value
+    # when the timeout races the result under load (UnboundLocalError in distributed.utils.sync)
+    finished = threading.Event()
+    fut.add_done_callback(lambda _: finished.set())
+
     def done(timeout):
-        try:
-            return True, fut.result(timeout=timeout)  # (distributed.wait would need the default client)
-        except TimeoutError:
+        if not finished.wait(timeout):
             return False, None
+        return True, fut.result()
 
     return _watched(client, done, fut.cancel, watch if watch is not None else Watch())
 
