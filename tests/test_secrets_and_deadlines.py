@@ -187,3 +187,28 @@ def test_s3_file_systems_carry_the_deadlines(monkeypatch, s3_bucket):
     monkeypatch.setenv("INFOCLUST_S3_READ_TIMEOUT", "0")
     with pytest.raises(ValueError, match="must be > 0"):
         object_store_defaults()
+
+
+def test_credentials_in_a_query_string_are_never_shown(tmp_path, monkeypatch, capsys):
+    """A presigned URL's signature and credential, an Azure SAS ``sig``, a
+    ``?secret=`` or ``?token=`` on a store URL: redacted in every message,
+    whatever the command does with the URL: refused before anything is
+    reached (no server is contacted: the endpoint is a closed port on
+    127.0.0.1)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
+    monkeypatch.setenv("INFOCLUST_S3_ATTEMPTS", "1")
+    np.save(tmp_path / "d.npy", np.random.default_rng(0).normal(size=(20, 2)))
+    sig, cred, token = "c0ffee5ignature99", "AKIAQUERYCRED", "t0kenSECRETvalue"
+    presigned = (f"https://127.0.0.1:9/d.csv?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential={cred}%2F20261127"
+                 f"&X-Amz-Signature={sig}&X-Amz-Expires=300")
+    for argv in (["ingest", presigned, str(tmp_path / "q.zarr")],
+                 ["ingest", "d.npy", f"s3://no-such-bucket-here/x.zarr?secret={token}"],
+                 ["info", f"s3://no-such-bucket-here/x.zarr?token={token}&sig={sig}"]):
+        rc, out, err = _run(argv, capsys)
+        assert rc == 2 and "query string" in err, (argv, err)
+        for secret in (sig, cred, token):
+            assert secret not in out + err, (argv, err)
+    assert redact(presigned).count("***") == 2 and "X-Amz-Expires=300" in redact(presigned)
+    assert redact("a/b.zarr?x=1") == "a/b.zarr?x=1"
+    assert token not in redact(f"prefix=x.zarr%3Fsecret%3D{token}%2F&delimiter=")  # as a client library echoes it

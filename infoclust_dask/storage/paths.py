@@ -37,6 +37,15 @@ _BARE_USERINFO = re.compile(r"[^\s'\"<>()\[\]/:@]+:(?!//)[^\s'\"<>()\[\]@]+@")
 #: environment variables whose values are credentials (their values are redacted from messages)
 SECRET_ENV = re.compile(r"(secret|token|passw|credential|account_key|access_key|private|_sas|api_key)", re.I)
 _REDACTED = "***"
+#: a query parameter of a URL whose value is a credential: a presigned URL's ``X-Amz-Signature``,
+#: ``X-Amz-Credential``, ``X-Amz-Security-Token``, an Azure SAS ``sig``, ``?secret=``, ``?token=``, ``?key=``...
+_QUERY_SECRET = re.compile(
+    r"(?<=[?&;])([^=&;\s'\"#<>]*(?:signature|credential|token|secret|passw|key|sig|auth|sas)[^=&;\s'\"#<>]*)="
+    r"[^&;\s'\"#<>]+", re.I)
+#: the same, URL-encoded inside another URL or an object key (``%3Fsecret%3D...``, as a client library echoes it)
+_ENCODED_QUERY_SECRET = re.compile(
+    r"(?<=%3F|%26)([^=&;%\s'\"#<>]*(?:signature|credential|token|secret|passw|key|sig|auth|sas)[^=&;%\s'\"#<>]*)"
+    r"%3D(?:(?!%26)[^&;\s'\"#<>])+", re.I)
 
 
 class URLNotSupported(ValueError):
@@ -71,9 +80,13 @@ def is_url(path: Any) -> bool:
 
 def redact(text: Any) -> str:
     """``text`` with URL credentials (``scheme://USER:PASS@``, also without
-    the scheme) and the values of credential environment variables
-    (:data:`SECRET_ENV`, e.g. ``AWS_SECRET_ACCESS_KEY``) replaced by ``***``."""
+    the scheme), the values of credential query parameters (a presigned
+    URL's ``X-Amz-Signature=``, ``?secret=``, ``?token=``, ...) and the
+    values of credential environment variables (:data:`SECRET_ENV`, e.g.
+    ``AWS_SECRET_ACCESS_KEY``) replaced by ``***``."""
     text = _URL_USERINFO.sub(_REDACTED + "@", str(text))
+    text = _QUERY_SECRET.sub(lambda m: f"{m.group(1)}={_REDACTED}", text)
+    text = _ENCODED_QUERY_SECRET.sub(lambda m: f"{m.group(1)}%3D{_REDACTED}", text)
     text = _BARE_USERINFO.sub(_REDACTED + "@", text)
     for name, value in os.environ.items():
         if len(value) >= 6 and SECRET_ENV.search(name) and value in text:
@@ -106,6 +119,12 @@ def check_path(path: Any, what: str = "path") -> Any:
                 "refused (a URL is shown in logs, run summaries and task graphs). Remove them and give them the "
                 "standard way (S3: AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY or ~/.aws/credentials; GCS: "
                 "GOOGLE_APPLICATION_CREDENTIALS). A folder whose name holds '@' needs another name.")
+        if _QUERY_SECRET.search(text):
+            raise ValueError(
+                f"The {what} '{redact(text)}' carries credentials in its query string (a signature, token, "
+                "secret or key); they are refused (a URL is shown in logs, run summaries and task graphs). Remove "
+                "the query string and give credentials the standard way (S3: AWS_ACCESS_KEY_ID / "
+                "AWS_SECRET_ACCESS_KEY or ~/.aws/credentials; GCS: GOOGLE_APPLICATION_CREDENTIALS).")
         return path
     short = _SHORT_SCHEME.match(text)
     if short and _known_protocol(short.group(1)):
