@@ -134,7 +134,7 @@ def _save_smic_state(est: Any, path: Any, overwrite: bool) -> dict:
 
     from .storage.manifest import store_digest
 
-    target = run_path(path, "model file")
+    target = run_path(path, "model file (written)")
     state = target.with_name(target.name.removesuffix(".json") + ".state.npz")
     buf = io.BytesIO()
     arrays: dict[str, Any] = {k: np.asarray(getattr(est, k)) for k in _SMIC_STATE}

@@ -72,3 +72,34 @@ def test_url_protocol(text, proto):
     assert url_protocol(text) == proto
     if proto is None:
         assert str(local_path(text)) == str(local_path(text))  # a path stays a path
+
+
+def test_nothing_is_written_inside_a_store(tmp_path, monkeypatch, capsys):
+    """A run folder, storage root, model or output file inside a store (or
+    the store itself as a storage root) is refused before anything is
+    written; verify then still finds the store clean (issue 53)."""
+    import numpy as np
+
+    from infoclust_dask import cli
+    from infoclust_dask.io.store import verify_store, write_dataset
+    from infoclust_dask.runs import save_model
+
+    monkeypatch.chdir(tmp_path)
+    x = np.random.default_rng(0).normal(size=(60, 2))
+    store = write_dataset(tmp_path / "s.zarr", x)
+    assert cli.main(["fit", "kmeans", str(store), "-k", "2", "--scheduler", "sync", "--storage",
+                     str(tmp_path / "st")]) == 0
+    capsys.readouterr()
+    model = next((tmp_path / "st").rglob("model.json"))
+    for argv in (["fit", "kmeans", str(store), "-k", "2", "--scheduler", "sync", "--storage", f"{store}/x"],
+                 ["fit", "kmeans", str(store), "-k", "2", "--scheduler", "sync", "--storage", str(store)],
+                 ["predict", str(model), str(store), "--out", f"{store}/x/lab.npy"]):
+        assert cli.main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert "zarr store" in err and "outside the store" in err, err
+    from infoclust_dask import KMeans
+
+    with pytest.raises(ValueError, match="inside the zarr store"):
+        save_model(KMeans(2, scheduler="sync").fit(x), store / "m.json")
+    report = verify_store(store)
+    assert report["problems"] == [] and report["notes"] == [], report

@@ -336,15 +336,38 @@ def resolve(path: Any, what: str = "store", storage_options: dict | None = None)
     return Location(url, fs=fs, fspath=fspath, storage_options=options)
 
 
+#: roles of :func:`run_path` that hold what the package writes: refused inside a store
+WRITTEN_ROLES = ("run folder", "storage root", "output file", "plot file", "cross-validation cache", "model folder",
+                 "checkpoint folder", "model file (written)", "file")
+
+
+def refuse_inside_store(path: Path, what: str) -> None:
+    """Refuse a local ``path`` that is a store or lies inside one (a folder
+    up the tree holds a ``zarr.json``): files written there would be taken
+    for damage by ``infoclust verify`` (and could be read as the store's
+    arrays)."""
+    for parent in (path, *path.parents):
+        if (parent / "zarr.json").is_file():
+            raise ValueError(
+                f"The {what} '{path}' is {'a' if parent == path else 'inside the'} zarr store '{parent}': files "
+                "written there would be reported as damage by `infoclust verify` (or read as the store's "
+                "arrays). Choose a folder outside the store. Nothing was written.")
+
+
 def run_path(path: Any, what: str = "run folder") -> Any:
     """``path`` as a :class:`~pathlib.Path` (local paths, ``file://``) or,
     for a URL, a ``UPath`` whose file system is installed (else
     :class:`URLNotSupported` naming the package; see
     :func:`resolve`). Credentials come from the
-    environment of each process, never from the path."""
+    environment of each process, never from the path. A local path in one
+    of the :data:`WRITTEN_ROLES` inside a store is refused
+    (:func:`refuse_inside_store`)."""
     check_path(path, what)
     if not is_url(path):
-        return absolute(path)
+        where = absolute(path)
+        if what.startswith(WRITTEN_ROLES):
+            refuse_inside_store(where, what.removesuffix(" (written)"))
+        return where
     if _upath_protocol(path) is not None:
         _install_object_store_defaults()
         return path
@@ -362,7 +385,7 @@ def write_whole(path: Any, data: bytes, *, overwrite: bool = False) -> Any:
     from .atomic import atomic_write_bytes
 
     if not is_url(path):
-        return atomic_write_bytes(path, data, overwrite=overwrite)
+        return atomic_write_bytes(run_path(path, "file"), data, overwrite=overwrite)
     target = run_path(path, "file")
     if not overwrite and target.exists():
         raise FileExistsError(f"'{target}' exists; pass overwrite=True to replace it.")
