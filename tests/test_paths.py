@@ -103,3 +103,32 @@ def test_nothing_is_written_inside_a_store(tmp_path, monkeypatch, capsys):
         save_model(KMeans(2, scheduler="sync").fit(x), store / "m.json")
     report = verify_store(store)
     assert report["problems"] == [] and report["notes"] == [], report
+
+
+def test_writing_labels_never_replaces_the_stores_own_classes(tmp_path, capsys):
+    """``predict --write-labels label --overwrite`` (or a known clustering's
+    name) is refused: those are the data, not a result (issue 53); a result
+    written earlier under another name may be replaced."""
+    import numpy as np
+
+    from infoclust_dask import cli
+    from infoclust_dask.io.store import add_labels, open_dataset, write_dataset
+
+    x = np.random.default_rng(0).normal(size=(40, 2))
+    label = np.repeat([0, 1], 20)
+    store = write_dataset(tmp_path / "s.zarr", x, label=label, extra_labels={"topic": label[::-1].copy()})
+    for name in ("label", "topic"):
+        with pytest.raises(Exception, match="overwrite=True does not replace"):
+            add_labels(store, name, np.zeros(40, dtype=int), overwrite=True)
+    add_labels(store, "clusters", np.zeros(40, dtype=int))
+    add_labels(store, "clusters", np.ones(40, dtype=int), overwrite=True)
+    ds = open_dataset(store)
+    np.testing.assert_array_equal(np.asarray(ds["label"]), label)
+    np.testing.assert_array_equal(np.asarray(ds["clusters"]), 1)
+    assert cli.main(["fit", "kmeans", str(store), "-k", "2", "--scheduler", "sync", "--storage",
+                     str(tmp_path / "st")]) == 0
+    model = next((tmp_path / "st").rglob("model.json"))
+    capsys.readouterr()
+    assert cli.main(["predict", str(model), str(store), "--write-labels", "label", "--overwrite"]) == 2
+    assert "does not replace" in capsys.readouterr().err
+    np.testing.assert_array_equal(np.asarray(open_dataset(store)["label"]), label)

@@ -547,6 +547,12 @@ def add_labels(path: str | os.PathLike, name: str, labels: Any, *, overwrite: bo
     if not is_store_of_ours(path):
         raise StoreError(f"'{path}' is not a store written by infoclust_dask; labels are added only to those.")
     check_label_name(name)
+    added = set(ds.attrs.get("added_labels", [])) | set(ds.attrs.get("label_attrs", {}))  # results, by add_labels
+    ingested = ["label"] * ("label" in ds) + [c for c in ds.attrs.get("label_columns", []) if c in ds and c not in added]
+    if name in ingested:  # the data's own classes or known clusterings, not a result that may be replaced
+        raise StoreError(f"The store '{path}' holds {name!r} as data (its {'class labels' if name == 'label' else 'known clustering'}"
+                         f"), which overwrite=True does not replace. Write the clusters under another name "
+                         f"(e.g. '{name}_clusters'; CLI: --write-labels NAME).")
     if name in ds and not overwrite:
         raise StoreError(f"The store '{path}' already has a variable {name!r}. Pass overwrite=True (CLI: "
                          "--overwrite) to replace it, or choose another name.")
@@ -581,6 +587,7 @@ def add_labels(path: str | os.PathLike, name: str, labels: Any, *, overwrite: bo
             at = doc.setdefault("attributes", {})
             cols = [c for c in at.get("label_columns", []) if c != name]
             at["label_columns"] = cols + [name]
+            at["added_labels"] = [c for c in at.get("added_labels", []) if c != name] + [name]
             if attrs:
                 at.setdefault("label_attrs", {})[name] = attrs
             atomic_write_text(meta, json.dumps(doc, indent=2), overwrite=True)
