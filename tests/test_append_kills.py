@@ -186,3 +186,30 @@ def test_two_appends_killed_in_a_row_leave_the_committed_version(tmp_path, monke
     ds = open_dataset(where)
     np.testing.assert_array_equal(ds["x"].values, np.concatenate([X, new]))
     assert [a["rows"] for a in ds.attrs["provenance"]["appends"]] == [300]
+
+
+@pytest.mark.parametrize("lazy", [False, True], ids=["numpy", "lazy"])
+@pytest.mark.parametrize("standardized", [False, True], ids=["raw", "standardized"])
+def test_rows_whose_squares_overflow_are_refused_and_nothing_is_appended(tmp_path, lazy, standardized):
+    """A new row holding 1e200 was committed with a RuntimeWarning and made
+    the store's feature_std NaN, so every later fit refused the store
+    (issue 53): refused now, naming the value and the fix; the store keeps
+    its rows, verify finds it clean, and a fit still runs."""
+    import dask.array as da
+
+    from infoclust_dask import KMeans
+    from infoclust_dask.io.append import append_dataset
+    from infoclust_dask.io.ingest import ingest
+    from infoclust_dask.io.store import open_dataset
+
+    rng = np.random.default_rng(0)
+    np.save(tmp_path / "d.npy", rng.normal(size=(100, 3)))
+    store, _ = ingest(str(tmp_path / "d.npy"), tmp_path / "s.zarr", standardize=standardized)
+    new = rng.normal(size=(10, 3))
+    new[4, 1] = 1e200
+    with pytest.raises(ValueError, match=r"as large as 1e\+200.*Nothing was appended"):
+        append_dataset(store, da.from_array(new, chunks=5) if lazy else new)
+    ds = open_dataset(store)
+    assert ds.sizes["sample"] == 100 and np.all(np.isfinite(ds.attrs["feature_std"]))
+    assert verify_store(store)["problems"] == []
+    KMeans(2, scheduler="sync").fit(str(store))

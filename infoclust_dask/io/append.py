@@ -109,11 +109,26 @@ def _fold_ids(n_old: int, n_new: int, attrs: dict, rows: int) -> Any:
     return full[n_old:]
 
 
+#: new values at most this large: their squares (distances, variances) stay finite in float64
+MAX_APPEND_VALUE = 1e150
+
+
+def _refuse_huge(largest: float, variable: str) -> None:
+    if largest > MAX_APPEND_VALUE:
+        raise ValueError(
+            f"'{variable}' holds values as large as {largest:.3g}: their squares overflow float64, so the store's "
+            "moments would become NaN and every later fit would refuse the store. Rescale the new rows (e.g. "
+            f"divide those columns by a power of ten) so that values stay below {MAX_APPEND_VALUE:.0e}. Nothing "
+            "was appended.")
+
+
 def _refuse_nonfinite(block: np.ndarray, variable: str) -> np.ndarray:
     bad = int(np.count_nonzero(~np.isfinite(block)))
     if bad:
         raise ValueError(f"'{variable}' contains {bad} NaN or infinite values in one block of the new rows. Drop or "
                          "impute those rows first (CLI: `infoclust ingest --drop-nonfinite`).")
+    if block.size:
+        _refuse_huge(float(np.abs(block).max()), variable)
     return block
 
 
@@ -261,6 +276,9 @@ def _checked_rows(x: Any, attrs: dict, n_old: int, new_attrs: dict) -> tuple[Any
     prov = dict(attrs.get("provenance", {}))
     lazy = engine.is_lazy(x)
     n_new = int(x.shape[0])
+    if not lazy and n_new:
+        with np.errstate(invalid="ignore"):
+            _refuse_huge(float(np.nanmax(np.abs(np.where(np.isfinite(x), x, 0.0)))), "x")
     if prov.get("standardized") or prov.get("pca") is not None or "feature_mean" not in attrs:
         if lazy:
             return _checked(x, _refuse_nonfinite, variable="x"), None
@@ -297,6 +315,8 @@ def _checked_y(y: Any, n_new: int, d_y: int) -> Any:
     if engine.is_lazy(yy):
         return _checked(yy.astype(np.float64), _refuse_nonfinite, variable="y")
     _check_finite_rows("y", yy.astype(np.float64))
+    if yy.size:
+        _refuse_huge(float(np.abs(np.asarray(yy, dtype=np.float64)).max()), "y")
     return yy
 
 
