@@ -91,6 +91,17 @@ def _digest(params) -> str:
     return h.hexdigest()[:32]
 
 
+def _arrays_digest(arrays: dict) -> str:
+    """A checksum of a record's result arrays (names, dtypes, shapes, bytes):
+    a batch file edited or damaged after it was written no longer matches."""
+    h = hashlib.sha256()
+    for k in sorted(arrays):
+        a = np.ascontiguousarray(arrays[k])
+        h.update(f"{k}|{a.dtype.str}|{a.shape}|".encode())
+        h.update(a.tobytes())
+    return h.hexdigest()[:32]
+
+
 def _storable(result):
     """``{name: array}`` of a pass result that round-trips exactly, or None."""
     if not isinstance(result, dict):
@@ -167,6 +178,9 @@ class Journal:
                 if not e.get("stored", True):  # same pass, result not storable: run it, keep replaying
                     return None
                 out = self._load(e)
+                if out is None:  # the record does not match its checksum: recompute from here
+                    self._cut()
+                    return None
                 self.position += 1
                 self.replayed += 1
                 return out
@@ -180,7 +194,8 @@ class Journal:
             self.position += 1
             return
         arrays = _storable(result)
-        meta = {"position": self.position, "name": name, "params": _digest(params), "stored": arrays is not None}
+        meta = {"position": self.position, "name": name, "params": _digest(params), "stored": arrays is not None,
+                "sha": _arrays_digest(arrays or {})}
         path = self.passes / f"{self.position:07d}.npz"
         if self.remote:  # one PUT: the object is whole or absent
             buf = io.BytesIO()
@@ -203,12 +218,23 @@ class Journal:
         first = records[0][0]["position"]
         self._synced, _ = _write_batch(self.passes / f"{first:07d}.npz", records, self._synced)
 
-    def _load(self, e: dict) -> dict:
-        """The result arrays of journal entry ``e`` (its batch file read once)."""
+    def _load(self, e: dict) -> dict | None:
+        """The result arrays of journal entry ``e`` (its batch file read
+        once); None, with a warning, when they do not match the checksum
+        recorded with them (the file was edited or damaged after it was
+        written: the fit recomputes that pass and the ones after it)."""
         if self._cache is None or self._cache[0] != e["file"]:
             with np.load(io.BytesIO(e["file"].read_bytes()), allow_pickle=False) as z:
                 self._cache = (e["file"], {k: z[k] for k in z.files})
-        return {k: (v[()] if v.ndim == 0 else v) for k, v in _entry_arrays(self._cache[1], e).items()}
+        arrays = _entry_arrays(self._cache[1], e)
+        if "sha" in e and _arrays_digest(arrays) != e["sha"]:
+            import warnings
+
+            warnings.warn(f"The journal record of pass {e['position']} in '{e['file']}' does not match its checksum "
+                          "(the file was edited or damaged after it was written): the fit recomputes from that pass "
+                          "on instead of replaying it.", RuntimeWarning, stacklevel=4)
+            return None
+        return {k: (v[()] if v.ndim == 0 else v) for k, v in arrays.items()}
 
     def _cut(self):
         self.replaying = False
@@ -319,7 +345,7 @@ def _cut_entries(entries: list[dict], keep: int) -> None:
         elif len(kept) < len(es):
             with np.load(io.BytesIO(f.read_bytes()), allow_pickle=False) as z:
                 data = {k: z[k] for k in z.files}
-            records = [({k: e[k] for k in ("position", "name", "params", "stored") if k in e},
+            records = [({k: e[k] for k in ("position", "name", "params", "stored", "sha") if k in e},
                         _entry_arrays(data, e)) for e in kept]
             _, places = _write_batch(f, records, 0.0)
             for e, (group, row) in zip(kept, places, strict=True):

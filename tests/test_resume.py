@@ -249,3 +249,32 @@ def test_a_journal_written_before_the_grouped_batches_still_replays(tmp_path):
     journal.truncate(folder, 3)  # the old batch rewritten as a grouped one
     assert journal.recorded_passes(folder) == 3
     _assert_same_results(_replay_all(folder, fp, recorded[:3]), recorded[:3])
+
+
+@pytest.mark.parametrize("edit", ["halved", "scaled", "nan"])
+def test_an_edited_journal_batch_is_recomputed_not_replayed(tmp_path, edit):
+    """A pass journal's batch file edited after it was written (its arrays
+    halved, scaled by 1.5 or set to NaN; issue 53: the resumed fit returned
+    another model with exit 0) no longer matches the checksum recorded with
+    each pass: the resumed fit warns and recomputes from that pass, and
+    ends where the uninterrupted fit ends."""
+    from infoclust_dask import IsotropicGaussianMixture
+
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(size=(150, 2)) + c for c in ([0, 0], [6, 0], [0, 6])])
+    run = tmp_path / "run"
+    first = IsotropicGaussianMixture(3, random_state=0, scheduler="sync").fit(X, checkpoint=run)
+    batch = sorted((run / "passes").glob("*.npz"))[0]
+    with np.load(batch) as z:
+        data = {k: z[k] for k in z.files}
+    factor = {"halved": 0.5, "scaled": 1.5, "nan": np.nan}[edit]
+    for k, v in data.items():
+        if k != "__batch__" and v.dtype.kind == "f":
+            data[k] = v * factor
+    with open(batch, "wb") as fh:
+        np.savez(fh, **data)
+    with pytest.warns(RuntimeWarning, match="does not match its checksum"):
+        resumed = IsotropicGaussianMixture(3, random_state=0, scheduler="sync").fit(X, resume=run)
+    np.testing.assert_array_equal(resumed.labels_, first.labels_)
+    np.testing.assert_allclose(resumed.means_ if hasattr(resumed, "means_") else resumed.cluster_centers_,
+                               first.means_ if hasattr(first, "means_") else first.cluster_centers_, rtol=0, atol=0)
