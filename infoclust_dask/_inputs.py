@@ -206,11 +206,15 @@ def prepare_input(est, X, *, reset: bool, need_moments: bool = False, attr: str 
 
 #: per dtype: the largest feature scale (|mean| + standard deviation) whose squared distances stay finite
 MAX_SCALE = {np.dtype(np.float64): 1e150, np.dtype(np.float32): 1e18}
+#: per dtype: the smallest largest-feature scale whose squared distances stay normal numbers (not underflowing
+#: to zero, which put every row in one cluster with a zero cost)
+MIN_SCALE = {np.dtype(np.float64): 1e-150, np.dtype(np.float32): 1e-17}
 
 
 def _check_magnitude(info, dtype, name):
     """Refuse data whose squared distances overflow (``X * 1e300`` gave
-    K-means an infinite inertia and soft K-means NaN centres)."""
+    K-means an infinite inertia and soft K-means NaN centres) or underflow
+    (``X * 1e-300`` put every row in one cluster at cost 0)."""
     limit = MAX_SCALE.get(np.dtype(dtype), 1e150)
     scale = np.abs(info.mean) + np.sqrt(info.var)
     if not np.all(np.isfinite(info.var)) or not np.all(np.isfinite(info.mean)) or np.any(scale > limit):
@@ -218,6 +222,13 @@ def _check_magnitude(info, dtype, name):
         raise ValueError(f"{name} has values too large for squared distances in {np.dtype(dtype)} (feature {j}: "
                          f"mean {info.mean[j]:.3g}, variance {info.var[j]:.3g}; the limit is about {limit:.0e}). "
                          "Rescale the data first (e.g. `infoclust ingest --standardize`).")
+    low = MIN_SCALE.get(np.dtype(dtype), 1e-150)
+    largest = float(np.max(scale)) if scale.size else 0.0
+    if 0.0 < largest < low:
+        raise ValueError(f"{name} has values too small for squared distances in {np.dtype(dtype)}: its largest "
+                         f"feature scale (|mean| + standard deviation) is {largest:.3g}, below about {low:.0e}, so "
+                         "the squared distances underflow to zero and every row looks alike. Rescale the data "
+                         "first (e.g. multiply it by a power of ten, or `infoclust ingest --standardize`).")
     return info
 
 

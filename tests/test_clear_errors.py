@@ -66,3 +66,21 @@ def test_a_bare_system_write_error_is_explained(code, says):
     assert "Choose a writable destination" in msg
     named = OSError(28, "No space left for the store 's': it needs 2 GiB")  # our own message stays as it is
     assert cli._message(named) == "[Errno 28] No space left for the store 's': it needs 2 GiB"
+
+
+@pytest.mark.parametrize("dtype,factor", [(np.float64, 1e-300), (np.float32, 1e-20)])
+def test_data_too_small_for_squared_distances_are_refused(dtype, factor):
+    """Two blobs times 1e-300: the squared distances underflow to zero and
+    K-means put every row in one cluster at cost 0 (issue 53); such data
+    are refused, naming the scale and the fix. Data just above the limit
+    and all-zero data still fit."""
+    from infoclust_dask import IsotropicGaussianMixture, KMeans, SoftKMeans
+
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(size=(30, 2)), rng.normal(size=(30, 2)) + 8]).astype(dtype)
+    for est in (KMeans(2, random_state=0, scheduler="sync"), SoftKMeans(2, random_state=0, scheduler="sync"),
+                IsotropicGaussianMixture(2, random_state=0, scheduler="sync")):
+        with pytest.raises(ValueError, match="too small for squared distances.*Rescale"):
+            est.fit(X * dtype(factor))
+    ok = KMeans(2, random_state=0, scheduler="sync").fit(X * dtype(1e-140 if dtype == np.float64 else 1e-15))
+    assert sorted(np.bincount(ok.labels_)) == [30, 30]

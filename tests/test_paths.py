@@ -132,3 +132,17 @@ def test_writing_labels_never_replaces_the_stores_own_classes(tmp_path, capsys):
     assert cli.main(["predict", str(model), str(store), "--write-labels", "label", "--overwrite"]) == 2
     assert "does not replace" in capsys.readouterr().err
     np.testing.assert_array_equal(np.asarray(open_dataset(store)["label"]), label)
+
+
+def test_a_file_url_with_one_slash_gets_advice_that_keeps_it_where_it_was_meant(tmp_path, monkeypatch, capsys):
+    """``file:/abs/x.zarr`` was told to use ``file://abs/...``, which puts the
+    store at ./abs/... (issue 53): the advice is the absolute path itself,
+    or ``file:///abs/...``; following it writes the store at /abs/..."""
+    monkeypatch.chdir(tmp_path)
+    np.save(tmp_path / "d.npy", np.random.default_rng(0).normal(size=(20, 2)))
+    target = tmp_path / "out" / "x.zarr"
+    assert main(["ingest", "d.npy", f"file:{target}"]) == 2
+    err = capsys.readouterr().err
+    assert f"write '{target}'" in err and f"file://{target}'" in err and "file://" + str(target).lstrip("/") not in err
+    assert main(["ingest", "d.npy", f"file://{target}"]) == 0
+    assert (target / "zarr.json").exists() and not (tmp_path / str(target).lstrip("/")).exists()

@@ -129,7 +129,14 @@ def check_path(path: Any, what: str = "path") -> Any:
     short = _SHORT_SCHEME.match(text)
     if short and _known_protocol(short.group(1)):
         proto = short.group(1)
-        fixed = f"{proto}://{text[short.end():].lstrip('/')}"
+        rest = text[short.end():]
+        if proto.lower() == "file":  # a local path: file:///abs/path (three slashes), or the path itself
+            local = "/" + rest.lstrip("/") if rest.startswith("/") else rest
+            url = (f" (or 'file://{redact(local)}' as a URL: 'file://' and the absolute path's own slash)"
+                   if local.startswith("/") else "")
+            raise ValueError(f"The {what} '{redact(text)}' starts with 'file:' but not 'file://': write "
+                             f"'{redact(local)}'{url}. Nothing was created.")
+        fixed = f"{proto}://{rest.lstrip('/')}"
         raise ValueError(
             f"The {what} '{redact(text)}' starts with the protocol '{proto}:' but not '{proto}://': write "
             f"'{redact(fixed)}' for a URL, or './{redact(text)}' for a local path. Nothing was created.")
