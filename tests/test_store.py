@@ -202,3 +202,46 @@ def test_any_zarr_store_and_zarr_arrays_are_read_lazily(tmp_path):
     xr.Dataset({"a": (("s", "f"), X), "b": (("s", "g"), X)}).to_zarr(tmp_path / "two.zarr", zarr_format=3, consolidated=False)
     with pytest.raises(KeyError, match=r"has no array 'x' and 2 two-dimensional arrays \['a', 'b'\]"):
         KMeans(2, scheduler="sync").fit(str(tmp_path / "two.zarr"))
+
+
+def test_a_store_being_written_is_waited_for_not_called_damaged(tmp_path, monkeypatch):
+    """A fit started while an append runs read the store as "damaged ...
+    re-ingest it" though verify then found it clean (issue 53). While a live
+    process holds the store's write lock, a reader waits for it
+    ($INFOCLUST_WRITER_WAIT) and opens the store once it is done, or says
+    the write is still in progress; without a live writer, damage is
+    damage."""
+    import subprocess
+    import sys
+    import threading
+
+    from infoclust_dask.storage.reading import _OPENED
+
+    store = write_dataset(tmp_path / "s.zarr", np.arange(40.0).reshape(20, 2), chunks=5)
+    chunk = next(p for p in (store / "x" / "c").rglob("*") if p.is_file())
+    good = chunk.read_bytes()
+    lock = tmp_path / ".s.zarr.lock-"
+    writer = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        lock.write_text(str(writer.pid))
+        chunk.write_bytes(good[:-3])  # mid-write: the bytes do not match the manifests yet
+        _OPENED.clear()
+        monkeypatch.setenv("INFOCLUST_WRITER_WAIT", "1")
+        with pytest.raises(StoreError, match=rf"being written by another process \(PID {writer.pid}.*not damaged"):
+            open_dataset(store)
+
+        def finish():  # the writer finishes: its bytes in place, its lock released
+            chunk.write_bytes(good)
+            lock.unlink()
+
+        monkeypatch.setenv("INFOCLUST_WRITER_WAIT", "20")
+        threading.Timer(0.5, finish).start()
+        np.testing.assert_array_equal(np.asarray(open_dataset(store)["x"]), np.arange(40.0).reshape(20, 2))
+    finally:
+        writer.kill()
+        writer.wait()
+    chunk.write_bytes(good[:-3])
+    lock.write_text(str(writer.pid))  # a dead writer's lock: the damage is reported as damage
+    _OPENED.clear()
+    with pytest.raises(StoreError, match="damaged"):
+        open_dataset(store)

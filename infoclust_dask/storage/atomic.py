@@ -77,6 +77,16 @@ def _read_lock_pid(p: Path):
         return ""
 
 
+def live_writer(path: Path) -> str | None:
+    """The PID of a live process holding the write lock of ``path`` (a
+    write or an append in progress), else None."""
+    lock = path.parent / f".{path.name}.lock-"
+    if not lock.exists():
+        return None
+    pid = _read_lock_pid(lock)
+    return pid if pid.isdigit() and _pid_alive(int(pid)) else None
+
+
 class _WriteLock:
     """``.NAME.lock-`` beside the destination, created exclusively: one writer
     per destination at a time; a second gets a clear error naming the first's

@@ -10,7 +10,7 @@ import os
 import threading
 from typing import Any
 
-from .atomic import StoreError
+from .atomic import StoreError, live_writer
 from .location import Location, resolve
 from .manifest import (
     MANIFEST,
@@ -125,6 +125,10 @@ def _row_chunks(arr: Any, chunks: tuple, name: str) -> Any:
                     meta=np.empty((0,) * arr.ndim, dtype=arr.dtype))
 
 
+#: seconds a reader waits for a write or an append in progress on a local store before saying so
+WRITER_WAIT_SECONDS = 30.0
+
+
 def open_dataset(path: str | os.PathLike | Location, *, storage_options: dict | None = None,
                  trust: bool = False) -> Any:
     """Open a dataset store lazily (dask-backed xarray Dataset), from a local
@@ -153,6 +157,12 @@ def open_dataset(path: str | os.PathLike | Location, *, storage_options: dict | 
     can cancel one caller's tasks) when threads of one process - the cells
     of a cross-validation sweep, bootstrap replicates - compute at once.
 
+    A local store that reads as damaged while another process holds its
+    write lock (an append in progress: its chunks are ahead of its
+    manifests) is not damaged: the reader waits for the writer (at most
+    ``$INFOCLUST_WRITER_WAIT`` seconds, 30 by default) and opens it then, or
+    says that the write is still in progress.
+
     Raises
     ------
     FileNotFoundError
@@ -162,6 +172,31 @@ def open_dataset(path: str | os.PathLike | Location, *, storage_options: dict | 
         schema version this library does not read; at a URL, the store has
         no manifest (its write did not finish).
     """
+    try:
+        return _open_dataset(path, storage_options=storage_options, trust=trust)
+    except StoreError as exc:
+        loc = resolve(path, "store", storage_options)
+        if loc.local is None or "damaged" not in str(exc) or live_writer(loc.local) is None:
+            raise
+        import time
+
+        from .._support.settings import env_number
+
+        limit = float(env_number("INFOCLUST_WRITER_WAIT", WRITER_WAIT_SECONDS, seconds=True, allow_zero=True))
+        deadline = time.monotonic() + limit
+        while (pid := live_writer(loc.local)) is not None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        if pid is not None:
+            raise StoreError(f"The store at '{loc.local}' is being written by another process (PID {pid}: an append "
+                             f"or a write in progress) and was still being written after {limit:g} s; wait for it "
+                             "to finish and try again (the store is not damaged: `infoclust verify` checks it "
+                             "once the writer is done).") from None
+        return _open_dataset(path, storage_options=storage_options, trust=trust)
+
+
+def _open_dataset(path: str | os.PathLike | Location, *, storage_options: dict | None = None,
+                 trust: bool = False) -> Any:
+    """:func:`open_dataset` without the wait for a writer in progress."""
 
     loc = resolve(path, "store", storage_options)
     path = loc.local if loc.local is not None else loc.url
