@@ -202,7 +202,7 @@ def _cmd_fit(args):
     method = get_method(args.method)
     check_writable(args.storage)  # before the work, not after it
     if args.write_labels is not None:
-        from .io.store import check_label_name
+        from .io.labels import check_label_name
 
         check_label_name(args.write_labels)
     ds = open_dataset(args.store, trust=args.trust)
@@ -259,7 +259,7 @@ def _cmd_fit(args):
     if hasattr(est, "labels_") and not lazy_labels:
         write_npy(run / "labels.npy", est.labels_, overwrite=bool(args.resume))
     if args.write_labels is not None:
-        from .io.store import add_labels
+        from .io.labels import add_labels
 
         add_labels(args.store, args.write_labels, est.labels_, overwrite=args.overwrite,
                    scheduler=engine.runner_for(named, ds["x"]), attrs={"method": args.method, "run": str(run)})
@@ -271,7 +271,8 @@ def _cmd_fit(args):
 
 def _cmd_predict(args):
     from . import engine
-    from .io.store import add_labels, check_label_name, open_dataset
+    from .io.labels import add_labels, check_label_name
+    from .io.store import open_dataset
     from .runs import load_model
 
     if args.write_labels is not None:

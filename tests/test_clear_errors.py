@@ -43,7 +43,8 @@ def test_a_missing_bucket_and_an_http_url_are_named(s3_server):
 
 def test_write_labels_into_a_url_store_says_why_before_predicting(tmp_path, capsys):
     from infoclust_dask import cli
-    from infoclust_dask.io.store import URLNotSupported, add_labels
+    from infoclust_dask.io.labels import add_labels
+    from infoclust_dask.storage.paths import URLNotSupported
 
     assert cli.main(["predict", str(tmp_path / "model.json"), "s3://b/s.zarr", "--write-labels", "km"]) == 2
     assert "--write-labels adds a variable to a store on a local or shared file system" in capsys.readouterr().err

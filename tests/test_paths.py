@@ -112,7 +112,8 @@ def test_writing_labels_never_replaces_the_stores_own_classes(tmp_path, capsys):
     import numpy as np
 
     from infoclust_dask import cli
-    from infoclust_dask.io.store import add_labels, open_dataset, write_dataset
+    from infoclust_dask.io.labels import add_labels
+    from infoclust_dask.io.store import open_dataset, write_dataset
 
     x = np.random.default_rng(0).normal(size=(40, 2))
     label = np.repeat([0, 1], 20)
