@@ -100,6 +100,14 @@ def save_model(est: Any, path: str | os.PathLike, *, overwrite: bool = False) ->
     if name not in MODEL_CLASSES and _REGISTERED_CLASSES.get(name) is not type(est):
         raise TypeError(f"save_model saves the estimators {MODEL_CLASSES} and registered methods' estimators "
                         f"{sorted(_REGISTERED_CLASSES)}; got {name}.")
+    from sklearn.exceptions import NotFittedError
+    from sklearn.utils.validation import check_is_fitted
+
+    try:
+        check_is_fitted(est)
+    except NotFittedError:
+        raise NotFittedError(f"save_model saves fitted estimators; this {name} is not fitted (a file of it would "
+                             "hold no model, and loading it would fail). Call fit first.") from None
     params = {k: v for k, v in est.get_params().items() if k != "scheduler"}
     fitted = {k: getattr(est, k) for k in _FITTED if hasattr(est, k)}
     if name == "SMIC" and hasattr(est, "eigenvectors_") and getattr(est, "training_store_", None):
@@ -181,6 +189,15 @@ def _checked_arrays(v, where):
         dt = str(v.get("dtype", ""))
         if not any(dt == d or (d == "<U" and dt.startswith("<U")) for d in _DTYPES):
             raise ValueError(f"{where}: an array of dtype {dt!r}; model files hold numbers and strings only.")
+        if not dt.startswith("<U"):  # numbers: every value a number, the array rectangular
+            try:
+                kind = np.asarray(v["__ndarray__"]).dtype.kind
+            except (TypeError, ValueError):  # numpy: "inhomogeneous shape"
+                raise ValueError(f"{where}: its rows have different lengths (a ragged array): the model file "
+                                 "was edited or damaged.") from None
+            if kind not in "biuf" and np.size(v["__ndarray__"]):
+                raise ValueError(f"{where}: it holds values that are not numbers (the file declares dtype {dt!r}, "
+                                 "e.g. a number written as a string \"5\"): the model file was edited.")
         if dt[:1] in ("i", "u", "b") and dt != "bool" or dt == "bool":
             try:
                 raw = np.asarray(v["__ndarray__"])

@@ -290,3 +290,30 @@ def test_integer_centres_that_int8_holds_exactly_are_still_refused_as_not_float(
     path = _edited(model_file, to_int8)
     with pytest.raises(ValueError, match="cluster_centers_ has dtype int8; the format stores it as float64"):
         load_model(path)
+
+
+def test_unfitted_models_are_not_saved_and_every_value_has_its_declared_type(tmp_path):
+    """save_model of an unfitted estimator wrote ``"fitted": {}``, which
+    loading then called damaged; a centre written as the string "5" was
+    accepted; a ragged centres row gave numpy's "inhomogeneous shape"
+    (issue 53). Each is now one line naming the fix or the edit."""
+    import json as _json
+
+    from sklearn.exceptions import NotFittedError
+
+    from infoclust_dask import KMeans
+    from infoclust_dask.runs import load_model, save_model
+
+    with pytest.raises(NotFittedError, match="not fitted.*Call fit first"):
+        save_model(KMeans(2), tmp_path / "unfitted.json")
+    assert not (tmp_path / "unfitted.json").exists()
+    X = np.random.default_rng(0).normal(size=(40, 2))
+    path = save_model(KMeans(2, random_state=0, scheduler="sync").fit(X), tmp_path / "m.json")
+    doc = _json.loads(path.read_text())
+    for edit, message in ((lambda c: c.__setitem__(0, ["5", c[0][1]]), "not numbers"),
+                          (lambda c: c.__setitem__(0, c[0][:1]), "different lengths")):
+        bad = _json.loads(_json.dumps(doc))
+        edit(bad["fitted"]["cluster_centers_"]["__ndarray__"])
+        (tmp_path / "bad.json").write_text(_json.dumps(bad))
+        with pytest.raises(ValueError, match=message):
+            load_model(tmp_path / "bad.json")
