@@ -109,9 +109,12 @@ def crossval_flow(store: str, method: str = "dc", grid: dict | None = None, n_fo
     from infoclust_dask.crossval import CellCache
     from infoclust_dask.runs import new_run_dir, run_path, storage_root
 
+    if grid is not None and not grid:
+        raise ValueError("grid={} names no parameter to sweep; give e.g. grid={'sigma': [0.5, 1.0], "
+                         "'n_clusters': [5, 10]}, or leave grid out for the default grid.")
     t0 = time.perf_counter()
     log = get_run_logger()
-    grid = grid or dict(DEFAULT_GRID)
+    grid = dict(DEFAULT_GRID) if grid is None else grid
     root = run_path(storage, "storage root") if storage else storage_root()
     scheduler = default_scheduler(scheduler)
     cache = CellCache(root / "crossval" / "cells")

@@ -132,6 +132,14 @@ def update_flow(store: str, model: str, inbox: str | None = None, method: str = 
         raise ValueError(f"method must be one of {UPDATABLE} (a warm start and prototypes to compare); got "
                          f"{method!r}.")
     params = dict(params or {"n_clusters": 8})
+    if inbox:
+        folder = Path(inbox).parent
+        while glob.has_magic(str(folder)):  # the folder part before the first wildcard
+            folder = folder.parent
+        if not folder.is_dir():
+            raise FileNotFoundError(f"The inbox '{inbox}' names the folder '{folder}', which does not exist: no new "
+                                    "file can arrive there. Create it, or fix the pattern (e.g. "
+                                    "'storage/inbox/mine/*.csv').")
     files = sorted(glob.glob(inbox)) if inbox else []
     new = ModelVersions(model).new_files(files)
     appended = append_task(store, new, label_column, scheduler) if new else []

@@ -36,3 +36,16 @@ def test_the_settings_that_use_it(monkeypatch):
     monkeypatch.setenv("INFOCLUST_IN_PROCESS_BYTES", "lots")
     with pytest.raises(ValueError, match="INFOCLUST_IN_PROCESS_BYTES='lots' is not a number"):
         in_process_budget()
+
+
+@pytest.mark.parametrize("raw", ["inf", "-inf", "nan", "1e400"])
+def test_infinite_and_nan_settings_are_refused_in_one_line(monkeypatch, raw):
+    """INFOCLUST_IN_PROCESS_BYTES=inf gave "OverflowError: cannot convert
+    float infinity to integer"; =nan advised "give e.g. ...=None", which is
+    refused (issue 53): one line naming the variable and a value that works."""
+    from infoclust_dask.engine import in_process_budget
+
+    monkeypatch.setenv("INFOCLUST_IN_PROCESS_BYTES", raw)
+    with pytest.raises(ValueError, match=r"INFOCLUST_IN_PROCESS_BYTES=.* is not a finite number.*=1e9") as e:
+        in_process_budget()
+    assert "None" not in str(e.value)

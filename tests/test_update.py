@@ -104,3 +104,23 @@ def test_update_flow_over_nights_with_a_planted_drift(prefect_harness, tmp_path)
     assert (folder / "drift.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert json.loads((model / "appended.json").read_text())[-1]["rows"] == 200
     assert open_dataset(store).sizes["sample"] == 4600
+
+
+def test_an_inbox_whose_folder_does_not_exist_is_refused(tmp_path):
+    """update_flow with an inbox folder that does not exist refitted as
+    usual, so a typo in the pattern went unnoticed night after night (issue
+    53): refused naming the folder, before anything is appended or fitted."""
+    from infoclust_pipelines.update import update_flow
+
+    with pytest.raises(FileNotFoundError, match=r"names the folder '.*no-such-inbox', which does not exist"):
+        update_flow.fn(store=str(tmp_path / "s.zarr"), model=str(tmp_path / "m"),
+                       inbox=str(tmp_path / "no-such-inbox" / "*.csv"))
+    assert not (tmp_path / "m").exists()
+
+
+def test_an_empty_crossval_grid_is_refused():
+    """crossval_flow(grid={}) swept the default grid without a word (issue 53)."""
+    from infoclust_pipelines.crossval import crossval_flow
+
+    with pytest.raises(ValueError, match=r"grid=\{\} names no parameter"):
+        crossval_flow.fn("unused.zarr", grid={})

@@ -21,11 +21,17 @@ def env_number(name: str, default: Any, *, kind: type = float, seconds: bool = F
     text = raw.strip().lower()
     if seconds:
         text = text.removesuffix("s")
+    example = f"e.g. {name}={default}" if default is not None else f"a number, e.g. {name}=1e9"
     try:
-        value = int(float(text)) if kind is int else kind(text)
+        number = float(text)
+        finite = number == number and number not in (float("inf"), float("-inf"))
+        value: Any = (int(number) if kind is int else kind(text)) if finite else 0
     except ValueError:
         raise ValueError(f"{name}={raw!r} is not a number{' of seconds' if seconds else ''}; unset it or give "
-                         f"e.g. {name}={default}.") from None
+                         f"{example}.") from None
+    if not finite:
+        raise ValueError(f"{name}={raw!r} is not a finite number{' of seconds' if seconds else ''}; unset it (the "
+                         f"default) or give {example}.")
     if value < 0 or (value == 0 and not allow_zero):
         raise ValueError(f"{name}={raw!r} must be {'>= 0' if allow_zero else '> 0'}.")
     return value
