@@ -149,9 +149,24 @@ def store_fingerprint(store: PathLike, ds: Any = None) -> str:
     return f"{where}#{ident}#{ds.sizes['sample']}x{ds.sizes['feature']}"
 
 
+def _same_number(v: Any) -> Any:
+    """Numbers as floats (``sigma=1`` from the command line and ``1.0`` from
+    a deployment's YAML are one setting), inside lists and dicts too."""
+    if isinstance(v, bool) or v is None:
+        return v
+    if isinstance(v, (int, float, np.integer, np.floating)):
+        return float(v)
+    if isinstance(v, (list, tuple)):
+        return [_same_number(x) for x in v]
+    if isinstance(v, dict):
+        return {k: _same_number(x) for k, x in v.items()}
+    return v
+
+
 def cell_key(fingerprint: str, method: str, params: dict, fold: int, n_folds: int, fold_kind: str, seed: int) -> str:
-    """Hash of everything that determines a cell's result."""
-    blob = json.dumps({"store": fingerprint, "method": method, "params": params, "fold": int(fold),
+    """Hash of everything that determines a cell's result (numbers compared
+    as values: ``1`` and ``1.0`` are one cell)."""
+    blob = json.dumps({"store": fingerprint, "method": method, "params": _same_number(params), "fold": int(fold),
                        "n_folds": int(n_folds), "fold_kind": fold_kind, "seed": int(seed),
                        "library": __version__}, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:20]

@@ -280,3 +280,18 @@ def test_killed_crossval_resumes_the_missing_cells(wine_store, tmp_path):
     fresh = json.loads(r2.stdout[r2.stdout.index("{"):])
     assert _without_seconds((Path(fresh["run_dir"]) / "summary.csv").read_text().splitlines()) == \
         _without_seconds(resumed)
+
+
+def test_a_cell_is_one_cell_whether_its_numbers_came_as_ints_or_floats():
+    """The guide's `infoclust crossval --grid sigma=0.5,1,2` and the nightly
+    deployment's YAML `sigma: [0.5, 1.0, 2.0]` sweep the same cells: their
+    keys match, so the deployment reuses what the command computed (the
+    deployment test recomputed 60 of them)."""
+    from infoclust_dask.crossval import cell_key
+
+    a = cell_key("fp", "dc", {"sigma": 1, "n_clusters": 5, "classes": [0, 1]}, 0, 10, "stored", 0)
+    b = cell_key("fp", "dc", {"sigma": 1.0, "n_clusters": 5.0, "classes": [0.0, 1.0]}, 0, 10, "stored", 0)
+    assert a == b
+    assert a != cell_key("fp", "dc", {"sigma": 1.5, "n_clusters": 5}, 0, 10, "stored", 0)
+    assert cell_key("fp", "dc", {"flag": True}, 0, 10, "stored", 0) != cell_key("fp", "dc", {"flag": 1}, 0, 10,
+                                                                                 "stored", 0)
