@@ -19,7 +19,7 @@ import numpy as np
 from . import engine
 from .kernels.stats import MOMENTS
 
-__all__ = ["DataInfo", "Opened", "is_path", "read_input", "open_input", "lazy_zarr", "prepare_input", "check_sample_weight",
+__all__ = ["DataInfo", "Opened", "is_path", "read_input", "open_input", "check_not_constant", "lazy_zarr", "prepare_input", "check_sample_weight",
            "encode_labels"]
 
 
@@ -139,6 +139,14 @@ def prepare_input(est, X, *, reset: bool, need_moments: bool = False, attr: str 
     """
     from sklearn.utils.validation import check_array, validate_data
 
+    if X is None:
+        raise ValueError(f"{name} is None; pass the data: a numpy or dask array, an xarray object, a zarr array or "
+                         "a store path.")
+    dtype = getattr(X, "dtype", None)
+    if dtype is not None and (np.dtype(dtype).kind in "MmV" or np.dtype(dtype).names):
+        raise ValueError(f"{name} has dtype {np.dtype(dtype)}; clustering needs numbers. Convert those columns "
+                         f"first (e.g. timestamps: {name}.astype('int64'); a structured array: one float column "
+                         "per field) or leave them out.")
     X = lazy_zarr(X)
     if is_path(X) or engine.is_lazy(X):
         opened = read_input(X, variable=variable)
@@ -230,6 +238,15 @@ def _check_magnitude(info, dtype, name):
                          "the squared distances underflow to zero and every row looks alike. Rescale the data "
                          "first (e.g. multiply it by a power of ten, or `infoclust ingest --standardize`).")
     return info
+
+
+def check_not_constant(info, name: str) -> None:
+    """Refuse data whose rows are all equal (every feature constant): there
+    is nothing to cluster, and data-scaled defaults (DC's widths, SMIC's
+    local scales) would be zero."""
+    if info is not None and info.n > 1 and not np.any(np.asarray(info.var) > 0):
+        raise ValueError(f"{name}: every feature is constant (all {info.n} rows are equal), so there is nothing to "
+                         "cluster. Check the data (a column of ones? the wrong variable?).")
 
 
 def _set_feature_names(est, names):

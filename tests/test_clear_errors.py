@@ -85,3 +85,36 @@ def test_data_too_small_for_squared_distances_are_refused(dtype, factor):
             est.fit(X * dtype(factor))
     ok = KMeans(2, random_state=0, scheduler="sync").fit(X * dtype(1e-140 if dtype == np.float64 else 1e-15))
     assert sorted(np.bincount(ok.labels_)) == [30, 30]
+
+
+def test_the_silent_and_unclear_inputs_of_issue_53_get_one_line_each():
+    """Each named the wrong thing or nothing: KMeans(3).fit(None) said
+    "array=nan"; DC on constant rows blamed sigma_grid, a parameter never
+    set; SMIC split 60 identical rows into three clusters; MDA2 took a y of
+    one class (DC refuses it); CMBC's known as a plain list said "got shape
+    ()"; datetime64 data gave numpy's buffer error."""
+    import warnings
+
+    from infoclust_dask import CMBC, MDA2, SMIC, DiscriminativeClustering, KMeans
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 3))
+    cases = [
+        (lambda: KMeans(3, scheduler="sync").fit(None), "X is None; pass the data"),
+        (lambda: DiscriminativeClustering(3, scheduler="sync").fit(np.ones((60, 3)), np.repeat([0, 1, 2], 20)),
+         "every feature is constant"),
+        (lambda: SMIC(3, scheduler="sync").fit(np.ones((60, 3))), "every feature is constant"),
+        (lambda: MDA2(2, scheduler="sync").fit(X, np.zeros(60, int)), "at least 2 classes"),
+        (lambda: KMeans(2, scheduler="sync").fit(np.zeros((5, 2), dtype="datetime64[D]")),
+         r"dtype datetime64\[D\]; clustering needs numbers"),
+    ]
+    for fit, message in cases:
+        with pytest.raises(ValueError, match=message):
+            fit()
+    Y = (X > 0).astype(np.uint8)
+    known = np.repeat([0, 1], 30)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a = CMBC(2, random_state=0, scheduler="sync").fit(Y.tolist(), known=known.tolist())
+        b = CMBC(2, random_state=0, scheduler="sync").fit(Y, known=known)
+    np.testing.assert_array_equal(a.labels_, b.labels_)

@@ -63,6 +63,8 @@ def patterns(Y_minus: Any, known: Any, n: int) -> tuple[Any, int]:
 def known_columns(known: Any, n: int) -> list:
     """The known clusterings as a list of label vectors of length ``n``."""
     if isinstance(known, (list, tuple)):
+        if known and np.ndim(known[0]) == 0:  # one clustering given as a list of labels
+            return [np.asarray(known)]
         return list(known)
     k = open_input(known, variable="label")
     if k.ndim == 1:

@@ -25,7 +25,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from .. import engine, metrics
-from .._inputs import encode_labels, prepare_input
+from .._inputs import check_not_constant, encode_labels, prepare_input
 from .._support.hints import DataLike, Labels, NumbersLike, RandomStateLike, SchedulerLike, Sequence
 from .._support.progress import Steps, say
 from .._support.validation import (
@@ -424,6 +424,7 @@ class DiscriminativeClustering(InfoclustEstimator):
         X, info = prepare_input(self, X, reset=True, need_moments=True)
         self._check_params(info.n)
         c, self.classes_ = encode_labels(y, info.n, classes=self.classes)
+        check_not_constant(info, "X")  # before the initial prototypes and the widths scaled to the data's spread
         n_classes = len(self.classes_)
         obj.prior_vector(self.prior, n_classes)  # validates the prior
         rng = check_random_state(self.random_state)

@@ -230,7 +230,7 @@ class MDA2(_IsotropicMixture):
         require_y(self, y)
         X, info = prepare_input(self, X, reset=True, need_moments=True)
         self._check(info.n)
-        C, self.classes_ = encode_labels(y, info.n, min_classes=1)
+        C, self.classes_ = encode_labels(y, info.n)  # one class: nothing to discriminate (as DC)
         self.n_classes_ = len(self.classes_)
         self._em(X, C, self.n_classes_, info)
         self.labels_ = engine.as_lazy(self._assign(X)) if info.lazy_input else self._assign(X)

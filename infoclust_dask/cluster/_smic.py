@@ -44,7 +44,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
 from .. import engine, metrics
-from .._inputs import prepare_input
+from .._inputs import check_not_constant, prepare_input
 from .._support.hints import DataLike, Labels, NumbersLike, RandomStateLike, SchedulerLike, Sequence
 from .._support.progress import Steps, say
 from .._support.validation import ArrayLike, Interval, Options, check_random_state, param_error, validate_params
@@ -371,6 +371,7 @@ class SMIC(ClusterMixin, InfoclustEstimator):
         self.training_store_ = _store_name(X) if is_path(X) else None
         A, info = prepare_input(self, X, reset=True, need_moments=True)
         ts, prior = self._check_params(info.n)
+        check_not_constant(info, "X")
         seed = int(check_random_state(self.random_state).integers(2**31 - 1))
         timings = dict.fromkeys(("knn", "kernel", "eigen", "assign", "lsmi"), 0.0)
 
