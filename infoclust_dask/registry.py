@@ -191,7 +191,13 @@ class Method:
 
     def check_store(self, ds: Any, values: dict | None = None) -> None:
         """Raise a clear error when the store dataset ``ds`` lacks a
-        variable the method needs beside ``x``."""
+        variable the method needs beside ``x``, or when the options
+        contradict each other (``--init`` with ``--warm-start``)."""
+        given_init = next((values[o.dest] for o in self.options if o.dest == "init" and values and
+                           values.get(o.dest) not in (None, o.default)), None)
+        if values and values.get("warm_start") and given_init is not None:
+            raise ValueError(f"--warm-start starts from the saved model's prototypes, so --init {given_init} would be "
+                             "ignored. Leave --init out, or drop --warm-start to seed afresh.")
         for name in self.aux_names(values):
             if name not in ds:
                 what = ("class labels ('label': ingest with --label-column)" if name == "label" else

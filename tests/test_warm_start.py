@@ -54,6 +54,12 @@ def test_warm_start_from_a_run_folder_and_the_cli(tmp_path, capsys):
     assert warm["inertia"] == pytest.approx(cold["inertia"], rel=1e-9)
     km = KMeans(4, scheduler="sync").fit(X, init=run / "model.json")  # a model file works too
     assert km.n_iter_ <= 2
+    # --init with --warm-start was ignored without a word (issue 53): refused, and no run folder is left
+    runs = sorted((tmp_path / "s" / "runs").iterdir())
+    assert main(["fit", "kmeans", str(tmp_path / "a.zarr"), "-k", "4", "--scheduler", "sync",
+                 "--storage", str(tmp_path / "s"), "--warm-start", str(run), "--init", "random"]) == 2
+    assert "--init random would be ignored" in capsys.readouterr().err
+    assert sorted((tmp_path / "s" / "runs").iterdir()) == runs  # refused before a run folder exists
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
