@@ -102,6 +102,12 @@ def _arrays_digest(arrays: dict) -> str:
     return h.hexdigest()[:32]
 
 
+def _checkpoint_digest(doc: dict) -> str:
+    """A checksum of ``checkpoint.json``'s fields (the fit's estimator,
+    parameters and data shape): an edited checkpoint is refused on resume."""
+    return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:32]
+
+
 def _storable(result):
     """``{name: array}`` of a pass result that round-trips exactly, or None."""
     if not isinstance(result, dict):
@@ -146,7 +152,8 @@ class Journal:
                                   "(fit(..., resume=folder), CLI --resume) or choose a new folder.")
         if not self.remote:
             self.passes.mkdir(parents=True, exist_ok=True)
-        _atomic_write(meta, json.dumps({"journal_version": 1, **self.fingerprint}, indent=1).encode())
+        doc = {"journal_version": 1, **json.loads(json.dumps(self.fingerprint))}
+        _atomic_write(meta, json.dumps({**doc, "sha": _checkpoint_digest(doc)}, indent=1).encode())
 
     def _open_existing(self):
         meta = self.folder / "checkpoint.json"
@@ -157,6 +164,12 @@ class Journal:
             saved = json.loads(meta.read_text())
         except ValueError as exc:
             raise ValueError(f"'{meta}' is damaged ({exc}); start a new fit.") from None
+        if not isinstance(saved, dict):
+            raise ValueError(f"'{meta}' is damaged (not a JSON object); start a new fit.")
+        if "sha" in saved and saved["sha"] != _checkpoint_digest({k: v for k, v in saved.items() if k != "sha"}):
+            raise ValueError(f"'{meta}' does not match the checksum written with it: it was edited or damaged, so "
+                             "its passes cannot be trusted to belong to this fit. Start a new fit (another run "
+                             "folder).")
         diff = {k: (saved.get(k), v) for k, v in json.loads(json.dumps(self.fingerprint)).items()
                 if saved.get(k) != v}
         if diff:

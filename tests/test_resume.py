@@ -278,3 +278,25 @@ def test_an_edited_journal_batch_is_recomputed_not_replayed(tmp_path, edit):
     np.testing.assert_array_equal(resumed.labels_, first.labels_)
     np.testing.assert_allclose(resumed.means_ if hasattr(resumed, "means_") else resumed.cluster_centers_,
                                first.means_ if hasattr(first, "means_") else first.cluster_centers_, rtol=0, atol=0)
+
+
+def test_an_edited_checkpoint_is_refused_on_resume(tmp_path):
+    """checkpoint.json (the fit's estimator, parameters and data shape)
+    carries a checksum of its fields: edited, the resume is refused naming
+    the file; a checkpoint written before the checksum still resumes."""
+    X = np.random.default_rng(0).normal(size=(120, 2))
+    run = tmp_path / "run"
+    first = KMeans(3, random_state=0, scheduler="sync").fit(X, checkpoint=run)
+    meta = run / "checkpoint.json"
+    doc = json.loads(meta.read_text())
+    assert "sha" in doc
+    edited = dict(doc)
+    edited["shape"] = [999, 2] if "shape" in doc else edited.get("shape")
+    edited["journal_version"] = 1
+    edited["estimator"] = doc.get("estimator", "KMeans") + " "
+    meta.write_text(json.dumps(edited))
+    with pytest.raises(ValueError, match="does not match the checksum"):
+        KMeans(3, random_state=0, scheduler="sync").fit(X, resume=run)
+    meta.write_text(json.dumps({k: v for k, v in doc.items() if k != "sha"}))  # as an older version wrote it
+    again = KMeans(3, random_state=0, scheduler="sync").fit(X, resume=run)
+    np.testing.assert_array_equal(again.labels_, first.labels_)
