@@ -51,14 +51,14 @@ class Opened:
 
 def read_input(data, variable: str = "x") -> Opened | None:
     """Decide once what ``data`` is and open it: a store path or URL is
-    resolved once and its group metadata read once (ours: the lazily read
-    ``variable`` with its attributes; another zarr store: its array), a
+    resolved once (ours: the lazily read ``variable`` with its attributes;
+    another zarr store: its array), a
     ``zarr.Array`` is read lazily, numpy, dask or xarray input goes through
     :func:`infoclust_dask.engine.as_array`. The one place where paths become
     arrays, so that the engine never imports the store."""
     if data is None:
         return None
-    if type(data).__module__.startswith("zarr") and hasattr(data, "chunks") and hasattr(data, "shape"):
+    if _is_zarr_array(data):
         return Opened(lazy_zarr(data), None, "zarr")
     if is_path(data):
         from .io.store import is_store_of_ours, open_dataset
@@ -85,10 +85,14 @@ def open_input(data, variable: str = "x"):
     return None if opened is None else opened.array
 
 
+def _is_zarr_array(data) -> bool:
+    return type(data).__module__.startswith("zarr") and hasattr(data, "chunks") and hasattr(data, "shape")
+
+
 def lazy_zarr(data):
     """A ``zarr.Array`` as a dask array over its chunks (read lazily, never
     loaded whole); anything else as it is."""
-    if type(data).__module__.startswith("zarr") and hasattr(data, "chunks") and hasattr(data, "shape"):
+    if _is_zarr_array(data):
         import dask.array as da
 
         return da.from_zarr(data)

@@ -22,7 +22,7 @@ from ..journal import recording
 from ..kernels.kmeans import ASSIGN
 from ..storage.location import pinned
 from ._whole import adopt, fit_whole, for_worker, whole_fit_bytes
-from ._xarray import XarrayIO, data_method, runner_for_call  # noqa: F401 - data_method: for the estimators
+from ._xarray import XarrayIO, runner_for_call
 
 __all__ = ["InfoclustEstimator", "SHARED_CONSTRAINTS", "SHARED_PARAMETERS_DOC", "voronoi_labels", "journaled"]
 

@@ -39,9 +39,10 @@ from .._support.validation import ArrayLike, Interval, Options, check_n_clusters
 from ..kernels.cmbc import CMBC_ESTEP, CMBC_POSTERIOR
 from ..kernels.stats import GRAM
 from ..objectives import cmbc as obj
-from ._base import SHARED_CONSTRAINTS, InfoclustEstimator, data_method, installs_runner, journaled
+from ._base import SHARED_CONSTRAINTS, InfoclustEstimator, installs_runner, journaled
 from ._cmbc_patterns import MIN_ROWS_PER_PATTERN, known_columns, pattern_model
 from ._conventions import BINARY, CMBC_DATA_CHECKS
+from ._xarray import data_method
 
 __all__ = ["CMBC", "MIN_ROWS_PER_PATTERN", "HELD_OUT_GAMMA"]
 

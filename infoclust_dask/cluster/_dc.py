@@ -42,9 +42,10 @@ from .._support.validation import (
 from ..kernels.dc import DC_COUNTS, DC_GRAD, DC_HARD_COUNTS, DC_ONLINE, DC_REG
 from ..objectives import dc as obj
 from ..solvers import optimize
-from ._base import SHARED_CONSTRAINTS, InfoclustEstimator, data_method, installs_runner, journaled, voronoi_labels
+from ._base import SHARED_CONSTRAINTS, InfoclustEstimator, installs_runner, journaled, voronoi_labels
 from ._init import init_random
 from ._kmeans import KMeans
+from ._xarray import data_method
 
 __all__ = ["DiscriminativeClustering", "dc_objective"]
 

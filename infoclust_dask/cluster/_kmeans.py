@@ -25,9 +25,10 @@ from .._support.progress import say
 from .._support.validation import ArrayLike, Interval, Options, check_n_clusters, check_random_state, validate_params
 from ..kernels.kmeans import DISTANCES, INERTIA, LLOYD_FAR, LLOYD_STEP
 from ..kernels.stats import SUM_SQ
-from ._base import SHARED_CONSTRAINTS, InfoclustEstimator, data_method, installs_runner, journaled, voronoi_labels
+from ._base import SHARED_CONSTRAINTS, InfoclustEstimator, installs_runner, journaled, voronoi_labels
 from ._conventions import WEIGHTS
 from ._init import init_kmeans_parallel, init_kmeanspp, init_random, init_sampled_kmeanspp, seed_sample_rows
+from ._xarray import data_method
 
 __all__ = ["KMeans", "EmptyClusterWarning", "lloyd"]
 

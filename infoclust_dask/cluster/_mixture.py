@@ -31,8 +31,9 @@ from .._support.validation import (
     validate_params,
 )
 from ..kernels.mixture import MIXTURE_ASSIGN, MIXTURE_EM
-from ._base import SHARED_CONSTRAINTS, InfoclustEstimator, data_method, installs_runner, journaled
+from ._base import SHARED_CONSTRAINTS, InfoclustEstimator, installs_runner, journaled
 from ._kmeans import KMeans
+from ._xarray import data_method
 
 __all__ = ["IsotropicGaussianMixture", "MDA2"]
 

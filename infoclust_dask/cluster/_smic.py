@@ -54,7 +54,7 @@ from ..objectives.smic import (
     NORMALIZATIONS,
     check_prior,
 )
-from ._base import SHARED_CONSTRAINTS, InfoclustEstimator, data_method, installs_runner, journaled
+from ._base import SHARED_CONSTRAINTS, InfoclustEstimator, installs_runner, journaled
 from ._knn_graph import (  # noqa: F401 - _cell_plan and the constants are read by tests and benchmarks
     CELL_SAMPLE_ROWS,
     EXACT_KNN_MAX_ROWS,
@@ -69,6 +69,7 @@ from ._knn_graph import (  # noqa: F401 - _cell_plan and the constants are read 
     local_scaling_affinity,
 )
 from ._smic_solve import graph_components, solve
+from ._xarray import data_method
 
 __all__ = ["SMIC", "local_scaling_affinity"]
 

@@ -39,9 +39,10 @@ from .._support.validation import (
 from ..kernels.kmeans import RESPONSIBILITIES, SOFT_KMEANS, SOFT_SCATTER
 from ..kernels.stats import WEIGHTED_SUM
 from ..solvers.optimize import next_temperature, squarem
-from ._base import SHARED_CONSTRAINTS, InfoclustEstimator, data_method, installs_runner, journaled, voronoi_labels
+from ._base import SHARED_CONSTRAINTS, InfoclustEstimator, installs_runner, journaled, voronoi_labels
 from ._conventions import WEIGHTS
 from ._init import init_kmeanspp, init_random
+from ._xarray import data_method
 
 __all__ = ["SoftKMeans", "n_distinct", "center_groups", "critical_stiffness"]
 
