@@ -237,6 +237,11 @@ def read_model(path: str | os.PathLike, lookup: Callable[[str], type]) -> Any:
     predict.
     """
     where: Any = run_path(path, "model file")
+    if where.is_dir():  # a run folder of `infoclust fit`: its model.json
+        if not (where / "model.json").is_file():
+            raise ValueError(f"'{path}' is a folder without a model.json: give the model file written by "
+                             "save_model, or a run folder of `infoclust fit` that finished (it holds model.json).")
+        where = where / "model.json"
     path = where
     try:
         doc = json.loads(where.read_text())

@@ -39,6 +39,7 @@ import json
 import os
 import time
 import uuid
+import warnings
 from collections.abc import Iterator
 from typing import Any
 
@@ -176,6 +177,10 @@ class Journal:
             detail = "; ".join(f"{k}: checkpoint {a!r}, now {b!r}" for k, (a, b) in diff.items())
             raise ValueError(f"The checkpoint in '{self.folder}' was made by another fit ({detail}); resume "
                              "with the same estimator, parameters and data, or start a new fit.")
+        if not self.passes.is_dir():  # deleted: nothing to replay, every pass runs again and is recorded anew
+            warnings.warn(f"The checkpoint in '{self.folder}' has no passes/ folder: nothing to replay; the fit "
+                          "runs every pass again.", RuntimeWarning, stacklevel=3)
+            self.passes.mkdir(parents=True, exist_ok=True)
         self.entries = _read_entries(self.passes, clean=True)
         self.replaying = bool(self.entries)
 

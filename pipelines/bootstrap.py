@@ -23,10 +23,12 @@ from . import _env  # noqa: F401  (Prefect offline defaults before importing pre
 from ._env import default_scheduler
 
 # isort: split
-from prefect import flow, get_run_logger, task  # noqa: E402
+from prefect import get_run_logger, task  # noqa: E402
 from prefect.task_runners import ThreadPoolTaskRunner  # noqa: E402
 
 from infoclust_dask.runs import run_path  # noqa: E402
+
+from ._checked import Location, checked_flow  # noqa: E402
 
 __all__ = ["bootstrap_flow", "main"]
 
@@ -103,10 +105,10 @@ def _line(c):
 
 
 # (prefect's ThreadPoolTaskRunner is generic: its constructor's type does not match the decorator's hint)
-@flow(name="infoclust-ac-bootstrap", log_prints=True, task_runner=ThreadPoolTaskRunner(max_workers=4))  # type: ignore[arg-type]
-def bootstrap_flow(store: str, n_clusters: tuple[int, int] = (4, 4), n_boot: int = 20, alpha: float = 0.01,
-                   params: dict | None = None, seed: int = 0, scheduler: str | None = None,
-                   storage: str | None = None, top: int = 3) -> dict:
+@checked_flow(name="infoclust-ac-bootstrap", log_prints=True, task_runner=ThreadPoolTaskRunner(max_workers=4))
+def bootstrap_flow(store: Location, n_clusters: tuple[int, int] = (4, 4), n_boot: int = 20, alpha: float = 0.01,
+                   params: dict | None = None, seed: int = 0, scheduler: Location | None = None,
+                   storage: Location | None = None, top: int = 3) -> dict:
     """Associative clustering of the store's (x, y) with bootstrap reliability
     of its cross clusters. Returns the run folder and the most surprising cells."""
     import numpy as np

@@ -36,8 +36,10 @@ from . import _env  # noqa: F401  (Prefect offline defaults before importing pre
 from ._env import default_scheduler
 
 # isort: split
-from prefect import flow, get_run_logger, task  # noqa: E402
+from prefect import get_run_logger, task  # noqa: E402
 from prefect.task_runners import ThreadPoolTaskRunner  # noqa: E402
+
+from ._checked import Location, checked_flow  # noqa: E402
 
 __all__ = ["crossval_flow", "main"]
 
@@ -97,10 +99,10 @@ def summarize_sweep(results: list[dict], method: str, params: list[str], run_dir
 
 
 # (prefect's ThreadPoolTaskRunner is generic: its constructor's type does not match the decorator's hint)
-@flow(name="infoclust-crossval", log_prints=True, task_runner=ThreadPoolTaskRunner(max_workers=4))  # type: ignore[arg-type]
-def crossval_flow(store: str, method: str = "dc", grid: dict | None = None, n_folds: int = 10,
-                  fold_kind: str = "ranges", seed: int = 0, scheduler: str | None = None,
-                  storage: str | None = None) -> dict:
+@checked_flow(name="infoclust-crossval", log_prints=True, task_runner=ThreadPoolTaskRunner(max_workers=4))
+def crossval_flow(store: Location, method: str = "dc", grid: dict | None = None, n_folds: int = 10,
+                  fold_kind: str = "ranges", seed: int = 0, scheduler: Location | None = None,
+                  storage: Location | None = None) -> dict:
     """Cross-validate ``method`` over ``grid`` on ``store``; resume finished cells.
 
     Returns a dict with the run folder, the best parameters, the Markdown
@@ -160,7 +162,7 @@ def run_from_args(a) -> dict:
     if a.concurrency < 1:
         raise ValueError(f"--concurrency must be >= 1; got {a.concurrency}.")
     plan(a.store, a.method, grid or DEFAULT_GRID, a.folds, a.fold_kind, a.seed)  # fail before Prefect starts
-    f = crossval_flow.with_options(task_runner=ThreadPoolTaskRunner(max_workers=a.concurrency))  # type: ignore[arg-type]
+    f = crossval_flow.with_options(task_runner=ThreadPoolTaskRunner(max_workers=a.concurrency))
     return f(store=a.store, method=a.method, grid=grid, n_folds=a.folds, fold_kind=a.fold_kind, seed=a.seed,
              scheduler=a.scheduler, storage=a.storage)
 

@@ -25,10 +25,11 @@ from pathlib import Path
 from . import _env  # noqa: F401  (Prefect offline defaults before importing prefect)
 
 # isort: split
-from prefect import flow, get_run_logger, task  # noqa: E402
+from prefect import get_run_logger, task  # noqa: E402
 
 from infoclust_dask.runs import join, run_path  # noqa: E402
 
+from ._checked import Location, checked_flow  # noqa: E402
 from ._report import DEMO_STEPS, methods_table, report  # noqa: E402,F401 - the steps and table are read by tests
 
 __all__ = ["demo_flow", "DEMO_STEPS", "methods_table"]
@@ -311,9 +312,9 @@ def smic_large(scheduler: str | None, seed: int, n: int = 250_000) -> dict:
             "on_workers": n > DRIVER_KERNEL_MAX_ROWS, "runner": m.runner_["runner"], "timings": {k: round(v, 1) for k, v in m.timings_.items()}}
 
 
-@flow(name="infoclust-demo", log_prints=True)
-def demo_flow(dataset: str = "satimage", n_clusters: int = 6, scheduler: str | None = None,
-              storage: str | None = None, seed: int = 0, n_betas: int = 24,
+@checked_flow(name="infoclust-demo", log_prints=True)
+def demo_flow(dataset: str = "satimage", n_clusters: int = 6, scheduler: Location | None = None,
+              storage: Location | None = None, seed: int = 0, n_betas: int = 24,
               sigmas: tuple[float, ...] = (0.75, 1.5, 3.0), n_folds: int = 3, n_boot: int = 8, n_pairs: int = 4000,
               smic: bool = True, smic_rows: int = 250_000) -> str:
     """Ingest ``dataset``, cross-validate DC's sigma, fit K-means and DC, anneal

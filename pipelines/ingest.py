@@ -19,7 +19,9 @@ from pathlib import Path
 from . import _env  # noqa: F401  (Prefect offline defaults before importing prefect)
 
 # isort: split
-from prefect import flow, get_run_logger, task  # noqa: E402
+from prefect import get_run_logger, task  # noqa: E402
+
+from ._checked import Location, checked_flow  # noqa: E402
 
 __all__ = ["ingest_flow", "main"]
 
@@ -62,11 +64,11 @@ def report_task(report: dict, storage: str) -> str:
     return str(run)
 
 
-@flow(name="infoclust-ingest", log_prints=True)
-def ingest_flow(source: str, dest: str, label_column: str | None = None, drop_nonfinite: bool = False,
+@checked_flow(name="infoclust-ingest", log_prints=True)
+def ingest_flow(source: Location, dest: Location, label_column: str | None = None, drop_nonfinite: bool = False,
                 standardize: bool = False, pca: int | None = None, n_folds: int | None = None, fold_seed: int = 0,
                 chunks: int | None = None, codec: str = "auto", overwrite: bool = False,
-                scheduler: str | None = None, storage: str | None = None) -> dict:
+                scheduler: Location | None = None, storage: Location | None = None) -> dict:
     """Validate ``source`` and write the store ``dest``; returns the report.
 
     A store already at ``dest`` that was written from the same source with

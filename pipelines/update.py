@@ -26,7 +26,9 @@ from pathlib import Path
 from . import _env  # noqa: F401  (Prefect offline defaults before importing prefect)
 
 # isort: split
-from prefect import flow, get_run_logger, task  # noqa: E402
+from prefect import get_run_logger, task  # noqa: E402
+
+from ._checked import Location, checked_flow  # noqa: E402
 
 __all__ = ["update_flow", "main"]
 
@@ -119,10 +121,10 @@ def report_task(model: str, info: dict) -> str:
     return str(folder)
 
 
-@flow(name="infoclust-update", log_prints=True)
-def update_flow(store: str, model: str, inbox: str | None = None, method: str = "kmeans",
+@checked_flow(name="infoclust-update", log_prints=True)
+def update_flow(store: Location, model: Location, inbox: Location | None = None, method: str = "kmeans",
                 params: dict | None = None, label_column: str | None = None, sample_size: int = 2000,
-                seed: int = 0, scheduler: str | None = None) -> dict:
+                seed: int = 0, scheduler: Location | None = None) -> dict:
     """Append the new files of ``inbox`` to ``store``, refit ``method`` warm
     from the latest version in the model folder ``model``, compare, keep the
     new version; returns the version's facts."""
@@ -131,6 +133,9 @@ def update_flow(store: str, model: str, inbox: str | None = None, method: str = 
     if method not in UPDATABLE:
         raise ValueError(f"method must be one of {UPDATABLE} (a warm start and prototypes to compare); got "
                          f"{method!r}.")
+    if isinstance(sample_size, bool) or not isinstance(sample_size, int) or sample_size < 1:
+        raise ValueError(f"sample_size={sample_size!r}: the old and new versions are compared on a fixed sample of "
+                         "that many rows; give a positive integer (default 2000).")
     params = dict(params or {"n_clusters": 8})
     if inbox:
         folder = Path(inbox).parent

@@ -300,3 +300,36 @@ def test_an_edited_checkpoint_is_refused_on_resume(tmp_path):
     meta.write_text(json.dumps({k: v for k, v in doc.items() if k != "sha"}))  # as an older version wrote it
     again = KMeans(3, random_state=0, scheduler="sync").fit(X, resume=run)
     np.testing.assert_array_equal(again.labels_, first.labels_)
+
+
+def test_a_resume_whose_passes_folder_was_deleted_runs_every_pass_again(tmp_path):
+    """``--resume`` after ``passes/`` was deleted said "[Errno 2] ... .tmp.npz" (issue 53): the resumed fit
+    warns that there is nothing to replay, runs every pass and ends where the first fit ended."""
+    import shutil
+
+    X = np.random.default_rng(1).normal(size=(150, 2))
+    run = tmp_path / "run"
+    first = KMeans(3, random_state=0, scheduler="sync").fit(X, checkpoint=run)
+    shutil.rmtree(run / "passes")
+    with pytest.warns(RuntimeWarning, match="has no passes/ folder: nothing to replay"):
+        again = KMeans(3, random_state=0, scheduler="sync").fit(X, resume=run)
+    np.testing.assert_array_equal(again.labels_, first.labels_)
+    assert journal.recorded_passes(run) > 0
+
+
+def test_predict_takes_a_run_folder_for_its_model(tmp_path, capsys):
+    """``infoclust predict RUN_DIR STORE`` said "[Errno 21] Is a directory" (issue 53): a finished run
+    folder stands for its model.json; a folder without one is named with the fix."""
+    from infoclust_dask import cli
+
+    X = np.random.default_rng(2).normal(size=(90, 3))
+    store = tmp_path / "s.zarr"
+    write_dataset(store, X)
+    assert cli.main(["fit", "kmeans", str(store), "-k", "2", "-q", "--storage", str(tmp_path / "st")]) == 0
+    run = next((tmp_path / "st" / "runs").iterdir())
+    capsys.readouterr()
+    assert cli.main(["predict", str(run), str(store), "--out", str(tmp_path / "lab.npy")]) == 0
+    np.testing.assert_array_equal(np.load(tmp_path / "lab.npy"), load_model(run / "model.json").predict(X))
+    (tmp_path / "empty").mkdir()
+    assert cli.main(["predict", str(tmp_path / "empty"), str(store), "--out", str(tmp_path / "l2.npy")]) == 2
+    assert "is a folder without a model.json" in capsys.readouterr().err

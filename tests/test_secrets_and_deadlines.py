@@ -1,6 +1,7 @@
 """Integrity, second round (issue 38): no secret in any output, URL typos
 refused rather than made into folders, object stores with deadlines."""
 
+import inspect
 import os
 import socket
 import subprocess
@@ -212,3 +213,33 @@ def test_credentials_in_a_query_string_are_never_shown(tmp_path, monkeypatch, ca
     assert redact(presigned).count("***") == 2 and "X-Amz-Expires=300" in redact(presigned)
     assert redact("a/b.zarr?x=1") == "a/b.zarr?x=1"
     assert token not in redact(f"prefix=x.zarr%3Fsecret%3D{token}%2F&delimiter=")  # as a client library echoes it
+
+
+def test_every_flow_checks_its_paths_and_urls_before_prefect_sees_them():
+    """Each flow parameter that names a store, a file, a folder or a scheduler is a ``Location``: checked by
+    the flow's call before Prefect creates a run, and carried as a pattern in the deployments' schema."""
+    import jsonschema
+
+    from infoclust_pipelines import bootstrap, crossval, demo, ingest, update
+    from infoclust_pipelines._checked import CheckedFlow, location_parameters
+
+    places = {"store", "storage", "source", "dest", "model", "inbox", "scheduler"}
+    for flow in (bootstrap.bootstrap_flow, crossval.crossval_flow, demo.demo_flow, ingest.ingest_flow,
+                 update.update_flow):
+        assert isinstance(flow, CheckedFlow), flow.name
+        named = places & set(inspect.signature(flow.fn).parameters)
+        assert named and set(location_parameters(flow.fn)) == named, flow.name
+        schema = flow.parameters.model_dump()
+        for name in named:
+            bad = {name: "s3://AK:SECRET@b/x.zarr"}
+            with pytest.raises(jsonschema.ValidationError):
+                jsonschema.validate(bad, {**schema, "required": []})
+    schema = crossval.crossval_flow.parameters.model_dump()
+    for fine in ("data/x.zarr", "s3://b/x.zarr", "s3://b/x.zarr?versionId=2", "/abs/x.zarr", "file:///abs/x.zarr"):
+        jsonschema.validate({"store": fine}, schema)
+    for bad in ("s3://b/x.zarr?X-Amz-Signature=1", "https://h/d.csv?a=1&SIG=2", "gs://k@b/x", "s3://a:b/c@d/x",
+                "https://h/x?Token=3"):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate({"store": bad}, schema)
+        with pytest.raises(ValueError, match="carries credentials"):
+            crossval.crossval_flow(bad)

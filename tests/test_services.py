@@ -165,3 +165,38 @@ def test_prefect_yaml_deploys_with_nightly_schedule(services, tmp_path):
     ds = open_dataset(dest)
     assert ds["x"].shape == (178, 13) and ds.attrs["n_folds"] == 3
     assert ds.attrs["provenance"]["created"] == created  # kept, not rewritten
+
+
+def test_flows_refuse_credential_urls_before_prefect_records_them(services, tmp_path):
+    """Issue 53: a secret in a flow's URL parameter never reaches Prefect's database - neither through a
+    direct call of the flow (refused before the run is created) nor through a deployment run (the
+    deployment's parameter schema refuses it on the server)."""
+    import urllib.error
+
+    from infoclust_pipelines.crossval import crossval_flow
+
+    env = _env(services, tmp_path)
+    call = ("from infoclust_pipelines.crossval import crossval_flow\n"
+            "crossval_flow('s3://AKIAFLOW:SECRETDIRECT@bucket/s.zarr', storage='s3://bucket/r?X-Amz-Signature=SIGDIRECT')")
+    r = subprocess.run([sys.executable, "-c", call], env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert r.returncode != 0
+    assert "carries credentials" in r.stderr and "SECRETDIRECT" not in r.stderr + r.stdout, r.stderr[-2000:]
+
+    flow_id = _api(services, "/flows/", {"name": crossval_flow.name})["id"]
+    deployment = _api(services, "/deployments/", {
+        "name": "credential-check", "flow_id": flow_id, "enforce_parameter_schema": True,
+        "parameter_openapi_schema": crossval_flow.parameters.model_dump()})
+    refused = []
+    for store in ("s3://AKIADEPLOY:SECRETDEPLOY@bucket/s.zarr", "https://h/s.zarr?X-Amz-Signature=SIGDEPLOY",
+                  "s3://bucket/s.zarr?a=1&sessionToken=TOKENDEPLOY"):
+        with pytest.raises(urllib.error.HTTPError) as err:
+            _api(services, f"/deployments/{deployment['id']}/create_flow_run", {"parameters": {"store": store}})
+        refused.append(err.value.code)
+    assert set(refused) == {409}, refused
+    fine = _api(services, f"/deployments/{deployment['id']}/create_flow_run",
+                {"parameters": {"store": "s3://bucket/s.zarr?versionId=3"}})  # a query without credentials passes
+    assert fine["parameters"]["store"] == "s3://bucket/s.zarr?versionId=3"
+    recorded = json.dumps(_api(services, "/flow_runs/filter", {}))
+    assert "versionId=3" in recorded
+    for secret in ("SECRETDIRECT", "SIGDIRECT", "SECRETDEPLOY", "SIGDEPLOY", "TOKENDEPLOY"):
+        assert secret not in recorded

@@ -124,3 +124,14 @@ def test_an_empty_crossval_grid_is_refused():
 
     with pytest.raises(ValueError, match=r"grid=\{\} names no parameter"):
         crossval_flow.fn("unused.zarr", grid={})
+
+
+@pytest.mark.parametrize("size", [0, -5, 2.5])
+def test_a_sample_size_that_is_not_a_positive_integer_is_refused(tmp_path, size):
+    """update_flow(sample_size=0) ended in scikit-learn's "Found array with 0 sample(s)" after the refit
+    (issue 53): refused naming the value, before anything is appended or fitted."""
+    from infoclust_pipelines.update import update_flow
+
+    with pytest.raises(ValueError, match=rf"sample_size={size!r}: .* give a positive integer"):
+        update_flow.fn(store=str(tmp_path / "s.zarr"), model=str(tmp_path / "m"), sample_size=size)
+    assert not (tmp_path / "m").exists()

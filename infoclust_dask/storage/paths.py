@@ -25,7 +25,7 @@ import os
 import re
 from pathlib import Path
 
-__all__ = ["URLNotSupported", "url_protocol", "local_path", "is_url", "check_path", "redact"]
+__all__ = ["URLNotSupported", "url_protocol", "local_path", "is_url", "check_path", "redact", "CREDENTIAL_QUERY_WORDS"]
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://")
 #: ``scheme:`` with one slash or none (``s3:/b/x``, ``s3:b/x``): a mistyped URL, never a folder name
@@ -39,12 +39,14 @@ SECRET_ENV = re.compile(r"(secret|token|passw|credential|account_key|access_key|
 _REDACTED = "***"
 #: a query parameter of a URL whose value is a credential: a presigned URL's ``X-Amz-Signature``,
 #: ``X-Amz-Credential``, ``X-Amz-Security-Token``, an Azure SAS ``sig``, ``?secret=``, ``?token=``, ``?key=``...
+CREDENTIAL_QUERY_WORDS = ("signature", "credential", "token", "secret", "passw", "key", "sig", "auth", "sas")
+_WORDS = "|".join(CREDENTIAL_QUERY_WORDS)
 _QUERY_SECRET = re.compile(
-    r"(?<=[?&;])([^=&;\s'\"#<>]*(?:signature|credential|token|secret|passw|key|sig|auth|sas)[^=&;\s'\"#<>]*)="
+    r"(?<=[?&;])([^=&;\s'\"#<>]*(?:" + _WORDS + r")[^=&;\s'\"#<>]*)="
     r"[^&;\s'\"#<>]+", re.I)
 #: the same, URL-encoded inside another URL or an object key (``%3Fsecret%3D...``, as a client library echoes it)
 _ENCODED_QUERY_SECRET = re.compile(
-    r"(?<=%3F|%26)([^=&;%\s'\"#<>]*(?:signature|credential|token|secret|passw|key|sig|auth|sas)[^=&;%\s'\"#<>]*)"
+    r"(?<=%3F|%26)([^=&;%\s'\"#<>]*(?:" + _WORDS + r")[^=&;%\s'\"#<>]*)"
     r"%3D(?:(?!%26)[^&;\s'\"#<>])+", re.I)
 
 
