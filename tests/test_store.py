@@ -9,7 +9,7 @@ import pytest
 import xarray as xr
 import zarr
 
-from infoclust_dask import open_dataset, write_dataset
+from infoclust_dask import append_dataset, open_dataset, write_dataset
 from infoclust_dask.io.store import SCHEMA_VERSION, StoreError
 
 
@@ -245,3 +245,30 @@ def test_a_store_being_written_is_waited_for_not_called_damaged(tmp_path, monkey
     _OPENED.clear()
     with pytest.raises(StoreError, match="damaged"):
         open_dataset(store)
+
+
+def test_a_reader_opened_before_an_append_still_reads_its_rows(tmp_path):
+    """An append rewrites the partly filled last chunk (its old rows unchanged): a dataset opened before
+    reads the rows it committed to, during and after one or more appends (before: "holds bytes written for
+    another position or another store"; found by the store's state machine, issue 53). A variable rewritten
+    whole since the open is not taken for a grown one: the reader is told to open the store again."""
+    from infoclust_dask.io.labels import add_labels
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(20, 4))
+    path = tmp_path / "s.zarr"
+    write_dataset(path, X, label=np.arange(20) % 3, chunks=16, codec="none")
+    before = open_dataset(path)
+    append_dataset(path, rng.normal(size=(7, 4)), label=np.arange(7) % 3)  # rewrites chunk 1 (rows 16-26)
+    np.testing.assert_array_equal(before["x"].values, X)
+    np.testing.assert_array_equal(before["label"].values, np.arange(20) % 3)
+    middle = open_dataset(path)
+    append_dataset(path, rng.normal(size=(2, 4)), label=np.arange(2) % 3)  # chunk 1 again: 27 -> 29 rows
+    np.testing.assert_array_equal(before["x"].values, X)
+    assert middle.sizes["sample"] == 27 and np.isfinite(middle["x"].values).all()
+    add_labels(path, "km", np.zeros(29, dtype=np.int64))
+    labelled = open_dataset(path)
+    add_labels(path, "km", np.ones(29, dtype=np.int64), overwrite=True)
+    with pytest.raises(StoreError, match="was rewritten after the store was opened.*Open the store again"):
+        _ = labelled["km"].values
+    np.testing.assert_array_equal(open_dataset(path)["km"].values, np.ones(29))

@@ -9,11 +9,19 @@ from __future__ import annotations
 import errno
 import os
 
-__all__ = ["message"]
+__all__ = ["message", "is_connection_error"]
 
 #: exception class names of unreachable or silent object-store endpoints (botocore, aiohttp, requests)
 _UNREACHABLE = ("EndpointConnectionError", "ConnectTimeoutError", "ReadTimeoutError", "ConnectTimeout",
-                "ReadTimeout", "ClientConnectorError", "ServerTimeoutError", "ConnectionClosedError")
+                "ReadTimeout", "ClientConnectorError", "ServerTimeoutError", "ConnectionClosedError",
+                "ServerDisconnectedError", "ClientPayloadError", "ClientOSError", "ContentLengthError")
+
+
+def is_connection_error(exc: BaseException) -> bool:
+    """True when ``exc`` (or an exception it was raised from) says the
+    object store could not be reached, did not answer or dropped the
+    connection (botocore's, aiohttp's and requests' names for it)."""
+    return any(type(e).__name__ in _UNREACHABLE for e in _causes(exc))
 
 
 def _endpoint() -> str:
@@ -37,10 +45,11 @@ def _explain(exc: BaseException) -> str:
     low = text.lower()
     chain = [type(e).__name__ for e in _causes(exc)]
     if any(name in _UNREACHABLE for name in chain) or isinstance(exc, TimeoutError) and "endpoint" in low:
-        return (f"the object store at {_endpoint()} could not be reached or did not answer "
+        return (f"the object store at {_endpoint()} could not be reached, did not answer or dropped the connection "
                 f"({type(exc).__name__}: {text}); check that the server runs and is reachable, and the endpoint "
                 "setting (FSSPEC_S3_ENDPOINT_URL or AWS_ENDPOINT_URL); the deadlines are "
-                "INFOCLUST_S3_CONNECT_TIMEOUT, INFOCLUST_S3_READ_TIMEOUT (seconds) and INFOCLUST_S3_ATTEMPTS.")
+                "INFOCLUST_S3_CONNECT_TIMEOUT, INFOCLUST_S3_READ_TIMEOUT (seconds) and INFOCLUST_S3_ATTEMPTS. A write "
+                "or an append it interrupted committed all of its rows or none: run it again.")
     if "NoCredentialsError" in chain:
         return (f"no credentials for the object store at {_endpoint()} ({text}): set AWS_ACCESS_KEY_ID and "
                 "AWS_SECRET_ACCESS_KEY (or AWS_PROFILE, ~/.aws/credentials, an instance role) in the environment "

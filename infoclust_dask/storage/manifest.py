@@ -117,6 +117,9 @@ def _write_manifest(loc: Location | Any, arrays: list[str] | None = None, *,
         doc = {"manifest_version": MANIFEST_VERSION, "rows": int(parsed["shape"][0]) if parsed.get("shape") else 0,
                "metadata_sha256": _sha256(meta), "metadata": parsed, "group_sha256": group,
                "group_attributes": group_attrs, "chunks": chunks}
+        replaced = _replaced(old.get(var, {}), chunks) if changed is not None else {}
+        if replaced:
+            doc["replaced"] = replaced
         loc.write_text(f"{var}/{MANIFEST}", json.dumps(doc))
     for var in arrays:
         if loc.exists(f"{var}/{PENDING}"):
@@ -230,6 +233,59 @@ def _read_json(loc: Location, rel: str, what: str) -> dict | None:
                          "Re-ingest it, or delete that file to read the array unchecked.") from None
 
 
+def _replaced(old_doc: dict, chunks: dict) -> dict[str, list]:
+    """An append's record of the committed entries it replaced, per key
+    (``{key: [oldest entry, ..., previous entry]}``): an append rewrites
+    a key only to grow its chunk (the old rows unchanged), so a reader of
+    an earlier version may still read it (:class:`GrownChunks`). Entries of
+    earlier appends are kept."""
+    out = {k: list(v) for k, v in old_doc.get("replaced", {}).items() if isinstance(v, list) and k in chunks}
+    for rel, prev in old_doc.get("chunks", {}).items():
+        if rel in chunks and list(prev) != list(chunks[rel]) and _well_formed(prev):
+            out.setdefault(rel, []).append(list(prev))
+    return out
+
+
+def _version(entry: list) -> tuple[int, int | None]:
+    """A manifest entry as the version :class:`BoundStore` compares: (size, trailer or None)."""
+    return int(entry[0]), (entry[2] if len(entry) > 2 and _is_int(entry[2]) else None)
+
+
+class GrownChunks:
+    """For :class:`infoclust_dask.storage.bound.BoundStore`: the versions a
+    committed chunk may hold now, for a reader that opened the store
+    before an append rewrote that chunk. Only the versions that grew from
+    the reader's own - the append's pending version, or committed ones
+    whose manifest records the reader's version among those it replaced -
+    count; a variable rewritten whole (``add_labels --overwrite``, a new
+    ingest) has no such record, and its reader fails as before. Picklable
+    (it holds the store's location), so workers can call it."""
+
+    def __init__(self, loc: Location) -> None:
+        self.loc = loc
+
+    def __call__(self, key: str, want: tuple) -> tuple:
+        doc = (_read_manifests(self.loc) or {}).get(key.split("/c/", 1)[0])
+        if not doc:
+            return ()
+        current = doc["chunks"].get(key)
+        lineage = [*doc.get("replaced", {}).get(key, []), *([current] if current is not None else [])]
+        lineage = [_version(e) for e in lineage if _well_formed(e)]
+        mine = [i for i, v in enumerate(lineage) if v in want]
+        if not mine:
+            return ()
+        pending = [_version(e) for e in doc.get("pending", {}).get(key, []) if _well_formed(e)]
+        return (*lineage[mine[0] + 1:], *pending)
+
+    def current(self, key: str) -> tuple:
+        """The versions the store's manifests list for ``key`` now (committed and pending)."""
+        doc = (_read_manifests(self.loc) or {}).get(key.split("/c/", 1)[0])
+        if not doc or not _well_formed(doc["chunks"].get(key)):
+            return ()
+        return (_version(doc["chunks"][key]),
+                *(_version(e) for e in doc.get("pending", {}).get(key, []) if _well_formed(e)))
+
+
 def _read_manifests(loc: Location) -> dict[str, dict] | None:
     """Each array's manifest (``{array: doc}``) with its pending record merged
     in as ``doc["pending"]``, or None when no array has one (a store
@@ -252,8 +308,7 @@ def expected_chunks(docs: dict[str, dict] | None) -> dict[str, tuple[tuple[int, 
     - the committed one, and the pending one while an append replaces it."""
     out: dict[str, tuple[tuple[int, int | None], ...]] = {}
 
-    def version(entry):
-        return int(entry[0]), (entry[2] if len(entry) > 2 and _is_int(entry[2]) else None)
+    version = _version
 
     for doc in (docs or {}).values():
         pending = doc.get("pending", {})
@@ -492,4 +547,4 @@ def bound_store(loc: Location, docs: dict[str, dict] | None) -> Any:
 
     inner: Any = (LocalStore(loc.local, read_only=True) if loc.local is not None else
                   FsspecStore.from_url(loc.url, storage_options=loc.storage_options or None, read_only=True))
-    return BoundStore(inner, expected_chunks(docs), str(loc))
+    return BoundStore(inner, expected_chunks(docs), str(loc), grown=GrownChunks(loc))

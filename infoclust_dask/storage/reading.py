@@ -29,6 +29,10 @@ __all__ = ["open_dataset", "OPENED_MAX", "SCHEMA_VERSION"]
 
 SCHEMA_VERSION = 1
 
+class StoreChanged(StoreError):
+    """A writer committed while the store was being opened: opening again reads the new version."""
+
+
 _OPENED_LOCK = threading.Lock()
 _OPENED: dict = {}
 #: stores kept open per process (the most recently used ones)
@@ -176,8 +180,10 @@ def open_dataset(path: str | os.PathLike | Location, *, storage_options: dict | 
         return _open_dataset(path, storage_options=storage_options, trust=trust)
     except StoreError as exc:
         loc = resolve(path, "store", storage_options)
-        if loc.local is None or "damaged" not in str(exc) or live_writer(loc.local) is None:
+        if "damaged" not in str(exc) and not isinstance(exc, StoreChanged):
             raise
+        if loc.local is None or live_writer(loc.local) is None:
+            return _open_again(path, storage_options, trust, exc)
         import time
 
         from .._support.settings import env_number
@@ -192,6 +198,26 @@ def open_dataset(path: str | os.PathLike | Location, *, storage_options: dict | 
                              "to finish and try again (the store is not damaged: `infoclust verify` checks it "
                              "once the writer is done).") from None
         return _open_dataset(path, storage_options=storage_options, trust=trust)
+
+
+#: attempts (and the seconds between them) of a reader that found a store inconsistent while no writer
+#: holds its lock: a writer may have committed between the reader's reads (a local writer releases its lock
+#: when done; an object store has no lock), and a damaged store stays damaged
+DAMAGED_RETRIES = (0.0, 0.3, 1.0)
+
+
+def _open_again(path: Any, storage_options: dict | None, trust: bool, first: StoreError) -> Any:
+    """Open once more after each of :data:`DAMAGED_RETRIES`; the first error if the store stays damaged."""
+    import time
+
+    for pause in DAMAGED_RETRIES:
+        time.sleep(pause)
+        try:
+            return _open_dataset(path, storage_options=storage_options, trust=trust)
+        except StoreError as exc:
+            if "damaged" not in str(exc) and not isinstance(exc, StoreChanged):
+                raise
+    raise first
 
 
 def _open_dataset(path: str | os.PathLike | Location, *, storage_options: dict | None = None,
@@ -240,7 +266,11 @@ def _open_dataset(path: str | os.PathLike | Location, *, storage_options: dict |
                 if loc.exists(f"x/{PREVIOUS_ATTRS}"):
                     import json
 
-                    ds.attrs = json.loads(loc.read_text(f"x/{PREVIOUS_ATTRS}"))
+                    try:
+                        ds.attrs = json.loads(loc.read_text(f"x/{PREVIOUS_ATTRS}"))
+                    except FileNotFoundError:  # the append committed since the manifests were read
+                        raise StoreChanged(f"The store at '{path}' changed while it was opened (an append "
+                                           "committed); open it again.") from None
             if docs is not None:  # the attributes: first what they should hold, then that they are those written
                 _validate_opened(ds, path)
                 group_problems, _ = check_group(loc, docs)
