@@ -12,9 +12,11 @@ import inspect
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted
 
 from .. import engine
 from .._support.validation import RANDOM_STATE, SAMPLE_DIM, VARIABLES, Anything, Interval
@@ -24,7 +26,8 @@ from ..storage.location import pinned
 from ._whole import adopt, fit_whole, for_worker, whole_fit_bytes
 from ._xarray import XarrayIO, runner_for_call
 
-__all__ = ["InfoclustEstimator", "SHARED_CONSTRAINTS", "SHARED_PARAMETERS_DOC", "voronoi_labels", "journaled"]
+__all__ = ["InfoclustEstimator", "SHARED_CONSTRAINTS", "SHARED_PARAMETERS_DOC", "voronoi_labels", "journaled",
+           "ClusterColumnsOut"]
 
 #: constraints of the parameters every estimator takes (merged into each
 #: estimator's ``_parameter_constraints``, as scikit-learn's ``_BaseKMeans`` does)
@@ -243,3 +246,30 @@ def _fingerprint(est, X) -> dict:
     params = {k: v for k, v in est.get_params().items() if k not in ("scheduler", "verbose")}
     return {"estimator": type(est).__name__, "params": json.loads(json.dumps(params, default=repr)),
             "shape": [int(s) for s in getattr(A, "shape", ())]}
+
+
+class ClusterColumnsOut:
+    """``get_feature_names_out`` for estimators whose ``transform`` has one
+    column per cluster (K-means' distances, soft K-means' memberships):
+    ``<class name in lower case><cluster>``, as scikit-learn names the
+    columns of its own clustering transforms. With it, scikit-learn's
+    ``set_output(transform="pandas")`` works on the estimator and in a
+    Pipeline."""
+
+    n_clusters: int
+    n_features_in_: int
+
+    def get_feature_names_out(self, input_features: Any = None) -> np.ndarray:
+        """Output column names of ``transform``: ``kmeans0``, ``kmeans1``, ...
+        ``input_features`` (the input's column names) is checked against
+        the fitted input and otherwise unused."""
+        check_is_fitted(self)
+        if input_features is not None:
+            given = list(input_features)
+            known = getattr(self, "feature_names_in_", None)
+            if len(given) != self.n_features_in_ or (known is not None and given != list(known)):
+                raise ValueError(f"input_features={given[:5]}{'...' if len(given) > 5 else ''} does not match the "
+                                 f"{self.n_features_in_} features seen in fit"
+                                 + (f" ({list(known)[:5]}...)" if known is not None else "") + "; leave it out.")
+        prefix = type(self).__name__.lower()
+        return np.asarray([f"{prefix}{i}" for i in range(self.n_clusters)], dtype=object)

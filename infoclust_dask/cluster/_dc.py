@@ -101,10 +101,16 @@ class DiscriminativeClustering(InfoclustEstimator):
     n_clusters : int, default=2
     sigma : float or "auto", default="auto"
         Width of the Gaussian memberships (4) used to smooth the objective
-        during optimization (CG, on-line); for SA, the width of the jumps. "auto" fits on a hashed training part
-        (``1 - validation_fraction`` of the rows) for every value of
-        ``sigma_grid`` and keeps the one with the best *unsmoothed* held-out
-        log posterior (9) (paper §3.1), then refits on all rows.
+        during optimization (CG, on-line); for SA, the width of the jumps. "auto" fits on the hashed training
+        part (``1 - validation_fraction`` of the rows) of each of ``n_splits``
+        splits for every value of ``sigma_grid``, scores the *unsmoothed*
+        held-out log posterior (9) per validation row (paper §3.1), and
+        chooses by the one-standard-error rule: of the widths whose mean
+        score is within one standard error (over the splits) of the best,
+        the largest at which the optimizer moved from its start (a width
+        at which CG takes no step leaves K-means' prototypes). Then it
+        refits on all rows. Exact ties, which the piecewise-constant score
+        (9) makes common, thus go to the smoother model, not to the first.
     prior : float or array of shape (n_classes,), default=1.0
         Dirichlet parameters ``n_i^0`` (the paper uses 1).
     optimizer : {"cg", "sa", "online"}, default="cg"
@@ -160,6 +166,9 @@ class DiscriminativeClustering(InfoclustEstimator):
         [0.01, 1] for "eq", 0 and 7 values in [1e-3, 1] / (sum of feature
         variances) for "mog" and "vq".
     validation_fraction : float, default=0.2
+    n_splits : int, default=3
+        Hashed train/validation splits of the width (and strength) search;
+        1 restores the single split of earlier versions (with the same rule).
     random_state : int, numpy Generator or None, default=None
         Seeds the start (K-means or random rows), the split of the width
         and strength searches, and the random steps of ``"sa"`` and
@@ -202,9 +211,12 @@ class DiscriminativeClustering(InfoclustEstimator):
     objective_history_ : list of float
         Smoothed objective (10) at every evaluation of the final fit.
     sigma_scores_ : dict, only with sigma="auto"
-        Best held-out log posterior (9) per candidate sigma.
+        Per candidate sigma (at its best lambda): ``{"mean", "spread",
+        "scores", "moved"}`` - the held-out log posterior (9) per validation
+        row averaged over the splits, its standard error, the score of each
+        split, and whether the optimizer moved on some split.
     validation_scores_ : dict, only with a search
-        Held-out log posterior (9) per ``(sigma, lambda)``.
+        The same per ``(sigma, lambda)``.
     contingency_ : ndarray of shape (n_clusters, n_classes)
         Hard counts of the training data in the final partition.
     labels_ : ndarray or dask array of shape (n_samples,)
@@ -215,7 +227,7 @@ class DiscriminativeClustering(InfoclustEstimator):
     -----
     Cost: 2 passes per objective evaluation (counts, then gradient); CG
     needs a few evaluations per iteration. ``sigma="auto"`` multiplies this
-    by the grid size plus one.
+    by ``n_splits`` times the grid size, plus one.
 
     References
     ----------
@@ -226,7 +238,7 @@ class DiscriminativeClustering(InfoclustEstimator):
                  optimizer: str = "cg", regularization: str | None = None, reg_strength: float | str = 0.0,
                  init: str | NumbersLike = "kmeans", n_init: int = 1, max_iter: int | None = None,
                  tol: float | None = 1e-4, learning_rate: float = 0.05, sa_temperature: float = 1.0, sigma_grid: Sequence[float] | None = None,
-                 reg_grid: Sequence[float] | None = None, validation_fraction: float = 0.2,
+                 reg_grid: Sequence[float] | None = None, validation_fraction: float = 0.2, n_splits: int = 3,
                  classes: NumbersLike | None = None,
                  random_state: RandomStateLike = None, scheduler: SchedulerLike = None, sample_dim: str | None = None,
                  variables: Sequence[str] | None = None, verbose: int = 0):
@@ -245,6 +257,7 @@ class DiscriminativeClustering(InfoclustEstimator):
         self.sigma_grid = sigma_grid
         self.reg_grid = reg_grid
         self.validation_fraction = validation_fraction
+        self.n_splits = n_splits
         self.classes = classes
         self.random_state = random_state
         self.scheduler = scheduler
@@ -270,6 +283,7 @@ class DiscriminativeClustering(InfoclustEstimator):
         "sigma_grid": [ArrayLike(), Options(None)],
         "reg_grid": [ArrayLike(), Options(None)],
         "validation_fraction": [Interval(float, 0, 0.9, closed="right")],
+        "n_splits": [Interval(int, 1)],
         "classes": [ArrayLike(), Options(None)],
     }
 
@@ -303,6 +317,45 @@ class DiscriminativeClustering(InfoclustEstimator):
         if self.max_iter is not None:
             return self.max_iter
         return {"cg": 1000, "sa": 2000 * self.n_clusters, "online": 20}[self.optimizer]
+
+    def _search(self, X, c, m0, sigmas, lams, n_classes, rng):
+        """The width (and strength) chosen on held-out rows by the unsmoothed posterior (9) (paper §3.1),
+        per validation row, over ``n_splits`` hashed splits, by the one-standard-error rule preferring the
+        larger width (then the smaller lambda) and a width at which the optimizer moved
+        (:func:`infoclust_dask.solvers.optimize.repeated_held_out_search`)."""
+        splits = [optimize.hashed_split(rng, self.validation_fraction) for _ in range(self.n_splits)]
+
+        def fit_on_train(cand, split):
+            centers, _, n_iter, _ = self._optimize(X, c, m0, cand[0], n_classes, subset=split[0], lam=cand[1],
+                                                   rng=rng)
+            return centers, n_iter > 0 and not np.array_equal(centers, m0)
+
+        def valid_score(m, split):
+            counts = _hard_counts(X, c, m, n_classes, split[1])
+            return obj.log_posterior(counts, self.prior) / max(float(np.sum(counts)), 1.0)
+
+        cands = [(s, lam) for s in sigmas for lam in lams]
+        with Steps(self, len(cands) * len(splits), "DC: width search", unit="fit") as bar:
+
+            def progress(info):
+                s, lam = info["candidate"]
+                bar.update(1, sigma=f"{s:.3g}", score=f"{info['score']:.5g}")
+                if self.verbose:
+                    say(f"[DC] sigma {s:.4g} lambda={lam:.4g}, split {info['split'] + 1}/{len(splits)}: held-out "
+                        f"log posterior (9) per row {info['score']:.6g}")
+
+            (sigma, lam), table = optimize.repeated_held_out_search(
+                cands, splits, fit_on_train, valid_score, smoother=lambda cand: (cand[0], -cand[1]),
+                callback=progress)
+        self.validation_scores_ = table
+        if self.sigma == "auto":
+            self.sigma_scores_ = {s: max((v for (s2, _), v in table.items() if s2 == s), key=lambda v: v["mean"])
+                                  for s in sigmas}
+        if not any(v["moved"] for v in table.values()) and self.optimizer == "cg":
+            warnings.warn(f"DiscriminativeClustering: at none of the candidate widths {[round(s, 4) for s in sigmas]} "
+                          "did conjugate gradients move from the K-means prototypes on the training rows; the fit "
+                          "is K-means'. Give larger widths in sigma_grid.", ConvergenceWarning, stacklevel=4)
+        return sigma, lam
 
     def _optimize(self, X, c, centers, sigma, n_classes, subset=None, lam=0.0, rng=None):
         """One optimization from ``centers``: returns ``(centers, history,
@@ -436,31 +489,7 @@ class DiscriminativeClustering(InfoclustEstimator):
         lams = [float(self.reg_strength)] if self.reg_strength != "auto" else self._grid(
             "reg_grid", self.reg_grid, self._default_reg_grid(info))
         if len(sigmas) > 1 or len(lams) > 1:
-            # model selection on held-out rows by the UNSMOOTHED posterior (9), paper §3.1
-            train, valid = optimize.hashed_split(rng, self.validation_fraction)
-
-            def fit_on_train(cand):
-                return self._optimize(X, c, m0, cand[0], n_classes, subset=train, lam=cand[1], rng=rng)[0]
-
-            def valid_score(m):
-                return obj.log_posterior(_hard_counts(X, c, m, n_classes, valid), self.prior)
-
-            cands = [(s, lam) for s in sigmas for lam in lams]
-            with Steps(self, len(cands), "DC: width search", unit="width") as bar:
-
-                def progress(info):
-                    s, lam = info["candidate"]
-                    bar.update(1, sigma=f"{s:.3g}", score=f"{info['score']:.5g}")
-                    if self.verbose:
-                        say(f"[DC] sigma {len(scores_seen) + 1}/{len(cands)} = {s:.4g} lambda={lam:.4g}: held-out "
-                            f"log posterior (9) {info['score']:.6g}")
-                    scores_seen.append(info["score"])
-
-                scores_seen: list = []
-                (sigma, lam), scores = optimize.held_out_search(cands, fit_on_train, valid_score, callback=progress)
-            self.validation_scores_ = scores
-            if self.sigma == "auto":
-                self.sigma_scores_ = {s: max(v for (s2, _), v in scores.items() if s2 == s) for s in sigmas}
+            sigma, lam = self._search(X, c, m0, sigmas, lams, n_classes, rng)
         else:
             sigma, lam = sigmas[0], lams[0]
 
@@ -528,9 +557,20 @@ class DiscriminativeClustering(InfoclustEstimator):
     @data_method
     def score(self, X: DataLike, y: DataLike) -> float:
         """Unsmoothed log posterior (9) of the partition of ``X`` given its
-        labels ``y`` (no constants; Table 1 reports its negative). Every label
-        must be one of ``classes_``."""
+        labels ``y`` (no constants; Table 1 reports its negative). A class of
+        an in-memory ``y`` that is not among ``classes_`` (a cross-validation
+        part that training did not see, e.g. unstratified folds of sorted
+        data) is scored as one more class with the same scalar prior; lazy
+        labels must be among ``classes_``."""
         check_is_fitted(self)
         X, _ = prepare_input(self, X, reset=False)
-        C, _ = encode_labels(y, X.shape[0], classes=self.classes_, min_classes=1)
-        return obj.log_posterior(_hard_counts(X, C, self.cluster_centers_, self.n_classes_), self.prior)
+        classes = self.classes_
+        if isinstance(y, (np.ndarray, list, tuple)):
+            unseen = np.setdiff1d(np.unique(np.asarray(y)), classes)
+            if unseen.size and np.ndim(self.prior) > 0:
+                raise ValueError(f"y holds classes {unseen[:5].tolist()} not seen in fit, and prior is per class "
+                                 f"(shape {np.shape(self.prior)}); give classes= with every class at fit, or a "
+                                 "scalar prior.")
+            classes = np.concatenate([classes, unseen]) if unseen.size else classes
+        C, _ = encode_labels(y, X.shape[0], classes=classes, min_classes=1)
+        return obj.log_posterior(_hard_counts(X, C, self.cluster_centers_, len(classes)), self.prior)

@@ -25,7 +25,7 @@ from .._support.progress import say
 from .._support.validation import ArrayLike, Interval, Options, check_n_clusters, check_random_state, validate_params
 from ..kernels.kmeans import DISTANCES, INERTIA, LLOYD_FAR, LLOYD_STEP
 from ..kernels.stats import SUM_SQ
-from ._base import SHARED_CONSTRAINTS, InfoclustEstimator, installs_runner, journaled, voronoi_labels
+from ._base import SHARED_CONSTRAINTS, ClusterColumnsOut, InfoclustEstimator, installs_runner, journaled, voronoi_labels
 from ._conventions import WEIGHTS
 from ._init import init_kmeans_parallel, init_kmeanspp, init_random, init_sampled_kmeanspp, seed_sample_rows
 from ._xarray import data_method
@@ -100,7 +100,7 @@ def lloyd(X, w, centers, *, max_iter, tol, verbose=0, label="", warn_empty=True,
 #: above this many bytes of data, ``init="k-means++"`` seeds on a uniform sample (one pass, whatever K)
 SAMPLED_SEEDING_BYTES = 2**30
 
-class KMeans(ClusterMixin, TransformerMixin, InfoclustEstimator):
+class KMeans(ClusterColumnsOut, ClusterMixin, TransformerMixin, InfoclustEstimator):
     """K-means clustering whose every pass is a map-reduce over row blocks.
 
     Parameters

@@ -30,7 +30,7 @@ from .._support.validation import (
     require_y,
     validate_params,
 )
-from ..kernels.mixture import MIXTURE_ASSIGN, MIXTURE_EM
+from ..kernels.mixture import MIXTURE_ASSIGN, MIXTURE_EM, MIXTURE_LOG_DENSITY, MIXTURE_POSTERIORS
 from ._base import SHARED_CONSTRAINTS, InfoclustEstimator, installs_runner, journaled
 from ._kmeans import KMeans
 from ._xarray import data_method
@@ -188,6 +188,49 @@ class _IsotropicMixture(InfoclustEstimator):
         check_is_fitted(self)
         X, _ = prepare_input(self, X, reset=False)
         return self._assign(X)
+
+    def _model(self) -> dict:
+        return {"means": self.means_, "variances": self.variances_, "log_weights": np.log(self.weights_)}
+
+    @data_method
+    def predict_proba(self, X: DataLike) -> Labels:
+        """Posterior probability of each component given x alone, shape (n_samples, n_clusters)
+        (GaussianMixture's ``predict_proba``)."""
+        check_is_fitted(self)
+        X, _ = prepare_input(self, X, reset=False)
+        return engine.map_blocks(MIXTURE_POSTERIORS, X, params=self._model(), trailing_shape=(self.n_clusters,))
+
+    @data_method
+    def score_samples(self, X: DataLike) -> Labels:
+        """Log density of the mixture (of x alone) at each sample (GaussianMixture's ``score_samples``)."""
+        check_is_fitted(self)
+        X, _ = prepare_input(self, X, reset=False)
+        return engine.map_blocks(MIXTURE_LOG_DENSITY, X, params=self._model())
+
+    @data_method
+    def score(self, X: DataLike, y: Any = None) -> float:
+        """Mean log density per sample (GaussianMixture's ``score``); ``y`` is ignored."""
+        return float(np.mean(np.asarray(engine.compute(self.score_samples(X)))))
+
+    def _n_parameters(self) -> int:
+        """Free parameters: the means, one variance per component (none with a fixed ``sigma``), the
+        weights (minus one), and for MDA2 the class probabilities of each component (minus one each)."""
+        k, d = self.means_.shape
+        extra = k * (self.class_probabilities_.shape[1] - 1) if hasattr(self, "class_probabilities_") else 0
+        return k * d + (k if self.sigma is None else 0) + (k - 1) + extra
+
+    @data_method
+    def bic(self, X: DataLike) -> float:
+        """Bayesian information criterion of the mixture of x on ``X`` (lower is better):
+        ``-2 log L + p log n`` (GaussianMixture's ``bic``)."""
+        total = np.asarray(engine.compute(self.score_samples(X)))
+        return float(-2 * total.sum() + self._n_parameters() * np.log(total.shape[0]))
+
+    @data_method
+    def aic(self, X: DataLike) -> float:
+        """Akaike information criterion of the mixture of x on ``X`` (lower is better): ``-2 log L + 2 p``."""
+        total = np.asarray(engine.compute(self.score_samples(X)))
+        return float(-2 * total.sum() + 2 * self._n_parameters())
 
     def _assign(self, X):
         return engine.map_blocks(

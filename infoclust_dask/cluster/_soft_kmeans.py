@@ -39,7 +39,7 @@ from .._support.validation import (
 from ..kernels.kmeans import RESPONSIBILITIES, SOFT_KMEANS, SOFT_SCATTER
 from ..kernels.stats import WEIGHTED_SUM
 from ..solvers.optimize import next_temperature, squarem
-from ._base import SHARED_CONSTRAINTS, InfoclustEstimator, installs_runner, journaled, voronoi_labels
+from ._base import SHARED_CONSTRAINTS, ClusterColumnsOut, InfoclustEstimator, installs_runner, journaled, voronoi_labels
 from ._conventions import WEIGHTS
 from ._init import init_kmeanspp, init_random
 from ._xarray import data_method
@@ -129,7 +129,7 @@ def critical_stiffness(R, Q, centers, groups):
     return out
 
 
-class SoftKMeans(ClusterMixin, TransformerMixin, InfoclustEstimator):
+class SoftKMeans(ClusterColumnsOut, ClusterMixin, TransformerMixin, InfoclustEstimator):
     """Soft K-means with stiffness beta, optionally annealed.
 
     Parameters

@@ -31,9 +31,10 @@ import re
 import numpy as np
 
 #: methods whose first argument is the data and whose result has one entry per sample
-PER_SAMPLE = ("predict", "predict_proba", "transform", "fit_predict", "fit_transform", "predict_x", "predict_y")
+PER_SAMPLE = ("predict", "predict_proba", "transform", "fit_predict", "fit_transform", "predict_x", "predict_y",
+              "score_samples")
 #: methods whose first argument is the data and whose result is not per sample
-OTHERS = ("fit", "score")
+OTHERS = ("fit", "score", "bic", "aic")
 #: the name of the second dim of 2-D outputs
 SECOND_DIM = {"predict_proba": "cluster", "transform": "cluster", "fit_transform": "cluster"}
 _UNNAMED = re.compile(r"dim_\d+$")

@@ -10,7 +10,8 @@ import numpy as np
 from . import _compiled
 from ._common import Pass, sq_distances
 
-__all__ = ["mixture_log_joint", "mixture_em_stats", "MIXTURE_EM", "mixture_assign", "MIXTURE_ASSIGN"]
+__all__ = ["mixture_log_joint", "mixture_em_stats", "MIXTURE_EM", "mixture_assign", "MIXTURE_ASSIGN",
+           "mixture_posteriors", "MIXTURE_POSTERIORS", "mixture_log_density", "MIXTURE_LOG_DENSITY"]
 
 
 def mixture_log_joint(x: np.ndarray, *, means: np.ndarray, variances: np.ndarray, log_weights: np.ndarray
@@ -43,5 +44,24 @@ def mixture_assign(x: np.ndarray, *, means: np.ndarray, variances: np.ndarray, l
                      axis=1).astype(np.int64)
 
 
+def mixture_posteriors(x: np.ndarray, *, means: np.ndarray, variances: np.ndarray, log_weights: np.ndarray
+                       ) -> np.ndarray:
+    """Posterior probability of each component given x alone, ``p(j | x)`` (n, K), rows summing to 1."""
+    lj = mixture_log_joint(np.asarray(x, dtype=np.float64), means=means, variances=variances, log_weights=log_weights)
+    lj -= lj.max(axis=1, keepdims=True)
+    p = np.exp(lj)
+    return p / p.sum(axis=1, keepdims=True)
+
+
+def mixture_log_density(x: np.ndarray, *, means: np.ndarray, variances: np.ndarray, log_weights: np.ndarray
+                        ) -> np.ndarray:
+    """Log density of the mixture at each row, ``log sum_j pi_j N(x; mu_j, s_j^2 I)`` (n,)."""
+    lj = mixture_log_joint(np.asarray(x, dtype=np.float64), means=means, variances=variances, log_weights=log_weights)
+    top = lj.max(axis=1)
+    return top + np.log(np.exp(lj - top[:, None]).sum(axis=1))
+
+
 MIXTURE_EM = Pass("mixture_em_stats", mixture_em_stats, inputs=("x", "c"), subset=True)
 MIXTURE_ASSIGN = Pass("mixture_assign", mixture_assign, kind="map", dtype=np.int64)
+MIXTURE_POSTERIORS = Pass("mixture_posteriors", mixture_posteriors, kind="map")
+MIXTURE_LOG_DENSITY = Pass("mixture_log_density", mixture_log_density, kind="map")

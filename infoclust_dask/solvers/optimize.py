@@ -18,8 +18,9 @@ statistics, never the data.
 - :func:`online_epochs`: epochs of a streaming on-line algorithm with a
   value recorded after each (DC's stochastic algorithm (5)-(6));
 - :func:`held_out_search`: model selection on a hashed train/validation
-  split of the rows (DC's sigma and lambda, AC's width), with
-  :func:`hashed_split` making the two row subsets.
+  split of the rows (AC's width), with :func:`hashed_split` making the two
+  row subsets; :func:`repeated_held_out_search`: the same over several
+  splits, decided by the one-standard-error rule (DC's sigma and lambda).
 
 Every optimizer reports progress through an optional ``callback(info)``
 with a dict ``info`` (step, value, seconds, ...), which the estimators turn
@@ -29,7 +30,7 @@ into their ``verbose`` lines.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -46,6 +47,8 @@ __all__ = [
     "online_epochs",
     "hashed_split",
     "held_out_search",
+    "repeated_held_out_search",
+    "one_standard_error_choice",
 ]
 
 
@@ -289,6 +292,51 @@ def hashed_split(rng: np.random.Generator, validation_fraction: float) -> tuple[
     seed = int(rng.integers(2**63))
     frac = 1.0 - float(validation_fraction)
     return (seed, frac, "train"), (seed, frac, "valid")
+
+
+def repeated_held_out_search(candidates: Sequence[Any], splits: Sequence[Any],
+                             fit: Callable[[Any, Any], tuple[Any, bool]], score: Callable[[Any, Any], float], *,
+                             smoother: Callable[[Any], Any], callback: Callable[[dict], Any] | None = None
+                             ) -> tuple[Any, dict]:
+    """Model selection over several hashed splits, decided by a stated rule
+    rather than by the last bits of the arithmetic.
+
+    For every candidate and split, ``fit(candidate, split)`` returns ``(model,
+    moved)`` (``moved``: the optimizer took a step from its start) and
+    ``score(model, split)`` a held-out score per validation row (higher is
+    better). A candidate's score is the mean over the splits and its spread
+    the standard error of that mean. The choice - the one-standard-error rule
+    of Breiman et al. (1984, §3.4.3; Hastie, Tibshirani & Friedman 2009,
+    §7.10) - keeps the candidates whose mean is within one standard error of
+    the best mean (at least within 1e-9 of it, relative: exact ties and
+    rounding), drops those whose optimizer moved on no split while another
+    kept candidate moved, and takes the smoothest of the rest (the largest
+    ``smoother(candidate)``). Returns ``(choice, {candidate: {"mean",
+    "spread", "scores", "moved"}})``; ``callback`` receives ``{"candidate",
+    "score", "split"}`` after each fit."""
+    table: dict[Any, dict] = {}
+    for cand in candidates:
+        scores, moved = [], False
+        for i, split in enumerate(splits):
+            model, step = fit(cand, split)
+            scores.append(float(score(model, split)))
+            moved = moved or bool(step)
+            if callback is not None:
+                callback({"candidate": cand, "score": scores[-1], "split": i})
+        arr = np.asarray(scores)
+        spread = float(arr.std(ddof=1) / np.sqrt(len(arr))) if len(arr) > 1 else 0.0
+        table[cand] = {"mean": float(arr.mean()), "spread": spread, "scores": scores, "moved": moved}
+    return one_standard_error_choice(table, smoother), table
+
+
+def one_standard_error_choice(table: dict[Any, dict], smoother: Callable[[Any], Any]) -> Any:
+    """The rule of :func:`repeated_held_out_search` applied to its table."""
+    best = max(table, key=lambda c: table[c]["mean"])
+    top = table[best]["mean"]
+    band = max(table[best]["spread"], 1e-9 * max(abs(top), 1.0))
+    kept = [c for c in table if table[c]["mean"] >= top - band]
+    moving = [c for c in kept if table[c]["moved"]]
+    return max(moving or kept, key=smoother)
 
 
 def held_out_search(candidates: Iterable[Any], fit: Callable[[Any], Any], score: Callable[[Any], float], *,

@@ -116,7 +116,54 @@ def test_auto_sigma_picks_by_held_out_posterior(dcdata):
     grid = [0.05, 0.5, 5.0]
     dc = DiscriminativeClustering(2, sigma="auto", sigma_grid=grid, random_state=0, max_iter=20).fit(X, c)
     assert set(dc.sigma_scores_) == set(grid)
-    assert dc.sigma_ == max(dc.sigma_scores_, key=dc.sigma_scores_.get)
+    table = dc.sigma_scores_
+    assert all(len(v["scores"]) == 3 and np.isclose(v["mean"], np.mean(v["scores"])) for v in table.values())
+    best = max(table, key=lambda s: table[s]["mean"])
+    band = max(table[best]["spread"], 1e-9 * abs(table[best]["mean"]))
+    kept = [s for s in grid if table[s]["mean"] >= table[best]["mean"] - band]
+    assert dc.sigma_ == max([s for s in kept if table[s]["moved"]] or kept)  # the one-standard-error rule
+
+
+def test_the_width_rule_takes_the_smoothest_of_near_ties_that_moved():
+    """Issue 54: the first of equal held-out scores won, so on wine the smallest width - at which CG took
+    no step - was chosen. Now: within one standard error of the best mean, widths at which the optimizer
+    moved, the largest of them."""
+    from infoclust_dask.solvers.optimize import one_standard_error_choice, repeated_held_out_search
+
+    table = {0.1: {"mean": -1.0, "spread": 0.0, "moved": False}, 0.3: {"mean": -1.0, "spread": 0.0, "moved": True},
+             1.0: {"mean": -1.0 - 1e-12, "spread": 0.0, "moved": True}, 3.0: {"mean": -1.2, "spread": 0.0,
+                                                                              "moved": True}}
+    assert one_standard_error_choice(table, smoother=lambda s: s) == 1.0  # exact and rounding ties: the smoothest
+    table[1.0]["moved"] = False
+    assert one_standard_error_choice(table, smoother=lambda s: s) == 0.3  # never a width that did not move
+    table[0.3]["moved"] = False
+    assert one_standard_error_choice(table, smoother=lambda s: s) == 1.0  # none moved: still the smoothest tie
+    scores = {("a", 0): -1.0, ("a", 1): -1.4, ("b", 0): -1.1, ("b", 1): -1.1}
+
+    def search(scores):
+        return repeated_held_out_search(["a", "b"], [0, 1], lambda c, s: ((c, s), True), lambda m, s: scores[m],
+                                        smoother=lambda c: c == "a")
+
+    choice, t = search(scores)
+    assert np.isclose(t["a"]["mean"], -1.2) and np.isclose(t["a"]["spread"], 0.2)  # std (ddof 1) / sqrt(2)
+    assert choice == "b"  # the best mean; a is outside b's band (b's spread is 0)
+    choice, t = search({("a", 0): -1.15, ("a", 1): -1.15, ("b", 0): -1.0, ("b", 1): -1.2})
+    assert np.isclose(t["b"]["spread"], 0.1) and choice == "a"  # within one standard error of b: the smoother
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_the_default_width_does_not_follow_the_last_bits_of_the_data():
+    """Issue 54: multiplying X by (1 + 1e-12) changed the chosen width; on wine (standardized, k = 3) the
+    default chose the smallest width, at which CG took no step."""
+    from sklearn.datasets import load_wine
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = load_wine(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    a = DiscriminativeClustering(3, random_state=0, scheduler="sync").fit(X, y)
+    b = DiscriminativeClustering(3, random_state=0, scheduler="sync").fit(X * (1 + 1e-12), y)
+    assert a.sigma_ == pytest.approx(b.sigma_, rel=1e-9)
+    assert a.sigma_scores_[a.sigma_]["moved"] and a.n_iter_ > 0
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
@@ -205,8 +252,9 @@ def test_auto_reg_strength_searches_the_grid(dcdata):
     dc = DiscriminativeClustering(2, sigma=0.5, regularization="eq", reg_strength="auto", reg_grid=[0.0, 0.5],
                                   max_iter=10, random_state=0).fit(X, c)
     assert set(dc.validation_scores_) == {(0.5, 0.0), (0.5, 0.5)}
-    assert len(set(dc.validation_scores_.values())) == 2  # the grid points score differently ...
-    assert dc.reg_strength_ == max(dc.validation_scores_, key=dc.validation_scores_.get)[1]  # ... the best is kept
+    means = {k: v["mean"] for k, v in dc.validation_scores_.items()}
+    assert len(set(means.values())) == 2  # the grid points score differently ...
+    assert dc.reg_strength_ == max(means, key=means.get)[1]  # ... the best is kept
 
 
 def test_simulated_annealing_improves_unsmoothed_posterior_and_ignores_chunking(dcdata):
@@ -241,7 +289,7 @@ def test_sa_and_online_refuse_regularization(dcdata):
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_labels_are_encoded_whatever_their_values(dcdata):
     """Strings, 1..C and 0..C-1 give the same fit; classes_ keeps the values;
-    score reads labels the same way and refuses ones it never saw."""
+    score reads labels the same way, and scores a class it never saw as one more."""
     X, c = dcdata
     m0 = np.array([[0.0, -0.5], [0.0, 0.5]])
     kw = dict(sigma=0.5, init=m0, max_iter=10, scheduler="sync")
@@ -252,8 +300,10 @@ def test_labels_are_encoded_whatever_their_values(dcdata):
         np.testing.assert_allclose(got.cluster_centers_, ref.cluster_centers_, rtol=1e-12)
         assert got.score(X, y) == pytest.approx(ref.score(X, c), rel=1e-12)
     assert list(got.classes_) == ["left", "right"] and got.n_classes_ == 2
-    with pytest.raises(ValueError, match=r"y holds labels \['up'\] that are not among classes="):
-        got.score(X[:3], ["left", "up", "right"])
+    # a class training never saw (issue 54: unstratified folds) is scored as one more class
+    held = got.score(X[:3], ["left", "up", "right"])
+    assert held == pytest.approx(dc_log_posterior(np.asarray(got.predict(X[:3])), np.array([0, 2, 1]),
+                                                  n_clusters=2, n_classes=3), rel=1e-12)
     lazy = DiscriminativeClustering(2, **kw).fit(da.from_array(X, chunks=400), da.from_array(c + 5, chunks=400))
     np.testing.assert_array_equal(lazy.classes_, [5, 6])
     np.testing.assert_allclose(lazy.cluster_centers_, ref.cluster_centers_, rtol=1e-6, atol=1e-8)  # CG amplifies round-off

@@ -261,3 +261,25 @@ def test_when_the_centres_stop_moving_the_last_lloyd_pass_gives_the_final_inerti
     d2 = ((X[:, None, :] - km.cluster_centers_[None]) ** 2).sum(-1)
     np.testing.assert_allclose(km.inertia_, d2.min(1).sum(), rtol=1e-10)
     np.testing.assert_array_equal(km.cluster_sizes_, np.bincount(d2.argmin(1), minlength=3))
+
+
+def test_set_output_and_feature_names_in_a_pipeline():
+    """Issue 54: KMeans(3).set_output(transform="pandas") raised AttributeError (no
+    get_feature_names_out); in a Pipeline "Unable to configure output". The same for SoftKMeans."""
+    import pandas as pd
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from infoclust_dask import SoftKMeans
+
+    X = pd.DataFrame(np.random.default_rng(0).normal(size=(60, 2)), columns=["a", "b"])
+    km = KMeans(3, random_state=0, scheduler="sync").set_output(transform="pandas").fit(X)
+    out = km.transform(X)
+    assert isinstance(out, pd.DataFrame) and list(out.columns) == ["kmeans0", "kmeans1", "kmeans2"]
+    np.testing.assert_allclose(out.to_numpy(), km.set_output(transform="default").transform(X), rtol=0)
+    with pytest.raises(ValueError, match="does not match the 2 features seen in fit"):
+        km.get_feature_names_out(["a", "c"])
+    pipe = make_pipeline(StandardScaler(), SoftKMeans(3, random_state=0, scheduler="sync"))
+    got = pipe.set_output(transform="pandas").fit_transform(X)
+    assert list(got.columns) == ["softkmeans0", "softkmeans1", "softkmeans2"]
+    np.testing.assert_allclose(got.sum(axis=1), 1.0, rtol=1e-12)

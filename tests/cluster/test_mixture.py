@@ -74,3 +74,32 @@ def test_fixed_sigma_and_errors(mix):
     got = MDA2(3, random_state=0).fit(X, np.array(["a", "b", "c", "d", "e"])[c])
     np.testing.assert_allclose(got.class_probabilities_, ref.class_probabilities_, rtol=1e-12)
     assert list(got.classes_) == ["a", "b", "c", "d", "e"][: ref.n_classes_]
+
+
+def test_the_mixtures_have_gaussian_mixtures_methods_and_agree_with_its_formulas():
+    """Issue 54: predict_proba, score_samples, score, bic and aic, as GaussianMixture(covariance_type=
+    "spherical") computes them from the same parameters (its fitted attributes set to ours); lazy on dask
+    input; MDA2 has them too (x alone), its class probabilities counted in bic."""
+    import dask.array as da
+    from sklearn.mixture import GaussianMixture
+
+    from infoclust_dask.cluster import MDA2, IsotropicGaussianMixture
+
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(size=(100, 2)) * s + c for s, c in ((0.5, (0, 0)), (1.0, (5, 0)), (0.3, (0, 5)))])
+    m = IsotropicGaussianMixture(3, random_state=0, scheduler="sync").fit(X)
+    g = GaussianMixture(3, covariance_type="spherical")
+    g.means_, g.covariances_, g.weights_ = m.means_, m.variances_, m.weights_
+    g.precisions_cholesky_ = 1 / np.sqrt(m.variances_)
+    np.testing.assert_allclose(m.score_samples(X), g.score_samples(X), rtol=1e-10)
+    np.testing.assert_allclose(m.predict_proba(X), g.predict_proba(X), atol=1e-12)
+    assert m.score(X) == pytest.approx(g.score(X), rel=1e-10)
+    assert m.bic(X) == pytest.approx(g.bic(X), rel=1e-10) and m.aic(X) == pytest.approx(g.aic(X), rel=1e-10)
+    lazy = m.predict_proba(da.from_array(X, chunks=100))
+    assert isinstance(lazy, da.Array)
+    np.testing.assert_allclose(lazy.compute(), m.predict_proba(X), rtol=1e-12)
+    y = np.repeat([0, 1, 2], 100)
+    joint = MDA2(3, random_state=0, scheduler="sync").fit(X, y)
+    np.testing.assert_allclose(joint.predict_proba(X).sum(axis=1), 1.0, rtol=1e-12)
+    total = float(np.sum(joint.score_samples(X)))
+    assert joint.bic(X) == pytest.approx(-2 * total + (3 * 2 + 3 + 2 + 3 * 2) * np.log(300), rel=1e-12)
