@@ -283,3 +283,33 @@ def test_set_output_and_feature_names_in_a_pipeline():
     got = pipe.set_output(transform="pandas").fit_transform(X)
     assert list(got.columns) == ["softkmeans0", "softkmeans1", "softkmeans2"]
     np.testing.assert_allclose(got.sum(axis=1), 1.0, rtol=1e-12)
+
+
+def test_partial_fit_over_blocks_ends_near_fit(tmp_path):
+    """Issue 54: partial_fit (on-line K-means with per-centre counts, MacKay 2003 ch. 20) over 20 blocks -
+    the loop dask_ml's Incremental runs, and a plain loop over the blocks of a store - ends within 2 % of
+    fit's inertia; each centre is the mean of the rows ever assigned to it (checked on a hand example)."""
+    import dask.array as da
+
+    from infoclust_dask import open_dataset, write_dataset
+    from infoclust_dask.datasets import load_bundled
+
+    X, _, _ = load_bundled("digits")
+    X = np.asarray(X, dtype=np.float64)[np.random.default_rng(0).permutation(len(X))]
+    whole = KMeans(10, random_state=0, scheduler="sync").fit(X)
+    online = KMeans(10, random_state=0, scheduler="sync")
+    for block in da.from_array(X, chunks=-(-len(X) // 20)).blocks:  # Incremental's loop: partial_fit per block
+        online.partial_fit(block)
+    assert online.n_steps_ == 20 and online.counts_.sum() == len(X)
+    assert -online.score(X) <= 1.02 * whole.inertia_
+    store = write_dataset(tmp_path / "d.zarr", X, chunks=90)
+    streamed = KMeans(10, random_state=0, scheduler="sync")
+    for block in open_dataset(store)["x"].data.blocks:
+        streamed.partial_fit(block)
+    assert -streamed.score(X) <= 1.02 * whole.inertia_
+    hand = KMeans(2, init=np.array([[0.0], [10.0]]), n_init=1, scheduler="sync")
+    hand.partial_fit(np.array([[1.0], [3.0], [9.0]]))
+    np.testing.assert_allclose(hand.cluster_centers_, [[2.0], [9.0]])
+    hand.partial_fit(np.array([[5.0], [11.0]]), sample_weight=np.array([2.0, 1.0]))
+    np.testing.assert_allclose(hand.cluster_centers_, [[(1 + 3 + 2 * 5) / 4], [(9 + 11) / 2]])
+    np.testing.assert_allclose(hand.counts_, [4.0, 2.0])
