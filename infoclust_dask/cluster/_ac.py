@@ -458,6 +458,13 @@ class AssociativeClustering(InfoclustEstimator):
         X, _ = prepare_input(self, X, reset=False)
         return voronoi_labels(X, self.cluster_centers_x_, lazy=engine.is_lazy(X))
 
+    def predict(self, X: DataLike, y: DataLike | None = None) -> Any:
+        """Each view's cluster (issue 54: scikit-learn's ``predict``): the
+        x-view clusters of ``X`` (:meth:`predict_x`), and with the paired
+        ``y`` the tuple ``(x-view clusters, y-view clusters)``."""
+        labels_x = self.predict_x(X)
+        return labels_x if y is None else (labels_x, self.predict_y(y))
+
     @data_method
     def predict_y(self, Y: DataLike) -> Labels:
         """y-view cluster of each sample: its nearest y prototype."""

@@ -553,9 +553,9 @@ class SMIC(ClusterMixin, InfoclustEstimator):
         the first). Cost: two passes over the training data for any number
         of new rows (in one graph each). For the training rows themselves use
         ``labels_`` (the in-sample rule); ``predict`` treats its input as new
-        points.
-        """
-        return np.argmax(self._proba(X), axis=1)
+        points. Lazy input gives lazy labels."""
+        labels = np.argmax(self._proba(X), axis=1)
+        return engine.as_lazy(labels) if engine.is_lazy(X) else labels
 
     @data_method
     def predict_proba(self, X: DataLike) -> Labels:

@@ -292,3 +292,17 @@ def test_store_fit_and_bootstrap_flow(prefect_harness, tmp_path):
     assert summary["n_boot"] == 2 and len(out["most_over"]) == 3
     model = load_model(run / "ac-reference-model.json")
     np.testing.assert_array_equal(model.predict_x(X), ac.predict_x(X))
+
+
+def test_predict_gives_each_views_cluster():
+    """Issue 54: AssociativeClustering had no predict; now predict(X) is the x-view clusters and
+    predict(X, y) the pair, equal to predict_x / predict_y, lazy on dask input."""
+    X, Y = make_paired_dependency(400, random_state=0)[:2]
+    ac = AssociativeClustering((3, 2), sigma=0.5, random_state=0, scheduler="sync", max_iter=5).fit(X, Y)
+    np.testing.assert_array_equal(ac.predict(X), ac.predict_x(X))
+    lx, ly = ac.predict(X, Y)
+    np.testing.assert_array_equal(lx, ac.predict_x(X))
+    np.testing.assert_array_equal(ly, ac.predict_y(Y))
+    lazy = ac.predict(da.from_array(X, chunks=100))
+    assert isinstance(lazy, da.Array)
+    np.testing.assert_array_equal(lazy.compute(), lx)

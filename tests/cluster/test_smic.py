@@ -307,7 +307,6 @@ def test_rows_without_evidence_get_the_prior_and_a_warning_that_counts_them():
     import warnings
 
     from infoclust_dask import SMIC
-    from infoclust_dask.datasets import make_smic_toy
 
     X, _ = make_smic_toy("double_spirals", random_state=0)
     # t = 4 splits a spiral into two components: 61 rows lie in one no eigenvector covers (fit says so)
@@ -327,3 +326,17 @@ def test_rows_without_evidence_get_the_prior_and_a_warning_that_counts_them():
         p = m.fitted_proba()
     said = [w for w in seen if "no positive posterior estimate" in str(w.message)]
     assert len(said) == 1 and "training rows" in str(said[0].message) and said[0].filename == __file__
+
+
+def test_predict_on_dask_input_is_lazy():
+    """Issue 54: SMIC.predict(dask array) returned numpy; every other estimator returns dask."""
+    import dask.array as da
+
+    from infoclust_dask import SMIC
+
+    X = np.vstack([np.random.default_rng(0).normal(size=(60, 2)) + c for c in ((0, 0), (6, 0))])
+    model = SMIC(2, t=5, random_state=0, scheduler="sync").fit(X)
+    new = np.random.default_rng(1).normal(size=(30, 2))
+    lazy = model.predict(da.from_array(new, chunks=10))
+    assert isinstance(lazy, da.Array)
+    np.testing.assert_array_equal(lazy.compute(), model.predict(new))
