@@ -193,6 +193,17 @@ def _check_before_run(est, args, n_rows):
         raise ValueError(f"-k {args.k} is larger than the store's {n_rows} rows; use at most {n_rows} clusters.")
 
 
+def _remove_unused_run(run) -> None:
+    """Remove the run folder this command made for a fit that refused its data or parameters (a
+    ValueError or TypeError, which a resume would raise again): only its checks' passes are in it. A fit
+    stopped otherwise (a kill, a lost worker, Ctrl-C) keeps its folder to resume."""
+    import shutil
+
+    local = isinstance(run, Path) and run.is_dir()
+    if local and not (run / "model.json").exists():
+        shutil.rmtree(run, ignore_errors=True)
+
+
 def _cmd_fit(args):
     from . import engine
     from .io.store import open_dataset
@@ -228,7 +239,12 @@ def _cmd_fit(args):
         _note(args, f"run folder: {run} (resume a killed fit with --resume {run})")
     t0 = time.perf_counter()
     warm = {"init": args.warm_start} if args.warm_start else {}
-    method.fit(est, ds, vars(args), **({"resume": run} if args.resume else {"checkpoint": run}), **warm)
+    try:
+        method.fit(est, ds, vars(args), **({"resume": run} if args.resume else {"checkpoint": run}), **warm)
+    except (ValueError, TypeError):  # the estimator refused the data: the new run folder goes
+        if not args.resume:
+            _remove_unused_run(run)
+        raise
     seconds = time.perf_counter() - t0
     ran = getattr(est, "runner_", {"runner": str(sched), "reason": ""})
     _note(args, f"infoclust: ran {ran['runner']}: {ran['reason']}")
@@ -270,52 +286,9 @@ def _cmd_fit(args):
 
 
 def _cmd_predict(args):
-    from . import engine
-    from .io.labels import add_labels, check_label_name
-    from .io.store import open_dataset
-    from .runs import load_model
+    from .commands.predict import predict_command
 
-    if args.write_labels is not None:
-        check_label_name(args.write_labels)
-        from .storage.paths import is_url
-
-        if is_url(args.store):  # before the prediction, not after it
-            raise ValueError(f"--write-labels adds a variable to a store on a local or shared file system; "
-                             f"'{args.store}' is a URL. Use --out labels.npy instead.")
-    if args.write_labels is None and not args.out:
-        raise ValueError("Say where the labels go: --write-labels NAME (a variable of the store) and/or "
-                         "--out FILE.npy.")
-    from .storage.location import run_path
-
-    if args.out and run_path(args.out, "output file").exists() and not args.overwrite:
-        raise FileExistsError(f"'{args.out}' exists; pass --overwrite to replace it.")
-    model = load_model(args.model)
-    # AssociativeClustering: the x-view clusters, from the x prototypes (predict_y needs the y view)
-    predict = getattr(model, "predict", None) or getattr(model, "predict_x", None)
-    if predict is None or not getattr(model, "predicts_from_saved_model", True):
-        raise ValueError(f"This saved {type(model).__name__} cannot predict new rows: its predict needs the training "
-                         "rows and state, which a model fitted on in-memory arrays does not keep. Fit it on a store "
-                         "(`infoclust fit smic STORE`) to get a model that predicts.")
-    ds = open_dataset(args.store, trust=args.trust)
-    model.set_params(scheduler=None)  # the runner installed here: named, else placed by the store's size
-    with engine.installed(_scheduler(args), data=ds["x"]):
-        t0 = time.perf_counter()
-        labels = predict(ds["x"])  # lazy: one block at a time
-        if args.write_labels is not None:
-            add_labels(args.store, args.write_labels, labels, overwrite=args.overwrite,
-                       attrs={"model": _where(args.model)})
-            labels = open_dataset(args.store, trust=args.trust)[args.write_labels].data
-        values = np.asarray(engine.compute(labels))  # once, for the counts and the file
-    counts = np.bincount(values.ravel())
-    if args.out:
-        from .runs import write_npy
-
-        write_npy(args.out, values, overwrite=args.overwrite)
-    print(json.dumps({"model": str(args.model), "store": str(args.store), "n_samples": int(ds.sizes["sample"]),
-                      "cluster_sizes": counts.tolist(), "written": [w for w in (
-                          args.write_labels and f"{args.store}:{args.write_labels}", args.out) if w],
-                      "seconds": round(time.perf_counter() - t0, 3)}, indent=2))
-    return 0
+    return predict_command(args, _scheduler(args))
 
 
 def _preflight_scheduler(args):
@@ -458,12 +431,15 @@ def build_parser() -> CommandParser:
 
     _add_fit_parsers(sub)
 
-    pp = sub.add_parser("predict", help="apply a saved model (a run folder's model.json) to a store, block by "
-                                        "block")
-    pp.add_argument("model", help="model.json written by `infoclust fit`")
-    pp.add_argument("store", help="dataset store (zarr folder) with the model's features")
+    pp = sub.add_parser("predict", help="apply a saved model (a run folder or its model.json) to a store, block "
+                                        "by block, or to the rows of a .npy/.npz/.csv/.parquet file; labels to "
+                                        "the store, a .npy file or stdout (JSON)")
+    pp.add_argument("model", help="model.json written by `infoclust fit`, or its run folder")
+    pp.add_argument("store", help="dataset store (zarr folder) with the model's features, or a .npy/.npz/.csv/"
+                                  ".parquet file of rows (read as ingest reads them, taken as they are)")
     pp.add_argument("--write-labels", default=None, metavar="NAME", help="add the labels to the store as NAME")
-    pp.add_argument("--out", default=None, metavar="FILE.npy", help="also write the labels to a .npy file")
+    pp.add_argument("--out", default=None, metavar="FILE.npy", help="write the labels to a .npy file (without "
+                                                                    "--out or --write-labels: in the JSON on stdout)")
     pp.add_argument("--overwrite", action="store_true", help="replace an existing NAME / FILE")
     pp.add_argument("--scheduler", default=None, help=_SCHEDULER_HELP)
     pp.add_argument("--trust", action="store_true", help="read a store of this package whose chunk manifest is missing, unchecked")

@@ -430,8 +430,9 @@ def test_fit_write_labels_then_predict_a_saved_model_block_by_block(tmp_path, ca
     np.testing.assert_array_equal(np.load(out), stored)
     np.testing.assert_array_equal(open_dataset(store)["again"].values, stored)
     assert sum(report["cluster_sizes"]) == 5000
-    assert main(["predict", str(run / "model.json"), str(store), "--scheduler", "sync"]) == 2
-    assert "--write-labels NAME" in capsys.readouterr().err
+    capsys.readouterr()  # neither --out nor --write-labels (issue 54): the labels in the JSON on stdout
+    assert main(["predict", str(run / "model.json"), str(store), "--scheduler", "sync"]) == 0
+    np.testing.assert_array_equal(json.loads(capsys.readouterr().out)["labels"], stored)
     assert main(["predict", str(run / "model.json"), str(store), "--write-labels", "x", "--overwrite"]) == 2
     assert "'x' cannot name a label variable" in capsys.readouterr().err
 
@@ -475,3 +476,40 @@ def test_warnings_of_a_cli_run_are_one_line_without_a_source_line(tmp_path):
     assert lines == ["infoclust: warning: ConvergenceWarning: DiscriminativeClustering: conjugate gradients stopped "
                      "at max_iter=2; increase max_iter for a tighter optimum."], r.stderr
     assert ".py:" not in r.stderr
+
+
+def test_predict_reads_rows_from_files_and_prints_labels(tmp_path, capsys):
+    """Issue 54: `infoclust predict MODEL rows.npy` failed with "not a zarr group"; without --out or
+    --write-labels it refused. Now .npy/.npz/.csv/.parquet rows are read as ingest reads them and the labels
+    come back in the JSON on stdout (or in --out); rows for a model of a standardized store are refused."""
+    from infoclust_dask.datasets import load_bundled
+
+    X = np.asarray(load_bundled("wine")[0], dtype=np.float64)
+    assert main(["ingest", "wine", str(tmp_path / "w.zarr")]) == 0
+    assert main(["fit", "kmeans", str(tmp_path / "w.zarr"), "-k", "3", "-q", "--storage", str(tmp_path / "st")]) == 0
+    run = next((tmp_path / "st" / "runs").iterdir())
+    expected = load_model(run / "model.json").predict(X[:7]).tolist()
+    np.save(tmp_path / "rows.npy", X[:7])
+    np.savetxt(tmp_path / "rows.csv", X[:7], delimiter=",")
+    for rows in ("rows.npy", "rows.csv"):
+        capsys.readouterr()
+        assert main(["predict", str(run), str(tmp_path / rows)]) == 0
+        out = json.loads(capsys.readouterr().out)
+        assert out["labels"] == expected and out["n_samples"] == 7 and out["written"] == []
+    assert main(["predict", str(run), str(tmp_path / "rows.npy"), "--out", str(tmp_path / "l.npy")]) == 0
+    assert np.load(tmp_path / "l.npy").tolist() == expected
+    assert main(["predict", str(run), str(tmp_path / "rows.npy"), "--write-labels", "k"]) == 2
+    assert "is a file" in capsys.readouterr().err
+    assert main(["ingest", "wine", str(tmp_path / "s.zarr"), "--standardize"]) == 0
+    assert main(["fit", "kmeans", str(tmp_path / "s.zarr"), "-k", "3", "-q", "--storage", str(tmp_path / "st2")]) == 0
+    capsys.readouterr()
+    assert main(["predict", str(next((tmp_path / "st2" / "runs").iterdir())), str(tmp_path / "rows.npy")]) == 2
+    assert "which ingest standardized" in capsys.readouterr().err
+
+
+def test_a_fit_that_refuses_its_data_leaves_no_run_folder(tmp_path, capsys):
+    """Issue 54: a failed `fit cmbc` on non-binary data left a run folder behind."""
+    assert main(["ingest", "wine", str(tmp_path / "w.zarr")]) == 0
+    assert main(["fit", "cmbc", str(tmp_path / "w.zarr"), "-k", "2", "-q", "--storage", str(tmp_path / "st")]) == 2
+    assert "must be binary" in capsys.readouterr().err
+    assert not (tmp_path / "st" / "runs").exists() or not list((tmp_path / "st" / "runs").iterdir())

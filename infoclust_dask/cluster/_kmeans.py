@@ -340,8 +340,8 @@ class KMeans(ClusterColumnsOut, ClusterMixin, TransformerMixin, InfoclustEstimat
         y : ignored
         sample_weight : array-like of shape (n_batch,), default=None
         """
-        if hasattr(X, "compute") and not hasattr(X, "sizes"):  # a dask block: small by intent
-            X = X.compute()
+        if engine.is_lazy(X) and not hasattr(X, "sizes"):  # a dask block: small by intent
+            X = np.asarray(engine.compute(X))
         first = not hasattr(self, "counts_")
         if first:
             validate_params(self)
