@@ -1,0 +1,99 @@
+"""Lloyd iterations at several (n, d, k) against scikit-learn (Lloyd and
+Elkan) and faiss, same float32 data and the same initial centres, in
+picoseconds per point x centre x dimension per iteration (issue 55), with
+the machine's float32 fused-multiply-add limit beside it (2 flops per
+point x centre x dimension). Also the final inertia of each.
+
+    python benchmarks/kmeans_large_k.py                         # 2e5 x 128, k = 1024 and 1e6 x 16, k = 16
+    python benchmarks/kmeans_large_k.py --shapes 200000,128,1024 --iters 5 40
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+import numpy as np
+
+
+def _data(n: int, d: int, k: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(scale=4.0, size=(min(k, 64), d))
+    X = (centres[rng.integers(0, len(centres), n)] + rng.normal(size=(n, d))).astype(np.float32)
+    C0 = X[rng.choice(n, k, replace=False)].copy()
+    return X, C0
+
+
+def _inertia(X: np.ndarray, C: np.ndarray) -> float:
+    from infoclust_dask import KMeans
+
+    km = KMeans(len(C), init=C, n_init=1, max_iter=1, scheduler="sync")
+    km.cluster_centers_, km.n_features_in_ = np.asarray(C, dtype=np.float64), X.shape[1]
+    return -km.score(X)
+
+
+def ours(X, C0, iters):
+    from infoclust_dask import KMeans
+
+    t = time.perf_counter()
+    km = KMeans(len(C0), init=C0, n_init=1, max_iter=iters, tol=0.0, scheduler="sync").fit(X)
+    return time.perf_counter() - t, km.cluster_centers_, km.n_iter_
+
+
+def sklearn(X, C0, iters, algorithm="lloyd"):
+    from sklearn.cluster import KMeans
+
+    t = time.perf_counter()
+    km = KMeans(len(C0), init=C0, n_init=1, max_iter=iters, tol=0.0, algorithm=algorithm).fit(X)
+    return time.perf_counter() - t, km.cluster_centers_, km.n_iter_
+
+
+def faiss_(X, C0, iters):
+    import faiss
+
+    t = time.perf_counter()
+    km = faiss.Kmeans(X.shape[1], len(C0), niter=iters, seed=0, max_points_per_centroid=10**9)
+    km.train(X, init_centroids=C0)
+    return time.perf_counter() - t, km.centroids, iters
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--shapes", nargs="+", default=["200000,128,1024", "1000000,16,16"])
+    p.add_argument("--iters", type=int, nargs="+", default=[5])
+    p.add_argument("--peak-gflops", type=float, default=None,
+                   help="the machine's float32 FMA limit in Gflop/s (default: measured by one large sgemm)")
+    a = p.parse_args()
+    if a.peak_gflops is None:
+        m = np.random.default_rng(0).normal(size=(2048, 2048)).astype(np.float32)
+        m @ m
+        t = time.perf_counter()
+        for _ in range(5):
+            m @ m
+        a.peak_gflops = 5 * 2 * 2048**3 / (time.perf_counter() - t) / 1e9
+    limit = 2 / a.peak_gflops * 1e3  # ps per point x centre x dimension at the sgemm rate
+    print(f"{os.cpu_count()} cores; sgemm {a.peak_gflops:.0f} Gflop/s = {limit:.1f} ps per point x centre x dimension")
+    print("| n x d, k | iterations | ours ps | scikit-learn Lloyd ps | scikit-learn Elkan ps | faiss ps | "
+          "ours / faiss | ours / sklearn | inertia ours / faiss |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for shape in a.shapes:
+        n, d, k = (int(v) for v in shape.split(","))
+        X, C0 = _data(n, d, k)
+        for iters in a.iters:
+            res = {}
+            for name, fn in (("ours", ours), ("sk", sklearn), ("elkan", lambda X, C, i: sklearn(X, C, i, "elkan")),
+                             ("faiss", faiss_)):
+                if name == "elkan" and k * n > 2e8:  # n x k bounds: skip where they would not fit comfortably
+                    res[name] = None
+                    continue
+                fn(X[: min(n, 20000)], C0, 1)  # warm: compilation, thread pools
+                seconds, centres, done = fn(X, C0, iters)
+                res[name] = (seconds / max(done, 1) / (n * k * d) * 1e12, _inertia(X, centres))
+            o, s, e, f = res["ours"], res["sk"], res["elkan"], res["faiss"]
+            print(f"| {n} x {d}, {k} | {iters} | {o[0]:.1f} | {s[0]:.1f} | {e[0] if e else float('nan'):.1f} | "
+                  f"{f[0]:.1f} | {o[0] / f[0]:.2f} | {o[0] / s[0]:.2f} | {o[1] / f[1]:.5f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
