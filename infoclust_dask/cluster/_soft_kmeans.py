@@ -374,6 +374,50 @@ class SoftKMeans(ClusterColumnsOut, ClusterMixin, TransformerMixin, InfoclustEst
         self.labels_ = voronoi_labels(X, self.cluster_centers_, lazy=info.lazy_input)
         return self
 
+    def partial_fit(self, X: DataLike, y: Any = None, sample_weight: DataLike | None = None) -> Self:
+        """Update the centres with one batch of rows: on-line EM at the fixed
+        stiffness ``beta`` (no annealing).
+
+        The first call seeds the centres from its batch (``init``); each
+        call computes the batch's responsibilities (20.7) at ``beta`` and
+        moves each centre to the responsibility-weighted running mean of
+        every row seen, ``m_j += (S_j - R_j m_j) / r_j`` with the batch's
+        ``R_j = sum r_nj`` and ``S_j = sum r_nj x_n`` and ``r_j``
+        (``counts_``) their total so far - stepwise EM with step ``R_j / r_j``
+        (MacKay 2003, ch. 20; Neal & Hinton 1998's incremental EM without
+        removing old contributions). It converges towards the fixed point of
+        soft K-means at ``beta`` that ``fit(beta_schedule=[beta])`` reaches
+        from the same start; the annealed ``fit`` may end elsewhere.
+        """
+        if engine.is_lazy(X) and not hasattr(X, "sizes"):  # a dask block: small by intent
+            X = np.asarray(engine.compute(X))
+        first = not hasattr(self, "counts_")
+        if first:
+            validate_params(self)
+        X, info = prepare_input(self, X, reset=first, need_moments=first)
+        w = check_sample_weight(sample_weight, X)
+        Xb = np.asarray(X, dtype=np.float64)
+        wb = np.ones(len(Xb)) if w is None else np.asarray(engine.compute(w), dtype=np.float64)
+        if first:
+            check_n_clusters(self, self.n_clusters, len(Xb))
+            rng = check_random_state(self.random_state)
+            self.cluster_centers_ = np.array(self._initial_centers(X, w, info, False, rng), dtype=np.float64)
+            self.counts_ = np.zeros(self.n_clusters)
+            self.beta_ = float(self.beta)
+            self.n_steps_ = 0
+        centers = self.cluster_centers_
+        r = np.asarray(engine.compute(engine.map_blocks(
+            RESPONSIBILITIES, Xb, params={"centers": centers, "beta": self.beta_},
+            trailing_shape=(self.n_clusters,)))) * wb[:, None]
+        weight = r.sum(axis=0)
+        self.counts_ = self.counts_ + weight
+        moved = self.counts_ > 0
+        centers = centers.copy()
+        centers[moved] += (r.T @ Xb - weight[:, None] * centers)[moved] / self.counts_[moved, None]
+        self.cluster_centers_ = centers
+        self.n_steps_ += 1
+        return self
+
     def _initial_centers(self, X: Any, w: Any, info: Any, annealing: bool, rng: Any) -> Any:
         """The starting centres: all at the (weighted) mean when annealing
         (the high-temperature solution, MacKay 2003 ch. 20), else ``init``."""

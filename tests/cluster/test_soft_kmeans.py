@@ -362,3 +362,30 @@ def test_center_groups_equal_single_linkage_by_brute_force(seed):
     got = sorted(sorted(g) for g in center_groups(c, tol))
     assert got == ref
     assert any({6, 7, 8} <= set(g) for g in got) and any({4, 5} <= set(g) for g in got)
+
+
+def test_partial_fit_converges_to_the_fixed_point_at_its_beta():
+    """Issue 54: SoftKMeans.partial_fit (on-line EM at the fixed beta) over 20 blocks ends at the centres of
+    soft K-means at that beta (fit with beta_schedule=[beta]) to 1e-2 on separated blobs; the counts are the
+    rows seen; a weight-2 row counts as two rows."""
+    import dask.array as da
+
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(size=(2000, 2)) + c for c in ((0, 0), (6, 0), (0, 6))])
+    X = X[rng.permutation(len(X))]
+    C0 = np.array([[1.0, 1.0], [5.0, 1.0], [1.0, 5.0]])
+    whole = SoftKMeans(3, beta=2.0, beta_schedule=[2.0], init=C0, scheduler="sync").fit(X)
+    online = SoftKMeans(3, beta=2.0, init=C0, scheduler="sync")
+    for block in da.from_array(X, chunks=300).blocks:
+        online.partial_fit(block)
+    assert online.n_steps_ == 20 and online.counts_.sum() == pytest.approx(len(X))
+
+    def rows(c):
+        return c[np.lexsort(np.round(c, 1).T[::-1])]
+
+    np.testing.assert_allclose(rows(online.cluster_centers_), rows(whole.cluster_centers_), atol=1e-2)
+    once = SoftKMeans(2, beta=1.0, init=np.array([[0.0], [4.0]]), scheduler="sync")
+    once.partial_fit(np.array([[0.0], [4.0], [4.0]]))
+    twice = SoftKMeans(2, beta=1.0, init=np.array([[0.0], [4.0]]), scheduler="sync")
+    twice.partial_fit(np.array([[0.0], [4.0]]), sample_weight=np.array([1.0, 2.0]))
+    np.testing.assert_allclose(once.cluster_centers_, twice.cluster_centers_, rtol=1e-12)
