@@ -68,7 +68,7 @@ def _agreement_with_label(est: Any, ds: Any) -> dict | None:
     """ARI and NMI of an unsupervised fit's training clusters against the
     store's own ``label`` (None without one): what a user fitting K-means on
     a labelled data set wants to know first."""
-    labels = getattr(est, "labels_", None)
+    labels = getattr(est, "labels_", getattr(est, "labels_x_", None))  # AC: the x-view clusters
     if ds is None or "label" not in getattr(ds, "data_vars", {}) or labels is None or np.ndim(labels) != 1:
         return None
     from . import engine
@@ -147,7 +147,7 @@ class Method:
         heatmap of every ``contingency_vs_<name>`` table in it (listed under
         ``"plots"``)."""
         out = est.run_summary(ds) if callable(getattr(est, "run_summary", None)) else {}
-        agreement = _agreement_with_label(est, ds) if self.aux != "label" else None
+        agreement = _agreement_with_label(est, ds)  # every method (issue 54: one schema), supervised ones too
         if agreement is not None:
             out["agreement_with_label"] = agreement
         tables = {k.removeprefix("contingency_vs_"): v for k, v in out.items() if k.startswith("contingency_vs_")}

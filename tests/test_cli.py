@@ -245,7 +245,7 @@ def test_fit_smic_on_a_labelled_store(tmp_path, capsys):
     assert rc == 0, out + err
     assert "[SMIC] t=10: 1 connected component(s), LSMI=" in err  # one progress line per candidate, on stderr
     summary = json.loads(out[out.index("{\n"):out.rindex("}") + 1])
-    assert summary["ari_vs_label"] == 1.0 and sorted(map(int, summary["lsmi"])) == list(range(1, 11))
+    assert summary["agreement_with_label"]["ari"] == 1.0 and sorted(map(int, summary["lsmi"])) == list(range(1, 11))
     model = load_model(next((tmp_path / "runs").glob("*-smic-*")) / "model.json")
     assert 4 in model.t_excluded_ and summary["t"] not in model.t_excluded_
     eligible = {int(t): v for t, v in summary["lsmi"].items() if int(t) not in model.t_excluded_}

@@ -31,8 +31,8 @@ def test_fit_the_mixture_baselines(iris, tmp_path, capsys, method, cls, monkeypa
     ref = cls(3, random_state=0, scheduler="sync").fit(*((x, label) if method == "mda2" else (x,)))
     np.testing.assert_allclose(summary["loglik"], ref.loglik_history_[-1], rtol=1e-10)
     assert summary["cluster_sizes"] == np.bincount(ref.labels_, minlength=3).tolist()
-    # the supervised baseline is fitted with the label: no "agreement" with what it was given
-    assert ("agreement_with_label" in summary) == (method == "mog")
+    # every method reports it (issue 54: one schema); for the supervised baseline it is its training fit
+    assert set(summary["agreement_with_label"]) == {"ari", "nmi"}
     assert Path(summary["run_dir"]).is_dir()
 
 
@@ -48,3 +48,34 @@ def test_unsupervised_fit_reports_agreement_with_the_stores_label(iris, tmp_path
     assert summary["agreement_with_label"] == pytest.approx(
         {"ari": adjusted_rand_score(truth, pred), "nmi": normalized_mutual_info_score(truth, pred)}, rel=1e-12)
     assert 0.6 < summary["agreement_with_label"]["ari"] < 0.8  # K-means on raw iris: ~0.73
+
+
+FIT_KEYS = {"method", "store", "n_samples", "n_features", "n_clusters", "runner", "seconds", "run_dir",
+            "agreement_with_label"}
+
+
+@pytest.mark.parametrize("method", ["kmeans", "softkmeans", "dc", "mda2", "mog", "smic", "ac", "cmbc"])
+def test_every_fit_prints_one_json_schema(method, tmp_path, capsys):
+    """Issue 54: the fit JSON differed by method - dc and mda2 omitted the agreement with the store's label,
+    smic reported it twice under two names. Every fit now prints the keys of docs/cli.md's schema, the
+    agreement as {"ari", "nmi"} of the training clusters against the store's label."""
+    from infoclust_dask import write_dataset
+
+    rng = np.random.default_rng(0)
+    label = np.repeat([0, 1, 2], 40)
+    if method == "cmbc":
+        X = (rng.random((120, 12)) < np.where(label[:, None] == np.arange(12) % 3, 0.8, 0.1)).astype(np.uint8)
+        store = write_dataset(tmp_path / "s.zarr", X, label=label)
+    else:
+        X = rng.normal(size=(120, 3)) + 4 * label[:, None]
+        extra = {"y": X[:, :2] + rng.normal(scale=0.1, size=(120, 2))} if method == "ac" else {}
+        store = write_dataset(tmp_path / "s.zarr", X, label=label, **extra)
+    argv = ["fit", method, str(store), "-k", "3", "-q", "--storage", str(tmp_path / "st")]
+    if method == "cmbc":
+        argv += ["--known", "none"]
+    capsys.readouterr()
+    assert main(argv) == 0, capsys.readouterr().err
+    out = json.loads(capsys.readouterr().out)
+    assert FIT_KEYS <= set(out), FIT_KEYS - set(out)
+    assert set(out["agreement_with_label"]) == {"ari", "nmi"}
+    assert not [k for k in out if k.startswith("ari_vs")]
