@@ -42,10 +42,20 @@ def _env(state, tmp_path):
 
 
 def _api(state, path, body=None):
-    req = urllib.request.Request(state["prefect_api_url"] + path, data=json.dumps(body or {}).encode(),
-                                 headers={"Content-Type": "application/json"}, method="POST")
-    with urllib.request.urlopen(req, timeout=30) as r:  # noqa: S310 - 127.0.0.1 only
-        return json.loads(r.read())
+    """POST to the server's API; a 503 (the server busy under the whole suite: its SQLite locked) is
+    asked again, up to 10 times in 20 s."""
+    import urllib.error
+
+    for attempt in range(10):
+        req = urllib.request.Request(state["prefect_api_url"] + path, data=json.dumps(body or {}).encode(),
+                                     headers={"Content-Type": "application/json"}, method="POST")
+        try:
+            with urllib.request.urlopen(req, timeout=30) as r:  # noqa: S310 - 127.0.0.1 only
+                return json.loads(r.read())
+        except urllib.error.HTTPError as exc:
+            if exc.code != 503 or attempt == 9:
+                raise
+            time.sleep(2)
 
 
 def _executed(client):

@@ -398,11 +398,11 @@ def _s3(tmp_path, s3_bucket, monkeypatch, examples, steps):
 
 
 def test_the_store_against_its_model_on_a_local_disk(tmp_path):
-    _local(tmp_path, examples=4, steps=8)
+    _local(tmp_path, examples=3, steps=8)
 
 
 def test_the_store_against_its_model_on_s3_with_faults(tmp_path, s3_bucket, monkeypatch):
-    _s3(tmp_path, s3_bucket, monkeypatch, examples=2, steps=6)
+    _s3(tmp_path, s3_bucket, monkeypatch, examples=1, steps=8)
 
 
 @pytest.mark.slow

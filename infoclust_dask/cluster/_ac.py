@@ -458,6 +458,7 @@ class AssociativeClustering(InfoclustEstimator):
         X, _ = prepare_input(self, X, reset=False)
         return voronoi_labels(X, self.cluster_centers_x_, lazy=engine.is_lazy(X))
 
+    @data_method
     def predict(self, X: DataLike, y: DataLike | None = None) -> Any:
         """Each view's cluster (issue 54: scikit-learn's ``predict``): the
         x-view clusters of ``X`` (:meth:`predict_x`), and with the paired

@@ -337,12 +337,15 @@ class DiscriminativeClustering(InfoclustEstimator):
         cands = [(s, lam) for s in sigmas for lam in lams]
         with Steps(self, len(cands) * len(splits), "DC: width search", unit="fit") as bar:
 
+            seen: list = []
+
             def progress(info):
                 s, lam = info["candidate"]
                 bar.update(1, sigma=f"{s:.3g}", score=f"{info['score']:.5g}")
-                if self.verbose:
-                    say(f"[DC] sigma {s:.4g} lambda={lam:.4g}, split {info['split'] + 1}/{len(splits)}: held-out "
-                        f"log posterior (9) per row {info['score']:.6g}")
+                seen.append(info["score"])
+                if self.verbose and info["split"] == len(splits) - 1:  # one line per candidate
+                    say(f"[DC] sigma {s:.4g} lambda={lam:.4g}: held-out log posterior (9) per row "
+                        f"{np.mean(seen[-len(splits):]):.6g} (mean of {len(splits)} splits)")
 
             (sigma, lam), table = optimize.repeated_held_out_search(
                 cands, splits, fit_on_train, valid_score, smoother=lambda cand: (cand[0], -cand[1]),
