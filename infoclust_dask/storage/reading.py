@@ -200,23 +200,39 @@ def open_dataset(path: str | os.PathLike | Location, *, storage_options: dict | 
         return _open_dataset(path, storage_options=storage_options, trust=trust)
 
 
-#: attempts (and the seconds between them) of a reader that found a store inconsistent while no writer
-#: holds its lock: a writer may have committed between the reader's reads (a local writer releases its lock
-#: when done; an object store has no lock), and a damaged store stays damaged
-DAMAGED_RETRIES = (0.0, 0.3, 1.0)
+#: seconds between a reader's attempts to open a store it found inconsistent while no writer holds its lock,
+#: as long as the store keeps changing between attempts (a writer committing: a local writer may have
+#: released its lock, an object store has none); a store that does not change is damaged, said at once
+CHANGING_RETRIES = (0.3, 0.6, 1.0, 2.0)
+
+
+def _state(path: Any, storage_options: dict | None) -> str | None:
+    """A digest of the store's group metadata and manifests (None when they cannot be read)."""
+    from .manifest import store_digest
+
+    try:
+        return store_digest(path, storage_options)
+    except (OSError, ValueError, KeyError):
+        return None
 
 
 def _open_again(path: Any, storage_options: dict | None, trust: bool, first: StoreError) -> Any:
-    """Open once more after each of :data:`DAMAGED_RETRIES`; the first error if the store stays damaged."""
+    """Open once more at once (a writer may have committed between the first open's reads); then, while
+    the store's metadata keeps changing, after each of :data:`CHANGING_RETRIES`; else the first error."""
     import time
 
-    for pause in DAMAGED_RETRIES:
+    seen = _state(path, storage_options)
+    for pause in (0.0, *CHANGING_RETRIES):
         time.sleep(pause)
         try:
             return _open_dataset(path, storage_options=storage_options, trust=trust)
         except StoreError as exc:
             if "damaged" not in str(exc) and not isinstance(exc, StoreChanged):
                 raise
+        now = _state(path, storage_options)
+        if now == seen:  # nothing is being written: the damage is real
+            raise first
+        seen = now
     raise first
 
 
