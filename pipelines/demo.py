@@ -111,7 +111,13 @@ def fit_dc(store: str, n_clusters: int, scheduler: str | None, seed: int, run_di
 
         mog = IsotropicGaussianMixture(n_clusters, random_state=seed).fit(X)
         mda = MDA2(n_clusters, random_state=seed).fit(X, c)
+        streamed = KMeans(n_clusters, random_state=seed)  # K-means fed block by block, as a stream would
+        blocks = list(ds["x"].data.blocks)
+        for block in blocks:
+            streamed.partial_fit(block)
         return {"sigma": dc.sigma_, "log_posterior": dc.score(X, c), "kmeans_log_posterior": lp(km.labels_),
+                "streamed": {"blocks": len(blocks), "inertia_ratio": -streamed.score(X) / km.inertia_},
+                "mog_bic": mog.bic(X),
                 "mog_log_posterior": lp(mog.labels_), "mda2_log_posterior": lp(mda.labels_),
                 "contingency": dc.contingency_.tolist(), "evaluations": len(dc.objective_history_),
                 "seconds": round(seconds, 2)}
