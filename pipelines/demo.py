@@ -111,8 +111,9 @@ def fit_dc(store: str, n_clusters: int, scheduler: str | None, seed: int, run_di
 
         mog = IsotropicGaussianMixture(n_clusters, random_state=seed).fit(X)
         mda = MDA2(n_clusters, random_state=seed).fit(X, c)
-        streamed = KMeans(n_clusters, random_state=seed)  # K-means fed block by block, as a stream would
-        blocks = list(ds["x"].data.blocks)
+        streamed = KMeans(n_clusters, random_state=seed)  # K-means fed 20 blocks in turn, as a stream would
+        rows = ds["x"].data
+        blocks = list(rows.rechunk((max(-(-rows.shape[0] // 20), n_clusters), -1)).blocks)
         for block in blocks:
             streamed.partial_fit(block)
         return {"sigma": dc.sigma_, "log_posterior": dc.score(X, c), "kmeans_log_posterior": lp(km.labels_),
