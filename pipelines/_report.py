@@ -109,7 +109,7 @@ def _dc_lines(dc: dict, cv: dict | None) -> list[str]:
         f"- log posterior (9) of the partition: DC {dc['log_posterior']:.2f} vs K-means "
         f"{dc['kmeans_log_posterior']:.2f}, MoG {dc['mog_log_posterior']:.2f}, MDA2 {dc['mda2_log_posterior']:.2f} "
         "(higher is better; same number of clusters)",
-        *([f"- K-means streamed through `partial_fit`, one pass over the rows in {dc['streamed']['blocks']} blocks: "
+        *([f"- K-means streamed through `partial_fit`, one pass over the rows in store order in {dc['streamed']['blocks']} blocks (a class-sorted set is a stream's hard case: the first block seeds every centre): "
            f"inertia {dc['streamed']['inertia_ratio']:.4f} x the full fit's; MoG's BIC {dc['mog_bic']:.1f}"]
           if "streamed" in dc else []),
         "- contingency table (rows clusters, columns classes):", "", *_table(dc["contingency"])]
