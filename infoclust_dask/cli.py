@@ -169,13 +169,6 @@ def _cmd_verify(args):
 VERIFY_SHOWN = 20
 
 
-def _where(path) -> str:
-    """A path made absolute, or a URL as given."""
-    from .storage.paths import is_url
-
-    return str(path).rstrip("/") if is_url(path) else str(Path(path).resolve())
-
-
 def _note(args, text):
     """A progress line on stderr, unless ``--quiet``."""
     if not getattr(args, "quiet", False):
@@ -209,6 +202,7 @@ def _cmd_fit(args):
     from .io.store import open_dataset
     from .registry import get_method
     from .runs import check_writable, new_run_dir, save_model, write_json, write_npy
+    from .storage.paths import absolute_or_url
 
     method = get_method(args.method)
     check_writable(args.storage)  # before the work, not after it
@@ -258,10 +252,10 @@ def _cmd_fit(args):
         lab = lab.data if type(lab).__module__.startswith("xarray.") else lab
         est.labels_ = np.asarray(engine.compute(lab, scheduler=engine.runner_for(named, ds["x"])))
     if hasattr(est, "eigenvectors_") and not getattr(est, "training_store_", None):
-        est.training_store_ = _where(args.store)  # SMIC's saved model reads its training rows from there
+        est.training_store_ = absolute_or_url(args.store)  # SMIC's saved model reads its training rows from there
     save_model(est, run / "model.json", overwrite=bool(args.resume))
     summary = {
-        "method": args.method, "store": _where(args.store),
+        "method": args.method, "store": absolute_or_url(args.store),
         "n_samples": int(ds["x"].shape[0]), "n_features": int(ds["x"].shape[1]),
         "n_clusters": args.k, "runner": ran, "seconds": round(seconds, 3), "run_dir": str(run),
     }

@@ -27,7 +27,7 @@ from ._whole import adopt, fit_whole, for_worker, whole_fit_bytes
 from ._xarray import XarrayIO, runner_for_call
 
 __all__ = ["InfoclustEstimator", "SHARED_CONSTRAINTS", "SHARED_PARAMETERS_DOC", "voronoi_labels", "journaled",
-           "ClusterColumnsOut"]
+           "ClusterColumnsOut", "stream_batch"]
 
 #: constraints of the parameters every estimator takes (merged into each
 #: estimator's ``_parameter_constraints``, as scikit-learn's ``_BaseKMeans`` does)
@@ -273,3 +273,22 @@ class ClusterColumnsOut:
                                  + (f" ({list(known)[:5]}...)" if known is not None else "") + "; leave it out.")
         prefix = type(self).__name__.lower()
         return np.asarray([f"{prefix}{i}" for i in range(self.n_clusters)], dtype=object)
+
+
+def stream_batch(est: Any, X: Any, sample_weight: Any) -> tuple:
+    """One batch of ``partial_fit``: a dask block computed (small by intent), the parameters validated
+    and the features recorded on the first call (``est`` has no ``counts_`` yet), checked like ``fit``'s
+    input. Returns ``(X, info or None, rows as float64, weights as float64, first)``."""
+    from .._inputs import check_sample_weight, prepare_input
+    from .._support.validation import validate_params
+
+    if engine.is_lazy(X) and not hasattr(X, "sizes"):
+        X = np.asarray(engine.compute(X))
+    first = not hasattr(est, "counts_")
+    if first:
+        validate_params(est)
+    X, info = prepare_input(est, X, reset=first, need_moments=first)
+    w = check_sample_weight(sample_weight, X)
+    rows = np.asarray(X, dtype=np.float64)
+    weights = np.ones(len(rows)) if w is None else np.asarray(engine.compute(w), dtype=np.float64)
+    return X, info, rows, weights, first

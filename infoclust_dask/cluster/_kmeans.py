@@ -25,7 +25,15 @@ from .._support.progress import say
 from .._support.validation import ArrayLike, Interval, Options, check_n_clusters, check_random_state, validate_params
 from ..kernels.kmeans import DISTANCES, INERTIA, LLOYD_FAR, LLOYD_STEP
 from ..kernels.stats import SUM_SQ
-from ._base import SHARED_CONSTRAINTS, ClusterColumnsOut, InfoclustEstimator, installs_runner, journaled, voronoi_labels
+from ._base import (
+    SHARED_CONSTRAINTS,
+    ClusterColumnsOut,
+    InfoclustEstimator,
+    installs_runner,
+    journaled,
+    stream_batch,
+    voronoi_labels,
+)
 from ._conventions import WEIGHTS
 from ._init import init_kmeans_parallel, init_kmeanspp, init_random, init_sampled_kmeanspp, seed_sample_rows
 from ._xarray import data_method
@@ -340,18 +348,11 @@ class KMeans(ClusterColumnsOut, ClusterMixin, TransformerMixin, InfoclustEstimat
         y : ignored
         sample_weight : array-like of shape (n_batch,), default=None
         """
-        if engine.is_lazy(X) and not hasattr(X, "sizes"):  # a dask block: small by intent
-            X = np.asarray(engine.compute(X))
-        first = not hasattr(self, "counts_")
-        if first:
-            validate_params(self)
-        X, _ = prepare_input(self, X, reset=first)
-        w = check_sample_weight(sample_weight, X)
-        Xb = np.asarray(X, dtype=np.float64)
-        wb = np.ones(len(Xb)) if w is None else np.asarray(engine.compute(w), dtype=np.float64)
+        X, _, Xb, wb, first = stream_batch(self, X, sample_weight)
         if first:
             self._check_params(len(Xb), Xb.shape[1])
             rng = check_random_state(self.random_state)
+            w = None if sample_weight is None else wb
             self.cluster_centers_ = np.array(self._seed(X, w, rng), dtype=np.float64)
             self.counts_ = np.zeros(self.n_clusters)
             self.inertia_ = 0.0

@@ -39,7 +39,15 @@ from .._support.validation import (
 from ..kernels.kmeans import RESPONSIBILITIES, SOFT_KMEANS, SOFT_SCATTER
 from ..kernels.stats import WEIGHTED_SUM
 from ..solvers.optimize import next_temperature, squarem
-from ._base import SHARED_CONSTRAINTS, ClusterColumnsOut, InfoclustEstimator, installs_runner, journaled, voronoi_labels
+from ._base import (
+    SHARED_CONSTRAINTS,
+    ClusterColumnsOut,
+    InfoclustEstimator,
+    installs_runner,
+    journaled,
+    stream_batch,
+    voronoi_labels,
+)
 from ._conventions import WEIGHTS
 from ._init import init_kmeanspp, init_random
 from ._xarray import data_method
@@ -389,18 +397,11 @@ class SoftKMeans(ClusterColumnsOut, ClusterMixin, TransformerMixin, InfoclustEst
         soft K-means at ``beta`` that ``fit(beta_schedule=[beta])`` reaches
         from the same start; the annealed ``fit`` may end elsewhere.
         """
-        if engine.is_lazy(X) and not hasattr(X, "sizes"):  # a dask block: small by intent
-            X = np.asarray(engine.compute(X))
-        first = not hasattr(self, "counts_")
-        if first:
-            validate_params(self)
-        X, info = prepare_input(self, X, reset=first, need_moments=first)
-        w = check_sample_weight(sample_weight, X)
-        Xb = np.asarray(X, dtype=np.float64)
-        wb = np.ones(len(Xb)) if w is None else np.asarray(engine.compute(w), dtype=np.float64)
+        X, info, Xb, wb, first = stream_batch(self, X, sample_weight)
         if first:
             check_n_clusters(self, self.n_clusters, len(Xb))
             rng = check_random_state(self.random_state)
+            w = None if sample_weight is None else wb
             self.cluster_centers_ = np.array(self._initial_centers(X, w, info, False, rng), dtype=np.float64)
             self.counts_ = np.zeros(self.n_clusters)
             self.beta_ = float(self.beta)

@@ -19,13 +19,6 @@ __all__ = ["predict_command", "ROW_FILES"]
 ROW_FILES = (".npy", ".npz", ".csv", ".txt", ".parquet", ".pq")
 
 
-def _where(path: Any) -> str:
-    """A path made absolute, or a URL as given."""
-    from ..storage.paths import is_url
-
-    return str(path).rstrip("/") if is_url(path) else str(Path(path).resolve())
-
-
 def _model_file(model: Any) -> Path:
     p = Path(model)
     return p / "model.json" if p.is_dir() else p
@@ -76,6 +69,7 @@ def predict_command(args: Any, scheduler: Any) -> int:
     from ..io.labels import add_labels, check_label_name
     from ..runs import load_model
     from ..storage.location import run_path
+    from ..storage.paths import absolute_or_url
 
     from_file = Path(str(args.store)).suffix.lower() in ROW_FILES
     if args.write_labels is not None:
@@ -106,7 +100,7 @@ def predict_command(args: Any, scheduler: Any) -> int:
             from ..io.store import open_dataset
 
             add_labels(store, args.write_labels, labels, overwrite=args.overwrite,
-                       attrs={"model": _where(args.model)})
+                       attrs={"model": absolute_or_url(args.model)})
             labels = open_dataset(store, trust=args.trust)[args.write_labels].data
         values = np.asarray(engine.compute(labels))  # once, for the counts and the file
     if args.out:

@@ -25,7 +25,8 @@ import os
 import re
 from pathlib import Path
 
-__all__ = ["URLNotSupported", "url_protocol", "local_path", "is_url", "check_path", "redact", "CREDENTIAL_QUERY_WORDS"]
+__all__ = ["URLNotSupported", "url_protocol", "local_path", "is_url", "check_path", "redact", "CREDENTIAL_QUERY_WORDS",
+           "absolute_or_url"]
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://")
 #: ``scheme:`` with one slash or none (``s3:/b/x``, ``s3:b/x``): a mistyped URL, never a folder name
@@ -143,6 +144,12 @@ def check_path(path: Any, what: str = "path") -> Any:
             f"The {what} '{redact(text)}' starts with the protocol '{proto}:' but not '{proto}://': write "
             f"'{redact(fixed)}' for a URL, or './{redact(text)}' for a local path. Nothing was created.")
     return path
+
+
+def absolute_or_url(path: Any) -> str:
+    """A local path made absolute, or a URL as given (without a trailing slash): how run summaries and
+    label attributes name a store or a model."""
+    return str(path).rstrip("/") if is_url(path) else str(Path(path).resolve())
 
 
 def local_path(path: Any, what: str = "path") -> Path:
