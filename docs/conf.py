@@ -72,3 +72,15 @@ sphinx_gallery_conf = {
 # the gallery's examples run here: their warnings are errors (as `sphinx-build -W` makes Sphinx's own)
 warnings.filterwarnings("error", module=r"infoclust_dask(\..*)?$")
 os.environ.setdefault("INFOCLUST_STORAGE", str(HERE / "_build" / "storage"))
+
+
+def _skip_metadata_requests(app, what, name, obj, skip, options):
+    """scikit-learn adds a ``set_<method>_request`` for every method taking ``sample_weight``;
+    their docstrings point into scikit-learn's own glossary, which this site does not hold."""
+    if name.startswith("set_") and name.endswith("_request"):
+        return True
+    return None
+
+
+def setup(app):
+    app.connect("autodoc-skip-member", _skip_metadata_requests)
