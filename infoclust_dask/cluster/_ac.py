@@ -51,9 +51,9 @@ from .._support.validation import (
     validate_params,
 )
 from ..kernels.ac import AC_COUNTS, AC_FUSED, AC_GRAD, AC_HARD_COUNTS, fused_gradient_sums
-from ..kernels.stats import CROSS_GRAM, LABEL_SUMS, PROJECT
 from ..objectives import ac as obj
 from ..solvers import optimize
+from ._ac_cca import cca_start
 from ._base import SHARED_CONSTRAINTS, InfoclustEstimator, installs_runner, journaled, voronoi_labels
 from ._init import init_random
 from ._kmeans import KMeans
@@ -148,8 +148,9 @@ class AssociativeClustering(InfoclustEstimator):
 
     Parameters
     ----------
-    n_clusters : int or (int, int), default=(2, 2)
-        Numbers of Voronoi regions K (x view) and L (y view).
+    n_clusters : int or (int, int), default=8
+        Numbers of Voronoi regions K (x view) and L (y view); an int is
+        both (one default across the package and the CLI's ``-k``, as scikit-learn's KMeans and SpectralClustering).
     sigma : "auto" or float or pair, default=("auto", "auto")
         Final membership widths ``(sigma_x, sigma_y)``. ``"auto"`` chooses a
         common *relative* width ``r`` (``sigma_v = r * s_v`` with ``s_v`` the
@@ -166,7 +167,8 @@ class AssociativeClustering(InfoclustEstimator):
     init : {"cca", "centroid", "kmeans", "random"} or (array, array), default="cca"
         Starting prototypes of the first restart, optimized by CG at the final
         width: ``"cca"`` (K-means on each view's canonical variates, where
-        the views depend linearly; :func:`cca_start`), K-means on each view,
+        the views depend linearly; a view with fewer distinct groups of rows
+        than its regions gets a ``FewRegionsWarning``), K-means on each view,
         random data points, or given ``(mx (K, dx), my (L, dy))``; or
         ``"centroid"``: the data means plus a tiny random spread, optimized by
         deterministic annealing. Further restarts are annealed from new
@@ -232,7 +234,7 @@ class AssociativeClustering(InfoclustEstimator):
     #: fit(X, y) / score(X, y): y is the second data view (see cluster._xarray)
     _y_is_second_view = True
 
-    def __init__(self, n_clusters: int | tuple[int, int] = (2, 2), *,
+    def __init__(self, n_clusters: int | tuple[int, int] = 8, *,
                  sigma: float | str | tuple[float | str, float | str] = ("auto", "auto"),
                  prior: float | tuple[float, float, float] = (1.0, 1.0, 1.0),
                  margin_weight: float | tuple[float, float] = (1.0, 1.0), optimizer: str = "cg",
@@ -536,41 +538,6 @@ class AssociativeClustering(InfoclustEstimator):
         over = sorted([c for c in cells if c["count"] > c["expected"]], key=lambda c: c["p_over"])[:k]
         under = sorted([c for c in cells if c["count"] < c["expected"]], key=lambda c: c["p_under"])[:k]
         return over, under
-
-
-def cca_start(X, Y, k, l_, rng, min_corr=0.05):
-    """Prototypes where the views depend on each other *linearly*: K-means on
-    each view's top canonical variates (CCA from one pass of cross-products,
-    solved on the driver), scaled by their canonical correlations, and the
-    prototypes set to the means of the resulting clusters in the original
-    space (one more pass per view). Directions with correlation below
-    ``min_corr`` times the largest are dropped."""
-    st = engine.map_reduce(CROSS_GRAM, X, Y)
-    n = float(st["n"])
-    mx, my = st["sx"] / n, st["sy"] / n
-    cxx = st["xtx"] / n - np.outer(mx, mx)
-    cyy = st["yty"] / n - np.outer(my, my)
-    cxy = st["xty"] / n - np.outer(mx, my)
-
-    def inv_sqrt(c):
-        vals, vecs = np.linalg.eigh((c + c.T) / 2)
-        vals = np.maximum(vals, 1e-9 * max(vals.max(), 1e-300))
-        return (vecs / np.sqrt(vals)) @ vecs.T
-
-    wx, wy = inv_sqrt(cxx), inv_sqrt(cyy)
-    u, s, vt = np.linalg.svd(wx @ cxy @ wy)
-    r = max(1, min(int(np.sum(s >= min_corr * s[0])), max(k, l_) - 1, len(s)))
-    out = []
-    for V, mean, W, m in ((X, mx, wx @ u[:, :r] * s[:r], k), (Y, my, wy @ vt[:r].T * s[:r], l_)):
-        Z = engine.map_blocks(PROJECT, V, params={"mean": mean, "W": W}, trailing_shape=(r,))
-        km = KMeans(m, random_state=int(rng.integers(2**31))).fit(Z)
-        lab = km.labels_ if engine.is_lazy(Z) else km.predict(Z)
-        st2 = engine.map_reduce(LABEL_SUMS, V, lab, params={"k": m})
-        centers = st2["s"] / np.maximum(st2["n"], 1.0)[:, None]
-        empty = st2["n"] == 0
-        centers[empty] = mean  # an empty cluster restarts at the mean
-        out.append(centers)
-    return out[0], out[1]
 
 
 def cross_cluster_table(counts: NumbersLike) -> list[dict]:

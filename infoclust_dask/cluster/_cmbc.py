@@ -73,7 +73,8 @@ class CMBC(ClusterMixin, InfoclustEstimator):
 
     Parameters
     ----------
-    n_clusters : int, default=2
+    n_clusters : int, default=8
+        Number of clusters (one default across the package and the CLI's ``-k``, as scikit-learn's KMeans and SpectralClustering).
     gamma : float in [0, 1) or "default", default="default"
         Weight of the constraint: the objective is ``(1 - gamma)/n * l(Y+) +
         gamma * (H~l(C, Y-) - H~u(Y-))`` ((3.14) with the likelihood taken
@@ -196,7 +197,7 @@ class CMBC(ClusterMixin, InfoclustEstimator):
     #: scikit-learn checks this estimator fails on purpose, with the reason (:func:`expected_failed_checks`)
     _expected_failed_checks = dict.fromkeys(CMBC_DATA_CHECKS, BINARY)
 
-    def __init__(self, n_clusters: int = 2, *, gamma: float | str = "default", variant: str = "bu",
+    def __init__(self, n_clusters: int = 8, *, gamma: float | str = "default", variant: str = "bu",
                  anneal_rate: float = 0.5, t0: float | str = "auto", max_iter: int = 100, min_iter: int = 3,
                  tol: float = 1e-5, perturbation: float = 1e-3, n_init: int = 1, init: Any = None,
                  random_state: RandomStateLike = None, scheduler: SchedulerLike = None, sample_dim: str | None = None,

@@ -39,10 +39,12 @@ from .._support.validation import (
     require_y,
     validate_params,
 )
-from ..kernels.dc import DC_COUNTS, DC_GRAD, DC_HARD_COUNTS, DC_ONLINE, DC_REG
+from ..kernels.dc import DC_COUNTS, DC_GRAD, DC_HARD_COUNTS, DC_REG
 from ..objectives import dc as obj
 from ..solvers import optimize
-from ._base import SHARED_CONSTRAINTS, InfoclustEstimator, installs_runner, journaled, voronoi_labels
+from ._base import SHARED_CONSTRAINTS, InfoclustEstimator, installs_runner, journaled, stream_batch, voronoi_labels
+from ._conventions import supervised_by_classes
+from ._dc_online import online_fit, online_update
 from ._init import init_random
 from ._kmeans import KMeans
 from ._xarray import data_method
@@ -98,7 +100,8 @@ class DiscriminativeClustering(InfoclustEstimator):
 
     Parameters
     ----------
-    n_clusters : int, default=2
+    n_clusters : int, default=8
+        Number of prototypes (one default across the package and the CLI's ``-k``, as scikit-learn's KMeans and SpectralClustering).
     sigma : float or "auto", default="auto"
         Width of the Gaussian memberships (4) used to smooth the objective
         during optimization (CG, on-line); for SA, the width of the jumps. "auto" fits on the hashed training
@@ -234,7 +237,7 @@ class DiscriminativeClustering(InfoclustEstimator):
     Kaski, Sinkkonen, Klami (2005), eq. (4), (9), (10), (11), §3.1, §7.2.
     """
 
-    def __init__(self, n_clusters: int = 2, *, sigma: float | str = "auto", prior: float | NumbersLike = 1.0,
+    def __init__(self, n_clusters: int = 8, *, sigma: float | str = "auto", prior: float | NumbersLike = 1.0,
                  optimizer: str = "cg", regularization: str | None = None, reg_strength: float | str = 0.0,
                  init: str | NumbersLike = "kmeans", n_init: int = 1, max_iter: int | None = None,
                  tol: float | None = 1e-4, learning_rate: float = 0.05, sa_temperature: float = 1.0, sigma_grid: Sequence[float] | None = None,
@@ -366,7 +369,7 @@ class DiscriminativeClustering(InfoclustEstimator):
         if self.optimizer == "sa":
             return self._anneal(X, c, centers, sigma, n_classes, subset, rng)
         if self.optimizer == "online":
-            return self._online(X, c, centers, sigma, n_classes, subset, rng)
+            return online_fit(self, X, c, centers, sigma, n_classes, subset, rng)
 
         def fun(m):
             value, grad, _ = dc_objective(X, c, m, sigma, prior=self.prior, n_classes=n_classes,
@@ -405,33 +408,6 @@ class DiscriminativeClustering(InfoclustEstimator):
                                            temperature=self.sa_temperature, rng=rng, callback=progress)
         return res.x, res.history, res.n_iter, True
 
-    def _online(self, X, c, centers, sigma, n_classes, subset, rng):
-        """The stochastic on-line algorithm (5)-(6), streamed block by block
-        (:func:`infoclust_dask.engine.fold_blocks`), blocks in a new random
-        order every epoch; ``max_iter`` epochs. (9) is recorded per epoch."""
-        epochs = self._steps()
-        n = int(engine.map_reduce(DC_HARD_COUNTS, X, c, params={"centers": centers[:1], "n_classes": n_classes,
-                                                                "subset": subset})["counts"].sum())
-        nb = engine.n_blocks(X)
-
-        def run_epoch(state, _):
-            return engine.fold_blocks(
-                DC_ONLINE, X, c, state=state, order=rng.permutation(nb),
-                params={"sigma": sigma, "alpha0": self.learning_rate, "total_steps": epochs * n,
-                        "seed": int(rng.integers(2**63)), "subset": subset},
-            )
-
-        def progress(info):
-            if self.verbose >= 2:
-                say(f"[DC-online sigma={sigma:.4g}] epoch {info['epoch']}/{info['epochs']}  "
-                      f"(9)={info['value']:.6g}")
-
-        state = {"m": np.array(centers, dtype=np.float64), "gamma": np.zeros((centers.shape[0], n_classes)), "t": 0}
-        state, history = optimize.online_epochs(
-            run_epoch, state, epochs=epochs, callback=progress,
-            record=lambda st: obj.log_posterior(_hard_counts(X, c, st["m"], n_classes, subset), self.prior))
-        return state["m"], history, epochs, True
-
     def _grid(self, name, given, default):
         grid = np.asarray(default if given is None else given, dtype=np.float64).ravel()
         if grid.size == 0 or np.any(grid < 0) or (name == "sigma_grid" and np.any(grid == 0)):
@@ -455,7 +431,7 @@ class DiscriminativeClustering(InfoclustEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.target_tags.required = True
-        return tags
+        return supervised_by_classes(tags)
 
     @journaled
     def fit(self, X: DataLike, y: DataLike) -> Self:
@@ -556,6 +532,45 @@ class DiscriminativeClustering(InfoclustEstimator):
     @data_method
     def fit_predict(self, X: DataLike, y: DataLike) -> Labels:
         return self.fit(X, y).labels_
+
+    def partial_fit(self, X: DataLike, y: DataLike, classes: Any = None) -> Self:
+        """Update the prototypes with one batch of rows and their labels.
+
+        The stream runs the stochastic on-line rule (5)-(6) of Kaski,
+        Sinkkonen & Klami (2005), whatever ``optimizer`` says (CG's prototypes
+        may lie far outside the data, where the rule's steps, proportional
+        to ``x - m_j``, are too large). The first call fits its batch as
+        ``fit(optimizer="online")`` does (the width, K-means' prototypes,
+        ``max_iter`` epochs over the batch; ``classes``, or the
+        constructor's, must list every class of the stream when the first
+        batch lacks some). Every later call runs the rule once over the
+        batch's rows at ``sigma_``, the prototypes and the class
+        distributions carried between calls, with steps
+        ``learning_rate * n0 / (n0 + t)`` (``n0`` the first batch's rows,
+        ``t`` the rows streamed since). ``labels_`` and ``contingency_``
+        describe the first batch only, so an update removes them;
+        ``n_steps_`` counts the calls. Over batches in random order the
+        held-out posterior (9) ends near ``fit(optimizer="online")``'s on all
+        rows (tests/cluster/test_dc.py measures it).
+        """
+        if not hasattr(self, "n_steps_"):
+            given = (self.classes, self.optimizer)
+            self.classes, self.optimizer = given[0] if classes is None else classes, "online"
+            try:  # the stream's classes and rule for this fit only: the parameters stay as constructed
+                self.fit(X, y)
+            finally:
+                self.classes, self.optimizer = given
+            self.n_steps_, self._stream = 1, None
+            return self
+        require_y(self, y)
+        X, _, rows, _, _ = stream_batch(self, X, None)
+        C, _ = encode_labels(y, len(rows), classes=self.classes_, min_classes=1)
+        self._stream = online_update(self, rows, np.asarray(engine.compute(C)), self._stream)
+        self.cluster_centers_ = self._stream["m"]
+        for stale in ("labels_", "contingency_"):
+            self.__dict__.pop(stale, None)
+        self.n_steps_ += 1
+        return self
 
     @data_method
     def score(self, X: DataLike, y: DataLike) -> float:

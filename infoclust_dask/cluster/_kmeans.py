@@ -114,7 +114,7 @@ class KMeans(ClusterColumnsOut, ClusterMixin, TransformerMixin, InfoclustEstimat
     Parameters
     ----------
     n_clusters : int, default=8
-        Number of clusters K.
+        Number of clusters K (one default across the package and the CLI's ``-k``, as scikit-learn's KMeans and SpectralClustering).
     init : {"k-means++", "k-means||", "random"} or array of shape (n_clusters, n_features), default="k-means++"
         Seeding. ``"k-means++"``: greedy D^2 sampling (Arthur & Vassilvitskii
         2007), one pass per centre on data held in memory up to

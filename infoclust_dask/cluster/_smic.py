@@ -105,8 +105,7 @@ class SMIC(ClusterMixin, InfoclustEstimator):
     Parameters
     ----------
     n_clusters : int, default=8
-        Number of clusters ``c`` (8 by default, as scikit-learn's
-        SpectralClustering).
+        Number of clusters ``c`` (one default across the package and the CLI's ``-k``, as scikit-learn's KMeans and SpectralClustering).
     t : int or "auto", default="auto"
         Kernel parameter of (7): neighbourhood size and rank of the
         neighbour that sets the local scale. ``"auto"`` tries every value in

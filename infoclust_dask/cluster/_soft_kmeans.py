@@ -143,6 +143,7 @@ class SoftKMeans(ClusterColumnsOut, ClusterMixin, TransformerMixin, InfoclustEst
     Parameters
     ----------
     n_clusters : int, default=8
+        Number of clusters (one default across the package and the CLI's ``-k``, as scikit-learn's KMeans and SpectralClustering).
     beta : float, default=1.0
         Stiffness (an inverse squared length, sigma = beta^-1/2). Used when
         ``beta_schedule`` is None.

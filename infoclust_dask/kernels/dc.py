@@ -72,7 +72,7 @@ def dc_reg_stats(x: np.ndarray, *, centers: np.ndarray, kind: str, lam: float) -
 
 
 def online_dc_block(state: dict, x: np.ndarray, c: np.ndarray, *, start: int, sigma: float, alpha0: float,
-                    total_steps: int, seed: int) -> dict:
+                    total_steps: int, seed: int, half_life: float = 0.0) -> dict:
     """The stochastic on-line DC algorithm (5)-(6) over the rows of one block,
     in a random order (seeded by ``seed`` and the block's first row).
 
@@ -83,7 +83,9 @@ def online_dc_block(state: dict, x: np.ndarray, c: np.ndarray, *, start: int, si
     ``gamma_j`` by ``-2 alpha (psi_j - e_c)`` (6) (the paper's coefficient for
     (6) is twice that of (5)); then j and l are swapped and both are adapted
     again. ``alpha`` decreases linearly from ``alpha0`` to 0 over
-    ``total_steps``. Returns the new state."""
+    ``total_steps``; with ``half_life > 0`` (a stream of unknown length,
+    ``partial_fit``) it is ``alpha0 * h / (h + t)`` instead (Robbins-Monro:
+    the steps sum to infinity, their squares do not). Returns the new state."""
     m = np.array(state["m"], dtype=np.float64)
     g = np.array(state["gamma"], dtype=np.float64)
     t = int(state["t"])
@@ -94,7 +96,7 @@ def online_dc_block(state: dict, x: np.ndarray, c: np.ndarray, *, start: int, si
     inv2s2 = 0.5 / sigma**2
     for idx in rng.permutation(x.shape[0]):
         xi, ci = x[idx], c[idx]
-        alpha = alpha0 * max(0.0, 1.0 - t / total_steps)
+        alpha = alpha0 * (half_life / (half_life + t) if half_life > 0 else max(0.0, 1.0 - t / total_steps))
         y = softmax(-inv2s2 * ((xi - m) ** 2).sum(axis=1))
         j, l = rng.choice(k, size=2, p=y)
         for a, b in ((j, l), (l, j)):

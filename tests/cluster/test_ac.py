@@ -306,3 +306,24 @@ def test_predict_gives_each_views_cluster():
     lazy = ac.predict(da.from_array(X, chunks=100))
     assert isinstance(lazy, da.Array)
     np.testing.assert_array_equal(lazy.compute(), lx)
+
+
+def test_a_view_with_fewer_distinct_rows_than_regions_is_named():
+    """Issue 54 (one default of 8 regions per view): a second view of class
+    labels (3 values) cannot fill L = 8 regions; AC says so in its own words
+    (not the inner K-means' "empty cluster ... re-seeded") and fits; with
+    L = 3 nothing is said."""
+    import warnings
+
+    from infoclust_dask.cluster._ac_cca import FewRegionsWarning
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(90, 3))
+    y = (np.arange(90) % 3).astype(float)[:, None]
+    X[:, 0] += 2 * y[:, 0]
+    with pytest.warns(FewRegionsWarning, match=r"y view's canonical variates hold .* fewer than its L=8 regions"):
+        ac = AssociativeClustering(random_state=0, scheduler="sync").fit(X, y)
+    assert ac.cluster_centers_y_.shape[0] == 8
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        AssociativeClustering((8, 3), random_state=0, scheduler="sync").fit(X, y)

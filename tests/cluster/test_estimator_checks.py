@@ -5,6 +5,7 @@ that starts passing fails the suite, so the declarations stay true)."""
 
 import functools
 
+import numpy as np
 import pytest
 from sklearn.utils.estimator_checks import estimator_checks_generator
 
@@ -35,6 +36,9 @@ CASES = list(_cases())
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")  # the checks use tiny max_iter
+# the checks pass y (2-3 classes) as AC's second view: fewer distinct rows than its default 8 regions, which AC
+# says (tests/cluster/test_ac.py::test_a_view_with_fewer_distinct_rows_than_regions_is_named)
+@pytest.mark.filterwarnings("ignore::infoclust_dask.cluster._ac_cca.FewRegionsWarning")
 @pytest.mark.parametrize("estimator, check", CASES)
 def test_sklearn_conventions(estimator, check):
     check(estimator)
@@ -51,17 +55,18 @@ def test_supervised_estimators_are_tagged_and_not_clusterers():
     ``y`` (so its clusterer checks, which call ``fit(X)``, do not apply) and
     ``fit(X, None)`` fails in its words; the unsupervised ones are
     clusterers whose ``fit(X, y)`` ignores ``y``."""
-    from sklearn.base import is_clusterer
+    from sklearn.base import is_classifier, is_clusterer
     from sklearn.utils import get_tags
 
     for est in (cluster.DiscriminativeClustering(), cluster.MDA2()):
-        assert get_tags(est).target_tags.required and not is_clusterer(est)
+        # a classifier to scikit-learn's model selection: its folds are stratified by y (issue 54)
+        assert get_tags(est).target_tags.required and not is_clusterer(est) and is_classifier(est)
         with pytest.raises(ValueError, match="requires y to be passed, but the target y is None"):
             est.fit([[0.0], [1.0], [2.0]], None)
     for est in (cluster.KMeans(), cluster.SoftKMeans(), cluster.IsotropicGaussianMixture(), cluster.SMIC(),
                 cluster.CMBC()):
         assert is_clusterer(est) and not get_tags(est).target_tags.required
-    assert cluster.SMIC().n_clusters == 8  # as SpectralClustering
+    assert {est.n_clusters for est in ESTIMATORS} == {8}  # one default, as KMeans and SpectralClustering
 
 
 def test_cmbc_follows_the_estimator_api_on_binary_data():
@@ -81,3 +86,32 @@ def test_cmbc_follows_the_estimator_api_on_binary_data():
                   check_get_params_invariance, check_set_params):
         check("CMBC", est)
     assert clone(est).get_params() == est.get_params()
+
+
+def test_grid_search_stratifies_dc_and_mda2_and_scores_every_fold():
+    """Issue 54: ``GridSearchCV(Pipeline([StandardScaler(), DC(3)]), cv=3)`` on
+    wine (its rows sorted by class) returned a best parameter with every
+    score NaN: the folds were not stratified, so a training part lacked a
+    class. Tagged as classifiers, the folds hold every class and each score
+    is a number; with unstratified folds on the same rows, DC.score still
+    answers (classes unseen in training are scored, not refused)."""
+    from sklearn.datasets import load_wine
+    from sklearn.model_selection import GridSearchCV, KFold
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = load_wine(return_X_y=True)
+    assert (np.diff(y) >= 0).all()  # sorted by class: plain 3-fold parts each miss a class
+    for est, grid in ((cluster.DiscriminativeClustering(3, random_state=0, scheduler="sync"), [0.5, 1.0]),
+                      (cluster.MDA2(3, random_state=0, scheduler="sync"), [0.5, 1.0])):
+        search = GridSearchCV(Pipeline([("scale", StandardScaler()), ("m", est)]), {"m__sigma": grid}, cv=3)
+        search.fit(X, y)
+        scores = search.cv_results_["mean_test_score"]
+        assert np.isfinite(scores).all(), scores
+        assert search.best_params_["m__sigma"] in grid
+    plain = GridSearchCV(Pipeline([("scale", StandardScaler()),
+                                   ("m", cluster.DiscriminativeClustering(3, sigma=1.0, random_state=0,
+                                                                          scheduler="sync"))]),
+                         {"m__prior": [1.0]}, cv=KFold(3))
+    plain.fit(X, y)
+    assert np.isfinite(plain.cv_results_["mean_test_score"]).all()

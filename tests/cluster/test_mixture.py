@@ -103,3 +103,65 @@ def test_the_mixtures_have_gaussian_mixtures_methods_and_agree_with_its_formulas
     np.testing.assert_allclose(joint.predict_proba(X).sum(axis=1), 1.0, rtol=1e-12)
     total = float(np.sum(joint.score_samples(X)))
     assert joint.bic(X) == pytest.approx(-2 * total + (3 * 2 + 3 + 2 + 3 * 2) * np.log(300), rel=1e-12)
+
+
+def test_n_components_is_the_number_of_components(mix):
+    """Issue 54: GaussianMixture's ``n_components`` is accepted: when given it
+    is the number used (the same fit as ``n_clusters``), and the default is
+    the package's one default of 8."""
+    X, c, _ = mix
+    assert IsotropicGaussianMixture().n_clusters == 8 and MDA2().n_clusters == 8
+    by_name = IsotropicGaussianMixture(n_components=3, random_state=0, scheduler="sync").fit(X)
+    by_ours = IsotropicGaussianMixture(3, random_state=0, scheduler="sync").fit(X)
+    np.testing.assert_allclose(by_name.means_, by_ours.means_, atol=1e-12)
+    assert by_name.predict_proba(X).shape == (len(X), 3)
+    joint = MDA2(n_clusters=5, n_components=2, random_state=0, scheduler="sync").fit(X, c)
+    assert joint.means_.shape == (2, 2) and joint.class_probabilities_.shape == (2, 2)
+    with pytest.raises(ValueError, match="n_components"):
+        IsotropicGaussianMixture(n_components=2000, scheduler="sync").fit(X)
+
+
+def test_partial_fit_over_blocks_ends_near_fit(mix):
+    """Issue 54: stepwise EM over 20 blocks of rows in random order (the loop
+    dask_ml's Incremental runs: partial_fit per block of a dask array) ends
+    with a mean log likelihood within 1 % of EM's ``fit`` on all rows, and
+    the same components (means within 0.15); MDA2 likewise, its class
+    probabilities within 0.05 of ``fit``'s. The running sums are exact: one
+    batch holding every row after a first batch equals the M-step from the
+    first batch's and the rest's sums computed at the same parameters."""
+    X, c, _ = mix
+    order = np.random.default_rng(0).permutation(len(X))
+    X, c = X[order], c[order]
+    full = IsotropicGaussianMixture(3, random_state=0, scheduler="sync").fit(X)
+    online = IsotropicGaussianMixture(3, random_state=0, scheduler="sync")
+    for block in da.from_array(X, chunks=len(X) // 20).blocks:
+        online.partial_fit(block)
+    assert online.n_steps_ == 20 and online.counts_.sum() == pytest.approx(len(X))
+    assert online.score(X) == pytest.approx(full.score(X), rel=0.01)
+    match = np.argmin(((online.means_[:, None] - full.means_[None]) ** 2).sum(-1), axis=1)
+    assert sorted(match) == [0, 1, 2]
+    np.testing.assert_allclose(online.means_, full.means_[match], atol=0.15)
+
+    joint_full = MDA2(3, random_state=0, scheduler="sync").fit(X, c)
+    joint = MDA2(3, random_state=0, scheduler="sync")
+    for lo in range(0, len(X), len(X) // 20):
+        joint.partial_fit(X[lo:lo + len(X) // 20], c[lo:lo + len(X) // 20], classes=[0, 1])
+    match = np.argmin(((joint.means_[:, None] - joint_full.means_[None]) ** 2).sum(-1), axis=1)
+    np.testing.assert_allclose(joint.class_probabilities_, joint_full.class_probabilities_[match], atol=0.05)
+    with pytest.raises(ValueError, match="not among classes"):
+        joint.partial_fit(X[:5], np.full(5, 7))
+
+    # the running sums: a second batch's M-step uses the first batch's sums plus its own (independent EM step)
+    two = IsotropicGaussianMixture(3, random_state=0, scheduler="sync")
+    two.partial_fit(X[:600])
+    before = dict(means=two.means_.copy(), variances=two.variances_.copy(), weights=two.weights_.copy())
+    first_sums = two._totals
+    two.partial_fit(X[600:])
+    d2 = ((X[600:, None, :] - before["means"][None]) ** 2).sum(-1)
+    logp = np.log(before["weights"]) - 0.5 * d2 / before["variances"] - X.shape[1] / 2 * np.log(
+        2 * np.pi * before["variances"])
+    r = np.exp(logp - logp.max(1, keepdims=True))
+    r /= r.sum(1, keepdims=True)
+    R = first_sums["R"] + r.sum(0)
+    np.testing.assert_allclose(two.means_, (first_sums["S"] + r.T @ X[600:]) / R[:, None], rtol=1e-10)
+    np.testing.assert_allclose(two.weights_, R / R.sum(), rtol=1e-10)
