@@ -3,6 +3,7 @@
 ::
 
     infoclust ingest SRC DEST [--label-column C ...] [--labels FILE] [--binary] [--standardize] [--overwrite]
+                              [--columns A,B | --drop-columns C] [--impute mean]
     infoclust info STORE
     infoclust verify STORE
     infoclust predict RUN/model.json STORE --write-labels clusters
@@ -46,43 +47,9 @@ def _scheduler(args):
 
 
 def _cmd_ingest(args):
-    import dask
+    from .commands.ingest import ingest_command
 
-    from .io.ingest import ingest
-    from .kernels._compiled import light_process
-
-    if args.threads < 1:
-        raise ValueError(f"--threads must be at least 1; got {args.threads}.")
-    if args.y is not None:
-        return _ingest_paired(args)
-    t0 = time.perf_counter()  # one moments pass below: numpy's, without loading numba (~150 MB of this process)
-    with dask.config.set(num_workers=args.threads), light_process():  # the local threads of checks, passes, writes
-        path, report = ingest(
-            args.src, args.dest, label_column=args.label_column, drop_nonfinite=args.drop_nonfinite,
-            standardize=args.standardize, pca=args.pca, pca_method=args.pca_method, n_folds=args.folds,
-            fold_seed=args.fold_seed, chunks=args.chunks, codec=args.codec, overwrite=args.overwrite, progress=True,
-            binary=args.binary, labels=args.labels, encoding=args.encoding, dtype=args.dtype, append=args.append,
-        )
-    report["store"] = str(path)
-    report["seconds"] = round(time.perf_counter() - t0, 2)
-    print(json.dumps(report, indent=2))
-    return 0
-
-
-def _ingest_paired(args):
-    """``ingest X DEST --y Y``: the paired store that ``fit ac`` reads."""
-    from .io.ingest_pairs import ingest_paired
-
-    unsupported = [flag for flag, on in (("--pca", args.pca), ("--binary", args.binary), ("--append", args.append),
-                                         ("--folds", args.folds), ("--drop-nonfinite", args.drop_nonfinite)) if on]
-    if unsupported:
-        raise ValueError(f"--y (a paired store) does not take {', '.join(unsupported)}; it takes --standardize, "
-                         "--label-column, --labels, --chunks, --dtype, --encoding and --overwrite.")
-    path, report = ingest_paired(args.src, args.y, args.dest, label_column=args.label_column, labels=args.labels,
-                                 standardize=args.standardize, chunks=args.chunks, dtype=args.dtype,
-                                 overwrite=args.overwrite, encoding=args.encoding, progress=True)
-    print(json.dumps({"store": str(path), **report}, indent=2))
-    return 0
+    return ingest_command(args)
 
 
 def _version():
@@ -357,16 +324,20 @@ class CommandParser(argparse.ArgumentParser):
 
     subcommands: dict = {}  # noqa: RUF012 - read-only default; a parser with sub-commands sets its own
 
+    def parse_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
+                   namespace: argparse.Namespace | None = None) -> argparse.Namespace:
+        """As argparse's, but an unknown option is reported with the usage of the sub-command it was
+        given to (``infoclust fit kmeans S --bogus 1``: ``infoclust fit kmeans``'s usage), not the top's."""
+        ns, extras = self.parse_known_args(args, namespace)
+        if extras:
+            parser = self
+            for dest in ("command", "method"):
+                parser = parser.subcommands.get(getattr(ns, dest, None), parser)
+            parser.error("unrecognized arguments: " + " ".join(extras))
+        return ns
 
-def build_parser() -> CommandParser:
-    p = CommandParser(
-        prog="infoclust",
-        description="Information-theoretic clustering of data larger than memory (dask + zarr).",
-    )
-    p.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
-    sub = p.add_subparsers(dest="command", required=True)
-    p.subcommands = sub.choices
 
+def _add_ingest_parser(sub) -> None:
     pi = sub.add_parser("ingest", help="turn a .npy/.npz/.csv/.parquet file, a bundled dataset or a store "
                                        "into a (preprocessed) zarr store")
     pi.add_argument("src", help="file path, an existing store (preprocessed block by block), or a bundled "
@@ -383,7 +354,16 @@ def build_parser() -> CommandParser:
                     help=".npy (1-D, or n x m) or .npz (named 1-D arrays) file of label columns, e.g. the known "
                          "clusterings that go with a sparse .npz")
     pi.add_argument("--encoding", default="utf-8", help="text encoding of a CSV file (default utf-8; e.g. latin-1)")
+    pi.add_argument("--columns", action="append", default=None, metavar="A,B,...",
+                    help="CSV/parquet: the feature columns to keep (header names or 0-based indices, comma-separated "
+                         "or repeated); default every column that is not a label column")
+    pi.add_argument("--drop-columns", action="append", default=None, metavar="A,B,...",
+                    help="CSV/parquet: columns to leave out, e.g. a text column of ids or dates")
     pi.add_argument("--drop-nonfinite", action="store_true", help="drop rows with NaN/inf instead of failing")
+    pi.add_argument("--impute", choices=("none", "mean"), default="none",
+                    help="missing values (empty fields, NA, null, NaN): 'none' refuses their rows (or "
+                         "--drop-nonfinite drops them); 'mean' fills each with its column's mean over the rows "
+                         "where it is present (the report counts them). Infinities are never imputed")
     pi.add_argument("--standardize", action="store_true", help="scale every feature to mean 0, std 1")
     pi.add_argument("--pca", type=int, default=None, metavar="K",
                     help="project onto the top K principal components")
@@ -409,6 +389,18 @@ def build_parser() -> CommandParser:
                     help="add the rows of SRC to the existing store DEST, all at once or not at all (same columns; "
                          "the store's preprocessing, folds and class names apply)")
     pi.set_defaults(func=_cmd_ingest)
+
+
+def build_parser() -> CommandParser:
+    p = CommandParser(
+        prog="infoclust",
+        description="Information-theoretic clustering of data larger than memory (dask + zarr).",
+    )
+    p.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    sub = p.add_subparsers(dest="command", required=True)
+    p.subcommands = sub.choices
+
+    _add_ingest_parser(sub)
 
     pn = sub.add_parser("info", help="describe a store: rows, features, chunks, labels, provenance")
     pn.add_argument("store", help="dataset store (zarr folder)")

@@ -46,7 +46,7 @@ def test_ingest_npy_and_bundled(tmp_path):
         ("a,b\n1,2\n3,oops\n", [], r"line 3, column 2 \('b'\): 'oops' is not a number"),
         ("1,2\n3,4,5\n", [], r"line 2 has 3 fields, expected 2: the file is ragged"),
         ("1,2\nnan,4\n", [], r"1 row\(s\) .* contain NaN or inf \(first at rows \[1\].*--drop-nonfinite"),
-        ("a,b\n1,2\n", ["--label-column", "c"], r"No column named 'c'"),
+        ("a,b\n1,2\n", ["--label-column", "c"], r"no column named 'c'"),
     ],
 )
 def test_ingest_rejections_name_row_column_and_fix(tmp_path, capsys, text, extra, match):
@@ -513,3 +513,19 @@ def test_a_fit_that_refuses_its_data_leaves_no_run_folder(tmp_path, capsys):
     assert main(["fit", "cmbc", str(tmp_path / "w.zarr"), "-k", "2", "-q", "--storage", str(tmp_path / "st")]) == 2
     assert "must be binary" in capsys.readouterr().err
     assert not (tmp_path / "st" / "runs").exists() or not list((tmp_path / "st" / "runs").iterdir())
+
+
+@pytest.mark.parametrize("argv, usage", [
+    (["fit", "kmeans", "s.zarr", "--bogus", "3"], "usage: infoclust fit kmeans"),
+    (["verify", "s.zarr", "--y"], "usage: infoclust verify"),
+    (["crossval", "s.zarr", "--nope"], "usage: infoclust crossval"),
+    (["fit", "dc", "s.zarr", "-k", "abc"], "usage: infoclust fit dc"),
+])
+def test_argument_errors_show_the_sub_commands_usage(capsys, argv, usage):
+    """Issue 54: an unknown option printed the top-level usage; every
+    argument error shows the usage of the sub-command it was given to."""
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and err.startswith(usage), err
+    assert "{ingest,info" not in err

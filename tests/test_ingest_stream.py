@@ -228,3 +228,38 @@ def test_cli_ingest_threads_option(tmp_path, capsys):
     assert main(["ingest", str(tmp_path / "a.npy"), str(tmp_path / "t0.zarr"), "--threads", "0"]) == 2
     assert "--threads must be at least 1; got 0." in capsys.readouterr().err
     assert not (tmp_path / "t0.zarr").exists()
+
+
+@pytest.mark.parametrize("kind", ["csv", "parquet"])
+def test_columns_choose_the_features_and_mean_imputation_fills_missing_values(tmp_path, small_blocks, kind):
+    """Issue 54: a table with a text column and missing values. Without
+    options the text column is refused naming ``--drop-columns``;
+    ``drop_columns``/``columns`` choose the features (streamed in blocks,
+    names kept); missing values are refused naming ``--impute mean``, which
+    fills each with its column's mean over the present values (pandas'
+    ``fillna(mean())`` as the reference) and reports the counts per column."""
+    df = _frame(n=3000)
+    df.insert(0, "id", [f"r{i}" for i in range(len(df))])
+    df.loc[[5, 2500], "a"] = np.nan
+    df.loc[[7], "d"] = np.nan
+    src = tmp_path / f"t.{kind}"
+    df.to_csv(src, index=False) if kind == "csv" else df.to_parquet(src)
+    with pytest.raises(IngestError, match="--drop-columns id"):
+        ingest(src, tmp_path / "a.zarr", label_column=["cls"])
+    with pytest.raises(IngestError, match="--impute mean"):
+        ingest(src, tmp_path / "a.zarr", label_column=["cls"], drop_columns=["id", "grp"])
+    path, rep = ingest(src, tmp_path / "a.zarr", label_column=["cls"], drop_columns=["id", "grp"], impute="mean")
+    ds = open_dataset(path)
+    ref = df[["a", "b", "c", "d"]]
+    np.testing.assert_allclose(ds["x"].values, ref.fillna(ref.mean()).to_numpy(), rtol=1e-12)
+    assert ds["x"].attrs["feature_names"] == ["a", "b", "c", "d"]
+    assert rep["imputed"] == {"strategy": "mean", "values": 3, "columns": {"a": 2, "d": 1}}
+    path, rep = ingest(src, tmp_path / "b.zarr", label_column=["cls"], columns=["c", "b"])
+    np.testing.assert_array_equal(open_dataset(path)["x"].values, df[["c", "b"]].to_numpy())
+    assert open_dataset(path)["x"].attrs["feature_names"] == ["c", "b"] and "imputed" not in rep
+    with pytest.raises(IngestError, match="a column is a feature, a label"):
+        ingest(src, tmp_path / "c.zarr", label_column=["cls"], columns=["cls", "b"])
+    with pytest.raises(IngestError, match="no column named 'zz'"):
+        ingest(src, tmp_path / "c.zarr", drop_columns=["zz"])
+    with pytest.raises(IngestError, match="--impute is for a new store"):
+        ingest(src, tmp_path / "b.zarr", append=True, impute="mean", columns=["c", "b"])

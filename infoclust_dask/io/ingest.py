@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -77,7 +78,8 @@ def ingest(src: Any, dest: str | os.PathLike, *, label_column: str | None = None
            fold_seed: int = 0, chunks: int | None = None, codec: str = "auto", overwrite: bool = False,
            progress: bool = False, scheduler: Any = None, binary: bool = False, labels: Any = None,
            encoding: str = "utf-8", dtype: str = "auto", append: bool = False,
-           storage_options: dict | None = None) -> tuple[Any, dict]:
+           storage_options: dict | None = None, columns: Sequence[Any] | None = None,
+           drop_columns: Sequence[Any] | None = None, impute: str = "none") -> tuple[Any, dict]:
     """Read ``src``, validate, optionally standardize / project, and write a store at ``dest``
     (a local path, or an fsspec URL such as ``s3://bucket/d.zarr``).
 
@@ -118,6 +120,19 @@ def ingest(src: Any, dest: str | os.PathLike, *, label_column: str | None = None
     labels : path, optional
         A ``.npy``/``.npz`` file of label columns (see :func:`read_source`),
         e.g. the known clusterings that go with a sparse ``.npz``.
+    columns, drop_columns : list of str or int, optional
+        CSV/parquet only: the feature columns to keep (by header name or
+        0-based index; default every column that is not a label column), or
+        columns to leave out (a text column of ids, a date). A column is a
+        feature, a label or dropped, never two.
+    impute : {"none", "mean"}, default="none"
+        Missing values (empty fields and ``NA`` strings in a CSV, nulls in
+        parquet, NaN in an array): ``"none"`` refuses the rows that hold
+        them (or drops them with ``drop_nonfinite``); ``"mean"`` replaces each
+        by its column's mean over the rows where it is present (one more
+        pass; the report says how many values of which columns). Infinite
+        values are never imputed. Not with ``append`` (appended rows must
+        be complete).
 
     A scipy sparse ``.npz`` (``scipy.sparse.save_npz``) is written chunk by
     chunk: each stored chunk is densified on its own (one chunk of rows,
@@ -140,10 +155,17 @@ def ingest(src: Any, dest: str | os.PathLike, *, label_column: str | None = None
     from ..preprocess import preprocess_store
     from .store import check_destination
 
+    if impute not in ("none", "mean"):
+        raise IngestError(f"impute must be 'none' or 'mean'; got {impute!r}.")
+    chosen = _readers.Columns(tuple(columns or ()), tuple(drop_columns or ()))
     if append:
+        if impute != "none":
+            raise IngestError("--impute is for a new store: appended rows must be complete (the store's means "
+                              "would change under the rows already imputed). Fill the values in first, or leave "
+                              "the rows out with --drop-nonfinite.")
         return _append_source(src, dest, label_column=label_column, labels=labels, encoding=encoding,
                               drop_nonfinite=drop_nonfinite, progress=progress,
-                              storage_options=storage_options,
+                              storage_options=storage_options, columns=chosen,
                               fixed={"standardize": standardize, "pca": pca, "n_folds": n_folds, "chunks": chunks,
                                      "codec": codec != "auto" and codec, "overwrite": overwrite, "binary": binary,
                                      "dtype": dtype != "auto" and dtype})
@@ -172,9 +194,11 @@ def ingest(src: Any, dest: str | os.PathLike, *, label_column: str | None = None
     scratch = _temp_name(scratch_near, "raw") if streamed and path.suffix.lower() in _TABLES else None
     try:
         if streamed:
-            X, labels, prov, finite = _read_streamed(path, label_column, labels, encoding, scratch, progress)
+            X, labels, prov, finite = _read_streamed(path, label_column, labels, encoding, scratch, progress,
+                                                     chosen)
         else:
-            X, labels, prov = read_source(src, label_column=label_column, labels=labels, encoding=encoding)
+            X, labels, prov = read_source(src, label_column=label_column, labels=labels, encoding=encoding,
+                                          columns=chosen)
             finite = None
             if _is_sparse(X):
                 return _ingest_sparse(X, labels, prov, dest, binary=binary, standardize=standardize, pca=pca,
@@ -186,7 +210,7 @@ def ingest(src: Any, dest: str | os.PathLike, *, label_column: str | None = None
             src, X, labels, prov, finite, dest, drop_nonfinite=drop_nonfinite, binary=binary,
             standardize=standardize, pca=pca, pca_method=pca_method, n_folds=n_folds, fold_seed=fold_seed,
             chunks=chunks, codec=codec, overwrite=overwrite, progress=progress,
-            dtype=out_dtype)
+            dtype=out_dtype, impute=impute)
     finally:
         if scratch is not None and scratch.exists():
             import shutil
@@ -212,7 +236,8 @@ def _refuse_ragged(src: Any, encoding: str = "utf-8") -> None:
                           "ragged. Fix or remove that line.")
 
 
-def _append_source(src, dest, *, label_column, labels, encoding, drop_nonfinite, progress, storage_options, fixed):
+def _append_source(src, dest, *, label_column, labels, encoding, drop_nonfinite, progress, storage_options, fixed,
+                   columns):
     """:func:`ingest` with ``append=True``: read ``src`` and append its rows."""
     from .append import append_dataset
 
@@ -220,7 +245,7 @@ def _append_source(src, dest, *, label_column, labels, encoding, drop_nonfinite,
     if given:
         raise IngestError(f"--append adds rows with the store's own settings; these options cannot change them: "
                           f"{given}. Leave them out.")
-    X, lab, prov = read_source(src, label_column=label_column, labels=labels, encoding=encoding)
+    X, lab, prov = read_source(src, label_column=label_column, labels=labels, encoding=encoding, columns=columns)
     if _is_sparse(X):
         raise IngestError(f"'{src}' is a sparse matrix; append dense rows (or re-ingest the whole set).")
     X = np.asarray(X, dtype=np.float64)
@@ -239,7 +264,7 @@ def _append_source(src, dest, *, label_column, labels, encoding, drop_nonfinite,
     return report["store"], report
 
 
-def _read_streamed(path, label_column, label_file, encoding, scratch, progress):
+def _read_streamed(path, label_column, label_file, encoding, scratch, progress, columns=_readers.Columns()):
     """A ``.npy``, CSV or parquet file as a lazy array, never whole in memory.
 
     ``.npy`` (C order) is read in blocks of rows at their file offset. CSV
@@ -261,6 +286,8 @@ def _read_streamed(path, label_column, label_file, encoding, scratch, progress):
         if cols:
             raise IngestError(f"--label-column is for CSV/parquet files; '{path}' is .npy. Pass the labels "
                               "with --labels FILE.")
+        if columns.keep or columns.drop:
+            raise IngestError(f"--columns/--drop-columns are for CSV/parquet files; '{path}' is .npy.")
         shape, dtype, fortran, offset = _readers.npy_header(path)
         if len(shape) != 2:
             raise IngestError(f"The data from '{path}' have shape {shape}; store an (n_samples, n_features) "
@@ -276,8 +303,8 @@ def _read_streamed(path, label_column, label_file, encoding, scratch, progress):
     else:
         import zarr
 
-        table = _open_table(path, cols, encoding)
-        d = table.width - len(table.label_index)
+        table = _open_table(path, cols, encoding, columns=columns)
+        d = len(table.feature_index)
         if d == 0:
             raise IngestError(f"'{path}' has no feature columns besides the label column(s).")
         rows = _readers.block_rows(d)
@@ -342,8 +369,33 @@ def _first_bad_values(x, limit=5):
     return v[:limit]
 
 
+def _impute_means(src, X, report, names=None):
+    """Missing values (NaN) of numpy or lazy ``X`` replaced by their column's mean over the rows where it is
+    present (one pass for the means and counts); infinities stay (refused or dropped after)."""
+    xp = np
+    if engine.is_lazy(X):
+        import dask.array as xp  # type: ignore[no-redef]
+    present = ~xp.isnan(X)
+    good = xp.isfinite(X)
+    sums, counts, missing = engine.compute((xp.where(good, X, 0).sum(axis=0, dtype=np.float64),
+                                            good.sum(axis=0), (~present).sum(axis=0)))
+    sums, counts, missing = np.asarray(sums), np.asarray(counts), np.asarray(missing)
+    if not missing.any():
+        return X
+    empty = np.flatnonzero((counts == 0) & (missing > 0))
+    if empty.size:
+        raise IngestError(f"--impute mean: column(s) {empty[:5].tolist()} (0-based among the features) of {src!r} "
+                          "have no finite value to take a mean from; leave them out with --drop-columns.")
+    means = sums / np.maximum(counts, 1)
+    report["imputed"] = {"strategy": "mean", "values": int(missing.sum()),
+                         "columns": {str(names[j]) if names is not None and len(names) == len(missing) else int(j):
+                                     int(missing[j]) for j in np.flatnonzero(missing)}}
+    return xp.where(present, X, means.astype(X.dtype))
+
+
 def _validate_and_write(src, X, labels, prov, finite, dest, *, drop_nonfinite, binary, standardize, pca,
-                        pca_method, n_folds, fold_seed, chunks, codec, overwrite, progress, dtype=np.float64):
+                        pca_method, n_folds, fold_seed, chunks, codec, overwrite, progress, dtype=np.float64,
+                        impute="none"):
     """Check the rows (numeric, finite, binary when asked) of numpy or lazy
     ``X``, then standardize / project and write the store."""
     from ..preprocess import fit_transform, write_preprocessed
@@ -366,6 +418,10 @@ def _validate_and_write(src, X, labels, prov, finite, dest, *, drop_nonfinite, b
                               f"have {X.shape[0]} rows; they must match row by row.")
     report = {"source": prov["source"], "rows_read": int(X.shape[0]), "features": int(X.shape[1]),
               "rejected": [], "labels": list(labels)}
+    if impute == "mean" and np.issubdtype(X.dtype, np.floating):
+        X = _impute_means(src, X, report, prov.get("feature_names"))
+        if "imputed" in report:
+            finite = None  # the mask read with the rows counted the imputed values as missing
     if finite is None and lazy:
         import dask.array as da
 
@@ -383,7 +439,9 @@ def _validate_and_write(src, X, labels, prov, finite, dest, *, drop_nonfinite, b
             _refuse_ragged(src)
             raise IngestError(
                 f"{int(bad.sum())} row(s) of {src!r} contain NaN or inf (first at rows {first}, "
-                f"0-based; columns {cols}). Re-run with --drop-nonfinite to drop them."
+                f"0-based; columns {cols}). Re-run with --drop-nonfinite to drop them"
+                + (", or --impute mean to fill missing values with their column's mean." if impute == "none"
+                   else ".")
             )
         X = engine.take_rows(X, ~bad) if lazy else X[~bad]
         labels = {k: (engine.take_rows(c, ~bad) if engine.is_lazy(c) else np.asarray(c)[~bad], nm)

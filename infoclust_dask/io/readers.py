@@ -51,12 +51,13 @@ class Table:
     label_index: list  # column indices of the label columns, in the order asked
     blocks: object  # iterator of Block
     n_rows: int | None = None  # known up front for parquet and .npy
+    feature_index: list = field(default_factory=list)  # column indices of the features, in their order
 
     @property
     def feature_names(self) -> list | None:
         if self.header is None:
             return None
-        return [h for j, h in enumerate(self.header) if j not in self.label_index]
+        return [self.header[j] for j in self.feature_index]
 
 
 def block_rows(width: int, itemsize: int = 8) -> int:
@@ -85,18 +86,46 @@ def label_indices(header: list | None, label_columns: Any, width: int) -> list[i
     return out
 
 
-def _label_index(header, label_column, width):
+def _label_index(header, label_column, width, flag="--label-column"):
     if isinstance(label_column, int) or str(label_column).lstrip("-").isdigit():
         i = int(label_column)
         i = i % width if i < 0 else i
         if not 0 <= i < width:
-            raise IngestError(f"--label-column {label_column} is out of range for {width} columns.")
+            raise IngestError(f"{flag} {label_column} is out of range for {width} columns (0-based).")
         return i
     if header is None:
-        raise IngestError(f"--label-column {label_column!r} names a column but the file has no header.")
+        raise IngestError(f"{flag} {label_column!r} names a column but the file has no header; give its "
+                          "0-based index.")
     if label_column not in header:
-        raise IngestError(f"No column named {label_column!r}; the header has {header}.")
+        raise IngestError(f"{flag}: no column named {label_column!r}; the header has {header}.")
     return header.index(label_column)
+
+
+@dataclass(frozen=True)
+class Columns:
+    """Which columns of a CSV/parquet table are features (``--columns`` /
+    ``--drop-columns``): ``keep`` the features by name or 0-based index
+    (empty: every column that is not a label column), ``drop`` columns left
+    out (e.g. a text column of ids)."""
+
+    keep: tuple = ()
+    drop: tuple = ()
+
+    def features(self, header: list | None, width: int, label_index: list) -> list[int]:
+        drop = {_label_index(header, c, width, "--drop-columns") for c in self.drop}
+        if self.keep:
+            keep = [_label_index(header, c, width, "--columns") for c in self.keep]
+            both = [c for c, i in zip(self.keep, keep, strict=True) if i in label_index or i in drop]
+            if both:
+                raise IngestError(f"--columns {both} names a label column or a dropped column; a column is a "
+                                  "feature, a label (--label-column) or dropped (--drop-columns), not two.")
+            out = list(dict.fromkeys(keep))
+        else:
+            out = [j for j in range(width) if j not in label_index and j not in drop]
+        if not out:
+            raise IngestError(f"No feature columns are left (of {width}: labels {label_index}, dropped "
+                              f"{sorted(drop)}); keep at least one with --columns.")
+        return out
 
 
 def _decode_error(path, encoding, exc, where=""):
@@ -149,10 +178,12 @@ def _sniff_csv(path: Path, encoding: str):
     return rows
 
 
-def read_csv(path: Any, label_columns: Any = (), encoding: str = "utf-8", rows: int | None = None) -> Table:
-    """Open a CSV file for reading in blocks: numeric feature columns, an
-    optional header (taken when the first row is not all numbers, or names
-    a label column), label columns by index or header name."""
+def read_csv(path: Any, label_columns: Any = (), encoding: str = "utf-8", rows: int | None = None,
+             columns: Columns = Columns()) -> Table:
+    """Open a CSV file for reading in blocks: numeric feature columns (all
+    but the label columns, or those ``columns`` chooses), an optional header
+    (taken when the first row is not all numbers, or names a label column or
+    a chosen column), label columns by index or header name."""
     import pandas as pd
 
     path = Path(path)
@@ -162,7 +193,8 @@ def read_csv(path: Any, label_columns: Any = (), encoding: str = "utf-8", rows: 
     line0, row0 = first[0]
     n0 = sum(is_number(v) for v in row0)
     n1 = sum(is_number(v) for v in first[1][1]) if len(first) > 1 else len(row0)
-    named = any(isinstance(c, str) and not c.lstrip("-").isdigit() and c in row0 for c in label_columns)
+    named = any(isinstance(c, str) and not c.lstrip("-").isdigit() and c in row0
+                for c in (*label_columns, *columns.keep, *columns.drop))
     header = row0 if (n0 == 0 or n0 < n1 or named) else None
     if header is not None and len(first) < 2:
         raise IngestError(f"'{path}' has a header but no data rows.")
@@ -180,7 +212,7 @@ def read_csv(path: Any, label_columns: Any = (), encoding: str = "utf-8", rows: 
     li = label_indices(header, list(label_columns), width)
     skip = line0 if header is not None else line0 - 1  # physical lines before the first data row
     rows = rows or block_rows(width)
-    numeric = [j for j in range(width) if j not in li]
+    numeric = columns.features(header, width, li)
     try:
         reader = pd.read_csv(
             path, header=None, skiprows=skip, chunksize=rows,
@@ -188,7 +220,8 @@ def read_csv(path: Any, label_columns: Any = (), encoding: str = "utf-8", rows: 
             keep_default_na=False, na_values={j: NA_STRINGS for j in numeric}, engine="c", **_exact_floats(pd))
     except LookupError:
         raise IngestError(f"Unknown text encoding {encoding!r}; use e.g. utf-8 or latin-1.") from None
-    return Table(width, header, li, _csv_blocks(path, reader, header, li, numeric, skip, encoding))
+    return Table(width, header, li, _csv_blocks(path, reader, header, li, numeric, skip, encoding),
+                 feature_index=numeric)
 
 
 def _exact_floats(pd):
@@ -236,7 +269,8 @@ def _csv_chunks(path, it, header, li, numeric, skip, encoding):
             name = f" ({header[j]!r})" if header is not None else ""
             raise IngestError(
                 f"'{path}' line {skip + start + r + 1}, column {j + 1}{name}: {col.iloc[r]!r} is not a number. "
-                "Remove non-numeric columns or name the class column with --label-column.")
+                f"Leave the column out with --drop-columns {header[j] if header is not None else j} (or choose the "
+                "features with --columns), or name it as the class column with --label-column.")
         x = chunk[numeric].to_numpy(dtype=np.float64, na_value=np.nan)
         labels = {i: chunk[i].fillna("").astype(str).str.strip().to_numpy(dtype=str) for i in li}
         for i, values in labels.items():
@@ -253,7 +287,7 @@ def _csv_chunks(path, it, header, li, numeric, skip, encoding):
 # --------------------------------------------------------------------------
 # parquet
 # --------------------------------------------------------------------------
-def read_parquet(path: Any, label_columns: Any = (), rows: int | None = None) -> Table:
+def read_parquet(path: Any, label_columns: Any = (), rows: int | None = None, columns: Columns = Columns()) -> Table:
     """Open a parquet file for reading in record batches (pyarrow)."""
     try:
         import pyarrow.parquet as pq
@@ -273,22 +307,24 @@ def read_parquet(path: Any, label_columns: Any = (), rows: int | None = None) ->
     schema = pf.schema_arrow
     cols = [str(c) for c in schema.names]
     li = label_indices(cols, list(label_columns), len(cols))
+    numeric = columns.features(cols, len(cols), li)
     for j, f in enumerate(schema):
-        if j in li:
+        if j not in numeric:
             continue
         t = f.type
         if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)):
             sample = pf.read_row_group(0, columns=[f.name]).column(0).slice(0, 1).to_pylist()
             raise IngestError(
                 f"'{path}' column {f.name!r} has dtype {t} (e.g. row 0: {sample[0] if sample else None!r}), "
-                "not numbers. Drop that column or name the class column with --label-column.")
+                f"not numbers. Leave it out with --drop-columns {f.name} (or choose the features with --columns), "
+                "or name it as the class column with --label-column.")
     rows = rows or block_rows(len(cols))
-    return Table(len(cols), cols, li, _parquet_blocks(pf, cols, li, rows), n_rows=n)
+    return Table(len(cols), cols, li, _parquet_blocks(pf, cols, li, [cols[j] for j in numeric], rows), n_rows=n,
+                 feature_index=numeric)
 
 
-def _parquet_blocks(pf, cols, li, rows):
+def _parquet_blocks(pf, cols, li, numeric, rows):
     start = 0
-    numeric = [c for j, c in enumerate(cols) if j not in li]
     for batch in pf.iter_batches(batch_size=rows):
         df = batch.to_pandas()
         df.columns = cols

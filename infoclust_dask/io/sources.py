@@ -43,7 +43,7 @@ def _label_name(header, index, k):
 
 
 def read_source(src: Any, *, label_column: str | None = None, labels: Any = None,
-                encoding: str = "utf-8") -> tuple:
+                encoding: str = "utf-8", columns: _readers.Columns = _readers.Columns()) -> tuple:
     """Read ``src`` into ``(X, labels, provenance)``.
 
     ``src`` is a bundled dataset name (``letter``, ``satimage``, ``digits``,
@@ -52,6 +52,8 @@ def read_source(src: Any, *, label_column: str | None = None, labels: Any = None
     ``scipy.sparse.save_npz``, kept sparse: see :func:`ingest`), a ``.csv``
     file (numeric columns; an optional header) or a ``.parquet`` file.
 
+    ``columns`` (:class:`infoclust_dask.io.readers.Columns`) chooses the
+    feature columns of a CSV/parquet table (``--columns``/``--drop-columns``).
     ``label_column`` (one column by index or header name, or a list of them)
     holds classes or known clusterings in a CSV/parquet file; ``labels`` is a
     separate file of label columns (``.npy``: 1-D, or (n, m) for m columns;
@@ -66,6 +68,8 @@ def read_source(src: Any, *, label_column: str | None = None, labels: Any = None
     if s in BUNDLED:
         if cols:
             raise IngestError(f"--label-column is for CSV/parquet files; the bundled {s!r} has its classes.")
+        if columns.keep or columns.drop:
+            raise IngestError(f"--columns/--drop-columns are for CSV/parquet files, not the bundled {s!r}.")
         X, c, names = load_bundled(s)
         out = {"label": (c, names)}
         prov = {"source": f"bundled:{s}"}
@@ -77,6 +81,8 @@ def read_source(src: Any, *, label_column: str | None = None, labels: Any = None
             )
         suffix = path.suffix.lower()
         prov = {"source": str(path.resolve())}
+        if (columns.keep or columns.drop) and suffix not in _TABLES:
+            raise IngestError(f"--columns/--drop-columns are for CSV/parquet files; '{path}' is {suffix}.")
         if cols and suffix not in (".csv", ".txt", ".parquet", ".pq"):
             raise IngestError(f"--label-column is for CSV/parquet files; '{path}' is {suffix}. Put the labels "
                               "in the .npz as 'label' or pass them with --labels FILE.")
@@ -96,7 +102,7 @@ def read_source(src: Any, *, label_column: str | None = None, labels: Any = None
                     if "label" in keys:
                         out["label"] = _label_codes(z["label"], f"'{path}' array 'label'")
         elif suffix in _TABLES:
-            X, out = _read_table_whole(_open_table(path, cols, encoding))
+            X, out = _read_table_whole(_open_table(path, cols, encoding, columns=columns))
         else:
             raise IngestError(
                 f"Cannot ingest '{path}': use .npy, .npz, .csv, .parquet, a store or a bundled dataset name."
@@ -123,10 +129,10 @@ def _finish_labels(labels, prov, label_file, n, src):
 _TABLES = (".csv", ".txt", ".parquet", ".pq")
 
 
-def _open_table(path: Path, cols, encoding="utf-8", rows=None):
+def _open_table(path: Path, cols, encoding="utf-8", rows=None, columns=_readers.Columns()):
     if path.suffix.lower() in (".parquet", ".pq"):
-        return _readers.read_parquet(path, cols, rows=rows)
-    return _readers.read_csv(path, cols, encoding, rows=rows)
+        return _readers.read_parquet(path, cols, rows=rows, columns=columns)
+    return _readers.read_csv(path, cols, encoding, rows=rows, columns=columns)
 
 
 def _table_labels(table, encoders):
