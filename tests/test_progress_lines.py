@@ -64,3 +64,55 @@ def test_a_refused_parameter_leaves_no_run_folder(tmp_path, capsys):
         assert ("n_clusters" in err) if k == "0" else ("larger than the store's 178 rows" in err)
         assert "--resume" not in err
     assert not (tmp_path / "st" / "runs").exists() or not any((tmp_path / "st" / "runs").iterdir())
+
+
+def test_steps_plain_lines_carry_total_eta_and_the_work_inside_a_step():
+    """Issue 54: off a terminal, long loops print plain periodic lines with
+    their position, total and ETA, and the work inside a step (passes at one
+    beta) keeps the log from going silent; on a terminal, a bar; nothing with
+    verbose=0."""
+    class Est:
+        verbose = 1
+
+    out = io.StringIO()
+    with _progress.Steps(Est(), 4, "demo", unit="beta", out=out, every=0.0) as bar:
+        bar.update(1, beta="0.1")
+        bar.tick(passes=7)
+        bar.to(3)
+    lines = out.getvalue().splitlines()
+    assert "\r" not in out.getvalue()
+    assert lines[0].startswith("demo: 1/4 beta, ") and ", ETA " in lines[0] and "beta=0.1" in lines[0]
+    assert lines[1].endswith("beta=0.1, passes=7") and lines[2].startswith("demo: 3/4 beta")
+    assert lines[-1].endswith("(done)")
+    quiet = io.StringIO()
+
+    class Silent:
+        verbose = 0
+
+    with _progress.Steps(Silent(), 4, "demo", out=quiet, every=0.0) as bar:
+        bar.update(2)
+    assert quiet.getvalue() == ""
+    tty = _Tty()
+    with _progress.Steps(Est(), 4, "demo", unit="beta", out=tty) as bar:
+        bar.update(2, beta="1")
+        bar.bar.refresh()  # tqdm redraws at most every 0.1 s
+    assert "2/4" in tty.getvalue() and "beta=1" in tty.getvalue()
+
+
+def test_soft_kmeans_annealing_reports_its_position_along_the_beta_range_and_passes(monkeypatch, capsys):
+    """Issue 54: soft K-means printed one line per beta with no total and was
+    silent inside a beta; its plain lines now give the share of the log-beta
+    range done (an automatic schedule has no known length) and the passes at
+    the current beta."""
+    import numpy as np
+
+    from infoclust_dask import SoftKMeans
+
+    monkeypatch.setattr(_progress, "PLAIN_EVERY", 0.0)
+    X = np.random.default_rng(0).normal(size=(300, 2)) + np.repeat([[0, 0], [6, 0], [0, 6]], 100, axis=0)
+    SoftKMeans(3, beta=5.0, beta_schedule="auto", random_state=0, verbose=1, scheduler="sync").fit(X)
+    err = capsys.readouterr().err
+    steps = [line for line in err.splitlines() if line.startswith("SoftKMeans: annealing: ")]
+    assert any(", passes=" in line for line in steps), err
+    final = [line for line in steps if " %" in line and "(done)" in line]
+    assert final and final[-1].startswith("SoftKMeans: annealing: 100/100 %"), steps[-3:]

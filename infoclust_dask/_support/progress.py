@@ -66,35 +66,97 @@ def log(est, message: str, level: int = 1):
 
 
 class Steps:
-    """A progress bar of ``total`` steps named ``desc``, shown when
-    ``est.verbose >= 1`` and stderr is a terminal; a context manager."""
+    """Progress of ``total`` steps named ``desc`` (``total`` None: unknown),
+    shown when ``est.verbose >= 1``; a context manager.
 
-    def __init__(self, est, total, desc, unit="step"):
+    On a terminal: a tqdm bar (count, total, rate and ETA; the postfix, e.g.
+    the current beta and its passes). Otherwise (a log file, a CI job): one
+    plain line at most every ``every`` seconds (default
+    :data:`PLAIN_EVERY`), ``"desc: 3/40 beta, 12 s, ETA 2.6 min, passes=7"``,
+    so long work is never silent and the log has no carriage returns.
+    ``update`` advances by steps, ``to`` moves to a position (e.g. along the
+    log-beta range of an annealing in percent), ``tick`` only refreshes the
+    postfix (work inside one step, e.g. the passes at one beta)."""
+
+    def __init__(self, est, total, desc, unit="step", out=None, every: float | None = None):
+        import time
+
         self.on = verbosity(est) >= 1
         self.bar = None
-        if self.on:
+        self.total, self.desc, self.unit, self.n = total, desc, unit, 0
+        self.postfix: dict[str, object] = {}
+        self.out = sys.stderr if out is None else out
+        self.every = PLAIN_EVERY if every is None else float(every)
+        self.t0 = self.last = time.monotonic()
+        self.plain = self.on and not _is_terminal(self.out)
+        if self.on and not self.plain:
             from tqdm import tqdm
 
             console()
-            self.bar = tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, disable=None, leave=False,
-                            dynamic_ncols=True)
+            self.bar = tqdm(total=total, desc=desc, unit=unit, file=self.out, leave=False, dynamic_ncols=True)
 
     def update(self, n=1, **postfix):
+        self.to(self.n + n, **postfix)
+
+    def to(self, position, **postfix):
+        """Move to ``position`` (of ``total``), with a new postfix."""
+        self.postfix.update(postfix)
+        step, self.n = position - self.n, position
         if self.bar is not None:
             if postfix:
-                self.bar.set_postfix(postfix, refresh=False)
-            self.bar.update(n)
+                self.bar.set_postfix(self.postfix, refresh=False)
+            self.bar.update(step)
+        self._plain_line()
+
+    def tick(self, **postfix):
+        """Work inside the current step: refresh the postfix (and a plain line when one is due)."""
+        self.postfix.update(postfix)
+        if self.bar is not None:
+            self.bar.set_postfix(self.postfix)
+        self._plain_line()
+
+    def _plain_line(self, final=False):
+        import time
+
+        if not self.plain:
+            return
+        now = time.monotonic()
+        if not final and now - self.last < self.every:
+            return
+        self.last = now
+        elapsed = now - self.t0
+        done = f"{self.n:g}/{self.total:g} {self.unit}" if self.total else f"{self.n:g} {self.unit}"
+        eta = ""
+        if self.total and 0 < self.n < self.total:
+            eta = f", ETA {_seconds(elapsed * (self.total - self.n) / self.n)}"
+        extra = "".join(f", {k}={v}" for k, v in self.postfix.items())
+        self.out.write(f"{self.desc}: {done}, {_seconds(elapsed)}{eta}{extra}{' (done)' if final else ''}\n")
+        self.out.flush()
 
     def close(self):
         if self.bar is not None:
             self.bar.close()
             self.bar = None
+        elif self.plain and self.last > self.t0:  # a long one said something: say it ended
+            self._plain_line(final=True)
+        self.plain = False
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _is_terminal(out) -> bool:
+    try:
+        return bool(out.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+def _seconds(t: float) -> str:
+    return f"{t:.0f} s" if t < 120 else f"{t / 60:.1f} min" if t < 7200 else f"{t / 3600:.1f} h"
 
 
 #: seconds between two plain progress lines of a dask computation when stderr is not a terminal

@@ -68,17 +68,22 @@ INTERMEDIATE_TOL_FACTOR = 1e3
 CROSSING_TOL_FACTOR = 1e2
 
 
-def _soft_iterate(X, w, centers, beta, *, max_iter, tol, accelerate=True):
+def _soft_iterate(X, w, centers, beta, *, max_iter, tol, accelerate=True, on_pass=None):
     """Fixed-point iteration (20.7)-(20.9) at one beta, accelerated by
     SQUAREM (:func:`infoclust_dask.solvers.optimize.squarem`; the free energy, which
     every EM step lowers, never rises along it).
 
     Returns ``(centers, free_energy, n_iter, converged)``; the free energy is
-    ``-(1/beta) sum_n w_n log sum_k exp(-beta d_nk)``. One pass per iteration.
+    ``-(1/beta) sum_n w_n log sum_k exp(-beta d_nk)``. One pass per iteration
+    (``on_pass(count)`` after each, e.g. a progress bar's tick).
     """
+    passes = [0]
 
     def step(c):
         st = engine.map_reduce(SOFT_KMEANS, X, w, params={"centers": c, "beta": beta})
+        passes[0] += 1
+        if on_pass is not None:
+            on_pass(passes[0])
         R = st["R"]
         new = c.copy()
         ok = R > 0
@@ -342,10 +347,12 @@ class SoftKMeans(ClusterColumnsOut, ClusterMixin, TransformerMixin, InfoclustEst
             beta_end = float(self.beta)
             first = predict(centers, beta_end)
             beta = min(0.5 * min(first), beta_end) if first and np.isfinite(min(first)) else beta_end
-            total = None
+            beta_start = beta
         else:
-            total = len(betas)
-        with Steps(self, total, "SoftKMeans: annealing", unit="beta") as bar:
+            beta_start, beta_end = float(betas[0]), float(betas[-1])
+        # an automatic schedule's length is not known ahead: its position is the share of the log-beta range done
+        span = np.log(beta_end / beta_start) if auto and beta_end > beta_start else 0.0
+        with Steps(self, 100 if auto else len(betas), "SoftKMeans: annealing", unit="%" if auto else "beta") as bar:
             i = 0
             while True:
                 if not auto:
@@ -359,14 +366,19 @@ class SoftKMeans(ClusterColumnsOut, ClusterMixin, TransformerMixin, InfoclustEst
                 else:
                     beta_tol = tol * INTERMEDIATE_TOL_FACTOR
                 centers, f, it, ok = _soft_iterate(X, w, centers, beta, max_iter=self.max_iter, tol=beta_tol,
-                                                   accelerate=accelerate)
+                                                   accelerate=accelerate,
+                                                   on_pass=lambda n, b=beta: bar.tick(beta=f"{b:.3g}", passes=n))
                 path.append(centers.copy())
                 free.append(f)
                 iters.append(it)
                 used.append(beta)
                 if not ok:
                     not_converged.append(float(beta))
-                bar.update(1, beta=f"{beta:.3g}")
+                if auto:
+                    bar.to(round(100 * np.log(beta / beta_start) / span, 1) if span else 100, beta=f"{beta:.3g}",
+                           betas=i + 1)
+                else:
+                    bar.update(1, beta=f"{beta:.3g}")
                 log(self, f"[SoftKMeans] beta {i + 1}{'' if auto else f'/{len(betas)}'} = {beta:.4g}: {it} "
                           f"iterations, free energy {f:.6g}")
                 i += 1

@@ -264,7 +264,7 @@ def _append_source(src, dest, *, label_column, labels, encoding, drop_nonfinite,
     return report["store"], report
 
 
-def _read_streamed(path, label_column, label_file, encoding, scratch, progress, columns=_readers.Columns()):
+def _read_streamed(path, label_column, label_file, encoding, scratch, progress, columns=_readers.ALL_COLUMNS):
     """A ``.npy``, CSV or parquet file as a lazy array, never whole in memory.
 
     ``.npy`` (C order) is read in blocks of rows at their file offset. CSV

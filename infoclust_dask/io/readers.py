@@ -128,6 +128,10 @@ class Columns:
         return out
 
 
+#: every column that is not a label column is a feature (no --columns / --drop-columns)
+ALL_COLUMNS = Columns()
+
+
 def _decode_error(path, encoding, exc, where=""):
     return IngestError(
         f"'{path}' is not {encoding} text: byte {exc.object[exc.start:exc.start + 1]!r} at offset {exc.start}"
@@ -179,7 +183,7 @@ def _sniff_csv(path: Path, encoding: str):
 
 
 def read_csv(path: Any, label_columns: Any = (), encoding: str = "utf-8", rows: int | None = None,
-             columns: Columns = Columns()) -> Table:
+             columns: Columns = ALL_COLUMNS) -> Table:
     """Open a CSV file for reading in blocks: numeric feature columns (all
     but the label columns, or those ``columns`` chooses), an optional header
     (taken when the first row is not all numbers, or names a label column or
@@ -287,7 +291,7 @@ def _csv_chunks(path, it, header, li, numeric, skip, encoding):
 # --------------------------------------------------------------------------
 # parquet
 # --------------------------------------------------------------------------
-def read_parquet(path: Any, label_columns: Any = (), rows: int | None = None, columns: Columns = Columns()) -> Table:
+def read_parquet(path: Any, label_columns: Any = (), rows: int | None = None, columns: Columns = ALL_COLUMNS) -> Table:
     """Open a parquet file for reading in record batches (pyarrow)."""
     try:
         import pyarrow.parquet as pq

@@ -43,7 +43,7 @@ def _label_name(header, index, k):
 
 
 def read_source(src: Any, *, label_column: str | None = None, labels: Any = None,
-                encoding: str = "utf-8", columns: _readers.Columns = _readers.Columns()) -> tuple:
+                encoding: str = "utf-8", columns: _readers.Columns = _readers.ALL_COLUMNS) -> tuple:
     """Read ``src`` into ``(X, labels, provenance)``.
 
     ``src`` is a bundled dataset name (``letter``, ``satimage``, ``digits``,
@@ -129,7 +129,7 @@ def _finish_labels(labels, prov, label_file, n, src):
 _TABLES = (".csv", ".txt", ".parquet", ".pq")
 
 
-def _open_table(path: Path, cols, encoding="utf-8", rows=None, columns=_readers.Columns()):
+def _open_table(path: Path, cols, encoding="utf-8", rows=None, columns=_readers.ALL_COLUMNS):
     if path.suffix.lower() in (".parquet", ".pq"):
         return _readers.read_parquet(path, cols, rows=rows, columns=columns)
     return _readers.read_csv(path, cols, encoding, rows=rows, columns=columns)
