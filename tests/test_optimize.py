@@ -41,10 +41,18 @@ def test_schedules_split_and_search():
     np.testing.assert_array_equal(optimize.geometric_schedule(10.0, 1.0, 1), [1.0])
     train, valid = optimize.hashed_split(np.random.default_rng(1), 0.25)
     assert train[0] == valid[0] and train[1] == valid[1] == 0.75 and (train[2], valid[2]) == ("train", "valid")
+    # the one-standard-error rule: the best mean (2) and those within its spread; the smoothest of them wins;
+    # an exact tie with a candidate whose optimizer never moved goes to the one that moved
     order = []
-    best, scores = optimize.held_out_search([3, 1, 2, 1.5], lambda c: order.append(c) or c * 10,
-                                            lambda m: -(m - 20) ** 2)
-    assert best == 2 and order == [3, 1, 2, 1.5] and scores[3] == -100
+    best, table = optimize.repeated_held_out_search(
+        [3, 1, 2, 1.5], [0, 1], lambda c, s: (order.append((c, s)) or c * 10, c != 1.5),
+        lambda m, s: -((m - 20) ** 2) - 40 * s, smoother=lambda c: c)
+    assert order[:2] == [(3, 0), (3, 1)] and len(order) == 8
+    assert table[3]["scores"] == [-100.0, -140.0] and table[2]["mean"] == -20.0 and best == 2
+    assert table[2]["spread"] == 20.0  # std (ddof 1) / sqrt(2) of [0, -40]
+    tie = optimize.one_standard_error_choice({1: {"mean": -1.0, "spread": 0.0, "moved": True},
+                                              5: {"mean": -1.0, "spread": 0.0, "moved": False}}, lambda c: c)
+    assert tie == 1
     state, hist = optimize.online_epochs(lambda s, e: s + e, 0, epochs=4, record=lambda s: s * 2)
     assert state == 6 and hist == [0, 2, 6, 12]
 

@@ -272,3 +272,32 @@ def test_a_reader_opened_before_an_append_still_reads_its_rows(tmp_path):
     with pytest.raises(StoreError, match="was rewritten after the store was opened.*Open the store again"):
         _ = labelled["km"].values
     np.testing.assert_array_equal(open_dataset(path)["km"].values, np.ones(29))
+
+
+def test_a_temporary_left_in_an_array_folder_by_a_killed_append_is_not_damage(tmp_path):
+    """Found by the slow state machine (tests/test_store_model.py): an append
+    SIGKILLed while replacing ``x/zarr.json`` left ``x/.zarr.json.tmp-PID-*``,
+    which ``verify`` called damage ("no manifest names it ... re-ingest")
+    though the store reads whole. A writer's temporary is now a note, and the
+    next append removes a dead writer's; a live writer's stays; a file of any
+    other name is still a problem."""
+    import subprocess
+    import sys
+
+    from infoclust_dask.io.verify import verify_store
+
+    path = tmp_path / "s.zarr"
+    write_dataset(path, np.arange(40.0).reshape(20, 2))
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    crumb = path / "x" / f".zarr.json.tmp-{dead.pid}-a77d1965"
+    crumb.write_text("{}")
+    live = path / "x" / f".zarr.json.tmp-{os.getpid()}-0123abcd"
+    live.write_text("{}")
+    report = verify_store(path)
+    assert report["problems"] == [] and any("temporary file(s) of a writer" in n for n in report["notes"])
+    append_dataset(path, np.ones((3, 2)))
+    assert not crumb.exists() and live.exists()
+    assert open_dataset(path)["x"].shape == (23, 2)
+    (path / "x" / "backup.json").write_text("{}")
+    assert any("backup.json" in p for p in verify_store(path)["problems"])

@@ -155,8 +155,12 @@ class AssociativeClustering(InfoclustEstimator):
         Final membership widths ``(sigma_x, sigma_y)``. ``"auto"`` chooses a
         common *relative* width ``r`` (``sigma_v = r * s_v`` with ``s_v`` the
         square root of the view's total variance) from ``sigma_grid`` by the
-        hard log Bayes factor (3) of held-out rows (a hashed split of
-        ``validation_fraction``), then refits on all rows.
+        hard log Bayes factor (3) per held-out row, averaged over
+        ``n_splits`` hashed splits (``validation_fraction`` held out in
+        each), by the one-standard-error rule: of the widths whose mean is
+        within one standard error of the best, the largest at which the
+        optimizer moved (as DC's width), then refits on all rows.
+        ``sigma_scores_`` holds each width's mean, spread and scores.
     prior : float or (n_d, n_x, n_y), default=(1, 1, 1)
         Dirichlet parameters of (3): per cell, per x-margin row, per y-margin
         column.
@@ -187,6 +191,9 @@ class AssociativeClustering(InfoclustEstimator):
     sigma_grid : sequence of float, optional
         Relative widths tried by ``sigma="auto"`` (default 0.05 ... 0.4, 5 values).
     validation_fraction : float, default=0.2
+    n_splits : int, default=3
+        Hashed train/validation splits of the width search (the search
+        costs ``n_splits`` fits per candidate width).
     random_state : int, numpy Generator or None, default=None
         Seeds the starts (K-means, CCA or random rows), the annealed
         restarts and the split of the width search.
@@ -219,6 +226,11 @@ class AssociativeClustering(InfoclustEstimator):
     cluster_centers_x_ : ndarray (K, dx)
     cluster_centers_y_ : ndarray (L, dy)
     sigma_ : (float, float)
+    sigma_scores_ : dict, only with sigma="auto"
+        Per candidate relative width: ``{"mean", "spread", "scores",
+        "moved"}`` - the held-out log BF (3) per validation row averaged over
+        the splits, its standard error, each split's score, and whether the
+        optimizer moved on some split.
     objective_history_ : list of float
         Smoothed log BF'' at every evaluation of the kept restart, all widths.
     restart_scores_ : list of float
@@ -240,6 +252,7 @@ class AssociativeClustering(InfoclustEstimator):
                  margin_weight: float | tuple[float, float] = (1.0, 1.0), optimizer: str = "cg",
                  init: str = "cca", n_init: int = 2, anneal_steps: int = 12, anneal_start: float = 10.0,
                  max_iter: int = 30, sigma_grid: Sequence[float] | None = None, validation_fraction: float = 0.2,
+                 n_splits: int = 3,
                  random_state: RandomStateLike = None, scheduler: SchedulerLike = None, sample_dim: str | None = None,
                  variables: Sequence[str] | None = None, verbose: int = 0):
         self.n_clusters = n_clusters
@@ -254,6 +267,7 @@ class AssociativeClustering(InfoclustEstimator):
         self.max_iter = max_iter
         self.sigma_grid = sigma_grid
         self.validation_fraction = validation_fraction
+        self.n_splits = n_splits
         self.random_state = random_state
         self.scheduler = scheduler
         self.sample_dim = sample_dim
@@ -275,6 +289,7 @@ class AssociativeClustering(InfoclustEstimator):
         "max_iter": [Interval(int, 1)],
         "sigma_grid": [ArrayLike(), Options(None)],
         "validation_fraction": [Interval(float, 0, 0.9, closed="right")],
+        "n_splits": [Interval(int, 1)],
     }
 
     def _check_params(self, n_samples):
@@ -404,24 +419,28 @@ class AssociativeClustering(InfoclustEstimator):
         m0 = self._initial(X, Y, k, l_, rng, ix.d, iy.d)
         scale = (float(np.sqrt(np.sum(ix.var))) or 1.0, float(np.sqrt(np.sum(iy.var))) or 1.0)
         if sig[0] == "auto":
-            train, valid = optimize.hashed_split(rng, self.validation_fraction)
+            splits = [optimize.hashed_split(rng, self.validation_fraction) for _ in range(self.n_splits)]
 
-            def fit_on_train(r):
+            def fit_on_train(r, split):
                 s = (r * scale[0], r * scale[1])
-                return self._fit_restarts(X, Y, m0, s, prior, lam, rng, k, l_, subset=train)[0][1:3]
+                fitted = self._fit_restarts(X, Y, m0, s, prior, lam, rng, k, l_, subset=split[0])[0]
+                return fitted[1:3], fitted[4] > 0
 
-            def valid_score(protos):
-                return obj.log_bayes_factor(hard_table(X, Y, protos[0], protos[1], valid), prior)
+            def valid_score(protos, split):  # per validation row: comparable across splits of other sizes
+                table = hard_table(X, Y, protos[0], protos[1], split[1])
+                return obj.log_bayes_factor(table, prior) / max(float(table.sum()), 1.0)
 
             grid = self._grid()
-            with Steps(self, len(grid), "AC: width search", unit="width") as bar:
+            with Steps(self, len(grid) * len(splits), "AC: width search", unit="fit") as bar:
 
                 def progress(info):
                     bar.update(1, width=f"{info['candidate']:.3g}")
                     if self.verbose:
-                        say(f"[AC] relative width {info['candidate']:.3g}: held-out log BF (3) {info['score']:.6g}")
+                        say(f"[AC] relative width {info['candidate']:.3g}, split {info['split'] + 1}: held-out "
+                            f"log BF (3) per row {info['score']:.6g}")
 
-                r, self.sigma_scores_ = optimize.held_out_search(grid, fit_on_train, valid_score, callback=progress)
+                r, self.sigma_scores_ = optimize.repeated_held_out_search(grid, splits, fit_on_train, valid_score,
+                                                                          smoother=lambda c: c, callback=progress)
             sigma = (r * scale[0], r * scale[1])
         else:
             sigma = (float(sig[0]), float(sig[1]))

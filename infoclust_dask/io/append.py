@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from .. import engine
-from ..storage.atomic import StoreError, _temp_name, _WriteLock, clean_stale_temporaries
+from ..storage.atomic import StoreError, _temp_name, _WriteLock, clean_stale_temporaries, clean_stale_temporaries_within
 from ..storage.bound import pending_entry
 from ..storage.commits import _row_chunk, committed_attributes, committed_rows, interrupted_rows, row_step
 from ..storage.location import Location, resolve
@@ -204,6 +204,7 @@ def append_dataset(path: str | os.PathLike, x: Any, *, label: Any = None, y: Any
     with lock:
         if loc.local is not None:
             clean_stale_temporaries(loc.local)
+            clean_stale_temporaries_within(loc.local)
         remove_leftovers(loc, _read_manifests(loc) or {}, keep=staging)
         _write_staged(loc, staging, staged_vars, encoding, first, n_old + n_new, new_attrs, source, n_new,
                       progress, moments)

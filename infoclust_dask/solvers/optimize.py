@@ -17,10 +17,10 @@ statistics, never the data.
   dense around predicted critical temperatures and sparse between;
 - :func:`online_epochs`: epochs of a streaming on-line algorithm with a
   value recorded after each (DC's stochastic algorithm (5)-(6));
-- :func:`held_out_search`: model selection on a hashed train/validation
-  split of the rows (AC's width), with :func:`hashed_split` making the two
-  row subsets; :func:`repeated_held_out_search`: the same over several
-  splits, decided by the one-standard-error rule (DC's sigma and lambda).
+- :func:`repeated_held_out_search`: model selection over several hashed
+  train/validation splits of the rows (:func:`hashed_split` makes the two
+  row subsets), decided by the one-standard-error rule (DC's sigma and
+  lambda, AC's width).
 
 Every optimizer reports progress through an optional ``callback(info)``
 with a dict ``info`` (step, value, seconds, ...), which the estimators turn
@@ -46,7 +46,6 @@ __all__ = [
     "next_temperature",
     "online_epochs",
     "hashed_split",
-    "held_out_search",
     "repeated_held_out_search",
     "one_standard_error_choice",
 ]
@@ -337,19 +336,3 @@ def one_standard_error_choice(table: dict[Any, dict], smoother: Callable[[Any], 
     kept = [c for c in table if table[c]["mean"] >= top - band]
     moving = [c for c in kept if table[c]["moved"]]
     return max(moving or kept, key=smoother)
-
-
-def held_out_search(candidates: Iterable[Any], fit: Callable[[Any], Any], score: Callable[[Any], float], *,
-                    callback: Callable[[dict], Any] | None = None) -> tuple[Any, dict]:
-    """Model selection on held-out rows: for every candidate, ``model =
-    fit(candidate)`` on the training rows and ``score(model)`` on the
-    validation rows (higher is better). Returns ``(best candidate, {candidate:
-    score})``; the first of equal scores wins. ``callback`` receives
-    ``{"candidate", "score"}`` after each."""
-    scores: dict[Any, float] = {}
-    for cand in candidates:
-        scores[cand] = float(score(fit(cand)))
-        if callback is not None:
-            callback({"candidate": cand, "score": scores[cand]})
-    best = max(scores, key=lambda c: scores[c])
-    return best, scores

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import os
+import re
 import shutil
 import time
 import uuid
@@ -17,7 +18,11 @@ from pathlib import Path
 
 from .paths import local_path
 
-__all__ = ["StoreError", "clean_stale_temporaries", "atomic_write_text"]
+__all__ = ["StoreError", "clean_stale_temporaries", "clean_stale_temporaries_within", "temporary_writer",
+           "atomic_write_text"]
+
+#: a temporary named by :func:`_temp_name`: ``.NAME.KIND-PID-HEX``
+_TEMPORARY = re.compile(r"^\.(?P<of>.+)\.(?P<kind>tmp|old|var|raw|append)-(?P<pid>\d+)-[0-9a-f]{8}$")
 
 
 class StoreError(ValueError):
@@ -60,6 +65,34 @@ def clean_stale_temporaries(path: Any) -> list[Path]:
         else:
             p.unlink(missing_ok=True)
         removed.append(p)
+    return removed
+
+
+def temporary_writer(name: str) -> int | None:
+    """The PID in the name of a writer's temporary (``.zarr.json.tmp-123-abcd0123``), else None."""
+    m = _TEMPORARY.match(name)
+    return int(m.group("pid")) if m else None
+
+
+def clean_stale_temporaries_within(store: Any) -> list[Path]:
+    """Remove the temporaries that killed writers left inside a store on disk:
+    in its folder and its arrays' folders (an append killed while replacing
+    an array's ``zarr.json`` leaves ``x/.zarr.json.tmp-PID-*``); a live
+    writer's stay. Returns what was removed."""
+    root = Path(store)
+    removed: list = []
+    if not root.is_dir():
+        return removed
+    for folder in [root, *(d for d in root.iterdir() if d.is_dir() and not d.name.startswith("."))]:
+        for p in folder.iterdir():
+            pid = temporary_writer(p.name)
+            if pid is None or _pid_alive(pid):
+                continue
+            if p.is_dir():
+                shutil.rmtree(p, ignore_errors=True)
+            else:
+                p.unlink(missing_ok=True)
+            removed.append(p)
     return removed
 
 

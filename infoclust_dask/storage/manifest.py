@@ -40,7 +40,7 @@ import hashlib
 import json
 from typing import Any
 
-from .atomic import StoreError
+from .atomic import StoreError, temporary_writer
 from .bound import crc_and_tail as _crc_and_tail
 from .bound import describe_chunk as _describe_chunk
 from .bound import tails as _tails
@@ -407,7 +407,7 @@ def unlisted_files(loc: Location, docs: dict[str, dict]) -> tuple[list[str], lis
     committed rows (an append that did not finish; the next write removes
     them)."""
     own = {MANIFEST, PENDING, PREVIOUS_ATTRS, "zarr.json"}
-    problems, beyond = [], []
+    problems, beyond, crumbs = [], [], []
     listed = loc.find()
     store_rows = committed_rows(docs)
     for var, doc in docs.items():
@@ -422,6 +422,9 @@ def unlisted_files(loc: Location, docs: dict[str, dict]) -> tuple[list[str], lis
             name = rel[len(var) + 1:]
             if name in own or rel in names:
                 continue
+            if temporary_writer(name) is not None:  # a writer's temporary (a killed one's: the next write removes it)
+                crumbs.append(rel)
+                continue
             if rows >= 0 and step > 0 and _row_chunk(rel) >= -(-rows // step):
                 beyond.append(rel)
                 continue
@@ -430,6 +433,10 @@ def unlisted_files(loc: Location, docs: dict[str, dict]) -> tuple[list[str], lis
     notes = [f"{len(beyond)} chunk files beyond the committed rows (first: '{beyond[0]}'): an append did not "
              "finish and left them; the store reads as its committed rows, and the next append replaces them"
              ] if beyond else []
+    if crumbs:
+        notes.append(f"{len(crumbs)} temporary file(s) of a writer (first: '{crumbs[0]}'): left by a write that was "
+                     "killed (or is running); the store reads as its committed rows, and the next append removes "
+                     "them")
     return problems, notes
 
 

@@ -250,13 +250,13 @@ def test_replicates_refit_at_the_widths_the_reference_chose(monkeypatch):
     from infoclust_dask.solvers import optimize
 
     searches = []
-    real = optimize.held_out_search
+    real = optimize.repeated_held_out_search
 
     def counting(*a, **k):
         searches.append(1)
         return real(*a, **k)
 
-    monkeypatch.setattr(optimize, "held_out_search", counting)
+    monkeypatch.setattr(optimize, "repeated_held_out_search", counting)
     X, Y, _, _, _ = make_paired_dependency(300, n_latent=3, random_state=5)
     ref, cells, _ = bootstrap_reliability(X, Y, n_boot=3, n_clusters=(3, 3), n_init=1, max_iter=5,
                                           sigma_grid=[0.1, 0.3], scheduler="threads")
@@ -327,3 +327,24 @@ def test_a_view_with_fewer_distinct_rows_than_regions_is_named():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         AssociativeClustering((8, 3), random_state=0, scheduler="sync").fit(X, y)
+
+
+def test_width_search_averages_splits_and_does_not_hinge_on_rounding():
+    """Issue 54 ("the same care for AC's width"): the width is chosen from
+    the held-out log BF per row averaged over n_splits hashed splits by the
+    one-standard-error rule (sigma_scores_ has mean, spread, scores, moved
+    for every candidate), and multiplying the data by (1 + 1e-12) chooses
+    the same width."""
+    X, Y, _, _, _ = make_paired_dependency(600, n_latent=3, random_state=0)
+    fits = [AssociativeClustering((3, 3), n_splits=3, n_init=1, random_state=0, scheduler="sync").fit(X * f, Y * f)
+            for f in (1.0, 1.0 + 1e-12)]
+    table = fits[0].sigma_scores_
+    assert set(table) == set(fits[0]._grid())
+    for row in table.values():
+        assert len(row["scores"]) == 3 and row["mean"] == pytest.approx(np.mean(row["scores"]))
+        assert row["spread"] == pytest.approx(np.std(row["scores"], ddof=1) / np.sqrt(3))
+    best = max(row["mean"] for row in table.values())
+    chosen = fits[0].sigma_[0] / np.sqrt(X.var(axis=0).sum())
+    r = min(table, key=lambda c: abs(c - chosen))
+    assert table[r]["mean"] >= best - max(row["spread"] for row in table.values())
+    assert fits[0].sigma_ == pytest.approx(fits[1].sigma_, rel=1e-9)
