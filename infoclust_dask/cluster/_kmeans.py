@@ -23,7 +23,7 @@ from .._inputs import check_sample_weight, prepare_input
 from .._support.hints import DataLike, Labels, NumbersLike, RandomStateLike, SchedulerLike, Sequence
 from .._support.progress import say
 from .._support.validation import ArrayLike, Interval, Options, check_n_clusters, check_random_state, validate_params
-from ..kernels.kmeans import DISTANCES, INERTIA, LLOYD_FAR, LLOYD_STEP
+from ..kernels.kmeans import ASSIGN_DISTANCE, DISTANCES, INERTIA, LLOYD_FAR, LLOYD_STEP
 from ..kernels.stats import SUM_SQ
 from ._base import (
     SHARED_CONSTRAINTS,
@@ -45,7 +45,7 @@ class EmptyClusterWarning(UserWarning):
     """A cluster lost all its points and was re-seeded."""
 
 
-def lloyd(X, w, centers, *, max_iter, tol, verbose=0, label="", warn_empty=True, sxx=None):
+def lloyd(X, w, centers, *, max_iter, tol, verbose=0, label="", warn_empty=True, sxx=None, labels_out=None):
     """Lloyd iterations from ``centers``; the computational core of KMeans.
 
     Stops when the centres no longer move (the partition is a fixed point)
@@ -57,7 +57,9 @@ def lloyd(X, w, centers, *, max_iter, tol, verbose=0, label="", warn_empty=True,
     weighted sum of squared distances to the nearest final centre, ``counts``
     the (weighted) number of rows nearest to each final centre. One pass per
     iteration (:data:`~infoclust_dask.kernels.kmeans.LLOYD_STEP`), one more
-    for the inertia, and one extra whenever a cluster empties.
+    for the inertia, and one extra whenever a cluster empties. With
+    ``labels_out`` (a dict; rows in memory) that last pass also gives the
+    rows' labels, as ``labels_out["labels"]`` (no separate labels pass).
     """
     k = centers.shape[0]
     centers = np.array(centers, dtype=np.float64)
@@ -96,14 +98,27 @@ def lloyd(X, w, centers, *, max_iter, tol, verbose=0, label="", warn_empty=True,
                 f"shift={shift:.3g}  ({time.perf_counter() - t0:.2f}s)"
             )
         centers = new
-        if shift == 0.0 and not empty.size and "inertia" in st:
+        if shift == 0.0 and not empty.size and "inertia" in st and labels_out is None:
             # the centres did not move: this pass was at the final centres, its inertia and counts are final
             return centers, float(st["inertia"]), it, np.asarray(counts, dtype=np.float64)
         if shift <= tol:
             break
+    if labels_out is not None:  # the final pass gives the labels too
+        ld = np.asarray(engine.compute(engine.map_blocks(ASSIGN_DISTANCE, X, params={"centers": centers},
+                                                         trailing_shape=(2,))))
+        labels = ld[:, 0].astype(np.int64)
+        wv = np.ones(len(labels)) if w is None else np.asarray(engine.compute(w), dtype=np.float64)
+        labels_out["labels"] = labels
+        return centers, float(np.dot(wv, ld[:, 1])), it, np.bincount(labels, weights=wv, minlength=k)
     st = engine.map_reduce(INERTIA, X, w, params={"centers": centers})
     return centers, float(st["inertia"]), it, np.asarray(st["counts"], dtype=np.float64)
 
+
+#: from this many centres x features a fit on rows in memory takes its labels from the inertia's pass: at
+#: 1e6 x 16, k = 16 (256) fusing was slower (115-130 vs 85-95 ps per point x centre x dimension: a pass costs
+#: 25 ms there, less than writing and joining the rows' distances), at 2e5 x 128, k = 1024 it saves a 0.3 s pass
+#: (benchmarks/kmeans_large_k.py)
+FUSED_LABELS_MIN_KD = 1024
 
 #: above this many bytes of data, ``init="k-means++"`` seeds on a uniform sample (one pass, whatever K)
 SAMPLED_SEEDING_BYTES = 2**30
@@ -301,18 +316,23 @@ class KMeans(ClusterColumnsOut, ClusterMixin, TransformerMixin, InfoclustEstimat
         rng = check_random_state(self.random_state)
         tol = float(np.mean(info.var)) * self.tol
         best: tuple | None = None
+        # rows in memory and many centres x features: the inertia's pass gives the labels too (one pass less);
+        # below FUSED_LABELS_MIN_KD a pass costs less than the per-row distances it would write (measured)
+        in_memory = not engine.is_lazy(X) and self.n_clusters * info.d >= FUSED_LABELS_MIN_KD
         for run in range(n_init):
             c0 = self._seed(X, w, rng)
+            found: dict = {}
             centers, inertia, n_iter, counts = lloyd(
                 X, w, c0, max_iter=self.max_iter, tol=tol, verbose=self.verbose,
                 label=f" run {run + 1}/{n_init}" if n_init > 1 else "",
                 # sum |x|^2 from the moments already computed (no pass of its own) when unweighted
                 sxx=info.n * float(np.sum(info.var + info.mean**2)) if w is None else None,
+                labels_out=found if in_memory else None,
             )
             if best is None or inertia < best[1]:
-                best = (centers, inertia, n_iter, counts)
+                best = (centers, inertia, n_iter, counts, found.get("labels"))
         assert best is not None  # n_init >= 1
-        self.cluster_centers_, self.inertia_, self.n_iter_, self.cluster_sizes_ = best
+        self.cluster_centers_, self.inertia_, self.n_iter_, self.cluster_sizes_, labels = best
         self._weighted = w is not None
         if self.n_iter_ >= self.max_iter and self.max_iter > 1:
             warnings.warn(
@@ -321,7 +341,10 @@ class KMeans(ClusterColumnsOut, ClusterMixin, TransformerMixin, InfoclustEstimat
                 ConvergenceWarning,
                 stacklevel=3,
             )
-        self.labels_ = voronoi_labels(X, self.cluster_centers_, lazy=info.lazy_input)
+        if labels is None:
+            self.labels_ = voronoi_labels(X, self.cluster_centers_, lazy=info.lazy_input)
+        else:
+            self.labels_ = engine.as_lazy(labels) if info.lazy_input else labels
         return self
 
     def partial_fit(self, X: DataLike, y: Any = None, sample_weight: DataLike | None = None) -> Self:

@@ -23,7 +23,7 @@ __all__ = [
     "lloyd_step_stats", "LLOYD_STEP",
     "inertia_stats", "INERTIA",
     "combine_lloyd",
-    "assign_labels", "ASSIGN",
+    "assign_labels", "ASSIGN", "assign_with_distances", "ASSIGN_DISTANCE",
     "soft_responsibilities",
     "soft_kmeans_stats", "SOFT_KMEANS",
     "soft_scatter_stats", "SOFT_SCATTER",
@@ -108,6 +108,14 @@ def combine_lloyd(parts: list[dict]) -> dict[str, np.ndarray]:
 def assign_labels(x: np.ndarray, *, centers: np.ndarray) -> np.ndarray:
     """Nearest-centre labels (20.3) of a block, int64 (ties: lowest index)."""
     return _compiled.lloyd(x, centers=centers, with_sums=False)[0]
+
+
+def assign_with_distances(x: np.ndarray, *, centers: np.ndarray) -> np.ndarray:
+    """Nearest-centre label (20.3) and the exact squared distance to it of
+    every row of a block, as two float64 columns ``(label, distance)`` (one
+    pass gives a fit's labels and its inertia)."""
+    labels, dmin, _, _ = _compiled.lloyd(x, centers=centers, with_sums=False)
+    return np.column_stack([labels.astype(np.float64), dmin])
 
 
 def soft_responsibilities(x: np.ndarray, centers: np.ndarray, beta: float) -> tuple[np.ndarray, np.ndarray]:
@@ -258,6 +266,7 @@ LLOYD_STEP = Pass("lloyd_step_stats", lloyd_step_stats, inputs=("x", "w"))
 LLOYD_FAR = Pass("lloyd_far_stats", lloyd_stats, combine=combine_lloyd, inputs=("x", "w"))
 INERTIA = Pass("inertia_stats", inertia_stats, inputs=("x", "w"))
 ASSIGN = Pass("assign_labels", assign_labels, kind="map", dtype=np.int64)
+ASSIGN_DISTANCE = Pass("assign_with_distances", assign_with_distances, kind="map")
 SOFT_KMEANS = Pass("soft_kmeans_stats", soft_kmeans_stats, inputs=("x", "w"))
 SOFT_SCATTER = Pass("soft_scatter_stats", soft_scatter_stats, inputs=("x", "w"))
 RESPONSIBILITIES = Pass("responsibilities", responsibilities, kind="map")

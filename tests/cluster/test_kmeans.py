@@ -313,3 +313,34 @@ def test_partial_fit_over_blocks_ends_near_fit(tmp_path):
     hand.partial_fit(np.array([[5.0], [11.0]]), sample_weight=np.array([2.0, 1.0]))
     np.testing.assert_allclose(hand.cluster_centers_, [[(1 + 3 + 2 * 5) / 4], [(9 + 11) / 2]])
     np.testing.assert_allclose(hand.counts_, [4.0, 2.0])
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_labels_from_the_inertia_pass_equal_a_separate_labels_pass(monkeypatch, weighted):
+    """Issue 55: for rows in memory and many centres x features the final
+    pass gives the labels and the inertia together (one pass less). Both
+    paths on the same data give the same labels (= brute-force nearest
+    centre), inertia and cluster sizes; lazy input keeps its lazy labels."""
+    import dask.array as da
+
+    from infoclust_dask.cluster import _kmeans
+
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(3000, 64)) + 3 * rng.integers(0, 5, (3000, 1))
+    w = rng.uniform(0.5, 2.0, 3000) if weighted else None
+    fits = {}
+    for name, limit in (("fused", 1), ("separate", 10**9)):
+        monkeypatch.setattr(_kmeans, "FUSED_LABELS_MIN_KD", limit)
+        fits[name] = KMeans(16, random_state=0, n_init=1, scheduler="sync").fit(X, sample_weight=w)
+    a, b = fits["fused"], fits["separate"]
+    np.testing.assert_array_equal(a.labels_, b.labels_)
+    ref = np.argmin(((X[:, None, :] - a.cluster_centers_[None]) ** 2).sum(-1), axis=1)
+    np.testing.assert_array_equal(a.labels_, ref)
+    assert a.inertia_ == pytest.approx(b.inertia_, rel=1e-12)
+    wv = np.ones(len(X)) if w is None else w
+    assert a.inertia_ == pytest.approx(float(wv @ ((X - a.cluster_centers_[ref]) ** 2).sum(1)), rel=1e-10)
+    np.testing.assert_allclose(a.cluster_sizes_, b.cluster_sizes_, rtol=1e-12)
+    monkeypatch.setattr(_kmeans, "FUSED_LABELS_MIN_KD", 1)
+    lazy = KMeans(16, random_state=0, n_init=1, scheduler="sync").fit(da.from_array(X, chunks=1000))
+    assert isinstance(lazy.labels_, da.Array)
+    np.testing.assert_array_equal(np.asarray(lazy.labels_), a.labels_ if w is None else lazy.predict(X))
