@@ -116,6 +116,27 @@ def _lloyd_loops():
     return loops
 
 
+def hamerly(x, w, labels, upper, lower, *, centers, moved, half_gap):
+    """One Lloyd step with Hamerly's bounds (:mod:`infoclust_dask.kernels._hamerly_loops`):
+    ``labels``/``upper``/``lower`` are the rows' state, updated in place (views of the caller's
+    arrays); returns ``(counts, sums, rows decided by their bounds alone)``."""
+    from . import _hamerly_loops
+
+    x = as_rows(x)
+    n = x.shape[0]
+    c = _centres(centers, x)
+    k, d = c.shape
+    for name, a, dtype in (("labels", labels, np.int64), ("upper", upper, np.float64), ("lower", lower, np.float64)):
+        if a.shape != (n,) or a.dtype != dtype or not a.flags.c_contiguous or not a.flags.writeable:
+            raise ValueError(f"hamerly: {name} must be a writable contiguous ({n},) {np.dtype(dtype)} array.")
+    counts, sums, skipped = np.zeros(k), np.zeros((k, d)), np.zeros(1, dtype=np.int64)
+    margin = 8.0 * (d + 4) * float(np.finfo(x.dtype).eps)  # the distances' rounding, generously
+    _hamerly_loops._hamerly_rows(x, _weights(w, n), _in(c, x), np.asarray(moved, dtype=np.float64),
+                                 np.asarray(half_gap, dtype=np.float64), margin, labels, upper, lower, counts, sums,
+                                 skipped)
+    return counts, sums, int(skipped[0])
+
+
 def as_rows(x):
     """A block as the kernels take it: float32 or float64, C-contiguous,
     2-D (other dtypes become float64; no copy when already right)."""

@@ -23,7 +23,7 @@ __all__ = [
     "lloyd_step_stats", "LLOYD_STEP",
     "inertia_stats", "INERTIA",
     "combine_lloyd",
-    "assign_labels", "ASSIGN", "assign_with_distances", "ASSIGN_DISTANCE",
+    "assign_labels", "ASSIGN", "assign_with_distances", "ASSIGN_DISTANCE", "hamerly_step_stats", "HAMERLY_STEP",
     "soft_responsibilities",
     "soft_kmeans_stats", "SOFT_KMEANS",
     "soft_scatter_stats", "SOFT_SCATTER",
@@ -81,6 +81,22 @@ def lloyd_step_stats(x: np.ndarray, w: np.ndarray | None = None, *, centers: np.
     stop moving, the last pass is the final inertia's, no pass of its
     own)."""
     return lloyd_stats(x, w, centers=centers)
+
+
+def hamerly_step_stats(x: np.ndarray, w: np.ndarray | None, labels: np.ndarray, upper: np.ndarray,
+                       lower: np.ndarray, *, centers: np.ndarray, moved: np.ndarray, half_gap: np.ndarray
+                       ) -> dict[str, np.ndarray]:
+    """A Lloyd step (counts and sums, as :func:`lloyd_step_stats`) with
+    Hamerly's (2010) bounds: ``labels``, ``upper`` and ``lower`` are the
+    block's rows' state, kept between steps and updated in place (so the
+    pass runs only where the rows and their state stay in memory: this
+    process); ``moved`` how far each centre moved since the last step,
+    ``half_gap`` half each centre's distance to its nearest other centre.
+    ``skipped``: rows decided by their bounds alone (no distance
+    computed)."""
+    counts, sums, skipped = _compiled.hamerly(x, w, labels, upper, lower, centers=centers, moved=moved,
+                                              half_gap=half_gap)
+    return {"counts": counts, "sums": sums, "skipped": np.array(skipped)}
 
 
 def inertia_stats(x: np.ndarray, w: np.ndarray | None = None, *, centers: np.ndarray) -> dict[str, np.ndarray]:
@@ -265,6 +281,7 @@ def responsibilities(x: np.ndarray, *, centers: np.ndarray, beta: float) -> np.n
 LLOYD_STEP = Pass("lloyd_step_stats", lloyd_step_stats, inputs=("x", "w"))
 LLOYD_FAR = Pass("lloyd_far_stats", lloyd_stats, combine=combine_lloyd, inputs=("x", "w"))
 INERTIA = Pass("inertia_stats", inertia_stats, inputs=("x", "w"))
+HAMERLY_STEP = Pass("hamerly_step_stats", hamerly_step_stats, inputs=("x", "w", "labels", "upper", "lower"))
 ASSIGN = Pass("assign_labels", assign_labels, kind="map", dtype=np.int64)
 ASSIGN_DISTANCE = Pass("assign_with_distances", assign_with_distances, kind="map")
 SOFT_KMEANS = Pass("soft_kmeans_stats", soft_kmeans_stats, inputs=("x", "w"))

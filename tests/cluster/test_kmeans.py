@@ -344,3 +344,66 @@ def test_labels_from_the_inertia_pass_equal_a_separate_labels_pass(monkeypatch, 
     lazy = KMeans(16, random_state=0, n_init=1, scheduler="sync").fit(da.from_array(X, chunks=1000))
     assert isinstance(lazy.labels_, da.Array)
     np.testing.assert_array_equal(np.asarray(lazy.labels_), a.labels_ if w is None else lazy.predict(X))
+
+
+@pytest.mark.parametrize("case", ["blobs", "duplicate centres", "an emptying cluster", "weighted float32"])
+def test_hamerly_bounds_give_plain_lloyds_centres_at_every_iteration(case):
+    """Issue 55: Lloyd with Hamerly's (2010) per-row bounds (rows in this
+    process) skips the rows whose bounds show their centre cannot change,
+    and gives the centres of the plain steps at every iteration (1e-10, here
+    exactly), the same inertia and labels - on blobs, with two identical
+    starting centres (exact ties: the lower index), with a start whose
+    cluster empties (re-seeded mid-run: the bounds survive the jump), and
+    weighted float32 rows. Most rows are skipped once the centres settle."""
+    from infoclust_dask.cluster._kmeans import lloyd
+
+    rng = np.random.default_rng(["blobs", "duplicate centres", "an emptying cluster", "weighted float32"].index(case))
+    n, d, k = 6000, 5, 12
+    X = rng.normal(scale=5.0, size=(k, d))[rng.integers(0, k, n)] + rng.normal(size=(n, d))
+    C0 = X[rng.choice(n, k, replace=False)].copy()
+    w = None
+    if case == "duplicate centres":
+        C0[3] = C0[7]
+    elif case == "an emptying cluster":
+        C0[0] = X.max(axis=0) + 100.0  # far from every row: empty after the first step
+    elif case == "weighted float32":
+        X = X.astype(np.float32)
+        w = rng.uniform(0.5, 2.0, n)
+    runs = {}
+    for bounds in (False, True):
+        trace, out = [], {}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            result = lloyd(X, w, C0, max_iter=25, tol=0.0, bounds=bounds, trace=trace, labels_out=out,
+                           warn_empty=False)
+        runs[bounds] = result, trace, out["labels"]
+    (plain, plain_trace, plain_labels), (pruned, pruned_trace, pruned_labels) = runs[False], runs[True]
+    assert len(plain_trace) == len(pruned_trace) == plain[2] == pruned[2]
+    for a, b in zip(plain_trace, pruned_trace, strict=True):
+        np.testing.assert_allclose(b["centers"], a["centers"], rtol=0, atol=1e-10)
+    np.testing.assert_allclose(pruned[0], plain[0], rtol=0, atol=1e-10)
+    assert pruned[1] == pytest.approx(plain[1], rel=1e-12)
+    np.testing.assert_array_equal(pruned_labels, plain_labels)
+    assert all(t["skipped"] == 0 for t in plain_trace) and pruned_trace[0]["skipped"] == 0
+    assert max(t["skipped"] for t in pruned_trace) > 0.8 * n
+
+
+def test_automatic_bounds_end_when_they_do_not_pay(monkeypatch):
+    """Issue 55: with ``bounds="auto"`` a step (from HAMERLY_JUDGED_AT on) whose bounds
+    decided less than HAMERLY_MIN_SKIPPED of the rows ends them: the rest
+    are plain steps (nothing skipped), and the centres stay those of plain
+    Lloyd."""
+    from infoclust_dask.cluster import _kmeans
+
+    monkeypatch.setattr(_kmeans, "HAMERLY_MIN_ROWS", 0)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(4000, 4))  # one blob, 20 centres: they keep moving, the bounds decide little
+    C0 = X[:20].copy()
+    auto, plain = [], []
+    _kmeans.lloyd(X, None, C0, max_iter=15, tol=0.0, bounds="auto", trace=auto)
+    _kmeans.lloyd(X, None, C0, max_iter=15, tol=0.0, bounds=False, trace=plain)
+    skipped = [t["skipped"] for t in auto]
+    at = _kmeans.HAMERLY_JUDGED_AT
+    assert any(s > 0 for s in skipped[:at]) and all(s == 0 for s in skipped[at:]), skipped
+    for a, b in zip(auto, plain, strict=True):
+        np.testing.assert_allclose(a["centers"], b["centers"], rtol=0, atol=1e-10)
