@@ -6,6 +6,7 @@ point x centre x dimension). Also the final inertia of each.
 
     python benchmarks/kmeans_large_k.py                         # 2e5 x 128, k = 1024 and 1e6 x 16, k = 16
     python benchmarks/kmeans_large_k.py --shapes 200000,128,1024 --iters 5 40
+    python benchmarks/kmeans_large_k.py --soft --shapes                # one soft K-means EM step only
 """
 
 from __future__ import annotations
@@ -58,13 +59,52 @@ def faiss_(X, C0, iters):
     return time.perf_counter() - t, km.centroids, iters
 
 
+def soft_iteration(n: int = 200_000, d: int = 128, k: int = 256, beta: float = 0.01, repeats: int = 3) -> None:
+    """One soft K-means EM step (our pass, distances and sums by BLAS products) against one of our Lloyd steps
+    and one EM iteration of scikit-learn's GaussianMixture(covariance_type="spherical"), same float32 rows and
+    centres; best of ``repeats``."""
+    import warnings
+
+    from sklearn.mixture import GaussianMixture
+
+    from infoclust_dask import engine
+    from infoclust_dask.kernels.kmeans import LLOYD_STEP, SOFT_KMEANS
+
+    X, C0 = _data(n, d, k)
+    C = C0.astype(np.float64)
+    engine.map_reduce(SOFT_KMEANS, X[:5000], None, params={"centers": C, "beta": beta})  # warm
+    engine.map_reduce(LLOYD_STEP, X[:5000], None, params={"centers": C})
+    soft, lloyd_ = [], []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        engine.map_reduce(SOFT_KMEANS, X, None, params={"centers": C, "beta": beta})
+        soft.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        engine.map_reduce(LLOYD_STEP, X, None, params={"centers": C})
+        lloyd_.append(time.perf_counter() - t)
+    gm = GaussianMixture(k, covariance_type="spherical", max_iter=1, n_init=1, means_init=C0,
+                         init_params="random_from_data", random_state=0)
+    t = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        gm.fit(X)
+    g = time.perf_counter() - t
+    print(f"| one EM / Lloyd step, {n} x {d}, K = {k} | soft K-means EM {min(soft):.3f} s | our Lloyd step "
+          f"{min(lloyd_):.3f} s | soft / Lloyd {min(soft) / min(lloyd_):.2f} | GaussianMixture(spherical), one "
+          f"iteration {g:.2f} s ({g / min(soft):.0f}x ours) |")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--shapes", nargs="+", default=["200000,128,1024", "1000000,16,16"])
+    p.add_argument("--shapes", nargs="*", default=["200000,128,1024", "1000000,16,16"])
     p.add_argument("--iters", type=int, nargs="+", default=[5])
     p.add_argument("--peak-gflops", type=float, default=None,
                    help="the machine's float32 FMA limit in Gflop/s (default: measured by one large sgemm)")
+    p.add_argument("--soft", action="store_true", help="also one soft K-means EM step against a Lloyd step and "
+                   "GaussianMixture(spherical) at 2e5 x 128, K = 256")
     a = p.parse_args()
+    if a.soft:
+        soft_iteration()
     if a.peak_gflops is None:
         m = np.random.default_rng(0).normal(size=(2048, 2048)).astype(np.float32)
         m @ m

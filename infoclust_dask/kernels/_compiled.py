@@ -247,6 +247,12 @@ def _lloyd_into(x, w, centers, labels, dmin, with_sums):
     return counts, sums, np.array(inertia[0])
 
 
+#: from this many centres, and centres x features, soft K-means' step takes its distances and sums from BLAS
+#: products (:mod:`infoclust_dask.kernels._soft_products`; measured: docs/BENCHMARKS.md)
+SOFT_GEMM_MIN_K = 16
+SOFT_GEMM_MIN_KD = 2048
+
+
 def soft_kmeans(x, w=None, *, centers, beta):
     """``R``, ``S`` and ``sum w log Z`` of one soft K-means step (MacKay 2003,
     eq. 20.7-20.9, ``d = ||x - m||^2 / 2``)."""
@@ -254,7 +260,14 @@ def soft_kmeans(x, w=None, *, centers, beta):
     c = _centres(centers, x)
     k, d = c.shape
     R, S, lz = np.zeros(k), np.zeros((k, d)), np.zeros(1)
-    _loops()._soft_rows(x, _weights(w, x.shape[0]), _in(c, x), -0.5 * float(beta), R, S, lz)
+    cx = _in(c, x)
+    if k >= SOFT_GEMM_MIN_K and k * d >= SOFT_GEMM_MIN_KD:  # the distances and sums by BLAS products
+        from ._soft_products import _soft_rows_gemm
+
+        shift = cx.mean(axis=0, dtype=np.float64).astype(x.dtype)
+        _soft_rows_gemm(x, _weights(w, x.shape[0]), cx, shift, -0.5 * float(beta), R, S, lz)
+    else:
+        _loops()._soft_rows(x, _weights(w, x.shape[0]), cx, -0.5 * float(beta), R, S, lz)
     return {"R": R, "S": S, "log_z": np.array(lz[0])}
 
 

@@ -17,7 +17,6 @@ import numpy as np
 
 from ._loops import TILE, _jit
 
-
 #: undecided rows of a tile from which they are measured together (transposed); fewer go one by one
 GATHERED = 32
 

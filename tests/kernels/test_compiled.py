@@ -593,3 +593,44 @@ def test_no_private_imports_from_other_packages():
                 if name.split(".")[0] != "infoclust_dask" and any(p.startswith("_") for p in name.split(".")[1:]):
                     bad.append(f"{path.name}: {name}")
     assert not bad, bad
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("case", ["blobs", "far from the origin", "duplicate centres", "weighted"])
+def test_soft_kmeans_by_matrix_products_equals_the_exact_differences(dtype, case):
+    """Issue 55: from SOFT_GEMM_MIN_K centres and SOFT_GEMM_MIN_KD centres x
+    features, soft K-means' step takes its distances and sums from BLAS
+    products. Both paths on the same data (blobs; rows and centres around
+    1e3, where the expansion loses digits without the shift; two identical
+    centres; sample weights) give R, S and log Z equal to 1e-10 in float64
+    (1e-5 in float32, whose products are float32), and equal to scipy's
+    softmax of the explicit float64 differences."""
+    from scipy.special import logsumexp, softmax
+
+    rng = np.random.default_rng(["blobs", "far from the origin", "duplicate centres", "weighted"].index(case))
+    n, d, k = 700, 64, 40
+    x = rng.normal(scale=2.0, size=(8, d))[rng.integers(0, 8, n)] + rng.normal(size=(n, d))
+    c = x[rng.choice(n, k, replace=False)] + 0.3 * rng.normal(size=(k, d))
+    if case == "far from the origin":
+        x, c = x + 1e3, c + 1e3
+    if case == "duplicate centres":
+        c[3] = c[11]
+    w = rng.uniform(0.5, 2.0, n) if case == "weighted" else None
+    x = x.astype(dtype)
+    assert k >= _compiled.SOFT_GEMM_MIN_K and k * d >= _compiled.SOFT_GEMM_MIN_KD
+    products = _compiled.soft_kmeans(x, w, centers=c, beta=0.05)
+    limit = _compiled.SOFT_GEMM_MIN_K
+    try:
+        _compiled.SOFT_GEMM_MIN_K = 10**9
+        exact = _compiled.soft_kmeans(x, w, centers=c, beta=0.05)
+    finally:
+        _compiled.SOFT_GEMM_MIN_K = limit
+    tol = 1e-10 if dtype == np.float64 else 1e-5
+    for key in ("R", "S", "log_z"):
+        np.testing.assert_allclose(products[key], exact[key], rtol=tol, atol=tol * np.abs(exact[key]).max())
+    x64, c64 = x.astype(np.float64), c.astype(dtype).astype(np.float64)
+    dist = ((x64[:, None, :] - c64[None]) ** 2).sum(-1)
+    wv = np.ones(n) if w is None else w
+    g = softmax(-0.025 * dist, axis=1) * wv[:, None]
+    np.testing.assert_allclose(products["S"], g.T @ x64, rtol=tol, atol=tol * np.abs(g.T @ x64).max())
+    np.testing.assert_allclose(products["log_z"], wv @ logsumexp(-0.025 * dist, axis=1), rtol=tol)
