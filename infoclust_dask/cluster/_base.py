@@ -275,7 +275,7 @@ class ClusterColumnsOut:
         return np.asarray([f"{prefix}{i}" for i in range(self.n_clusters)], dtype=object)
 
 
-def stream_batch(est: Any, X: Any, sample_weight: Any) -> tuple:
+def stream_batch(est: Any, X: Any, sample_weight: Any, first: bool | None = None) -> tuple:
     """One batch of ``partial_fit``: a dask block computed (small by intent), the parameters validated
     and the features recorded on the first call (``est`` has no ``counts_`` yet), checked like ``fit``'s
     input. Returns ``(X, info or None, rows as float64, weights as float64, first)``."""
@@ -284,7 +284,8 @@ def stream_batch(est: Any, X: Any, sample_weight: Any) -> tuple:
 
     if engine.is_lazy(X) and not hasattr(X, "sizes"):
         X = np.asarray(engine.compute(X))
-    first = not hasattr(est, "counts_")
+    if first is None:  # the estimator's own running counts mark a stream already started
+        first = not hasattr(est, "counts_")
     if first:
         validate_params(est)
     X, info = prepare_input(est, X, reset=first, need_moments=first)

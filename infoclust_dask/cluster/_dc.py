@@ -563,7 +563,7 @@ class DiscriminativeClustering(InfoclustEstimator):
             self.n_steps_, self._stream = 1, None
             return self
         require_y(self, y)
-        X, _, rows, _, _ = stream_batch(self, X, None)
+        X, _, rows, _, _ = stream_batch(self, X, None, first=False)  # n_features_in_ as the first batch's
         C, _ = encode_labels(y, len(rows), classes=self.classes_, min_classes=1)
         self._stream = online_update(self, rows, np.asarray(engine.compute(C)), self._stream)
         self.cluster_centers_ = self._stream["m"]
