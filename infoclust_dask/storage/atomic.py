@@ -60,12 +60,17 @@ def clean_stale_temporaries(path: Any) -> list[Path]:
         pid = tail.split("-")[0] if kind != "lock" else _read_lock_pid(p)
         if not str(pid).isdigit() or _pid_alive(int(pid)):
             continue
-        if p.is_dir():
-            shutil.rmtree(p, ignore_errors=True)
-        else:
-            p.unlink(missing_ok=True)
-        removed.append(p)
+        removed.append(_remove(p))
     return removed
+
+
+def _remove(p: Path) -> Path:
+    """A dead writer's leftover (a file or a folder) removed; returns its path."""
+    if p.is_dir():
+        shutil.rmtree(p, ignore_errors=True)
+    else:
+        p.unlink(missing_ok=True)
+    return p
 
 
 def temporary_writer(name: str) -> int | None:
@@ -88,11 +93,7 @@ def clean_stale_temporaries_within(store: Any) -> list[Path]:
             pid = temporary_writer(p.name)
             if pid is None or _pid_alive(pid):
                 continue
-            if p.is_dir():
-                shutil.rmtree(p, ignore_errors=True)
-            else:
-                p.unlink(missing_ok=True)
-            removed.append(p)
+            removed.append(_remove(p))
     return removed
 
 
