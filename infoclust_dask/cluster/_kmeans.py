@@ -71,9 +71,10 @@ def _use_bounds(X, k: int, bounds: str | bool, max_iter: int) -> bool:
 
     if bounds is False or engine.is_lazy(X) or journal.active() is not None:
         return False
-    if not engine.resolve_scheduler(None).in_this_process():
+    if bounds is not True and not (k <= HAMERLY_MAX_K and X.shape[0] >= HAMERLY_MIN_ROWS
+                                   and max_iter >= HAMERLY_MIN_ITER):
         return False
-    return bounds is True or (k <= HAMERLY_MAX_K and X.shape[0] >= HAMERLY_MIN_ROWS and max_iter >= HAMERLY_MIN_ITER)
+    return engine.resolve_scheduler(None).in_this_process()
 
 
 def _half_gaps(centers: np.ndarray) -> np.ndarray:
