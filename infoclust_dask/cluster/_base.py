@@ -290,6 +290,8 @@ def stream_batch(est: Any, X: Any, sample_weight: Any, first: bool | None = None
         validate_params(est)
     X, info = prepare_input(est, X, reset=first, need_moments=first)
     w = check_sample_weight(sample_weight, X)
-    rows = np.asarray(X, dtype=np.float64)
+    # on a cluster the first batch is placed on the workers (prepare_input, for its moments): gathered back
+    # through the engine, never by numpy's conversion (which would compute a graph of scattered keys locally)
+    rows = np.asarray(engine.compute(X) if engine.is_lazy(X) else X, dtype=np.float64)
     weights = np.ones(len(rows)) if w is None else np.asarray(engine.compute(w), dtype=np.float64)
     return X, info, rows, weights, first

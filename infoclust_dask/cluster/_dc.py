@@ -533,6 +533,7 @@ class DiscriminativeClustering(InfoclustEstimator):
     def fit_predict(self, X: DataLike, y: DataLike) -> Labels:
         return self.fit(X, y).labels_
 
+    @installs_runner
     def partial_fit(self, X: DataLike, y: DataLike, classes: Any = None) -> Self:
         """Update the prototypes with one batch of rows and their labels.
 

@@ -432,6 +432,7 @@ class KMeans(ClusterColumnsOut, ClusterMixin, TransformerMixin, InfoclustEstimat
             self.labels_ = engine.as_lazy(labels) if info.lazy_input else labels
         return self
 
+    @installs_runner
     def partial_fit(self, X: DataLike, y: Any = None, sample_weight: DataLike | None = None) -> Self:
         """Update the centres with one batch of rows (on-line K-means).
 

@@ -208,6 +208,7 @@ class _IsotropicMixture(InfoclustEstimator):
         self.n_iter_ = self.n_steps_
         return self
 
+    @installs_runner
     def partial_fit(self, X: DataLike, y: Any = None) -> Self:
         """Update the mixture with one batch of rows (``y`` ignored): stepwise
         EM on running sufficient statistics (see ``_online_step``). Over
@@ -339,6 +340,7 @@ class MDA2(_IsotropicMixture):
         self.labels_ = engine.as_lazy(self._assign(X)) if info.lazy_input else self._assign(X)
         return self
 
+    @installs_runner
     def partial_fit(self, X: DataLike, y: Any = None, classes: Any = None) -> Self:
         """Update the joint mixture with one batch of rows and their class
         labels: stepwise EM as :meth:`IsotropicGaussianMixture.partial_fit`,

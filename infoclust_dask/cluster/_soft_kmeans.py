@@ -395,6 +395,7 @@ class SoftKMeans(ClusterColumnsOut, ClusterMixin, TransformerMixin, InfoclustEst
         self.labels_ = voronoi_labels(X, self.cluster_centers_, lazy=info.lazy_input)
         return self
 
+    @installs_runner
     def partial_fit(self, X: DataLike, y: Any = None, sample_weight: DataLike | None = None) -> Self:
         """Update the centres with one batch of rows: on-line EM at the fixed
         stiffness ``beta`` (no annealing).

@@ -407,3 +407,36 @@ def test_automatic_bounds_end_when_they_do_not_pay(monkeypatch):
     assert any(s > 0 for s in skipped[:at]) and all(s == 0 for s in skipped[at:]), skipped
     for a, b in zip(auto, plain, strict=True):
         np.testing.assert_allclose(a["centers"], b["centers"], rtol=0, atol=1e-10)
+
+
+def test_every_partial_fit_streams_on_a_distributed_scheduler(local_cluster_client):
+    """Found by the deployment guide's demo flow on a deployed cluster: the
+    first batch of ``partial_fit`` was placed on the workers (for its
+    moments) and then converted by numpy, which computed the scattered
+    blocks' graph with dask's local scheduler ("Missing dependency
+    infoclust-block-..."). Every estimator with partial_fit now streams
+    blocks of a dask array on a distributed scheduler, and ends where the
+    same stream in this process ends."""
+    import dask.array as da
+
+    from infoclust_dask import MDA2, DiscriminativeClustering, IsotropicGaussianMixture, SoftKMeans
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(600, 3)) + 4 * rng.integers(0, 3, (600, 1))
+    c = (X[:, 0] > 4).astype(int)
+    blocks = list(da.from_array(X, chunks=150).blocks)
+    for make, labelled in ((lambda s: KMeans(3, random_state=0, scheduler=s), False),
+                           (lambda s: SoftKMeans(3, beta=0.5, random_state=0, scheduler=s), False),
+                           (lambda s: IsotropicGaussianMixture(3, random_state=0, scheduler=s), False),
+                           (lambda s: MDA2(3, random_state=0, scheduler=s), True),
+                           (lambda s: DiscriminativeClustering(3, sigma=1.0, random_state=0, scheduler=s), True)):
+        ends = []
+        for sched in (local_cluster_client, "sync"):
+            est = make(sched)
+            for i, block in enumerate(blocks):
+                if labelled:
+                    est.partial_fit(block, c[150 * i:150 * (i + 1)], classes=[0, 1])
+                else:
+                    est.partial_fit(block)
+            ends.append(np.asarray(est.cluster_centers_))
+        np.testing.assert_allclose(ends[0], ends[1], rtol=1e-10, atol=1e-10)
