@@ -27,7 +27,7 @@ from sklearn.utils.validation import check_is_fitted
 from .. import engine, metrics
 from .._inputs import check_not_constant, encode_labels, prepare_input
 from .._support.hints import DataLike, Labels, NumbersLike, RandomStateLike, SchedulerLike, Sequence
-from .._support.progress import Steps, say
+from .._support.progress import say
 from .._support.validation import (
     SIGMA_RANGE,
     ArrayLike,
@@ -39,12 +39,13 @@ from .._support.validation import (
     require_y,
     validate_params,
 )
-from ..kernels.dc import DC_COUNTS, DC_GRAD, DC_HARD_COUNTS, DC_REG
+from ..kernels.dc import DC_COUNTS, DC_GRAD, DC_REG
 from ..objectives import dc as obj
 from ..solvers import optimize
 from ._base import SHARED_CONSTRAINTS, InfoclustEstimator, installs_runner, journaled, stream_batch, voronoi_labels
 from ._conventions import supervised_by_classes
 from ._dc_online import online_fit, online_update
+from ._dc_search import hard_counts, width_search
 from ._init import init_random
 from ._kmeans import KMeans
 from ._xarray import data_method
@@ -90,11 +91,6 @@ def dc_objective(X: DataLike, c: DataLike, centers: NumbersLike, sigma: float, *
     return value, grad, counts
 
 
-def _hard_counts(X, c, centers, n_classes, subset=None):
-    return engine.map_reduce(
-        DC_HARD_COUNTS, X, c, params={"centers": centers, "n_classes": n_classes, "subset": subset})["counts"]
-
-
 class DiscriminativeClustering(InfoclustEstimator):
     """Discriminative clustering: Voronoi regions of x informative of labels c.
 
@@ -114,6 +110,11 @@ class DiscriminativeClustering(InfoclustEstimator):
         at which CG takes no step leaves K-means' prototypes). Then it
         refits on all rows. Exact ties, which the piecewise-constant score
         (9) makes common, thus go to the smoother model, not to the first.
+        CG's fits are chaotic (a last-bit change of X gives other held-out
+        scores), so the search runs on X centred, divided by its overall
+        spread and rounded to 2**-20 of it: the same choice in other units,
+        after an offset or a rounding of the data (in-memory X: one more
+        copy of it while the search runs).
     prior : float or array of shape (n_classes,), default=1.0
         Dirichlet parameters ``n_i^0`` (the paper uses 1).
     optimizer : {"cg", "sa", "online"}, default="cg"
@@ -321,48 +322,6 @@ class DiscriminativeClustering(InfoclustEstimator):
             return self.max_iter
         return {"cg": 1000, "sa": 2000 * self.n_clusters, "online": 20}[self.optimizer]
 
-    def _search(self, X, c, m0, sigmas, lams, n_classes, rng):
-        """The width (and strength) chosen on held-out rows by the unsmoothed posterior (9) (paper §3.1),
-        per validation row, over ``n_splits`` hashed splits, by the one-standard-error rule preferring the
-        larger width (then the smaller lambda) and a width at which the optimizer moved
-        (:func:`infoclust_dask.solvers.optimize.repeated_held_out_search`)."""
-        splits = [optimize.hashed_split(rng, self.validation_fraction) for _ in range(self.n_splits)]
-
-        def fit_on_train(cand, split):
-            centers, _, n_iter, _ = self._optimize(X, c, m0, cand[0], n_classes, subset=split[0], lam=cand[1],
-                                                   rng=rng)
-            return centers, n_iter > 0 and not np.array_equal(centers, m0)
-
-        def valid_score(m, split):
-            counts = _hard_counts(X, c, m, n_classes, split[1])
-            return obj.log_posterior(counts, self.prior) / max(float(np.sum(counts)), 1.0)
-
-        cands = [(s, lam) for s in sigmas for lam in lams]
-        with Steps(self, len(cands) * len(splits), "DC: width search", unit="fit") as bar:
-
-            seen: list = []
-
-            def progress(info):
-                s, lam = info["candidate"]
-                bar.update(1, sigma=f"{s:.3g}", score=f"{info['score']:.5g}")
-                seen.append(info["score"])
-                if self.verbose and info["split"] == len(splits) - 1:  # one line per candidate
-                    say(f"[DC] sigma {s:.4g} lambda={lam:.4g}: held-out log posterior (9) per row "
-                        f"{np.mean(seen[-len(splits):]):.6g} (mean of {len(splits)} splits)")
-
-            (sigma, lam), table = optimize.repeated_held_out_search(
-                cands, splits, fit_on_train, valid_score, smoother=lambda cand: (cand[0], -cand[1]),
-                callback=progress)
-        self.validation_scores_ = table
-        if self.sigma == "auto":
-            self.sigma_scores_ = {s: max((v for (s2, _), v in table.items() if s2 == s), key=lambda v: v["mean"])
-                                  for s in sigmas}
-        if not any(v["moved"] for v in table.values()) and self.optimizer == "cg":
-            warnings.warn(f"DiscriminativeClustering: at none of the candidate widths {[round(s, 4) for s in sigmas]} "
-                          "did conjugate gradients move from the K-means prototypes on the training rows; the fit "
-                          "is K-means'. Give larger widths in sigma_grid.", ConvergenceWarning, stacklevel=4)
-        return sigma, lam
-
     def _optimize(self, X, c, centers, sigma, n_classes, subset=None, lam=0.0, rng=None):
         """One optimization from ``centers``: returns ``(centers, history,
         n_iter, converged)``."""
@@ -397,7 +356,7 @@ class DiscriminativeClustering(InfoclustEstimator):
         ``T`` falls linearly from ``sa_temperature`` to 0. One pass per step."""
 
         def score(m):
-            return obj.log_posterior(_hard_counts(X, c, m, n_classes, subset), self.prior)
+            return obj.log_posterior(hard_counts(X, c, m, n_classes, subset), self.prior)
 
         def progress(info):
             if self.verbose >= 2:
@@ -468,7 +427,7 @@ class DiscriminativeClustering(InfoclustEstimator):
         lams = [float(self.reg_strength)] if self.reg_strength != "auto" else self._grid(
             "reg_grid", self.reg_grid, self._default_reg_grid(info))
         if len(sigmas) > 1 or len(lams) > 1:
-            sigma, lam = self._search(X, c, m0, sigmas, lams, n_classes, rng)
+            sigma, lam = width_search(self, X, c, m0, sigmas, lams, n_classes, rng, info)
         else:
             sigma, lam = sigmas[0], lams[0]
 
@@ -493,7 +452,7 @@ class DiscriminativeClustering(InfoclustEstimator):
         self.n_classes_ = n_classes
         self.objective_history_ = history
         self.n_iter_ = n_iter
-        self.contingency_ = _hard_counts(X, c, centers, n_classes).astype(np.int64)
+        self.contingency_ = hard_counts(X, c, centers, n_classes).astype(np.int64)
         self.labels_ = voronoi_labels(X, centers, lazy=info.lazy_input)
         return self
 
@@ -592,4 +551,4 @@ class DiscriminativeClustering(InfoclustEstimator):
                                  "scalar prior.")
             classes = np.concatenate([classes, unseen]) if unseen.size else classes
         C, _ = encode_labels(y, X.shape[0], classes=classes, min_classes=1)
-        return obj.log_posterior(_hard_counts(X, C, self.cluster_centers_, len(classes)), self.prior)
+        return obj.log_posterior(hard_counts(X, C, self.cluster_centers_, len(classes)), self.prior)

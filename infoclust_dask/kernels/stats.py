@@ -24,6 +24,7 @@ __all__ = [
     "count_true", "COUNT_TRUE",
     "label_values", "LABEL_VALUES",
     "encode_labels", "ENCODE_LABELS",
+    "on_grid", "ON_GRID",
 ]
 
 
@@ -166,3 +167,22 @@ def encode_labels(y: np.ndarray, *, classes: np.ndarray) -> np.ndarray:
 
 
 ENCODE_LABELS = Pass("encode_labels", encode_labels, kind="map", inputs=("y",), dtype=np.int32)
+
+
+#: bits of the fixed grid of :func:`on_grid`: values in units of the data's overall spread, to 2**-20 (about 1e-6)
+GRID_BITS = 20
+
+
+def on_grid(x: np.ndarray, *, mean: np.ndarray, scale: float, bits: int = GRID_BITS) -> np.ndarray:
+    """A block standardized - centred by ``mean``, divided by the overall
+    spread ``scale`` - and rounded to multiples of ``2**-bits``: rows that
+    differ by less than about ``scale * 2**-bits`` (a change of units, an
+    offset, a rounding of the input) become the same numbers, except with a
+    probability of about (difference / grid step) per value. Used where a
+    chaotic optimizer's result decides a discrete choice (DC's held-out
+    width search)."""
+    step = float(2.0 ** int(bits))
+    return np.rint((np.asarray(x, dtype=np.float64) - mean) / float(scale) * step) / step
+
+
+ON_GRID = Pass("on_grid", on_grid, kind="map", inputs=("x",), dtype=np.float64)
