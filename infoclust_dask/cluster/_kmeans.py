@@ -23,7 +23,7 @@ from .._inputs import check_sample_weight, prepare_input
 from .._support.hints import DataLike, Labels, NumbersLike, RandomStateLike, SchedulerLike, Sequence
 from .._support.progress import say
 from .._support.validation import ArrayLike, Interval, Options, check_n_clusters, check_random_state, validate_params
-from ..kernels.kmeans import ASSIGN_DISTANCE, DISTANCES, HAMERLY_STEP, INERTIA, LLOYD_FAR, LLOYD_STEP
+from ..kernels.kmeans import ASSIGN_DISTANCE, DISTANCES, INERTIA, LLOYD_FAR, LLOYD_STEP
 from ..kernels.stats import SUM_SQ
 from ._base import (
     SHARED_CONSTRAINTS,
@@ -36,6 +36,7 @@ from ._base import (
 )
 from ._conventions import WEIGHTS
 from ._init import init_kmeans_parallel, init_kmeanspp, init_random, init_sampled_kmeanspp, seed_sample_rows
+from ._lloyd_bounds import RowBounds
 from ._xarray import data_method
 
 __all__ = ["KMeans", "EmptyClusterWarning", "lloyd"]
@@ -61,30 +62,24 @@ HAMERLY_MIN_ITER = 10
 #: plain; on 64 blobs 0.06, 0.29, 0.43, 0.79 in steps 2-5, then 0.86-0.93: faster)
 HAMERLY_MIN_SKIPPED = 0.7
 HAMERLY_JUDGED_AT = 8
+#: above HAMERLY_MAX_K centres the bounds are Yinyang's (Ding et al. 2015); from the HAMERLY_JUDGED_AT-th step, a
+#: step that computed more than this share of a plain step's n x k distances ends them: a distance computed
+#: one by one costs about 5x one of a plain step's matrix products (2e5 x 128, k = 1024, float32: 1.5 % of
+#: the distances from step 2 on, 0.2 s a step against 0.55 s plain)
+YINYANG_MAX_MEASURED = 0.15
 
 
 def _use_bounds(X, k: int, bounds: str | bool, max_iter: int) -> bool:
     """Whether Lloyd keeps per-row bounds: rows in this process's memory (the bounds are updated in place
     beside them), no journal recording the passes (a replayed pass would not update them), and, for
-    ``"auto"``, ``k <= HAMERLY_MAX_K``, at least ``HAMERLY_MIN_ROWS`` rows and ``HAMERLY_MIN_ITER`` steps."""
+    ``"auto"``, at least ``HAMERLY_MIN_ROWS`` rows and ``HAMERLY_MIN_ITER`` steps."""
     from .. import journal
 
     if bounds is False or engine.is_lazy(X) or journal.active() is not None:
         return False
-    if bounds is not True and not (k <= HAMERLY_MAX_K and X.shape[0] >= HAMERLY_MIN_ROWS
-                                   and max_iter >= HAMERLY_MIN_ITER):
+    if bounds is not True and not (X.shape[0] >= HAMERLY_MIN_ROWS and max_iter >= HAMERLY_MIN_ITER):
         return False
     return engine.resolve_scheduler(None).in_this_process()
-
-
-def _half_gaps(centers: np.ndarray) -> np.ndarray:
-    """Half the distance from each centre to its nearest other centre (Hamerly's ``s``)."""
-    c = np.asarray(centers, dtype=np.float64)
-    if len(c) < 2:
-        return np.full(len(c), np.inf)
-    g = np.sqrt(np.maximum(((c[:, None, :] - c[None, :, :]) ** 2).sum(-1), 0.0))
-    np.fill_diagonal(g, np.inf)
-    return 0.5 * g.min(axis=1)
 
 
 def lloyd(X, w, centers, *, max_iter, tol, verbose=0, label="", warn_empty=True, sxx=None, labels_out=None,
@@ -104,39 +99,37 @@ def lloyd(X, w, centers, *, max_iter, tol, verbose=0, label="", warn_empty=True,
     ``labels_out`` (a dict; rows in memory) that last pass also gives the
     rows' labels, as ``labels_out["labels"]`` (no separate labels pass).
 
-    ``bounds``: keep Hamerly's (2010) per-row bounds between the steps when
-    the rows are in this process's memory (``"auto"``: up to
-    :data:`HAMERLY_MAX_K` centres, from :data:`HAMERLY_MIN_ROWS` rows and
-    :data:`HAMERLY_MIN_ITER` allowed steps, and ended by a step whose bounds
-    decided less than :data:`HAMERLY_MIN_SKIPPED` of the rows; ``True`` keeps
-    them for every step, ``False`` never): a row whose bounds show its centre cannot
-    have changed is not measured again. The steps' counts and sums, and so
-    every iteration's centres, are those of the plain steps. ``trace`` (a
-    list) receives each step's centres and the rows its bounds decided.
+    ``bounds``: keep per-row bounds between the steps when the rows are in
+    this process's memory - Hamerly's (2010) up to :data:`HAMERLY_MAX_K`
+    centres, Yinyang's grouped bounds (Ding et al. 2015) above
+    (:class:`~._lloyd_bounds.RowBounds`). ``"auto"``: from
+    :data:`HAMERLY_MIN_ROWS` rows and :data:`HAMERLY_MIN_ITER` allowed
+    steps, ended by a step whose bounds decided less than
+    :data:`HAMERLY_MIN_SKIPPED` of the rows (Hamerly) or computed more than
+    :data:`YINYANG_MAX_MEASURED` of the distances (Yinyang); ``True`` keeps
+    them for every step, ``False`` never. A row whose bounds show its centre
+    cannot have changed is not measured again. The steps' counts and sums,
+    and so every iteration's centres, are those of the plain steps.
+    ``trace`` (a list) receives each step's centres, the rows its bounds
+    decided and (Yinyang) the distances it computed.
     """
     k = centers.shape[0]
     centers = np.array(centers, dtype=np.float64)
     if verbose and sxx is None:  # sum_n w_n |x_n|^2, for the progress estimate of the inertia
         sxx = float(engine.map_reduce(SUM_SQ, X, w)["sxx"])
     it = 0
-    state = None
-    if _use_bounds(X, k, bounds, max_iter):
-        n = X.shape[0]
-        state = (np.full(n, -1, dtype=np.int64), np.zeros(n), np.zeros(n))
-        previous = centers.copy()
+    state = RowBounds(X.shape[0], centers, HAMERLY_MAX_K) if _use_bounds(X, k, bounds, max_iter) else None
     for it in range(1, max_iter + 1):
         t0 = time.perf_counter()
         if state is not None:
-            moved = np.sqrt(((centers - previous) ** 2).sum(axis=1))
-            st = engine.map_reduce(HAMERLY_STEP, X, w, *state, params={
-                "centers": centers, "moved": moved, "half_gap": _half_gaps(centers)})
-            previous = centers.copy()
+            st = state.step(X, w, centers)
         else:
             st = engine.map_reduce(LLOYD_STEP, X, w, params={"centers": centers})
         if trace is not None:
-            trace.append({"centers": centers.copy(), "skipped": int(st.get("skipped", 0))})
+            trace.append({"centers": centers.copy(), "skipped": int(st.get("skipped", 0)),
+                          "measured": int(st.get("measured", -1))})
         if bounds == "auto" and state is not None and it >= HAMERLY_JUDGED_AT and \
-                int(st["skipped"]) < HAMERLY_MIN_SKIPPED * X.shape[0]:
+                not state.pays(st, X.shape[0], k, HAMERLY_MIN_SKIPPED, YINYANG_MAX_MEASURED):
             state = None  # the bounds do not pay on these data: plain steps from here (the same centres)
             if verbose:
                 say(f"[KMeans{label}] iteration {it}: the bounds decided {int(st['skipped']):,} of "

@@ -137,6 +137,36 @@ def hamerly(x, w, labels, upper, lower, *, centers, moved, half_gap):
     return counts, sums, int(skipped[0])
 
 
+def yinyang(x, w, labels, upper, lower, *, centers, moved, order, start, group_moved):
+    """One Lloyd step with Yinyang's grouped bounds (:mod:`infoclust_dask.kernels._yinyang_loops`):
+    ``labels``/``upper`` (n,) and ``lower`` (n, groups) are the rows' state, updated in place; group g's
+    centres are ``order[start[g]:start[g + 1]]``. Returns ``(counts, sums, rows decided by their bounds
+    alone, distances computed)``."""
+    from . import _yinyang_loops
+
+    x = as_rows(x)
+    n = x.shape[0]
+    c = _centres(centers, x)
+    k, d = c.shape
+    n_groups = len(start) - 1
+    for name, a, shape, dtype in (("labels", labels, (n,), np.int64), ("upper", upper, (n,), np.float64),
+                                  ("lower", lower, (n, n_groups), np.float64)):
+        if a.shape != shape or a.dtype != dtype or not a.flags.c_contiguous or not a.flags.writeable:
+            raise ValueError(f"yinyang: {name} must be a writable contiguous {shape} {np.dtype(dtype)} array.")
+    order = np.ascontiguousarray(order, dtype=np.int64)
+    group_of = np.empty(k, dtype=np.int64)
+    for g in range(n_groups):
+        group_of[order[start[g]:start[g + 1]]] = g
+    counts, sums = np.zeros(k), np.zeros((k, d))
+    skipped, measured = np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64)
+    margin = 8.0 * (d + 4) * float(np.finfo(x.dtype).eps)  # the distances' rounding, generously
+    _yinyang_loops._yinyang_rows(x, _weights(w, n), _in(c, x), np.asarray(moved, dtype=np.float64), order,
+                                 np.ascontiguousarray(start, dtype=np.int64), group_of,
+                                 np.asarray(group_moved, dtype=np.float64), margin, labels, upper, lower, counts,
+                                 sums, skipped, measured)
+    return counts, sums, int(skipped[0]), int(measured[0])
+
+
 def as_rows(x):
     """A block as the kernels take it: float32 or float64, C-contiguous,
     2-D (other dtypes become float64; no copy when already right)."""

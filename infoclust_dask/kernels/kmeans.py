@@ -24,6 +24,7 @@ __all__ = [
     "inertia_stats", "INERTIA",
     "combine_lloyd",
     "assign_labels", "ASSIGN", "assign_with_distances", "ASSIGN_DISTANCE", "hamerly_step_stats", "HAMERLY_STEP",
+    "yinyang_step_stats", "YINYANG_STEP",
     "soft_responsibilities",
     "soft_kmeans_stats", "SOFT_KMEANS",
     "soft_scatter_stats", "SOFT_SCATTER",
@@ -97,6 +98,21 @@ def hamerly_step_stats(x: np.ndarray, w: np.ndarray | None, labels: np.ndarray, 
     counts, sums, skipped = _compiled.hamerly(x, w, labels, upper, lower, centers=centers, moved=moved,
                                               half_gap=half_gap)
     return {"counts": counts, "sums": sums, "skipped": np.array(skipped)}
+
+
+def yinyang_step_stats(x: np.ndarray, w: np.ndarray | None, labels: np.ndarray, upper: np.ndarray,
+                       lower: np.ndarray, *, centers: np.ndarray, moved: np.ndarray, order: np.ndarray,
+                       start: np.ndarray, group_moved: np.ndarray) -> dict[str, np.ndarray]:
+    """A Lloyd step (counts and sums, as :func:`lloyd_step_stats`) with
+    Yinyang's grouped bounds (Ding et al. 2015): ``labels``, ``upper`` and
+    ``lower`` (one column per group of centres, ``order[start[g]:start[g +
+    1]]``) are the block's rows' state, updated in place; ``moved`` how far
+    each centre moved since the last step, ``group_moved`` the largest
+    shift in each group. ``skipped``: rows decided by their bounds alone;
+    ``measured``: distances computed."""
+    counts, sums, skipped, measured = _compiled.yinyang(x, w, labels, upper, lower, centers=centers, moved=moved,
+                                                        order=order, start=start, group_moved=group_moved)
+    return {"counts": counts, "sums": sums, "skipped": np.array(skipped), "measured": np.array(measured)}
 
 
 def inertia_stats(x: np.ndarray, w: np.ndarray | None = None, *, centers: np.ndarray) -> dict[str, np.ndarray]:
@@ -282,6 +298,7 @@ LLOYD_STEP = Pass("lloyd_step_stats", lloyd_step_stats, inputs=("x", "w"))
 LLOYD_FAR = Pass("lloyd_far_stats", lloyd_stats, combine=combine_lloyd, inputs=("x", "w"))
 INERTIA = Pass("inertia_stats", inertia_stats, inputs=("x", "w"))
 HAMERLY_STEP = Pass("hamerly_step_stats", hamerly_step_stats, inputs=("x", "w", "labels", "upper", "lower"))
+YINYANG_STEP = Pass("yinyang_step_stats", yinyang_step_stats, inputs=("x", "w", "labels", "upper", "lower"))
 ASSIGN = Pass("assign_labels", assign_labels, kind="map", dtype=np.int64)
 ASSIGN_DISTANCE = Pass("assign_with_distances", assign_with_distances, kind="map")
 SOFT_KMEANS = Pass("soft_kmeans_stats", soft_kmeans_stats, inputs=("x", "w"))

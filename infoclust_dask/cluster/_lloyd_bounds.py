@@ -1,0 +1,98 @@
+"""The per-row bounds Lloyd keeps between its steps when the rows stay in
+this process's memory: Hamerly's (2010) two bounds for few centres,
+Yinyang's grouped bounds (Ding, Zhao, Shen, Musuvathi & Mytkowicz 2015) for
+many. Either gives the counts and sums of the plain step - the same centres
+at every iteration - while measuring only the distances the bounds cannot
+rule out."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import engine
+from ..kernels.kmeans import HAMERLY_STEP, YINYANG_STEP
+
+#: Yinyang's groups: about one per this many centres (Ding et al. 2015, §3.2: k / 10)
+CENTRES_PER_GROUP = 10
+#: at most this many bytes of lower bounds (8 a row and group): fewer groups above it
+YINYANG_MAX_BYTES = 2 * 2**30
+
+
+def half_gaps(centers: np.ndarray) -> np.ndarray:
+    """Half the distance from each centre to its nearest other centre (Hamerly's ``s``)."""
+    c = np.asarray(centers, dtype=np.float64)
+    if len(c) < 2:
+        return np.full(len(c), np.inf)
+    g = np.sqrt(np.maximum(((c[:, None, :] - c[None, :, :]) ** 2).sum(-1), 0.0))
+    np.fill_diagonal(g, np.inf)
+    return 0.5 * g.min(axis=1)
+
+
+def centre_groups(centers: np.ndarray, n_groups: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """The centres split into ``n_groups`` groups of nearby centres by five
+    Lloyd steps on the centres themselves (Ding et al. 2015, §3.2), as
+    ``(order, start)``: group g's centres are ``order[start[g]:start[g + 1]]``
+    (every group non-empty)."""
+    c = np.asarray(centers, dtype=np.float64)
+    k = len(c)
+    n_groups = max(1, min(int(n_groups), k))
+    rng = np.random.default_rng(seed)
+    means = c[rng.choice(k, n_groups, replace=False)]
+    group = np.zeros(k, dtype=np.int64)
+    for _ in range(5):
+        group = np.argmin(((c[:, None, :] - means[None]) ** 2).sum(-1), axis=1)
+        for g in range(n_groups):
+            if np.any(group == g):
+                means[g] = c[group == g].mean(axis=0)
+    used = np.unique(group)  # a group left empty is dropped
+    group = np.searchsorted(used, group)
+    order = np.argsort(group, kind="stable").astype(np.int64)
+    start = np.searchsorted(group[order], np.arange(len(used) + 1)).astype(np.int64)
+    return order, start
+
+
+class RowBounds:
+    """Bounds of ``n`` rows against ``k`` centres, kept in place between
+    Lloyd steps: Hamerly's for ``k <= hamerly_max_k`` (24 bytes a row), else
+    Yinyang's (16 bytes a row and 8 per group of about
+    :data:`CENTRES_PER_GROUP` centres, at most :data:`YINYANG_MAX_BYTES`)."""
+
+    def __init__(self, n: int, centers: np.ndarray, hamerly_max_k: int):
+        k = len(centers)
+        self.previous = np.array(centers, dtype=np.float64)
+        self.labels, self.upper = np.full(n, -1, dtype=np.int64), np.zeros(n)
+        self.grouped = k > hamerly_max_k
+        self.lower: np.ndarray
+        if self.grouped:
+            n_groups = max(1, min(k // CENTRES_PER_GROUP, YINYANG_MAX_BYTES // (8 * max(n, 1))))
+            self.order, self.start = centre_groups(self.previous, n_groups)
+            self.lower = np.zeros((n, len(self.start) - 1))
+        else:
+            self.lower = np.zeros(n)
+
+    def step(self, X: Any, w: Any, centers: np.ndarray) -> dict:
+        """One bounded Lloyd step at ``centers``: the plain step's counts and
+        sums, with ``skipped`` (rows decided by the bounds alone) and, for
+        Yinyang, ``measured`` (distances computed)."""
+        moved = np.sqrt(((centers - self.previous) ** 2).sum(axis=1))
+        state = (self.labels, self.upper, self.lower)
+        if self.grouped:
+            group_moved = np.maximum.reduceat(moved[self.order], self.start[:-1])
+            st = engine.map_reduce(YINYANG_STEP, X, w, *state, params={
+                "centers": centers, "moved": moved, "order": self.order, "start": self.start,
+                "group_moved": group_moved})
+        else:
+            st = engine.map_reduce(HAMERLY_STEP, X, w, *state, params={
+                "centers": centers, "moved": moved, "half_gap": half_gaps(centers)})
+        self.previous = np.array(centers, dtype=np.float64)
+        return st
+
+    def pays(self, st: dict, n: int, k: int, min_skipped: float, max_measured: float) -> bool:
+        """Whether the bounds still save work: Hamerly's decided at least
+        ``min_skipped`` of the rows; Yinyang's computed at most
+        ``max_measured`` of the ``n * k`` distances of a plain step."""
+        if self.grouped:
+            return int(st["measured"]) <= max_measured * n * k
+        return int(st["skipped"]) >= min_skipped * n
