@@ -157,10 +157,18 @@ def yinyang(x, w, labels, upper, lower, *, centers, moved, order, start, group_m
     group_of = np.empty(k, dtype=np.int64)
     for g in range(n_groups):
         group_of[order[start[g]:start[g + 1]]] = g
+    cx = _in(c, x)
+    if n and labels[0] < 0:  # the first step: every distance, by the plain step's products, and the group bounds
+        first, dmin, counts, sums = lloyd(x, w, centers=c)
+        labels[:] = first
+        upper[:] = np.sqrt(dmin)
+        shift = cx.mean(axis=0, dtype=np.float64).astype(x.dtype)
+        _yinyang_loops._group_lower_gemm(x, cx, shift, float(np.finfo(x.dtype).eps) / 2, group_of, labels, lower)
+        return counts, sums, 0, n * k
     counts, sums = np.zeros(k), np.zeros((k, d))
     skipped, measured = np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64)
     margin = 8.0 * (d + 4) * float(np.finfo(x.dtype).eps)  # the distances' rounding, generously
-    _yinyang_loops._yinyang_rows(x, _weights(w, n), _in(c, x), np.asarray(moved, dtype=np.float64), order,
+    _yinyang_loops._yinyang_rows(x, _weights(w, n), cx, np.asarray(moved, dtype=np.float64), order,
                                  np.ascontiguousarray(start, dtype=np.int64), group_of,
                                  np.asarray(group_moved, dtype=np.float64), margin, labels, upper, lower, counts,
                                  sums, skipped, measured)
