@@ -12,11 +12,13 @@ from typing import Any
 import numpy as np
 
 from .. import engine
-from ..kernels.kmeans import HAMERLY_STEP, YINYANG_STEP
+from ..kernels.kmeans import HAMERLY_STEP, LABELLED_INERTIA, YINYANG_STEP
 
 #: Yinyang's groups: about one per this many centres (Ding et al. 2015, §3.2: k / 10)
 CENTRES_PER_GROUP = 10
-#: at most this many bytes of lower bounds (8 a row and group): fewer groups above it
+#: Yinyang's lower bounds (8 bytes a row and group) take at most as many bytes as the rows themselves, at least
+#: YINYANG_MIN_BYTES and at most YINYANG_MAX_BYTES: fewer, larger groups above that
+YINYANG_MIN_BYTES = 2**28
 YINYANG_MAX_BYTES = 2 * 2**30
 
 
@@ -30,16 +32,22 @@ def half_gaps(centers: np.ndarray) -> np.ndarray:
     return 0.5 * g.min(axis=1)
 
 
-def centre_groups(centers: np.ndarray, n_groups: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def centre_groups(centers: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarray]:
     """The centres split into ``n_groups`` groups of nearby centres by five
-    Lloyd steps on the centres themselves (Ding et al. 2015, §3.2), as
-    ``(order, start)``: group g's centres are ``order[start[g]:start[g + 1]]``
-    (every group non-empty)."""
+    Lloyd steps on the centres themselves (Ding et al. 2015, §3.2) from
+    farthest-first seeds (the first centre, then each time the centre
+    farthest from the seeds so far: deterministic), as ``(order, start)``:
+    group g's centres are ``order[start[g]:start[g + 1]]`` (every group
+    non-empty)."""
     c = np.asarray(centers, dtype=np.float64)
     k = len(c)
     n_groups = max(1, min(int(n_groups), k))
-    rng = np.random.default_rng(seed)
-    means = c[rng.choice(k, n_groups, replace=False)]
+    seeds = [0]
+    near = ((c - c[0]) ** 2).sum(axis=1)
+    for _ in range(1, n_groups):
+        seeds.append(int(np.argmax(near)))
+        near = np.minimum(near, ((c - c[seeds[-1]]) ** 2).sum(axis=1))
+    means = c[seeds].copy()
     group = np.zeros(k, dtype=np.int64)
     for _ in range(5):
         group = np.argmin(((c[:, None, :] - means[None]) ** 2).sum(-1), axis=1)
@@ -57,16 +65,18 @@ class RowBounds:
     """Bounds of ``n`` rows against ``k`` centres, kept in place between
     Lloyd steps: Hamerly's for ``k <= hamerly_max_k`` (24 bytes a row), else
     Yinyang's (16 bytes a row and 8 per group of about
-    :data:`CENTRES_PER_GROUP` centres, at most :data:`YINYANG_MAX_BYTES`)."""
+    :data:`CENTRES_PER_GROUP` centres; all groups at most ``data_bytes``,
+    clipped to :data:`YINYANG_MIN_BYTES` - :data:`YINYANG_MAX_BYTES`)."""
 
-    def __init__(self, n: int, centers: np.ndarray, hamerly_max_k: int):
+    def __init__(self, n: int, centers: np.ndarray, hamerly_max_k: int, data_bytes: int = 0):
         k = len(centers)
         self.previous = np.array(centers, dtype=np.float64)
         self.labels, self.upper = np.full(n, -1, dtype=np.int64), np.zeros(n)
         self.grouped = k > hamerly_max_k
         self.lower: np.ndarray
         if self.grouped:
-            n_groups = max(1, min(k // CENTRES_PER_GROUP, YINYANG_MAX_BYTES // (8 * max(n, 1))))
+            room = min(max(int(data_bytes), YINYANG_MIN_BYTES), YINYANG_MAX_BYTES)
+            n_groups = max(1, min(k // CENTRES_PER_GROUP, room // (8 * max(n, 1))))
             self.order, self.start = centre_groups(self.previous, n_groups)
             self.lower = np.zeros((n, len(self.start) - 1))
         else:
@@ -96,3 +106,14 @@ class RowBounds:
         if self.grouped:
             return int(st["measured"]) <= max_measured * n * k
         return int(st["skipped"]) >= min_skipped * n
+
+    def final(self, X: Any, w: Any, centers: np.ndarray) -> tuple[float, np.ndarray, np.ndarray] | None:
+        """The inertia, counts and labels at the final ``centers`` by one
+        more bounded step and the rows' distances to their centres (n x d
+        work, not n x k): Yinyang's only (None for Hamerly's, whose plain
+        pass for few centres sums its distances in another order)."""
+        if not self.grouped:
+            return None
+        st = self.step(X, w, centers)
+        inertia = engine.map_reduce(LABELLED_INERTIA, X, w, self.labels, params={"centers": centers})["inertia"]
+        return float(inertia), np.asarray(st["counts"], dtype=np.float64), self.labels.copy()

@@ -175,6 +175,20 @@ def yinyang(x, w, labels, upper, lower, *, centers, moved, order, start, group_m
     return counts, sums, int(skipped[0]), int(measured[0])
 
 
+def labelled_inertia(x, w, labels, *, centers):
+    """``sum_n w_n |x_n - m_labels[n]|^2`` (float64; the distances as the
+    plain step's for many centres computes its chosen centre's)."""
+    from . import _yinyang_loops
+
+    x = as_rows(x)
+    n = x.shape[0]
+    c = _centres(centers, x)
+    inertia = np.zeros(1)
+    _yinyang_loops._labelled_inertia(x, _weights(w, n), _in(c, x), np.ascontiguousarray(labels, dtype=np.int64),
+                                     inertia)
+    return float(inertia[0])
+
+
 def as_rows(x):
     """A block as the kernels take it: float32 or float64, C-contiguous,
     2-D (other dtypes become float64; no copy when already right)."""

@@ -172,3 +172,23 @@ def _group_lower_gemm(x, cm, shift, eps, group_of, labels, lower):
             for gg in range(n_groups):
                 sq = 2.0 * low[gg, r] + xn[r] - slack  # |x - m|^2 = 2 (|m - s|^2 / 2 - (x - s).(m - s)) + |x - s|^2
                 lower[i0 + r, gg] = np.sqrt(sq) if sq > 0.0 else 0.0
+
+
+@_jit
+def _labelled_inertia(x, w, cm, labels, inertia):
+    """``inertia[0] += sum_i w_i |x_i - m_labels[i]|^2``, each squared
+    distance by the exact differences in the centres' type exactly as
+    :func:`infoclust_dask.kernels._lloyd_loops._lloyd_rows_gemm` computes
+    its chosen centre's (the same numbers), summed in float64: the final
+    inertia of a bounded run from its last step's labels."""
+    n, d = x.shape
+    weighted = w.shape[0] > 0
+    total = 0.0
+    for i in range(n):
+        b = labels[i]
+        t = cm[b, 0] - cm[b, 0]
+        for f in range(d):
+            diff = x[i, f] - cm[b, f]
+            t += diff * diff
+        total += (w[i] if weighted else 1.0) * np.float64(t)
+    inertia[0] += total

@@ -24,7 +24,7 @@ __all__ = [
     "inertia_stats", "INERTIA",
     "combine_lloyd",
     "assign_labels", "ASSIGN", "assign_with_distances", "ASSIGN_DISTANCE", "hamerly_step_stats", "HAMERLY_STEP",
-    "yinyang_step_stats", "YINYANG_STEP",
+    "yinyang_step_stats", "YINYANG_STEP", "labelled_inertia_stats", "LABELLED_INERTIA",
     "soft_responsibilities",
     "soft_kmeans_stats", "SOFT_KMEANS",
     "soft_scatter_stats", "SOFT_SCATTER",
@@ -113,6 +113,13 @@ def yinyang_step_stats(x: np.ndarray, w: np.ndarray | None, labels: np.ndarray, 
     counts, sums, skipped, measured = _compiled.yinyang(x, w, labels, upper, lower, centers=centers, moved=moved,
                                                         order=order, start=start, group_moved=group_moved)
     return {"counts": counts, "sums": sums, "skipped": np.array(skipped), "measured": np.array(measured)}
+
+
+def labelled_inertia_stats(x: np.ndarray, w: np.ndarray | None, labels: np.ndarray, *, centers: np.ndarray
+                           ) -> dict[str, np.ndarray]:
+    """``inertia = sum_n w_n ||x_n - m_labels[n]||^2`` of a block whose rows'
+    nearest centres ``labels`` are known (a bounded step found them)."""
+    return {"inertia": np.array(_compiled.labelled_inertia(x, w, labels, centers=centers))}
 
 
 def inertia_stats(x: np.ndarray, w: np.ndarray | None = None, *, centers: np.ndarray) -> dict[str, np.ndarray]:
@@ -299,6 +306,7 @@ LLOYD_FAR = Pass("lloyd_far_stats", lloyd_stats, combine=combine_lloyd, inputs=(
 INERTIA = Pass("inertia_stats", inertia_stats, inputs=("x", "w"))
 HAMERLY_STEP = Pass("hamerly_step_stats", hamerly_step_stats, inputs=("x", "w", "labels", "upper", "lower"))
 YINYANG_STEP = Pass("yinyang_step_stats", yinyang_step_stats, inputs=("x", "w", "labels", "upper", "lower"))
+LABELLED_INERTIA = Pass("labelled_inertia_stats", labelled_inertia_stats, inputs=("x", "w", "labels"))
 ASSIGN = Pass("assign_labels", assign_labels, kind="map", dtype=np.int64)
 ASSIGN_DISTANCE = Pass("assign_with_distances", assign_with_distances, kind="map")
 SOFT_KMEANS = Pass("soft_kmeans_stats", soft_kmeans_stats, inputs=("x", "w"))

@@ -415,6 +415,37 @@ def test_automatic_bounds_end_when_they_do_not_pay(monkeypatch):
         np.testing.assert_allclose(a["centers"], b["centers"], rtol=0, atol=1e-10)
 
 
+def test_yinyang_groups_and_their_end_when_they_do_not_pay(monkeypatch):
+    """Issue 55: Yinyang's groups hold every centre once, nearby centres
+    together, in fewer groups when the rows are many (the bounds' memory);
+    with ``bounds="auto"`` a step (from HAMERLY_JUDGED_AT on) that computed
+    more than YINYANG_MAX_MEASURED of the distances ends them, and the
+    centres stay those of plain Lloyd."""
+    from infoclust_dask.cluster import _kmeans
+    from infoclust_dask.cluster._lloyd_bounds import RowBounds, centre_groups
+
+    rng = np.random.default_rng(1)
+    C = np.concatenate([rng.normal(loc=20.0 * g, size=(10, 3)) for g in range(8)])  # 8 tight groups of 10
+    order, start = centre_groups(C, 8)
+    assert sorted(order.tolist()) == list(range(80)) and np.all(np.diff(start) > 0) and start[-1] == 80
+    assert {frozenset(order[a:b] // 10) for a, b in zip(start[:-1], start[1:], strict=True)} == \
+        {frozenset([g]) for g in range(8)}
+    assert RowBounds(1000, C, 64).lower.shape == (1000, 8)
+    monkeypatch.setattr("infoclust_dask.cluster._lloyd_bounds.YINYANG_MIN_BYTES", 8 * 1000 * 3)
+    assert RowBounds(1000, C, 64).lower.shape == (1000, 3)  # three groups' worth of room
+
+    monkeypatch.setattr(_kmeans, "HAMERLY_MIN_ROWS", 0)
+    monkeypatch.setattr(_kmeans, "YINYANG_MAX_MEASURED", 0.0)
+    X = rng.normal(size=(3000, 3))
+    auto, plain = [], []
+    _kmeans.lloyd(X, None, X[:80].copy(), max_iter=12, tol=0.0, bounds="auto", trace=auto)
+    _kmeans.lloyd(X, None, X[:80].copy(), max_iter=12, tol=0.0, bounds=False, trace=plain)
+    at = _kmeans.HAMERLY_JUDGED_AT
+    assert all(t["measured"] >= 0 for t in auto[:at]) and all(t["measured"] == -1 for t in auto[at:])
+    for a, b in zip(auto, plain, strict=True):
+        np.testing.assert_allclose(a["centers"], b["centers"], rtol=0, atol=1e-10)
+
+
 def test_every_partial_fit_streams_on_a_distributed_scheduler(local_cluster_client):
     """Found by the deployment guide's demo flow on a deployed cluster: the
     first batch of ``partial_fit`` was placed on the workers (for its
