@@ -65,23 +65,26 @@ HAMERLY_JUDGED_AT = 8
 #: above HAMERLY_MAX_K centres the bounds are Yinyang's (Ding et al. 2015); from the HAMERLY_JUDGED_AT-th step, a
 #: step that computed more than this share of a plain step's n x k distances ends them: a distance computed
 #: one by one costs about 5x one of a plain step's matrix products (2e5 x 128, k = 1024, float32: 1.5 % of
-#: the distances from step 2 on, 0.2 s a step against 0.55 s plain)
+#: the distances from step 2 on, 0.12 s a step against 0.39 s plain, two threads)
 YINYANG_MAX_MEASURED = 0.15
-#: and Yinyang's from this many allowed steps: its first step is a plain one plus the group bounds by one more
-#: product (2e5 x 128, k = 1024: 3 steps 1.13 s against 1.56 s plain, 5 steps 1.32 s against 2.29 s)
-YINYANG_MIN_ITER = 3
+#: and Yinyang's from YINYANG_MIN_ITER allowed steps when k x d >= YINYANG_EARLY_KD (else HAMERLY_MIN_ITER): its
+#: first step is a plain one plus the group bounds by one more product. 5 steps, bounds against plain:
+#: 2e5 x 128, k = 1024: 1.40 s vs 2.24 s (3 steps 1.24 vs 1.71); k = 256: 0.65 vs 0.76 (3 steps 0.57 vs 0.54);
+#: 5e5 x 32, k = 1024: 1.24 vs 1.51 (3 steps 1.11 vs 1.03); but 1e6 x 32, k = 256: 1.13 vs 0.84 (10 steps: even)
+YINYANG_MIN_ITER = 5
+YINYANG_EARLY_KD = 32768
 
 
 def _use_bounds(X, k: int, bounds: str | bool, max_iter: int) -> bool:
     """Whether Lloyd keeps per-row bounds: rows in this process's memory (the bounds are updated in place
     beside them), no journal recording the passes (a replayed pass would not update them), and, for
     ``"auto"``, at least ``HAMERLY_MIN_ROWS`` rows and ``HAMERLY_MIN_ITER`` steps (``YINYANG_MIN_ITER`` above
-    ``HAMERLY_MAX_K`` centres)."""
+    ``HAMERLY_MAX_K`` centres when k x d >= ``YINYANG_EARLY_KD``)."""
     from .. import journal
 
     if bounds is False or engine.is_lazy(X) or journal.active() is not None:
         return False
-    steps = HAMERLY_MIN_ITER if k <= HAMERLY_MAX_K else YINYANG_MIN_ITER
+    steps = YINYANG_MIN_ITER if k > HAMERLY_MAX_K and k * X.shape[1] >= YINYANG_EARLY_KD else HAMERLY_MIN_ITER
     if bounds is not True and not (X.shape[0] >= HAMERLY_MIN_ROWS and max_iter >= steps):
         return False
     return engine.resolve_scheduler(None).in_this_process()
@@ -280,8 +283,9 @@ class KMeans(ClusterColumnsOut, ClusterMixin, TransformerMixin, InfoclustEstimat
     Exact bounds: on rows held in this process's memory (at least 20 000),
     with at most 64 centres and ``max_iter >= 10``, every row keeps
     Hamerly's (2010) two bounds and its centre between iterations (24 bytes
-    a row beside the data: 240 MB for 1e7 rows); with more centres and
-    ``max_iter >= 3``, Yinyang's (Ding et al. 2015) bound per group of about
+    a row beside the data: 240 MB for 1e7 rows); with more centres (and
+    ``max_iter >= 10``, or 5 when k x d >= 32768), Yinyang's (Ding et al.
+    2015) bound per group of about
     10 centres (8 bytes a row and group, at most as much memory as the rows,
     at least 256 MB, at most 2 GiB: fewer groups above that). A row whose
     bounds show that its centre cannot have changed is not measured again;
