@@ -12,7 +12,9 @@ and normalizers are SIMD loops too, and a pass's sums over the tile's rows
 computed in the precision of the centres the wrapper passes: the rows' own
 (float32 rows with float32 centres: twice as many features per SIMD
 instruction, as scikit-learn does for float32 data); softmax, exponentials
-and every sum are float64. These loops are the only form of each formula
+and every sum are float64 (but soft K-means' products for many centres and
+float32 rows, :mod:`infoclust_dask.kernels._soft_products`, take float32
+exponentials, :func:`_exp_nonpos32`). These loops are the only form of each formula
 in the package but two (Lloyd's step and the moments also have a numpy
 form for passes over tiny data, :mod:`infoclust_dask.kernels._numpy_forms`);
 the tests hold the plain numpy formulas they are compared with
@@ -107,6 +109,49 @@ def _exp_nonpos(v, n, fbuf):
         p = 1.0 + r * p
         e = p * fbuf[j]
         v[j] = e if vj >= _EXP_MIN else (0.0 if vj < _EXP_MIN else vj)
+
+# The same in float32 (for float32 rows' memberships, which the products round to float32 anyway): eight SIMD
+# lanes instead of four, Cephes' expf split of ln 2, Taylor to degree 7 (truncation < 6e-9 relative), 2^n from
+# the low mantissa bits of 2^23 + n + 127. Below -87, exp(x) < 1.7e-38 (float32's smallest normal): 0.
+_LOG2E32 = np.float32(1.4426950408889634)
+_LN2_HI32 = np.float32(0.693359375)
+_LN2_LO32 = np.float32(-2.12194440e-4)
+_BIAS32 = np.float32(8388735.0)  # 2**23 + 127
+_EXP_MIN32 = np.float32(-87.0)
+_HALF32 = np.float32(0.5)
+_ZERO32 = np.float32(0.0)
+_C32 = (np.float32(1.0 / 5040.0), np.float32(1.0 / 720.0), np.float32(1.0 / 120.0), np.float32(1.0 / 24.0),
+        np.float32(1.0 / 6.0), np.float32(0.5), np.float32(1.0), np.float32(1.0))
+
+
+@numba.njit("void(float32[::1], int64, float32[::1])", cache=CACHE, nogil=True, error_model="numpy",
+            fastmath={"contract"})
+def _exp_nonpos32(v, n, fbuf):
+    """:func:`_exp_nonpos` for float32 values (``fbuf``: float32 scratch):
+    ``v[:n] = exp(v[:n])`` in place for ``v <= 0``, within 2 ulp of float32
+    (tests); NaN stays NaN, values below -87 give 0."""
+    ibuf = fbuf.view(np.int32)
+    c7, c6, c5, c4, c3, c2, c1, c0 = _C32
+    for j in range(n):
+        a = v[j] if v[j] > _EXP_MIN32 else _EXP_MIN32
+        fbuf[j] = np.float32(math.floor(a * _LOG2E32 + _HALF32)) + _BIAS32
+    for j in range(n):
+        ibuf[j] = ibuf[j] << 23  # 2^n as float32 bits (n >= -126)
+    for j in range(n):
+        vj = v[j]
+        a = vj if vj > _EXP_MIN32 else _EXP_MIN32
+        nf = np.float32((ibuf[j] >> 23) - 127)
+        r = (a - nf * _LN2_HI32) - nf * _LN2_LO32
+        p = c6 + r * c7
+        p = c5 + r * p
+        p = c4 + r * p
+        p = c3 + r * p
+        p = c2 + r * p
+        p = c1 + r * p
+        p = c0 + r * p
+        e = p * fbuf[j]
+        v[j] = e if vj >= _EXP_MIN32 else (_ZERO32 if vj < _EXP_MIN32 else vj)
+
 
 @_jit
 def _distances(x, i0, nt, xt, cm, acc):

@@ -5,8 +5,10 @@ the products by one BLAS call), the memberships (MacKay 2003, eq. 20.7) by
 the SIMD exponential of :mod:`infoclust_dask.kernels._loops` (the compiled
 loop; the normalization folded into the sums' weights), and the responsibility-weighted sums ``S`` (the numerator of 20.8)
 by a second BLAS call. float64 rows: everything in float64; float32 rows:
-the products and a tile's sums in float32, the distances' assembly, the
-memberships and the sums across tiles in float64."""
+the products, the exponentials (:func:`infoclust_dask.kernels._loops._exp_nonpos32`,
+eight SIMD lanes; the memberships enter a float32 product anyway) and a
+tile's sums in float32, the distances' assembly, the normalizers and the
+sums across tiles in float64."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ import math
 
 import numpy as np
 
-from ._loops import TILE, _exp_nonpos, _jit
+from ._loops import TILE, _exp_nonpos, _exp_nonpos32, _jit
 
 
 @_jit
@@ -36,11 +38,14 @@ def _soft_rows_gemm(x, w, cm, shift, scale, R, S, out_logz):
     xr = np.zeros((TILE, d), dtype=cm.dtype)
     xn = np.empty(TILE)
     acc = np.empty((k, TILE))
-    g = np.empty((k, TILE))
+    g = np.empty((k, TILE) if cm.itemsize != 4 else (0, 0))
     gt = np.zeros((k, TILE), dtype=cm.dtype)
     lz = np.empty(TILE)
     s = np.empty(TILE)
     fbuf = np.empty(TILE)
+    single = cm.itemsize == 4
+    g32 = np.empty((k, TILE) if single else (0, 0), dtype=np.float32)
+    fbuf32 = np.empty(TILE, dtype=np.float32)
     weighted = w.shape[0] > 0
     total = 0.0
     for i0 in range(0, n, TILE):
@@ -66,28 +71,40 @@ def _soft_rows_gemm(x, w, cm, shift, scale, R, S, out_logz):
             cj = cn[j]
             for r in range(nt):
                 v = xn[r] - 2.0 * np.float64(prod[j, r]) + cj
-                e = scale * (v if v > 0.0 else 0.0)
+                e = scale * max(v, 0.0)
                 acc[j, r] = e
-                if e > lz[r]:
-                    lz[r] = e
+                lz[r] = max(lz[r], e)
         for r in range(nt):
             s[r] = 0.0
         for j in range(k):  # the exponentials (the compiled SIMD exp) and their column sums
-            for r in range(nt):
-                g[j, r] = acc[j, r] - lz[r]
-            _exp_nonpos(g[j], nt, fbuf)
-            for r in range(nt):
-                s[r] += g[j, r]
+            if single:  # float32 rows: the memberships go into float32 products, so a float32 exp (8 lanes)
+                for r in range(nt):
+                    g32[j, r] = np.float32(acc[j, r] - lz[r])
+                _exp_nonpos32(g32[j], nt, fbuf32)
+                for r in range(nt):
+                    s[r] += g32[j, r]
+            else:
+                for r in range(nt):
+                    g[j, r] = acc[j, r] - lz[r]
+                _exp_nonpos(g[j], nt, fbuf)
+                for r in range(nt):
+                    s[r] += g[j, r]
         for r in range(nt):
             wr = w[i0 + r] if weighted else 1.0
             total += wr * (lz[r] + math.log(s[r]))
             s[r] = wr / s[r]  # the weight over the normalizer
         for j in range(k):
             t = 0.0
-            for r in range(nt):
-                v = g[j, r] * s[r]
-                gt[j, r] = v
-                t += v
+            if single:
+                for r in range(nt):
+                    v = np.float64(g32[j, r]) * s[r]
+                    gt[j, r] = v
+                    t += v
+            else:
+                for r in range(nt):
+                    v = g[j, r] * s[r]
+                    gt[j, r] = v
+                    t += v
             R[j] += t
             for r in range(nt, TILE):
                 gt[j, r] = 0

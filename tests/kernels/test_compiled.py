@@ -367,6 +367,27 @@ def test_vectorized_exp_against_numpy():
     assert got[-3] == 0.0 and got[-2] == 0.0 and np.isnan(got[-1])
 
 
+def test_float32_exp_is_within_one_ulp():
+    """Issue 55: soft K-means' products for float32 rows take a float32 exp
+    (eight SIMD lanes): within one float32 ulp of exp in float64, 0 below
+    -87, NaN kept, the values past ``n`` untouched; eager, FMA contraction
+    only."""
+    rng = np.random.default_rng(0)
+    v = np.concatenate([-rng.uniform(0, 87, 50_000), -rng.uniform(0, 1e-3, 1000),
+                        [0.0, -0.0, -87.0, -86.9999, -87.0001, -100.0, -np.inf, np.nan]]).astype(np.float32)
+    got = v.copy()
+    _loops._exp_nonpos32(got, got.size - 3, np.empty(got.size, dtype=np.float32))
+    ref = np.exp(v.astype(np.float64))
+    ok = v[:-3] >= -87
+    assert np.max(np.abs(got[:-3][ok] - ref[:-3][ok]) / ref[:-3][ok]) < float(np.finfo(np.float32).eps)
+    assert np.all(got[:-3][~ok] == 0.0)
+    np.testing.assert_array_equal(got[-3:], v[-3:])
+    got = v.copy()
+    _loops._exp_nonpos32(got, got.size, np.empty(got.size, dtype=np.float32))
+    assert got[-3] == 0.0 and got[-2] == 0.0 and np.isnan(got[-1])
+    assert _loops._exp_nonpos32.signatures and set(_loops._exp_nonpos32.targetoptions.get("fastmath")) == {"contract"}
+
+
 def test_exp_is_not_recompiled_with_the_callers_fastmath():
     """numba compiles a callee with its first caller's flags (numba #7168):
     the exp helper is compiled eagerly with FMA contraction only (no
