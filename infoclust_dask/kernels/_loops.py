@@ -21,8 +21,15 @@ the tests hold the plain numpy formulas they are compared with
 (``tests/reference_kernels.py``: 1e-10 for float64 rows, float32 rounding
 of the distances for float32).
 
+From :data:`PRODUCTS_MIN_K` centres and :data:`PRODUCTS_MIN_KD` centres x
+features (float32 rows: :data:`PRODUCTS_MIN_KD32`) the distances and the
+memberships' sums are matrix products instead (:func:`_distances_products`,
+:func:`_weighted_sums_products`; float64, the expansion about the centres'
+mean).
+
 Functions run without the GIL (``nogil``), one thread each (no
-``parallel=True``; BLAS only in Lloyd's products for many centres,
+``parallel=True``; BLAS in the products above and in Lloyd's and soft
+K-means' products for many centres,
 :func:`infoclust_dask.kernels._lloyd_loops._lloyd_rows_gemm`, held to one
 thread while a pool runs kernels): a dask worker runs as many as it has
 threads. Lloyd's assignment (exact differences, or products for many
@@ -153,6 +160,92 @@ def _exp_nonpos32(v, n, fbuf):
         v[j] = e if vj >= _EXP_MIN32 else (_ZERO32 if vj < _EXP_MIN32 else vj)
 
 
+#: from this many centres, and centres x features (float64 rows; float32 rows: PRODUCTS_MIN_KD32), the
+#: memberships' distances and sums of every kernel here are matrix products (BLAS, float64):
+#: :func:`_distances_products`, :func:`_weighted_sums_products`. DC's gradient pass over 1e5 rows, one thread,
+#: exact loops -> products: float64 d = 64, K = 16: 33 -> 22 ms; d = 128, K = 16: 62 -> 44; d = 8, K = 128: 68 ->
+#: 53; d = 32, K = 32: 22 -> 24; d = 16, K = 32 (512): even. float32 (eight SIMD lanes in the exact loops):
+#: K x d = 1024-2048 even or slower (d = 8, K = 128: 48 -> 57), d = 64, K = 64: 104 -> 59; d = 128, K = 32: 89 -> 62
+PRODUCTS_MIN_K = 16
+PRODUCTS_MIN_KD = 1024
+PRODUCTS_MIN_KD32 = 4096
+
+
+@_jit
+def _by_products(x, k, d):
+    """Whether a kernel's distances and sums go by matrix products (the thresholds above)."""
+    return k >= PRODUCTS_MIN_K and k * d >= (PRODUCTS_MIN_KD32 if x.itemsize == 4 else PRODUCTS_MIN_KD)
+
+
+@_jit
+def _distances_products(x, i0, nt, xt, cm, acc):
+    """:func:`_distances` by one matrix product (BLAS, float64 whatever the
+    rows' type): ``|x - s|^2 - 2 (x - s).(m_j - s) + |m_j - s|^2`` with
+    ``s`` the centres' mean (the expansion's rounding then scales with the
+    spread about it, not with the distance from the origin), clipped at 0.
+    Fills ``xt`` as :func:`_distances` does (rows up to :data:`WIDE`
+    features), for kernels that read the transposed tile afterwards."""
+    k, d = cm.shape
+    shift = np.zeros(d)
+    for j in range(k):
+        for f in range(d):
+            shift[f] += np.float64(cm[j, f])
+    for f in range(d):
+        shift[f] /= k
+    cs = np.empty((k, d))
+    cn = np.empty(k)
+    for j in range(k):
+        t = 0.0
+        for f in range(d):
+            v = np.float64(cm[j, f]) - shift[f]
+            cs[j, f] = v
+            t += v * v
+        cn[j] = t
+    tile = np.zeros((d, TILE))
+    xn = np.empty(TILE)
+    for r in range(nt):
+        t = 0.0
+        for f in range(d):
+            v = np.float64(x[i0 + r, f]) - shift[f]
+            tile[f, r] = v
+            t += v * v
+        xn[r] = t
+    if d <= WIDE:
+        for r in range(nt):
+            for f in range(d):
+                xt[f, r] = x[i0 + r, f]
+    prod = np.dot(cs, tile)  # (k, TILE)
+    for j in range(k):
+        cj = cn[j]
+        for r in range(nt):
+            v = xn[r] - 2.0 * prod[j, r] + cj
+            acc[j, r] = max(v, 0.0)
+
+
+@_jit
+def _weighted_sums_products(g, nt, x, i0, WX, Ws):
+    """:func:`_weighted_sums` by one matrix product (BLAS, float64):
+    ``WX += g[:, :nt] @ x[i0:i0+nt]``; ``g``'s columns past ``nt`` are
+    zeroed (scratch of the last tile)."""
+    k = g.shape[0]
+    d = x.shape[1]
+    for j in range(k):
+        t = 0.0
+        for r in range(nt):
+            t += g[j, r]
+        Ws[j] += t
+        for r in range(nt, TILE):
+            g[j, r] = 0.0
+    rows = np.zeros((TILE, d))
+    for r in range(nt):
+        for f in range(d):
+            rows[r, f] = x[i0 + r, f]
+    part = np.dot(g, rows)  # (k, d)
+    for j in range(k):
+        for f in range(d):
+            WX[j, f] += part[j, f]
+
+
 @_jit
 def _distances(x, i0, nt, xt, cm, acc):
     """``acc[j, r] = ||x_{i0+r} - m_j||^2`` (exact differences) for the
@@ -165,6 +258,9 @@ def _distances(x, i0, nt, xt, cm, acc):
     20 000 x 16 rows with 26 centres, one thread); wider rows are read as
     they are, one SIMD reduction over the features per centre."""
     k, d = cm.shape
+    if _by_products(x, k, d):
+        _distances_products(x, i0, nt, xt, cm, acc)
+        return
     if d > WIDE:
         for r in range(nt):
             i = i0 + r
@@ -253,6 +349,9 @@ def _weighted_sums(g, nt, x, i0, xt, WX, Ws):
     update of each centre's sums per row."""
     k = g.shape[0]
     d = x.shape[1]
+    if _by_products(x, k, d):
+        _weighted_sums_products(g, nt, x, i0, WX, Ws)
+        return
     for j in range(k):
         t = 0.0
         for r in range(nt):

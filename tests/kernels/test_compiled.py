@@ -307,6 +307,53 @@ def test_mixture_kernel(with_classes, dtype):
         _close(*_both(mixture.mixture_em_stats, x, **kw), *_tol(dtype))
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("offset", [0.0, 1e4], ids=["centred", "far from the origin"])
+def test_memberships_by_matrix_products_at_many_centres_x_features(dtype, offset):
+    """Issue 55: from PRODUCTS_MIN_K centres and PRODUCTS_MIN_KD centres x
+    features, DC's, AC's and the mixtures' kernels take their distances and
+    sums from matrix products (float64, shifted by the centres' mean): the
+    same results as the numpy reference (1e-10 in float64) with a partial
+    last tile, and on rows 1e4 from the origin, where the reference runs on
+    the same rows moved back to it (the expansion about the origin would
+    lose 1e-8 there) and its sums are moved out again (translation: W X +=
+    o W, S += o R, Q += 2 o.S + |o|^2 R); the gradients' sums of centred
+    weights times rows of size 1e4 cancel, so they get 1e-12 x 1e4."""
+    k, d = 40, 128
+    assert k >= _loops.PRODUCTS_MIN_K and k * d >= max(_loops.PRODUCTS_MIN_KD, _loops.PRODUCTS_MIN_KD32)
+    x0, m0 = _data(2 * _loops.TILE + 17, d, k, dtype=np.float64, seed=12)
+    x, m = (x0 + offset).astype(dtype), m0 + offset
+    x0 = x.astype(np.float64) - offset  # the same rows, at the origin (exact)
+    y, my = x[:, : d // 2] * 0.5, m[:24, : d // 2] * 0.5
+    y0 = y.astype(np.float64) - 0.5 * offset
+    m0 = m.astype(dtype).astype(np.float64) - offset  # float32 rows meet their centres in float32
+    my0 = my.astype(dtype).astype(np.float64) - 0.5 * offset
+    rng = np.random.default_rng(13)
+    cls = rng.integers(0, 5, size=x.shape[0])
+    L = np.log(rng.dirichlet(np.ones(5), size=k))
+    sigma = 0.6 * np.sqrt(d)
+    psi, psi_x, psi_y = rng.normal(size=(k, 24)), rng.normal(size=k), rng.normal(size=24)
+    mix = {"variances": rng.uniform(20, 40, size=k), "log_weights": np.log(rng.dirichlet(np.ones(k)))}
+    strict, sums = _tol(dtype), (_tol(dtype)[0], _tol(dtype)[1] * (1 + offset))
+
+    def check(fn, args, args0, kw, kw0, moved=lambda ref: ref, tol=strict):
+        _close(fn(*args, **kw), moved(getattr(ref_kernels, _REF_NAMES.get(fn, fn.__name__))(*args0, **kw0)), *tol)
+
+    check(dc.dc_count_stats, (x, cls), (x0, cls), {"centers": m, "sigma": sigma, "n_classes": 5},
+          {"centers": m0, "sigma": sigma, "n_classes": 5})
+    check(dc.dc_grad_stats, (x, cls), (x0, cls), {"centers": m, "sigma": sigma, "L": L},
+          {"centers": m0, "sigma": sigma, "L": L}, lambda r: {**r, "WX": r["WX"] + offset * r["W"][:, None]}, sums)
+    check(ac.ac_count_stats, (x, y), (x0, y0), {"mx": m, "my": my, "sx": sigma, "sy": sigma},
+          {"mx": m0, "my": my0, "sx": sigma, "sy": sigma})
+    ac_kw = {"sx": sigma, "sy": sigma, "psi": psi, "psi_x": psi_x, "psi_y": psi_y, "lam_x": 0.3, "lam_y": 0.7}
+    check(ac.ac_grad_stats, (x, y), (x0, y0), {"mx": m, "my": my, **ac_kw}, {"mx": m0, "my": my0, **ac_kw},
+          lambda r: {**r, "WX": r["WX"] + offset * r["Wx"][:, None], "WY": r["WY"] + 0.5 * offset * r["Wy"][:, None]},
+          sums)
+    check(mixture.mixture_em_stats, (x,), (x0,), {"means": m, **mix}, {"means": m0, **mix},
+          lambda r: {**r, "S": r["S"] + offset * r["R"][:, None],
+                     "Q": r["Q"] + 2 * offset * r["S"].sum(1) + d * offset**2 * r["R"]}, sums)
+
+
 @pytest.mark.parametrize("dtype", [np.bool_, np.uint8, np.float64])
 @pytest.mark.parametrize("temperature", [1.0, 0.3, 4.0])
 def test_cmbc_estep_kernel(dtype, temperature):
