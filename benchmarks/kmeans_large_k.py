@@ -94,6 +94,60 @@ def soft_iteration(n: int = 200_000, d: int = 128, k: int = 256, beta: float = 0
           f"iteration {g:.2f} s ({g / min(soft):.0f}x ours) |")
 
 
+def membership_passes(n: int = 200_000, shapes: tuple = ((64, 64), (128, 32), (16, 128)), repeats: int = 3) -> None:
+    """One pass of DC's gradient (11) and of the isotropic mixture's EM sums at several K x d (float64 rows, our
+    default runner), against the same arithmetic in plain numpy over the whole array (the tests' reference
+    kernels, one BLAS call for each product) and, for the mixture, one iteration of scikit-learn's
+    GaussianMixture(covariance_type="spherical"); best of ``repeats``."""
+    import warnings
+
+    from _bench import reference_kernels
+    from sklearn.mixture import GaussianMixture
+
+    from infoclust_dask import engine
+    from infoclust_dask.kernels.dc import DC_GRAD
+    from infoclust_dask.kernels.mixture import MIXTURE_EM
+
+    ref = reference_kernels()
+    rng = np.random.default_rng(0)
+    print("| pass, n x d, K | ours s | numpy (same formulas) s | ours / numpy | GaussianMixture(spherical) one "
+          "iteration s (its fit's start included) | ours / GaussianMixture |")
+    print("|---|---|---|---|---|---|")
+    for d, k in shapes:
+        X = rng.normal(size=(n, d)) * 2
+        c = rng.integers(0, 5, n)
+        M = X[rng.choice(n, k, replace=False)]
+        L = rng.normal(size=(k, 5))
+        mix = {"means": M, "variances": np.full(k, 4.0), "log_weights": np.full(k, -np.log(k))}
+        passes = {"DC gradient": (lambda: engine.map_reduce(DC_GRAD, X, c, params={"centers": M, "sigma": 3.0,
+                                                                                      "L": L}),
+                                  lambda: ref.dc_grad_stats(X, c, centers=M, sigma=3.0, L=L)),
+                  "mixture EM": (lambda: engine.map_reduce(MIXTURE_EM, X, None, params=mix),
+                                 lambda: ref.mixture_em_stats(X, **mix))}
+        for name, (ours_, numpy_) in passes.items():
+            ours_()  # warm: compilation
+            t_ours = min(_seconds(ours_) for _ in range(repeats))
+            t_np = min(_seconds(numpy_) for _ in range(repeats))
+            gm_cell = "-"
+            if name == "mixture EM":
+                gm = GaussianMixture(k, covariance_type="spherical", max_iter=1, n_init=1, means_init=M,
+                                     init_params="random_from_data", random_state=0)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    t_gm = _seconds(lambda: gm.fit(X))
+                gm_cell = f"{t_gm:.3f} | {t_ours / t_gm:.3f}"
+            else:
+                gm_cell = "- | -"
+            print(f"| {name}, {n} x {d}, {k} | {t_ours:.3f} | {t_np:.3f} | {t_ours / t_np:.2f} | {gm_cell} |",
+                  flush=True)
+
+
+def _seconds(fn) -> float:
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--shapes", nargs="*", default=["200000,128,1024", "1000000,16,16"])
@@ -102,7 +156,11 @@ def main() -> None:
                    help="the machine's float32 FMA limit in Gflop/s (default: measured by one large sgemm)")
     p.add_argument("--soft", action="store_true", help="also one soft K-means EM step against a Lloyd step and "
                    "GaussianMixture(spherical) at 2e5 x 128, K = 256")
+    p.add_argument("--memberships", action="store_true", help="also DC's gradient pass and the mixture's EM pass at "
+                   "several K x d against plain numpy and GaussianMixture(spherical)")
     a = p.parse_args()
+    if a.memberships:
+        membership_passes()
     if a.soft:
         soft_iteration()
     if a.peak_gflops is None:
