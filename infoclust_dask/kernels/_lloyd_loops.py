@@ -69,6 +69,55 @@ def _lloyd_rows(x, w, cm, counts, sums, labels, dmin, inertia, with_sums):
                     sums[best, f] += wi * np.float64(x[i, f])
 
 @_jit
+def _sq_dist(x, i, cm, j):
+    """``|x_i - m_j|^2`` by the exact differences, summed in the centres'
+    type: the one form of a row's distance to one centre that Lloyd's
+    products path (near ties, the chosen centre), Hamerly's and Yinyang's
+    bounds and their final inertia share, so that they give the same
+    numbers and the same labels."""
+    t = cm[j, 0] - cm[j, 0]  # a zero of the centres' type
+    for f in range(x.shape[1]):
+        diff = x[i, f] - cm[j, f]
+        t += diff * diff
+    return t
+
+
+@_jit
+def _shifted_centres(cm, shift):
+    """``(cs, half_norms, largest norm)``: the centres less ``shift`` (their
+    type), half their squared norms and the largest squared norm (float64)."""
+    k, d = cm.shape
+    cs = np.empty((k, d), dtype=cm.dtype)
+    hn = np.empty(k)
+    cmax = 0.0
+    for j in range(k):
+        t = 0.0
+        for f in range(d):
+            cs[j, f] = cm[j, f] - shift[f]
+            t += np.float64(cs[j, f]) * np.float64(cs[j, f])
+        hn[j] = 0.5 * t
+        cmax = max(cmax, t)
+    return cs, hn, cmax
+
+
+@_jit
+def _shifted_tile(x, i0, nt, shift, xt, xn):
+    """The tile's rows less ``shift``, transposed into ``xt`` (zeros past
+    ``nt``), and their squared norms in ``xn`` (float64)."""
+    d = x.shape[1]
+    for r in range(nt):
+        t = 0.0
+        for f in range(d):
+            v = x[i0 + r, f] - shift[f]
+            xt[f, r] = v
+            t += np.float64(v) * np.float64(v)
+        xn[r] = t
+    for f in range(d):
+        for r in range(nt, xt.shape[1]):
+            xt[f, r] = 0
+
+
+@_jit
 def _lloyd_rows_gemm(x, w, cm, shift, eps, counts, sums, labels, dmin, inertia, with_sums):
     """:func:`_lloyd_rows` for many centres: the tile's products with the
     centres by one matrix product (BLAS, through ``np.dot``), both shifted
@@ -81,16 +130,8 @@ def _lloyd_rows_gemm(x, w, cm, shift, eps, counts, sums, labels, dmin, inertia, 
     distance to the chosen centre is always the exact one."""
     n, d = x.shape
     k = cm.shape[0]
-    cs = np.empty((k, d), dtype=cm.dtype)
-    hn = np.empty(k, dtype=cm.dtype)
-    cmax = 0.0
-    for j in range(k):
-        t = 0.0
-        for f in range(d):
-            cs[j, f] = cm[j, f] - shift[f]
-            t += np.float64(cs[j, f]) * np.float64(cs[j, f])
-        hn[j] = 0.5 * t
-        cmax = max(cmax, t)
+    cs, hn64, cmax = _shifted_centres(cm, shift)
+    hn = hn64.astype(cm.dtype)
     bound = 4.0 * (d + 4) * eps  # x (|x - s|^2 + max_j |m_j - s|^2): the expansion's rounding, generously
     xt = np.zeros((d, TILE), dtype=cm.dtype)
     xn = np.empty(TILE)
@@ -101,17 +142,7 @@ def _lloyd_rows_gemm(x, w, cm, shift, eps, counts, sums, labels, dmin, inertia, 
     store = labels.shape[0] > 0
     for i0 in range(0, n, TILE):
         nt = min(TILE, n - i0)
-        for r in range(nt):
-            t = 0.0
-            for f in range(d):
-                v = x[i0 + r, f] - shift[f]
-                xt[f, r] = v
-                t += np.float64(v) * np.float64(v)
-            xn[r] = t
-        if nt < TILE:
-            for f in range(d):
-                for r in range(nt, TILE):
-                    xt[f, r] = 0
+        _shifted_tile(x, i0, nt, shift, xt, xn)
         g = np.dot(cs, xt)  # (k, TILE)
         h = hn[0]
         for r in range(TILE):
@@ -133,17 +164,11 @@ def _lloyd_rows_gemm(x, w, cm, shift, eps, counts, sums, labels, dmin, inertia, 
             best = bj[r]
             if np.float64(sb[r]) - np.float64(bd[r]) <= bound * (xn[r] + cmax):  # too close to call: exactly
                 for j in range(k):
-                    t = cm[j, 0] - cm[j, 0]
-                    for f in range(d):
-                        diff = x[i, f] - cm[j, f]
-                        t += diff * diff
+                    t = _sq_dist(x, i, cm, j)
                     if j == 0 or t < bd[r]:
                         bd[r] = t
                         best = j
-            t = cm[best, 0] - cm[best, 0]
-            for f in range(d):
-                diff = x[i, f] - cm[best, f]
-                t += diff * diff
+            t = _sq_dist(x, i, cm, best)
             if store:
                 labels[i] = best
                 dmin[i] = t

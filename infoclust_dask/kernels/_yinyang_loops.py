@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._lloyd_loops import _shifted_centres, _shifted_tile, _sq_dist
 from ._loops import TILE, _jit
 
 
@@ -58,11 +59,7 @@ def _yinyang_rows(x, w, cm, moved, order, start, group_of, group_moved, margin, 
                 upper[i] = u
                 skipped[0] += 1
             else:  # tightened to the exact distance
-                t = cm[a, 0] - cm[a, 0]
-                for f in range(d):
-                    diff = x[i, f] - cm[a, f]
-                    t += diff * diff
-                ta = np.float64(t)
+                ta = np.float64(_sq_dist(x, i, cm, a))
                 measured[0] += 1
                 u = np.sqrt(ta)
                 upper[i] = u
@@ -88,11 +85,7 @@ def _yinyang_rows(x, w, cm, moved, order, start, group_of, group_moved, margin, 
                 if j == a:
                     tv = ta
                 else:
-                    t = cm[j, 0] - cm[j, 0]
-                    for f in range(d):
-                        diff = x[i, f] - cm[j, f]
-                        t += diff * diff
-                    tv = np.float64(t)
+                    tv = np.float64(_sq_dist(x, i, cm, j))
                     measured[0] += 1
                 if tv < t1 or (tv == t1 and j < j1):
                     t2 = t1
@@ -131,33 +124,14 @@ def _group_lower_gemm(x, cm, shift, eps, group_of, labels, lower):
     n, d = x.shape
     k = cm.shape[0]
     n_groups = lower.shape[1]
-    cs = np.empty((k, d), dtype=cm.dtype)
-    hn = np.empty(k)
-    cmax = 0.0
-    for j in range(k):
-        t = 0.0
-        for f in range(d):
-            cs[j, f] = cm[j, f] - shift[f]
-            t += np.float64(cs[j, f]) * np.float64(cs[j, f])
-        hn[j] = 0.5 * t
-        cmax = max(cmax, t)
+    cs, hn, cmax = _shifted_centres(cm, shift)
     bound = 4.0 * (d + 4) * eps
     xt = np.zeros((d, TILE), dtype=cm.dtype)
     xn = np.empty(TILE)
     low = np.empty((n_groups, TILE))
     for i0 in range(0, n, TILE):
         nt = min(TILE, n - i0)
-        for r in range(nt):
-            t = 0.0
-            for f in range(d):
-                v = x[i0 + r, f] - shift[f]
-                xt[f, r] = v
-                t += np.float64(v) * np.float64(v)
-            xn[r] = t
-        if nt < TILE:
-            for f in range(d):
-                for r in range(nt, TILE):
-                    xt[f, r] = 0
+        _shifted_tile(x, i0, nt, shift, xt, xn)
         g = np.dot(cs, xt)  # (k, TILE)
         low[:, :] = np.inf
         for j in range(k):
@@ -185,10 +159,5 @@ def _labelled_inertia(x, w, cm, labels, inertia):
     weighted = w.shape[0] > 0
     total = 0.0
     for i in range(n):
-        b = labels[i]
-        t = cm[b, 0] - cm[b, 0]
-        for f in range(d):
-            diff = x[i, f] - cm[b, f]
-            t += diff * diff
-        total += (w[i] if weighted else 1.0) * np.float64(t)
+        total += (w[i] if weighted else 1.0) * np.float64(_sq_dist(x, i, cm, labels[i]))
     inertia[0] += total
