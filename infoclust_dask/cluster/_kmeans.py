@@ -79,7 +79,8 @@ def _use_bounds(X, k: int, bounds: str | bool, max_iter: int) -> bool:
     """Whether Lloyd keeps per-row bounds: rows in this process's memory (the bounds are updated in place
     beside them), no journal recording the passes (a replayed pass would not update them), and, for
     ``"auto"``, at least ``HAMERLY_MIN_ROWS`` rows and ``HAMERLY_MIN_ITER`` steps (``YINYANG_MIN_ITER`` above
-    ``HAMERLY_MAX_K`` centres when k x d >= ``YINYANG_EARLY_KD``)."""
+    ``HAMERLY_MAX_K`` centres when k x d >= ``YINYANG_EARLY_KD``), and bounds that fit in a quarter of the
+    memory available now."""
     from .. import journal
 
     if bounds is False or engine.is_lazy(X) or journal.active() is not None:
@@ -87,7 +88,16 @@ def _use_bounds(X, k: int, bounds: str | bool, max_iter: int) -> bool:
     steps = YINYANG_MIN_ITER if k > HAMERLY_MAX_K and k * X.shape[1] >= YINYANG_EARLY_KD else HAMERLY_MIN_ITER
     if bounds is not True and not (X.shape[0] >= HAMERLY_MIN_ROWS and max_iter >= steps):
         return False
+    if bounds is not True and RowBounds.planned(X.shape[0], k, HAMERLY_MAX_K, X.nbytes)[1] > _bounds_room():
+        return False  # the bounds would not fit beside what this process holds: plain steps
     return engine.resolve_scheduler(None).in_this_process()
+
+
+def _bounds_room() -> int:
+    """Bytes the automatic bounds may take: a quarter of the memory available now."""
+    import psutil
+
+    return int(psutil.virtual_memory().available // 4)
 
 
 def lloyd(X, w, centers, *, max_iter, tol, verbose=0, label="", warn_empty=True, sxx=None, labels_out=None,
@@ -287,8 +297,10 @@ class KMeans(ClusterColumnsOut, ClusterMixin, TransformerMixin, InfoclustEstimat
     ``max_iter >= 10``, or 5 when k x d >= 32768), Yinyang's (Ding et al.
     2015) bound per group of about
     10 centres (8 bytes a row and group, at most as much memory as the rows,
-    at least 256 MB, at most 2 GiB: fewer groups above that). A row whose
-    bounds show that its centre cannot have changed is not measured again;
+    at least 256 MB, at most 2 GiB: fewer groups above that); bounds that
+    would take more than a quarter of the memory available are not kept.
+    A row whose bounds show that its centre cannot have changed is not
+    measured again;
     the iterations' centres, the labels and the inertia are those of plain
     Lloyd (tested to 1e-10). If from the eighth iteration Hamerly's bounds
     decide less than 70 % of the rows, or Yinyang's compute more than 15 %

@@ -68,6 +68,16 @@ class RowBounds:
     :data:`CENTRES_PER_GROUP` centres; all groups at most ``data_bytes``,
     clipped to :data:`YINYANG_MIN_BYTES` - :data:`YINYANG_MAX_BYTES`)."""
 
+    @staticmethod
+    def planned(n: int, k: int, hamerly_max_k: int, data_bytes: int = 0) -> tuple[int, int]:
+        """``(groups, bytes)`` the bounds of ``n`` rows against ``k`` centres
+        will take (groups 0: Hamerly's)."""
+        if k <= hamerly_max_k:
+            return 0, 24 * n
+        room = min(max(int(data_bytes), YINYANG_MIN_BYTES), YINYANG_MAX_BYTES)
+        n_groups = max(1, min(k // CENTRES_PER_GROUP, room // (8 * max(n, 1))))
+        return n_groups, 16 * n + 8 * n * n_groups
+
     def __init__(self, n: int, centers: np.ndarray, hamerly_max_k: int, data_bytes: int = 0):
         k = len(centers)
         self.previous = np.array(centers, dtype=np.float64)
@@ -75,8 +85,7 @@ class RowBounds:
         self.grouped = k > hamerly_max_k
         self.lower: np.ndarray
         if self.grouped:
-            room = min(max(int(data_bytes), YINYANG_MIN_BYTES), YINYANG_MAX_BYTES)
-            n_groups = max(1, min(k // CENTRES_PER_GROUP, room // (8 * max(n, 1))))
+            n_groups = self.planned(n, k, hamerly_max_k, data_bytes)[0]
             self.order, self.start = centre_groups(self.previous, n_groups)
             self.lower = np.zeros((n, len(self.start) - 1))
         else:

@@ -434,9 +434,16 @@ def test_yinyang_groups_and_their_end_when_they_do_not_pay(monkeypatch):
     monkeypatch.setattr("infoclust_dask.cluster._lloyd_bounds.YINYANG_MIN_BYTES", 8 * 1000 * 3)
     assert RowBounds(1000, C, 64).lower.shape == (1000, 3)  # three groups' worth of room
 
+    assert RowBounds.planned(1000, 80, 64)[1] == 1000 * (16 + 8 * 3) and RowBounds.planned(1000, 12, 64) == (0, 24000)
+
     monkeypatch.setattr(_kmeans, "HAMERLY_MIN_ROWS", 0)
-    monkeypatch.setattr(_kmeans, "YINYANG_MAX_MEASURED", 0.0)
     X = rng.normal(size=(3000, 3))
+    monkeypatch.setattr(_kmeans, "_bounds_room", lambda: 3000 * 40 - 1)  # the bounds' memory is counted
+    none = []
+    _kmeans.lloyd(X, None, X[:80].copy(), max_iter=12, tol=0.0, bounds="auto", trace=none)
+    assert all(t["measured"] == -1 and t["skipped"] == 0 for t in none)
+    monkeypatch.setattr(_kmeans, "_bounds_room", lambda: 3000 * 40)
+    monkeypatch.setattr(_kmeans, "YINYANG_MAX_MEASURED", 0.0)
     auto, plain = [], []
     _kmeans.lloyd(X, None, X[:80].copy(), max_iter=12, tol=0.0, bounds="auto", trace=auto)
     _kmeans.lloyd(X, None, X[:80].copy(), max_iter=12, tol=0.0, bounds=False, trace=plain)
