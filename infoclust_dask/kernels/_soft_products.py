@@ -5,7 +5,7 @@ the products by one BLAS call), the memberships (MacKay 2003, eq. 20.7) by
 the SIMD exponential of :mod:`infoclust_dask.kernels._loops` (the compiled
 loop; the normalization folded into the sums' weights), and the responsibility-weighted sums ``S`` (the numerator of 20.8)
 by a second BLAS call. float64 rows: everything in float64; float32 rows:
-the products, the exponentials (:func:`infoclust_dask.kernels._loops._exp_nonpos32`,
+the products, the exponentials (:func:`infoclust_dask.kernels._exp._exp_nonpos32`,
 eight SIMD lanes; the memberships enter a float32 product anyway) and a
 tile's sums in float32, the distances' assembly, the normalizers and the
 sums across tiles in float64."""
@@ -16,7 +16,8 @@ import math
 
 import numpy as np
 
-from ._loops import TILE, _exp_nonpos, _exp_nonpos32, _jit
+from ._exp import _exp_nonpos, _exp_nonpos32
+from ._loops import TILE, _jit
 
 
 @_jit

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import reference_kernels as ref_kernels
 
-from infoclust_dask.kernels import _compiled, _lloyd_loops, _loops, ac, cmbc, dc, kmeans, mixture, stats
+from infoclust_dask.kernels import _compiled, _exp, _lloyd_loops, _loops, ac, cmbc, dc, kmeans, mixture, stats
 
 #: package kernels whose reference has another name
 _REF_NAMES = {cmbc.estep_stats: "cmbc_estep_stats"}
@@ -404,13 +404,13 @@ def test_vectorized_exp_against_numpy():
                         [0.0, -0.0, -708.0, -707.9999, -708.0001, -745.2, -1e300, -np.inf, np.nan]])
     ref = np.exp(v)
     got = v.copy()
-    _loops._exp_nonpos(got, got.size - 3, np.empty(got.size))  # the last three untouched
+    _exp._exp_nonpos(got, got.size - 3, np.empty(got.size))  # the last three untouched
     normal = ref[:-3] > 1e-300
     assert np.max(np.abs(got[:-3][normal] - ref[:-3][normal]) / ref[:-3][normal]) < 4.5e-16
     assert np.all(got[:-3][~normal] <= 1e-300)
     np.testing.assert_array_equal(got[-3:], v[-3:])
     got = v.copy()
-    _loops._exp_nonpos(got, got.size, np.empty(got.size))
+    _exp._exp_nonpos(got, got.size, np.empty(got.size))
     assert got[-3] == 0.0 and got[-2] == 0.0 and np.isnan(got[-1])
 
 
@@ -423,16 +423,16 @@ def test_float32_exp_is_within_one_ulp():
     v = np.concatenate([-rng.uniform(0, 87, 50_000), -rng.uniform(0, 1e-3, 1000),
                         [0.0, -0.0, -87.0, -86.9999, -87.0001, -100.0, -np.inf, np.nan]]).astype(np.float32)
     got = v.copy()
-    _loops._exp_nonpos32(got, got.size - 3, np.empty(got.size, dtype=np.float32))
+    _exp._exp_nonpos32(got, got.size - 3, np.empty(got.size, dtype=np.float32))
     ref = np.exp(v.astype(np.float64))
     ok = v[:-3] >= -87
     assert np.max(np.abs(got[:-3][ok] - ref[:-3][ok]) / ref[:-3][ok]) < float(np.finfo(np.float32).eps)
     assert np.all(got[:-3][~ok] == 0.0)
     np.testing.assert_array_equal(got[-3:], v[-3:])
     got = v.copy()
-    _loops._exp_nonpos32(got, got.size, np.empty(got.size, dtype=np.float32))
+    _exp._exp_nonpos32(got, got.size, np.empty(got.size, dtype=np.float32))
     assert got[-3] == 0.0 and got[-2] == 0.0 and np.isnan(got[-1])
-    assert _loops._exp_nonpos32.signatures and set(_loops._exp_nonpos32.targetoptions.get("fastmath")) == {"contract"}
+    assert _exp._exp_nonpos32.signatures and set(_exp._exp_nonpos32.targetoptions.get("fastmath")) == {"contract"}
 
 
 def test_exp_is_not_recompiled_with_the_callers_fastmath():
@@ -442,9 +442,9 @@ def test_exp_is_not_recompiled_with_the_callers_fastmath():
     with the kernels' fastmath flags."""
     import numba
 
-    assert _loops._exp_nonpos.signatures  # eager: compiled before any caller
-    assert set(_loops._exp_nonpos.targetoptions.get("fastmath")) == {"contract"}
-    fast = numba.njit(fastmath=set(_loops.FASTMATH))(_loops._exp_nonpos.py_func)
+    assert _exp._exp_nonpos.signatures  # eager: compiled before any caller
+    assert set(_exp._exp_nonpos.targetoptions.get("fastmath")) == {"contract"}
+    fast = numba.njit(fastmath=set(_loops.FASTMATH))(_exp._exp_nonpos.py_func)
     v = -np.random.default_rng(1).uniform(0, 708, 20_000)
     got = v.copy()
     fast(got, got.size, np.empty(got.size))
