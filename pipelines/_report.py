@@ -112,7 +112,18 @@ def _dc_lines(dc: dict, cv: dict | None) -> list[str]:
         *([f"- K-means streamed through `partial_fit`, one pass over the rows in store order in {dc['streamed']['blocks']} blocks (a class-sorted set is a stream's hard case: the first block seeds every centre): "
            f"inertia {dc['streamed']['inertia_ratio']:.4f} x the full fit's; MoG's BIC {dc['mog_bic']:.1f}"]
           if "streamed" in dc else []),
+        *(_default_width_lines(dc["default_width"]) if "default_width" in dc else []),
         "- contingency table (rows clusters, columns classes):", "", *_table(dc["contingency"])]
+
+
+def _default_width_lines(w: dict) -> list[str]:
+    same = abs(w["other_units_sigma"] - w["sigma"]) <= 1e-9 * w["sigma"]
+    return [f"- the default width (`sigma=\"auto\"`: held-out posterior (9) over 3 hashed splits, the one-standard-"
+            f"error rule) chose sigma {w['sigma']:.4g} (log posterior (9) {w['log_posterior']:.2f}); the same fit on "
+            f"X x 1000 + 5 chose {w['other_units_sigma']:.4g} x 1000: "
+            + ("**the same choice**" if same else "**another choice**"),
+            "", "| candidate sigma | mean held-out (9) per row | standard error | CG moved |", "|---|---|---|---|",
+            *[f"| {s:.4g} | {m:.5f} | {e:.5f} | {'yes' if mv else 'no'} |" for s, m, e, mv in w["candidates"]], ""]
 
 
 def _ac_lines(ac: dict, cv: dict | None) -> list[str]:

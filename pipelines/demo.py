@@ -116,7 +116,14 @@ def fit_dc(store: str, n_clusters: int, scheduler: str | None, seed: int, run_di
         blocks = list(rows.rechunk((max(-(-rows.shape[0] // 20), n_clusters), -1)).blocks)
         for block in blocks:
             streamed.partial_fit(block)
+        # the default width (sigma="auto"), and the same fit in other units: the choice must not move
+        auto = DiscriminativeClustering(n_clusters, random_state=seed).fit(X, c)
+        other = DiscriminativeClustering(n_clusters, random_state=seed).fit(X * 1000.0 + 5.0, c)
+        default_width = {"sigma": auto.sigma_, "log_posterior": auto.score(X, c),
+                         "other_units_sigma": other.sigma_ / 1000.0,
+                         "candidates": [[s, v["mean"], v["spread"], v["moved"]] for s, v in auto.sigma_scores_.items()]}
         return {"sigma": dc.sigma_, "log_posterior": dc.score(X, c), "kmeans_log_posterior": lp(km.labels_),
+                "default_width": default_width,
                 "streamed": {"blocks": len(blocks), "inertia_ratio": -streamed.score(X) / km.inertia_},
                 "mog_bic": mog.bic(X),
                 "mog_log_posterior": lp(mog.labels_), "mda2_log_posterior": lp(mda.labels_),

@@ -28,6 +28,9 @@ def test_demo_flow_writes_report_and_plots(prefect_harness, tmp_path):
     cv = summary["crossval"]
     assert cv["cells"] == 9 and cv["reused"] == 0 and cv["best"]["sigma"] in (0.75, 1.5, 3.0)
     assert summary["dc"]["sigma"] == cv["best"]["sigma"] and "Cross-validation" in report
+    width = summary["dc"]["default_width"]  # the default width, and the same fit in other units (issue 54)
+    assert width["other_units_sigma"] == pytest.approx(width["sigma"], rel=1e-9) and "**the same choice**" in report
+    assert len(width["candidates"]) == 9 and width["sigma"] in [c[0] for c in width["candidates"]]
     assert (Path(cv["run_dir"]) / "validation.png").exists()
     ac = summary["ac"]
     assert ac["ac_mi"] > 0.5 > 0.05 > ac["kmeans_mi"] and "Associative clustering" in report
