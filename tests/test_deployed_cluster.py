@@ -62,8 +62,10 @@ FITS = {
     "dc": (lambda s: DiscriminativeClustering(3, sigma=1.0, random_state=0, scheduler=s), "blobs", "label"),
     "mog": (lambda s: IsotropicGaussianMixture(4, random_state=0, scheduler=s), "blobs", None),
     "mda2": (lambda s: MDA2(2, random_state=0, scheduler=s), "blobs", "label"),
-    "ac": (lambda s: AssociativeClustering((3, 3), n_init=1, anneal_steps=2, random_state=0, scheduler=s), "blobs",
-           "y"),
+    # the widths the held-out search chooses here (its 3 splits x 9 widths: tested elsewhere), given: at narrower
+    # widths (0.5) AC's CG path moved one row of 1200 and its iteration count between this process and the cluster
+    "ac": (lambda s: AssociativeClustering((3, 3), sigma=(2.4, 3.3), n_init=1, anneal_steps=2, random_state=0,
+                                           scheduler=s), "blobs", "y"),
     "smic": (lambda s: SMIC(4, t=5, random_state=0, scheduler=s), "blobs", None),
     "cmbc": (lambda s: CMBC(2, random_state=0, max_iter=30, scheduler=s), "bits", "known"),
 }
@@ -101,7 +103,8 @@ def test_a_relative_store_fits_on_workers_in_their_own_folders_as_in_process(nam
     # that streams is seeded from a sample: another path, tested elsewhere)
     monkeypatch.setenv("INFOCLUST_PERSIST_BYTES", str(2**30))
     assert all(not (client_dir / w).exists() for w in ("worker-0", "worker-1"))
-    here = _fitted(_fit(name, "sync"))
+    here_est = _fit(name, "sync")
+    here = _fitted(here_est)
     there_est = _fit(name, cluster["scheduler_address"])
     assert there_est.runner_["runner"].startswith("distributed (tcp://127.0.0.1:"), there_est.runner_
     runner = there_est.runner_  # the whole fit on one worker, or its data held by the workers
@@ -125,7 +128,7 @@ def test_a_relative_store_fits_on_workers_in_their_own_folders_as_in_process(nam
         X = np.asarray(open_dataset("data/blobs.zarr")["x"])
         for view in ("x",):
             lab = [np.argmin(((X[:, None, :] - getattr(e, f"cluster_centers_{view}_")[None]) ** 2).sum(-1), 1)
-                   for e in (_fit(name, "sync"), there_est)]
+                   for e in (here_est, there_est)]
             assert adjusted_rand_score(*lab) > 0.95
 
 
