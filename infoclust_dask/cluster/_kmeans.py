@@ -122,7 +122,9 @@ def lloyd(X, w, centers, *, max_iter, tol, verbose=0, label="", warn_empty=True,
     centres, Yinyang's grouped bounds (Ding et al. 2015) above
     (:class:`~._lloyd_bounds.RowBounds`). ``"auto"``: from
     :data:`HAMERLY_MIN_ROWS` rows and :data:`HAMERLY_MIN_ITER` allowed
-    steps, ended by a step whose bounds decided less than
+    steps (Yinyang: :data:`YINYANG_MIN_ITER` when k x d >=
+    :data:`YINYANG_EARLY_KD`), when the bounds take at most a quarter of
+    the memory available, ended by a step whose bounds decided less than
     :data:`HAMERLY_MIN_SKIPPED` of the rows (Hamerly) or computed more than
     :data:`YINYANG_MAX_MEASURED` of the distances (Yinyang); ``True`` keeps
     them for every step, ``False`` never. A row whose bounds show its centre
@@ -150,8 +152,10 @@ def lloyd(X, w, centers, *, max_iter, tol, verbose=0, label="", warn_empty=True,
                 not state.pays(st, X.shape[0], k, HAMERLY_MIN_SKIPPED, YINYANG_MAX_MEASURED):
             state = None  # the bounds do not pay on these data: plain steps from here (the same centres)
             if verbose:
+                measured = f", computed {int(st['measured']):,} of {X.shape[0] * k:,} distances" \
+                    if "measured" in st else ""
                 say(f"[KMeans{label}] iteration {it}: the bounds decided {int(st['skipped']):,} of "
-                    f"{X.shape[0]:,} rows; plain steps from here")
+                    f"{X.shape[0]:,} rows{measured}; plain steps from here")
         counts, sums = st["counts"], st["sums"]
         empty = np.flatnonzero(counts <= 0)
         new = np.empty_like(centers)
