@@ -39,12 +39,12 @@ def _soft_rows_gemm(x, w, cm, shift, scale, R, S, out_logz):
     xr = np.zeros((TILE, d), dtype=cm.dtype)
     xn = np.empty(TILE)
     acc = np.empty((k, TILE))
-    g = np.empty((k, TILE) if cm.itemsize != 4 else (0, 0))
+    single = cm.itemsize == 4  # float32 rows: the memberships in float32 (g32), else float64 (g)
+    g = np.empty((0, 0) if single else (k, TILE))
     gt = np.zeros((k, TILE), dtype=cm.dtype)
     lz = np.empty(TILE)
     s = np.empty(TILE)
     fbuf = np.empty(TILE)
-    single = cm.itemsize == 4
     g32 = np.empty((k, TILE) if single else (0, 0), dtype=np.float32)
     fbuf32 = np.empty(TILE, dtype=np.float32)
     weighted = w.shape[0] > 0
