@@ -9,7 +9,7 @@ and a run of every shipped deployment with its default parameters, each
 ending Completed with its artifacts; then ``down.sh``.
 
 Tens of minutes (the guide's 90-cell sweep on Letter 864 s, the demo on the
-cluster 365 s, the weekly bootstrap's 50 AC replicates 676 s; the nightly
+cluster 5.5-8 min, the weekly bootstrap's 50 AC replicates 676 s; the nightly
 sweep reuses the guide's cells and computes its other 30): ``make
 test-deploy``, which CI runs after ``make test-slow``. Each step's seconds
 are printed (``pytest -s``)."""
