@@ -274,6 +274,47 @@ def test_a_reader_opened_before_an_append_still_reads_its_rows(tmp_path):
     np.testing.assert_array_equal(open_dataset(path)["km"].values, np.ones(29))
 
 
+def test_a_reader_checking_a_grown_chunk_while_the_append_commits(tmp_path, monkeypatch):
+    """Found by the slow state machine in CI (2026-11-28): a reader opened before an append read the
+    append's new version of the partly filled last chunk, then looked up the versions grown from its own
+    while the append committed - it read the old manifest, the append wrote the new one and removed its
+    pending record, and the reader found no pending record: the version it held was in neither, and it
+    was told "rewritten after the store was opened" though only rows were added. The interleaving is
+    made here: the append is stopped before its manifests, and they are written (the pending record
+    removed) right after the reader has read one of them."""
+    import infoclust_dask.io.append as append_mod
+    from infoclust_dask.storage import manifest
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(25, 4))
+    path = tmp_path / "s.zarr"
+    write_dataset(path, X, label=np.arange(25) % 3, chunks=16, codec="none")
+    before = open_dataset(path)
+    held = []
+    monkeypatch.setattr(append_mod, "_write_manifest", lambda *a, **k: held.append((a, k)))
+    append_dataset(path, rng.normal(size=(8, 4)), label=np.arange(8) % 3)  # chunk 1 rewritten, not committed
+    assert held and (path / "x" / manifest.PENDING).exists()
+    monkeypatch.undo()
+    real = manifest._read_json
+    commits = []
+
+    def read_json(loc, rel, what):
+        doc = real(loc, rel, what)
+        if rel == f"x/{manifest.MANIFEST}" and held:  # the writer commits right after this read
+            args, kwargs = held.pop()
+            manifest._write_manifest(*args, **kwargs)
+            commits.append(rel)
+        return doc
+
+    monkeypatch.setattr(manifest, "_read_json", read_json)
+    np.testing.assert_array_equal(before["x"].values, X)
+    assert commits and not (path / "x" / manifest.PENDING).exists()
+    monkeypatch.undo()
+    now = open_dataset(path)
+    assert now.sizes["sample"] == 33
+    np.testing.assert_array_equal(now["x"].values[:25], X)
+
+
 def test_a_temporary_left_in_an_array_folder_by_a_killed_append_is_not_damage(tmp_path):
     """Found by the slow state machine (tests/test_store_model.py): an append
     SIGKILLed while replacing ``x/zarr.json`` left ``x/.zarr.json.tmp-PID-*``,

@@ -293,10 +293,14 @@ def _read_manifests(loc: Location) -> dict[str, dict] | None:
     out: dict[str, dict] = {}
     loc.refresh()  # a writer in another process (or one killed) may have changed the store since our last look
     for var in sorted(set(_arrays(loc)) | set(_manifested(loc))):
+        # the pending record before the manifest: a writer removes it only after writing the manifest that
+        # commits its versions, so a reader that finds none reads that manifest or a later one. The other
+        # way round, a commit between the two reads hides the version a reader of a grown chunk may already
+        # hold (GrownChunks: "rewritten after the store was opened" while rows were only added)
+        pending = _read_json(loc, f"{var}/{PENDING}", "pending-append record")
         doc = _read_json(loc, f"{var}/{MANIFEST}", "chunk manifest")
         if doc is None:
             continue
-        pending = _read_json(loc, f"{var}/{PENDING}", "pending-append record")
         doc["pending"] = _pending_versions(pending["chunks"]) if pending else {}
         out[var] = doc
     return out or None
