@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import importlib
 
+from ._support import moved as _moved
+
 __version__ = "0.1.0"
 
 #: public name -> the submodule that defines it
@@ -40,10 +42,10 @@ _SUBMODULES = frozenset({
     "cli", "cluster", "crossval", "datasets", "engine", "io", "journal", "kernels", "metrics", "objectives",
     "plotting", "preprocess", "registry", "reliability", "runs", "solvers", "storage", "update",
 })
-#: modules that moved into the ``io`` and ``solvers`` packages (fourth shape step), still reachable as attributes
-#: by their old names (``infoclust_dask.store.verify_store``); import them from their package in new code
-_MOVED = {"store": ".io.store", "append": ".io.append", "ingest": ".io.ingest", "folds": ".io.folds",
-          "eigen": ".solvers.eigen", "optimize": ".solvers.optimize"}
+# Modules that moved into the ``io``, ``storage`` and ``solvers`` packages (fourth shape step) stay importable
+# and reachable as attributes by their old names for one release, with a DeprecationWarning naming the new one
+# (``infoclust_dask.store`` is ``infoclust_dask.io.store``): an import hook, no file at the old path.
+_moved.install()
 
 __all__ = sorted(_LAZY) + ["__version__"]
 
@@ -51,8 +53,8 @@ __all__ = sorted(_LAZY) + ["__version__"]
 def __getattr__(name: str):
     if name in _SUBMODULES:
         return importlib.import_module(f".{name}", __name__)
-    if name in _MOVED:
-        return importlib.import_module(_MOVED[name], __name__)
+    if f"{__name__}.{name}" in _moved.MOVED:
+        return importlib.import_module(f"{__name__}.{name}")
     try:
         module = _LAZY[name]
     except KeyError:
