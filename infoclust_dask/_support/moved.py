@@ -17,6 +17,7 @@ import importlib.abc
 import importlib.util
 import sys
 import warnings
+from types import FrameType
 
 __all__ = ["MOVED", "install"]
 
@@ -40,7 +41,7 @@ def _caller_stacklevel() -> int:
     the import machinery: the user's import line, not ours. Frames of
     ``importlib._bootstrap`` are skipped by ``warnings`` itself and are not
     counted."""
-    frame = sys._getframe(2)  # exec_module's caller
+    frame: FrameType | None = sys._getframe(2)  # exec_module's caller
     level = 1
     while frame is not None:
         name = frame.f_code.co_filename
