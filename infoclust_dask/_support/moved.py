@@ -5,7 +5,7 @@ solvers in ``solvers/``): for one release ``import infoclust_dask.store`` and
 at its new place (the same object: patching one patches the other) and warn
 once with a :class:`DeprecationWarning` that names the new path.
 
-An import hook (:class:`importlib.abc.MetaPathFinder`), installed by the
+An import hook (a meta path finder), installed by the
 package's ``__init__``, answers only for the names in :data:`MOVED`; no file
 stands at the old paths.
 """
@@ -13,8 +13,7 @@ stands at the old paths.
 from __future__ import annotations
 
 import importlib
-import importlib.abc
-import importlib.util
+import importlib.machinery
 import sys
 import warnings
 from types import FrameType
@@ -56,15 +55,17 @@ def _caller_stacklevel() -> int:
     return level
 
 
-class _OldName(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+class _OldName:
     """Finds the names of :data:`MOVED`; loading one puts the module of its
     new name in its place in ``sys.modules`` (the import system then hands
-    that module to the importer and binds it on the parent package)."""
+    that module to the importer and binds it on the parent package). The
+    finder and loader protocols of :mod:`importlib.abc`, without importing
+    it (6 ms of ``import infoclust_dask``)."""
 
     def find_spec(self, fullname, path=None, target=None):
         if fullname not in MOVED:
             return None
-        return importlib.util.spec_from_loader(fullname, self)
+        return importlib.machinery.ModuleSpec(fullname, self)  # type: ignore[arg-type]  # a Loader by protocol
 
     def create_module(self, spec):
         return None  # a throwaway module: exec_module replaces it
