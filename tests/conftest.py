@@ -85,15 +85,36 @@ def s3_bucket(s3_server):
     return f"s3://{name}"
 
 
+#: worker processes of the shared LocalCluster (the engine's default on this 2-core machine)
+SHARED_WORKERS = 2
+
+
 @pytest.fixture(scope="session")
-def local_cluster_client():
-    """The engine's on-demand LocalCluster (2 worker processes on 127.0.0.1),
-    stopped at the end of the session."""
+def _shared_cluster():
+    """Stops the engine's on-demand LocalCluster at the end of the session."""
     from infoclust_dask import _scheduler
 
-    client = _scheduler.local_client()
-    yield client
+    yield
     _scheduler.close_local_client()
+
+
+@pytest.fixture
+def local_cluster_client(_shared_cluster):
+    """The engine's on-demand LocalCluster (2 worker processes on 127.0.0.1),
+    shared by the session and checked before every test that uses it: its
+    client running and both workers registered and running (waited for up to
+    60 s); a cluster that cannot get them back is closed and started again.
+    Tests that kill, restart or fill workers start clusters of their own."""
+    from infoclust_dask import _scheduler
+
+    client = _scheduler.local_client()  # a new one if the last was closed
+    try:
+        client.wait_for_workers(SHARED_WORKERS, timeout=60)
+    except (OSError, TimeoutError):  # distributed's WorkerStartTimeoutError is both
+        _scheduler.close_local_client()
+        client = _scheduler.local_client()
+        client.wait_for_workers(SHARED_WORKERS, timeout=120)
+    return client
 
 
 @pytest.fixture(params=["sync", "threads", "distributed"])

@@ -16,6 +16,14 @@ class CountLocalComputes(Callback):
         self.n += 1
 
 
+def worker_info(client):
+    """The workers of ``client``'s scheduler now, by address, asked of the
+    scheduler itself: ``client.scheduler_info()["workers"]`` returns a cache
+    that the client's periodic poll (which asks for no workers) may empty in
+    between (engine/execute.py ``_worker_info``; the flaky test of issue 61)."""
+    return client.sync(client.scheduler.identity, n_workers=-1)["workers"]
+
+
 def finite_difference(f, m, h=1e-6):
     """Central differences of the scalar f at every entry of m."""
     fd = np.zeros_like(m)

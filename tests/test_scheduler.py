@@ -15,7 +15,7 @@ import dask.array as da
 import numpy as np
 import pytest
 from distributed import get_task_stream
-from helpers import CountLocalComputes
+from helpers import CountLocalComputes, worker_info
 
 from infoclust_dask import engine, metrics, open_dataset, write_dataset
 from infoclust_dask.datasets import make_smic_toy
@@ -30,7 +30,7 @@ def _prefixes(stream):
 
 
 def _workers(client):
-    return set(client.scheduler_info()["workers"])
+    return set(worker_info(client))
 
 
 @pytest.fixture

@@ -144,15 +144,26 @@ def _address(client: Any) -> str:
 
 
 def _workers(client: Any) -> set:
-    """Addresses of the scheduler's workers now (public ``scheduler_info``)."""
+    """Addresses of the scheduler's workers now (:func:`_worker_info`)."""
     return set(_worker_info(client))
 
 
 def _worker_info(client: Any) -> dict:
     """Every worker's ``scheduler_info`` entry (status, memory limit,
-    metrics), by address."""
+    metrics), by address, asked of the scheduler now.
+
+    Not ``client.scheduler_info()``: it refreshes the client's cached
+    identity and returns the cache, which the client's own periodic poll
+    (every ``distributed.client.scheduler-info-interval``, 2 s, asking for no
+    workers) may overwrite in between - an empty ``workers`` dict about once
+    in 20 calls at a 5 ms interval here, and the cause of a flaky test on a
+    loaded machine (issue 61). An empty answer made the whole-fit budget 0
+    (the fit ran pass by pass), the held-data budget 0 (the store streamed)
+    and the pressure watch take every worker for gone. The scheduler's
+    ``identity`` handler, asked directly as distributed's own
+    documentation of ``scheduler_info`` advises, has no such cache."""
     try:
-        return dict(client.scheduler_info(n_workers=-1)["workers"])
+        return dict(client.sync(client.scheduler.identity, n_workers=-1)["workers"])
     except Exception:  # noqa: BLE001 - unreachable in any way
         raise NoWorkersError(f"The dask scheduler at {_address(client)} stopped answering during a pass. Start it "
                              "again (and its workers); a fit with a run folder continues with --resume.") from None

@@ -9,6 +9,7 @@ import warnings
 import dask.array as da
 import numpy as np
 import pytest
+from helpers import worker_info
 from sklearn.datasets import load_iris
 from sklearn.exceptions import ConvergenceWarning
 
@@ -33,7 +34,7 @@ def _fit(cls, kw, with_y, **extra):
 def test_a_small_fit_runs_whole_on_a_worker_with_the_same_result(local_cluster_client, cls, kw, with_y):
     here = _fit(cls, kw, with_y, scheduler="sync")
     there = _fit(cls, kw, with_y, scheduler=local_cluster_client)
-    assert there.runner_["whole_fit_on"] in {w for w in local_cluster_client.scheduler_info()["workers"]}
+    assert there.runner_["whole_fit_on"] in set(worker_info(local_cluster_client))
     assert "one task on worker" in there.runner_["reason"]
     assert there.scheduler is local_cluster_client  # its parameters are its own
     np.testing.assert_allclose(there.cluster_centers_, here.cluster_centers_, rtol=1e-10, atol=1e-12)

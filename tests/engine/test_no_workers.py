@@ -9,6 +9,7 @@ import time
 import dask.array as da
 import numpy as np
 import pytest
+from helpers import worker_info
 
 from infoclust_dask import KMeans, engine
 
@@ -33,7 +34,7 @@ def _slow(block):
 def test_a_pass_whose_workers_all_leave_stops_at_the_deadline_naming_them(bare_cluster, monkeypatch):
     cluster, client = bare_cluster
     monkeypatch.setenv("INFOCLUST_NO_WORKER_TIMEOUT", "3")
-    worker = next(iter(client.scheduler_info()["workers"]))
+    worker = next(iter(worker_info(client)))
     x = da.ones((40, 2), chunks=(2, 2)).map_blocks(_slow, dtype=float).sum()
     threading.Timer(1.0, cluster.scale, args=(0,)).start()  # every worker leaves mid-pass
     t0 = time.monotonic()
@@ -47,7 +48,7 @@ def test_an_estimator_on_a_scheduler_without_workers_gives_one_clear_error(bare_
     monkeypatch.setenv("INFOCLUST_NO_WORKER_TIMEOUT", "2")
     cluster.scale(0)
     deadline = time.monotonic() + 10
-    while client.scheduler_info()["workers"] and time.monotonic() < deadline:
+    while worker_info(client) and time.monotonic() < deadline:
         time.sleep(0.1)
     X = da.from_array(np.random.default_rng(0).normal(size=(200, 2)), chunks=50)
     with pytest.raises(RuntimeError, match="has had no worker for 2 s"):

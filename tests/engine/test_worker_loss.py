@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from distributed import Client, get_task_stream
+from helpers import worker_info
 
 from infoclust_dask import DiscriminativeClustering, KMeans
 from infoclust_dask.engine.cluster_runner import SCATTER_KEY_PREFIX
@@ -91,7 +92,7 @@ def test_kmeans_and_dc_survive_a_killed_worker_with_numpy_input(real_cluster, mo
     # DC: a fresh worker joins, another is killed mid-fit
     new = start_worker()
     client.wait_for_workers(3, timeout=60)
-    assert len(client.scheduler_info()["workers"]) == 3
+    assert len(worker_info(client)) == 3
     Xd, yd = X[:250_000], lab[:250_000] % 3
     dc = dict(sigma=1.0, max_iter=15, random_state=0)
     new_address = next(w for w, pid in client.run(os.getpid).items() if pid == new.pid)
