@@ -23,7 +23,7 @@ from .._support.validation import RANDOM_STATE, SAMPLE_DIM, VARIABLES, Anything,
 from ..journal import recording
 from ..kernels.kmeans import ASSIGN
 from ..storage.location import pinned
-from ._whole import adopt, fit_whole, for_worker, whole_fit_bytes
+from ._whole import adopt, fit_whole, for_worker, gathered, whole_fit_bytes
 from ._xarray import XarrayIO, runner_for_call
 
 __all__ = ["InfoclustEstimator", "SHARED_CONSTRAINTS", "SHARED_PARAMETERS_DOC", "voronoi_labels", "journaled",
@@ -170,6 +170,7 @@ def journaled(fit):
             if whole is not None:  # a distributed scheduler, data that fit one worker: the loop runs there
                 nbytes, budget = whole
                 fingerprint = _fingerprint(self, X) if folder is not None else None
+                X, args, kwargs = gathered(X, args, kwargs)  # lazy rows travel in the task
                 (fitted, replayed), where = runner.run_whole(fit_whole, for_worker(self), X, args, kwargs, folder,
                                                              fingerprint, resume is not None)
                 adopt(self, fitted)

@@ -3,11 +3,20 @@ loop there, as one task (issue 37): its passes then cost the kernel, not a
 scheduler round trip each (~20 ms here, more than a pass over small data).
 
 :func:`whole_fit_bytes` decides (the runner's :meth:`~infoclust_dask.engine.Runner.loop_budget`:
-an eighth of the smallest worker's memory limit, at most 1 GiB; numpy input
-or a store path; a run folder only where the workers see it - an object
-store, or workers on this machine); :func:`fit_whole` is the task (the
-estimator's undecorated ``fit`` under the worker's own threads, its journal
+an eighth of the smallest worker's memory limit, at most 1 GiB; numpy input,
+a store path, or lazy (dask) input of known shape; a run folder only where
+the workers see it - an object store, or workers on this machine);
+:func:`gathered` computes the lazy arguments (one compute on the cluster)
+so that they travel in the task; :func:`fit_whole` is the task (the
+estimator's undecorated ``fit`` under the worker's own threads, lazy
+arguments given back to it as dask arrays over the gathered rows, so that
+its per-sample results stay lazy - dask in, dask out - its journal
 recorded there); :func:`adopt` copies the fitted attributes back.
+
+Lazy input used to stay pass by pass: a cross-validation cell (a fold of
+Letter's stored rows, DC at sigma=1, 10 clusters, 204 iterations) took
+20.2 s on a 2-worker LocalCluster against 0.7 s in this process - a round
+trip per pass.
 """
 
 from __future__ import annotations
@@ -16,7 +25,9 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["whole_fit_bytes", "fit_whole", "adopt", "for_worker"]
+from .. import engine
+
+__all__ = ["whole_fit_bytes", "gathered", "fit_whole", "adopt", "for_worker"]
 
 
 def _nbytes(value: Any, first: bool) -> int | None:
@@ -35,6 +46,11 @@ def _nbytes(value: Any, first: bool) -> int | None:
         return 0
     if isinstance(value, np.ndarray):
         return int(value.nbytes)
+    if engine.is_lazy(value):  # gathered before the task (unknown chunk sizes: too big to know)
+        shape = engine.as_array(value).shape
+        if any(np.isnan(s) for s in shape):
+            return None
+        return int(np.prod(shape, dtype=np.int64)) * engine.as_array(value).dtype.itemsize
     if isinstance(value, (list, tuple)) and all(isinstance(v, (bool, int, float, str, np.generic)) for v in value):
         return 8 * len(value)
     return None
@@ -61,6 +77,39 @@ def whole_fit_bytes(runner: Any, X: Any, args: tuple, kwargs: dict, folder: Any)
     return (total, budget) if total <= budget else None
 
 
+class Gathered:
+    """The rows of a lazy argument, computed here, with the row blocks it
+    had: the task gives the fit ``dask.array.from_array(values, chunks)``,
+    so that the fit sees lazy input as it would here."""
+
+    def __init__(self, values: np.ndarray, chunks: tuple) -> None:
+        self.values, self.chunks = values, chunks
+
+    def lazy(self) -> Any:
+        import dask.array as da
+
+        return da.from_array(self.values, chunks=self.chunks)
+
+
+def gathered(X: Any, args: tuple, kwargs: dict) -> tuple[Any, tuple, dict]:
+    """``(X, args, kwargs)`` with every lazy value replaced by a
+    :class:`Gathered` (all computed in one call of the installed runner, on
+    the cluster); the rest as they are."""
+    values = [X, *args, *kwargs.values()]
+    lazy = [i for i, v in enumerate(values) if engine.is_lazy(v)]
+    if not lazy:
+        return X, args, kwargs
+    arrays = [engine.as_array(values[i]) for i in lazy]
+    got = engine.compute(arrays)
+    for i, a, g in zip(lazy, arrays, got, strict=True):
+        values[i] = Gathered(np.asarray(g), a.chunks)
+    return values[0], tuple(values[1:1 + len(args)]), dict(zip(kwargs, values[1 + len(args):], strict=True))
+
+
+def _given_back(v: Any) -> Any:
+    return v.lazy() if isinstance(v, Gathered) else v
+
+
 def for_worker(est: Any) -> Any:
     """A copy of ``est``'s parameters (not deep: no client is copied) with
     no scheduler named: on the worker the installed runner is the worker's
@@ -75,6 +124,7 @@ def fit_whole(est: Any, X: Any, args: tuple, kwargs: dict, folder: Any, fingerpr
     in ``folder`` when given. Returns ``(fitted estimator, passes replayed
     from the journal or None)``."""
     raw = type(est).fit.__wrapped__
+    X, args, kwargs = _given_back(X), tuple(map(_given_back, args)), {k: _given_back(v) for k, v in kwargs.items()}
     if folder is None:
         raw(est, X, *args, **kwargs)
         return est, None

@@ -13,6 +13,7 @@ from scipy.stats import hypergeom
 from infoclust_dask import AssociativeClustering, KMeans
 from infoclust_dask.cluster._ac import ac_objective, cross_cluster_table
 from infoclust_dask.datasets import make_paired_dependency
+from infoclust_dask.engine.runners import Distributed
 from infoclust_dask.objectives import ac as obj
 
 
@@ -127,6 +128,8 @@ def test_the_fused_pass_is_chosen_on_small_data_on_a_distributed_scheduler(paire
         return real(bp, *a, **k)
 
     monkeypatch.setattr(engine, "map_reduce", recording)
+    # pass by pass, as for data above the whole-fit budget (small data would run whole on a worker)
+    monkeypatch.setattr(Distributed, "loop_budget", lambda self: 0)
     kw = dict(sigma=(0.3, 0.3), n_init=1, anneal_steps=2, max_iter=8, random_state=0)
     a = AssociativeClustering((3, 3), scheduler="threads", **kw).fit(X, Y)
     two = list(passes)

@@ -10,6 +10,7 @@ from sklearn.metrics import adjusted_rand_score
 
 from infoclust_dask import KMeans, write_dataset
 from infoclust_dask.cluster._kmeans import EmptyClusterWarning
+from infoclust_dask.engine.runners import Distributed
 
 
 def py_kmeans(X, init, w=None):
@@ -228,7 +229,8 @@ def test_data_above_the_sampled_seeding_size_seed_on_a_sample_on_every_runner(mo
     rng = np.random.default_rng(3)
     centres = rng.normal(0, 5, size=(6, 4))
     X = centres[rng.integers(0, 6, 30_000)] + rng.normal(size=(30_000, 4))
-    monkeypatch.setattr(_kmeans, "SAMPLED_SEEDING_BYTES", X.nbytes - 1)
+    monkeypatch.setattr(_kmeans, "SAMPLED_SEEDING_BYTES", X.nbytes - 1)  # (in this process only:
+    monkeypatch.setattr(Distributed, "loop_budget", lambda self: 0)  # pass by pass, not whole on a worker)
     ref = KMeans(6, random_state=1, scheduler="sync").fit(X)
     assert ref.seeding_.startswith("best of 5 k-means++ on a 20000-row uniform sample")
     for s, data in (("threads", X), (local_cluster_client, da.from_array(X, chunks=7_000))):

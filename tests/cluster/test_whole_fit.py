@@ -1,8 +1,8 @@
 """A fit on a distributed scheduler whose data fit one worker runs as one
 task there (``cluster/_whole.py``): the same model as in this process
-(1e-10), warnings raised here, the journal recorded and resumed; data above
-the budget, lazy input and this process' runners keep one pass per
-round trip."""
+(1e-10), warnings raised here, the journal recorded and resumed; small lazy
+input is gathered and travels in the task; data above the budget (numpy
+or lazy) and this process' runners keep one pass per round trip."""
 
 import warnings
 
@@ -50,9 +50,29 @@ def test_above_the_budget_each_pass_is_a_round_trip(local_cluster_client, monkey
                                .cluster_centers_, rtol=1e-10)
 
 
-def test_lazy_input_and_in_process_runners_stay_pass_by_pass(local_cluster_client):
+@pytest.mark.parametrize(("cls", "kw", "with_y"), CASES)
+def test_small_lazy_input_is_gathered_and_fits_whole_on_a_worker_with_lazy_labels(local_cluster_client, cls, kw,
+                                                                                   with_y):
+    """Lazy rows that fit the budget (a fold of a store, rows the workers
+    hold) are computed once and travel in the task, instead of a round trip
+    per pass; the fit sees them lazy, so its labels stay lazy (dask in, dask
+    out)."""
+    lazy_x, lazy_y = da.from_array(X, chunks=40), da.from_array(Y, chunks=40)
+    here = _fit(cls, kw, with_y, scheduler="sync")
+    est = cls(**kw, random_state=0, scheduler=local_cluster_client)
+    there = est.fit(lazy_x, lazy_y) if with_y else est.fit(lazy_x)
+    assert there.runner_["whole_fit_on"] in set(worker_info(local_cluster_client))
+    assert isinstance(there.labels_, da.Array)
+    np.testing.assert_allclose(there.cluster_centers_, here.cluster_centers_, rtol=1e-10, atol=1e-12)
+    np.testing.assert_array_equal(there.labels_.compute(), here.labels_)
+
+
+def test_lazy_input_above_the_budget_and_in_process_runners_stay_pass_by_pass(local_cluster_client, monkeypatch):
+    monkeypatch.setattr(Distributed, "loop_budget", lambda self: X.nbytes - 1)
     est = KMeans(3, random_state=0, scheduler=local_cluster_client).fit(da.from_array(X, chunks=50))
     assert "whole_fit_on" not in est.runner_
+    np.testing.assert_allclose(est.cluster_centers_, KMeans(3, random_state=0, scheduler="sync").fit(X)
+                               .cluster_centers_, rtol=1e-10)
     assert InProcess(2).loop_budget() == 0
     assert "whole_fit_on" not in KMeans(3, random_state=0).fit(X).runner_
 
