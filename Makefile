@@ -79,7 +79,7 @@ test-slow: install
 	$(PY) -m pytest -m "slow and not deploy" -q
 
 # docs/deployment.md run as written against real services on 127.0.0.1, every shipped deployment with its default
-# parameters (~35 min here: the guide's 90-cell sweep, the demo and the weekly bootstrap's 50 AC replicates
+# parameters (~4.5 min here: the demo on the cluster, the guide's 90-cell sweep and the weekly bootstrap's 50 AC replicates
 # dominate); CI runs it after test-slow
 test-deploy: install
 	$(PY) -m pytest -m deploy -q
