@@ -33,7 +33,8 @@ def _append_process(where, seed, rows):
 
 # the S3 variant (ten processes against the object-store server, ~45 s) runs with the slow tests (make
 # test-slow, run by .ci/run): make test keeps the local one, the same commit protocol on files
-@pytest.fixture(params=["local", pytest.param("s3", marks=pytest.mark.slow)])
+# ~10 s each: kills at many instants (make test-slow, run by .ci/run); make test keeps the other append kills
+@pytest.fixture(params=[pytest.param("local", marks=pytest.mark.slow), pytest.param("s3", marks=pytest.mark.slow)])
 def place(request, tmp_path):
     if request.param == "local":
         return str(tmp_path / "k.zarr"), 300_000

@@ -95,7 +95,9 @@ def _fitted(est) -> dict:
     return out
 
 
-@pytest.mark.parametrize("name", sorted(FITS))
+# AC and CMBC (~5-6 s each) in make test-slow, run by .ci/run; the other five here
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in ("ac", "cmbc") else n
+                                  for n in sorted(FITS)])
 def test_a_relative_store_fits_on_workers_in_their_own_folders_as_in_process(name, cluster, client_dir,
                                                                              monkeypatch):
     monkeypatch.chdir(client_dir)

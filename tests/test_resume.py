@@ -93,7 +93,10 @@ def test_resume_refuses_another_fit_and_a_missing_checkpoint(tmp_path):
 
 
 @pytest.mark.parametrize("method,extra", [("kmeans", ["--n-init", "1", "--max-iter", "150", "--tol", "0"]),
-                                          ("dc", ["--sigma", "2.0", "--max-iter", "80"])])
+                                          # ~11 s (make test-slow, run by .ci/run): K-means' kill and
+                                          # resume stays in make test
+                                          pytest.param("dc", ["--sigma", "2.0", "--max-iter", "80"],
+                                                       marks=pytest.mark.slow)])
 def test_killed_cli_fit_resumes_to_the_uninterrupted_result(method, extra, tmp_path):
     """kill -9 of `infoclust fit` mid-fit, then `--resume RUN_DIR`: the same
     centres as an uninterrupted fit (1e-10)."""

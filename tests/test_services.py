@@ -15,6 +15,8 @@ import pytest
 from helpers import local_services
 
 ROOT = Path(__file__).resolve().parents[1]
+# ~14 s, most of it starting the services (make test-slow, run by .ci/run; make test-deploy starts them too)
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")

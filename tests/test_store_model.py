@@ -401,6 +401,7 @@ def test_the_store_against_its_model_on_a_local_disk(tmp_path):
     _local(tmp_path, examples=3, steps=8)
 
 
+@pytest.mark.slow  # ~5 s (make test-slow, run by .ci/run); make test keeps the local-disk run
 def test_the_store_against_its_model_on_s3_with_faults(tmp_path, s3_bucket, monkeypatch):
     _s3(tmp_path, s3_bucket, monkeypatch, examples=1, steps=8)
 
