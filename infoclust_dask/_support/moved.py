@@ -47,9 +47,7 @@ def _caller_stacklevel() -> int:
         internal = "importlib" in name and "_bootstrap" in name
         if not internal:
             level += 1
-            module = str(frame.f_globals.get("__name__", ""))
-            if not (module == "importlib" or module.startswith(("infoclust_dask.", "importlib."))
-                    or module == "infoclust_dask"):
+            if str(frame.f_globals.get("__name__", "")).split(".")[0] not in ("infoclust_dask", "importlib"):
                 return level
         frame = frame.f_back
     return level

@@ -46,11 +46,9 @@ def _nbytes(value: Any, first: bool) -> int | None:
         return 0
     if isinstance(value, np.ndarray):
         return int(value.nbytes)
-    if engine.is_lazy(value):  # gathered before the task (unknown chunk sizes: too big to know)
-        shape = engine.as_array(value).shape
-        if any(np.isnan(s) for s in shape):
-            return None
-        return int(np.prod(shape, dtype=np.int64)) * engine.as_array(value).dtype.itemsize
+    if engine.is_lazy(value):  # gathered before the task; unknown chunk sizes: no size to compare
+        a = engine.as_array(value)
+        return None if any(np.isnan(s) for s in a.shape) else int(a.nbytes)
     if isinstance(value, (list, tuple)) and all(isinstance(v, (bool, int, float, str, np.generic)) for v in value):
         return 8 * len(value)
     return None
