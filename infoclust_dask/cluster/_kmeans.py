@@ -214,6 +214,11 @@ FUSED_LABELS_MIN_KD = 1024
 
 #: above this many bytes of data, ``init="k-means++"`` seeds on a uniform sample (one pass, whatever K)
 SAMPLED_SEEDING_BYTES = 2**30
+#: ... and where its ``k + 1`` passes would read more than this many bytes (8 GiB: ~3 s in memory here, ~15 s
+#: from a compressed store). A rule of the data and the parameters only (issue 62): it used to ask whether the
+#: runner streams the store, which depends on the workers' free memory - the same store then seeded, and ended,
+#: in another order on workers of 500 MB than of 1 GB
+SEEDING_READ_BYTES = 2**33
 
 class KMeans(ClusterColumnsOut, ClusterMixin, TransformerMixin, InfoclustEstimator):
     """K-means clustering whose every pass is a map-reduce over row blocks.
@@ -224,12 +229,14 @@ class KMeans(ClusterColumnsOut, ClusterMixin, TransformerMixin, InfoclustEstimat
         Number of clusters K (one default across the package and the CLI's ``-k``, as scikit-learn's KMeans and SpectralClustering).
     init : {"k-means++", "k-means||", "random"} or array of shape (n_clusters, n_features), default="k-means++"
         Seeding. ``"k-means++"``: greedy D^2 sampling (Arthur & Vassilvitskii
-        2007), one pass per centre on data held in memory up to
-        :data:`SAMPLED_SEEDING_BYTES` (1 GiB); on larger data, and on data
-        that stream from their store at every pass, k-means++ (then Lloyd)
-        on a uniform sample of ``max(20 000, 100 * n_clusters)`` rows drawn
-        in one pass, so the seeding costs one pass whatever K. The rule
-        depends on the data only, so every runner seeds alike.
+        2007), one pass per centre, on data up to
+        :data:`SAMPLED_SEEDING_BYTES` (1 GiB) whose ``n_clusters + 1``
+        passes read at most :data:`SEEDING_READ_BYTES` (8 GiB); otherwise
+        k-means++ (then Lloyd) on a uniform sample of ``max(20 000, 100 *
+        n_clusters)`` rows drawn in one pass, so the seeding costs one pass
+        whatever K. The rule depends on the data's size and ``n_clusters``
+        only - not on where the fit runs or whether its store streams - so
+        every runner seeds alike.
         ``"k-means||"``: oversampling rounds, better for large K on big data.
         ``"random"``: distinct rows drawn uniformly. An array is used as is.
     n_init : int or "auto", default="auto"
@@ -389,8 +396,9 @@ class KMeans(ClusterColumnsOut, ClusterMixin, TransformerMixin, InfoclustEstimat
                 return lloyd(C, cw, c0, max_iter=100, tol=0.0, warn_empty=False)[0]
 
         if self.init == "k-means++":
-            # k + 1 passes over a store, or over gigabytes held by a cluster, would cost more than the fit
-            if engine.streams(X) or X.nbytes > SAMPLED_SEEDING_BYTES:
+            # k + 1 passes over gigabytes would cost more than the fit (the data's size and k decide, never the
+            # runner: the same seeding wherever the fit runs)
+            if X.nbytes > SAMPLED_SEEDING_BYTES or X.nbytes * (k + 1) > SEEDING_READ_BYTES:
                 self.seeding_ = f"best of 5 k-means++ on a {seed_sample_rows(k)}-row uniform sample (1 pass)"
                 return init_sampled_kmeanspp(X, w, k, rng, lloyd=refine)
             self.seeding_ = f"k-means++ ({k + 1} passes)"
