@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 
-@pytest.mark.slow  # 51 s: run by `make test-slow` in .ci/run (keeps `make test` under 10 minutes)
+@pytest.mark.slow  # 51 s: run by `make test-slow` in .ci/run (keeps `make test` under 8 minutes)
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")  # the paper's 29-iteration cap
 def test_demo_flow_writes_report_and_plots(prefect_harness, tmp_path):
     from infoclust_pipelines.demo import demo_flow

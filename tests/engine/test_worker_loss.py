@@ -67,7 +67,7 @@ def _kill_later(client, seconds, done):
     return t
 
 
-@pytest.mark.slow  # 32 s: run by `make test-slow` in .ci/run (keeps `make test` under 10 minutes)
+@pytest.mark.slow  # 32 s: run by `make test-slow` in .ci/run (keeps `make test` under 8 minutes)
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_kmeans_and_dc_survive_a_killed_worker_with_numpy_input(real_cluster, monkeypatch):
     client, workers, start_worker = real_cluster
