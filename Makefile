@@ -67,8 +67,9 @@ demo-s3: install
 	. $(S3_STATE)/env.sh && $(PY) -c "from infoclust_pipelines.demo import keep_local; keep_local('$(CURDIR)/storage/demo-s3')"; \
 	$(PY) deploy/local/services.py down --state-dir $(S3_STATE); exit $$rc
 
+# the slowest 30 tests are listed at the end (docs/testing.md: what is slow is marked slow and run by CI)
 test: install
-	$(PY) -m pytest -m "not slow" -q
+	$(PY) -m pytest -m "not slow" -q --durations=30
 
 # ruff: pyflakes, import order and bugbear over the package, flows, tests and benchmarks (pyproject [tool.ruff])
 lint: install
