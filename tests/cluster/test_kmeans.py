@@ -181,11 +181,12 @@ def test_sklearn_estimator_checks():
         )
 
 
-def test_streamed_data_are_seeded_on_a_one_pass_sample(monkeypatch):
-    """Data that stream from their store (lazy, not held in memory) are
-    seeded by k-means++ on a uniform sample drawn in one pass: the same
-    sample for any chunking, one seeding pass whatever k, and a final
-    inertia within 1 % of k-means++ on the whole data."""
+def test_data_whose_seeding_would_read_too_much_are_seeded_on_a_one_pass_sample(monkeypatch):
+    """Where k + 1 passes would read more than SEEDING_READ_BYTES, k-means++
+    runs on a uniform sample drawn in one pass: the same sample for any
+    chunking, one seeding pass whatever k, the same seeding for streamed and
+    in-memory rows (the data and k decide, issue 62), and a final inertia
+    within 1 % of k-means++ on the whole data."""
     import dask.array as da
 
     from infoclust_dask import engine
@@ -199,6 +200,10 @@ def test_streamed_data_are_seeded_on_a_one_pass_sample(monkeypatch):
     b = engine.map_reduce(UNIFORM_SAMPLE, X, None, params={"p": 0.1, "seed": 5})
     np.testing.assert_array_equal(a["index"], b["index"])
     assert abs(a["index"].size - 6_000) < 300  # ~ p n rows
+    from infoclust_dask.cluster import _kmeans
+
+    monkeypatch.setattr(_kmeans, "SEEDING_READ_BYTES", X.nbytes * 13 - 1)  # k = 12: 13 passes are too many
+    in_memory = KMeans(12, random_state=0, scheduler="threads").fit(X)
     monkeypatch.setenv("INFOCLUST_IN_PROCESS_BYTES", "0")  # the lazy input stays lazy: it streams
     lazy = da.from_array(X, chunks=10_000)
     passes = []
@@ -215,6 +220,8 @@ def test_streamed_data_are_seeded_on_a_one_pass_sample(monkeypatch):
     monkeypatch.undo()
     assert km.seeding_.startswith("best of 5 k-means++ on a 20000-row uniform sample")
     assert seeding == ["moments_stats", "uniform_sample_rows"], seeding
+    assert in_memory.seeding_ == km.seeding_
+    np.testing.assert_allclose(in_memory.cluster_centers_, km.cluster_centers_, rtol=1e-10)
     full = KMeans(12, random_state=0, scheduler="threads").fit(X)
     assert full.seeding_ == "k-means++ (13 passes)"
     assert km.inertia_ <= 1.01 * full.inertia_, (km.inertia_, full.inertia_)
