@@ -92,11 +92,11 @@ def test_resume_refuses_another_fit_and_a_missing_checkpoint(tmp_path):
         KMeans(3, scheduler="sync").fit(X, checkpoint=tmp_path / "run")
 
 
+# ~10-11 s each: a CLI fit killed with SIGKILL and resumed (make test-slow, run by .ci/run); make test keeps the
+# in-process resume tests above
+@pytest.mark.slow
 @pytest.mark.parametrize("method,extra", [("kmeans", ["--n-init", "1", "--max-iter", "150", "--tol", "0"]),
-                                          # ~11 s (make test-slow, run by .ci/run): K-means' kill and
-                                          # resume stays in make test
-                                          pytest.param("dc", ["--sigma", "2.0", "--max-iter", "80"],
-                                                       marks=pytest.mark.slow)])
+                                          ("dc", ["--sigma", "2.0", "--max-iter", "80"])])
 def test_killed_cli_fit_resumes_to_the_uninterrupted_result(method, extra, tmp_path):
     """kill -9 of `infoclust fit` mid-fit, then `--resume RUN_DIR`: the same
     centres as an uninterrupted fit (1e-10)."""

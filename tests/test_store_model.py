@@ -397,6 +397,7 @@ def _s3(tmp_path, s3_bucket, monkeypatch, examples, steps):
     return tally, proxy.dropped
 
 
+@pytest.mark.slow  # ~8 s (make test-slow, run by .ci/run, with the long local and S3 runs)
 def test_the_store_against_its_model_on_a_local_disk(tmp_path):
     _local(tmp_path, examples=3, steps=8)
 
