@@ -117,9 +117,8 @@ def fit_dc(store: str, n_clusters: int, scheduler: str | None, seed: int, run_di
         for block in blocks:
             streamed.partial_fit(block)
         # the default width (sigma="auto"), and the same fit in other units: the choice must not move.
-        # Its search is 27 fits of hundreds of passes: on numpy rows (the demo's store is small) a
-        # scheduler runs each whole fit as one task on a worker (33 s); on rows held by the workers each
-        # pass is a round trip (~67 ms here: 6 of the 27 fits done after 108 s)
+        # Its search is 27 fits of hundreds of passes, each run whole on a worker (small data, numpy or
+        # lazy, since issue 61); the rows are gathered here once for the copy in other units
         rows_here = engine.compute(X)
         auto = DiscriminativeClustering(n_clusters, random_state=seed).fit(rows_here, truth)
         other = DiscriminativeClustering(n_clusters, random_state=seed).fit(rows_here * 1000.0 + 5.0, truth)
