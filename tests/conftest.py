@@ -85,10 +85,6 @@ def s3_bucket(s3_server):
     return f"s3://{name}"
 
 
-#: worker processes of the shared LocalCluster (the engine's default on this 2-core machine)
-SHARED_WORKERS = 2
-
-
 @pytest.fixture(scope="session")
 def _shared_cluster():
     """Stops the engine's on-demand LocalCluster at the end of the session."""
@@ -109,11 +105,11 @@ def local_cluster_client(_shared_cluster):
 
     client = _scheduler.local_client()  # a new one if the last was closed
     try:
-        client.wait_for_workers(SHARED_WORKERS, timeout=60)
+        client.wait_for_workers(len(client.cluster.worker_spec), timeout=60)  # the workers it was started with
     except (OSError, TimeoutError):  # distributed's WorkerStartTimeoutError is both
         _scheduler.close_local_client()
         client = _scheduler.local_client()
-        client.wait_for_workers(SHARED_WORKERS, timeout=120)
+        client.wait_for_workers(len(client.cluster.worker_spec), timeout=120)
     return client
 
 
