@@ -11,9 +11,10 @@ smoothed as log BF'' of §III (normalized Gaussian memberships of widths
 Each objective evaluation is two map-reduce passes over the paired blocks:
 the smoothed cross counts (:data:`~infoclust_dask.kernels.ac.AC_COUNTS`),
 then, with the digamma terms they give, the gradient sums for both
-prototype sets (:data:`~infoclust_dask.kernels.ac.AC_GRAD`) - or, on small
-data on a distributed scheduler, one fused pass
-(:data:`~infoclust_dask.kernels.ac.AC_FUSED`, :func:`fused_pays`). The driver
+prototype sets (:data:`~infoclust_dask.kernels.ac.AC_GRAD`), wherever the
+fit runs (the one-pass form, :data:`~infoclust_dask.kernels.ac.AC_FUSED`,
+is :func:`ac_objective`'s ``fused=True``: the same value to round-off,
+not the same bits, so a fit never switches to it by runner). The driver
 runs scipy's conjugate gradients on all ``K dx + L dy`` coordinates.
 
 Optimization is the hard part: at a fixed small width the smoothed
@@ -59,39 +60,23 @@ from ._init import init_random
 from ._kmeans import KMeans
 from ._xarray import data_method
 
-__all__ = ["AssociativeClustering", "ac_objective", "fused_pays"]
-
-
-#: the one-pass evaluation (:data:`~infoclust_dask.kernels.ac.AC_FUSED`) is used on a distributed
-#: scheduler when its extra work per pass, rows x (K^2 L (dx + 1) + L^2 K (dy + 1)), is at most
-#: this many multiply-adds (~10 ms of BLAS; a pass's round trip costs 14-19 ms on the 2-core machine
-#: of docs/BENCHMARKS.md) and its tensors at most FUSED_MAX_TERMS numbers
-FUSED_MAX_WORK = 5e7
-FUSED_MAX_TERMS = 4096
-
-
-def fused_pays(n_rows, mx, my, scheduler=None) -> bool:
-    """Whether an evaluation of log BF'' should be one fused pass
-    (:func:`~infoclust_dask.kernels.ac.ac_fused_stats`) instead of two:
-    on a distributed scheduler, where each pass costs a round trip, and
-    only while the fused pass's extra arithmetic stays below one."""
-    k, dx = mx.shape
-    l_, dy = my.shape
-    terms = k * k * l_ * (dx + 1) + l_ * l_ * k * (dy + 1)
-    return (not engine.resolve_scheduler(scheduler).in_this_process() and terms <= FUSED_MAX_TERMS
-            and n_rows * terms <= FUSED_MAX_WORK)
+__all__ = ["AssociativeClustering", "ac_objective"]
 
 
 def ac_objective(X: DataLike, Y: DataLike, mx: NumbersLike, my: NumbersLike, sigma: tuple[float, float], *,
                  prior: tuple[float, float, float] = (1.0, 1.0, 1.0), lam: tuple[float, float] = (1.0, 1.0),
-                 scheduler: SchedulerLike = None, subset: Any = None, fused: bool | None = None) -> tuple:
+                 scheduler: SchedulerLike = None, subset: Any = None, fused: bool = False) -> tuple:
     """Smoothed log BF'' of §III and its gradients at prototypes ``mx``, ``my``.
 
     Two passes over the paired data - the counts, then the gradient sums
     with the digamma terms they give - or, with ``fused``, one pass whose
     sums are linear in those terms (:func:`~infoclust_dask.kernels.ac.ac_fused_stats`;
-    the same value and gradient to round-off). ``fused=None`` chooses by
-    :func:`fused_pays`. ``scheduler=None``: where the enclosing call runs,
+    the same value and gradient to round-off, not the same bits). A fit
+    always takes the two passes, wherever it runs: the evaluation must not
+    depend on the runner (the same-answer contract, ``docs/conventions.md``;
+    conjugate gradients amplify round-off into another model), and the
+    fused pass's extra arithmetic made it 14x slower in this process
+    (40 000 pairs). ``scheduler=None``: where the enclosing call runs,
     see :func:`infoclust_dask.engine.installed`. Returns
     ``(value, grad_x (K, dx), grad_y (L, dy), counts (K, L))``.
     """
@@ -99,8 +84,6 @@ def ac_objective(X: DataLike, Y: DataLike, mx: NumbersLike, my: NumbersLike, sig
     sx, sy = sigma
     lam_x, lam_y = float(lam[0]), float(lam[1])
     with engine.installed(scheduler):
-        if fused is None:
-            fused = fused_pays(int(np.shape(X)[0]), mx, my)
         if fused:
             st = engine.map_reduce(AC_FUSED, X, Y, params={"mx": mx, "my": my, "sx": sx, "sy": sy, "subset": subset})
             counts = st["counts"]

@@ -1,6 +1,17 @@
 """Inputs as row blocks: coercion of numpy / dask / xarray input, alignment of
 row-aligned inputs, task tokens, keyed blocks, block recipes run inside
-the task that uses them, and the block tasks and reduction tree of a pass."""
+the task that uses them, and the block tasks and reduction tree of a pass.
+
+Every pass works on **logical row blocks** fixed by the data alone
+(:func:`infoclust_dask._support.sizes.logical_rows`: the number of rows
+and their width), never by threads, dask chunks or workers: a dask chunk
+holds whole logical blocks (input in other chunks is rechunked on them,
+:func:`_align`), a task computes one partial result per logical block it
+holds, and the partial results combine in ONE tree over the block indices
+(fan-in ``split_every``; :func:`_tree` in this process, :func:`_grow` for
+the pieces of it that chunk tasks and combine tasks hold). So a pass gives
+the same bits whatever runs it (the same-answer contract,
+``docs/conventions.md``)."""
 
 from __future__ import annotations
 
@@ -9,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from .._support.sizes import PASS_BLOCK_BYTES, lazy_rows, pass_rows
+from .._support.sizes import PASS_BLOCK_BYTES, aligned_rows, lazy_rows, logical_rows
 from ..kernels._common import Pass, run_chunk
 
 #: target size of a numpy row block (bytes of float64 data): the policy of :mod:`infoclust_dask._support.sizes`
@@ -75,21 +86,50 @@ def n_rows(a: Any) -> int:
     return int(a.shape[0])
 
 
-def _array_slices(a, block_rows=None, threads=1):
-    """The row blocks of a numpy input: ~4 MB of float64 each by default, at
-    least one per thread while each keeps ``PARALLEL_MIN_ROWS`` rows
-    (:func:`infoclust_dask._support.sizes.pass_rows`)."""
-    return _row_slices(a.shape[0], 8 * int(np.prod(a.shape[1:], dtype=np.int64) or 1), block_rows, threads)
+def row_bytes(a: Any) -> int:
+    """Bytes of one row of ``a`` counted as float64 (8 per value, whatever
+    the dtype): the width the block sizes are set by."""
+    return 8 * int(np.prod(a.shape[1:], dtype=np.int64) or 1)
 
 
-def _row_slices(n, row_bytes, block_rows=None, threads=1):
-    if block_rows is None:
-        block_rows = pass_rows(row_bytes, n, threads)
-    return [slice(i, min(i + block_rows, n)) for i in range(0, n, block_rows)] or [slice(0, 0)]
+def block_rows_of(a: Any, block_rows: int | None = None) -> int:
+    """Rows of the logical blocks of ``a``'s passes: ``block_rows`` when the
+    caller fixes them, else :func:`~infoclust_dask._support.sizes.logical_rows`
+    of its number of rows and their width."""
+    if block_rows:
+        return int(block_rows)
+    return logical_rows(int(a.shape[0]), row_bytes(a))
+
+
+def _array_slices(a, block_rows=None):
+    """The logical row blocks of an input (numpy or dask), as slices."""
+    return _row_slices(int(a.shape[0]), block_rows_of(a, block_rows))
+
+
+def _row_slices(n, rows):
+    rows = max(1, int(rows))
+    return [slice(i, min(i + rows, n)) for i in range(0, n, rows)] or [slice(0, 0)]
 
 
 def _auto_rows(a):
-    return lazy_rows(8 * int(np.prod(a.shape[1:], dtype=np.int64) or 1))
+    """Rows of a dask chunk made from numpy ``a``: ~64 MiB, whole logical blocks."""
+    return lazy_rows(row_bytes(a), int(a.shape[0]))
+
+
+def _on_blocks(a, rows):
+    """Dask array ``a`` with every chunk but the last a whole multiple of
+    ``rows`` (the logical blocks): unchanged when it already is, else each
+    chunk boundary moved to the nearest multiple (chunks stay about as
+    large as they were)."""
+    chunks = tuple(int(c) for c in a.chunks[0])
+    if all(c % rows == 0 for c in chunks[:-1]):
+        return a
+    n = int(sum(chunks))
+    bounds = np.cumsum(chunks)[:-1]
+    cuts = sorted({int(round(b / rows)) * rows for b in bounds} - {0} - {n})
+    cuts = [c for c in cuts if c < n]
+    edges = [0, *cuts, n]
+    return a.rechunk({0: tuple(int(e - s) for s, e in zip(edges[:-1], edges[1:], strict=True))})
 
 
 def _check_pass(bp, kind, arrays):
@@ -112,16 +152,22 @@ def _same_rows(arrays):
             )
 
 
-def _align(arrays):
-    """Dask arrays aligned on the first one's row chunks (None kept)."""
+def _align(arrays, block_rows=None, fixed=True):
+    """Dask arrays aligned on the first one's row chunks (None kept); with
+    ``fixed``, those chunks hold whole logical blocks (:func:`_on_blocks`)."""
     import dask.array as da
 
     _same_rows(arrays)
     lead = arrays[0]
+    rows = block_rows_of(lead, block_rows)
     if not _is_dask(lead):
-        lead = da.from_array(lead, chunks=(_auto_rows(lead),) + lead.shape[1:])
+        lead = da.from_array(lead, chunks=(aligned_rows(lazy_rows(row_bytes(lead)), rows),) + lead.shape[1:])
+    if fixed and lead.shape[0]:
+        lead = _on_blocks(lead, rows)
     out: list[Any] = []
-    for a in arrays:
+    for i, a in enumerate(arrays):
+        if i == 0:
+            a = lead
         if a is None:
             out.append(None)
             continue
@@ -177,8 +223,44 @@ class _Load:
         return dask.get(self.graph, self.key)  # dask's synchronous scheduler, in this task's thread
 
 
-def _call_block(bp, start, params, *blocks):
-    return run_chunk(bp, start, [b() if isinstance(b, _Load) else b for b in blocks], params)
+def _loaded(blocks):
+    return [b() if isinstance(b, _Load) else b for b in blocks]
+
+
+def _pieces(start, size, rows):
+    """``(global start, local slice)`` of the logical blocks of ``rows``
+    rows inside a chunk of ``size`` rows that starts at row ``start`` (a
+    whole multiple of ``rows``)."""
+    return [(start + i, slice(i, min(i + rows, size))) for i in range(0, max(size, 1), rows)]
+
+
+def _reduce_chunk(bp, rows, n_leaves, split_every, small, start, params, *blocks):
+    """A reduce pass's task: the chunk kernel on every logical block of its
+    chunk, the partial results grown into their subtrees of the pass's one
+    tree (:func:`_grow`)."""
+    from ..kernels import _compiled
+
+    blocks = _loaded(blocks)
+    size = next(b for b in blocks if b is not None).shape[0]
+    nodes = []
+    with _compiled.numpy_form(small):
+        for s0, sl in _pieces(start, size, rows):
+            part = run_chunk(bp, s0, [None if b is None else b[sl] for b in blocks], params)
+            nodes.append((0, s0 // rows, part))
+    return _grow(nodes, n_leaves, split_every, bp.combine)
+
+
+def _map_chunk(bp, rows, small, start, params, *blocks):
+    """A map pass's task: the chunk kernel on every logical block of its
+    chunk, outputs joined in row order."""
+    from ..kernels import _compiled
+
+    blocks = _loaded(blocks)
+    size = next(b for b in blocks if b is not None).shape[0]
+    with _compiled.numpy_form(small):
+        outs = [np.asarray(run_chunk(bp, s0, [None if b is None else b[sl] for b in blocks], params))
+                for s0, sl in _pieces(start, size, rows)]
+    return outs[0] if len(outs) == 1 else np.concatenate(outs, axis=0)
 
 
 def _keyed_blocks(aligned):
@@ -230,27 +312,43 @@ def _params_key(bp, params, token):
     return dask.delayed(dict(params or {}), pure=True, traverse=False, name=f"{bp.name}-params-{token}")
 
 
-def _block_tasks(bp, arrays, params, token, inline=False):
-    """``(n_rows, delayed chunk call)`` for every row block of the aligned
-    inputs, all depending on ONE key that holds ``params``. With ``inline``
-    (reduce passes, whose block results are small) each task loads its
-    input blocks itself where :func:`_inline_loads` allows it."""
+def _block_tasks(bp, arrays, params, token, inline=False, block_rows=None, small=False, split_every=8,
+                 fixed=True):
+    """``(n_rows, delayed chunk call)`` for every chunk of the aligned
+    inputs (whole logical blocks each), all depending on ONE key that holds
+    ``params``. A reduce pass's task returns its logical blocks' partial
+    results as nodes of the pass's tree (:func:`_reduce_chunk`); a map
+    pass's its rows' outputs (:func:`_map_chunk`). With ``inline`` (reduce
+    passes, whose block results are small) each task loads its input
+    blocks itself where :func:`_inline_loads` allows it. ``fixed=False``
+    (a map pass that only selects rows) keeps the inputs' chunks."""
     import dask
 
-    aligned = _align(arrays)
+    aligned = _align(arrays, block_rows, fixed=fixed)
     lead = aligned[0]
+    rows = block_rows_of(lead, block_rows)
+    n_leaves = len(_row_slices(int(lead.shape[0]), rows))
     starts = _block_starts(lead.chunks[0])
     block_lists = _keyed_blocks(aligned)
     if inline:
         block_lists = _inline_loads(aligned, block_lists) or block_lists
     p = _params_key(bp, params, token)
-    call = dask.delayed(partial(_call_block, bp), pure=True)
+    if bp.kind == "reduce":
+        func = partial(_reduce_chunk, bp, rows, n_leaves, int(split_every), bool(small))
+    else:
+        func = partial(_map_chunk, bp, rows, bool(small))
+    call = dask.delayed(func, pure=True)
     for i, size in enumerate(lead.chunks[0]):
         blocks = [None if bl is None else bl[i] for bl in block_lists]
         yield int(size), call(int(starts[i]), p, *blocks, dask_key_name=f"{bp.name}-{token}-{i}")
 
 
 def _tree(parts, combine, split_every, delayed=None, name=None):
+    """The pass's one tree over its logical blocks' partial results, in
+    block order: groups of ``split_every`` consecutive results combined,
+    level after level (a group of one is passed up as it is). With
+    ``delayed``, the groups are tasks (their items are pieces of the tree,
+    joined by :func:`_grow`)."""
     level = 0
     while len(parts) > 1:
         groups = [parts[i : i + split_every] for i in range(0, len(parts), split_every)]
@@ -263,22 +361,78 @@ def _tree(parts, combine, split_every, delayed=None, name=None):
     return parts[0]
 
 
-def build_reduction(bp: Pass, *arrays: Any, params: dict | None = None, split_every: int = 8) -> Any:
+def _level_sizes(n_leaves, split_every):
+    """Nodes per level of the tree over ``n_leaves`` leaves (the root's level last)."""
+    sizes = [max(int(n_leaves), 1)]
+    while sizes[-1] > 1:
+        sizes.append(-(-sizes[-1] // split_every))
+    return sizes
+
+
+def _grow(nodes, n_leaves, split_every, combine):
+    """Nodes ``(level, index, value)`` of the tree of :func:`_tree` over
+    ``n_leaves`` leaves, covering consecutive leaves in order: every group
+    of siblings that is complete here combined into its parent, level
+    after level, exactly as :func:`_tree` combines them. Pieces of the tree
+    grown by different tasks and grown again together therefore give the
+    same bits as the whole tree grown at once."""
+    sizes = _level_sizes(n_leaves, split_every)
+    grown = True
+    while grown:
+        grown = False
+        out: list = []
+        i = 0
+        while i < len(nodes):
+            m, j, v = nodes[i]
+            if m + 1 < len(sizes) and j % split_every == 0:
+                count = min(split_every, sizes[m] - j)
+                group = nodes[i:i + count]
+                if len(group) == count and all(g[0] == m and g[1] == j + c for c, g in enumerate(group)):
+                    values = [g[2] for g in group]
+                    out.append((m + 1, j // split_every, combine(values) if count > 1 else values[0]))
+                    i += count
+                    grown = True
+                    continue
+            out.append(nodes[i])
+            i += 1
+        nodes = out
+    return nodes
+
+
+def _join_grown(n_leaves, split_every, combine, pieces):
+    """Pieces of the tree (lists of nodes from consecutive chunks) joined and grown."""
+    return _grow([node for piece in pieces for node in piece], n_leaves, split_every, combine)
+
+
+def _root(nodes, finalize):
+    """The root's value of a fully grown tree, finalized."""
+    if len(nodes) != 1:
+        raise RuntimeError(f"The reduction tree did not close ({len(nodes)} pieces left; this is a bug).")
+    value = nodes[0][2]
+    return finalize(value) if finalize is not None else value
+
+
+def build_reduction(bp: Pass, *arrays: Any, params: dict | None = None, split_every: int = 8,
+                    block_rows: int | None = None, small: bool = False) -> Any:
     """The lazy (``dask.delayed``) graph of :func:`map_reduce` for array inputs.
 
-    One task per non-empty row block, all depending on ONE key that holds
-    ``params``; a tree of the pass's combine with fan-in ``split_every``;
-    the pass's finalize at the root.
+    One task per chunk (whole logical blocks; a partial result per logical
+    block), all depending on ONE key that holds ``params``; combine tasks
+    (fan-in ``split_every``) join the pieces of the pass's one tree over the
+    logical blocks (:func:`_grow`); the pass's finalize at the root. The
+    result is the same bits as the in-process pass over the same rows.
     """
     import dask
 
     arrays = tuple(as_array(a) for a in arrays)
     _check_pass(bp, "reduce", arrays)
-    token = _token(bp, params, arrays, split_every)
-    parts = [d for size, d in _block_tasks(bp, arrays, params, token, inline=True) if size > 0]
+    token = _token(bp, params, arrays, split_every, block_rows)
+    rows = block_rows_of(arrays[0], block_rows)
+    n_leaves = len(_row_slices(int(arrays[0].shape[0]), rows))
+    parts = [d for size, d in _block_tasks(bp, arrays, params, token, inline=True, block_rows=block_rows,
+                                           small=small, split_every=split_every) if size > 0]
     if not parts:
         raise ValueError("All blocks of the input are empty (0 rows); nothing to reduce.")
-    result = _tree(parts, bp.combine, split_every, delayed=dask.delayed, name=f"{bp.name}-combine-{token}")
-    if bp.finalize is not None:
-        result = dask.delayed(bp.finalize, pure=True)(result, dask_key_name=f"{bp.name}-finalize-{token}")
-    return result
+    join = partial(_join_grown, n_leaves, int(split_every), bp.combine)
+    result = _tree(parts, join, split_every, delayed=dask.delayed, name=f"{bp.name}-combine-{token}")
+    return dask.delayed(_root, pure=True)(result, bp.finalize, dask_key_name=f"{bp.name}-root-{token}")

@@ -13,7 +13,7 @@ from typing import Any, Callable
 import numpy as np
 
 from . import execute
-from .blocks import _auto_rows, _is_dask, _row_slices, as_array
+from .blocks import _auto_rows, _is_dask, _on_blocks, _row_slices, as_array, block_rows_of
 from .in_process import IN_PROCESS_MAX_BYTES, InProcess
 from .pressure import UNLIMITED_WORKER_BYTES
 from .runner import _INSTALLED, Runner, _lazy, _size
@@ -127,10 +127,11 @@ class Distributed(Runner):
                 # scattered blocks and held as futures could not be recomputed once lost with a worker,
                 # while this graph still can after the blocks are sent again (execute._rescatter_lost)
                 return a
-            return self.client.persist(a, optimize_graph=False)
+            # held in chunks of whole logical blocks, so that no pass rechunks what the workers hold
+            return self.client.persist(_on_blocks(a, block_rows_of(a)) if a.shape[0] else a, optimize_graph=False)
         _check_room(self.client, int(a.nbytes))
         rows = chunk_rows or _auto_rows(a)
-        slices = _row_slices(a.shape[0], 1, rows)
+        slices = _row_slices(a.shape[0], rows)
         blocks = [a[sl] for sl in slices]
         # A fresh key per block, never one from its bytes (scatter's hash=True): the same bytes scattered
         # again while the scheduler still releases an earlier scatter's key lose the new copy (a race of

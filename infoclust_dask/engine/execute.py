@@ -238,18 +238,17 @@ _BLAS: list = []
 
 
 def one_blas_thread(scheduler_name: str = "threads") -> Any:
-    """While dask's threads run block kernels in this process, each BLAS /
-    OpenMP call uses one thread (two dask threads on two cores must not each
-    start two BLAS threads). Worker processes of a ``distributed`` cluster
-    get the same from their nanny (``OMP_NUM_THREADS=1`` etc. in
-    ``distributed.nanny.pre-spawn-environ``); the compiled kernels start no
-    threads at all. For ``"sync"`` (one thread) nothing is limited."""
-    import contextlib
-
+    """While a fit or a pass runs in this process, each BLAS / OpenMP call
+    uses one thread: two dask threads on two cores must not each start two
+    BLAS threads, and a matrix product summed by two threads may round
+    otherwise than by one (OpenBLAS splits a long inner dimension), while
+    a fit must give the same bits whatever runs it (the same-answer
+    contract, ``docs/conventions.md``) - on ``"sync"`` too. Worker processes
+    of a ``distributed`` cluster get the same from their nanny
+    (``OMP_NUM_THREADS=1`` etc. in ``distributed.nanny.pre-spawn-environ``);
+    the compiled kernels start no threads at all. ``scheduler_name`` is
+    kept for callers of earlier releases; every name limits."""
     from threadpoolctl import ThreadpoolController
-
-    if scheduler_name != "threads":
-        return contextlib.nullcontext()
 
     if not _BLAS:
         _BLAS.append(ThreadpoolController())

@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import _scheduler
 from . import execute
-from .blocks import _auto_rows, _is_dask, as_array
+from .blocks import _auto_rows, _is_dask, _on_blocks, as_array, block_rows_of
 from .runner import Runner, _lazy, _size
 
 __all__ = ["InProcess", "in_process_budget", "IN_PROCESS_MAX_BYTES"]
@@ -93,9 +93,9 @@ class InProcess(Runner):
         return type(obj)(out) if isinstance(obj, (tuple, list)) else out
 
     def each(self, func: Callable[[Any], Any], items: list) -> list:
-        if self.threads == 1 or len(items) <= 1:
-            return [func(i) for i in items]
         with execute.one_blas_thread():
+            if self.threads == 1 or len(items) <= 1:
+                return [func(i) for i in items]
             return _share(func, items, min(self.threads, len(items)))
 
     def prepare(self, a: Any, limit: int | None = None) -> Any:
@@ -132,6 +132,7 @@ class InProcess(Runner):
         a = as_array(a)
         if _is_dask(a):
             with execute.checksums_named():
+                a = _on_blocks(a, block_rows_of(a)) if a.shape[0] else a  # whole logical blocks per chunk
                 return a.persist(scheduler=self._dask_scheduler(), optimize_graph=False)
         return da.from_array(a, chunks=(chunk_rows or _auto_rows(a),) + a.shape[1:])
 

@@ -86,25 +86,27 @@ def map_reduce(
     return result
 
 
-def _in_process(bp, kind, arrays, scheduler, block_rows=None, parallel=False):
+def _in_process(bp, kind, arrays, scheduler, block_rows=None):
     """The inputs of a pass coerced and checked, the resolved scheduler, and
-    the row slices of the in-process path (numpy input on a local
-    scheduler: blocks are views, no graph) or ``None`` for a graph;
-    ``parallel``: blocks for each of the runner's threads (a reduce pass,
-    whose blocks are independent; a fold's blocks stay as they are)."""
+    the logical row blocks of the in-process path (numpy input on a local
+    scheduler: blocks are views, no graph) or ``None`` for a graph. The
+    blocks are the data's own (:func:`~.blocks.block_rows_of`), whatever
+    the runner's threads: each thread takes the next block."""
     arrays = [as_array(a) for a in arrays]
     _check_pass(bp, kind, arrays)
     sched = resolve_scheduler(scheduler)
     if not sched.in_this_process() or any(_is_dask(a) for a in arrays if a is not None):
         return arrays, sched, None
     _same_rows(arrays)
-    return arrays, sched, _array_slices(arrays[0], block_rows, sched.parallel_blocks() if parallel else 1)
+    return arrays, sched, _array_slices(arrays[0], block_rows)
 
 
 def _tiny(arrays) -> bool:
-    """Whether an in-process pass reads so few bytes that its kernels may
-    take their numpy forms (:func:`infoclust_dask.kernels._compiled.numpy_form`:
-    a fit on tiny data then never loads numba)."""
+    """Whether a pass reads so few bytes that its kernels take their numpy
+    forms (:func:`infoclust_dask.kernels._compiled.numpy_form`: a fit on
+    tiny data then never loads numba). Decided by the whole inputs' size
+    (numpy or lazy), so a block gives the same bits in this process and
+    in a task."""
     total = 0
     for a in arrays:
         if a is not None:
@@ -121,10 +123,9 @@ def _rows(arrays, sl):
 
 
 def _map_reduce(bp, arrays, params, scheduler, split_every, block_rows, progress):
-    arrays, sched, slices = _in_process(bp, "reduce", arrays, scheduler, block_rows, parallel=True)
+    arrays, sched, slices = _in_process(bp, "reduce", arrays, scheduler, block_rows)
+    small = _tiny(arrays)
     if slices is not None:
-
-        small = _tiny(arrays)
 
         def run(sl):
             with _compiled.numpy_form(small):
@@ -134,57 +135,65 @@ def _map_reduce(bp, arrays, params, scheduler, split_every, block_rows, progress
         result = _tree(parts, bp.combine, split_every)
         return bp.finalize(result) if bp.finalize is not None else result
 
-    result = build_reduction(bp, *arrays, params=params, split_every=split_every)
+    result = build_reduction(bp, *arrays, params=params, split_every=split_every, block_rows=block_rows,
+                             small=small)
     return sched.compute(result, progress=progress)
 
 
-def _fold_call(bp, start, state, params, *blocks):
-    return run_fold_step(bp, start, state, blocks, params)
+def _fold_call(bp, small, start, state, params, sl, *blocks):
+    with _compiled.numpy_form(small):
+        return run_fold_step(bp, start, state, [None if b is None else b[sl] for b in blocks], params)
 
 
 def fold_blocks(bp: Pass, *arrays: Any, state: Any, params: dict | None = None, order: Any = None,
-                scheduler: Any = None) -> Any:
+                scheduler: Any = None, block_rows: int | None = None) -> Any:
     """Run a ``kind="fold"`` pass: thread a small ``state`` through the row
     blocks, one after another.
 
     ``chunk(state, *blocks, **params) -> new state`` runs where the block is
     (a chain of tasks: block i's task depends on block i-1's result), so a
     sequential on-line algorithm streams over data of any size while only
-    the state travels. ``order`` permutes the blocks (e.g. shuffled per
-    epoch). One ``compute`` per call; returns the final state.
+    the state travels. The blocks are the data's logical blocks
+    (:func:`n_blocks`; ``block_rows`` fixes their rows), whatever the
+    chunks: a chunk's task runs one of its blocks. ``order`` permutes the
+    blocks (e.g. shuffled per epoch). One ``compute`` per call; returns the
+    final state.
     """
     params = dict(params or {})
-    arrays, sched, slices = _in_process(bp, "fold", arrays, scheduler)
+    arrays, sched, slices = _in_process(bp, "fold", arrays, scheduler, block_rows)
+    small = _tiny(arrays)
     if slices is not None:
-        with _compiled.numpy_form(_tiny(arrays)):
+        with _compiled.numpy_form(small):
             for i in (range(len(slices)) if order is None else order):
                 sl = slices[i]
                 state = run_fold_step(bp, sl.start, state, _rows(arrays, sl), params)
         return state
     import dask
 
-    aligned = _align(arrays)
+    aligned = _align(arrays, block_rows)
     lead = aligned[0]
+    blocks = _array_slices(lead, block_rows)  # the logical blocks (n_blocks' count): a chunk holds whole ones
     starts = _block_starts(lead.chunks[0])
-    token = _token(bp, params, aligned, state, None if order is None else list(order))
+    chunk_of = np.searchsorted(starts, [b.start for b in blocks], side="right") - 1
+    token = _token(bp, params, aligned, state, None if order is None else list(order), block_rows)
     block_lists = _keyed_blocks(aligned)
     p = _params_key(bp, params, token)
-    step = dask.delayed(partial(_fold_call, bp), pure=True)
+    step = dask.delayed(partial(_fold_call, bp, small), pure=True)
     out = dask.delayed(state, pure=True, traverse=False, name=f"{bp.name}-state-{token}")
-    for n, i in enumerate(range(len(lead.chunks[0])) if order is None else order):
-        if lead.chunks[0][i] == 0:
+    for n, i in enumerate(range(len(blocks)) if order is None else order):
+        b, c = blocks[i], int(chunk_of[i])
+        if b.stop == b.start:
             continue
-        out = step(int(starts[i]), out, p, *[None if bl is None else bl[i] for bl in block_lists],
+        local = slice(b.start - int(starts[c]), b.stop - int(starts[c]))
+        out = step(int(b.start), out, p, local, *[None if bl is None else bl[c] for bl in block_lists],
                    dask_key_name=f"{bp.name}-{token}-{n}")
     return sched.compute(out)
 
 
 def n_blocks(data: Any, block_rows: int | None = None) -> int:
-    """Number of row blocks :func:`map_reduce` / :func:`fold_blocks` use."""
-    a = as_array(data)
-    if _is_dask(a):
-        return len(a.chunks[0])
-    return len(_array_slices(a, block_rows))
+    """Number of logical row blocks :func:`map_reduce` / :func:`fold_blocks`
+    use: set by the data (numpy or lazy, any chunks) alone."""
+    return len(_array_slices(as_array(data), block_rows))
 
 
 def map_blocks(
@@ -215,16 +224,16 @@ def map_blocks(
             with _compiled.numpy_form(small):
                 return np.asarray(run_chunk(bp, sl.start, _rows(arrays, sl), params))
 
-        slices = _array_slices(arrays[0], block_rows, here.parallel_blocks() if here is not None else 1)
+        slices = _array_slices(arrays[0], block_rows)
         outs = here.each(run, slices) if here is not None else [run(sl) for sl in slices]
         return np.concatenate(outs, axis=0).astype(bp.dtype, copy=False)
 
     import dask.array as da
 
-    token = _token(bp, params, arrays, trailing_shape)
+    token = _token(bp, params, arrays, trailing_shape, block_rows)
     pieces = [
         da.from_delayed(d, shape=(size,) + tuple(trailing_shape), dtype=bp.dtype)
-        for size, d in _block_tasks(bp, arrays, params, token)
+        for size, d in _block_tasks(bp, arrays, params, token, block_rows=block_rows, small=_tiny(arrays))
     ]
     return da.concatenate(pieces, axis=0)
 

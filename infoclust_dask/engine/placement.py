@@ -105,19 +105,17 @@ def take_rows(data: Any, keep: Any, *, scheduler: Any = None) -> Any:
     # per-block counts (combine by concat keeps block order; empty blocks are skipped, so count them all)
     counts = _per_block_counts(keep, scheduler)
     token = _token(_TAKE, {}, [a, keep])
+    tasks = _block_tasks(_TAKE, [a, keep], {}, token, fixed=False)  # a selection: the input's own chunks
     pieces = [da.from_delayed(task, shape=(int(cnt),) + a.shape[1:], dtype=a.dtype)
-              for (_, task), cnt in zip(_block_tasks(_TAKE, [a, keep], {}, token), counts, strict=True) if cnt]
+              for (_, task), cnt in zip(tasks, counts, strict=True) if cnt]
     if not pieces:
         raise ValueError("No rows are kept (keep is all false).")
     return da.concatenate(pieces, axis=0)
 
 
 def _per_block_counts(keep, scheduler):
+    """True entries per chunk of ``keep`` (the chunks :func:`take_rows` selects from)."""
     import dask
 
-    from ..kernels.stats import COUNT_TRUE
-
-    token = _token(COUNT_TRUE, {}, [keep])
-    tasks = [d for _, d in _block_tasks(COUNT_TRUE, [keep], {}, token)]
-    parts = resolve_scheduler(scheduler).compute(dask.delayed(list)(tasks))
-    return [int(p["n"][0]) for p in parts]
+    tasks = [dask.delayed(np.count_nonzero, pure=True)(b) for b in keep.to_delayed(optimize_graph=False).reshape(-1)]
+    return [int(c) for c in resolve_scheduler(scheduler).compute(dask.delayed(list)(tasks))]

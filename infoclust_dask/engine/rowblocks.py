@@ -78,7 +78,7 @@ def exchange(split: Callable[..., Any], join: Callable[..., Any], *arrays: Any, 
     sched = resolve_scheduler(scheduler)
     arrays = tuple(as_array(a) for a in arrays)
     if any(_is_dask(a) for a in arrays):
-        aligned = _align(arrays)
+        aligned = _align(arrays, fixed=block_rows is None)
         if block_rows is not None:
             aligned = [a.rechunk({0: int(block_rows)}) for a in aligned]
     else:

@@ -65,6 +65,7 @@ from typing import Any
 import numpy as np
 
 from .. import _scheduler
+from . import execute
 from .blocks import _is_dask
 from .cluster_runner import Distributed
 from .in_process import IN_PROCESS_MAX_BYTES, InProcess, in_process_budget
@@ -212,9 +213,14 @@ def installed(scheduler: Any = None, *, data: Any = None, nbytes: tuple[int, boo
     if nbytes is None and data is not None:
         nbytes = data_bytes(data)
     runner = place(scheduler, *nbytes) if nbytes is not None else resolve_scheduler(scheduler)
+    outermost = _INSTALLED.get() is None
     token = _INSTALLED.set(runner)
     try:
-        yield runner
+        if outermost:  # the driver's products too: one BLAS thread, the same bits everywhere (execute.one_blas_thread)
+            with execute.one_blas_thread():
+                yield runner
+        else:
+            yield runner
     finally:
         _INSTALLED.reset(token)
 

@@ -88,7 +88,7 @@ def test_params_are_one_key_in_the_graph(xw):
     x, _ = xw
     big = np.arange(50_000.0)  # 400 kB: any task that carries it is at least that big
     bp = Pass("sum_plus", lambda b, *, p: {"s": b.sum() + p.sum()})
-    d = engine.build_reduction(bp, _as_dask(x, 50), params={"p": big})
+    d = engine.build_reduction(bp, _as_dask(x, 50), params={"p": big}, block_rows=50)  # logical blocks of 50
     graph = dict(d.__dask_graph__())
     heavy = [k for k, v in graph.items() if len(cloudpickle.dumps(v)) > big.nbytes]
     assert len(heavy) == 1, heavy  # 20 block tasks, one parameter key
@@ -99,7 +99,7 @@ def test_params_are_one_key_in_the_graph(xw):
 
 def test_tree_reduction_depth(xw):
     x, _ = xw
-    d = engine.build_reduction(MOMENTS, _as_dask(x, 10), split_every=4)  # 100 blocks
+    d = engine.build_reduction(MOMENTS, _as_dask(x, 10), split_every=4, block_rows=10)  # 100 blocks
     names = [k for k in dict(d.__dask_graph__()) if "combine" in str(k)]
     # 100 parts -> 25 combines -> 7 parts (6 combines + 1 passed through) -> 2 -> 1
     assert len(names) == 25 + 6 + 2 + 1
@@ -117,17 +117,22 @@ def test_start_offsets_reach_the_kernel(xw, scheduler):
         np.testing.assert_array_equal(got["idx"], np.arange(1000))
 
 
-@pytest.mark.parametrize("n", [2 * 2048 - 1, 2 * 2048, 20_000])
-def test_a_small_array_is_cut_into_a_block_per_thread(n):
-    """In this process with 2 threads, a reduce pass over an array smaller
-    than one 4 MiB block runs as one block per thread once each keeps
-    PARALLEL_MIN_ROWS rows (the same sums as one block, 1e-10); a fold's
-    blocks are not cut (its order is the algorithm's)."""
-    from infoclust_dask._support.sizes import PARALLEL_MIN_ROWS
+@pytest.mark.parametrize("n", [2 * 8192 - 1, 2 * 8192, 20_000, 100_003])
+def test_the_logical_blocks_are_set_by_the_data_alone_and_give_the_same_bits_everywhere(n):
+    """A reduce pass computes one partial result per logical block - set by
+    the number of rows and their width (sizes.logical_rows), not by the
+    runner's threads or the input's chunks - and combines them in one tree:
+    one thread, two threads and dask input in odd chunks give the same
+    blocks and the same bits (the same-answer contract)."""
+    from infoclust_dask._support.sizes import LOGICAL_MIN_ROWS, LOGICAL_PARTS, logical_rows
     from infoclust_dask.engine.runners import InProcess
 
-    assert PARALLEL_MIN_ROWS == 2048
-    x = np.random.default_rng(n).normal(size=(n, 16))
+    assert (LOGICAL_MIN_ROWS, LOGICAL_PARTS) == (8192, 8)
+    x = np.random.default_rng(n).normal(size=(n, 16)) * 1e3
+    rows = logical_rows(n, 8 * 16)
+    want = list(range(0, n, rows))
+    parts = min(8, n // 8192)
+    assert rows == (n if parts <= 1 else min(32768, -(-n // parts)))
     starts = []
 
     def kernel(b, *, start):
@@ -135,23 +140,56 @@ def test_a_small_array_is_cut_into_a_block_per_thread(n):
         return soft_kmeans_stats(b, centers=CENTERS.repeat(4, axis=1), beta=0.5)
 
     bp = Pass("soft_starts", kernel, start=True)
-    got = engine.map_reduce(bp, x, scheduler=InProcess(2))
-    assert sorted(starts) == ([0] if n < 2 * PARALLEL_MIN_ROWS else [0, -(-n // 2)])
+    results = []
+    for X, sched in ((x, InProcess(1)), (x, InProcess(2)), (_as_dask(x, 7919), "sync"),
+                     (_as_dask(x, 7919), "threads")):
+        starts.clear()
+        results.append(engine.map_reduce(bp, X, scheduler=sched))
+        assert sorted(starts) == want
     ref = soft_kmeans_stats(x, centers=CENTERS.repeat(4, axis=1), beta=0.5)
     for key in ref:
-        np.testing.assert_allclose(got[key], ref[key], rtol=1e-10)
-    starts.clear()
-    engine.map_reduce(bp, x, scheduler=InProcess(1))
-    assert starts == [0]
+        np.testing.assert_allclose(results[0][key], ref[key], rtol=1e-10)
+        for got in results[1:]:
+            np.testing.assert_array_equal(got[key], results[0][key])
 
 
-def test_a_map_pass_in_a_call_uses_its_runners_threads():
+def test_the_one_tree_grown_in_pieces_is_the_tree_grown_at_once():
+    """The combine tasks of a graph join pieces of the pass's tree
+    (blocks._grow); whatever the pieces (the chunks), the combines are the
+    same calls on the same values as the in-process tree (blocks._tree):
+    checked with a combine that records its calls."""
+    from infoclust_dask.engine import blocks
+
+    for n_leaves, fan in ((1, 8), (9, 8), (100, 4), (37, 3), (64, 8)):
+        calls_whole: list = []
+
+        def combine(values, calls):
+            calls.append(tuple(values))
+            return "(" + "+".join(values) + ")"
+
+        leaves = [f"b{i}" for i in range(n_leaves)]
+        whole = blocks._tree(list(leaves), lambda v: combine(v, calls_whole), fan)
+        rng = np.random.default_rng(n_leaves)
+        for _ in range(5):
+            cuts = sorted(set(rng.integers(1, n_leaves, size=min(3, n_leaves - 1)).tolist())) if n_leaves > 1 else []
+            edges = [0, *cuts, n_leaves]
+            calls_pieces: list = []
+            pieces = [blocks._grow([(0, i, leaves[i]) for i in range(a, b)], n_leaves, fan,
+                                   lambda v: combine(v, calls_pieces)) for a, b in zip(edges[:-1], edges[1:])]
+            while len(pieces) > 1:  # joined two at a time, as a combine task of fan-in 2 would
+                pieces = [blocks._join_grown(n_leaves, fan, lambda v: combine(v, calls_pieces), pieces[i:i + 2])
+                          for i in range(0, len(pieces), 2)]
+            assert blocks._root(pieces[0], None) == whole
+            assert sorted(calls_pieces) == sorted(calls_whole)
+
+
+def test_a_map_pass_gives_the_same_blocks_with_and_without_threads():
     """map_blocks over numpy inside a call whose runner has 2 threads runs
-    a block per thread (the labels of a fit), with the result of one
-    block after another."""
+    the same logical blocks as one thread (a block per thread at a time),
+    with the same result."""
     from infoclust_dask.engine.runners import InProcess
 
-    x = np.random.default_rng(3).normal(size=(10_000, 4))
+    x = np.random.default_rng(3).normal(size=(40_000, 4))
     starts = []
 
     def kernel(b, *, centers, start):
@@ -160,11 +198,11 @@ def test_a_map_pass_in_a_call_uses_its_runners_threads():
 
     bp = Pass("labels_starts", kernel, kind="map", dtype=np.int64, start=True)
     alone = engine.map_blocks(bp, x, params={"centers": CENTERS})
-    assert starts == [0]
+    assert starts == [0, 10_000, 20_000, 30_000]
     starts.clear()
     with engine.installed(InProcess(2)):
         both = engine.map_blocks(bp, x, params={"centers": CENTERS})
-    assert sorted(starts) == [0, 5000]
+    assert sorted(starts) == [0, 10_000, 20_000, 30_000]
     np.testing.assert_array_equal(both, alone)
 
 
@@ -292,15 +330,15 @@ def test_fold_blocks_runs_blocks_in_the_given_order(xw, scheduler):
     def step(state, b, *, start):
         return state + [(start, float(b.sum()))]
 
-    X = da.from_array(x, chunks=((300, 0, 200, 500), (4,)))
+    # the logical blocks (250 rows here), whatever the chunks: a chunk of 500 rows holds two
     order = [3, 0, 2, 1]
-    got = engine.fold_blocks(Pass("trace", step, kind="fold", start=True), X, state=[], order=order,
-                             scheduler=scheduler)
-    bounds = {0: (0, 300), 2: (300, 500), 3: (500, 1000)}
-    want = [(bounds[i][0], float(x[slice(*bounds[i])].sum())) for i in order if i in bounds]
-    assert [s for s, _ in got] == [s for s, _ in want]
-    np.testing.assert_allclose([v for _, v in got], [v for _, v in want], rtol=1e-12)
-    assert engine.n_blocks(X) == 4
+    want = [(250 * i, float(x[250 * i:250 * (i + 1)].sum())) for i in order]
+    for X in (da.from_array(x, chunks=((300, 0, 200, 500), (4,))), x):
+        got = engine.fold_blocks(Pass("trace", step, kind="fold", start=True), X, state=[], order=order,
+                                 scheduler=scheduler, block_rows=250)
+        assert [s for s, _ in got] == [s for s, _ in want]
+        np.testing.assert_array_equal([v for _, v in got], [v for _, v in want])
+        assert engine.n_blocks(X, 250) == 4
 
 
 def test_a_cluster_object_is_a_scheduler(xw):
@@ -325,10 +363,10 @@ def test_reduce_tasks_read_store_blocks_themselves(xw, tmp_path, scheduler):
     x, w = xw
     path = write_dataset(tmp_path / "d.zarr", x, chunks=111)
     X = open_input(path)
-    d = engine.build_reduction(LLOYD_FAR, X, None, params={"centers": CENTERS})
+    d = engine.build_reduction(LLOYD_FAR, X, None, params={"centers": CENTERS}, block_rows=111)  # no rechunk
     names = {dask.utils.key_split(k) for k in dict(d.__dask_graph__())}
     assert names <= {"lloyd_far_stats", "lloyd_far_stats-params", "lloyd_far_stats-combine",
-                     "lloyd_far_stats-finalize"}, names
+                     "lloyd_far_stats-root"}, names
     got = engine.map_reduce(LLOYD_FAR, X, w, params={"centers": CENTERS}, scheduler=scheduler)
     ref = lloyd_stats(x, w, centers=CENTERS)
     for key in ref:
@@ -344,15 +382,16 @@ def test_blocks_stay_keys_where_reading_inside_would_read_twice_or_ship_data(xw,
     x, w = xw
     path = write_dataset(tmp_path / "d.zarr", x, chunks=111)
     X = open_input(path)
-    aligned = engine_blocks._align([X, X[:, :1] * 2.0])  # the second input is made from the first one's blocks
+    # logical blocks of the chunks' rows, so that the chunks stay as they are
+    aligned = engine_blocks._align([X, X[:, :1] * 2.0], 111)  # the second input is made from the first one's blocks
     assert engine_blocks._inline_loads(*_keyed(aligned)) is None
-    aligned = engine_blocks._align([X, da.from_zarr(str(path / "x")).rechunk(70)])  # a source chunk feeds two blocks
+    aligned = engine_blocks._align([X, da.from_zarr(str(path / "x")).rechunk(70)], 111)  # a chunk feeds two blocks
     assert engine_blocks._inline_loads(*_keyed(aligned)) is None
     big = np.zeros((300_000, 4))  # 9.6 MB blocks of data in the graph: the blocks must stay keys
-    assert engine_blocks._inline_loads(*_keyed(engine_blocks._align([_as_dask(big, 300_000)]))) is None
+    assert engine_blocks._inline_loads(*_keyed(engine_blocks._align([_as_dask(big, 300_000)], 300_000))) is None
     P = engine.persist(x, scheduler=local_cluster_client, chunk_rows=128)  # futures: fetched by the scheduler
-    assert engine_blocks._inline_loads(*_keyed(engine_blocks._align([P]))) is None
-    loads = engine_blocks._inline_loads(*_keyed(engine_blocks._align([X, _as_dask(w, 111)])))
+    assert engine_blocks._inline_loads(*_keyed(engine_blocks._align([P], 128))) is None
+    loads = engine_blocks._inline_loads(*_keyed(engine_blocks._align([X, _as_dask(w, 111)], 111)))
     assert [len(b) for b in loads] == [10, 10]
     np.testing.assert_array_equal(loads[0][3](), x[333:444])
     # both inputs reach the kernel on the fallback paths: weights derived from X's blocks, and persisted rows
