@@ -63,12 +63,15 @@ def feature_moments(X: DataLike, *, scheduler: SchedulerLike = None) -> tuple[np
     """Per-feature mean and (population, ddof=0) standard deviation in one pass.
 
     The sums are taken about the first row (``moments_stats(shift=)``), so the
-    variance stays accurate for data far from the origin. Returns
-    ``(mean, std, n_samples, n_nonfinite)``.
+    variance stays accurate for data far from the origin. The kernel's
+    numpy form runs at every size (``plain``): ``infoclust ingest``, which
+    never loads the compiled loops, and a library call write the same
+    standardized store, bit for bit. Returns ``(mean, std, n_samples,
+    n_nonfinite)``.
     """
     a = engine.as_array(X)
     first = np.asarray(engine.compute(a[:1]), dtype=np.float64)[0]
-    st = engine.map_reduce(MOMENTS, a, params={"shift": first})
+    st = engine.map_reduce(MOMENTS, a, params={"shift": first, "plain": True})
     return moments_from_sums(st, first)
 
 

@@ -203,3 +203,49 @@ def test_the_command_on_a_deployed_cluster_with_small_workers_gives_the_in_proce
     assert there["seeding"] == here["seeding"]
     assert fit_there == fit_here  # every number of model.json: centres, inertia, iterations, sizes
     assert np.asarray(fit_here["cluster_centers_"]["__ndarray__"]).shape == (5, 10)
+
+
+def test_the_command_and_the_library_write_the_same_preprocessed_store(tmp_path):
+    """``infoclust ingest --standardize --pca`` (a process that never loads
+    the compiled loops) and ``ingest(...)`` in this process: the same
+    stored numbers, bit for bit (the moments once took the numpy form in
+    the command only: 1.2e-11 apart)."""
+    from infoclust_dask.io.ingest import ingest
+
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(40_000, 6)) * [1, 10, 100, 1e-3, 5, 7] + [3, 1e4, -5, 0, 1, 2]
+    np.savetxt(tmp_path / "d.csv", X, delimiter=",", header="a,b,c,d,e,f", comments="")
+    out = subprocess.run([sys.executable, "-m", "infoclust_dask.cli", "ingest", "d.csv", "cli.zarr", "--standardize",
+                          "--pca", "3"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    ingest(tmp_path / "d.csv", tmp_path / "api.zarr", standardize=True, pca=3)
+    a, b = open_dataset(tmp_path / "cli.zarr"), open_dataset(tmp_path / "api.zarr")
+    np.testing.assert_array_equal(a["x"].values, b["x"].values)
+    for key in ("feature_mean", "feature_std"):
+        if key in b.attrs:
+            assert a.attrs[key] == b.attrs[key], key
+
+
+def test_a_stream_in_chunks_that_are_not_whole_blocks_says_so(monkeypatch):
+    """Lazy input that streams in chunks of other sizes is rechunked at every
+    pass (the same model, more work): the fit's runner_ says so and what to do."""
+    monkeypatch.setenv("INFOCLUST_IN_PROCESS_BYTES", "0")
+    odd = KMeans(6, random_state=0, max_iter=3, scheduler="threads").fit(_lazy(DATA["X"]))
+    assert "not whole logical blocks of 10000 rows" in odd.runner_["data"], odd.runner_
+    whole = KMeans(6, random_state=0, max_iter=3, scheduler="threads").fit(
+        da.from_array(DATA["X"], chunks=(20_000, 8)))
+    assert "logical blocks" not in whole.runner_["data"], whole.runner_
+    np.testing.assert_array_equal(odd.cluster_centers_, whole.cluster_centers_)
+
+
+def test_lazy_labels_of_data_the_workers_hold_compute_on_any_scheduler(local_cluster_client, monkeypatch):
+    """Lazy input above the in-process budget goes to the LocalCluster, whose
+    client is not dask's default; the workers hold it and the fit runs pass
+    by pass. Its ``labels_`` used to be built on the held copy's futures,
+    and ``labels_.compute()`` (dask's default scheduler) failed with
+    "Missing dependency"; they are built on the input's own graph now."""
+    monkeypatch.setenv("INFOCLUST_IN_PROCESS_BYTES", "1000")
+    monkeypatch.setattr(Distributed, "loop_budget", lambda self: 0)
+    est = KMeans(6, random_state=0, max_iter=5).fit(_lazy(DATA["X"]))
+    assert "held in the workers' memory" in est.runner_["data"], est.runner_
+    np.testing.assert_array_equal(est.labels_.compute(), est.predict(DATA["X"]))

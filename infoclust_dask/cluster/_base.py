@@ -56,7 +56,11 @@ SHARED_PARAMETERS_DOC = """\
         (numpy input or a store path, at most an eighth of the smallest
         worker's memory limit and 1 GiB) runs as one task on a worker
         (:mod:`infoclust_dask.cluster._whole`). The fitted ``runner_``
-        says where the fit ran and why.
+        says where the fit ran and why. Where it runs never changes the
+        model: the same data, parameters and ``random_state`` give the same
+        bits on every runner, thread count, chunking, worker count and
+        memory size (``docs/conventions.md``, "The same answer wherever it
+        runs").
     sample_dim : str, optional
         For xarray input: the dim that holds the samples (see
         :mod:`infoclust_dask.cluster._xarray`); outputs are then DataArrays
@@ -117,7 +121,9 @@ def voronoi_labels(X, centers, *, lazy=None):
     numpy); ``lazy`` overrides that: ``True`` (the caller of a fit gave lazy
     input, which the fit may have read into memory) gives a dask array,
     ``False`` a numpy array."""
-    labels = engine.map_blocks(ASSIGN, X, params={"centers": centers})
+    # lazy labels of data the workers hold: on the graph the data came from (engine.source_of), so that
+    # ``labels_.compute()`` works on any scheduler, not only on the client whose workers hold the copy
+    labels = engine.map_blocks(ASSIGN, engine.source_of(X) if lazy is not False else X, params={"centers": centers})
     if lazy is None:
         return labels
     return engine.as_lazy(labels) if lazy else np.asarray(engine.compute(labels))

@@ -179,7 +179,11 @@ class SMIC(ClusterMixin, InfoclustEstimator):
         (numpy input or a store path, at most an eighth of the smallest
         worker's memory limit and 1 GiB) runs as one task on a worker
         (:mod:`infoclust_dask.cluster._whole`). The fitted ``runner_``
-        says where the fit ran and why.
+        says where the fit ran and why. Where it runs never changes the
+        model: the same data, parameters and ``random_state`` give the same
+        bits on every runner, thread count, chunking, worker count and
+        memory size (``docs/conventions.md``, "The same answer wherever it
+        runs").
     sample_dim : str, optional
         For xarray input: the dim that holds the samples (see
         :mod:`infoclust_dask.cluster._xarray`); outputs are then DataArrays

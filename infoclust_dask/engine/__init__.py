@@ -46,7 +46,7 @@ from .blocks import (
 from .execute import ChecksumError, NoWorkersError, one_blas_thread
 from .pairs import block_pairs, cross_pairs, partition_pairs
 from .passes import fold_blocks, generate, map_blocks, map_reduce, n_blocks, rows_at
-from .placement import persist, persist_all, prepare, streams, take_rows
+from .placement import persist, persist_all, prepare, source_of, streams, take_rows
 from .rowblocks import RowBlocks, exchange
 from .runners import (
     Distributed,
@@ -94,6 +94,7 @@ __all__ = [
     "persist",
     "persist_all",
     "prepare",
+    "source_of",
     "streams",
     "compute",
     "one_blas_thread",

@@ -13,7 +13,7 @@ from typing import Any, Callable
 import numpy as np
 
 from . import execute
-from .blocks import _auto_rows, _is_dask, _on_blocks, _row_slices, as_array, block_rows_of
+from .blocks import _auto_rows, _is_dask, _on_blocks, _row_slices, as_array, block_rows_of, misaligned_note
 from .in_process import IN_PROCESS_MAX_BYTES, InProcess
 from .pressure import UNLIMITED_WORKER_BYTES
 from .runner import _INSTALLED, Runner, _lazy, _size
@@ -84,6 +84,9 @@ class Distributed(Runner):
                        f"{_size(a.nbytes)} of lazy input read once and held in the workers' memory (at most "
                        f"{_size(budget)}: half of their free memory)")
         if streams:
+            note = misaligned_note(a)
+            if note:
+                self.note_data(note)
             return a
         self.held += int(a.nbytes)
         return self.persist(a)

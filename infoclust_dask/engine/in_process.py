@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import _scheduler
 from . import execute
-from .blocks import _auto_rows, _is_dask, _on_blocks, as_array, block_rows_of
+from .blocks import _auto_rows, _is_dask, _on_blocks, as_array, block_rows_of, misaligned_note
 from .runner import Runner, _lazy, _size
 
 __all__ = ["InProcess", "in_process_budget", "IN_PROCESS_MAX_BYTES"]
@@ -111,6 +111,10 @@ class InProcess(Runner):
         self.note_data(f"{_size(a.nbytes)} of lazy input read into this process once" if reads else
                        f"{_size(a.nbytes)} of lazy input stream from the store at every pass (above the "
                        f"in-process budget of {_size(budget)})")
+        if not reads:
+            note = misaligned_note(a)
+            if note:
+                self.note_data(note)
         return self._read(a) if reads else a
 
     def _read(self, a: Any) -> np.ndarray:

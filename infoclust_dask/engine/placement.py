@@ -13,7 +13,7 @@ from ..kernels._common import Pass
 from .blocks import _block_tasks, _is_dask, _token, as_array
 from .runners import resolve_scheduler
 
-__all__ = ["prepare", "streams", "persist", "persist_all", "take_rows"]
+__all__ = ["prepare", "source_of", "streams", "persist", "persist_all", "take_rows"]
 
 
 # --------------------------------------------------------------------------
@@ -34,8 +34,33 @@ def prepare(data: Any, *, scheduler: Any = None, limit: int | None = None) -> An
       store once;
     - larger lazy input streams from its store at every pass, with bounded
       memory.
+
+    Lazy input held in the workers' memory is remembered with the graph it
+    came from (:func:`source_of`): lazy results of the fit (its labels) are
+    built on that graph, so that any scheduler computes them, not only the
+    client whose workers hold the copy.
     """
-    return resolve_scheduler(scheduler).prepare(as_array(data), limit)
+    a = as_array(data)
+    out = resolve_scheduler(scheduler).prepare(a, limit)
+    if out is not a and _is_dask(a) and _is_dask(out):
+        _SOURCES[out.name] = a
+        while len(_SOURCES) > _SOURCES_KEPT:
+            _SOURCES.pop(next(iter(_SOURCES)))
+    return out
+
+
+#: held copy's name -> the lazy input it was made from (the last few: a graph of reads, small)
+_SOURCES: dict = {}
+_SOURCES_KEPT = 64
+
+
+def source_of(data: Any) -> Any:
+    """The lazy input a held copy (:func:`prepare`) was made from, else
+    ``data`` itself: per-row results built on it (``fit``'s lazy labels)
+    compute on any scheduler - the held copy's futures need the client
+    that holds them."""
+    a = as_array(data)
+    return _SOURCES.get(a.name, a) if _is_dask(a) else a
 
 
 def streams(data: Any, *, scheduler: Any = None) -> bool:

@@ -296,7 +296,7 @@ def _checked_rows(x: Any, attrs: dict, n_old: int, new_attrs: dict) -> tuple[Any
         def combined(st, shift=shift):
             return _combined_moments(n_old, old_m, old_s, n_new, *moments_from_sums(st, shift)[:2])
 
-        return x, (engine.build_reduction(MOMENTS, x, params={"shift": shift}), combined)
+        return x, (engine.build_reduction(MOMENTS, x, params={"shift": shift, "plain": True}), combined)
     # one pass: the moments' pass also counts the non-finite values
     m1, s1, _, n_bad = feature_moments(x)
     if n_bad:

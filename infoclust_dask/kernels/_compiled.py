@@ -430,17 +430,18 @@ def cmbc_estep(y, *, log_theta, log_1m_theta, temperature):
     return {"S1": S1, "R": R, "loglik": np.array(out[0]), "hard": np.array(out[1])}
 
 
-def moments(x, w=None, *, shift=None):
+def moments(x, w=None, *, shift=None, plain=False):
     """Count, weighted sums and sums of squares of ``x - shift`` per feature
     (float64) and the number of non-finite entries, left out of the sums:
     one loop over the block as it is (float32 rows are not copied to
     float64); a block whose sums come out non-finite is summed again,
-    skipping and counting its non-finite entries."""
+    skipping and counting its non-finite entries. ``plain``: the numpy
+    form at every size."""
     x = as_rows(x)
     n, d = x.shape
     sh = _EMPTY if shift is None else _shaped(np.asarray(shift).reshape(-1), (d,), "shift")
     ww = _weights(w, n)
-    if _numpy_form(n * d):
+    if plain or _numpy_form(n * d):
         from ._numpy_forms import moments as numpy_moments
 
         s1, s2, out = numpy_moments(x, ww, sh)

@@ -28,8 +28,8 @@ __all__ = [
 ]
 
 
-def moments_stats(x: np.ndarray, w: np.ndarray | None = None, *, shift: np.ndarray | None = None
-                 ) -> dict[str, np.ndarray]:
+def moments_stats(x: np.ndarray, w: np.ndarray | None = None, *, shift: np.ndarray | None = None,
+                  plain: bool = False) -> dict[str, np.ndarray]:
     """Count, weighted sums, sums of squares and the number of non-finite
     entries of a block: the basis of mean/variance and of input validation.
 
@@ -39,8 +39,10 @@ def moments_stats(x: np.ndarray, w: np.ndarray | None = None, *, shift: np.ndarr
     loop over the block as it is
     (:func:`infoclust_dask.kernels._compiled.moments`: float32 rows are not
     copied to float64), so that validating a store costs about a read of
-    it."""
-    out = _compiled.moments(x, w, shift=shift)
+    it. ``plain``: the numpy form of the loop at every size (the moments a
+    store's preprocessing keeps: the same bits in a process that never
+    loads the compiled loops, ``infoclust ingest``, and in any other)."""
+    out = _compiled.moments(x, w, shift=shift, plain=plain)
     if np.ndim(x) == 1:  # one column: scalar sums
         out["s1"], out["s2"] = np.array(out["s1"][0]), np.array(out["s2"][0])
     return out
