@@ -249,3 +249,41 @@ def test_lazy_labels_of_data_the_workers_hold_compute_on_any_scheduler(local_clu
     est = KMeans(6, random_state=0, max_iter=5).fit(_lazy(DATA["X"]))
     assert "held in the workers' memory" in est.runner_["data"], est.runner_
     np.testing.assert_array_equal(est.labels_.compute(), est.predict(DATA["X"]))
+
+
+@pytest.mark.parametrize(("n", "d", "k", "dtype"), [(40_000, 8, 16, np.float64), (30_000, 16, 100, np.float32)])
+def test_kmeans_bounds_and_plain_steps_give_the_same_bits(n, d, k, dtype, monkeypatch):
+    """Whether Lloyd keeps per-row bounds (Hamerly's up to 64 centres,
+    Yinyang's above) depends on where the rows are and on the memory free
+    now; the bounded steps recompute every sum over the logical blocks, so
+    the model is the same bits with or without them."""
+    import infoclust_dask.cluster._kmeans as km
+
+    rng = np.random.default_rng(k)
+    c = rng.normal(size=(k, d))
+    X = (c[rng.integers(0, k, n)] + rng.normal(size=(n, d))).astype(dtype)
+    fits = []
+    for keep in (True, False):
+        monkeypatch.setattr(km, "_use_bounds", lambda *a, _keep=keep: _keep)
+        fits.append(fitted(KMeans(k, random_state=0, max_iter=25).fit(X)))
+    assert_same(fits[0], fits[1], f"k={k}, bounds against plain steps")
+
+
+@pytest.fixture(scope="module")
+def s3_stores(s3_server):
+    """The matrix's data in a bucket of the test's S3 server."""
+    import uuid
+
+    import fsspec
+
+    bucket = f"s3://same-{uuid.uuid4().hex[:10]}"
+    fsspec.filesystem("s3", endpoint_url=s3_server).mkdir(bucket)
+    write_dataset(f"{bucket}/data.zarr", DATA["X"], label=DATA["y"], y=DATA["Y"])
+    write_dataset(f"{bucket}/bits.zarr", DATA["B"], y=DATA["Bminus"])
+    write_dataset(f"{bucket}/small.zarr", DATA["S"])
+    return {"X": f"{bucket}/data.zarr", "B": f"{bucket}/bits.zarr", "S": f"{bucket}/small.zarr"}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_one_model_from_an_s3_store(name, references, s3_stores):
+    assert_same(fitted(_store_fit(name, "threads", s3_stores)), references[name], f"{name}, an s3:// store")

@@ -28,7 +28,14 @@ from __future__ import annotations
 import numpy as np
 
 from .. import engine
-from ..kernels.kmeans import CLOSEST_COUNTS, D2_PICK, KMEANS_PARALLEL_SAMPLE, KPP_TRIALS, UNIFORM_SAMPLE, nearest
+from ..kernels.kmeans import (
+    CLOSEST_COUNTS,
+    D2_PICK_BLOCKS,
+    KMEANS_PARALLEL_SAMPLE,
+    KPP_TRIALS,
+    UNIFORM_SAMPLE,
+    nearest,
+)
 
 __all__ = ["init_random", "init_kmeanspp", "init_kmeans_parallel", "init_sampled_kmeanspp", "seed_sample_rows"]
 
@@ -43,26 +50,39 @@ def _trials(X, w, centers, candidates):
 
 def _pick(X, w, centers, block_weights, starts, stops, n_draws, rng):
     """``n_draws`` rows drawn with probability proportional to their D^2
-    weight (given per block), by inverse CDF on the global cumulative weight.
-    Only the blocks that hold a draw are read again. None if all weights are 0."""
+    weight (given per logical block), by inverse CDF on the global
+    cumulative weight. Only the blocks that hold a draw are read again, in
+    one pass (on a cluster, one round trip whatever the number of blocks).
+    None if all weights are 0."""
     total = float(block_weights.sum())
     if not total > 0:
         return None
     u = np.sort(rng.uniform(size=n_draws)) * total
     cum = np.cumsum(block_weights)
     blocks = np.minimum(np.searchsorted(cum, u, side="right"), len(cum) - 1)
-    rows = []
-    for b in np.unique(blocks):
-        while block_weights[b] <= 0:  # never land in a block of zero weight
+    for j, b in enumerate(blocks):
+        while block_weights[b] <= 0:  # never land in a block of zero weight (round-off at the edges)
             b -= 1
-        ub = u[blocks == b] - (cum[b - 1] if b > 0 else 0.0)
-        sl = slice(int(starts[b]), int(stops[b]))
-        got = engine.map_reduce(
-            D2_PICK, X[sl], None if w is None else w[sl],
-            params={"centers": centers, "u": ub}, block_rows=sl.stop - sl.start,
-        )["row"]
-        rows.append(np.asarray(got, dtype=np.float64))
-    return np.vstack(rows)
+        blocks[j] = b
+    used = np.unique(blocks)
+    draws = tuple(u[blocks == b] - (cum[b - 1] if b > 0 else 0.0) for b in used)
+    rows = int(stops[0] - starts[0])  # the logical blocks' rows (the last block may be shorter: it comes last)
+    slices = [slice(int(starts[b]), int(stops[b])) for b in used]
+
+    def joined(a):
+        if a is None:
+            return None
+        if len(slices) == 1:
+            return a[slices[0]]
+        if engine.is_lazy(a):
+            import dask.array as da
+
+            return da.concatenate([engine.as_array(a)[sl] for sl in slices])
+        return np.concatenate([np.asarray(a)[sl] for sl in slices])
+
+    got = engine.map_reduce(D2_PICK_BLOCKS, joined(X), joined(w), params={"centers": centers, "u": draws,
+                                                                         "rows": rows}, block_rows=rows)["row"]
+    return np.asarray(got, dtype=np.float64)
 
 
 def init_kmeanspp(X, w, n_clusters, rng, n_local_trials=None):

@@ -249,10 +249,11 @@ def _pieces(start, size, rows):
     return [(start + i, slice(i, min(i + rows, size))) for i in range(0, max(size, 1), rows)]
 
 
-def _reduce_chunk(bp, rows, n_leaves, split_every, small, start, params, *blocks):
+def _reduce_chunk(bp, rows, n_leaves, split_every, small, whole, start, params, *blocks):
     """A reduce pass's task: the chunk kernel on every logical block of its
     chunk, the partial results grown into their subtrees of the pass's one
-    tree (:func:`_grow`)."""
+    tree (:func:`_grow`); with ``whole`` (the pass's only chunk) the tree's
+    root, finalized (no task after it: on a cluster each costs a hop)."""
     from ..kernels import _compiled
 
     blocks = _loaded(blocks)
@@ -262,7 +263,8 @@ def _reduce_chunk(bp, rows, n_leaves, split_every, small, start, params, *blocks
         for s0, sl in _pieces(start, size, rows):
             part = run_chunk(bp, s0, [None if b is None else b[sl] for b in blocks], params)
             nodes.append((0, s0 // rows, part))
-    return _grow(nodes, n_leaves, split_every, bp.combine)
+    nodes = _grow(nodes, n_leaves, split_every, bp.combine)
+    return _root(nodes, bp.finalize) if whole else nodes
 
 
 def _map_chunk(bp, rows, small, start, params, *blocks):
@@ -328,7 +330,7 @@ def _params_key(bp, params, token):
 
 
 def _block_tasks(bp, arrays, params, token, inline=False, block_rows=None, small=False, split_every=8,
-                 fixed=True):
+                 fixed=True, whole=False):
     """``(n_rows, delayed chunk call)`` for every chunk of the aligned
     inputs (whole logical blocks each), all depending on ONE key that holds
     ``params``. A reduce pass's task returns its logical blocks' partial
@@ -349,7 +351,7 @@ def _block_tasks(bp, arrays, params, token, inline=False, block_rows=None, small
         block_lists = _inline_loads(aligned, block_lists) or block_lists
     p = _params_key(bp, params, token)
     if bp.kind == "reduce":
-        func = partial(_reduce_chunk, bp, rows, n_leaves, int(split_every), bool(small))
+        func = partial(_reduce_chunk, bp, rows, n_leaves, int(split_every), bool(small), bool(whole))
     else:
         func = partial(_map_chunk, bp, rows, bool(small))
     call = dask.delayed(func, pure=True)
@@ -419,6 +421,11 @@ def _join_grown(n_leaves, split_every, combine, pieces):
     return _grow([node for piece in pieces for node in piece], n_leaves, split_every, combine)
 
 
+def _join_root(n_leaves, split_every, combine, finalize, pieces):
+    """The last pieces of the tree joined, grown to the root and finalized (the pass's last task)."""
+    return _root(_join_grown(n_leaves, split_every, combine, pieces), finalize)
+
+
 def _root(nodes, finalize):
     """The root's value of a fully grown tree, finalized."""
     if len(nodes) != 1:
@@ -444,10 +451,20 @@ def build_reduction(bp: Pass, *arrays: Any, params: dict | None = None, split_ev
     token = _token(bp, params, arrays, split_every, block_rows)
     rows = block_rows_of(arrays[0], block_rows)
     n_leaves = len(_row_slices(int(arrays[0].shape[0]), rows))
-    parts = [d for size, d in _block_tasks(bp, arrays, params, token, inline=True, block_rows=block_rows,
-                                           small=small, split_every=split_every) if size > 0]
+    aligned = _align(arrays, block_rows)
+    whole = sum(1 for c in aligned[0].chunks[0] if c > 0) == 1
+    parts = [d for size, d in _block_tasks(bp, aligned, params, token, inline=True, block_rows=block_rows,
+                                           small=small, split_every=split_every, whole=whole) if size > 0]
     if not parts:
         raise ValueError("All blocks of the input are empty (0 rows); nothing to reduce.")
+    if whole:  # one chunk: its task returns the finalized root
+        return parts[0]
     join = partial(_join_grown, n_leaves, int(split_every), bp.combine)
-    result = _tree(parts, join, split_every, delayed=dask.delayed, name=f"{bp.name}-combine-{token}")
-    return dask.delayed(_root, pure=True)(result, bp.finalize, dask_key_name=f"{bp.name}-root-{token}")
+    level = 0
+    while len(parts) > split_every:  # the tree's levels, until one task can join the rest into the root
+        groups = [parts[i:i + split_every] for i in range(0, len(parts), split_every)]
+        parts = [dask.delayed(join, pure=True)(g, dask_key_name=f"{bp.name}-combine-{token}-{level}-{j}")
+                 if len(g) > 1 else g[0] for j, g in enumerate(groups)]
+        level += 1
+    finish = partial(_join_root, n_leaves, int(split_every), bp.combine, bp.finalize)
+    return dask.delayed(finish, pure=True)(parts, dask_key_name=f"{bp.name}-root-{token}")

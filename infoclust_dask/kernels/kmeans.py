@@ -31,7 +31,7 @@ __all__ = [
     "responsibilities", "RESPONSIBILITIES",
     "distances", "DISTANCES",
     "nearest",
-    "d2_pick_in_block", "D2_PICK",
+    "d2_pick_in_block", "D2_PICK", "d2_pick_in_blocks", "D2_PICK_BLOCKS",
     "kpp_trial_stats", "KPP_TRIALS",
     "kmeans_parallel_sample", "KMEANS_PARALLEL_SAMPLE",
     "closest_count_stats", "CLOSEST_COUNTS",
@@ -219,6 +219,14 @@ def d2_pick_in_block(x: np.ndarray, w: np.ndarray | None = None, *, centers: np.
     return {"row": x[idx].copy()}
 
 
+def d2_pick_in_blocks(x: np.ndarray, w: np.ndarray | None = None, *, start: int, rows: int, centers: np.ndarray,
+                      u: tuple) -> dict[str, np.ndarray]:
+    """:func:`d2_pick_in_block` for the ``i``-th block of a pass over
+    several blocks in ``rows``-row blocks (``i = start // rows``): its draws
+    are ``u[i]``. So the blocks that hold draws are read in one pass."""
+    return d2_pick_in_block(x, w, centers=centers, u=u[int(start) // int(rows)])
+
+
 def kpp_trial_stats(x: np.ndarray, w: np.ndarray | None = None, *, start: int, centers: np.ndarray,
                     candidates: np.ndarray) -> dict[str, np.ndarray]:
     """Greedy k-means++ for a block: per candidate t, the D^2 weight the block
@@ -314,6 +322,7 @@ SOFT_SCATTER = Pass("soft_scatter_stats", soft_scatter_stats, inputs=("x", "w"))
 RESPONSIBILITIES = Pass("responsibilities", responsibilities, kind="map")
 DISTANCES = Pass("distances", distances, kind="map")
 D2_PICK = Pass("d2_pick_in_block", d2_pick_in_block, combine=combine_concat, inputs=("x", "w"))
+D2_PICK_BLOCKS = Pass("d2_pick_in_blocks", d2_pick_in_blocks, combine=combine_concat, inputs=("x", "w"), start=True)
 KPP_TRIALS = Pass("kpp_trial_stats", kpp_trial_stats, combine=combine_concat, inputs=("x", "w"), start=True)
 KMEANS_PARALLEL_SAMPLE = Pass("kmeans_parallel_sample", kmeans_parallel_sample, combine=combine_concat,
                               inputs=("x", "w"), start=True)

@@ -101,8 +101,9 @@ def test_tree_reduction_depth(xw):
     x, _ = xw
     d = engine.build_reduction(MOMENTS, _as_dask(x, 10), split_every=4, block_rows=10)  # 100 blocks
     names = [k for k in dict(d.__dask_graph__()) if "combine" in str(k)]
-    # 100 parts -> 25 combines -> 7 parts (6 combines + 1 passed through) -> 2 -> 1
-    assert len(names) == 25 + 6 + 2 + 1
+    # 100 parts -> 25 combines -> 7 parts (6 combines + 1 passed through) -> 2 -> the root task joins them
+    assert len(names) == 25 + 6 + 2
+    assert len([k for k in dict(d.__dask_graph__()) if "-root-" in str(k)]) == 1
 
 
 def test_start_offsets_reach_the_kernel(xw, scheduler):
