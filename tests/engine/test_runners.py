@@ -44,7 +44,7 @@ def test_lazy_input_above_the_budget_goes_to_the_local_cluster(X, monkeypatch, l
 def test_numpy_input_stays_in_this_process_and_a_named_scheduler_is_honoured(X, monkeypatch):
     monkeypatch.setenv("INFOCLUST_IN_PROCESS_BYTES", "0")
     assert KMeans(3, random_state=0).fit(X).runner_["reason"].startswith("numpy input")
-    km = KMeans(3, random_state=0, scheduler="sync").fit(da.from_array(X, chunks=500))
+    km = KMeans(3, random_state=0, scheduler="sync").fit(da.from_array(X, chunks=X.shape[0]))  # one whole block
     assert km.runner_ == {"runner": "in-process (1 thread)", "reason": "scheduler='sync' named",
                           "data": "49.2 kiB of lazy input stream from the store at every pass (above the "
                                   "in-process budget of 0 bytes)"}
