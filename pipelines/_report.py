@@ -113,7 +113,16 @@ def _dc_lines(dc: dict, cv: dict | None) -> list[str]:
            f"inertia {dc['streamed']['inertia_ratio']:.4f} x the full fit's; MoG's BIC {dc['mog_bic']:.1f}"]
           if "streamed" in dc else []),
         *(_default_width_lines(dc["default_width"]) if "default_width" in dc else []),
+        *(_same_answer_lines(dc["same_answer"]) if "same_answer" in dc else []),
         "- contingency table (rows clusters, columns classes):", "", *_table(dc["contingency"])]
+
+
+def _same_answer_lines(s: dict) -> list[str]:
+    same = s["max_gap"] == 0.0 and s["same_labels"]
+    return [f"- the same model wherever it runs: the fit on {s['where']} and again {s['here']}: "
+            + ("identical prototypes and labels, bit for bit" if same else
+               f"prototypes {s['max_gap']:.3g} apart, labels {'equal' if s['same_labels'] else 'DIFFERENT'} "
+               "(the same-answer contract is broken: please report it)")]
 
 
 def _default_width_lines(w: dict) -> list[str]:
