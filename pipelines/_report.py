@@ -119,7 +119,7 @@ def _dc_lines(dc: dict, cv: dict | None) -> list[str]:
 
 def _same_answer_lines(s: dict) -> list[str]:
     same = s["max_gap"] == 0.0 and s["same_labels"]
-    return [f"- the same model wherever it runs: the fit on {s['where']} and again {s['here']}: "
+    return [f"- the same model wherever it runs: the fit on {s['where']} and again on {s['here']}: "
             + ("identical prototypes and labels, bit for bit" if same else
                f"prototypes {s['max_gap']:.3g} apart, labels {'equal' if s['same_labels'] else 'DIFFERENT'} "
                "(the same-answer contract is broken: please report it)")]

@@ -122,14 +122,16 @@ def fit_dc(store: str, n_clusters: int, scheduler: str | None, seed: int, run_di
         rows_here = engine.compute(X)
         auto = DiscriminativeClustering(n_clusters, random_state=seed).fit(rows_here, truth)
         other = DiscriminativeClustering(n_clusters, random_state=seed).fit(rows_here * 1000.0 + 5.0, truth)
-        # the same model wherever it runs (issue 62): the fit above again in this process, on one thread
+        # the same model wherever it runs (issue 62): the fit above again in this process on one thread, and on
+        # the shared LocalCluster (worker processes)
         import numpy as np
 
-        here = DiscriminativeClustering(n_clusters, sigma=sigma, random_state=seed, scheduler="sync").fit(rows_here,
-                                                                                                         truth)
-        gap = float(np.max(np.abs(here.cluster_centers_ - dc.cluster_centers_)))
-        same_answer = {"where": dc.runner_["runner"], "here": here.runner_["runner"], "max_gap": gap,
-                       "same_labels": bool(np.array_equal(engine.compute(here.labels_), engine.compute(dc.labels_)))}
+        again = [DiscriminativeClustering(n_clusters, sigma=sigma, random_state=seed, scheduler=s).fit(rows_here, truth)
+                 for s in ("sync", engine.local_client())]
+        labels = engine.compute(dc.labels_)
+        same_answer = {"where": dc.runner_["runner"], "here": " and ".join(e.runner_["runner"] for e in again),
+                       "max_gap": max(float(np.max(np.abs(e.cluster_centers_ - dc.cluster_centers_))) for e in again),
+                       "same_labels": all(np.array_equal(engine.compute(e.labels_), labels) for e in again)}
         default_width = {"sigma": auto.sigma_, "log_posterior": auto.score(X, c),
                          "other_units_sigma": other.sigma_ / 1000.0,
                          "candidates": [[s, v["mean"], v["spread"], v["moved"]] for s, v in auto.sigma_scores_.items()]}
