@@ -128,4 +128,7 @@ def main():
 
 
 if __name__ == "__main__":
+    from _bench import print_machine
+
+    print_machine()  # where it ran (issue 63)
     main()

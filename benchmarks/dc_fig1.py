@@ -60,4 +60,7 @@ def main(k=5, sigma=0.5, lams=(0.0, 0.02, 10.0), out=Path(__file__).resolve().pa
 
 
 if __name__ == "__main__":
+    from _bench import print_machine
+
+    print_machine()  # where it ran (issue 63)
     main()

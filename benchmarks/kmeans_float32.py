@@ -71,4 +71,7 @@ def _fit_seconds(model, data):
 
 
 if __name__ == "__main__":
+    from _bench import print_machine
+
+    print_machine()  # where it ran (issue 63)
     main()

@@ -210,4 +210,7 @@ def run(a, data):
 
 
 if __name__ == "__main__":
+    from _bench import print_machine
+
+    print_machine()  # where it ran (issue 63)
     main()

@@ -87,6 +87,9 @@ def main():
 
 
 if __name__ == "__main__":
+    from _bench import print_machine
+
+    print_machine()  # where it ran (issue 63)
     t0 = time.perf_counter()
     main()
     print(f"({time.perf_counter() - t0:.0f} s)")

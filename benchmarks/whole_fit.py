@@ -96,4 +96,7 @@ def lazy_cell(repeat):
 
 
 if __name__ == "__main__":
+    from _bench import print_machine
+
+    print_machine()  # where it ran (issue 63)
     main()
