@@ -7,7 +7,7 @@ The matrix: every estimator x {one thread, two threads, dask input in odd
 chunks streamed at every pass, a zarr store read through xarray, a whole
 fit on a worker of the shared LocalCluster} here; the cluster pass by pass
 with the data held by the workers and streamed to them, and the command
-on a deployed cluster (workers in their own folders, 400 MB each) against
+on a deployed cluster (workers in their own folders, 500 MB each) against
 the command in this process, in ``make test-slow``.
 
 The data are overlapping blobs (cluster boundaries full of near ties, where
@@ -17,6 +17,7 @@ rows; dask chunks of 13 000 rows are rechunked to (10 000, 20 000,
 pieces."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -167,12 +168,15 @@ def test_one_model_pass_by_pass_on_a_cluster_that_holds_or_streams_the_data(name
     assert_same(fitted(est), references[name], f"{name}, pass by pass on a cluster, data {how}")
 
 
-def _cli_fit(store, scheduler, cwd):
+def _cli_fit(store, scheduler, cwd, persist_bytes=None):
     """``infoclust fit kmeans`` from the client's folder: its stdout's
     summary and the fitted numbers of the run folder's model.json."""
+    env = dict(os.environ)
+    if persist_bytes is not None:
+        env["INFOCLUST_PERSIST_BYTES"] = str(persist_bytes)
     out = subprocess.run([sys.executable, "-m", "infoclust_dask.cli", "fit", "kmeans", store, "-k", "5", "--seed",
                           "0", "-q", "--scheduler", scheduler, "--storage", "runs"],
-                         cwd=cwd, capture_output=True, text=True, timeout=600)
+                         cwd=cwd, capture_output=True, text=True, timeout=600, env=env)
     assert out.returncode == 0, out.stderr
     summary = json.loads(out.stdout)
     model = json.loads(open(f"{summary['run_dir']}/model.json").read())
@@ -182,26 +186,31 @@ def _cli_fit(store, scheduler, cwd):
 @pytest.mark.slow  # a deployed cluster started and stopped (~40 s)
 def test_the_command_on_a_deployed_cluster_with_small_workers_gives_the_in_process_model(tmp_path):
     """The case of issue 62: a float32 store of 600 000 x 10 rows (5 blobs)
-    at a relative path, workers of 400 MB in their own folders (too small to
-    hold it: it streams), against the command with ``--scheduler threads``:
-    the same centres in the same order, bit for bit."""
+    at a relative path, two workers of 500 MB in their own folders, the
+    store streamed to them at every pass and held by them (where their free
+    memory decides which, the seeding once followed), against the command
+    with ``--scheduler threads``: the same centres in the same order, bit
+    for bit."""
     rng = np.random.default_rng(0)
     centres = rng.normal(scale=3.0, size=(5, 10))
     X = (centres[rng.integers(0, 5, 600_000)] + rng.normal(size=(600_000, 10))).astype(np.float32)
     client_dir = tmp_path / "client"
     write_dataset(client_dir / "rel.zarr", X)
     svc = local_services()
-    state = svc.start(tmp_path / "deployed", n_workers=2, memory_limit="400MB", prefect=False, timeout=180,
+    state = svc.start(tmp_path / "deployed", n_workers=2, memory_limit="500MB", prefect=False, timeout=180,
                       ports={"scheduler": 0})
     try:
-        there, fit_there = _cli_fit("rel.zarr", state["scheduler_address"], client_dir)
+        streamed, fit_streamed = _cli_fit("rel.zarr", state["scheduler_address"], client_dir, persist_bytes=0)
+        held, fit_held = _cli_fit("rel.zarr", state["scheduler_address"], client_dir, persist_bytes=2**30)
     finally:
         svc.stop(tmp_path / "deployed", grace=5.0)
     here, fit_here = _cli_fit("rel.zarr", "threads", client_dir)
-    assert there["runner"]["runner"].startswith("distributed"), there["runner"]
-    assert "stream" in there["runner"].get("data", ""), there["runner"]  # the workers could not hold it
-    assert there["seeding"] == here["seeding"]
-    assert fit_there == fit_here  # every number of model.json: centres, inertia, iterations, sizes
+    for there, how in ((streamed, "stream"), (held, "held in the workers' memory")):
+        assert there["runner"]["runner"].startswith("distributed"), there["runner"]
+        assert how in there["runner"].get("data", ""), there["runner"]
+        assert there["seeding"] == here["seeding"]
+    assert fit_streamed == fit_here  # every number of model.json: centres, inertia, iterations, sizes
+    assert fit_held == fit_here
     assert np.asarray(fit_here["cluster_centers_"]["__ndarray__"]).shape == (5, 10)
 
 
