@@ -31,7 +31,7 @@ __all__ = [
     "responsibilities", "RESPONSIBILITIES",
     "distances", "DISTANCES",
     "nearest",
-    "d2_pick_in_block", "D2_PICK", "d2_pick_in_blocks", "D2_PICK_BLOCKS",
+    "d2_pick_in_block", "d2_pick_in_blocks", "D2_PICK_BLOCKS",
     "kpp_trial_stats", "KPP_TRIALS",
     "kmeans_parallel_sample", "KMEANS_PARALLEL_SAMPLE",
     "closest_count_stats", "CLOSEST_COUNTS",
@@ -321,7 +321,6 @@ SOFT_KMEANS = Pass("soft_kmeans_stats", soft_kmeans_stats, inputs=("x", "w"))
 SOFT_SCATTER = Pass("soft_scatter_stats", soft_scatter_stats, inputs=("x", "w"))
 RESPONSIBILITIES = Pass("responsibilities", responsibilities, kind="map")
 DISTANCES = Pass("distances", distances, kind="map")
-D2_PICK = Pass("d2_pick_in_block", d2_pick_in_block, combine=combine_concat, inputs=("x", "w"))
 D2_PICK_BLOCKS = Pass("d2_pick_in_blocks", d2_pick_in_blocks, combine=combine_concat, inputs=("x", "w"), start=True)
 KPP_TRIALS = Pass("kpp_trial_stats", kpp_trial_stats, combine=combine_concat, inputs=("x", "w"), start=True)
 KMEANS_PARALLEL_SAMPLE = Pass("kmeans_parallel_sample", kmeans_parallel_sample, combine=combine_concat,
