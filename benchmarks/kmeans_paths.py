@@ -33,17 +33,17 @@ def path(name):
     import infoclust_dask.cluster._kmeans as km
     import infoclust_dask.kernels._compiled as comp
 
-    saved = (comp.LLOYD_GEMM_MIN_K, km._use_bounds)
+    saved = (comp.LLOYD_PATH, km._use_bounds)
     if name != "auto":
         km._use_bounds = lambda *a: False
     if name == "exact":
-        comp.LLOYD_GEMM_MIN_K = 10**9
+        comp.LLOYD_PATH = "loops"
     elif name == "products":
-        comp.LLOYD_GEMM_MIN_K = 1
+        comp.LLOYD_PATH = "products"
     try:
         yield
     finally:
-        comp.LLOYD_GEMM_MIN_K, km._use_bounds = saved
+        comp.LLOYD_PATH, km._use_bounds = saved
 
 
 def main():

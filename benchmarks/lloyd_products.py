@@ -1,9 +1,10 @@
 """Lloyd's assignment by exact differences (``_loops._lloyd_rows``) or by
 BLAS products of the expansion (``_loops._lloyd_rows_gemm``, with near ties
 decided exactly), one thread, in memory, milliseconds per 1e6 rows, best
-of 3, both on the same rows in one run: where
-``_compiled.LLOYD_GEMM_MIN_K`` comes from. Also checks that both give the
-same labels.
+of 3, both on the same rows in one run: what the measured choice of
+``_compiled.lloyd_paths`` weighs (``kernels/_choice.py``), and where
+``LLOYD_PRODUCTS_MIN_K`` (the least k at which products are a candidate)
+comes from. Also checks that both give the same labels.
 
     python benchmarks/lloyd_products.py [--rows 1000000] [--d 16]
 """
@@ -34,7 +35,7 @@ def main():
 
     loops = _loops()
     rng = np.random.default_rng(0)
-    print(f"rows {a.rows} x {a.d}, one thread; LLOYD_GEMM_MIN_K = {_compiled.LLOYD_GEMM_MIN_K}")
+    print(f"rows {a.rows} x {a.d}, one thread; LLOYD_PRODUCTS_MIN_K = {_compiled.LLOYD_PRODUCTS_MIN_K}")
     print("| dtype | k | exact differences ms | products ms | products / exact | labels equal |")
     print("|---|---|---|---|---|---|")
     for dtype in (np.float64, np.float32):

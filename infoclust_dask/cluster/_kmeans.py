@@ -23,7 +23,7 @@ from .._inputs import check_sample_weight, prepare_input
 from .._support.hints import DataLike, Labels, NumbersLike, RandomStateLike, SchedulerLike, Sequence
 from .._support.progress import say
 from .._support.validation import ArrayLike, Interval, Options, check_n_clusters, check_random_state, validate_params
-from ..kernels.kmeans import ASSIGN_DISTANCE, DISTANCES, INERTIA, LLOYD_FAR, LLOYD_STEP
+from ..kernels.kmeans import ASSIGN, DISTANCES, INERTIA, LABELLED_INERTIA, LLOYD_FAR, LLOYD_STEP
 from ..kernels.stats import SUM_SQ
 from ._base import (
     SHARED_CONSTRAINTS,
@@ -46,47 +46,42 @@ class EmptyClusterWarning(UserWarning):
     """A cluster lost all its points and was re-seeded."""
 
 
-#: up to this many centres, Lloyd on rows in this process's memory keeps Hamerly's (2010) bounds per row
-#: (``bounds="auto"``): one upper and one lower bound, 16 bytes a row, plus its label (8 bytes)
+#: up to this many centres Lloyd's bounds per row are Hamerly's (2010): one upper and one lower bound, 16 bytes a
+#: row, plus its label (8 bytes); above, Yinyang's grouped bounds (Ding et al. 2015)
 HAMERLY_MAX_K = 64
-#: and from this many rows (below, a pass is too cheap for the bounds to pay)
-HAMERLY_MIN_ROWS = 20_000
-#: and when this many steps are allowed: the first bounded steps cost more than plain ones (1e6 x 16, k = 16,
-#: float32: 1.4x, 1.4x, 1.2x a plain step's 20 ms, then 0.9x falling to 0.3x as the centres settle), so a run
-#: of a few steps is faster without them (benchmarks/kmeans_large_k.py: 5 steps 1.15x scikit-learn with them,
-#: 0.7-0.8x without; 40 steps 0.52x with them)
-HAMERLY_MIN_ITER = 10
-#: from the HAMERLY_JUDGED_AT-th bounded step, a step whose bounds decided fewer than this share of the rows
-#: ends them (the rest are plain steps): the undecided rows cost more than a plain step's (1e6 x 32, k = 64 on
-#: 16 blobs: 0.44-0.59 of the rows decided from step 7 on, 2.6-3.1 s for 40 bounded steps against 1.9-2.1 s
-#: plain; on 64 blobs 0.06, 0.29, 0.43, 0.79 in steps 2-5, then 0.86-0.93: faster)
-HAMERLY_MIN_SKIPPED = 0.7
-HAMERLY_JUDGED_AT = 8
-#: above HAMERLY_MAX_K centres the bounds are Yinyang's (Ding et al. 2015); from the HAMERLY_JUDGED_AT-th step, a
-#: step that computed more than this share of a plain step's n x k distances ends them: a distance computed
-#: one by one costs about 5x one of a plain step's matrix products (2e5 x 128, k = 1024, float32: 1.5 % of
-#: the distances from step 2 on, 0.12 s a step against 0.39 s plain, two threads)
-YINYANG_MAX_MEASURED = 0.15
-#: and Yinyang's from YINYANG_MIN_ITER allowed steps when k x d >= YINYANG_EARLY_KD (else HAMERLY_MIN_ITER): its
-#: first step is a plain one plus the group bounds by one more product. 5 steps, bounds against plain:
-#: 2e5 x 128, k = 1024: 1.40 s vs 2.24 s (3 steps 1.24 vs 1.71); k = 256: 0.65 vs 0.76 (3 steps 0.57 vs 0.54);
-#: 5e5 x 32, k = 1024: 1.24 vs 1.51 (3 steps 1.11 vs 1.03); but 1e6 x 32, k = 256: 1.13 vs 0.84 (10 steps: even)
-YINYANG_MIN_ITER = 5
-YINYANG_EARLY_KD = 32768
+#: ``bounds="auto"`` sets the bounds up at the second step when this many steps are allowed: the first step is a
+#: plain one (its time is the measure of the bounded ones), the second sets them up (it costs more than a plain one)
+BOUNDS_MIN_ITER = 3
+#: a bounded step (from the second) that took longer than the fastest plain step of this fit, and not less than
+#: this share of the bounded step before it (the bounds were not catching up), ends the bounds: measured where the
+#: fit runs, not by constants of one machine (issue 63: on an AVX2 machine Hamerly's bounds at k = 4 on overlapping
+#: blobs made K-means 1.25x scikit-learn, 0.56-0.61x without them)
+BOUNDS_FALLING = 0.75
+
+
+def bounds_pay(plain: float, step: float, previous: float) -> bool:
+    """Whether a bounded step that took ``step`` seconds, after one of
+    ``previous`` seconds, keeps the bounds, against the fit's fastest plain
+    step (``plain`` seconds): it was no slower, or it fell below
+    :data:`BOUNDS_FALLING` of the previous one (the bounds are settling)."""
+    return step <= plain or step < BOUNDS_FALLING * previous
 
 
 def _use_bounds(X, k: int, bounds: str | bool, max_iter: int) -> bool:
-    """Whether Lloyd keeps per-row bounds: rows in this process's memory (the bounds are updated in place
-    beside them), no journal recording the passes (a replayed pass would not update them), and, for
-    ``"auto"``, at least ``HAMERLY_MIN_ROWS`` rows and ``HAMERLY_MIN_ITER`` steps (``YINYANG_MIN_ITER`` above
-    ``HAMERLY_MAX_K`` centres when k x d >= ``YINYANG_EARLY_KD``), and bounds that fit in a quarter of the
-    memory available now."""
+    """Whether Lloyd may keep per-row bounds: rows in this process's memory
+    (the bounds are updated in place beside them), no journal recording the
+    passes (a replayed pass would not update them), data above the numpy
+    forms' size (the tiny passes' other arithmetic:
+    :data:`~infoclust_dask.kernels._compiled.NUMPY_FORM_MAX_BYTES`), and,
+    for ``"auto"``, at least :data:`BOUNDS_MIN_ITER` allowed steps and
+    bounds that fit in a quarter of the memory available now. None of it
+    changes the model: the bounded steps give the plain steps' bits."""
     from .. import journal
+    from ..kernels._compiled import NUMPY_FORM_MAX_BYTES
 
     if bounds is False or engine.is_lazy(X) or journal.active() is not None:
         return False
-    steps = YINYANG_MIN_ITER if k > HAMERLY_MAX_K and k * X.shape[1] >= YINYANG_EARLY_KD else HAMERLY_MIN_ITER
-    if bounds is not True and not (X.shape[0] >= HAMERLY_MIN_ROWS and max_iter >= steps):
+    if bounds is not True and not (X.nbytes > NUMPY_FORM_MAX_BYTES and max_iter >= BOUNDS_MIN_ITER):
         return False
     if bounds is not True and RowBounds.planned(X.shape[0], k, HAMERLY_MAX_K, X.nbytes)[1] > _bounds_room():
         return False  # the bounds would not fit beside what this process holds: plain steps
@@ -101,7 +96,7 @@ def _bounds_room() -> int:
 
 
 def lloyd(X, w, centers, *, max_iter, tol, verbose=0, label="", warn_empty=True, sxx=None, labels_out=None,
-          bounds="auto", trace=None):
+          bounds="auto", trace=None, paths=None):
     """Lloyd iterations from ``centers``; the computational core of KMeans.
 
     Stops when the centres no longer move (the partition is a fixed point)
@@ -120,42 +115,49 @@ def lloyd(X, w, centers, *, max_iter, tol, verbose=0, label="", warn_empty=True,
     ``bounds``: keep per-row bounds between the steps when the rows are in
     this process's memory - Hamerly's (2010) up to :data:`HAMERLY_MAX_K`
     centres, Yinyang's grouped bounds (Ding et al. 2015) above
-    (:class:`~._lloyd_bounds.RowBounds`). ``"auto"``: from
-    :data:`HAMERLY_MIN_ROWS` rows and :data:`HAMERLY_MIN_ITER` allowed
-    steps (Yinyang: :data:`YINYANG_MIN_ITER` when k x d >=
-    :data:`YINYANG_EARLY_KD`), when the bounds take at most a quarter of
-    the memory available, ended by a step whose bounds decided less than
-    :data:`HAMERLY_MIN_SKIPPED` of the rows (Hamerly) or computed more than
-    :data:`YINYANG_MAX_MEASURED` of the distances (Yinyang); ``True`` keeps
-    them for every step, ``False`` never. A row whose bounds show its centre
-    cannot have changed is not measured again. The steps' counts and sums,
-    and so every iteration's centres, are those of the plain steps.
-    ``trace`` (a list) receives each step's centres, the rows its bounds
-    decided and (Yinyang) the distances it computed.
+    (:class:`~._lloyd_bounds.RowBounds`). ``"auto"`` (when
+    :func:`_use_bounds` allows): the first step is plain and timed, the
+    second sets the bounds up, and a later bounded step that takes longer
+    than the fastest plain step without falling below
+    :data:`BOUNDS_FALLING` of the bounded step before it ends them
+    (:func:`bounds_pay`): kept only where they pay, measured on this
+    machine and these data. ``True`` keeps them from the first step,
+    ``False`` never. A row whose bounds show its centre cannot have changed
+    is not measured again. Every path - plain or bounded steps, the exact
+    loops or the products (:mod:`infoclust_dask.kernels._choice`) - gives
+    the same centres, labels and inertia, bit for bit, so the choices
+    change the time only. ``trace`` (a list) receives each step's centres,
+    the rows its bounds decided, (Yinyang) the distances it computed and
+    its seconds; ``paths`` (a list) one line on the bounds' fate.
     """
     k = centers.shape[0]
     centers = np.array(centers, dtype=np.float64)
     if verbose and sxx is None:  # sum_n w_n |x_n|^2, for the progress estimate of the inertia
         sxx = float(engine.map_reduce(SUM_SQ, X, w)["sxx"])
     it = 0
-    state = RowBounds(X.shape[0], centers, HAMERLY_MAX_K, X.nbytes) if _use_bounds(X, k, bounds, max_iter) else None
+    allowed = _use_bounds(X, k, bounds, max_iter)
+    state = RowBounds(X.shape[0], centers, HAMERLY_MAX_K, X.nbytes) if allowed and bounds is True else None
+    plain, previous, ended = np.inf, np.inf, False
     for it in range(1, max_iter + 1):
+        if allowed and state is None and not ended and it == 2:  # the plain step's time is known: set them up
+            state = RowBounds(X.shape[0], centers, HAMERLY_MAX_K, X.nbytes)
         t0 = time.perf_counter()
         if state is not None:
             st = state.step(X, w, centers)
         else:
             st = engine.map_reduce(LLOYD_STEP, X, w, params={"centers": centers})
+        seconds = time.perf_counter() - t0
         if trace is not None:
             trace.append({"centers": centers.copy(), "skipped": int(st.get("skipped", 0)),
-                          "measured": int(st.get("measured", -1))})
-        if bounds == "auto" and state is not None and it >= HAMERLY_JUDGED_AT and \
-                not state.pays(st, X.shape[0], k, HAMERLY_MIN_SKIPPED, YINYANG_MAX_MEASURED):
-            state = None  # the bounds do not pay on these data: plain steps from here (the same centres)
-            if verbose:
-                measured = f", computed {int(st['measured']):,} of {X.shape[0] * k:,} distances" \
-                    if "measured" in st else ""
-                say(f"[KMeans{label}] iteration {it}: the bounds decided {int(st['skipped']):,} of "
-                    f"{X.shape[0]:,} rows{measured}; plain steps from here")
+                          "measured": int(st.get("measured", -1)), "seconds": seconds})
+        if state is None:
+            plain = min(plain, seconds)
+        elif bounds == "auto":
+            if np.isfinite(previous) and not bounds_pay(plain, seconds, previous):
+                state, ended = None, True  # the bounds do not pay here: plain steps from here (the same centres)
+                _say_bounds(paths, verbose, label, f"iteration {it}: a bounded step took {seconds:.3g} s, a plain "
+                            f"one {plain:.3g} s; plain steps from here")
+            previous = seconds
         counts, sums = st["counts"], st["sums"]
         empty = np.flatnonzero(counts <= 0)
         new = np.empty_like(centers)
@@ -190,20 +192,27 @@ def lloyd(X, w, centers, *, max_iter, tol, verbose=0, label="", warn_empty=True,
             return centers, float(st["inertia"]), it, np.asarray(counts, dtype=np.float64)
         if shift <= tol:
             break
-    final = state.final(X, w, centers) if state is not None else None
-    if final is not None:  # the bounds decide the final labels too; then only their distances
+    if state is not None:  # the bounds decide the final labels too; then only their distances
+        _say_bounds(paths, verbose, label, f"bounds kept to the end (a bounded step {seconds:.3g} s, a plain one "
+                    f"{plain:.3g} s)" if bounds == "auto" else "bounds kept (asked for)")
+        inertia, counts, labels = state.final(X, w, centers)
         if labels_out is not None:
-            labels_out["labels"] = final[2]
-        return centers, final[0], it, final[1]
-    if labels_out is not None:  # the final pass gives the labels too
-        ld = np.asarray(engine.compute(engine.map_blocks(ASSIGN_DISTANCE, X, params={"centers": centers},
-                                                         trailing_shape=(2,))))
-        labels = ld[:, 0].astype(np.int64)
-        wv = np.ones(len(labels)) if w is None else np.asarray(engine.compute(w), dtype=np.float64)
+            labels_out["labels"] = labels
+        return centers, inertia, it, counts
+    if labels_out is not None:  # the labels by a map pass, then their inertia and counts as a bounded run's
+        labels = np.asarray(engine.compute(engine.map_blocks(ASSIGN, X, params={"centers": centers})))
+        st = engine.map_reduce(LABELLED_INERTIA, X, w, labels, params={"centers": centers})
         labels_out["labels"] = labels
-        return centers, float(np.dot(wv, ld[:, 1])), it, np.bincount(labels, weights=wv, minlength=k)
+        return centers, float(st["inertia"]), it, np.asarray(st["counts"], dtype=np.float64)
     st = engine.map_reduce(INERTIA, X, w, params={"centers": centers})
     return centers, float(st["inertia"]), it, np.asarray(st["counts"], dtype=np.float64)
+
+
+def _say_bounds(paths, verbose, label, line):
+    if paths is not None:
+        paths.append(line)
+    if verbose:
+        say(f"[KMeans{label}] {line}")
 
 
 #: from this many centres x features a fit on rows in memory takes its labels from the inertia's pass: at

@@ -116,13 +116,11 @@ class RowBounds:
             return int(st["measured"]) <= max_measured * n * k
         return int(st["skipped"]) >= min_skipped * n
 
-    def final(self, X: Any, w: Any, centers: np.ndarray) -> tuple[float, np.ndarray, np.ndarray] | None:
+    def final(self, X: Any, w: Any, centers: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
         """The inertia, counts and labels at the final ``centers`` by one
         more bounded step and the rows' distances to their centres (n x d
-        work, not n x k): Yinyang's only (None for Hamerly's, whose plain
-        pass for few centres sums its distances in another order)."""
-        if not self.grouped:
-            return None
+        work, not n x k): the numbers of a plain pass, bit for bit (every
+        path measures a distance by :func:`~infoclust_dask.kernels._lloyd_loops._sq_dist`)."""
         st = self.step(X, w, centers)
         inertia = engine.map_reduce(LABELLED_INERTIA, X, w, self.labels, params={"centers": centers})["inertia"]
         return float(inertia), np.asarray(st["counts"], dtype=np.float64), self.labels.copy()

@@ -249,8 +249,21 @@ def _weights(w, n):
     return _EMPTY if w is None else _shaped(np.asarray(w).reshape(-1), (n,), "sample weights")
 
 
-#: from this many centres Lloyd's assignment takes its products from BLAS (measured: docs/BENCHMARKS.md)
-LLOYD_GEMM_MIN_K = 16
+#: Lloyd's assignment by BLAS products (:func:`~infoclust_dask.kernels._lloyd_loops._lloyd_rows_gemm`) is a
+#: candidate from this many centres; which of it and the exact loops runs is measured in the process that runs
+#: the step (:mod:`infoclust_dask.kernels._choice`; both give the same bits). Below 8 centres a tile's product
+#: is too short for BLAS to beat the loops (benchmarks/lloyd_products.py: 1.3-1.5x slower at k = 4 here)
+LLOYD_PRODUCTS_MIN_K = 8
+#: None: the path is measured; "loops" or "products" forces one (tests, benchmarks)
+LLOYD_PATH: str | None = None
+
+
+def lloyd_paths(k: int) -> tuple[str, ...]:
+    """The candidate paths of Lloyd's step for ``k`` centres (the forced one
+    when :data:`LLOYD_PATH` is set)."""
+    if LLOYD_PATH is not None:
+        return (LLOYD_PATH,)
+    return ("loops", "products") if k >= LLOYD_PRODUCTS_MIN_K else ("loops",)
 
 
 def lloyd(x, w=None, *, centers, with_sums=True):
@@ -289,14 +302,21 @@ def _lloyd_into(x, w, centers, labels, dmin, with_sums):
         from ._numpy_forms import lloyd_into
 
         return lloyd_into(x, _weights(w, n), cx, labels, dmin, with_sums)
-    counts, sums, inertia = np.zeros(k), np.zeros((k, d) if with_sums else (0, 0)), np.zeros(1)
-    if k >= LLOYD_GEMM_MIN_K:  # the products by BLAS; near ties decided by the exact differences (same labels)
-        shift = cx.mean(axis=0, dtype=np.float64).astype(x.dtype)
-        _lloyd_loops()._lloyd_rows_gemm(x, _weights(w, n), cx, shift, float(np.finfo(x.dtype).eps) / 2, counts, sums,
-                                  labels, dmin, inertia, with_sums)
-    else:
-        _lloyd_loops()._lloyd_rows(x, _weights(w, n), cx, counts, sums, labels, dmin, inertia, with_sums)
-    return counts, sums, np.array(inertia[0])
+    wn = _weights(w, n)
+
+    def run(path):
+        counts, sums, inertia = np.zeros(k), np.zeros((k, d) if with_sums else (0, 0)), np.zeros(1)
+        if path == "products":  # the products by BLAS; near ties decided by the exact differences (same bits)
+            shift = cx.mean(axis=0, dtype=np.float64).astype(x.dtype)
+            _lloyd_loops()._lloyd_rows_gemm(x, wn, cx, shift, float(np.finfo(x.dtype).eps) / 2, counts, sums,
+                                            labels, dmin, inertia, with_sums)
+        else:
+            _lloyd_loops()._lloyd_rows(x, wn, cx, counts, sums, labels, dmin, inertia, with_sums)
+        return counts, sums, np.array(inertia[0])
+
+    from . import _choice
+
+    return _choice.choose(("lloyd", x.dtype.str, k, d), lloyd_paths(k), n, run)
 
 
 #: from this many centres, and centres x features, soft K-means' step takes its distances and sums from BLAS

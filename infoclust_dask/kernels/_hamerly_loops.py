@@ -9,19 +9,21 @@ nearest other centre) cannot have changed centre and is skipped; otherwise
 distance is computed exactly. The labels, counts and sums are those of
 plain Lloyd's step at every iteration (exact differences, ties to the lowest
 index): a skip needs the bounds to decide with a margin above their
-rounding."""
+rounding, and a measured distance is :func:`~._lloyd_loops._sq_dist`'s (IEEE
+arithmetic in its order), so the labels are those of every other path."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from ._loops import TILE, _jit
+from ._lloyd_loops import _sq_dist
+from ._loops import TILE, _strict
 
 #: undecided rows of a tile from which they are measured together (transposed); fewer go one by one
 GATHERED = 32
 
 
-@_jit
+@_strict
 def _hamerly_rows(x, w, cm, moved, half_gap, margin, labels, upper, lower, counts, sums, skipped):
     """One Lloyd step over the rows of a block with Hamerly's bounds, in
     place: ``labels`` (``-1``: no bound yet, every distance is computed),
@@ -37,6 +39,7 @@ def _hamerly_rows(x, w, cm, moved, half_gap, margin, labels, upper, lower, count
     are at least :data:`GATHERED` of them, else one by one."""
     n, d = x.shape
     k = cm.shape[0]
+    d4 = d - d % 4
     most = 0.0
     for j in range(k):
         most = max(most, moved[j])
@@ -83,11 +86,7 @@ def _hamerly_rows(x, w, cm, moved, half_gap, margin, labels, upper, lower, count
                 r1 = np.inf
                 r2 = np.inf
                 for j in range(k):
-                    t = cm[j, 0] - cm[j, 0]
-                    for f in range(d):
-                        diff = x[i, f] - cm[j, f]
-                        t += diff * diff
-                    tv = np.float64(t)
+                    tv = np.float64(_sq_dist(x, i, cm, j))
                     if tv < r1:
                         r2 = r1
                         r1 = tv
@@ -107,7 +106,12 @@ def _hamerly_rows(x, w, cm, moved, half_gap, margin, labels, upper, lower, count
         for j in range(k if m > 0 else 0):
             for q in range(m):
                 acc[q] = 0
-            for f in range(d):
+            for f in range(0, d4, 4):  # the order of _sq_dist (and of _lloyd_rows): the same distances
+                a0, a1, a2, a3 = cm[j, f], cm[j, f + 1], cm[j, f + 2], cm[j, f + 3]
+                for q in range(m):
+                    p0, p1, p2, p3 = xt[f, q] - a0, xt[f + 1, q] - a1, xt[f + 2, q] - a2, xt[f + 3, q] - a3
+                    acc[q] += (p0 * p0 + p1 * p1) + (p2 * p2 + p3 * p3)
+            for f in range(d4, d):
                 cf = cm[j, f]
                 for q in range(m):
                     diff = xt[f, q] - cf

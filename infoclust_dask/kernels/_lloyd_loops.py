@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._loops import TILE, _jit
+from ._loops import TILE, _jit, _strict
 
 
-@_jit
+@_strict
 def _lloyd_rows(x, w, cm, counts, sums, labels, dmin, inertia, with_sums):
     """Nearest centre of each row (ties: the lowest index), the squared
     distance to it, and the (weighted) float64 counts, sums and inertia
@@ -68,15 +68,24 @@ def _lloyd_rows(x, w, cm, counts, sums, labels, dmin, inertia, with_sums):
                 for f in range(d):
                     sums[best, f] += wi * np.float64(x[i, f])
 
-@_jit
+@_strict
 def _sq_dist(x, i, cm, j):
-    """``|x_i - m_j|^2`` by the exact differences, summed in the centres'
-    type: the one form of a row's distance to one centre that Lloyd's
-    products path (near ties, the chosen centre), Hamerly's and Yinyang's
-    bounds and their final inertia share, so that they give the same
-    numbers and the same labels."""
+    """``|x_i - m_j|^2`` by the exact differences in the centres' type, with
+    IEEE arithmetic as written (no reassociation, no FMA) and in exactly the
+    order of :func:`_lloyd_rows`' tile loop (four features a sweep:
+    ``t += (p0 p0 + p1 p1) + (p2 p2 + p3 p3)``, then the rest one by one):
+    THE squared distance of Lloyd's step. Every path - the exact loops, the
+    products' near ties and chosen centres, Hamerly's and Yinyang's bounds,
+    their final inertia - computes it so, and so gives the same labels,
+    centres and inertia, bit for bit."""
+    d = x.shape[1]
+    d4 = d - d % 4
     t = cm[j, 0] - cm[j, 0]  # a zero of the centres' type
-    for f in range(x.shape[1]):
+    for f in range(0, d4, 4):
+        p0, p1 = x[i, f] - cm[j, f], x[i, f + 1] - cm[j, f + 1]
+        p2, p3 = x[i, f + 2] - cm[j, f + 2], x[i, f + 3] - cm[j, f + 3]
+        t += (p0 * p0 + p1 * p1) + (p2 * p2 + p3 * p3)
+    for f in range(d4, d):
         diff = x[i, f] - cm[j, f]
         t += diff * diff
     return t
@@ -117,7 +126,7 @@ def _shifted_tile(x, i0, nt, shift, xt, xn):
             xt[f, r] = 0
 
 
-@_jit
+@_strict
 def _lloyd_rows_gemm(x, w, cm, shift, eps, counts, sums, labels, dmin, inertia, with_sums):
     """:func:`_lloyd_rows` for many centres: the tile's products with the
     centres by one matrix product (BLAS, through ``np.dot``), both shifted
@@ -125,9 +134,10 @@ def _lloyd_rows_gemm(x, w, cm, shift, eps, counts, sums, labels, dmin, inertia, 
     ``|m_j - s|^2 / 2 - (x - s).(m_j - s)`` - the expansion of the squared
     distance scikit-learn uses. A row whose runner-up is within the
     expansion's rounding bound of its best (``eps`` = unit round-off of the
-    centres' type) is decided again by the exact differences, so the
-    labels are those of :func:`_lloyd_rows` (ties: the lowest index); the
-    distance to the chosen centre is always the exact one."""
+    centres' type) is decided again by the exact differences (:func:`_sq_dist`)
+    among the centres within that bound, so the labels are those of
+    :func:`_lloyd_rows` (ties: the lowest index); the distance to the chosen
+    centre is always :func:`_sq_dist`'s: the same bits as the loops."""
     n, d = x.shape
     k = cm.shape[0]
     cs, hn64, cmax = _shifted_centres(cm, shift)
@@ -138,12 +148,13 @@ def _lloyd_rows_gemm(x, w, cm, shift, eps, counts, sums, labels, dmin, inertia, 
     bd = np.empty(TILE, dtype=cm.dtype)
     sb = np.empty(TILE, dtype=cm.dtype)
     bj = np.empty(TILE, dtype=np.int64)
+    g = np.empty((k, TILE), dtype=cm.dtype)  # one buffer for every tile's products (no allocation per tile)
     weighted = w.shape[0] > 0
     store = labels.shape[0] > 0
     for i0 in range(0, n, TILE):
         nt = min(TILE, n - i0)
         _shifted_tile(x, i0, nt, shift, xt, xn)
-        g = np.dot(cs, xt)  # (k, TILE)
+        np.dot(cs, xt, g)  # (k, TILE)
         h = hn[0]
         for r in range(TILE):
             bd[r] = h - g[0, r]
@@ -162,12 +173,18 @@ def _lloyd_rows_gemm(x, w, cm, shift, eps, counts, sums, labels, dmin, inertia, 
         for r in range(nt):
             i = i0 + r
             best = bj[r]
-            if np.float64(sb[r]) - np.float64(bd[r]) <= bound * (xn[r] + cmax):  # too close to call: exactly
+            slack = bound * (xn[r] + cmax)
+            if np.float64(sb[r]) - np.float64(bd[r]) <= slack:  # too close to call: exactly, among the near ones
+                # a centre whose expansion exceeds the least by more than the slack is certainly farther (and
+                # not tied): only the others are measured, in index order (ties: the lowest index)
+                near = np.float64(bd[r]) + slack
+                t_best = np.inf
                 for j in range(k):
-                    t = _sq_dist(x, i, cm, j)
-                    if j == 0 or t < bd[r]:
-                        bd[r] = t
-                        best = j
+                    if np.float64(hn[j] - g[j, r]) <= near:
+                        t = _sq_dist(x, i, cm, j)
+                        if t < t_best:
+                            t_best = t
+                            best = j
             t = _sq_dist(x, i, cm, best)
             if store:
                 labels[i] = best

@@ -55,6 +55,14 @@ CACHE = can_cache()
 #: exp(-inf) = 0 and infinite distances keep their meaning).
 FASTMATH = frozenset({"reassoc", "contract", "arcp", "nsz"})
 _jit = numba.njit(cache=CACHE, nogil=True, error_model="numpy", fastmath=set(FASTMATH))
+#: IEEE arithmetic as written (no reassociation, no FMA): the loops whose squared distances DECIDE Lloyd's labels
+#: and make its inertia (:mod:`infoclust_dask.kernels._lloyd_loops`, the bounds' loops). Every Lloyd path - the
+#: exact loops, the products for many centres, Hamerly's and Yinyang's bounds - then computes each deciding
+#: distance by the same operations in the same order, so every path gives the same labels, centres and inertia
+#: bit for bit, on every CPU (the fast paths only filter, with certified rounding bounds), and which path runs
+#: can be chosen by measurement without changing the model (issue 63). Vectorized across a tile's rows, these
+#: loops need neither flag.
+_strict = numba.njit(cache=CACHE, nogil=True, error_model="numpy")
 
 #: rows per tile (the memberships' SIMD loops run across a tile's rows)
 TILE = 128

@@ -17,10 +17,10 @@ from __future__ import annotations
 import numpy as np
 
 from ._lloyd_loops import _shifted_centres, _shifted_tile, _sq_dist
-from ._loops import TILE, _jit
+from ._loops import TILE, _jit, _strict
 
 
-@_jit
+@_strict  # IEEE as written: its sums add w x as the plain step does (an FMA would round them otherwise)
 def _yinyang_rows(x, w, cm, moved, order, start, group_of, group_moved, margin, labels, upper, lower, counts, sums,
                   skipped, measured):
     """One Lloyd step over the rows of a block with Yinyang's bounds, in
@@ -148,7 +148,7 @@ def _group_lower_gemm(x, cm, shift, eps, group_of, labels, lower):
                 lower[i0 + r, gg] = np.sqrt(sq) if sq > 0.0 else 0.0
 
 
-@_jit
+@_strict
 def _labelled_inertia(x, w, cm, labels, inertia):
     """``inertia[0] += sum_i w_i |x_i - m_labels[i]|^2``, each squared
     distance by the exact differences in the centres' type exactly as

@@ -118,8 +118,14 @@ def yinyang_step_stats(x: np.ndarray, w: np.ndarray | None, labels: np.ndarray, 
 def labelled_inertia_stats(x: np.ndarray, w: np.ndarray | None, labels: np.ndarray, *, centers: np.ndarray
                            ) -> dict[str, np.ndarray]:
     """``inertia = sum_n w_n ||x_n - m_labels[n]||^2`` of a block whose rows'
-    nearest centres ``labels`` are known (a bounded step found them)."""
-    return {"inertia": np.array(_compiled.labelled_inertia(x, w, labels, centers=centers))}
+    nearest centres ``labels`` are known (a bounded step or a labels pass
+    found them), and the (weighted) rows per centre, ``counts``: the numbers
+    of :func:`inertia_stats`, bit for bit (the same distances, summed in
+    row order)."""
+    labels = np.asarray(labels, dtype=np.int64)
+    counts = np.bincount(labels, weights=None if w is None else np.asarray(w, dtype=np.float64),
+                         minlength=np.shape(centers)[0]).astype(np.float64)
+    return {"inertia": np.array(_compiled.labelled_inertia(x, w, labels, centers=centers)), "counts": counts}
 
 
 def inertia_stats(x: np.ndarray, w: np.ndarray | None = None, *, centers: np.ndarray) -> dict[str, np.ndarray]:

@@ -357,18 +357,21 @@ def test_labels_from_the_inertia_pass_equal_a_separate_labels_pass(monkeypatch, 
 
 @pytest.mark.parametrize("k", [12, 120], ids=["hamerly", "yinyang"])
 @pytest.mark.parametrize("case", ["blobs", "duplicate centres", "an emptying cluster", "weighted float32"])
-def test_bounds_give_plain_lloyds_centres_at_every_iteration(case, k):
+def test_bounds_give_plain_lloyds_centres_at_every_iteration(case, k, monkeypatch):
     """Issue 55: Lloyd with per-row bounds (rows in this process) -
     Hamerly's (2010) for 12 centres, Yinyang's grouped bounds (Ding et al.
     2015) for 120 - skips the rows and distances the bounds rule out, and
-    gives the centres of the plain steps at every iteration (1e-10, here
-    exactly), the same inertia and labels - on blobs, with two identical
+    gives the centres of the plain steps at every iteration, the same
+    inertia, counts and labels, bit for bit (issue 63) - on blobs, with two identical
     starting centres (exact ties: the lower index), with a start whose
     cluster empties (re-seeded mid-run: the bounds survive the jump), and
     weighted float32 rows. Most rows are skipped (Hamerly), most distances
     not computed (Yinyang), once the centres settle."""
     from infoclust_dask.cluster._kmeans import lloyd
 
+    # the plain steps compiled too (tiny data take numpy's forms, whose sums round otherwise; the automatic bounds
+    # are never kept there)
+    monkeypatch.setattr("infoclust_dask.kernels._compiled.NUMPY_FORM_MAX_BYTES", 0)
     rng = np.random.default_rng(["blobs", "duplicate centres", "an emptying cluster", "weighted float32"].index(case))
     n, d = 6000, 5
     X = rng.normal(scale=5.0, size=(k, d))[rng.integers(0, k, n)] + rng.normal(size=(n, d))
@@ -392,9 +395,10 @@ def test_bounds_give_plain_lloyds_centres_at_every_iteration(case, k):
     (plain, plain_trace, plain_labels), (pruned, pruned_trace, pruned_labels) = runs[False], runs[True]
     assert len(plain_trace) == len(pruned_trace) == plain[2] == pruned[2]
     for a, b in zip(plain_trace, pruned_trace, strict=True):
-        np.testing.assert_allclose(b["centers"], a["centers"], rtol=0, atol=1e-10)
-    np.testing.assert_allclose(pruned[0], plain[0], rtol=0, atol=1e-10)
-    assert pruned[1] == pytest.approx(plain[1], rel=1e-12)
+        np.testing.assert_array_equal(b["centers"], a["centers"])
+    np.testing.assert_array_equal(pruned[0], plain[0])
+    assert pruned[1] == plain[1]  # issue 63: every path measures a distance alike (the same inertia, bit for bit)
+    np.testing.assert_array_equal(pruned[3], plain[3])
     np.testing.assert_array_equal(pruned_labels, plain_labels)
     assert all(t["skipped"] == 0 for t in plain_trace) and pruned_trace[0]["skipped"] == 0
     if k <= 64:
@@ -403,33 +407,53 @@ def test_bounds_give_plain_lloyds_centres_at_every_iteration(case, k):
         assert pruned_trace[0]["measured"] == n * k and min(t["measured"] for t in pruned_trace) < 0.1 * n * k
 
 
-def test_automatic_bounds_end_when_they_do_not_pay(monkeypatch):
-    """Issue 55: with ``bounds="auto"`` a step (from HAMERLY_JUDGED_AT on) whose bounds
-    decided less than HAMERLY_MIN_SKIPPED of the rows ends them: the rest
-    are plain steps (nothing skipped), and the centres stay those of plain
-    Lloyd."""
+def test_automatic_bounds_are_judged_by_their_time(monkeypatch):
+    """Issue 63: with ``bounds="auto"`` the first step is plain (its time
+    is the yardstick), the second sets Hamerly's bounds up, and a later
+    bounded step that :func:`bounds_pay` judges slower ends them: the rest
+    are plain steps (nothing skipped), and every centre, the inertia and the
+    labels stay those of plain Lloyd, bit for bit. The rule itself: a
+    bounded step no slower than the fastest plain one, or falling below
+    BOUNDS_FALLING of the bounded step before it, keeps them."""
     from infoclust_dask.cluster import _kmeans
+    from infoclust_dask.kernels import _compiled
 
-    monkeypatch.setattr(_kmeans, "HAMERLY_MIN_ROWS", 0)
+    assert _kmeans.bounds_pay(1.0, 0.9, 5.0) and _kmeans.bounds_pay(1.0, 1.5, 2.1)
+    assert not _kmeans.bounds_pay(1.0, 1.1, 1.2) and not _kmeans.bounds_pay(1.0, 1.5, 1.9)
+    monkeypatch.setattr(_compiled, "NUMPY_FORM_MAX_BYTES", 0)  # bounds only where the steps are compiled
     rng = np.random.default_rng(0)
-    X = rng.normal(size=(4000, 4))  # one blob, 20 centres: they keep moving, the bounds decide little
+    X = rng.normal(size=(4000, 4))  # one blob, 20 centres: they keep moving
     C0 = X[:20].copy()
-    auto, plain = [], []
-    _kmeans.lloyd(X, None, C0, max_iter=15, tol=0.0, bounds="auto", trace=auto)
-    _kmeans.lloyd(X, None, C0, max_iter=15, tol=0.0, bounds=False, trace=plain)
-    skipped = [t["skipped"] for t in auto]
-    at = _kmeans.HAMERLY_JUDGED_AT
-    assert any(s > 0 for s in skipped[:at]) and all(s == 0 for s in skipped[at:]), skipped
-    for a, b in zip(auto, plain, strict=True):
-        np.testing.assert_allclose(a["centers"], b["centers"], rtol=0, atol=1e-10)
+    runs = {}
+    for name, verdict in (("kept", True), ("ended", False)):
+        monkeypatch.setattr(_kmeans, "bounds_pay", lambda plain, step, previous, _v=verdict: _v)
+        trace, paths, out = [], [], {}
+        result = _kmeans.lloyd(X, None, C0, max_iter=8, tol=0.0, bounds="auto", trace=trace, paths=paths,
+                               labels_out=out)
+        runs[name] = result, trace, paths, out["labels"]
+    plain_trace, out = [], {}
+    plain = _kmeans.lloyd(X, None, C0, max_iter=8, tol=0.0, bounds=False, trace=plain_trace, labels_out=out)
+    for name, (result, trace, paths, labels) in runs.items():
+        skipped = [t["skipped"] for t in trace]
+        assert skipped[0] == 0 and all(t["seconds"] > 0 for t in trace)
+        if name == "kept":
+            assert max(skipped[1:]) > 0 and paths[-1].startswith("bounds kept to the end"), (skipped, paths)
+        else:  # set up at step 2, judged at step 3: plain from step 4
+            assert skipped[3:] == [0] * 5 and "plain steps from here" in paths[0], (skipped, paths)
+        for a, b in zip(trace, plain_trace, strict=True):
+            np.testing.assert_array_equal(a["centers"], b["centers"])
+        np.testing.assert_array_equal(result[0], plain[0])
+        assert result[1] == plain[1] and result[2] == plain[2]
+        np.testing.assert_array_equal(result[3], plain[3])
+        np.testing.assert_array_equal(labels, out["labels"])
 
 
 def test_yinyang_groups_and_their_end_when_they_do_not_pay(monkeypatch):
     """Issue 55: Yinyang's groups hold every centre once, nearby centres
     together, in fewer groups when the rows are many (the bounds' memory);
-    with ``bounds="auto"`` a step (from HAMERLY_JUDGED_AT on) that computed
-    more than YINYANG_MAX_MEASURED of the distances ends them, and the
-    centres stay those of plain Lloyd."""
+    with ``bounds="auto"`` a bounded step judged not to pay (issue 63: by its
+    time, :func:`bounds_pay`) ends them, and the centres and inertia stay
+    those of plain Lloyd, bit for bit."""
     from infoclust_dask.cluster import _kmeans
     from infoclust_dask.cluster._lloyd_bounds import RowBounds, centre_groups
 
@@ -445,21 +469,22 @@ def test_yinyang_groups_and_their_end_when_they_do_not_pay(monkeypatch):
 
     assert RowBounds.planned(1000, 80, 64)[1] == 1000 * (16 + 8 * 3) and RowBounds.planned(1000, 12, 64) == (0, 24000)
 
-    monkeypatch.setattr(_kmeans, "HAMERLY_MIN_ROWS", 0)
+    monkeypatch.setattr("infoclust_dask.kernels._compiled.NUMPY_FORM_MAX_BYTES", 0)
     X = rng.normal(size=(3000, 3))
     monkeypatch.setattr(_kmeans, "_bounds_room", lambda: 3000 * 40 - 1)  # the bounds' memory is counted
     none = []
     _kmeans.lloyd(X, None, X[:80].copy(), max_iter=12, tol=0.0, bounds="auto", trace=none)
     assert all(t["measured"] == -1 and t["skipped"] == 0 for t in none)
     monkeypatch.setattr(_kmeans, "_bounds_room", lambda: 3000 * 40)
-    monkeypatch.setattr(_kmeans, "YINYANG_MAX_MEASURED", 0.0)
+    monkeypatch.setattr(_kmeans, "bounds_pay", lambda plain, step, previous: False)
     auto, plain = [], []
-    _kmeans.lloyd(X, None, X[:80].copy(), max_iter=12, tol=0.0, bounds="auto", trace=auto)
-    _kmeans.lloyd(X, None, X[:80].copy(), max_iter=12, tol=0.0, bounds=False, trace=plain)
-    at = _kmeans.HAMERLY_JUDGED_AT
-    assert all(t["measured"] >= 0 for t in auto[:at]) and all(t["measured"] == -1 for t in auto[at:])
-    for a, b in zip(auto, plain, strict=True):
-        np.testing.assert_allclose(a["centers"], b["centers"], rtol=0, atol=1e-10)
+    a = _kmeans.lloyd(X, None, X[:80].copy(), max_iter=12, tol=0.0, bounds="auto", trace=auto)
+    b = _kmeans.lloyd(X, None, X[:80].copy(), max_iter=12, tol=0.0, bounds=False, trace=plain)
+    measured = [t["measured"] for t in auto]  # plain, set up, judged, then plain
+    assert measured[0] == -1 and min(measured[1:3]) >= 0 and set(measured[3:]) == {-1}, measured
+    for x, y in zip(auto, plain, strict=True):
+        np.testing.assert_array_equal(x["centers"], y["centers"])
+    assert a[1] == b[1]
 
 
 def test_every_partial_fit_streams_on_a_distributed_scheduler(local_cluster_client):
