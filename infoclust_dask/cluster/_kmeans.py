@@ -49,9 +49,14 @@ class EmptyClusterWarning(UserWarning):
 #: up to this many centres Lloyd's bounds per row are Hamerly's (2010): one upper and one lower bound, 16 bytes a
 #: row, plus its label (8 bytes); above, Yinyang's grouped bounds (Ding et al. 2015)
 HAMERLY_MAX_K = 64
-#: ``bounds="auto"`` sets the bounds up at the second step when this many steps are allowed: the first step is a
-#: plain one (its time is the measure of the bounded ones), the second sets them up (it costs more than a plain one)
-BOUNDS_MIN_ITER = 3
+#: ``bounds="auto"`` sets the bounds up after this many plain steps (the fastest is the measure of the bounded
+#: ones; the first may include loading the compiled kernels: 0.35 s against 6 ms), when at least two more steps
+#: are allowed (the set-up step costs more than a plain one: 1.4x at 5e5 x 16, k = 4)
+BOUNDS_PLAIN_STEPS = 2
+BOUNDS_MIN_ITER = BOUNDS_PLAIN_STEPS + 2
+#: classes ``(bounds' kind, dtype, k, d)`` whose bounds this process ended by measurement: later fits of the class
+#: keep plain steps without trying them again (the trial costs about one plain step)
+_BOUNDS_LOST: set[tuple] = set()
 #: a bounded step (from the second) that took longer than the fastest plain step of this fit, and not less than
 #: this share of the bounded step before it (the bounds were not catching up), ends the bounds: measured where the
 #: fit runs, not by constants of one machine (issue 63: on an AVX2 machine Hamerly's bounds at k = 4 on overlapping
@@ -116,12 +121,14 @@ def lloyd(X, w, centers, *, max_iter, tol, verbose=0, label="", warn_empty=True,
     this process's memory - Hamerly's (2010) up to :data:`HAMERLY_MAX_K`
     centres, Yinyang's grouped bounds (Ding et al. 2015) above
     (:class:`~._lloyd_bounds.RowBounds`). ``"auto"`` (when
-    :func:`_use_bounds` allows): the first step is plain and timed, the
-    second sets the bounds up, and a later bounded step that takes longer
+    :func:`_use_bounds` allows): the first :data:`BOUNDS_PLAIN_STEPS` steps
+    are plain and timed, the next sets the bounds up, and a later bounded
+    step that takes longer
     than the fastest plain step without falling below
     :data:`BOUNDS_FALLING` of the bounded step before it ends them
     (:func:`bounds_pay`): kept only where they pay, measured on this
-    machine and these data. ``True`` keeps them from the first step,
+    machine and these data (a class of k, d and dtype whose bounds were
+    ended so is not tried again in this process). ``True`` keeps them from the first step,
     ``False`` never. A row whose bounds show its centre cannot have changed
     is not measured again. Every path - plain or bounded steps, the exact
     loops or the products (:mod:`infoclust_dask.kernels._choice`) - gives
@@ -136,10 +143,15 @@ def lloyd(X, w, centers, *, max_iter, tol, verbose=0, label="", warn_empty=True,
         sxx = float(engine.map_reduce(SUM_SQ, X, w)["sxx"])
     it = 0
     allowed = _use_bounds(X, k, bounds, max_iter)
+    kind = ("hamerly" if k <= HAMERLY_MAX_K else "yinyang", np.dtype(X.dtype).str, k, X.shape[1])
+    if allowed and bounds == "auto" and kind in _BOUNDS_LOST:
+        allowed = False
+        _say_bounds(paths, verbose, label, "plain steps (bounds did not pay for these k, d and dtype earlier in "
+                                           "this process)")
     state = RowBounds(X.shape[0], centers, HAMERLY_MAX_K, X.nbytes) if allowed and bounds is True else None
     plain, previous, ended = np.inf, np.inf, False
     for it in range(1, max_iter + 1):
-        if allowed and state is None and not ended and it == 2:  # the plain step's time is known: set them up
+        if allowed and state is None and not ended and it == BOUNDS_PLAIN_STEPS + 1:  # plain steps timed: set up
             state = RowBounds(X.shape[0], centers, HAMERLY_MAX_K, X.nbytes)
         t0 = time.perf_counter()
         if state is not None:
@@ -155,6 +167,7 @@ def lloyd(X, w, centers, *, max_iter, tol, verbose=0, label="", warn_empty=True,
         elif bounds == "auto":
             if np.isfinite(previous) and not bounds_pay(plain, seconds, previous):
                 state, ended = None, True  # the bounds do not pay here: plain steps from here (the same centres)
+                _BOUNDS_LOST.add(kind)
                 _say_bounds(paths, verbose, label, f"iteration {it}: a bounded step took {seconds:.3g} s, a plain "
                             f"one {plain:.3g} s; plain steps from here")
             previous = seconds
@@ -192,6 +205,7 @@ def lloyd(X, w, centers, *, max_iter, tol, verbose=0, label="", warn_empty=True,
             return centers, float(st["inertia"]), it, np.asarray(counts, dtype=np.float64)
         if shift <= tol:
             break
+    _note_step_path(X, k)
     if state is not None:  # the bounds decide the final labels too; then only their distances
         _say_bounds(paths, verbose, label, f"bounds kept to the end (a bounded step {seconds:.3g} s, a plain one "
                     f"{plain:.3g} s)" if bounds == "auto" else "bounds kept (asked for)")
@@ -213,6 +227,33 @@ def _say_bounds(paths, verbose, label, line):
         paths.append(line)
     if verbose:
         say(f"[KMeans{label}] {line}")
+    _note_paths(f"Lloyd: {line}")
+
+
+def _note_paths(line: str) -> None:
+    """Tell the fit's runner (``runner_["paths"]``) which path Lloyd took and why."""
+    runner = engine.current_runner()
+    if runner is not None:
+        runner.note_path(line)
+
+
+def _note_step_path(X, k: int) -> None:
+    """``runner_["paths"]``: the step's kernel path for these rows (chosen by measurement in the process that runs
+    it, :mod:`infoclust_dask.kernels._choice`)."""
+    from ..kernels import _choice, _compiled
+
+    paths = _compiled.lloyd_paths(k)
+    if len(paths) == 1:
+        _note_paths(f"Lloyd's step: the {paths[0]} ({'forced' if _compiled.LLOYD_PATH else f'{k} centres'})")
+        return
+    dtype = np.dtype(X.dtype if X.dtype in (np.float32, np.float64) else np.float64)
+    chosen = _choice.report("lloyd").get(("lloyd", dtype.str, k, X.shape[1]))
+    if chosen is None or not engine.resolve_scheduler(None).in_this_process():
+        _note_paths("Lloyd's step: the exact loops or the products, whichever was faster in each process running "
+                    "it (the same bits)")
+        return
+    figures = ", ".join(f"{p} {ns:.3g} ns" for p, ns in chosen["ns_per_row"].items())
+    _note_paths(f"Lloyd's step: the {chosen['path']} (measured in this process, per row: {figures}; the same bits)")
 
 
 #: from this many centres x features a fit on rows in memory takes its labels from the inertia's pass: at

@@ -31,6 +31,7 @@ class Runner(abc.ABC):
     def __init__(self, reason: str = "") -> None:
         self.reason = reason
         self.data_notes: list[str] = []  # where prepare() put the call's lazy input (describe's "data")
+        self.path_notes: list[str] = []  # which kernel paths the call's passes took, and why (describe's "paths")
 
     # ----- what it is
     @property
@@ -43,13 +44,22 @@ class Runner(abc.ABC):
         if note not in self.data_notes:
             self.data_notes.append(note)
 
+    def note_path(self, note: str) -> None:
+        """Record which path a kernel or a loop took and why (for :meth:`describe`; issue 63)."""
+        if note not in self.path_notes:
+            self.path_notes.append(note)
+
     def describe(self) -> dict:
-        """``{"runner": str(self), "reason": ...}`` for run summaries, and
+        """``{"runner": str(self), "reason": ...}`` for run summaries,
         ``"data"`` when :meth:`prepare` placed lazy input (where it lives
-        for the passes: held in the workers' memory, or streamed)."""
+        for the passes: held in the workers' memory, or streamed), and
+        ``"paths"`` when a pass noted the path its kernels took
+        (:meth:`note_path`)."""
         out = {"runner": str(self), "reason": self.reason}
         if self.data_notes:
             out["data"] = "; ".join(self.data_notes)
+        if self.path_notes:
+            out["paths"] = "; ".join(self.path_notes)
         return out
 
     @abc.abstractmethod

@@ -421,6 +421,7 @@ def test_automatic_bounds_are_judged_by_their_time(monkeypatch):
     assert _kmeans.bounds_pay(1.0, 0.9, 5.0) and _kmeans.bounds_pay(1.0, 1.5, 2.1)
     assert not _kmeans.bounds_pay(1.0, 1.1, 1.2) and not _kmeans.bounds_pay(1.0, 1.5, 1.9)
     monkeypatch.setattr(_compiled, "NUMPY_FORM_MAX_BYTES", 0)  # bounds only where the steps are compiled
+    monkeypatch.setattr(_kmeans, "_BOUNDS_LOST", set())
     rng = np.random.default_rng(0)
     X = rng.normal(size=(4000, 4))  # one blob, 20 centres: they keep moving
     C0 = X[:20].copy()
@@ -436,16 +437,22 @@ def test_automatic_bounds_are_judged_by_their_time(monkeypatch):
     for name, (result, trace, paths, labels) in runs.items():
         skipped = [t["skipped"] for t in trace]
         assert skipped[0] == 0 and all(t["seconds"] > 0 for t in trace)
+        at = _kmeans.BOUNDS_PLAIN_STEPS
+        assert skipped[:at + 1] == [0] * (at + 1)  # plain steps timed, then the set-up step
         if name == "kept":
-            assert max(skipped[1:]) > 0 and paths[-1].startswith("bounds kept to the end"), (skipped, paths)
-        else:  # set up at step 2, judged at step 3: plain from step 4
-            assert skipped[3:] == [0] * 5 and "plain steps from here" in paths[0], (skipped, paths)
+            assert max(skipped[at + 1:]) > 0 and paths[-1].startswith("bounds kept to the end"), (skipped, paths)
+        else:  # judged at the step after the set-up: plain from the next
+            assert skipped[at + 2:] == [0] * (8 - at - 2) and "plain steps from here" in paths[0], (skipped, paths)
         for a, b in zip(trace, plain_trace, strict=True):
             np.testing.assert_array_equal(a["centers"], b["centers"])
         np.testing.assert_array_equal(result[0], plain[0])
         assert result[1] == plain[1] and result[2] == plain[2]
         np.testing.assert_array_equal(result[3], plain[3])
         np.testing.assert_array_equal(labels, out["labels"])
+    # the class whose bounds were ended is not tried again in this process
+    trace, paths = [], []
+    _kmeans.lloyd(X, None, C0, max_iter=8, tol=0.0, bounds="auto", trace=trace, paths=paths)
+    assert all(t["skipped"] == 0 for t in trace) and "did not pay" in paths[0], paths
 
 
 def test_yinyang_groups_and_their_end_when_they_do_not_pay(monkeypatch):
@@ -477,11 +484,13 @@ def test_yinyang_groups_and_their_end_when_they_do_not_pay(monkeypatch):
     assert all(t["measured"] == -1 and t["skipped"] == 0 for t in none)
     monkeypatch.setattr(_kmeans, "_bounds_room", lambda: 3000 * 40)
     monkeypatch.setattr(_kmeans, "bounds_pay", lambda plain, step, previous: False)
+    monkeypatch.setattr(_kmeans, "_BOUNDS_LOST", set())
     auto, plain = [], []
     a = _kmeans.lloyd(X, None, X[:80].copy(), max_iter=12, tol=0.0, bounds="auto", trace=auto)
     b = _kmeans.lloyd(X, None, X[:80].copy(), max_iter=12, tol=0.0, bounds=False, trace=plain)
     measured = [t["measured"] for t in auto]  # plain, set up, judged, then plain
-    assert measured[0] == -1 and min(measured[1:3]) >= 0 and set(measured[3:]) == {-1}, measured
+    at = _kmeans.BOUNDS_PLAIN_STEPS
+    assert set(measured[:at]) == {-1} and min(measured[at:at + 2]) >= 0 and set(measured[at + 2:]) == {-1}, measured
     for x, y in zip(auto, plain, strict=True):
         np.testing.assert_array_equal(x["centers"], y["centers"])
     assert a[1] == b[1]
