@@ -36,7 +36,7 @@ from ._base import (
 )
 from ._conventions import WEIGHTS
 from ._init import init_kmeans_parallel, init_kmeanspp, init_random, init_sampled_kmeanspp, seed_sample_rows
-from ._lloyd_bounds import RowBounds
+from ._lloyd_bounds import RowBounds, bounds_pay, note_step_path, say_bounds
 from ._xarray import data_method
 
 __all__ = ["KMeans", "EmptyClusterWarning", "lloyd"]
@@ -57,21 +57,6 @@ BOUNDS_MIN_ITER = BOUNDS_PLAIN_STEPS + 2
 #: classes ``(bounds' kind, dtype, k, d)`` whose bounds this process ended by measurement: later fits of the class
 #: keep plain steps without trying them again (the trial costs about one plain step)
 _BOUNDS_LOST: set[tuple] = set()
-#: a bounded step (from the second) that took longer than the fastest plain step of this fit, and not less than
-#: this share of the bounded step before it (the bounds were not catching up), ends the bounds: measured where the
-#: fit runs, not by constants of one machine (issue 63: on an AVX2 machine Hamerly's bounds at k = 4 on overlapping
-#: blobs made K-means 1.25x scikit-learn, 0.56-0.61x without them)
-BOUNDS_FALLING = 0.75
-
-
-def bounds_pay(plain: float, step: float, previous: float) -> bool:
-    """Whether a bounded step that took ``step`` seconds, after one of
-    ``previous`` seconds, keeps the bounds, against the fit's fastest plain
-    step (``plain`` seconds): it was no slower, or it fell below
-    :data:`BOUNDS_FALLING` of the previous one (the bounds are settling)."""
-    return step <= plain or step < BOUNDS_FALLING * previous
-
-
 def _use_bounds(X, k: int, bounds: str | bool, max_iter: int) -> bool:
     """Whether Lloyd may keep per-row bounds: rows in this process's memory
     (the bounds are updated in place beside them), no journal recording the
@@ -146,7 +131,7 @@ def lloyd(X, w, centers, *, max_iter, tol, verbose=0, label="", warn_empty=True,
     kind = ("hamerly" if k <= HAMERLY_MAX_K else "yinyang", np.dtype(X.dtype).str, k, X.shape[1])
     if allowed and bounds == "auto" and kind in _BOUNDS_LOST:
         allowed = False
-        _say_bounds(paths, verbose, label, "plain steps (bounds did not pay for these k, d and dtype earlier in "
+        say_bounds(paths, verbose, label, "plain steps (bounds did not pay for these k, d and dtype earlier in "
                                            "this process)")
     state = RowBounds(X.shape[0], centers, HAMERLY_MAX_K, X.nbytes) if allowed and bounds is True else None
     plain, previous, ended = np.inf, np.inf, False
@@ -168,7 +153,7 @@ def lloyd(X, w, centers, *, max_iter, tol, verbose=0, label="", warn_empty=True,
             if np.isfinite(previous) and not bounds_pay(plain, seconds, previous):
                 state, ended = None, True  # the bounds do not pay here: plain steps from here (the same centres)
                 _BOUNDS_LOST.add(kind)
-                _say_bounds(paths, verbose, label, f"iteration {it}: a bounded step took {seconds:.3g} s, a plain "
+                say_bounds(paths, verbose, label, f"iteration {it}: a bounded step took {seconds:.3g} s, a plain "
                             f"one {plain:.3g} s; plain steps from here")
             previous = seconds
         counts, sums = st["counts"], st["sums"]
@@ -205,9 +190,9 @@ def lloyd(X, w, centers, *, max_iter, tol, verbose=0, label="", warn_empty=True,
             return centers, float(st["inertia"]), it, np.asarray(counts, dtype=np.float64)
         if shift <= tol:
             break
-    _note_step_path(X, k)
+    note_step_path(X, k)
     if state is not None:  # the bounds decide the final labels too; then only their distances
-        _say_bounds(paths, verbose, label, f"bounds kept to the end (a bounded step {seconds:.3g} s, a plain one "
+        say_bounds(paths, verbose, label, f"bounds kept to the end (a bounded step {seconds:.3g} s, a plain one "
                     f"{plain:.3g} s)" if bounds == "auto" else "bounds kept (asked for)")
         inertia, counts, labels = state.final(X, w, centers)
         if labels_out is not None:
@@ -220,40 +205,6 @@ def lloyd(X, w, centers, *, max_iter, tol, verbose=0, label="", warn_empty=True,
         return centers, float(st["inertia"]), it, np.asarray(st["counts"], dtype=np.float64)
     st = engine.map_reduce(INERTIA, X, w, params={"centers": centers})
     return centers, float(st["inertia"]), it, np.asarray(st["counts"], dtype=np.float64)
-
-
-def _say_bounds(paths, verbose, label, line):
-    if paths is not None:
-        paths.append(line)
-    if verbose:
-        say(f"[KMeans{label}] {line}")
-    _note_paths(f"Lloyd: {line}")
-
-
-def _note_paths(line: str) -> None:
-    """Tell the fit's runner (``runner_["paths"]``) which path Lloyd took and why."""
-    runner = engine.current_runner()
-    if runner is not None:
-        runner.note_path(line)
-
-
-def _note_step_path(X, k: int) -> None:
-    """``runner_["paths"]``: the step's kernel path for these rows (chosen by measurement in the process that runs
-    it, :mod:`infoclust_dask.kernels._choice`)."""
-    from ..kernels import _choice, _compiled
-
-    paths = _compiled.lloyd_paths(k)
-    if len(paths) == 1:
-        _note_paths(f"Lloyd's step: the {paths[0]} ({'forced' if _compiled.LLOYD_PATH else f'{k} centres'})")
-        return
-    dtype = np.dtype(X.dtype if X.dtype in (np.float32, np.float64) else np.float64)
-    chosen = _choice.report("lloyd").get(("lloyd", dtype.str, k, X.shape[1]))
-    if chosen is None or not engine.resolve_scheduler(None).in_this_process():
-        _note_paths("Lloyd's step: the exact loops or the products, whichever was faster in each process running "
-                    "it (the same bits)")
-        return
-    figures = ", ".join(f"{p} {ns:.3g} ns" for p, ns in chosen["ns_per_row"].items())
-    _note_paths(f"Lloyd's step: the {chosen['path']} (measured in this process, per row: {figures}; the same bits)")
 
 
 #: from this many centres x features a fit on rows in memory takes its labels from the inertia's pass: at
@@ -351,31 +302,38 @@ class KMeans(ClusterColumnsOut, ClusterMixin, TransformerMixin, InfoclustEstimat
     -----
     Passes over the data: the validation pass, the seeding (k for k-means++),
     then one per iteration, plus one for the final inertia unless the
-    partition reached a fixed point (for rows in memory and k x d >= 1024 it
-    also gives ``labels_``; otherwise ``labels_`` take a pass of their own,
-    lazy for lazy input). The driver holds only K x d arrays.
+    partition reached a fixed point (for rows in memory and k x d >= 1024 a
+    labels pass gives ``labels_`` and one of n x d work their inertia; with
+    bounds kept to the end, a bounded step and that n x d pass; otherwise
+    ``labels_`` take a pass of their own, lazy for lazy input). The driver
+    holds only K x d arrays.
 
-    Exact bounds: on rows held in this process's memory (at least 20 000),
-    with at most 64 centres and ``max_iter >= 10``, every row keeps
-    Hamerly's (2010) two bounds and its centre between iterations (24 bytes
-    a row beside the data: 240 MB for 1e7 rows); with more centres (and
-    ``max_iter >= 10``, or 5 when k x d >= 32768), Yinyang's (Ding et al.
-    2015) bound per group of about
-    10 centres (8 bytes a row and group, at most as much memory as the rows,
-    at least 256 MB, at most 2 GiB: fewer groups above that); bounds that
-    would take more than a quarter of the memory available are not kept.
-    A row whose bounds show that its centre cannot have changed is not
-    measured again;
-    the iterations' centres, the labels and the inertia are those of plain
-    Lloyd (tested to 1e-10). If from the eighth iteration Hamerly's bounds
-    decide less than 70 % of the rows, or Yinyang's compute more than 15 %
-    of the distances, the rest are plain iterations. Stores
-    streamed from disk and fits on a cluster's workers keep plain passes.
+    Paths chosen where the fit runs (issue 63): each step's assignment is
+    computed by the exact differences, or for 8 centres and more by BLAS
+    products with near ties settled by the exact differences - whichever
+    the process running it measured faster on its first calls for these
+    k, d and dtype (:mod:`infoclust_dask.kernels._choice`). On rows held
+    in this process's memory (more than 1 MiB) with at least 4 steps
+    allowed, the first two steps are plain and timed, the third sets up
+    exact bounds per row - Hamerly's (2010) two bounds with at most 64
+    centres (24 bytes a row beside the data: 240 MB for 1e7 rows),
+    Yinyang's (Ding et al. 2015) bound per group of about 10 centres above
+    (8 bytes a row and group, at most as much memory as the rows, at least
+    256 MB, at most 2 GiB) - and the bounds are kept while a bounded step
+    is no slower than a plain one (or falling fast); bounds that would take
+    more than a quarter of the memory available are not kept. A row whose
+    bounds show that its centre cannot have changed is not measured again.
+    Every path computes a deciding distance by the same IEEE operations in
+    the same order, so the iterations' centres, the labels and the inertia
+    are the same bits whichever paths ran (tested); ``runner_["paths"]``
+    says which ran and why. Stores streamed from disk and fits on a
+    cluster's workers keep plain passes.
 
     References
     ----------
     MacKay (2003), ch. 20, eq. (20.3)-(20.6). Hamerly (2010), "Making
-    k-means even faster", SIAM SDM, algorithm 2.
+    k-means even faster", SIAM SDM, algorithm 2. Ding, Zhao, Shen,
+    Musuvathi & Mytkowicz (2015), "Yinyang K-means", ICML, section 3.
 
     Examples
     --------

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from .. import engine
+from .._support.progress import say
 from ..kernels.kmeans import HAMERLY_STEP, LABELLED_INERTIA, YINYANG_STEP
 
 #: Yinyang's groups: about one per this many centres (Ding et al. 2015, §3.2: k / 10)
@@ -124,3 +125,53 @@ class RowBounds:
         st = self.step(X, w, centers)
         inertia = engine.map_reduce(LABELLED_INERTIA, X, w, self.labels, params={"centers": centers})["inertia"]
         return float(inertia), np.asarray(st["counts"], dtype=np.float64), self.labels.copy()
+
+
+#: a bounded step (from the second) that took longer than the fastest plain step of this fit, and not less than
+#: this share of the bounded step before it (the bounds were not catching up), ends the bounds: measured where the
+#: fit runs, not by constants of one machine (issue 63: on an AVX2 machine Hamerly's bounds at k = 4 on overlapping
+#: blobs made K-means 1.25x scikit-learn, 0.56-0.61x without them)
+BOUNDS_FALLING = 0.75
+
+
+def bounds_pay(plain: float, step: float, previous: float) -> bool:
+    """Whether a bounded step that took ``step`` seconds, after one of
+    ``previous`` seconds, keeps the bounds, against the fit's fastest plain
+    step (``plain`` seconds): it was no slower, or it fell below
+    :data:`BOUNDS_FALLING` of the previous one (the bounds are settling)."""
+    return step <= plain or step < BOUNDS_FALLING * previous
+
+
+def say_bounds(paths, verbose, label, line):
+    """One line on the bounds' fate: into ``paths``, the progress lines and ``runner_["paths"]``."""
+    if paths is not None:
+        paths.append(line)
+    if verbose:
+        say(f"[KMeans{label}] {line}")
+    _note_paths(f"Lloyd: {line}")
+
+
+def _note_paths(line: str) -> None:
+    """Tell the fit's runner (``runner_["paths"]``) which path Lloyd took and why."""
+    runner = engine.current_runner()
+    if runner is not None:
+        runner.note_path(line)
+
+
+def note_step_path(X, k: int) -> None:
+    """``runner_["paths"]``: the step's kernel path for these rows (chosen by measurement in the process that runs
+    it, :mod:`infoclust_dask.kernels._choice`)."""
+    from ..kernels import _choice, _compiled
+
+    paths = _compiled.lloyd_paths(k)
+    if len(paths) == 1:
+        _note_paths(f"Lloyd's step: the {paths[0]} ({'forced' if _compiled.LLOYD_PATH else f'{k} centres'})")
+        return
+    dtype = np.dtype(X.dtype if X.dtype in (np.float32, np.float64) else np.float64)
+    chosen = _choice.report("lloyd").get(("lloyd", dtype.str, k, X.shape[1]))
+    if chosen is None or not engine.resolve_scheduler(None).in_this_process():
+        _note_paths("Lloyd's step: the exact loops or the products, whichever was faster in each process running "
+                    "it (the same bits)")
+        return
+    figures = ", ".join(f"{p} {ns:.3g} ns" for p, ns in chosen["ns_per_row"].items())
+    _note_paths(f"Lloyd's step: the {chosen['path']} (measured in this process, per row: {figures}; the same bits)")
