@@ -57,6 +57,8 @@ BOUNDS_MIN_ITER = BOUNDS_PLAIN_STEPS + 2
 #: classes ``(bounds' kind, dtype, k, d)`` whose bounds this process ended by measurement: later fits of the class
 #: keep plain steps without trying them again (the trial costs about one plain step)
 _BOUNDS_LOST: set[tuple] = set()
+
+
 def _use_bounds(X, k: int, bounds: str | bool, max_iter: int) -> bool:
     """Whether Lloyd may keep per-row bounds: rows in this process's memory
     (the bounds are updated in place beside them), no journal recording the

@@ -109,14 +109,6 @@ class RowBounds:
         self.previous = np.array(centers, dtype=np.float64)
         return st
 
-    def pays(self, st: dict, n: int, k: int, min_skipped: float, max_measured: float) -> bool:
-        """Whether the bounds still save work: Hamerly's decided at least
-        ``min_skipped`` of the rows; Yinyang's computed at most
-        ``max_measured`` of the ``n * k`` distances of a plain step."""
-        if self.grouped:
-            return int(st["measured"]) <= max_measured * n * k
-        return int(st["skipped"]) >= min_skipped * n
-
     def final(self, X: Any, w: Any, centers: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
         """The inertia, counts and labels at the final ``centers`` by one
         more bounded step and the rows' distances to their centres (n x d

@@ -23,7 +23,7 @@ __all__ = [
     "lloyd_step_stats", "LLOYD_STEP",
     "inertia_stats", "INERTIA",
     "combine_lloyd",
-    "assign_labels", "ASSIGN", "assign_with_distances", "ASSIGN_DISTANCE", "hamerly_step_stats", "HAMERLY_STEP",
+    "assign_labels", "ASSIGN", "hamerly_step_stats", "HAMERLY_STEP",
     "yinyang_step_stats", "YINYANG_STEP", "labelled_inertia_stats", "LABELLED_INERTIA",
     "soft_responsibilities",
     "soft_kmeans_stats", "SOFT_KMEANS",
@@ -153,14 +153,6 @@ def combine_lloyd(parts: list[dict]) -> dict[str, np.ndarray]:
 def assign_labels(x: np.ndarray, *, centers: np.ndarray) -> np.ndarray:
     """Nearest-centre labels (20.3) of a block, int64 (ties: lowest index)."""
     return _compiled.lloyd(x, centers=centers, with_sums=False)[0]
-
-
-def assign_with_distances(x: np.ndarray, *, centers: np.ndarray) -> np.ndarray:
-    """Nearest-centre label (20.3) and the exact squared distance to it of
-    every row of a block, as two float64 columns ``(label, distance)`` (one
-    pass gives a fit's labels and its inertia)."""
-    labels, dmin, _, _ = _compiled.lloyd(x, centers=centers, with_sums=False)
-    return np.column_stack([labels.astype(np.float64), dmin])
 
 
 def soft_responsibilities(x: np.ndarray, centers: np.ndarray, beta: float) -> tuple[np.ndarray, np.ndarray]:
@@ -322,7 +314,6 @@ HAMERLY_STEP = Pass("hamerly_step_stats", hamerly_step_stats, inputs=("x", "w", 
 YINYANG_STEP = Pass("yinyang_step_stats", yinyang_step_stats, inputs=("x", "w", "labels", "upper", "lower"))
 LABELLED_INERTIA = Pass("labelled_inertia_stats", labelled_inertia_stats, inputs=("x", "w", "labels"))
 ASSIGN = Pass("assign_labels", assign_labels, kind="map", dtype=np.int64)
-ASSIGN_DISTANCE = Pass("assign_with_distances", assign_with_distances, kind="map")
 SOFT_KMEANS = Pass("soft_kmeans_stats", soft_kmeans_stats, inputs=("x", "w"))
 SOFT_SCATTER = Pass("soft_scatter_stats", soft_scatter_stats, inputs=("x", "w"))
 RESPONSIBILITIES = Pass("responsibilities", responsibilities, kind="map")
