@@ -59,6 +59,20 @@ BOUNDS_MIN_ITER = BOUNDS_PLAIN_STEPS + 2
 _BOUNDS_LOST: set[tuple] = set()
 
 
+def _judge_whole_fit(bounds, kind: tuple, spent: float, plain_would: float, paths, verbose, label) -> None:
+    """The bounds' account of a whole fit: ``spent`` seconds in bounded steps, their set-up and the final pass,
+    against ``plain_would`` (the fastest plain step times the steps and final pass plain Lloyd would have made).
+    ``"auto"`` bounds that lost are not tried again for this class in this process (:data:`_BOUNDS_LOST`)."""
+    if bounds != "auto":
+        say_bounds(paths, verbose, label, "bounds kept (asked for)")
+        return
+    verdict = "paid" if spent <= plain_would else "did not pay: not tried again for these k, d and dtype here"
+    if spent > plain_would:
+        _BOUNDS_LOST.add(kind)
+    say_bounds(paths, verbose, label, f"bounds kept to the end: {spent:.3g} s with them where plain steps would have "
+               f"taken about {plain_would:.3g} s ({verdict})")
+
+
 def _use_bounds(X, k: int, bounds: str | bool, max_iter: int) -> bool:
     """Whether Lloyd may keep per-row bounds: rows in this process's memory
     (the bounds are updated in place beside them), no journal recording the
@@ -136,7 +150,7 @@ def lloyd(X, w, centers, *, max_iter, tol, verbose=0, label="", warn_empty=True,
         say_bounds(paths, verbose, label, "plain steps (bounds did not pay for these k, d and dtype earlier in "
                                            "this process)")
     state = RowBounds(X.shape[0], centers, HAMERLY_MAX_K, X.nbytes) if allowed and bounds is True else None
-    plain, previous, ended = np.inf, np.inf, False
+    plain, previous, ended, bounded, n_bounded, settled = np.inf, np.inf, False, 0.0, 0, False
     for it in range(1, max_iter + 1):
         if allowed and state is None and not ended and it == BOUNDS_PLAIN_STEPS + 1:  # plain steps timed: set up
             state = RowBounds(X.shape[0], centers, HAMERLY_MAX_K, X.nbytes)
@@ -151,7 +165,9 @@ def lloyd(X, w, centers, *, max_iter, tol, verbose=0, label="", warn_empty=True,
                           "measured": int(st.get("measured", -1)), "seconds": seconds})
         if state is None:
             plain = min(plain, seconds)
-        elif bounds == "auto":
+        else:
+            bounded, n_bounded = bounded + seconds, n_bounded + 1
+        if state is not None and bounds == "auto":
             if np.isfinite(previous) and not bounds_pay(plain, seconds, previous):
                 state, ended = None, True  # the bounds do not pay here: plain steps from here (the same centres)
                 _BOUNDS_LOST.add(kind)
@@ -187,16 +203,17 @@ def lloyd(X, w, centers, *, max_iter, tol, verbose=0, label="", warn_empty=True,
                 f"shift={shift:.3g}  ({time.perf_counter() - t0:.2f}s)"
             )
         centers = new
-        if shift == 0.0 and not empty.size and "inertia" in st and labels_out is None:
-            # the centres did not move: this pass was at the final centres, its inertia and counts are final
+        settled = shift == 0.0 and not empty.size  # this pass was at the final centres
+        if settled and "inertia" in st and labels_out is None:  # a plain pass: its inertia and counts are final
             return centers, float(st["inertia"]), it, np.asarray(counts, dtype=np.float64)
         if shift <= tol:
             break
     note_step_path(X, k)
     if state is not None:  # the bounds decide the final labels too; then only their distances
-        say_bounds(paths, verbose, label, f"bounds kept to the end (a bounded step {seconds:.3g} s, a plain one "
-                    f"{plain:.3g} s)" if bounds == "auto" else "bounds kept (asked for)")
-        inertia, counts, labels = state.final(X, w, centers)
+        t0 = time.perf_counter()
+        inertia, counts, labels = state.final(X, w, centers, settled=settled)
+        bounded += time.perf_counter() - t0
+        _judge_whole_fit(bounds, kind, bounded, plain * (n_bounded + (0 if settled else 1)), paths, verbose, label)
         if labels_out is not None:
             labels_out["labels"] = labels
         return centers, inertia, it, counts

@@ -109,14 +109,18 @@ class RowBounds:
         self.previous = np.array(centers, dtype=np.float64)
         return st
 
-    def final(self, X: Any, w: Any, centers: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+    def final(self, X: Any, w: Any, centers: np.ndarray, settled: bool = False
+              ) -> tuple[float, np.ndarray, np.ndarray]:
         """The inertia, counts and labels at the final ``centers`` by one
-        more bounded step and the rows' distances to their centres (n x d
-        work, not n x k): the numbers of a plain pass, bit for bit (every
-        path measures a distance by :func:`~infoclust_dask.kernels._lloyd_loops._sq_dist`)."""
-        st = self.step(X, w, centers)
-        inertia = engine.map_reduce(LABELLED_INERTIA, X, w, self.labels, params={"centers": centers})["inertia"]
-        return float(inertia), np.asarray(st["counts"], dtype=np.float64), self.labels.copy()
+        more bounded step (none when ``settled``: the last step was at
+        these centres, its labels are final) and the rows' distances to
+        their centres (n x d work, not n x k): the numbers of a plain pass,
+        bit for bit (every path measures a distance by
+        :func:`~infoclust_dask.kernels._lloyd_loops._sq_dist`)."""
+        if not settled:
+            self.step(X, w, centers)
+        st = engine.map_reduce(LABELLED_INERTIA, X, w, self.labels, params={"centers": centers})
+        return float(st["inertia"]), np.asarray(st["counts"], dtype=np.float64), self.labels.copy()
 
 
 #: a bounded step (from the second) that took longer than the fastest plain step of this fit, and not less than

@@ -428,6 +428,7 @@ def test_automatic_bounds_are_judged_by_their_time(monkeypatch):
     runs = {}
     for name, verdict in (("kept", True), ("ended", False)):
         monkeypatch.setattr(_kmeans, "bounds_pay", lambda plain, step, previous, _v=verdict: _v)
+        _kmeans._BOUNDS_LOST.clear()  # (a kept run that lost over the whole fit would skip the next run's trial)
         trace, paths, out = [], [], {}
         result = _kmeans.lloyd(X, None, C0, max_iter=8, tol=0.0, bounds="auto", trace=trace, paths=paths,
                                labels_out=out)
@@ -450,9 +451,29 @@ def test_automatic_bounds_are_judged_by_their_time(monkeypatch):
         np.testing.assert_array_equal(result[3], plain[3])
         np.testing.assert_array_equal(labels, out["labels"])
     # the class whose bounds were ended is not tried again in this process
+    _kmeans._BOUNDS_LOST.clear()
+    _kmeans._BOUNDS_LOST.add(("hamerly", np.dtype(np.float64).str, 20, 4))
     trace, paths = [], []
     _kmeans.lloyd(X, None, C0, max_iter=8, tol=0.0, bounds="auto", trace=trace, paths=paths)
     assert all(t["skipped"] == 0 for t in trace) and "did not pay" in paths[0], paths
+
+
+def test_bounds_that_lost_over_a_whole_fit_are_not_tried_again(monkeypatch):
+    """Issue 63: bounds kept to the end are judged over the whole fit too -
+    their steps, set-up and final pass against the fastest plain step times
+    the steps (and final pass) plain Lloyd would have made; a loss keeps
+    that class (kind, dtype, k, d) on plain steps for the rest of the
+    process, a win does not."""
+    from infoclust_dask.cluster import _kmeans
+
+    monkeypatch.setattr(_kmeans, "_BOUNDS_LOST", set())
+    paths: list = []
+    _kmeans._judge_whole_fit("auto", ("hamerly", "<f8", 4, 16), 1.0, 1.2, paths, 0, "")
+    assert _kmeans._BOUNDS_LOST == set() and "(paid)" in paths[-1]
+    _kmeans._judge_whole_fit("auto", ("hamerly", "<f8", 4, 16), 1.3, 1.2, paths, 0, "")
+    assert _kmeans._BOUNDS_LOST == {("hamerly", "<f8", 4, 16)} and "did not pay" in paths[-1]
+    _kmeans._judge_whole_fit(True, ("yinyang", "<f4", 99, 8), 9.0, 1.0, paths, 0, "")
+    assert ("yinyang", "<f4", 99, 8) not in _kmeans._BOUNDS_LOST and paths[-1] == "bounds kept (asked for)"
 
 
 def test_yinyang_groups_and_their_end_when_they_do_not_pay(monkeypatch):
