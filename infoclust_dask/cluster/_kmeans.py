@@ -49,13 +49,15 @@ class EmptyClusterWarning(UserWarning):
 #: up to this many centres Lloyd's bounds per row are Hamerly's (2010): one upper and one lower bound, 16 bytes a
 #: row, plus its label (8 bytes); above, Yinyang's grouped bounds (Ding et al. 2015)
 HAMERLY_MAX_K = 64
-#: ``bounds="auto"`` sets the bounds up after this many plain steps (the fastest is the measure of the bounded
-#: ones; the first may include loading the compiled kernels: 0.35 s against 6 ms), when at least two more steps
-#: are allowed (the set-up step costs more than a plain one: 1.4x at 5e5 x 16, k = 4)
+#: ``bounds="auto"`` sets Hamerly's bounds up after this many plain steps (the fastest is the measure of the
+#: bounded ones; the first may include loading the compiled kernels: 0.35 s against 6 ms), when at least two more
+#: steps are allowed (the set-up step costs more than a plain one: 1.4x at 5e5 x 16, k = 4). Yinyang's are set
+#: up at the first step, whatever max_iter: its set-up is a plain products step that also writes the group
+#: bounds (about 1.1x a plain step at 2e5 x 128, k = 1024), its time the measure of the bounded steps
 BOUNDS_PLAIN_STEPS = 2
 BOUNDS_MIN_ITER = BOUNDS_PLAIN_STEPS + 2
-#: classes ``(bounds' kind, dtype, k, d)`` whose bounds this process ended by measurement: later fits of the class
-#: keep plain steps without trying them again (the trial costs about one plain step)
+#: classes ``(bounds' kind, dtype, k, d, rows' bit length)`` whose bounds lost in this process by measurement:
+#: later fits of the class keep plain steps without trying them again (the trial costs about one plain step)
 _BOUNDS_LOST: set[tuple] = set()
 
 
@@ -66,7 +68,7 @@ def _judge_whole_fit(bounds, kind: tuple, spent: float, plain_would: float, path
     if bounds != "auto":
         say_bounds(paths, verbose, label, "bounds kept (asked for)")
         return
-    verdict = "paid" if spent <= plain_would else "did not pay: not tried again for these k, d and dtype here"
+    verdict = "paid" if spent <= plain_would else "did not pay: not tried again for this class of work here"
     if spent > plain_would:
         _BOUNDS_LOST.add(kind)
     say_bounds(paths, verbose, label, f"bounds kept to the end: {spent:.3g} s with them where plain steps would have "
@@ -79,7 +81,8 @@ def _use_bounds(X, k: int, bounds: str | bool, max_iter: int) -> bool:
     passes (a replayed pass would not update them), data above the numpy
     forms' size (the tiny passes' other arithmetic:
     :data:`~infoclust_dask.kernels._compiled.NUMPY_FORM_MAX_BYTES`), and,
-    for ``"auto"``, at least :data:`BOUNDS_MIN_ITER` allowed steps and
+    for ``"auto"``, at least :data:`BOUNDS_MIN_ITER` allowed steps (Hamerly's;
+    Yinyang's: 1) and
     bounds that fit in a quarter of the memory available now. None of it
     changes the model: the bounded steps give the plain steps' bits."""
     from .. import journal
@@ -87,11 +90,18 @@ def _use_bounds(X, k: int, bounds: str | bool, max_iter: int) -> bool:
 
     if bounds is False or engine.is_lazy(X) or journal.active() is not None:
         return False
-    if bounds is not True and not (X.nbytes > NUMPY_FORM_MAX_BYTES and max_iter >= BOUNDS_MIN_ITER):
+    least = 1 if k > HAMERLY_MAX_K else BOUNDS_MIN_ITER
+    if bounds is not True and not (X.nbytes > NUMPY_FORM_MAX_BYTES and max_iter >= least):
         return False
     if bounds is not True and RowBounds.planned(X.shape[0], k, HAMERLY_MAX_K, X.nbytes)[1] > _bounds_room():
         return False  # the bounds would not fit beside what this process holds: plain steps
     return engine.resolve_scheduler(None).in_this_process()
+
+
+def _plain_steps(k: int) -> int:
+    """Plain (timed) steps before ``bounds="auto"`` sets the bounds up: Hamerly's after
+    :data:`BOUNDS_PLAIN_STEPS`, Yinyang's at once (their set-up is a plain step)."""
+    return 0 if k > HAMERLY_MAX_K else BOUNDS_PLAIN_STEPS
 
 
 def _bounds_room() -> int:
@@ -144,15 +154,18 @@ def lloyd(X, w, centers, *, max_iter, tol, verbose=0, label="", warn_empty=True,
         sxx = float(engine.map_reduce(SUM_SQ, X, w)["sxx"])
     it = 0
     allowed = _use_bounds(X, k, bounds, max_iter)
-    kind = ("hamerly" if k <= HAMERLY_MAX_K else "yinyang", np.dtype(X.dtype).str, k, X.shape[1])
+    # the class of work the bounds are judged for: their kind, dtype, k, d and the rows' order of magnitude (a
+    # verdict on 2e4 rows says nothing of 2e5: below, the bounds' fixed costs weigh more)
+    kind = ("hamerly" if k <= HAMERLY_MAX_K else "yinyang", np.dtype(X.dtype).str, k, X.shape[1],
+            int(X.shape[0]).bit_length())
     if allowed and bounds == "auto" and kind in _BOUNDS_LOST:
         allowed = False
-        say_bounds(paths, verbose, label, "plain steps (bounds did not pay for these k, d and dtype earlier in "
-                                           "this process)")
+        say_bounds(paths, verbose, label, "plain steps (bounds did not pay for these k, d, dtype and about as many "
+                                           "rows earlier in this process)")
     state = RowBounds(X.shape[0], centers, HAMERLY_MAX_K, X.nbytes) if allowed and bounds is True else None
     plain, previous, ended, bounded, n_bounded, settled = np.inf, np.inf, False, 0.0, 0, False
     for it in range(1, max_iter + 1):
-        if allowed and state is None and not ended and it == BOUNDS_PLAIN_STEPS + 1:  # plain steps timed: set up
+        if allowed and state is None and not ended and it == _plain_steps(k) + 1:  # plain steps timed: set up
             state = RowBounds(X.shape[0], centers, HAMERLY_MAX_K, X.nbytes)
         t0 = time.perf_counter()
         if state is not None:
@@ -167,6 +180,8 @@ def lloyd(X, w, centers, *, max_iter, tol, verbose=0, label="", warn_empty=True,
             plain = min(plain, seconds)
         else:
             bounded, n_bounded = bounded + seconds, n_bounded + 1
+            if n_bounded == 1 and not np.isfinite(plain):  # Yinyang's set-up step: a plain step and its bounds
+                plain = seconds
         if state is not None and bounds == "auto":
             if np.isfinite(previous) and not bounds_pay(plain, seconds, previous):
                 state, ended = None, True  # the bounds do not pay here: plain steps from here (the same centres)
@@ -205,10 +220,12 @@ def lloyd(X, w, centers, *, max_iter, tol, verbose=0, label="", warn_empty=True,
         centers = new
         settled = shift == 0.0 and not empty.size  # this pass was at the final centres
         if settled and "inertia" in st and labels_out is None:  # a plain pass: its inertia and counts are final
+            note_step_path(X, k)
             return centers, float(st["inertia"]), it, np.asarray(counts, dtype=np.float64)
         if shift <= tol:
             break
-    note_step_path(X, k)
+    if n_bounded < it:  # plain steps ran: which kernel path they took
+        note_step_path(X, k)
     if state is not None:  # the bounds decide the final labels too; then only their distances
         t0 = time.perf_counter()
         inertia, counts, labels = state.final(X, w, centers, settled=settled)

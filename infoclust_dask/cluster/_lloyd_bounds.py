@@ -50,8 +50,8 @@ def centre_groups(centers: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.nd
         near = np.minimum(near, ((c - c[seeds[-1]]) ** 2).sum(axis=1))
     means = c[seeds].copy()
     group = np.zeros(k, dtype=np.int64)
-    for _ in range(5):
-        group = np.argmin(((c[:, None, :] - means[None]) ** 2).sum(-1), axis=1)
+    for _ in range(5):  # |m|^2 - 2 c.m ranks the means as |c - m|^2 does (one product, not a k x groups x d array)
+        group = np.argmin((means**2).sum(axis=1)[None, :] - 2.0 * (c @ means.T), axis=1)
         for g in range(n_groups):
             if np.any(group == g):
                 means[g] = c[group == g].mean(axis=0)

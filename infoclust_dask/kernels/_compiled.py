@@ -158,12 +158,12 @@ def yinyang(x, w, labels, upper, lower, *, centers, moved, order, start, group_m
     for g in range(n_groups):
         group_of[order[start[g]:start[g + 1]]] = g
     cx = _in(c, x)
-    if n and labels[0] < 0:  # the first step: every distance, by the plain step's products, and the group bounds
-        first, dmin, counts, sums = lloyd(x, w, centers=c)
-        labels[:] = first
-        upper[:] = np.sqrt(dmin)
+    if n and labels[0] < 0:  # the first step: the plain step's products give every label and the group bounds
+        counts, sums, dmin = np.zeros(k), np.zeros((k, d)), np.empty(n)
         shift = cx.mean(axis=0, dtype=np.float64).astype(x.dtype)
-        _yinyang_loops._group_lower_gemm(x, cx, shift, float(np.finfo(x.dtype).eps) / 2, group_of, labels, lower)
+        _lloyd_loops()._gemm_rows(x, _weights(w, n), cx, shift, float(np.finfo(x.dtype).eps) / 2, counts, sums,
+                                  labels, dmin, np.zeros(1), True, group_of, lower)
+        upper[:] = np.sqrt(dmin)
         return counts, sums, 0, n * k
     counts, sums = np.zeros(k), np.zeros((k, d))
     skipped, measured = np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64)

@@ -128,6 +128,13 @@ def _shifted_tile(x, i0, nt, shift, xt, xn):
 
 @_strict
 def _lloyd_rows_gemm(x, w, cm, shift, eps, counts, sums, labels, dmin, inertia, with_sums):
+    """:func:`_gemm_rows` without group bounds (a plain Lloyd step)."""
+    _gemm_rows(x, w, cm, shift, eps, counts, sums, labels, dmin, inertia, with_sums, np.empty(0, dtype=np.int64),
+               np.empty((0, 0)))
+
+
+@_strict
+def _gemm_rows(x, w, cm, shift, eps, counts, sums, labels, dmin, inertia, with_sums, group_of, lower):
     """:func:`_lloyd_rows` for many centres: the tile's products with the
     centres by one matrix product (BLAS, through ``np.dot``), both shifted
     by ``shift`` (the centres' mean), and each row's nearest centre by
@@ -137,7 +144,13 @@ def _lloyd_rows_gemm(x, w, cm, shift, eps, counts, sums, labels, dmin, inertia, 
     centres' type) is decided again by the exact differences (:func:`_sq_dist`)
     among the centres within that bound, so the labels are those of
     :func:`_lloyd_rows` (ties: the lowest index); the distance to the chosen
-    centre is always :func:`_sq_dist`'s: the same bits as the loops."""
+    centre is always :func:`_sq_dist`'s: the same bits as the loops.
+
+    With ``group_of`` (centre -> group, k) and ``lower`` (n, groups) also
+    Yinyang's first group bounds from the same products (Ding et al. 2015,
+    §3): per row and group, a lower bound on the distance to the group's
+    centres other than the row's own (the expansion less twice its rounding
+    bound), so that setting the bounds up costs no second product."""
     n, d = x.shape
     k = cm.shape[0]
     cs, hn64, cmax = _shifted_centres(cm, shift)
@@ -149,6 +162,8 @@ def _lloyd_rows_gemm(x, w, cm, shift, eps, counts, sums, labels, dmin, inertia, 
     sb = np.empty(TILE, dtype=cm.dtype)
     bj = np.empty(TILE, dtype=np.int64)
     g = np.empty((k, TILE), dtype=cm.dtype)  # one buffer for every tile's products (no allocation per tile)
+    n_groups = lower.shape[1]
+    low = np.empty((n_groups, TILE))
     weighted = w.shape[0] > 0
     store = labels.shape[0] > 0
     for i0 in range(0, n, TILE):
@@ -195,3 +210,18 @@ def _lloyd_rows_gemm(x, w, cm, shift, eps, counts, sums, labels, dmin, inertia, 
             if with_sums:
                 for f in range(d):
                     sums[best, f] += wi * np.float64(x[i, f])
+            bj[r] = best
+        if n_groups > 0:  # the group bounds from the same products: a lower bound per group, less the rounding
+            low[:, :] = np.inf
+            for j in range(k):
+                hj = hn64[j]
+                gg = group_of[j]
+                for r in range(nt):
+                    v = hj - np.float64(g[j, r])
+                    if v < low[gg, r] and bj[r] != j:
+                        low[gg, r] = v
+            for r in range(nt):
+                slack2 = 2.0 * bound * (xn[r] + cmax)
+                for gg in range(n_groups):
+                    sq = 2.0 * low[gg, r] + xn[r] - slack2  # |x - m|^2 = 2 (|m - s|^2 / 2 - (x - s).(m - s)) + |x - s|^2
+                    lower[i0 + r, gg] = np.sqrt(sq) if sq > 0.0 else 0.0

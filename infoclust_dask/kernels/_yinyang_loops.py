@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._lloyd_loops import _shifted_centres, _shifted_tile, _sq_dist
-from ._loops import TILE, _jit, _strict
+from ._lloyd_loops import _sq_dist
+from ._loops import _strict
 
 
 @_strict  # IEEE as written: its sums add w x as the plain step does (an FMA would round them otherwise)
@@ -111,41 +111,6 @@ def _yinyang_rows(x, w, cm, moved, order, start, group_of, group_moved, margin, 
         counts[best] += wi
         for f in range(d):
             sums[best, f] += wi * np.float64(x[i, f])
-
-
-@_jit
-def _group_lower_gemm(x, cm, shift, eps, group_of, labels, lower):
-    """The first step's group bounds: for every row, per group, a lower
-    bound on its distance to the group's centres other than its own
-    (``labels``), from the tile's products with the centres (BLAS, as
-    :func:`infoclust_dask.kernels._lloyd_loops._lloyd_rows_gemm`) less
-    twice their rounding bound (``eps`` = unit round-off of the centres'
-    type), into ``lower`` (n, groups)."""
-    n, d = x.shape
-    k = cm.shape[0]
-    n_groups = lower.shape[1]
-    cs, hn, cmax = _shifted_centres(cm, shift)
-    bound = 4.0 * (d + 4) * eps
-    xt = np.zeros((d, TILE), dtype=cm.dtype)
-    xn = np.empty(TILE)
-    low = np.empty((n_groups, TILE))
-    for i0 in range(0, n, TILE):
-        nt = min(TILE, n - i0)
-        _shifted_tile(x, i0, nt, shift, xt, xn)
-        g = np.dot(cs, xt)  # (k, TILE)
-        low[:, :] = np.inf
-        for j in range(k):
-            h = hn[j]
-            gg = group_of[j]
-            for r in range(nt):
-                v = h - np.float64(g[j, r])
-                if v < low[gg, r] and labels[i0 + r] != j:
-                    low[gg, r] = v
-        for r in range(nt):
-            slack = 2.0 * bound * (xn[r] + cmax)
-            for gg in range(n_groups):
-                sq = 2.0 * low[gg, r] + xn[r] - slack  # |x - m|^2 = 2 (|m - s|^2 / 2 - (x - s).(m - s)) + |x - s|^2
-                lower[i0 + r, gg] = np.sqrt(sq) if sq > 0.0 else 0.0
 
 
 @_strict

@@ -452,7 +452,7 @@ def test_automatic_bounds_are_judged_by_their_time(monkeypatch):
         np.testing.assert_array_equal(labels, out["labels"])
     # the class whose bounds were ended is not tried again in this process
     _kmeans._BOUNDS_LOST.clear()
-    _kmeans._BOUNDS_LOST.add(("hamerly", np.dtype(np.float64).str, 20, 4))
+    _kmeans._BOUNDS_LOST.add(("hamerly", np.dtype(np.float64).str, 20, 4, 4000 .bit_length()))
     trace, paths = [], []
     _kmeans.lloyd(X, None, C0, max_iter=8, tol=0.0, bounds="auto", trace=trace, paths=paths)
     assert all(t["skipped"] == 0 for t in trace) and "did not pay" in paths[0], paths
@@ -509,9 +509,9 @@ def test_yinyang_groups_and_their_end_when_they_do_not_pay(monkeypatch):
     auto, plain = [], []
     a = _kmeans.lloyd(X, None, X[:80].copy(), max_iter=12, tol=0.0, bounds="auto", trace=auto)
     b = _kmeans.lloyd(X, None, X[:80].copy(), max_iter=12, tol=0.0, bounds=False, trace=plain)
-    measured = [t["measured"] for t in auto]  # plain, set up, judged, then plain
-    at = _kmeans.BOUNDS_PLAIN_STEPS
-    assert set(measured[:at]) == {-1} and min(measured[at:at + 2]) >= 0 and set(measured[at + 2:]) == {-1}, measured
+    measured = [t["measured"] for t in auto]  # set up at the first step (its products), judged, then plain
+    assert _kmeans._plain_steps(80) == 0 and _kmeans._plain_steps(64) == _kmeans.BOUNDS_PLAIN_STEPS
+    assert measured[0] == 3000 * 80 and measured[1] >= 0 and set(measured[2:]) == {-1}, measured
     for x, y in zip(auto, plain, strict=True):
         np.testing.assert_array_equal(x["centers"], y["centers"])
     assert a[1] == b[1]
