@@ -36,7 +36,18 @@ from ._base import (
 )
 from ._conventions import WEIGHTS
 from ._init import init_kmeans_parallel, init_kmeanspp, init_random, init_sampled_kmeanspp, seed_sample_rows
-from ._lloyd_bounds import RowBounds, bounds_pay, note_step_path, say_bounds
+from ._lloyd_bounds import (
+    HAMERLY_MAX_K,
+    RowBounds,
+    bounds_pay,
+    judge_whole_fit,
+    lost,
+    mark_lost,
+    note_step_path,
+    plain_steps,
+    say_bounds,
+)
+from ._lloyd_bounds import use_bounds as _use_bounds  # (tests and benchmarks replace it here)
 from ._xarray import data_method
 
 __all__ = ["KMeans", "EmptyClusterWarning", "lloyd"]
@@ -44,71 +55,6 @@ __all__ = ["KMeans", "EmptyClusterWarning", "lloyd"]
 
 class EmptyClusterWarning(UserWarning):
     """A cluster lost all its points and was re-seeded."""
-
-
-#: up to this many centres Lloyd's bounds per row are Hamerly's (2010): one upper and one lower bound, 16 bytes a
-#: row, plus its label (8 bytes); above, Yinyang's grouped bounds (Ding et al. 2015)
-HAMERLY_MAX_K = 64
-#: ``bounds="auto"`` sets Hamerly's bounds up after this many plain steps (the fastest is the measure of the
-#: bounded ones; the first may include loading the compiled kernels: 0.35 s against 6 ms), when at least two more
-#: steps are allowed (the set-up step costs more than a plain one: 1.4x at 5e5 x 16, k = 4). Yinyang's are set
-#: up at the first step, whatever max_iter: its set-up is a plain products step that also writes the group
-#: bounds (about 1.1x a plain step at 2e5 x 128, k = 1024), its time the measure of the bounded steps
-BOUNDS_PLAIN_STEPS = 2
-BOUNDS_MIN_ITER = BOUNDS_PLAIN_STEPS + 2
-#: classes ``(bounds' kind, dtype, k, d, rows' bit length)`` whose bounds lost in this process by measurement:
-#: later fits of the class keep plain steps without trying them again (the trial costs about one plain step)
-_BOUNDS_LOST: set[tuple] = set()
-
-
-def _judge_whole_fit(bounds, kind: tuple, spent: float, plain_would: float, paths, verbose, label) -> None:
-    """The bounds' account of a whole fit: ``spent`` seconds in bounded steps, their set-up and the final pass,
-    against ``plain_would`` (the fastest plain step times the steps and final pass plain Lloyd would have made).
-    ``"auto"`` bounds that lost are not tried again for this class in this process (:data:`_BOUNDS_LOST`)."""
-    if bounds != "auto":
-        say_bounds(paths, verbose, label, "bounds kept (asked for)")
-        return
-    verdict = "paid" if spent <= plain_would else "did not pay: not tried again for this class of work here"
-    if spent > plain_would:
-        _BOUNDS_LOST.add(kind)
-    say_bounds(paths, verbose, label, f"bounds kept to the end: {spent:.3g} s with them where plain steps would have "
-               f"taken about {plain_would:.3g} s ({verdict})")
-
-
-def _use_bounds(X, k: int, bounds: str | bool, max_iter: int) -> bool:
-    """Whether Lloyd may keep per-row bounds: rows in this process's memory
-    (the bounds are updated in place beside them), no journal recording the
-    passes (a replayed pass would not update them), data above the numpy
-    forms' size (the tiny passes' other arithmetic:
-    :data:`~infoclust_dask.kernels._compiled.NUMPY_FORM_MAX_BYTES`), and,
-    for ``"auto"``, at least :data:`BOUNDS_MIN_ITER` allowed steps (Hamerly's;
-    Yinyang's: 1) and
-    bounds that fit in a quarter of the memory available now. None of it
-    changes the model: the bounded steps give the plain steps' bits."""
-    from .. import journal
-    from ..kernels._compiled import NUMPY_FORM_MAX_BYTES
-
-    if bounds is False or engine.is_lazy(X) or journal.active() is not None:
-        return False
-    least = 1 if k > HAMERLY_MAX_K else BOUNDS_MIN_ITER
-    if bounds is not True and not (X.nbytes > NUMPY_FORM_MAX_BYTES and max_iter >= least):
-        return False
-    if bounds is not True and RowBounds.planned(X.shape[0], k, HAMERLY_MAX_K, X.nbytes)[1] > _bounds_room():
-        return False  # the bounds would not fit beside what this process holds: plain steps
-    return engine.resolve_scheduler(None).in_this_process()
-
-
-def _plain_steps(k: int) -> int:
-    """Plain (timed) steps before ``bounds="auto"`` sets the bounds up: Hamerly's after
-    :data:`BOUNDS_PLAIN_STEPS`, Yinyang's at once (their set-up is a plain step)."""
-    return 0 if k > HAMERLY_MAX_K else BOUNDS_PLAIN_STEPS
-
-
-def _bounds_room() -> int:
-    """Bytes the automatic bounds may take: a quarter of the memory available now."""
-    import psutil
-
-    return int(psutil.virtual_memory().available // 4)
 
 
 def lloyd(X, w, centers, *, max_iter, tol, verbose=0, label="", warn_empty=True, sxx=None, labels_out=None,
@@ -158,14 +104,14 @@ def lloyd(X, w, centers, *, max_iter, tol, verbose=0, label="", warn_empty=True,
     # verdict on 2e4 rows says nothing of 2e5: below, the bounds' fixed costs weigh more)
     kind = ("hamerly" if k <= HAMERLY_MAX_K else "yinyang", np.dtype(X.dtype).str, k, X.shape[1],
             int(X.shape[0]).bit_length())
-    if allowed and bounds == "auto" and kind in _BOUNDS_LOST:
+    if allowed and bounds == "auto" and lost(kind):
         allowed = False
         say_bounds(paths, verbose, label, "plain steps (bounds did not pay for these k, d, dtype and about as many "
                                            "rows earlier in this process)")
     state = RowBounds(X.shape[0], centers, HAMERLY_MAX_K, X.nbytes) if allowed and bounds is True else None
     plain, previous, ended, bounded, n_bounded, settled = np.inf, np.inf, False, 0.0, 0, False
     for it in range(1, max_iter + 1):
-        if allowed and state is None and not ended and it == _plain_steps(k) + 1:  # plain steps timed: set up
+        if allowed and state is None and not ended and it == plain_steps(k) + 1:  # plain steps timed: set up
             state = RowBounds(X.shape[0], centers, HAMERLY_MAX_K, X.nbytes)
         t0 = time.perf_counter()
         if state is not None:
@@ -185,7 +131,7 @@ def lloyd(X, w, centers, *, max_iter, tol, verbose=0, label="", warn_empty=True,
         if state is not None and bounds == "auto":
             if np.isfinite(previous) and not bounds_pay(plain, seconds, previous):
                 state, ended = None, True  # the bounds do not pay here: plain steps from here (the same centres)
-                _BOUNDS_LOST.add(kind)
+                mark_lost(kind)
                 say_bounds(paths, verbose, label, f"iteration {it}: a bounded step took {seconds:.3g} s, a plain "
                             f"one {plain:.3g} s; plain steps from here")
             previous = seconds
@@ -230,7 +176,7 @@ def lloyd(X, w, centers, *, max_iter, tol, verbose=0, label="", warn_empty=True,
         t0 = time.perf_counter()
         inertia, counts, labels = state.final(X, w, centers, settled=settled)
         bounded += time.perf_counter() - t0
-        _judge_whole_fit(bounds, kind, bounded, plain * (n_bounded + (0 if settled else 1)), paths, verbose, label)
+        judge_whole_fit(bounds, kind, bounded, plain * (n_bounded + (0 if settled else 1)), paths, verbose, label)
         if labels_out is not None:
             labels_out["labels"] = labels
         return centers, inertia, it, counts

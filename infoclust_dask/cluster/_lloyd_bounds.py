@@ -2,8 +2,11 @@
 this process's memory: Hamerly's (2010) two bounds for few centres,
 Yinyang's grouped bounds (Ding, Zhao, Shen, Musuvathi & Mytkowicz 2015) for
 many. Either gives the counts and sums of the plain step - the same centres
-at every iteration - while measuring only the distances the bounds cannot
-rule out."""
+at every iteration, bit for bit - while measuring only the distances the
+bounds cannot rule out. Also whether a fit keeps them (issue 63):
+:func:`use_bounds` (where they may be kept at all), :func:`plain_steps`,
+:func:`bounds_pay` and :func:`judge_whole_fit` (kept only while they pay,
+measured where the fit runs), and the lines ``runner_["paths"]`` shows."""
 
 from __future__ import annotations
 
@@ -21,6 +24,81 @@ CENTRES_PER_GROUP = 10
 #: YINYANG_MIN_BYTES and at most YINYANG_MAX_BYTES: fewer, larger groups above that
 YINYANG_MIN_BYTES = 2**28
 YINYANG_MAX_BYTES = 2 * 2**30
+
+
+#: up to this many centres Lloyd's bounds per row are Hamerly's (2010): one upper and one lower bound, 16 bytes a
+#: row, plus its label (8 bytes); above, Yinyang's grouped bounds (Ding et al. 2015)
+HAMERLY_MAX_K = 64
+#: ``bounds="auto"`` sets Hamerly's bounds up after this many plain steps (the fastest is the measure of the
+#: bounded ones; the first may include loading the compiled kernels: 0.35 s against 6 ms), when at least two more
+#: steps are allowed (the set-up step costs more than a plain one: 1.4x at 5e5 x 16, k = 4). Yinyang's are set
+#: up at the first step, whatever max_iter: its set-up is a plain products step that also writes the group
+#: bounds (about 1.1x a plain step at 2e5 x 128, k = 1024), its time the measure of the bounded steps
+BOUNDS_PLAIN_STEPS = 2
+BOUNDS_MIN_ITER = BOUNDS_PLAIN_STEPS + 2
+#: classes ``(bounds' kind, dtype, k, d, rows' bit length)`` whose bounds lost in this process by measurement:
+#: later fits of the class keep plain steps without trying them again (the trial costs about one plain step)
+BOUNDS_LOST: set[tuple] = set()
+
+
+def lost(kind: tuple) -> bool:
+    """Whether the bounds of this class of work lost earlier in this process (:data:`BOUNDS_LOST`)."""
+    return kind in BOUNDS_LOST
+
+
+def mark_lost(kind: tuple) -> None:
+    """Keep this class of work on plain steps for the rest of the process."""
+    BOUNDS_LOST.add(kind)
+
+
+def judge_whole_fit(bounds, kind: tuple, spent: float, plain_would: float, paths, verbose, label) -> None:
+    """The bounds' account of a whole fit: ``spent`` seconds in bounded steps, their set-up and the final pass,
+    against ``plain_would`` (the fastest plain step times the steps and final pass plain Lloyd would have made).
+    ``"auto"`` bounds that lost are not tried again for this class in this process (:data:`BOUNDS_LOST`)."""
+    if bounds != "auto":
+        say_bounds(paths, verbose, label, "bounds kept (asked for)")
+        return
+    verdict = "paid" if spent <= plain_would else "did not pay: not tried again for this class of work here"
+    if spent > plain_would:
+        mark_lost(kind)
+    say_bounds(paths, verbose, label, f"bounds kept to the end: {spent:.3g} s with them where plain steps would have "
+               f"taken about {plain_would:.3g} s ({verdict})")
+
+
+def plain_steps(k: int) -> int:
+    """Plain (timed) steps before ``bounds="auto"`` sets the bounds up: Hamerly's after
+    :data:`BOUNDS_PLAIN_STEPS`, Yinyang's at once (their set-up is a plain step)."""
+    return 0 if k > HAMERLY_MAX_K else BOUNDS_PLAIN_STEPS
+
+
+def use_bounds(X, k: int, bounds: str | bool, max_iter: int) -> bool:
+    """Whether Lloyd may keep per-row bounds: rows in this process's memory
+    (the bounds are updated in place beside them), no journal recording the
+    passes (a replayed pass would not update them), data above the numpy
+    forms' size (the tiny passes' other arithmetic:
+    :data:`~infoclust_dask.kernels._compiled.NUMPY_FORM_MAX_BYTES`), and,
+    for ``"auto"``, at least :data:`BOUNDS_MIN_ITER` allowed steps (Hamerly's;
+    Yinyang's: 1) and
+    bounds that fit in a quarter of the memory available now. None of it
+    changes the model: the bounded steps give the plain steps' bits."""
+    from .. import journal
+    from ..kernels._compiled import NUMPY_FORM_MAX_BYTES
+
+    if bounds is False or engine.is_lazy(X) or journal.active() is not None:
+        return False
+    least = 1 if k > HAMERLY_MAX_K else BOUNDS_MIN_ITER
+    if bounds is not True and not (X.nbytes > NUMPY_FORM_MAX_BYTES and max_iter >= least):
+        return False
+    if bounds is not True and RowBounds.planned(X.shape[0], k, HAMERLY_MAX_K, X.nbytes)[1] > _bounds_room():
+        return False  # the bounds would not fit beside what this process holds: plain steps
+    return engine.resolve_scheduler(None).in_this_process()
+
+
+def _bounds_room() -> int:
+    """Bytes the automatic bounds may take: a quarter of the memory available now."""
+    import psutil
+
+    return int(psutil.virtual_memory().available // 4)
 
 
 def half_gaps(centers: np.ndarray) -> np.ndarray:

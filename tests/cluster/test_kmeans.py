@@ -415,20 +415,20 @@ def test_automatic_bounds_are_judged_by_their_time(monkeypatch):
     labels stay those of plain Lloyd, bit for bit. The rule itself: a
     bounded step no slower than the fastest plain one, or falling below
     BOUNDS_FALLING of the bounded step before it, keeps them."""
-    from infoclust_dask.cluster import _kmeans
+    from infoclust_dask.cluster import _kmeans, _lloyd_bounds
     from infoclust_dask.kernels import _compiled
 
     assert _kmeans.bounds_pay(1.0, 0.9, 5.0) and _kmeans.bounds_pay(1.0, 1.5, 2.1)
     assert not _kmeans.bounds_pay(1.0, 1.1, 1.2) and not _kmeans.bounds_pay(1.0, 1.5, 1.9)
     monkeypatch.setattr(_compiled, "NUMPY_FORM_MAX_BYTES", 0)  # bounds only where the steps are compiled
-    monkeypatch.setattr(_kmeans, "_BOUNDS_LOST", set())
+    monkeypatch.setattr(_lloyd_bounds, "BOUNDS_LOST", set())
     rng = np.random.default_rng(0)
     X = rng.normal(size=(4000, 4))  # one blob, 20 centres: they keep moving
     C0 = X[:20].copy()
     runs = {}
     for name, verdict in (("kept", True), ("ended", False)):
         monkeypatch.setattr(_kmeans, "bounds_pay", lambda plain, step, previous, _v=verdict: _v)
-        _kmeans._BOUNDS_LOST.clear()  # (a kept run that lost over the whole fit would skip the next run's trial)
+        _lloyd_bounds.BOUNDS_LOST.clear()  # (a kept run that lost over the whole fit would skip the next run's trial)
         trace, paths, out = [], [], {}
         result = _kmeans.lloyd(X, None, C0, max_iter=8, tol=0.0, bounds="auto", trace=trace, paths=paths,
                                labels_out=out)
@@ -438,7 +438,7 @@ def test_automatic_bounds_are_judged_by_their_time(monkeypatch):
     for name, (result, trace, paths, labels) in runs.items():
         skipped = [t["skipped"] for t in trace]
         assert skipped[0] == 0 and all(t["seconds"] > 0 for t in trace)
-        at = _kmeans.BOUNDS_PLAIN_STEPS
+        at = _lloyd_bounds.BOUNDS_PLAIN_STEPS
         assert skipped[:at + 1] == [0] * (at + 1)  # plain steps timed, then the set-up step
         if name == "kept":
             assert max(skipped[at + 1:]) > 0 and paths[-1].startswith("bounds kept to the end"), (skipped, paths)
@@ -451,8 +451,8 @@ def test_automatic_bounds_are_judged_by_their_time(monkeypatch):
         np.testing.assert_array_equal(result[3], plain[3])
         np.testing.assert_array_equal(labels, out["labels"])
     # the class whose bounds were ended is not tried again in this process
-    _kmeans._BOUNDS_LOST.clear()
-    _kmeans._BOUNDS_LOST.add(("hamerly", np.dtype(np.float64).str, 20, 4, 4000 .bit_length()))
+    _lloyd_bounds.BOUNDS_LOST.clear()
+    _lloyd_bounds.BOUNDS_LOST.add(("hamerly", np.dtype(np.float64).str, 20, 4, 4000 .bit_length()))
     trace, paths = [], []
     _kmeans.lloyd(X, None, C0, max_iter=8, tol=0.0, bounds="auto", trace=trace, paths=paths)
     assert all(t["skipped"] == 0 for t in trace) and "did not pay" in paths[0], paths
@@ -464,16 +464,16 @@ def test_bounds_that_lost_over_a_whole_fit_are_not_tried_again(monkeypatch):
     the steps (and final pass) plain Lloyd would have made; a loss keeps
     that class (kind, dtype, k, d) on plain steps for the rest of the
     process, a win does not."""
-    from infoclust_dask.cluster import _kmeans
+    from infoclust_dask.cluster import _lloyd_bounds
 
-    monkeypatch.setattr(_kmeans, "_BOUNDS_LOST", set())
+    monkeypatch.setattr(_lloyd_bounds, "BOUNDS_LOST", set())
     paths: list = []
-    _kmeans._judge_whole_fit("auto", ("hamerly", "<f8", 4, 16), 1.0, 1.2, paths, 0, "")
-    assert _kmeans._BOUNDS_LOST == set() and "(paid)" in paths[-1]
-    _kmeans._judge_whole_fit("auto", ("hamerly", "<f8", 4, 16), 1.3, 1.2, paths, 0, "")
-    assert _kmeans._BOUNDS_LOST == {("hamerly", "<f8", 4, 16)} and "did not pay" in paths[-1]
-    _kmeans._judge_whole_fit(True, ("yinyang", "<f4", 99, 8), 9.0, 1.0, paths, 0, "")
-    assert ("yinyang", "<f4", 99, 8) not in _kmeans._BOUNDS_LOST and paths[-1] == "bounds kept (asked for)"
+    _lloyd_bounds.judge_whole_fit("auto", ("hamerly", "<f8", 4, 16), 1.0, 1.2, paths, 0, "")
+    assert _lloyd_bounds.BOUNDS_LOST == set() and "(paid)" in paths[-1]
+    _lloyd_bounds.judge_whole_fit("auto", ("hamerly", "<f8", 4, 16), 1.3, 1.2, paths, 0, "")
+    assert _lloyd_bounds.BOUNDS_LOST == {("hamerly", "<f8", 4, 16)} and "did not pay" in paths[-1]
+    _lloyd_bounds.judge_whole_fit(True, ("yinyang", "<f4", 99, 8), 9.0, 1.0, paths, 0, "")
+    assert ("yinyang", "<f4", 99, 8) not in _lloyd_bounds.BOUNDS_LOST and paths[-1] == "bounds kept (asked for)"
 
 
 def test_yinyang_groups_and_their_end_when_they_do_not_pay(monkeypatch):
@@ -482,7 +482,7 @@ def test_yinyang_groups_and_their_end_when_they_do_not_pay(monkeypatch):
     with ``bounds="auto"`` a bounded step judged not to pay (issue 63: by its
     time, :func:`bounds_pay`) ends them, and the centres and inertia stay
     those of plain Lloyd, bit for bit."""
-    from infoclust_dask.cluster import _kmeans
+    from infoclust_dask.cluster import _kmeans, _lloyd_bounds
     from infoclust_dask.cluster._lloyd_bounds import RowBounds, centre_groups
 
     rng = np.random.default_rng(1)
@@ -499,18 +499,18 @@ def test_yinyang_groups_and_their_end_when_they_do_not_pay(monkeypatch):
 
     monkeypatch.setattr("infoclust_dask.kernels._compiled.NUMPY_FORM_MAX_BYTES", 0)
     X = rng.normal(size=(3000, 3))
-    monkeypatch.setattr(_kmeans, "_bounds_room", lambda: 3000 * 40 - 1)  # the bounds' memory is counted
+    monkeypatch.setattr(_lloyd_bounds, "_bounds_room", lambda: 3000 * 40 - 1)  # the bounds' memory is counted
     none = []
     _kmeans.lloyd(X, None, X[:80].copy(), max_iter=12, tol=0.0, bounds="auto", trace=none)
     assert all(t["measured"] == -1 and t["skipped"] == 0 for t in none)
-    monkeypatch.setattr(_kmeans, "_bounds_room", lambda: 3000 * 40)
+    monkeypatch.setattr(_lloyd_bounds, "_bounds_room", lambda: 3000 * 40)
     monkeypatch.setattr(_kmeans, "bounds_pay", lambda plain, step, previous: False)
-    monkeypatch.setattr(_kmeans, "_BOUNDS_LOST", set())
+    monkeypatch.setattr(_lloyd_bounds, "BOUNDS_LOST", set())
     auto, plain = [], []
     a = _kmeans.lloyd(X, None, X[:80].copy(), max_iter=12, tol=0.0, bounds="auto", trace=auto)
     b = _kmeans.lloyd(X, None, X[:80].copy(), max_iter=12, tol=0.0, bounds=False, trace=plain)
     measured = [t["measured"] for t in auto]  # set up at the first step (its products), judged, then plain
-    assert _kmeans._plain_steps(80) == 0 and _kmeans._plain_steps(64) == _kmeans.BOUNDS_PLAIN_STEPS
+    assert _lloyd_bounds.plain_steps(80) == 0 and _lloyd_bounds.plain_steps(64) == _lloyd_bounds.BOUNDS_PLAIN_STEPS
     assert measured[0] == 3000 * 80 and measured[1] >= 0 and set(measured[2:]) == {-1}, measured
     for x, y in zip(auto, plain, strict=True):
         np.testing.assert_array_equal(x["centers"], y["centers"])

@@ -44,10 +44,10 @@ def _best_fit(X, init, repeat=3):
 @pytest.mark.parametrize("spread", [10.0, 1.0], ids=["separated", "overlapping"])
 @pytest.mark.parametrize("k", [4, 16, 64])
 def test_automatic_paths_are_not_slower_than_the_plain_loops(k, spread, dtype, monkeypatch):
-    from infoclust_dask.cluster import _kmeans
+    from infoclust_dask.cluster import _kmeans, _lloyd_bounds
     from infoclust_dask.kernels import _compiled
 
-    monkeypatch.setattr(_kmeans, "_BOUNDS_LOST", set())  # every cell's first fit tries the bounds afresh
+    monkeypatch.setattr(_lloyd_bounds, "BOUNDS_LOST", set())  # every cell's first fit tries the bounds afresh
     X, init = _blobs(300_000, 16, k, spread, dtype)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # 10 iterations do not converge: that is the measurement
