@@ -31,9 +31,9 @@ def main():
     from threadpoolctl import threadpool_limits
 
     from infoclust_dask.kernels import _compiled
-    from infoclust_dask.kernels._compiled import _loops
+    from infoclust_dask.kernels._compiled import _lloyd_loops
 
-    loops = _loops()
+    loops = _lloyd_loops()
     rng = np.random.default_rng(0)
     print(f"rows {a.rows} x {a.d}, one thread; LLOYD_PRODUCTS_MIN_K = {_compiled.LLOYD_PRODUCTS_MIN_K}")
     print("| dtype | k | exact differences ms | products ms | products / exact | labels equal |")

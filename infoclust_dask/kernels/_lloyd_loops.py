@@ -24,6 +24,7 @@ def _lloyd_rows(x, w, cm, counts, sums, labels, dmin, inertia, with_sums):
     d4 = d - d % 4
     xt = np.empty((d, TILE), dtype=x.dtype)
     acc = np.empty(TILE, dtype=cm.dtype)
+    acc2 = np.empty(TILE, dtype=cm.dtype)
     bd = np.empty(TILE, dtype=cm.dtype)
     bj = np.empty(TILE, dtype=np.int64)
     weighted = w.shape[0] > 0
@@ -33,19 +34,29 @@ def _lloyd_rows(x, w, cm, counts, sums, labels, dmin, inertia, with_sums):
         for r in range(nt):
             for f in range(d):
                 xt[f, r] = x[i0 + r, f]
-        for j in range(k):  # one centre at a time: the running minimum needs no (K x TILE) table
+        for j in range(0, k, 2):  # two centres per sweep (one load of the tile's features for both)
+            two = j + 1 < k
             for r in range(nt):
                 acc[r] = 0
-            for f in range(0, d4, 4):  # four features per sweep of the tile (as in _distances)
+                acc2[r] = 0
+            for f in range(0, d4, 4):  # four features per sweep, in _sq_dist's order (the same bits)
                 a0, a1, a2, a3 = cm[j, f], cm[j, f + 1], cm[j, f + 2], cm[j, f + 3]
+                jb = j + 1 if two else j
+                b0, b1, b2, b3 = cm[jb, f], cm[jb, f + 1], cm[jb, f + 2], cm[jb, f + 3]
                 for r in range(nt):
-                    p0, p1, p2, p3 = xt[f, r] - a0, xt[f + 1, r] - a1, xt[f + 2, r] - a2, xt[f + 3, r] - a3
+                    x0, x1, x2, x3 = xt[f, r], xt[f + 1, r], xt[f + 2, r], xt[f + 3, r]
+                    p0, p1, p2, p3 = x0 - a0, x1 - a1, x2 - a2, x3 - a3
+                    q0, q1, q2, q3 = x0 - b0, x1 - b1, x2 - b2, x3 - b3
                     acc[r] += (p0 * p0 + p1 * p1) + (p2 * p2 + p3 * p3)
+                    acc2[r] += (q0 * q0 + q1 * q1) + (q2 * q2 + q3 * q3)
             for f in range(d4, d):
                 cf = cm[j, f]
+                cg = cm[j + 1 if two else j, f]
                 for r in range(nt):
                     diff = xt[f, r] - cf
                     acc[r] += diff * diff
+                    diff2 = xt[f, r] - cg
+                    acc2[r] += diff2 * diff2
             if j == 0:
                 for r in range(nt):
                     bd[r] = acc[r]
@@ -55,6 +66,11 @@ def _lloyd_rows(x, w, cm, counts, sums, labels, dmin, inertia, with_sums):
                     if acc[r] < bd[r]:  # strict: ties keep the lowest index
                         bd[r] = acc[r]
                         bj[r] = j
+            if two:
+                for r in range(nt):
+                    if acc2[r] < bd[r]:
+                        bd[r] = acc2[r]
+                        bj[r] = j + 1
         for r in range(nt):
             i = i0 + r
             best = bj[r]
