@@ -6,6 +6,7 @@ point x centre x dimension). Also the final inertia of each.
 
     python benchmarks/kmeans_large_k.py                         # 2e5 x 128, k = 1024 and 1e6 x 16, k = 16
     python benchmarks/kmeans_large_k.py --shapes 200000,128,1024 --iters 5 40
+    python benchmarks/kmeans_large_k.py --shapes 200000,128,1024 --iters 1 5 40 --spread 4 0.25   # both regimes
     python benchmarks/kmeans_large_k.py --soft --shapes                # one soft K-means EM step only
 """
 
@@ -18,9 +19,11 @@ import time
 import numpy as np
 
 
-def _data(n: int, d: int, k: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def _data(n: int, d: int, k: int, seed: int = 0, spread: float = 4.0) -> tuple[np.ndarray, np.ndarray]:
+    """Rows around min(k, 64) blob centres drawn with scale ``spread`` (4: the blobs apart; 0.25: overlapping,
+    their centres closer than the unit noise), and k of the rows as initial centres."""
     rng = np.random.default_rng(seed)
-    centres = rng.normal(scale=4.0, size=(min(k, 64), d))
+    centres = rng.normal(scale=spread, size=(min(k, 64), d))
     X = (centres[rng.integers(0, len(centres), n)] + rng.normal(size=(n, d))).astype(np.float32)
     C0 = X[rng.choice(n, k, replace=False)].copy()
     return X, C0
@@ -152,6 +155,8 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--shapes", nargs="*", default=["200000,128,1024", "1000000,16,16"])
     p.add_argument("--iters", type=int, nargs="+", default=[5])
+    p.add_argument("--spread", type=float, nargs="+", default=[4.0],
+                   help="blob centres' scale, one table row set per value (4: separated, 0.25: overlapping)")
     p.add_argument("--peak-gflops", type=float, default=None,
                    help="the machine's float32 FMA limit in Gflop/s (default: measured by one large sgemm)")
     p.add_argument("--soft", action="store_true", help="also one soft K-means EM step against a Lloyd step and "
@@ -172,12 +177,12 @@ def main() -> None:
         a.peak_gflops = 5 * 2 * 2048**3 / (time.perf_counter() - t) / 1e9
     limit = 2 / a.peak_gflops * 1e3  # ps per point x centre x dimension at the sgemm rate
     print(f"{os.cpu_count()} cores; sgemm {a.peak_gflops:.0f} Gflop/s = {limit:.1f} ps per point x centre x dimension")
-    print("| n x d, k | iterations | ours ps | scikit-learn Lloyd ps | scikit-learn Elkan ps | faiss ps | "
+    print("| n x d, k | spread | iterations | ours ps | scikit-learn Lloyd ps | scikit-learn Elkan ps | faiss ps | "
           "ours / faiss | ours / sklearn | inertia ours / faiss |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    for shape in a.shapes:
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for shape, spread in ((s, v) for s in a.shapes for v in a.spread):
         n, d, k = (int(v) for v in shape.split(","))
-        X, C0 = _data(n, d, k)
+        X, C0 = _data(n, d, k, spread=spread)
         for iters in a.iters:
             res = {}
             for name, fn in (("ours", ours), ("sk", sklearn), ("elkan", lambda X, C, i: sklearn(X, C, i, "elkan")),
@@ -189,7 +194,7 @@ def main() -> None:
                 seconds, centres, done = fn(X, C0, iters)
                 res[name] = (seconds / max(done, 1) / (n * k * d) * 1e12, _inertia(X, centres))
             o, s, e, f = res["ours"], res["sk"], res["elkan"], res["faiss"]
-            print(f"| {n} x {d}, {k} | {iters} | {o[0]:.1f} | {s[0]:.1f} | {e[0] if e else float('nan'):.1f} | "
+            print(f"| {n} x {d}, {k} | {spread:g} | {iters} | {o[0]:.1f} | {s[0]:.1f} | {e[0] if e else float('nan'):.1f} | "
                   f"{f[0]:.1f} | {o[0] / f[0]:.2f} | {o[0] / s[0]:.2f} | {o[1] / f[1]:.5f} |", flush=True)
 
 

@@ -37,6 +37,7 @@ from ._base import (
 from ._conventions import WEIGHTS
 from ._init import init_kmeans_parallel, init_kmeanspp, init_random, init_sampled_kmeanspp, seed_sample_rows
 from ._lloyd_bounds import (
+    BOUNDS_MIN_FORECAST,
     HAMERLY_MAX_K,
     RowBounds,
     bounds_pay,
@@ -113,6 +114,10 @@ def lloyd(X, w, centers, *, max_iter, tol, verbose=0, label="", warn_empty=True,
     for it in range(1, max_iter + 1):
         if allowed and state is None and not ended and it == plain_steps(k) + 1:  # plain steps timed: set up
             state = RowBounds(X.shape[0], centers, HAMERLY_MAX_K, X.nbytes)
+        if state is not None and bounds == "auto" and n_bounded == 1 and state.forecast(centers) < BOUNDS_MIN_FORECAST:
+            state, ended = None, True  # the set-up's bounds would decide too few rows at the moved centres
+            mark_lost(kind)
+            say_bounds(paths, verbose, label, f"iteration {it}: the bounds would decide too few rows; plain steps")
         t0 = time.perf_counter()
         if state is not None:
             st = state.step(X, w, centers)
@@ -172,6 +177,10 @@ def lloyd(X, w, centers, *, max_iter, tol, verbose=0, label="", warn_empty=True,
             break
     if n_bounded < it:  # plain steps ran: which kernel path they took
         note_step_path(X, k)
+    if state is not None and bounds == "auto" and not settled and n_bounded == 1 and \
+            state.forecast(centers) < BOUNDS_MIN_FORECAST:  # only the set-up ran, and its bounds would decide little
+        state = None
+        say_bounds(paths, verbose, label, "the set-up's bounds would decide too few rows: the final pass is plain")
     if state is not None:  # the bounds decide the final labels too; then only their distances
         t0 = time.perf_counter()
         inertia, counts, labels = state.final(X, w, centers, settled=settled)

@@ -422,6 +422,7 @@ def test_automatic_bounds_are_judged_by_their_time(monkeypatch):
     assert not _kmeans.bounds_pay(1.0, 1.1, 1.2) and not _kmeans.bounds_pay(1.0, 1.5, 1.9)
     monkeypatch.setattr(_compiled, "NUMPY_FORM_MAX_BYTES", 0)  # bounds only where the steps are compiled
     monkeypatch.setattr(_lloyd_bounds, "BOUNDS_LOST", set())
+    monkeypatch.setattr(_kmeans, "BOUNDS_MIN_FORECAST", 0.0)  # the time rule alone (the forecast: its own test)
     rng = np.random.default_rng(0)
     X = rng.normal(size=(4000, 4))  # one blob, 20 centres: they keep moving
     C0 = X[:20].copy()
@@ -476,6 +477,44 @@ def test_bounds_that_lost_over_a_whole_fit_are_not_tried_again(monkeypatch):
     assert ("yinyang", "<f4", 99, 8) not in _lloyd_bounds.BOUNDS_LOST and paths[-1] == "bounds kept (asked for)"
 
 
+@pytest.mark.parametrize("k", [12, 120], ids=["hamerly", "yinyang"])
+def test_bounds_that_would_decide_few_rows_are_dropped_before_a_bounded_step(k, monkeypatch):
+    """Issue 63: after the set-up the bounds forecast the share of rows
+    they would decide without a distance (RowBounds.forecast); below
+    BOUNDS_MIN_FORECAST they are dropped before any bounded step (one blob:
+    every centre keeps moving) - a Yinyang step whose bounds fail measures
+    its distances one by one (17 plain steps at 2e5 x 128, k = 1024) - and
+    on separated blobs they are kept. The model is the plain one either way,
+    bit for bit."""
+    from infoclust_dask.cluster import _kmeans, _lloyd_bounds
+    from infoclust_dask.kernels import _compiled
+
+    monkeypatch.setattr(_compiled, "NUMPY_FORM_MAX_BYTES", 0)
+    monkeypatch.setattr(_lloyd_bounds, "BOUNDS_LOST", set())
+    monkeypatch.setattr(_kmeans, "bounds_pay", lambda plain, step, previous: True)
+    rng = np.random.default_rng(3)
+    one_blob = rng.normal(size=(6000, 16))
+    blobs = rng.normal(scale=30.0, size=(k, 16))[rng.integers(0, k, 6000)] + rng.normal(size=(6000, 16))
+    at = _lloyd_bounds.plain_steps(k) + 1  # the set-up step
+    for name, X in (("one blob", one_blob), ("separated", blobs)):
+        _lloyd_bounds.BOUNDS_LOST.clear()
+        C0 = X[rng.choice(6000, k, replace=False)].copy()
+        trace, paths = [], []
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            got = _kmeans.lloyd(X, None, C0, max_iter=8, tol=0.0, bounds="auto", trace=trace, paths=paths)
+            want = _kmeans.lloyd(X, None, C0, max_iter=8, tol=0.0, bounds=False)
+        skipped = [t["skipped"] for t in trace]
+        if name == "one blob":  # the set-up step only (Yinyang's shows its distances), then plain steps
+            assert skipped == [0] * len(trace) and "would decide too few rows" in paths[0], (skipped, paths)
+            if k > _lloyd_bounds.HAMERLY_MAX_K:
+                assert [t["measured"] >= 0 for t in trace] == [i == at - 1 for i in range(len(trace))]
+        else:
+            assert max(skipped[at:]) > 0 and not any("too few" in p for p in paths), (skipped, paths)
+        np.testing.assert_array_equal(got[0], want[0])
+        assert got[1] == want[1] and got[2] == want[2]
+
+
 def test_yinyang_groups_and_their_end_when_they_do_not_pay(monkeypatch):
     """Issue 55: Yinyang's groups hold every centre once, nearby centres
     together, in fewer groups when the rows are many (the bounds' memory);
@@ -506,6 +545,7 @@ def test_yinyang_groups_and_their_end_when_they_do_not_pay(monkeypatch):
     monkeypatch.setattr(_lloyd_bounds, "_bounds_room", lambda: 3000 * 40)
     monkeypatch.setattr(_kmeans, "bounds_pay", lambda plain, step, previous: False)
     monkeypatch.setattr(_lloyd_bounds, "BOUNDS_LOST", set())
+    monkeypatch.setattr(_kmeans, "BOUNDS_MIN_FORECAST", 0.0)
     auto, plain = [], []
     a = _kmeans.lloyd(X, None, X[:80].copy(), max_iter=12, tol=0.0, bounds="auto", trace=auto)
     b = _kmeans.lloyd(X, None, X[:80].copy(), max_iter=12, tol=0.0, bounds=False, trace=plain)
