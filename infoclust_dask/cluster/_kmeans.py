@@ -189,13 +189,20 @@ def lloyd(X, w, centers, *, max_iter, tol, verbose=0, label="", warn_empty=True,
         if labels_out is not None:
             labels_out["labels"] = labels
         return centers, inertia, it, counts
-    if labels_out is not None:  # the labels by a map pass, then their inertia and counts as a bounded run's
+    inertia, counts = _plain_final(X, w, centers, labels_out)
+    return centers, inertia, it, counts
+
+
+def _plain_final(X, w, centers, labels_out):
+    """The inertia and counts at the final centres by a plain pass; with ``labels_out`` (rows in memory) the
+    labels by a map pass, then their inertia and counts as a bounded run's (the same bits)."""
+    if labels_out is not None:
         labels = np.asarray(engine.compute(engine.map_blocks(ASSIGN, X, params={"centers": centers})))
         st = engine.map_reduce(LABELLED_INERTIA, X, w, labels, params={"centers": centers})
         labels_out["labels"] = labels
-        return centers, float(st["inertia"]), it, np.asarray(st["counts"], dtype=np.float64)
-    st = engine.map_reduce(INERTIA, X, w, params={"centers": centers})
-    return centers, float(st["inertia"]), it, np.asarray(st["counts"], dtype=np.float64)
+    else:
+        st = engine.map_reduce(INERTIA, X, w, params={"centers": centers})
+    return float(st["inertia"]), np.asarray(st["counts"], dtype=np.float64)
 
 
 #: from this many centres x features a fit on rows in memory takes its labels from the inertia's pass: at

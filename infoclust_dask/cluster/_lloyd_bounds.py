@@ -268,8 +268,7 @@ def note_step_path(X, k: int) -> None:
     from ..kernels import _choice, _compiled
 
     paths = _compiled.lloyd_paths(k)
-    if len(paths) == 1:
-        _note_paths(f"Lloyd's step: the {paths[0]} ({'forced' if _compiled.LLOYD_PATH else f'{k} centres'})")
+    if len(paths) == 1 or X.nbytes <= _compiled.NUMPY_FORM_MAX_BYTES:  # no choice (tiny data: numpy's form)
         return
     dtype = np.dtype(X.dtype if X.dtype in (np.float32, np.float64) else np.float64)
     chosen = _choice.report("lloyd").get(("lloyd", dtype.str, k, X.shape[1]))
