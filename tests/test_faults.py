@@ -218,6 +218,7 @@ def test_cli_errors_are_messages(tmp_path, capsys):
 
 
 # --------------------------------------------------------------------------- bad scheduler addresses
+@pytest.mark.slow  # 9.6 s on a fresh clone: make test stays under 8 minutes (issue 63's run: 495 s)
 def test_bad_scheduler_addresses_fail_within_the_deadline(tmp_path, capsys, monkeypatch):
     """A refused port fails at once; a server that accepts TCP but never
     speaks dask (a silent socket, an HTTP server) fails at the deadline;

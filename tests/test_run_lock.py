@@ -66,6 +66,7 @@ def test_a_fit_resuming_a_held_folder_is_refused_and_a_killed_holders_folder_is_
     np.testing.assert_array_equal(again.cluster_centers_, km.cluster_centers_)
 
 
+@pytest.mark.slow  # 5.6 s on a fresh clone: make test stays under 8 minutes (issue 63's run: 495 s)
 def test_cli_resume_of_a_folder_in_use_is_one_line_naming_the_holder(tmp_path):
     """`infoclust fit --resume RUN` while another process writes RUN: exit
     2, one line naming that process; once it is gone the resume runs."""

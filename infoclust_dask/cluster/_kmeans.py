@@ -311,15 +311,18 @@ class KMeans(ClusterColumnsOut, ClusterMixin, TransformerMixin, InfoclustEstimat
     products with near ties settled by the exact differences - whichever
     the process running it measured faster on its first calls for these
     k, d and dtype (:mod:`infoclust_dask.kernels._choice`). On rows held
-    in this process's memory (more than 1 MiB) with at least 4 steps
-    allowed, the first two steps are plain and timed, the third sets up
-    exact bounds per row - Hamerly's (2010) two bounds with at most 64
-    centres (24 bytes a row beside the data: 240 MB for 1e7 rows),
+    in this process's memory (more than 1 MiB) exact bounds per row may be
+    kept: Hamerly's (2010) two bounds with at most 64 centres (24 bytes a
+    row beside the data: 240 MB for 1e7 rows), set up at the third step
+    after two timed plain ones (when at least 4 steps are allowed);
     Yinyang's (Ding et al. 2015) bound per group of about 10 centres above
     (8 bytes a row and group, at most as much memory as the rows, at least
-    256 MB, at most 2 GiB) - and the bounds are kept while a bounded step
-    is no slower than a plain one (or falling fast); bounds that would take
-    more than a quarter of the memory available are not kept. A row whose
+    256 MB, at most 2 GiB), set up by the first step's own products. They
+    are dropped when they forecast that they would save less than half of
+    the next step's distances, or when a bounded step is slower than a
+    plain one (unless falling fast); bounds that lost over a whole fit are
+    not tried again in the process for that class of work, and bounds that
+    would take more than a quarter of the memory available are not kept. A row whose
     bounds show that its centre cannot have changed is not measured again.
     Every path computes a deciding distance by the same IEEE operations in
     the same order, so the iterations' centres, the labels and the inertia
