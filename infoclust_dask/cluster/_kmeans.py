@@ -79,15 +79,19 @@ def lloyd(X, w, centers, *, max_iter, tol, verbose=0, label="", warn_empty=True,
     this process's memory - Hamerly's (2010) up to :data:`HAMERLY_MAX_K`
     centres, Yinyang's grouped bounds (Ding et al. 2015) above
     (:class:`~._lloyd_bounds.RowBounds`). ``"auto"`` (when
-    :func:`_use_bounds` allows): the first :data:`BOUNDS_PLAIN_STEPS` steps
-    are plain and timed, the next sets the bounds up, and a later bounded
-    step that takes longer
-    than the fastest plain step without falling below
-    :data:`BOUNDS_FALLING` of the bounded step before it ends them
-    (:func:`bounds_pay`): kept only where they pay, measured on this
-    machine and these data (a class of k, d and dtype whose bounds were
-    ended so is not tried again in this process). ``True`` keeps them from the first step,
-    ``False`` never. A row whose bounds show its centre cannot have changed
+    :func:`~._lloyd_bounds.use_bounds` allows): Hamerly's are set up after
+    :data:`~._lloyd_bounds.BOUNDS_PLAIN_STEPS` timed plain steps, Yinyang's
+    by the first step's own products; they are dropped when they forecast
+    saving less than :data:`~._lloyd_bounds.BOUNDS_MIN_FORECAST` of the
+    next step's distances (:meth:`~._lloyd_bounds.RowBounds.forecast`), or
+    when a bounded step takes longer than the fastest plain step without
+    falling below :data:`~._lloyd_bounds.BOUNDS_FALLING` of the one before
+    (:func:`~._lloyd_bounds.bounds_pay`); kept only where they pay, measured
+    on this machine and these data, and judged over the whole fit
+    (:func:`~._lloyd_bounds.judge_whole_fit`: a class of kind, dtype, k, d
+    and the rows' order of magnitude whose bounds lost is not tried again in
+    this process). ``True`` keeps them from the first step, ``False``
+    never. A row whose bounds show its centre cannot have changed
     is not measured again. Every path - plain or bounded steps, the exact
     loops or the products (:mod:`infoclust_dask.kernels._choice`) - gives
     the same centres, labels and inertia, bit for bit, so the choices
