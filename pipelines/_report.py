@@ -62,6 +62,8 @@ def _kmeans_lines(km: dict, cv: dict | None) -> list[str]:
     lines = ["## K-means",
              f"- inertia {km['inertia']:.6g} after {km['n_iter']} Lloyd iterations ({km['seconds']} s)",
              f"- cluster sizes {km['sizes']}"]
+    if "paths" in km:  # chosen by measurement where the fit ran; every path gives the same bits (issue 63)
+        lines.append(f"- Lloyd's paths: {km['paths'] or 'no choice to make (tiny data: numpy forms; below 8 centres: the exact loops)'}")
     if "ari_vs_classes" in km:
         lines += [f"- agreement with the known classes: ARI {km['ari_vs_classes']:.3f}, "
                   f"NMI {km['nmi_vs_classes']:.3f}",

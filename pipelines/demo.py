@@ -67,7 +67,8 @@ def fit_kmeans(store: str, n_clusters: int, scheduler: str | None, seed: int, ru
         labels = engine.compute(km.labels_)
         del X
         out = {"inertia": km.inertia_, "n_iter": km.n_iter_, "seconds": round(seconds, 2),
-               "sizes": [int((labels == j).sum()) for j in range(n_clusters)]}
+               "sizes": [int((labels == j).sum()) for j in range(n_clusters)],
+               "paths": km.runner_.get("paths", "")}  # which kernel paths ran, and why (issue 63)
         if "label" in ds:
             from sklearn.metrics import adjusted_rand_score, normalized_mutual_info_score
 
