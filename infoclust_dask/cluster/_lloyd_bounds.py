@@ -140,6 +140,11 @@ def centre_groups(centers: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.nd
     return order, start
 
 
+#: :meth:`RowBounds.forecast` reads at most this many rows, evenly spaced (at 2e5 rows and 102 groups the whole
+#: forecast took 0.1-0.27 s, a third of a Lloyd step at k = 1024)
+FORECAST_ROWS = 16384
+
+
 class RowBounds:
     """Bounds of ``n`` rows against ``k`` centres, kept in place between
     Lloyd steps: Hamerly's for ``k <= hamerly_max_k`` (24 bytes a row), else
@@ -192,25 +197,25 @@ class RowBounds:
         ``centers``, from the bounds alone (the upper bound after tightening
         estimated by the last exact distance): Hamerly's, the rows its test
         decides; Yinyang's, one less the distances of the groups whose bound
-        does not exceed the row's upper bound, over n x k (n x groups
-        comparisons, in slices of rows). A forecast of the next bounded
-        step's work, not of its time."""
+        does not exceed the row's upper bound, over n x k. Read from every
+        m-th row (at most :data:`FORECAST_ROWS` rows: the same rows whatever
+        the runner; a forecast only picks between paths of the same bits).
+        A forecast of the next bounded step's work, not of its time."""
         n = len(self.labels)
         if n == 0 or self.labels[0] < 0:
             return 0.0
+        rows = slice(None, None, -(-n // FORECAST_ROWS))
+        labels, upper, lower = self.labels[rows], self.upper[rows], self.lower[rows]
         moved = np.sqrt(((centers - self.previous) ** 2).sum(axis=1))
         # the upper bound as tightening leaves it, estimated by the last exact distance (the new one is within the
         # own centre's move of it)
         if not self.grouped:
-            z = np.maximum(self.lower - moved.max(), half_gaps(centers)[self.labels])
-            return float(np.count_nonzero(self.upper < z)) / n
+            z = np.maximum(lower - moved.max(), half_gaps(centers)[labels])
+            return float(np.count_nonzero(upper < z)) / len(labels)
         group_moved = np.maximum.reduceat(moved[self.order], self.start[:-1])
         sizes = np.diff(self.start).astype(np.float64)
-        measured = 0.0
-        for a in range(0, n, 65536):
-            b = min(n, a + 65536)
-            measured += float((((self.lower[a:b] - group_moved) <= self.upper[a:b, None]) @ sizes).sum())
-        return 1.0 - measured / (n * float(sizes.sum()))
+        measured = float((((lower - group_moved) <= upper[:, None]) @ sizes).sum())
+        return 1.0 - measured / (len(labels) * float(sizes.sum()))
 
     def final(self, X: Any, w: Any, centers: np.ndarray, settled: bool = False
               ) -> tuple[float, np.ndarray, np.ndarray]:
