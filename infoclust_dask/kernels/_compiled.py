@@ -319,10 +319,13 @@ def _lloyd_into(x, w, centers, labels, dmin, with_sums):
     return _choice.choose(("lloyd", x.dtype.str, k, d), lloyd_paths(k), n, run)
 
 
-#: from this many centres, and centres x features, soft K-means' step takes its distances and sums from BLAS
-#: products (:mod:`infoclust_dask.kernels._soft_products`; measured: docs/BENCHMARKS.md)
+#: from this many centres soft K-means' step takes its distances and sums from BLAS products
+#: (:mod:`infoclust_dask.kernels._soft_products`), whatever the features. A rule of k, the same on every machine:
+#: the two paths round differently (the same-answer contract forbids a choice by time). Issue 63 re-measured it
+#: (``python benchmarks/soft_products.py``, docs/BENCHMARKS.md): from k = 16 the products took 0.37-1.04x the
+#: loops at every d in 2..128, both dtypes and regimes; the former second condition (k x d >= 2048) kept the
+#: loops where they were up to 2.1x slower. At k = 8 neither wins everywhere (products 0.61-1.44x).
 SOFT_GEMM_MIN_K = 16
-SOFT_GEMM_MIN_KD = 2048
 
 
 def soft_kmeans(x, w=None, *, centers, beta):
@@ -333,7 +336,7 @@ def soft_kmeans(x, w=None, *, centers, beta):
     k, d = c.shape
     R, S, lz = np.zeros(k), np.zeros((k, d)), np.zeros(1)
     cx = _in(c, x)
-    if k >= SOFT_GEMM_MIN_K and k * d >= SOFT_GEMM_MIN_KD:  # the distances and sums by BLAS products
+    if k >= SOFT_GEMM_MIN_K:  # the distances and sums by BLAS products
         from ._soft_products import _soft_rows_gemm
 
         shift = cx.mean(axis=0, dtype=np.float64).astype(x.dtype)

@@ -665,19 +665,20 @@ def test_no_private_imports_from_other_packages():
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-@pytest.mark.parametrize("case", ["blobs", "far from the origin", "duplicate centres", "weighted"])
+@pytest.mark.parametrize("case", ["blobs", "far from the origin", "duplicate centres", "weighted", "two features"])
 def test_soft_kmeans_by_matrix_products_equals_the_exact_differences(dtype, case):
-    """Issue 55: from SOFT_GEMM_MIN_K centres and SOFT_GEMM_MIN_KD centres x
-    features, soft K-means' step takes its distances and sums from BLAS
-    products. Both paths on the same data (blobs; rows and centres around
-    1e3, where the expansion loses digits without the shift; two identical
-    centres; sample weights) give R, S and log Z equal to 1e-10 in float64
+    """Issue 55: from SOFT_GEMM_MIN_K centres soft K-means' step takes its
+    distances and sums from BLAS products (issue 63: whatever d). Both paths
+    on the same data (blobs; rows and centres around 1e3, where the
+    expansion loses digits without the shift; two identical centres; sample
+    weights; two features) give R, S and log Z equal to 1e-10 in float64
     (1e-5 in float32, whose products are float32), and equal to scipy's
     softmax of the explicit float64 differences."""
     from scipy.special import logsumexp, softmax
 
-    rng = np.random.default_rng(["blobs", "far from the origin", "duplicate centres", "weighted"].index(case))
-    n, d, k = 700, 64, 40
+    rng = np.random.default_rng(["blobs", "far from the origin", "duplicate centres", "weighted",
+                                 "two features"].index(case))
+    n, d, k = 700, 2 if case == "two features" else 64, 40
     x = rng.normal(scale=2.0, size=(8, d))[rng.integers(0, 8, n)] + rng.normal(size=(n, d))
     c = x[rng.choice(n, k, replace=False)] + 0.3 * rng.normal(size=(k, d))
     if case == "far from the origin":
@@ -686,7 +687,7 @@ def test_soft_kmeans_by_matrix_products_equals_the_exact_differences(dtype, case
         c[3] = c[11]
     w = rng.uniform(0.5, 2.0, n) if case == "weighted" else None
     x = x.astype(dtype)
-    assert k >= _compiled.SOFT_GEMM_MIN_K and k * d >= _compiled.SOFT_GEMM_MIN_KD
+    assert k >= _compiled.SOFT_GEMM_MIN_K
     products = _compiled.soft_kmeans(x, w, centers=c, beta=0.05)
     limit = _compiled.SOFT_GEMM_MIN_K
     try:
