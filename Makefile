@@ -13,7 +13,7 @@ endif
 export INFOCLUST_STORAGE ?= $(CURDIR)/storage
 S3_STATE := $(CURDIR)/storage/services-s3
 
-.PHONY: install install-bench install-docs docs demo demo-s3 test lint test-slow test-deploy test-min bench clean
+.PHONY: install install-bench install-docs docs demo demo-s3 test lint test-slow test-hosts test-deploy test-min bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -77,7 +77,12 @@ lint: install
 	$(PY) -m mypy
 
 test-slow: install
-	$(PY) -m pytest -m "slow and not deploy" -q
+	$(PY) -m pytest -m "slow and not deploy and not hosts" -q
+
+# the cluster on hosts of its own: a scheduler, an S3 server and three workers, each in a network namespace with its
+# own address, the workers without the client's folder; faults a network makes (tests/hosts; root; ~3.5 min here)
+test-hosts: install
+	$(PY) -m pytest -m hosts -q tests/hosts
 
 # docs/deployment.md run as written against real services on 127.0.0.1, every shipped deployment with its default
 # parameters (~4.5 min here: the demo on the cluster, the guide's 90-cell sweep and the weekly bootstrap's 50 AC replicates

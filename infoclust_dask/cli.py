@@ -502,6 +502,16 @@ def _quiet_shutdown():
     quiet_local_workers()
 
 
+def _quiet_exit():
+    """After the one line of an error: nothing more on stderr while the
+    process ends - a client whose scheduler stopped answering logs
+    tracebacks of its own shutdown (distributed's callbacks after the
+    interpreter's executors closed: seen with the scheduler's host cut off)."""
+    import logging
+
+    logging.disable(logging.CRITICAL)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     import signal
     import threading
@@ -543,6 +553,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if os.environ.get("INFOCLUST_DEBUG"):
             raise
         print(f"infoclust: error: {_message(exc)}", file=sys.stderr)
+        if argv is None:  # a process of its own, ending now
+            _quiet_exit()
         return 2
     except Exception as exc:  # noqa: BLE001 - a library's own error (botocore, aiohttp, ...): one redacted line
         if os.environ.get("INFOCLUST_DEBUG"):
@@ -551,6 +563,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not text.startswith(("the object store at", "no credentials for")):  # not explained: say what it was, and how to see more
             text = f"{type(exc).__name__}: {text} (INFOCLUST_DEBUG=1 shows the traceback)"
         print(f"infoclust: error: {text}", file=sys.stderr)
+        if argv is None:  # a process of its own, ending now
+            _quiet_exit()
         return 2
     finally:
         warnings.formatwarning = shown

@@ -59,3 +59,25 @@ def test_the_local_recipe_fits_a_store_in_the_bucket_with_workers_elsewhere(s3_b
         client.close()
     ref = ic.KMeans(3, random_state=0, scheduler="sync").fit(X)
     np.testing.assert_allclose(est.cluster_centers_, ref.cluster_centers_, rtol=0, atol=1e-10)
+
+
+def test_the_recipes_heal_every_service_restarts_and_the_scheduler_drops_silent_workers():
+    """Issue 64: a dask worker that loses its scheduler in a network blip
+    ends for good; the compose file restarts every service, the Kubernetes
+    Deployments state restartPolicy Always, and both give the scheduler the
+    worker timeout deploy/local/services.py gives it (tests/hosts runs that
+    one through cut links)."""
+    import yaml
+    from helpers import local_services
+
+    ttl = local_services().SCHEDULER_ENV["DASK_DISTRIBUTED__SCHEDULER__WORKER_TTL"]
+    root = RECIPES.parent
+    compose = yaml.safe_load((root / "docker-compose.yml").read_text())["services"]
+    assert {name: svc.get("restart") for name, svc in compose.items()} == dict.fromkeys(compose, "unless-stopped")
+    assert compose["dask-scheduler"]["environment"]["DASK_DISTRIBUTED__SCHEDULER__WORKER_TTL"] == ttl
+    docs = [d for d in yaml.safe_load_all((root / "kubernetes.yaml").read_text()) if d["kind"] == "Deployment"]
+    assert {d["metadata"]["name"] for d in docs} == {"dask-scheduler", "dask-worker"}
+    for d in docs:
+        assert d["spec"]["template"]["spec"]["restartPolicy"] == "Always"
+    sched = next(d for d in docs if d["metadata"]["name"] == "dask-scheduler")["spec"]["template"]["spec"]
+    assert {"name": "DASK_DISTRIBUTED__SCHEDULER__WORKER_TTL", "value": ttl} in sched["containers"][0]["env"]

@@ -7,6 +7,7 @@ cluster set-up on one machine.
                                          [--no-ui] [--pool infoclust-pool] [--s3 [--bucket infoclust]] [--no-dask]
     python deploy/local/services.py status [--state-dir DIR]
     python deploy/local/services.py down [--state-dir DIR]
+    python deploy/local/services.py supervise --name NAME -- CMD ...   # restart CMD whenever it ends
 
 ``up`` uses fixed ports by default - the scheduler 8786, the Prefect server
 4200 (``--scheduler-port``/``--prefect-port``, ``$INFOCLUST_SCHEDULER_PORT``/
@@ -28,7 +29,10 @@ environment. ``down`` stops them by PID
 (SIGTERM to the process group, SIGKILL after a grace period). Each dask
 worker runs in its own folder (``STATE/worker-N``, also its local
 directory) with the memory limit given, as workers of a real cluster do:
-the client's relative paths mean nothing there.
+the client's relative paths mean nothing there. Each worker runs under
+``supervise``: one that ends (a worker that lost the scheduler in a network
+blip closes for good) is started again; the scheduler removes a worker
+silent for 60 s (:data:`SCHEDULER_ENV`).
 """
 
 from __future__ import annotations
@@ -212,7 +216,7 @@ def start(state_dir=DEFAULT_STATE, *, n_workers: int = 2, memory_limit: str = "2
         sport = _port(ports.get("scheduler"), "scheduler", "--scheduler-port")
         log = state_dir / "dask-scheduler.log"
         pid = _spawn([_bin("dask"), "scheduler", "--host", HOST, "--port", str(sport),
-                      "--dashboard-address", f"{HOST}:0", "--no-show"], log, env)
+                      "--dashboard-address", f"{HOST}:0", "--no-show"], log, {**env, **SCHEDULER_ENV})
         procs.append({"name": "dask-scheduler", "pid": pid, "log": str(log)})
         address = f"tcp://{HOST}:{sport}"
         state["scheduler_address"] = address
@@ -221,9 +225,11 @@ def start(state_dir=DEFAULT_STATE, *, n_workers: int = 2, memory_limit: str = "2
             log = state_dir / f"dask-worker-{i}.log"
             home = state_dir / f"worker-{i}"  # each worker in its own folder, as on a real cluster
             home.mkdir(exist_ok=True)
-            wpid = _spawn([_bin("dask"), "worker", address, "--host", HOST, "--nthreads", str(threads),
-                           "--memory-limit", memory_limit, "--dashboard-address", f"{HOST}:0",
-                           "--name", f"worker-{i}", "--local-directory", str(home)], log, env, cwd=home)
+            # supervised: a worker that lost the scheduler (a network blip) ends, nanny and all; it comes back
+            wpid = _spawn(supervised(f"worker-{i}", [_bin("dask"), "worker", address, "--host", HOST, "--nthreads",
+                                                      str(threads), "--memory-limit", memory_limit,
+                                                      "--dashboard-address", f"{HOST}:0", "--name", f"worker-{i}",
+                                                      "--local-directory", str(home)]), log, env, cwd=home)
             procs.append({"name": f"dask-worker-{i}", "pid": wpid, "log": str(log)})
         state["startup_seconds"] = {}
         state["startup_seconds"]["dask"] = round(_wait(
@@ -268,6 +274,64 @@ def _start_prefect_worker(pool: str, state: dict, penv: dict, state_dir: Path, t
     pid = _spawn([_bin("prefect"), "worker", "start", "--pool", pool, "--name", f"{pool}-local"], log, wenv)
     state["prefect_pool"] = pool
     return {"name": "prefect-worker", "pid": pid, "log": str(log)}
+
+
+#: the scheduler's settings for workers that go silent (docs/deployment.md, "When the network fails"): a worker
+#: whose heartbeats stop for 60 s is removed and its tasks run elsewhere (distributed's default: 5 minutes)
+SCHEDULER_ENV = {"DASK_DISTRIBUTED__SCHEDULER__WORKER_TTL": "60s"}
+
+#: a supervised command that ran at least this long is restarted after the shortest pause again
+SUPERVISE_STABLE = 60.0
+#: pauses before a restart: the first, and the longest (doubling while the command keeps ending early)
+SUPERVISE_PAUSES = (1.0, 30.0)
+
+
+def supervised(name: str, cmd: list[str]) -> list[str]:
+    """``cmd`` run under :func:`supervise` (this script's ``supervise``
+    action), restarted whenever it ends until it is stopped."""
+    return [sys.executable, str(Path(__file__).resolve()), "supervise", "--name", name, "--", *cmd]
+
+
+def supervise(name: str, cmd: list[str]) -> int:
+    """Run ``cmd`` and start it again whenever it ends - a dask worker whose
+    connection to the scheduler broke (a network blip) closes, nanny and
+    all, and would leave the cluster one worker short for good - after a
+    pause of 1 s, doubling to 30 s while it keeps ending within 60 s of its
+    start. SIGTERM or SIGINT stop the command (SIGTERM, then SIGKILL after
+    15 s) and end the supervision with its exit code. One line per restart
+    on stdout (the service's log). ``docker compose``'s and Kubernetes'
+    restart policies do the same for the recipes in deploy/cluster."""
+    stopping = []
+
+    def stop(signum, _frame):
+        stopping.append(signum)
+        if child is not None and child.poll() is None:
+            child.send_signal(signal.SIGTERM)
+
+    child = None
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    pause = SUPERVISE_PAUSES[0]
+    while True:
+        started = time.monotonic()
+        child = subprocess.Popen(cmd)
+        while True:
+            try:
+                code = child.wait(timeout=15.0 if stopping else None)
+                break
+            except subprocess.TimeoutExpired:
+                child.kill()
+        if stopping:
+            return code
+        ran = time.monotonic() - started
+        pause = SUPERVISE_PAUSES[0] if ran >= SUPERVISE_STABLE else min(2 * pause, SUPERVISE_PAUSES[1])
+        print(f"supervise: {name} ended with exit code {code} after {ran:.0f} s; starting it again in {pause:.0f} s",
+              flush=True)
+        deadline = time.monotonic() + pause
+        while time.monotonic() < deadline and not stopping:
+            time.sleep(0.2)
+        if stopping:
+            return code
 
 
 class _Done(Exception):
@@ -324,6 +388,16 @@ def status(state_dir=DEFAULT_STATE) -> dict:
 
 
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["supervise"]:  # supervise --name NAME -- CMD ...
+        sp = argparse.ArgumentParser(prog="services.py supervise", description=supervise.__doc__.splitlines()[0])
+        sp.add_argument("--name", default="service")
+        sp.add_argument("cmd", nargs=argparse.REMAINDER)
+        a = sp.parse_args(argv[1:])
+        cmd = a.cmd[1:] if a.cmd[:1] == ["--"] else a.cmd
+        if not cmd:
+            sp.error("give the command to supervise after --")
+        raise SystemExit(supervise(a.name, cmd))
     p = argparse.ArgumentParser(description="Local Prefect server + dask scheduler/workers on 127.0.0.1")
     p.add_argument("action", choices=["up", "down", "status"])
     p.add_argument("--state-dir", default=str(DEFAULT_STATE))

@@ -9,7 +9,7 @@ from __future__ import annotations
 import errno
 import os
 
-__all__ = ["message", "is_connection_error"]
+__all__ = ["message", "is_connection_error", "StorageUnreachable", "NoWorkerReachesStorage"]
 
 #: exception class names of unreachable or silent object-store endpoints (botocore, aiohttp, requests)
 _UNREACHABLE = ("EndpointConnectionError", "ConnectTimeoutError", "ReadTimeoutError", "ConnectTimeout",
@@ -22,6 +22,33 @@ def is_connection_error(exc: BaseException) -> bool:
     object store could not be reached, did not answer or dropped the
     connection (botocore's, aiohttp's and requests' names for it)."""
     return any(type(e).__name__ in _UNREACHABLE for e in _causes(exc))
+
+
+class StorageUnreachable(ConnectionError):
+    """A dask worker could not reach the object store (its read of a chunk
+    failed with a connection error after the configured attempts): raised in
+    the worker's task, with the worker's address, so that the engine can run
+    that worker's reads on the others (:mod:`infoclust_dask.engine.execute`)
+    instead of failing a fit the other workers could finish."""
+
+    def __init__(self, worker: str, text: str) -> None:
+        super().__init__(worker, text)
+
+    @property
+    def worker(self) -> str:
+        return str(self.args[0])
+
+    def __str__(self) -> str:
+        return f"dask worker {self.args[0]} could not read the store: {self.args[1]}"
+
+
+class NoWorkerReachesStorage(StorageUnreachable):
+    """Every worker tried failed as :class:`StorageUnreachable` (``worker``:
+    their addresses, comma-separated): the store is down or unreachable
+    from the cluster, not from one worker."""
+
+    def __str__(self) -> str:
+        return str(self.args[1])
 
 
 def _endpoint() -> str:
@@ -41,6 +68,8 @@ def message(exc: BaseException) -> str:
 def _explain(exc: BaseException) -> str:
     """The error, and a hint where a bare library error would send the user
     the wrong way."""
+    if isinstance(exc, StorageUnreachable):  # already explained, on the worker
+        return str(exc)
     text = str(exc) or type(exc).__name__
     low = text.lower()
     chain = [type(e).__name__ for e in _causes(exc)]

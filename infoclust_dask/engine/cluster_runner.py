@@ -130,8 +130,9 @@ class Distributed(Runner):
                 # scattered blocks and held as futures could not be recomputed once lost with a worker,
                 # while this graph still can after the blocks are sent again (execute._rescatter_lost)
                 return a
-            # held in chunks of whole logical blocks, so that no pass rechunks what the workers hold
-            return self.client.persist(_on_blocks(a, block_rows_of(a)) if a.shape[0] else a, optimize_graph=False)
+            # held in chunks of whole logical blocks, so that no pass rechunks what the workers hold; read now,
+            # so that a worker the object store does not answer is left out while the others read its blocks
+            return self.persist_all((_on_blocks(a, block_rows_of(a)) if a.shape[0] else a,))[0]
         _check_room(self.client, int(a.nbytes))
         rows = chunk_rows or _auto_rows(a)
         slices = _row_slices(a.shape[0], rows)
@@ -152,11 +153,20 @@ class Distributed(Runner):
     def persist_all(self, arrays: tuple, progress: bool = False) -> tuple:
         from distributed import futures_of
 
-        out = self.client.persist(list(arrays), optimize_graph=False)
-        if progress:
-            _progress_bar(out)
-        execute.wait_futures(self.client, futures_of(out), self.held)
-        return tuple(out)
+        def hold(place: dict) -> tuple:
+            out = self.client.persist(list(arrays), optimize_graph=False, **place)
+            if progress:
+                _progress_bar(out)
+            try:
+                execute.wait_futures(self.client, futures_of(out), self.held)
+            except BaseException:
+                for f in futures_of(out):  # none of a failed hold stays on the workers
+                    f.release()
+                raise
+            return tuple(out)
+
+        # a worker that cannot reach the object store: its blocks are read by the others
+        return execute.around_unreachable(self.client, hold)
 
     def broadcast(self, value: Any) -> Any:
         if isinstance(value, np.ndarray):
@@ -164,11 +174,18 @@ class Distributed(Runner):
         return value
 
     def keep(self, tasks: list, progress: bool = False) -> list:
-        blocks = self.client.compute(tasks, optimize_graph=False)
-        if progress:
-            _progress_bar(blocks)
-        execute.wait_futures(self.client, blocks, self.held)
-        return blocks
+        def run(place: dict) -> list:
+            blocks = self.client.compute(tasks, optimize_graph=False, **place)
+            if progress:
+                _progress_bar(blocks)
+            try:
+                execute.wait_futures(self.client, blocks, self.held)
+            except BaseException:
+                self.release(blocks)
+                raise
+            return blocks
+
+        return execute.around_unreachable(self.client, run)
 
     def apply(self, blocks: list, func: Callable[[Any, Any], Any], shared: Any, key: str) -> list:
         arg = self.broadcast(shared)

@@ -11,6 +11,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
+from .._support.messages import NoWorkerReachesStorage, StorageUnreachable
 from .pressure import Watch, WorkerMemoryError
 
 
@@ -62,18 +63,29 @@ def _show_progress(fut: Any) -> None:
 def compute_distributed(client: Any, obj: Any, *, progress: bool = False, held: int = 0) -> Any:
     """``obj`` computed on a distributed ``client``: a pass whose scattered
     blocks were lost with a worker is retried after they are sent again
-    (:func:`_rescatter_lost`); a pass left without workers ends in
+    (:func:`_rescatter_lost`); one a worker could not read because the
+    object store did not answer it is run again without that worker
+    (:func:`around_unreachable`); a pass left without workers ends in
     :class:`NoWorkersError`, one whose workers are out of memory in
     :class:`~.pressure.WorkerMemoryError` (``held``: bytes of data the
     fit holds on the workers, for its message)."""
+    return around_unreachable(client, lambda place: _compute(client, obj, place, progress, held))
+
+
+def _compute(client: Any, obj: Any, place: dict, progress: bool, held: int) -> Any:
     for attempt in range(RESCATTER_ATTEMPTS + 1):
-        fut = client.compute(obj, optimize_graph=False)
+        fut = client.compute(obj, optimize_graph=False, **place)
         if progress:
             _show_progress(fut)
         watch = Watch(held)
         try:
             return result(client, fut, watch)
         except Exception as exc:
+            if isinstance(exc, StorageUnreachable):
+                # forgotten before the pass is sent again without that worker: the scheduler would otherwise
+                # hand the same erred keys back at once (release and resubmission travel in order)
+                fut.release()
+                raise
             if isinstance(exc, (NoWorkersError, WorkerMemoryError)):
                 raise
             memory = watch.killed(exc)
@@ -96,6 +108,73 @@ def compute_distributed(client: Any, obj: Any, *, progress: bool = False, held: 
             if not _rescatter_lost(client):
                 raise
     raise AssertionError("unreachable")
+
+
+#: seconds a worker that could not reach the object store is left out of the passes, then tried again
+#: ($INFOCLUST_UNREACHABLE_PAUSE)
+UNREACHABLE_PAUSE = 120.0
+_AVOIDED_LOCK = threading.Lock()
+_AVOIDED: dict = {}  # scheduler address -> {worker address: time.monotonic() until which it is left out}
+
+
+def avoided(client: Any) -> set:
+    """Workers of ``client``'s scheduler left out of the passes now: they
+    could not reach the object store less than :data:`UNREACHABLE_PAUSE`
+    seconds ago."""
+    import time
+
+    now = time.monotonic()
+    with _AVOIDED_LOCK:
+        table = _AVOIDED.get(_address(client), {})
+        for w in [w for w, until in table.items() if until <= now]:
+            del table[w]
+        return set(table)
+
+
+def placement(client: Any) -> dict:
+    """Keyword arguments of ``compute``/``persist`` that keep the tasks off
+    the :func:`avoided` workers (none when no worker is avoided). Where a
+    task runs never changes its result: the passes reduce in a fixed order."""
+    out = avoided(client)
+    if not out:
+        return {}
+    others = sorted(_workers(client) - out)
+    return {"workers": others, "allow_other_workers": False} if others else {}
+
+
+def around_unreachable(client: Any, run: Any) -> Any:
+    """``run(placement)`` - a pass, or holding input on the workers - run
+    again without each worker whose read of a store raised
+    :class:`~infoclust_dask._support.messages.StorageUnreachable` (one that
+    cannot reach the object store while the others can: a firewall, a route,
+    its own network), each left out for :data:`UNREACHABLE_PAUSE` seconds
+    with one line on the package logger. Bounded: when every worker has
+    failed so (the store is down, or the endpoint is wrong everywhere), one
+    line names them all. The model is the same whichever workers read."""
+    import logging
+    import time
+
+    from .._support.settings import env_number
+
+    pause = float(env_number("INFOCLUST_UNREACHABLE_PAUSE", UNREACHABLE_PAUSE, seconds=True))
+    failed: list = []
+    while True:
+        try:
+            return run(placement(client))
+        except StorageUnreachable as exc:
+            if exc.worker in failed or isinstance(exc, NoWorkerReachesStorage):
+                raise
+            failed.append(exc.worker)
+            with _AVOIDED_LOCK:
+                _AVOIDED.setdefault(_address(client), {})[exc.worker] = time.monotonic() + pause
+            left = sorted(_workers(client) - avoided(client))
+            if not left:
+                raise NoWorkerReachesStorage(", ".join(failed), (
+                    f"no dask worker of the scheduler at {_address(client)} could read the store (each tried: "
+                    f"{', '.join(failed)}); the last said: {exc.args[1]}")) from None
+            logging.getLogger("infoclust_dask").warning(
+                "dask worker %s could not reach the object store; its reads run on the other %d worker(s), "
+                "and it is left out for %.0f s", exc.worker, len(left), pause)
 
 
 def wait_futures(client: Any, futures: Any, held: int = 0) -> None:

@@ -63,8 +63,19 @@ def read_rows(array: Any, start: int, stop: int) -> Any:
     """Rows ``start:stop`` of a zarr array (every column): the task that
     reads one row chunk of a store (:mod:`infoclust_dask.storage.reading`). It
     lives here, beside the bound store it reads through, so that a worker
-    running it imports zarr and this module only."""
-    return array[start:stop]
+    running it imports zarr and this module only. On a dask worker, a read
+    the object store did not answer (after its configured attempts) raises
+    :class:`~infoclust_dask._support.messages.StorageUnreachable` naming the
+    worker: the engine runs the reads again on the other workers."""
+    try:
+        return array[start:stop]
+    except Exception as exc:
+        from .._support.messages import StorageUnreachable, is_connection_error, message
+
+        worker = _worker_address() if is_connection_error(exc) else None
+        if worker is None:
+            raise
+        raise StorageUnreachable(worker, message(exc)) from exc
 
 
 def pending_entry(data: bytes) -> list:
@@ -72,21 +83,27 @@ def pending_entry(data: bytes) -> list:
     return [len(data), zlib.crc32(data), tail_of(data)]
 
 
+def _worker_address() -> str | None:
+    """The address of the dask worker running this task; None outside one."""
+    import sys
+
+    if "distributed" not in sys.modules:
+        return None
+    from distributed import get_worker
+
+    try:
+        return str(get_worker().address)
+    except ValueError:  # not inside a worker's task
+        return None
+
+
 def _where_read() -> str:
     """Which process reads: the dask worker's address, host and working
     folder inside a worker, else this host and process."""
     import os
     import socket
-    import sys
 
-    worker = None
-    if "distributed" in sys.modules:
-        from distributed import get_worker
-
-        try:
-            worker = get_worker().address
-        except ValueError:  # not inside a worker's task
-            pass
+    worker = _worker_address()
     who = f"dask worker {worker}" if worker else "this process"
     return f"{who} (host {socket.gethostname()}, pid {os.getpid()}, working folder {os.getcwd()})"
 

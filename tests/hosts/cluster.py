@@ -1,0 +1,138 @@
+"""The cluster of docs/deployment.md on hosts of its own (:mod:`network`):
+a dask scheduler, an S3-protocol server (moto's) holding a bucket, and
+dask workers - each on its own host, the workers with a memory limit, in
+folders of their own, without the client's folder, under
+``deploy/local/services.py``'s supervisor (a worker that ends comes back),
+the scheduler with the deployment's worker timeout - and the client in
+this process on the bridge's address."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+from network import Hosts
+
+ROOT = Path(__file__).resolve().parents[2]
+BUCKET = "infoclust"
+S3_PORT = 9000
+SCHEDULER_PORT = 8786
+#: moto accepts any key; these name the test server's and nothing else
+S3_KEYS = {"AWS_ACCESS_KEY_ID": "infoclust-hosts", "AWS_SECRET_ACCESS_KEY": "infoclust-hosts-secret",
+           "AWS_DEFAULT_REGION": "us-east-1"}
+
+
+def services():
+    """``deploy/local/services.py`` as a module (a script, not part of the package)."""
+    spec = importlib.util.spec_from_file_location("local_services", ROOT / "deploy" / "local" / "services.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _bin(name: str) -> str:
+    return str(Path(sys.executable).with_name(name))
+
+
+def _wait(check, what: str, timeout: float, log: Path | None = None) -> float:
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        try:
+            if check():
+                return time.monotonic() - t0
+        except Exception:  # noqa: BLE001 - not up yet
+            pass
+        time.sleep(0.3)
+    tail = log.read_text(errors="replace")[-3000:] if log and log.exists() else ""
+    raise TimeoutError(f"{what} not ready after {timeout:.0f} s{': ' + tail if tail else ''}")
+
+
+class HostCluster:
+    """Start with :meth:`up`, stop with :meth:`down` (also on failure)."""
+
+    def __init__(self, base: Path, n_workers: int = 3, memory_limit: str = "600MB") -> None:
+        self.base = Path(base)
+        self.client_dir = self.base / "client"
+        self.client_dir.mkdir(parents=True, exist_ok=True)
+        self.n_workers = n_workers
+        self.memory_limit = memory_limit
+        self.net = Hosts()
+        self.workers: list[str] = []
+
+    def env(self, home: Path) -> dict:
+        """A host's environment: nothing of the client's but PATH, the
+        deployment's worker settings (one BLAS thread) and the endpoint and
+        keys of the object store."""
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "LANG": "C.UTF-8",
+               "PYTHONDONTWRITEBYTECODE": "1", **S3_KEYS,
+               "FSSPEC_S3_ENDPOINT_URL": self.s3_url, "AWS_ENDPOINT_URL": self.s3_url}
+        env.update({k: "1" for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+                                      "NUMBA_NUM_THREADS")})
+        if os.environ.get("NUMBA_CACHE_DIR"):
+            env["NUMBA_CACHE_DIR"] = os.environ["NUMBA_CACHE_DIR"]
+        return env
+
+    def up(self, timeout: float = 120.0) -> HostCluster:
+        try:
+            self._up(timeout)
+        except BaseException:
+            self.down()
+            raise
+        return self
+
+    def _up(self, timeout: float) -> None:
+        net, svc = self.net, services()
+        s3 = net.add("s3")
+        self.s3_url = f"http://{s3}:{S3_PORT}"
+        home = self.base / "s3"
+        home.mkdir(exist_ok=True)
+        log = home / "s3-server.log"
+        net.start("s3", [sys.executable, "-m", "moto.server", "-H", s3, "-p", str(S3_PORT)], log=log, cwd=home,
+                  env=self.env(home))
+        _wait(lambda: socket.create_connection((s3, S3_PORT), 0.5).close() is None, "S3 server", timeout, log)
+        with urllib.request.urlopen(urllib.request.Request(f"{self.s3_url}/{BUCKET}", method="PUT"), timeout=10):
+            pass
+        sched = net.add("sched")
+        self.scheduler_address = f"tcp://{sched}:{SCHEDULER_PORT}"
+        home = self.base / "scheduler"
+        home.mkdir(exist_ok=True)
+        self.scheduler_log = home / "dask-scheduler.log"
+        net.start("sched", [_bin("dask"), "scheduler", "--host", sched, "--port", str(SCHEDULER_PORT),
+                            "--dashboard-address", f"{sched}:0", "--no-show"], log=self.scheduler_log, cwd=home,
+                  env={**self.env(home), **svc.SCHEDULER_ENV})
+        _wait(lambda: socket.create_connection((sched, SCHEDULER_PORT), 0.5).close() is None, "dask scheduler",
+              timeout, self.scheduler_log)
+        for i in range(1, self.n_workers + 1):
+            name = f"w{i}"
+            address = net.add(name)
+            home = self.base / f"worker-{i}"
+            home.mkdir(exist_ok=True)
+            cmd = svc.supervised(name, [_bin("dask"), "worker", self.scheduler_address, "--host", address,
+                                        "--nthreads", "1", "--memory-limit", self.memory_limit, "--name", name,
+                                        "--dashboard-address", f"{address}:0", "--local-directory", str(home)])
+            net.start(name, cmd, log=home / "dask-worker.log", cwd=home, env=self.env(home),
+                      hide=(self.client_dir,))
+            self.workers.append(name)
+        self.wait_workers(self.n_workers, timeout)
+
+    def worker_log(self, name: str) -> str:
+        return (self.base / f"worker-{name[1:]}" / "dask-worker.log").read_text(errors="replace")
+
+    def n_workers_now(self) -> int:
+        out = subprocess.run([sys.executable, "-c", "import sys; from distributed import Client\n"
+                              "with Client(sys.argv[1], timeout='5s', set_as_default=False) as c:\n"
+                              "    print(len(c.scheduler_info(n_workers=-1)['workers']))", self.scheduler_address],
+                             capture_output=True, text=True, timeout=60, check=True)
+        return int(out.stdout.strip().splitlines()[-1])
+
+    def wait_workers(self, n: int, timeout: float) -> float:
+        return _wait(lambda: self.n_workers_now() >= n, f"{n} dask workers", timeout, self.scheduler_log)
+
+    def down(self) -> None:
+        self.net.close()
