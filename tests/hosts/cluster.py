@@ -121,6 +121,37 @@ class HostCluster:
             self.workers.append(name)
         self.wait_workers(self.n_workers, timeout)
 
+    def start_prefect(self, pool: str, timeout: float = 180.0) -> str:
+        """A Prefect server on a host of its own and a process worker for
+        ``pool`` on another (without the client's folder; the cluster's
+        scheduler, the bucket's endpoint and keys in its environment, as the
+        work pool's job variables would set them); returns the API's URL."""
+        net = self.net
+        address = net.add("pfs")
+        self.prefect_api = f"http://{address}:4200/api"
+        home = self.base / "prefect-server"
+        home.mkdir(exist_ok=True)
+        penv = {**self.env(home), "PREFECT_HOME": str(home), "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+                "PREFECT_API_DATABASE_CONNECTION_URL": f"sqlite+aiosqlite:///{home / 'prefect.db'}"}
+        log = home / "prefect-server.log"
+        net.start("pfs", [_bin("prefect"), "server", "start", "--host", address, "--port", "4200", "--analytics-off",
+                          "--no-ui"], log=log, cwd=home, env=penv)
+        _wait(lambda: urllib.request.urlopen(f"{self.prefect_api}/health", timeout=2).status == 200,  # noqa: S310
+              "Prefect server", timeout, log)
+        made = subprocess.run([_bin("prefect"), "work-pool", "create", pool, "--type", "process"],
+                              env={**os.environ, "PREFECT_API_URL": self.prefect_api}, capture_output=True, text=True,
+                              timeout=120, check=False)
+        assert made.returncode == 0 or "already exists" in made.stdout + made.stderr, made.stdout + made.stderr
+        net.add("pfw")
+        home = self.base / "prefect-worker"
+        home.mkdir(exist_ok=True)
+        self.prefect_worker_log = home / "prefect-worker.log"
+        wenv = {**self.env(home), "PREFECT_API_URL": self.prefect_api, "PREFECT_HOME": str(home / ".prefect"),
+                "DASK_SCHEDULER_ADDRESS": self.scheduler_address}
+        net.start("pfw", [_bin("prefect"), "worker", "start", "--pool", pool, "--name", "hosts-worker"],
+                  log=self.prefect_worker_log, cwd=home, env=wenv, hide=(self.client_dir,))
+        return self.prefect_api
+
     def worker_log(self, name: str) -> str:
         return (self.base / f"worker-{name[1:]}" / "dask-worker.log").read_text(errors="replace")
 

@@ -43,8 +43,9 @@ def stores(on_hosts):
     centres = rng.normal(scale=4.0, size=(4, 5))
     label = rng.integers(0, 4, 1200)
     x = centres[label] + rng.normal(size=(1200, 5))
-    write_dataset(SMALL, x, label=label, chunks=300)
-    return {"big": X, "small": (x, label)}
+    y = x[:, :3] @ rng.normal(size=(3, 3)) + 0.5 * rng.normal(size=(1200, 3))
+    write_dataset(SMALL, x, label=label, y=y, chunks=300)
+    return {"big": X, "small": (x, label, y)}
 
 
 @pytest.fixture(scope="module")
@@ -83,23 +84,36 @@ def test_the_supervisor_starts_an_ended_command_again_and_stops_with_it(tmp_path
     assert "supervise: probe ended with exit code 0" in out and "starting it again" in out
 
 
-@pytest.mark.parametrize("name", ["kmeans", "softkmeans", "dc", "mog", "smic"])
+@pytest.mark.parametrize("name", ["kmeans", "softkmeans", "dc", "mog", "mda2", "ac", "smic"])
 def test_every_method_fits_the_buckets_store_on_the_hosts_as_in_process(name, on_hosts, stores, client):
     """The deployment guide's story on hosts of their own: the bucket's store
     fitted on the cluster equals the rows fitted in this process, bit for bit."""
-    from infoclust_dask import SMIC, DiscriminativeClustering, IsotropicGaussianMixture, KMeans, SoftKMeans
+    from infoclust_dask import (
+        MDA2,
+        SMIC,
+        AssociativeClustering,
+        DiscriminativeClustering,
+        IsotropicGaussianMixture,
+        KMeans,
+        SoftKMeans,
+    )
 
     make = {"kmeans": lambda s: KMeans(4, random_state=0, scheduler=s),
             "softkmeans": lambda s: SoftKMeans(4, random_state=0, scheduler=s),
             "dc": lambda s: DiscriminativeClustering(3, sigma=1.0, random_state=0, scheduler=s),
             "mog": lambda s: IsotropicGaussianMixture(4, random_state=0, scheduler=s),
+            "mda2": lambda s: MDA2(2, random_state=0, scheduler=s),
+            # the widths given: the held-out width search runs pass by pass on 600 MB workers (minutes)
+            "ac": lambda s: AssociativeClustering((3, 3), sigma=(2.4, 3.3), n_init=1, anneal_steps=2,
+                                                  random_state=0, scheduler=s),
             "smic": lambda s: SMIC(4, t=5, random_state=0, scheduler=s)}[name]
-    x, label = stores["small"]
-    if name == "dc":
+    x, label, y = stores["small"]
+    if name in ("dc", "mda2", "ac"):
         from infoclust_dask import open_dataset
 
         ds = open_dataset(SMALL)
-        there, here = make(client).fit(ds["x"], ds["label"]), make("sync").fit(x, label)
+        aux, rows = (ds["y"], y) if name == "ac" else (ds["label"], label)
+        there, here = make(client).fit(ds["x"], aux), make("sync").fit(x, rows)
     else:
         there, here = make(client).fit(SMALL), make("sync").fit(x)
     compared = []
@@ -111,7 +125,7 @@ def test_every_method_fits_the_buckets_store_on_the_hosts_as_in_process(name, on
                 data = client.compute(data).result()
             np.testing.assert_array_equal(np.asarray(data), value, err_msg=key)
             compared.append(key)
-    assert "labels_" in compared or name == "dc", compared
+    assert "labels_" in compared or name in ("dc", "mda2", "ac"), compared
     assert "distributed" in there.runner_["runner"]
 
 
@@ -273,3 +287,111 @@ def test_the_scheduler_cut_off_ends_the_cli_in_one_line_then_resume_gives_the_mo
     ref = json.loads(next((Path.cwd() / "ref" / "runs").glob("*kmeans*/model.json")).read_text())["fitted"]
     assert fitted == ref
 
+
+
+def _prefect(args, env, cwd, timeout=600):
+    r = subprocess.run([str(Path(sys.executable).with_name("prefect")), *args], capture_output=True, text=True,
+                       env=env, cwd=cwd, timeout=timeout)
+    assert r.returncode == 0, f"prefect {args}\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
+    return r.stdout
+
+
+def _wait_flow_run(api, run_id, log, timeout=900):
+    import urllib.request
+
+    deadline = time.monotonic() + timeout
+    while True:
+        fr = json.loads(urllib.request.urlopen(f"{api}/flow_runs/{run_id}", timeout=30).read())  # noqa: S310
+        if fr["state_type"] in ("COMPLETED", "FAILED", "CRASHED", "CANCELLED") or time.monotonic() > deadline:
+            break
+        time.sleep(2)
+    assert fr["state_type"] == "COMPLETED", f"{fr['state_type']}\n{log.read_text()[-4000:]}"
+
+
+def _latest_summary(kind):
+    """The newest ``kind`` run folder's summary in the bucket's storage root."""
+    import fsspec
+
+    fs = fsspec.filesystem("s3")
+    runs = sorted(p for p in fs.ls("infoclust/storage/runs") if kind in p.rsplit("/", 1)[-1])
+    return json.loads(fs.cat(f"{runs[-1]}/summary.json"))
+
+
+@pytest.mark.timeout(900)
+def test_flows_run_by_a_prefect_worker_on_its_own_host_give_the_in_process_results(on_hosts, tmp_path):
+    """The guide's story with no shared disk: the client ingests Letter into
+    the bucket with the CLI and deploys ``deploy/prefect.yaml`` (the work
+    pool's storage root set to the bucket, as docs/deployment.md says); a
+    Prefect server and a process worker each on a host of their own run the
+    nightly sweep and the weekly bootstrap on the cluster; their results
+    equal the same flows run in this process on the bucket's rows."""
+    import os
+
+    import yaml
+
+    from infoclust_dask import write_dataset
+    from infoclust_pipelines.bootstrap import bootstrap_flow
+    from infoclust_pipelines.crossval import crossval_flow
+
+    t0 = time.monotonic()
+
+    def step(what):  # where the minutes go (pytest -s)
+        print(f"[hosts] {time.monotonic() - t0:6.1f} s  {what}", flush=True)
+
+    api = on_hosts.start_prefect("infoclust-pool")
+    step("Prefect server and worker up")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "DASK_", "INFOCLUST_"))}
+    project = on_hosts.base / "project"
+    project.mkdir()
+    for name in ("pipelines", "deploy"):
+        (project / name).symlink_to(Path(__file__).resolve().parents[2] / name)
+    env.update(PREFECT_API_URL=api, PREFECT_HOME=str(tmp_path / "prefect-client"), INFOCLUST_PROJECT_DIR=str(project),
+               DASK_SCHEDULER_ADDRESS=on_hosts.scheduler_address, PREFECT_SERVER_ANALYTICS_ENABLED="false")
+    letter = "s3://infoclust/storage/datasets/letter.zarr"
+    r = subprocess.run([str(Path(sys.executable).with_name("infoclust")), "ingest", "letter", letter,
+                        "--standardize", "--folds", "3"], capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr
+    step("Letter ingested into the bucket")
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(1500, 3)) + rng.integers(0, 3, (1500, 1)) * 3
+    paired = "s3://infoclust/storage/datasets/paired.zarr"
+    write_dataset(paired, x, y=x[:, :2] @ rng.normal(size=(2, 2)) + 0.3 * rng.normal(size=(1500, 2)), chunks=500)
+
+    spec = yaml.safe_load((project / "deploy" / "prefect.yaml").read_text())
+    spec["definitions"]["work_pool"]["job_variables"]["env"]["INFOCLUST_STORAGE"] = "s3://infoclust/storage"
+    for d in spec["deployments"]:
+        d["work_pool"] = spec["definitions"]["work_pool"]
+    (project / "bucket.yaml").write_text(yaml.safe_dump(spec))
+    _prefect(["--no-prompt", "deploy", "--all", "--prefect-file", "bucket.yaml"], env, project)
+    step("deployed")
+
+    # small: on 600 MB workers these fits run pass by pass (no room for a whole fit on one), a round trip each;
+    # AC's widths given (its held-out width search would take ~11 min here)
+    sweep = {"store": letter, "method": "dc", "grid": {"sigma": [1.0], "n_clusters": [2, 5]}, "n_folds": 3,
+             "fold_kind": "stored", "seed": 0}
+    boot = {"store": paired, "n_clusters": [3, 3], "n_boot": 3, "alpha": 0.01, "seed": 0,
+            "params": {"sigma": [2.0, 1.5], "n_init": 1, "anneal_steps": 2}}
+    for name, params in (("infoclust-crossval/nightly-crossval", sweep),
+                         ("infoclust-ac-bootstrap/weekly-ac-bootstrap", boot)):
+        out = _prefect(["deployment", "run", name, "--params", json.dumps(params)], env, project, timeout=120)
+        _wait_flow_run(api, next(ln.split()[-1] for ln in out.splitlines() if "UUID" in ln),
+                       on_hosts.prefect_worker_log)
+        step(f"{name} completed")
+
+    there = _latest_summary("crossval-dc")
+    here = crossval_flow(**sweep, scheduler="sync", storage=str(tmp_path / "ref"))
+    step("the sweep in this process")
+    ref = json.loads((Path(here["run_dir"]) / "summary.json").read_text())
+    def scores(rows):  # everything but the seconds each took
+        return [{k: v for k, v in r.items() if "second" not in k} for r in rows]
+
+    assert scores([there["best"]]) == scores([ref["best"]])
+    assert scores(there["settings"]) == scores(ref["settings"]) and len(there["settings"]) == 2
+
+    here_boot = bootstrap_flow(**boot, scheduler="sync", storage=str(tmp_path / "ref"))
+    import fsspec
+
+    fs = fsspec.filesystem("s3")
+    runs = sorted(p for p in fs.ls("infoclust/storage/runs") if "ac-bootstrap" in p.rsplit("/", 1)[-1])
+    assert fs.exists(f"{runs[-1]}/heatmap.png")
+    assert fs.cat(f"{runs[-1]}/reliability.csv") == (Path(here_boot["run_dir"]) / "reliability.csv").read_bytes()
