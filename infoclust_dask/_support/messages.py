@@ -9,46 +9,15 @@ from __future__ import annotations
 import errno
 import os
 
-__all__ = ["message", "is_connection_error", "StorageUnreachable", "NoWorkerReachesStorage"]
-
-#: exception class names of unreachable or silent object-store endpoints (botocore, aiohttp, requests)
-_UNREACHABLE = ("EndpointConnectionError", "ConnectTimeoutError", "ReadTimeoutError", "ConnectTimeout",
-                "ReadTimeout", "ClientConnectorError", "ServerTimeoutError", "ConnectionClosedError",
-                "ServerDisconnectedError", "ClientPayloadError", "ClientOSError", "ContentLengthError")
-
+__all__ = ["message", "is_connection_error"]
 
 def is_connection_error(exc: BaseException) -> bool:
     """True when ``exc`` (or an exception it was raised from) says the
     object store could not be reached, did not answer or dropped the
-    connection (botocore's, aiohttp's and requests' names for it)."""
-    return any(type(e).__name__ in _UNREACHABLE for e in _causes(exc))
+    connection (:func:`infoclust_dask._support.unreachable.is_connection_error`)."""
+    from .unreachable import is_connection_error as check
 
-
-class StorageUnreachable(ConnectionError):
-    """A dask worker could not reach the object store (its read of a chunk
-    failed with a connection error after the configured attempts): raised in
-    the worker's task, with the worker's address, so that the engine can run
-    that worker's reads on the others (:mod:`infoclust_dask.engine.execute`)
-    instead of failing a fit the other workers could finish."""
-
-    def __init__(self, worker: str, text: str) -> None:
-        super().__init__(worker, text)
-
-    @property
-    def worker(self) -> str:
-        return str(self.args[0])
-
-    def __str__(self) -> str:
-        return f"dask worker {self.args[0]} could not read the store: {self.args[1]}"
-
-
-class NoWorkerReachesStorage(StorageUnreachable):
-    """Every worker tried failed as :class:`StorageUnreachable` (``worker``:
-    their addresses, comma-separated): the store is down or unreachable
-    from the cluster, not from one worker."""
-
-    def __str__(self) -> str:
-        return str(self.args[1])
+    return check(exc)
 
 
 def _endpoint() -> str:
@@ -68,12 +37,14 @@ def message(exc: BaseException) -> str:
 def _explain(exc: BaseException) -> str:
     """The error, and a hint where a bare library error would send the user
     the wrong way."""
-    if isinstance(exc, StorageUnreachable):  # already explained, on the worker
+    from .unreachable import UNREACHABLE_ERRORS, StorageUnreachable, causes
+
+    if isinstance(exc, StorageUnreachable):  # explained where it was raised (a worker's read)
         return str(exc)
     text = str(exc) or type(exc).__name__
     low = text.lower()
-    chain = [type(e).__name__ for e in _causes(exc)]
-    if any(name in _UNREACHABLE for name in chain) or isinstance(exc, TimeoutError) and "endpoint" in low:
+    chain = [type(e).__name__ for e in causes(exc)]
+    if any(name in UNREACHABLE_ERRORS for name in chain) or isinstance(exc, TimeoutError) and "endpoint" in low:
         return (f"the object store at {_endpoint()} could not be reached, did not answer or dropped the connection "
                 f"({type(exc).__name__}: {text}); check that the server runs and is reachable, and the endpoint "
                 "setting (FSSPEC_S3_ENDPOINT_URL or AWS_ENDPOINT_URL); the deadlines are "
@@ -101,17 +72,6 @@ def _explain(exc: BaseException) -> str:
 
 
 
-
-
-def _causes(exc: BaseException) -> list[BaseException]:
-    """``exc`` and the exceptions it was raised from (``__cause__`` /
-    ``__context__``), at most 10."""
-    out: list[BaseException] = []
-    e: BaseException | None = exc
-    while e is not None and len(out) < 10 and e not in out:
-        out.append(e)
-        e = e.__cause__ or e.__context__
-    return out
 
 
 #: system errors of a write explained when nothing more specific did

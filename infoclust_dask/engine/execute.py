@@ -11,7 +11,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from .._support.messages import NoWorkerReachesStorage, StorageUnreachable
+from .._support.unreachable import NoWorkerReachesStorage, StorageUnreachable
 from .pressure import Watch, WorkerMemoryError
 
 
@@ -145,7 +145,7 @@ def placement(client: Any) -> dict:
 def around_unreachable(client: Any, run: Any) -> Any:
     """``run(placement)`` - a pass, or holding input on the workers - run
     again without each worker whose read of a store raised
-    :class:`~infoclust_dask._support.messages.StorageUnreachable` (one that
+    :class:`~infoclust_dask._support.unreachable.StorageUnreachable` (one that
     cannot reach the object store while the others can: a firewall, a route,
     its own network), each left out for :data:`UNREACHABLE_PAUSE` seconds
     with one line on the package logger. Bounded: when every worker has

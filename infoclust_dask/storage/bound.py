@@ -21,10 +21,11 @@ from typing import Any
 
 from zarr.storage import WrapperStore
 
+from .._support.unreachable import StorageUnreachable, is_connection_error
 from .atomic import StoreError
 
-__all__ = ["BoundStore", "missing_chunk_message", "read_rows", "tail_of", "describe_chunk", "crc_and_tail", "tails", "pending_entry"]
-
+__all__ = ["BoundStore", "missing_chunk_message", "read_rows", "tail_of", "describe_chunk", "crc_and_tail", "tails", "pending_entry",
+]
 
 def describe_chunk(rel: str) -> str:
     """``array 'x', chunk (3, 0)`` for the chunk key ``x/c/3/0``."""
@@ -65,17 +66,15 @@ def read_rows(array: Any, start: int, stop: int) -> Any:
     lives here, beside the bound store it reads through, so that a worker
     running it imports zarr and this module only. On a dask worker, a read
     the object store did not answer (after its configured attempts) raises
-    :class:`~infoclust_dask._support.messages.StorageUnreachable` naming the
+    :class:`StorageUnreachable` naming the
     worker: the engine runs the reads again on the other workers."""
     try:
         return array[start:stop]
     except Exception as exc:
-        from .._support.messages import StorageUnreachable, is_connection_error, message
-
         worker = _worker_address() if is_connection_error(exc) else None
         if worker is None:
             raise
-        raise StorageUnreachable(worker, message(exc)) from exc
+        raise StorageUnreachable(worker, f"{type(exc).__name__}: {exc}") from exc
 
 
 def pending_entry(data: bytes) -> list:

@@ -166,7 +166,8 @@ def test_a_worker_that_cannot_reach_the_object_store_leaves_its_reads_to_the_oth
 
 
 def test_no_worker_reaching_the_object_store_ends_in_one_line_naming_them(on_hosts, stores, client, monkeypatch):
-    from infoclust_dask._support.messages import NoWorkerReachesStorage, message
+    from infoclust_dask._support.messages import message
+    from infoclust_dask._support.unreachable import NoWorkerReachesStorage
     from infoclust_dask.engine import execute
 
     monkeypatch.setattr(execute, "_AVOIDED", {})
