@@ -21,6 +21,13 @@ def _name(check):
     return check.func.__name__ if isinstance(check, functools.partial) else check.__name__
 
 
+#: cases of 5-17 s each (make test on a fresh clone of 68bee20: 547 s, over its 8 minutes): in make test-slow,
+#: which .ci/run runs too
+SLOW_CASES = {"AssociativeClustering-check_estimators_dtypes", "AssociativeClustering-check_fit_idempotent",
+              "AssociativeClustering-check_readonly_memmap_input", "DiscriminativeClustering-check_estimators_dtypes",
+              "DiscriminativeClustering-check_classifiers_train"}
+
+
 # check_array_api_input only runs with SCIPY_ARRAY_API=1 (it skips otherwise); the estimators take numpy,
 # dask, xarray and stores, not array-API namespaces, so it is left out rather than left skipped.
 def _cases():
@@ -29,7 +36,9 @@ def _cases():
                                                expected_failed_checks=cluster.expected_failed_checks(base)):
             (est, check), marks = (item.values, item.marks) if hasattr(item, "marks") else (item, ())
             if _name(check) != "check_array_api_input":
-                yield pytest.param(est, check, marks=marks, id=f"{type(est).__name__}-{_name(check)}")
+                case = f"{type(est).__name__}-{_name(check)}"
+                slow = (pytest.mark.slow,) if case in SLOW_CASES else ()
+                yield pytest.param(est, check, marks=(*marks, *slow), id=case)
 
 
 CASES = list(_cases())
