@@ -263,7 +263,7 @@ def test_the_scheduler_cut_off_ends_the_cli_in_one_line_then_resume_gives_the_mo
 
     env = {**os.environ, "INFOCLUST_PERSIST_BYTES": "0"}
     cmd = [str(Path(sys.executable).with_name("infoclust")), "fit", "kmeans", BIG, "-k", "8", "--max-iter", "30",
-           "--tol", "0", "--scheduler", on_hosts.scheduler_address, "-q"]
+           "--tol", "0", "--storage", str(Path.cwd() / "storage"), "--scheduler", on_hosts.scheduler_address, "-q"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     time.sleep(8)
     on_hosts.net.cut("sched")
