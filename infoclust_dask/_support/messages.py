@@ -9,16 +9,9 @@ from __future__ import annotations
 import errno
 import os
 
+from .unreachable import is_connection_error  # re-exported: one check for the library and its messages
+
 __all__ = ["message", "is_connection_error"]
-
-def is_connection_error(exc: BaseException) -> bool:
-    """True when ``exc`` (or an exception it was raised from) says the
-    object store could not be reached, did not answer or dropped the
-    connection (:func:`infoclust_dask._support.unreachable.is_connection_error`)."""
-    from .unreachable import is_connection_error as check
-
-    return check(exc)
-
 
 def _endpoint() -> str:
     """The S3 endpoint this process uses, as configured (for messages)."""
