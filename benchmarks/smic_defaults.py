@@ -2,7 +2,7 @@
 decide where it runs (issue 37: within 90 s from numpy input and from a
 store). Issue 24's far blobs (8 centres drawn from N(0, 9^2) in 16
 dimensions, unit noise), t = 10, approximate neighbours (the default above
-50 000 rows with faiss installed).
+50 000 rows).
 
     python benchmarks/smic_defaults.py [--n 1000000]
 """

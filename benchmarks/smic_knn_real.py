@@ -1,5 +1,5 @@
 """ARI of SMIC (t by LSMI, kernel as (7)) with the exact and the approximate
-(faiss HNSW) neighbour graph on the real sets shipped in packages (all rows,
+(NN-descent cells; cells this small are searched exactly) neighbour graph on the real sets shipped in packages (all rows,
 standardized, random_state 0).
 
     python benchmarks/smic_knn_real.py

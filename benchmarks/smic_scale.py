@@ -15,7 +15,7 @@ rows held in memory.
     python benchmarks/smic_scale.py --n 100000 1000000 --selection-n 0 --knn approximate --keep
 
 ``--knn`` is SMIC's neighbour search (``exact``: block against block;
-``approximate``: a faiss HNSW index per cell of a coarse partition; ``auto``: SMIC's rule).
+``approximate``: an NN-descent graph per cell of a coarse partition; ``auto``: SMIC's rule).
 ``--data far`` writes the blobs of issue 24 instead (centres drawn with
 standard deviation 9, unit noise: one connected component of the
 neighbour graph per cluster); the default ``blobs`` are

@@ -316,7 +316,7 @@ def smic_large(scheduler: str | None, seed: int, n: int = 250_000) -> dict:
     centres are drawn with standard deviation 9 (d = 16; the recipe that
     gave wrong clusters above 200 000 rows before issue 24), one connected
     component of the neighbour graph each. The approximate neighbour graph
-    (an HNSW index per cell of a coarse partition) and, above 200 000 rows,
+    (an NN-descent graph per cell of a coarse partition) and, above 200 000 rows,
     the kernel kept on the workers with the eigensolver's products as
     map-reduce passes."""
     import numpy as np
@@ -324,10 +324,6 @@ def smic_large(scheduler: str | None, seed: int, n: int = 250_000) -> dict:
 
     from infoclust_dask import SMIC
     from infoclust_dask.cluster import DRIVER_KERNEL_MAX_ROWS
-    from infoclust_dask.kernels.knn import have_faiss
-
-    if not have_faiss():  # the exact graph of this many rows takes minutes: shown only with the [knn] extra
-        return {"n": n, "skipped": "faiss-cpu is not installed (pip install 'infoclust_dask[knn]')"}
     rng = np.random.default_rng(seed)
     centres = rng.normal(0, 9, size=(8, 16))
     y = rng.integers(0, 8, n)

@@ -1,6 +1,7 @@
 """SMIC's neighbour graph: the ``t`` nearest neighbours of every row, found
-exactly (every row block against every block) or approximately (an HNSW
-index per cell of a coarse partition, :data:`~infoclust_dask.kernels.knn.KNN_CELLS`),
+exactly (every row block against every block) or approximately (an
+NN-descent graph per cell of a coarse partition,
+:data:`~infoclust_dask.kernels.knn.KNN_CELLS`),
 and the recall of approximate lists against exact search. The lists feed
 the local-scaling kernel (7) of Sugiyama, Niu, Yamada, Kimura & Hachiya
 (2014)."""
@@ -15,7 +16,7 @@ import numpy as np
 from .. import engine
 from .._inputs import open_input
 from .._support.hints import DataLike, SchedulerLike
-from ..kernels.knn import HNSW_DEFAULTS, KNN, KNN_CELLS, KNN_QUERY, cell_radii, merge_cells
+from ..kernels.knn import KNN, KNN_CELLS, KNN_QUERY, NND_KEYS, cell_radii, merge_cells, nnd_settings
 from ..objectives.smic import kernel_matrix
 
 __all__ = ["KnnParams", "knn_recall", "local_scaling_affinity", "EXACT_KNN_MAX_ROWS", "INDEX_MAX_ROWS", "MIN_CELLS", "CELL_SAMPLE_ROWS",
@@ -23,14 +24,15 @@ __all__ = ["KnnParams", "knn_recall", "local_scaling_affinity", "EXACT_KNN_MAX_R
 
 
 class KnnParams:
-    """None, or a dict of faiss HNSW settings among M, ef_construction, ef_search (ints >= 1)."""
+    """None, or a dict of NN-descent settings among n_neighbors, max_candidates, n_iters (ints >= 1)."""
 
     def accepts(self, v):
-        return v is None or (isinstance(v, dict) and set(v) <= set(HNSW_DEFAULTS)
+        return v is None or (isinstance(v, dict) and set(v) <= set(NND_KEYS)
                              and all(isinstance(x, numbers.Integral) and int(x) >= 1 for x in v.values()))
 
     def __str__(self):
-        return f"None or a dict with keys among {sorted(HNSW_DEFAULTS)} (ints >= 1)"
+        return f"None or a dict with keys among {sorted(NND_KEYS)} (ints >= 1; the HNSW keys M, ef_construction " \
+               "and ef_search went with faiss' HNSW search, replaced by NN-descent)"
 
 
 #: ``knn="auto"`` searches exactly up to this many rows, approximately above
@@ -42,7 +44,8 @@ MIN_CELLS = 8
 #: two cells whose bisector test would send each other ghosts amounting to this fraction of their own rows
 #: share one index (a boundary through one natural cluster: in 16 dimensions nearly all of each half)
 MERGE_GHOSTS = 0.5
-#: a merged cell holds at most this many rows (its task keeps ~500 bytes a row: rows, float32 copy, HNSW links)
+#: a merged cell holds at most this many rows (its task keeps ~900 bytes a row: rows, float32 copy, NN-descent's
+#: lists and candidate heaps)
 MAX_CELL_ROWS = 2_000_000
 #: rows per cell in the sample that places the cells' centres and sets their routing radii
 CELL_SAMPLE_ROWS = 20_000
@@ -64,13 +67,15 @@ def _neighbour_lists(X, t, method="exact", params=None, progress=False, keep=Fal
     ``P = max(8, n /`` :data:`INDEX_MAX_ROWS` ``)`` cells of a coarse
     partition (:func:`_cell_plan`: the centres of this package's K-means
     on a seeded sample of :data:`CELL_SAMPLE_ROWS` rows per cell, and a
-    routing radius per cell from the same sample), an HNSW index per cell
-    (faiss) over its rows and the other cells' rows within its radius of
-    its boundary, answering its own rows
+    routing radius per cell from the same sample), an NN-descent graph
+    per cell over its rows and the other cells' rows within its
+    radius of its boundary, answering its own rows
     (:data:`~infoclust_dask.kernels.knn.KNN_CELLS`,
     :func:`infoclust_dask.engine.partition_pairs`): O(n log(n / P)), each
-    row searched once; no task holds more than one cell, and no index
-    outlives the task that built it."""
+    row searched once; no task holds more than one cell, and no graph
+    outlives the task that built it. ``params``: NN-descent's settings
+    (:func:`~infoclust_dask.kernels.knn.nnd_settings`); ``random_state``
+    also seeds each cell's graph."""
     n = int(X.shape[0])
     t = int(t)
     if not 1 <= t < n:
@@ -83,8 +88,8 @@ def _neighbour_lists(X, t, method="exact", params=None, progress=False, keep=Fal
         centres, groups, radii = _cell_plan(X, n_cells, t, random_state)
         d2, idx = engine.partition_pairs(KNN_CELLS, X, n_parts=len(radii), outputs=outputs,
                                          params={"t": t, "centers": centres, "groups": groups, "radii": radii},
-                                         build_params={"t": t, **HNSW_DEFAULTS, **(params or {}),
-                                                       "int32_ids": int32_ids},
+                                         build_params={"t": t, **nnd_settings(t, params),
+                                                       "seed": int(random_state), "int32_ids": int32_ids},
                                          join_params={"t": t}, progress=progress)
     else:
         d2, idx = engine.block_pairs(KNN, X, params={"t": t}, outputs=outputs, min_rows=t + 1,

@@ -48,7 +48,7 @@ from .._inputs import check_not_constant, prepare_input
 from .._support.hints import DataLike, Labels, NumbersLike, RandomStateLike, SchedulerLike, Sequence
 from .._support.progress import Steps, say
 from .._support.validation import ArrayLike, Interval, Options, check_random_state, param_error, validate_params
-from ..kernels.knn import HNSW_DEFAULTS, KNN_QUERY, have_faiss
+from ..kernels.knn import KNN_QUERY
 from ..kernels.smic import SMIC_OOS
 from ..objectives.smic import (
     NORMALIZATIONS,
@@ -150,19 +150,18 @@ class SMIC(ClusterMixin, InfoclustEstimator):
         coarse partition (K-means centres from a seeded sample; at least 8
         cells, one per 1e6 rows; two cells whose boundary cuts through one
         cluster, so that each would index most of the other's rows, share
-        one), an HNSW index (faiss ``IndexHNSWFlat``,
-        the ``[knn]`` extra) per cell over its rows and the rows of other
-        cells near its boundary, answering its own rows - each row is
-        searched once, so the time grows about linearly in n; its recall
-        against exact search on 2000 seeded rows is ``knn_recall_`` (a
-        warning below 0.9). ``"auto"``:
-        exact up to 50 000 rows, approximate above (exact, with a warning,
-        when faiss is not installed).
+        one), the NN-descent graph (Dong, Charikar & Li 2011; pynndescent)
+        of each cell's rows and the rows of other cells near its boundary,
+        answering its own rows - each row is searched once, so the time
+        grows about linearly in n; its recall against exact search on 2000
+        seeded rows is ``knn_recall_`` (a warning below 0.9). ``"auto"``:
+        exact up to 50 000 rows, approximate above.
     knn_params : dict, optional
-        HNSW settings ``M`` (links per node, default 32),
-        ``ef_construction`` (32) and ``ef_search`` (22); larger is slower and
-        closer to exact (``docs/BENCHMARKS.md``: recall 0.954 on a
-        1e6-row cell of 16-dimensional Gaussian rows at 116 us a row).
+        NN-descent settings: ``n_neighbors`` (the list each row keeps while
+        the graph improves; default ``ceil(2.5 t) + 1``), ``max_candidates``
+        and ``n_iters`` (pynndescent's defaults); larger is slower and
+        closer to exact (``docs/BENCHMARKS.md``: recall 0.991 on a 1e6-row
+        cell of 16-dimensional Gaussian rows at 82 us a row, t = 10).
     random_state : int, numpy Generator or None, default=None
         Seeds LSMI's basis draw and folds (the same for every candidate t),
         the eigensolver's start vector and the rows of the recall estimate.
@@ -343,12 +342,6 @@ class SMIC(ClusterMixin, InfoclustEstimator):
     def _knn_method(self, n):
         if self.knn == "exact" or (self.knn == "auto" and n <= EXACT_KNN_MAX_ROWS):
             return "exact"
-        if not have_faiss():
-            if self.knn == "approximate":
-                raise ImportError("knn='approximate' needs faiss: pip install 'infoclust_dask[knn]' (faiss-cpu).")
-            warnings.warn(f"SMIC: {n} rows and no faiss: the neighbours are searched exactly (O(n^2)); "
-                          "pip install 'infoclust_dask[knn]' for the approximate search.", UserWarning, stacklevel=4)
-            return "exact"
         return "approximate"
 
     def _check_params(self, n):
@@ -385,7 +378,7 @@ class SMIC(ClusterMixin, InfoclustEstimator):
             say(f"[SMIC] searching the {ts[-1]} nearest neighbours of {info.n:,} rows ({method})")
         on_workers = self.eigen_solver == "operator" or (self.eigen_solver == "auto"
                                                           and info.n > DRIVER_KERNEL_MAX_ROWS)
-        d2, idx = _neighbour_lists(A, ts[-1], method, {**HNSW_DEFAULTS, **(self.knn_params or {})},
+        d2, idx = _neighbour_lists(A, ts[-1], method, self.knn_params,
                                    progress=self.verbose >= 1, keep=on_workers, random_state=seed)
         timings["knn"] = time.perf_counter() - t0
         self.knn_ = method
@@ -397,7 +390,7 @@ class SMIC(ClusterMixin, InfoclustEstimator):
             if self.knn_recall_ < MIN_RECALL:
                 warnings.warn(
                     f"SMIC: the approximate neighbour graph has recall {self.knn_recall_:.3f} (against exact search "
-                    f"on 2000 rows), below {MIN_RECALL}; raise knn_params ef_search / M, or pass knn='exact'.",
+                    f"on 2000 rows), below {MIN_RECALL}; raise knn_params n_neighbors (or max_candidates), or pass knn='exact'.",
                     UserWarning, stacklevel=3)
         if self.verbose:
             say(f"[SMIC] {ts[-1]} nearest neighbours of {info.n} rows ({method}): {timings['knn']:.1f} s"

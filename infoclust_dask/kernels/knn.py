@@ -3,17 +3,24 @@ SMIC's kernel (7), Sugiyama, Niu, Yamada, Kimura & Hachiya 2014). The
 engine's block-pairs primitive meets every query block with every data
 block exactly (:data:`KNN`, O(n^2 d)); new rows meet the training blocks
 (:data:`KNN_QUERY`). The approximate search (:data:`KNN_CELLS`) grows
-linearly: the rows are split into the cells of a coarse partition (nearest
-of ``P`` centres); each cell indexes its rows together with the rows of
-other cells that lie within its routing radius of its boundary (ghosts,
-the bisector test of :func:`cell_split`, radius from a sample by
-:func:`cell_radii`), in one HNSW index (faiss' ``IndexHNSWFlat``) that
-answers the cell's own rows and is dropped when its task ends, so each row
-is searched once and no index waits for another task. (Two earlier
-designs: an index per row block queried by every block searched every row
-``B`` times for ``B`` blocks; an index per cell kept until the rows near
-its boundary, known only after every cell's own search, had asked it held
-every cell's index in memory at once: 4.9 GB at 1e7 rows.)
+about linearly: the rows are split into the cells of a coarse partition
+(nearest of ``P`` centres); each cell takes its rows together with the
+rows of other cells that lie within its routing radius of its boundary
+(ghosts, the bisector test of :func:`cell_split`, radius from a sample by
+:func:`cell_radii`) and builds their NN-descent graph (Dong, Charikar & Li
+2011, *Efficient k-nearest neighbor graph construction for generic
+similarity measures*, WWW; pynndescent's ``NNDescent``), which answers the
+cell's own rows and is dropped when its task ends, so each row is searched
+once and no graph waits for another task. (Earlier designs: an HNSW index
+per row block queried by every block searched every row ``B`` times for
+``B`` blocks; an HNSW index per cell kept until the rows near its boundary
+had asked it held every cell's index in memory at once: 4.9 GB at 1e7
+rows; an HNSW index per cell answering its own rows, faiss'
+``IndexHNSWFlat``, cost 1.7-2.6x NN-descent's time at lower recall,
+docs/BENCHMARKS.md; a partition into cells of ~1000 rows with each row's
+candidates from the nearest 8-16 cells by matrix products reached recall
+0.31-0.45 on 16-dimensional Gaussian rows: in 16 dimensions a row's tenth
+neighbour lies beyond most small cells' boundaries.)
 """
 
 from __future__ import annotations
@@ -26,7 +33,7 @@ import numpy as np
 from ._common import Pass, sq_distances
 
 __all__ = ["knn_block", "candidates", "knn_top", "knn_merge", "KNN", "knn_query_block", "KNN_QUERY",
-           "HNSW_DEFAULTS", "have_faiss", "nearest_cells", "cell_radii", "cell_split", "merge_cells", "cell_build",
+           "NND_KEYS", "nnd_settings", "nearest_cells", "cell_radii", "cell_split", "merge_cells", "cell_build",
            "result_split", "result_join", "Cells", "KNN_CELLS"]
 
 
@@ -64,16 +71,24 @@ def knn_block(xq: np.ndarray, xd: np.ndarray, *, q_start: int | None = None, d_s
 KD_TREE_MAX_FEATURES = 15
 #: bytes of one brute-force distance tile (queries x data rows, float64)
 BRUTE_TILE_BYTES = 32 * 2**20
+#: query rows of one brute-force tile (the data rows of a tile follow from BRUTE_TILE_BYTES)
+BRUTE_QUERY_ROWS = 1024
 
 
 def candidates(xq: np.ndarray, xd: np.ndarray, k: int) -> np.ndarray:
     """The indices (into ``xd``) of the ``k`` nearest rows of ``xd`` to each
     row of ``xq`` (``k <= len(xd)``), unordered: scipy's ``cKDTree`` up to
     :data:`KD_TREE_MAX_FEATURES` features, else the squared distances
-    ``|q|^2 - 2 q.d + |d|^2`` of a tile of queries at a time (one matrix
-    product each) and a partial sort. Exact up to the rounding of that
-    expansion on near-ties; :func:`knn_block` recomputes the kept distances
-    from differences. (scikit-learn's NearestNeighbors did this before; its
+    ``|q|^2 - 2 q.d + |d|^2`` of a tile at a time (one matrix product
+    each): tiles of up to :data:`BRUTE_QUERY_ROWS` queries against as many
+    data rows as fit :data:`BRUTE_TILE_BYTES`, folded into running lists
+    by a compiled loop
+    (:func:`~infoclust_dask.kernels._knn_loops.merge_smallest`: about one
+    comparison per entry, the smaller row first on ties). Exact up to the
+    rounding of that expansion on near-ties; :func:`knn_block` recomputes
+    the kept distances from differences. (Tiles of 16 queries against a
+    whole block and ``np.argpartition`` took SMIC's recall check, 2000 rows
+    against 2e6, 20.7 s on two workers.) (scikit-learn's NearestNeighbors did this before; its
     import costs a dask worker ~200 MB, scipy.spatial ~40 MB.)"""
     nq = xq.shape[0]
     if xd.shape[1] <= KD_TREE_MAX_FEATURES:
@@ -81,14 +96,20 @@ def candidates(xq: np.ndarray, xd: np.ndarray, k: int) -> np.ndarray:
 
         _, ind = cKDTree(xd).query(xq, k=k)
         return np.asarray(ind, dtype=np.int64).reshape(nq, k)
+    from ._knn_loops import merge_smallest
+
     dn = np.einsum("ij,ij->i", xd, xd)
-    step = max(1, BRUTE_TILE_BYTES // (8 * max(1, xd.shape[0])))
+    nd = xd.shape[0]
+    q_tile = max(1, min(nq, BRUTE_QUERY_ROWS))
+    d_tile = max(k, BRUTE_TILE_BYTES // (8 * max(q_tile, 1)))
     out = np.empty((nq, k), dtype=np.int64)
-    for a in range(0, nq, step):
-        q = xq[a:a + step]
-        d2 = dn[None, :] - 2.0 * (q @ xd.T)
-        out[a:a + step] = np.argpartition(d2, k - 1, axis=1)[:, :k] if k < xd.shape[0] else \
-            np.broadcast_to(np.arange(k), (q.shape[0], k))
+    for a in range(0, nq, q_tile):
+        q = xq[a:a + q_tile]
+        best_d = np.full((q.shape[0], k), np.inf)
+        best_i = np.full((q.shape[0], k), -1, dtype=np.int64)
+        for c in range(0, nd, d_tile):
+            merge_smallest(dn[None, c:c + d_tile] - 2.0 * (q @ xd[c:c + d_tile].T), c, best_d, best_i)
+        out[a:a + q_tile] = best_i
     return out
 
 
@@ -128,27 +149,28 @@ def knn_query_block(xd: np.ndarray, *, start: int = 0, xq: np.ndarray, t: int) -
     return knn_block(xq, xd, q_start=None, d_start=start, t=t)
 
 
-#: HNSW parameters of faiss' IndexHNSWFlat: links per node, build and search beam widths. Chosen on one
-#: cell of 16-dimensional standard Gaussian rows (one thread, 10 neighbours, each row searched on the bottom
-#: layer from its own node; docs/BENCHMARKS.md): at 1e6 rows 116 us a row, recall 0.954 (M 16 / 40 / 32 with
-#: the full search: 104 us, 0.903)
-HNSW_DEFAULTS = {"M": 32, "ef_construction": 32, "ef_search": 22}
+#: NN-descent settings of a cell's graph (pynndescent's ``NNDescent``): ``n_neighbors`` (the list each row
+#: keeps while the graph improves; default :func:`nnd_settings`: 2.5 t + 1) and ``max_candidates`` (new
+#: candidates a row takes per round; default pynndescent's, min(60, n_neighbors)), ``n_iters`` (rounds;
+#: pynndescent's default max(5, log2 rows)). Measured on cells of 16-dimensional standard Gaussian rows, one
+#: thread, t = 10 (docs/BENCHMARKS.md): 2e5 rows 49 us a row at recall 0.993; faiss' HNSW (the search
+#: before) 82 us at 0.972, 127 us at 0.991
+NND_KEYS = ("n_neighbors", "max_candidates", "n_iters")
+#: a cell of at most this many rows (own and ghosts) is searched exactly (:func:`candidates`): NN-descent
+#: needs rows to spare, and brute force on so few costs less
+EXACT_CELL_ROWS = 4096
 
 
-def have_faiss() -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec("faiss") is not None
-
-
-def _faiss():
-    try:
-        import faiss
-    except ImportError:
-        raise ImportError("Approximate neighbour search needs faiss: pip install 'infoclust_dask[knn]' "
-                          "(faiss-cpu), or pass knn='exact'.") from None
-    faiss.omp_set_num_threads(1)  # one thread per task: a worker runs as many tasks as it has threads
-    return faiss
+def nnd_settings(t: int, params: dict | None = None) -> dict:
+    """NN-descent's settings for ``t`` neighbours: ``params`` (keys among
+    :data:`NND_KEYS`) over the defaults, ``n_neighbors = ceil(2.5 t) + 1``
+    (a row keeps 2.5 times the neighbours it needs, so that the ``t``
+    nearest are found: recall 0.993 at t = 10 on 2e5 Gaussian rows in 16
+    dimensions against 0.817 with ``t + 1``; docs/BENCHMARKS.md)."""
+    out = {"n_neighbors": int(np.ceil(2.5 * t)) + 1, "max_candidates": None, "n_iters": None}
+    out.update({k: v for k, v in (params or {}).items() if k in NND_KEYS})
+    out["n_neighbors"] = max(int(out["n_neighbors"]), int(t) + 1)
+    return out
 
 
 #: block pairs: ``chunk(query_block, data_block, q_start=, d_start=, t=)``
@@ -157,7 +179,7 @@ KNN_QUERY = Pass("knn_query_block", knn_query_block, combine=knn_merge, inputs=(
 
 
 # --------------------------------------------------------------------------
-# a coarse partition: an HNSW index per cell, each row searched about once
+# a coarse partition: an NN-descent graph per cell, each row searched about once
 # --------------------------------------------------------------------------
 def nearest_cells(x: np.ndarray, centers: np.ndarray) -> np.ndarray:
     """The cell of each row: its nearest centre (ties: the first)."""
@@ -289,69 +311,56 @@ def merge_cells(sample: np.ndarray, centers: np.ndarray, radii: np.ndarray, *, n
     return np.unique(roots, return_inverse=True)[1].astype(np.int64)
 
 
-def _search(index, xd, xf, ids, own, k):
-    """The ``k`` nearest indexed rows (HNSW candidates, exact float64
-    distances) of the indexed rows at positions ``own`` of ``xd`` (``xf``:
-    the float32 copy the index was built from), as global ``ids``, each
-    row's own entry removed (asked one wider).
+def _nn_descent(xd, own, k, *, n_neighbors, max_candidates, n_iters, seed, exact_rows):
+    """Candidate lists (``k`` wide, positions into ``xd``, each row's own
+    entry removed) of the rows at positions ``own``: pynndescent's
+    NN-descent graph of all of ``xd`` (float32, one thread, seeded), or
+    exact search (:func:`candidates`) for a cell of at most ``exact_rows``
+    rows (or four lists' worth)."""
+    if xd.shape[0] <= max(int(exact_rows), 4 * int(n_neighbors)):
+        return _without_own(candidates(xd[own], xd, min(k, xd.shape[0])), own)
+    from pynndescent import NNDescent
 
-    Each row is searched on HNSW's bottom layer starting from its own node
-    (faiss' ``IndexHNSW.search_level_0`` with the row as its entry point,
-    at distance 0): the descent through the upper layers, which only finds
-    a node near the query, is skipped. On one 1e6-row cell (16-D Gaussian,
-    one thread, M 32) the search costs 42.3 us a row at recall 0.954
-    (ef_search 22) against 51.6 us at 0.953 for the full search at
-    ef_search 20."""
-    import faiss
-
-    out_d2, out_idx = [], []
-    for a in range(0, own.size, 8192):  # sub-blocks: the (rows, k, d) differences stay small
-        rows = own[a:a + 8192]
-        q = xd[rows]
-        m = rows.size
-        # every buffer bound to a name: swig_ptr holds a raw pointer, not a reference to the array
-        query = xf[rows]  # a fancy index: a new C-ordered array
-        entry = np.ascontiguousarray(rows, dtype=np.int32)  # faiss' storage_idx_t
-        at = np.zeros(m, dtype=np.float32)  # the entry's distance to the query: the row itself
-        found_d = np.empty((m, k), dtype=np.float32)
-        found = np.empty((m, k), dtype=np.int64)
-        index.search_level_0(m, faiss.swig_ptr(query), k, faiss.swig_ptr(entry), faiss.swig_ptr(at),
-                             faiss.swig_ptr(found_d), faiss.swig_ptr(found), 1, 1)
-        ind = _without_own(found, rows)
-        valid = ind >= 0
-        safe = np.where(valid, ind, 0)
-        diff = q[:, None, :] - xd[safe]
-        out_d2.append(np.where(valid, np.einsum("ijk,ijk->ij", diff, diff), np.inf))
-        out_idx.append(np.where(valid, ids[safe], -1))
-    return np.vstack(out_d2), np.vstack(out_idx)
+    graph = NNDescent(xd.astype(np.float32), n_neighbors=int(n_neighbors), max_candidates=max_candidates,
+                      n_iters=n_iters, random_state=int(seed), n_jobs=1, low_memory=True, verbose=False)
+    ind = np.asarray(graph.neighbor_graph[0])[own]
+    del graph
+    return _without_own(np.asarray(ind, dtype=np.int64), own)
 
 
-def cell_build(pieces: list, *, t: int, M: int = HNSW_DEFAULTS["M"],
-               ef_construction: int = HNSW_DEFAULTS["ef_construction"], ef_search: int = HNSW_DEFAULTS["ef_search"],
-               int32_ids: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def cell_build(pieces: list, *, t: int, n_neighbors: int | None = None, max_candidates: int | None = None,
+               n_iters: int | None = None, seed: int = 0, int32_ids: bool = False,
+               exact_rows: int = EXACT_CELL_ROWS) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """One cell, in one task: its rows and ghosts gathered from every
-    block's piece (:func:`cell_split`), an HNSW index over all of them
-    (faiss ``IndexHNSWFlat``) and each own row's ``t`` nearest other rows
-    (exact float64 distances of the candidates). The index is dropped when
-    the task ends. Returns ``(ids, d2, idx)`` of the own rows (``(rows,
-    t)``, padded inf / -1; ``idx`` int32 when ``int32_ids`` - the caller
-    says so for fewer than 2**31 rows - else int64)."""
-    faiss = _faiss()
+    block's piece (:func:`cell_split`), their NN-descent graph (Dong,
+    Charikar & Li 2011, pynndescent's ``NNDescent``: each row's list
+    improved by its neighbours' neighbours; settings :func:`nnd_settings`)
+    and each own row's ``t`` nearest other rows among its candidates, by
+    exact float64 distances (ties: the smaller row number). The graph is
+    dropped when the task ends. The cell's rows are in the order of their
+    global row numbers whatever the blocks, so the same rows and ``seed``
+    give the same lists on every runner. A cell of at most ``exact_rows``
+    rows is searched exactly instead. Returns ``(ids, d2, idx)`` of the
+    own rows (``(rows, t)``, padded inf / -1; ``idx`` int32 when
+    ``int32_ids`` - the caller says so for fewer than 2**31 rows - else
+    int64)."""
+    from ._knn_loops import pair_distances
+
     idx_dtype = np.int32 if int32_ids else np.int64
     xd = np.ascontiguousarray(np.concatenate([p[0] for p in pieces]), dtype=np.float64)
     ids = np.concatenate([p[1] for p in pieces]).astype(np.int64, copy=False)
-    own = np.flatnonzero(np.concatenate([p[2] for p in pieces]))
-    k = min(t + 1, xd.shape[0])
+    order = np.argsort(ids, kind="stable")  # the rows by global number: the graph does not see the blocks
+    xd, ids = xd[order], ids[order]
+    own = np.flatnonzero(np.concatenate([p[2] for p in pieces])[order])
+    if n_neighbors is None:
+        n_neighbors = nnd_settings(t)["n_neighbors"]
+    k = min(max(int(n_neighbors), t + 1), xd.shape[0])
     if k <= 1 or own.size == 0:
         return ids[own], np.full((own.size, t), np.inf), np.full((own.size, t), -1, dtype=idx_dtype)
-    index = faiss.IndexHNSWFlat(xd.shape[1], int(M))
-    index.hnsw.efConstruction = int(ef_construction)
-    xf = xd.astype(np.float32)  # faiss' copy: indexed, then the queries' rows
-    index.add(xf)
-    index.hnsw.efSearch = max(int(ef_search), k)
-    d2, idx = _search(index, xd, xf, ids, own, k)
-    del index, xf
-    d2, idx = knn_top(d2, idx, t)
+    ind = _nn_descent(xd, own, k, n_neighbors=n_neighbors, max_candidates=max_candidates, n_iters=n_iters,
+                      seed=seed, exact_rows=exact_rows)
+    d2 = pair_distances(xd[own], xd, ind)
+    d2, idx = knn_top(d2, np.where(ind >= 0, ids[np.maximum(ind, 0)], -1), t)
     # row numbers below 2**31 travel as int32: 40 bytes a row less in every answer held until the join
     return ids[own], d2, idx.astype(idx_dtype, copy=False)
 

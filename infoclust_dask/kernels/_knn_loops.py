@@ -1,0 +1,68 @@
+"""The compiled loops (numba) of the neighbour searches
+(:mod:`infoclust_dask.kernels.knn`): the ``k`` smallest entries of each row
+of the rows of a distance table, and the exact squared distances of
+candidate pairs.
+
+One thread each, without the GIL (``nogil``), as the other compiled loops
+(:mod:`infoclust_dask.kernels._loops`): a dask worker runs as many as it
+has threads. Imported at the first search that needs them.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from ._cache import can_cache
+
+CACHE = can_cache()
+
+
+@numba.njit(cache=CACHE, nogil=True)
+def merge_smallest(d2: np.ndarray, start: int, best_d: np.ndarray, best_i: np.ndarray) -> None:  # pragma: no cover
+    """Fold one tile of a distance table into running lists: ``d2`` holds
+    the rows' values for the columns ``start ..``; ``best_d`` / ``best_i``
+    (rows x k, sorted, ``inf`` / ``-1`` where empty) keep each row's ``k``
+    smallest values seen so far and their columns, in place. An entry is
+    compared once with the current ``k``-th and inserted only when smaller,
+    so the cost is about one comparison per entry (``np.argpartition``
+    costs several); tiles folded in column order keep the smaller column
+    first among equal values."""
+    m, n = d2.shape
+    k = best_d.shape[1]
+    for r in range(m):
+        worst = best_d[r, k - 1]
+        for j in range(n):
+            v = d2[r, j]
+            if v < worst:
+                p = k - 1
+                while p > 0 and best_d[r, p - 1] > v:
+                    best_d[r, p] = best_d[r, p - 1]
+                    best_i[r, p] = best_i[r, p - 1]
+                    p -= 1
+                best_d[r, p] = v
+                best_i[r, p] = start + j
+                worst = best_d[r, k - 1]
+
+
+@numba.njit(cache=CACHE, nogil=True)
+def pair_distances(xq: np.ndarray, xd: np.ndarray, ind: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
+    """``|xq[r] - xd[ind[r, j]]|^2`` for every entry of ``ind`` (``inf``
+    where ``ind < 0``), summed over the features in order from the
+    differences: the same bits as numpy's
+    ``((xq[:, None] - xd[ind]) ** 2).sum(-1)`` reduced left to right."""
+    m, k = ind.shape
+    d = xq.shape[1]
+    out = np.empty((m, k), dtype=np.float64)
+    for r in range(m):
+        for j in range(k):
+            c = ind[r, j]
+            if c < 0:
+                out[r, j] = np.inf
+                continue
+            s = 0.0
+            for f in range(d):
+                z = xq[r, f] - xd[c, f]
+                s += z * z
+            out[r, j] = s
+    return out
