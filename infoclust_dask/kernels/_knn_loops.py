@@ -19,21 +19,25 @@ CACHE = can_cache()
 
 
 @numba.njit(cache=CACHE, nogil=True)
-def merge_smallest(d2: np.ndarray, start: int, best_d: np.ndarray, best_i: np.ndarray) -> None:  # pragma: no cover
-    """Fold one tile of a distance table into running lists: ``d2`` holds
-    the rows' values for the columns ``start ..``; ``best_d`` / ``best_i``
+def merge_smallest(prod: np.ndarray, dn: np.ndarray, start: int, best_d: np.ndarray, best_i: np.ndarray
+                   ) -> None:  # pragma: no cover - compiled
+    """Fold one tile of a distance table into running lists: the rows'
+    values for the columns ``start ..`` are ``dn[j] - 2 prod[r, j]`` (the
+    expansion of the squared distance without the row's own ``|q|^2``,
+    which does not change its order; made here, so the tile needs no
+    temporaries); ``best_d`` / ``best_i``
     (rows x k, sorted, ``inf`` / ``-1`` where empty) keep each row's ``k``
     smallest values seen so far and their columns, in place. An entry is
     compared once with the current ``k``-th and inserted only when smaller,
     so the cost is about one comparison per entry (``np.argpartition``
     costs several); tiles folded in column order keep the smaller column
     first among equal values."""
-    m, n = d2.shape
+    m, n = prod.shape
     k = best_d.shape[1]
     for r in range(m):
         worst = best_d[r, k - 1]
         for j in range(n):
-            v = d2[r, j]
+            v = dn[j] - 2.0 * prod[r, j]
             if v < worst:
                 p = k - 1
                 while p > 0 and best_d[r, p - 1] > v:

@@ -69,10 +69,12 @@ def knn_block(xq: np.ndarray, xd: np.ndarray, *, q_start: int | None = None, d_s
 #: up to this many features the candidates come from a k-d tree, above from blocked brute force (as
 #: scikit-learn's ``algorithm="auto"`` chooses for NearestNeighbors)
 KD_TREE_MAX_FEATURES = 15
-#: bytes of one brute-force distance tile (queries x data rows, float64)
-BRUTE_TILE_BYTES = 32 * 2**20
+#: bytes of one brute-force product tile (queries x data rows, float64): small enough to stay in cache while
+#: it is folded (2000 x 262144 x 16, one thread: 1.8 ns a pair at 2 MB, 3.2 ns at 32 MB; tiles of 16 queries
+#: against the whole block with np.argpartition 9.5 ns)
+BRUTE_TILE_BYTES = 2 * 2**20
 #: query rows of one brute-force tile (the data rows of a tile follow from BRUTE_TILE_BYTES)
-BRUTE_QUERY_ROWS = 1024
+BRUTE_QUERY_ROWS = 256
 
 
 def candidates(xq: np.ndarray, xd: np.ndarray, k: int) -> np.ndarray:
@@ -96,6 +98,18 @@ def candidates(xq: np.ndarray, xd: np.ndarray, k: int) -> np.ndarray:
 
         _, ind = cKDTree(xd).query(xq, k=k)
         return np.asarray(ind, dtype=np.int64).reshape(nq, k)
+    return brute_candidates(xq, xd, k)
+
+
+def brute_candidates(xq: np.ndarray, xd: np.ndarray, k: int) -> np.ndarray:
+    """:func:`candidates` by brute force whatever the number of features:
+    the squared distances ``|q|^2 - 2 q.d + |d|^2`` of tiles of up to
+    :data:`BRUTE_QUERY_ROWS` queries against as many data rows as fit
+    :data:`BRUTE_TILE_BYTES` (one matrix product each), folded into running
+    lists by a compiled loop
+    (:func:`~infoclust_dask.kernels._knn_loops.merge_smallest`). Returns
+    ``(len(xq), k)`` indices into ``xd``, sorted by that expansion."""
+    nq = xq.shape[0]
     from ._knn_loops import merge_smallest
 
     dn = np.einsum("ij,ij->i", xd, xd)
@@ -108,7 +122,7 @@ def candidates(xq: np.ndarray, xd: np.ndarray, k: int) -> np.ndarray:
         best_d = np.full((q.shape[0], k), np.inf)
         best_i = np.full((q.shape[0], k), -1, dtype=np.int64)
         for c in range(0, nd, d_tile):
-            merge_smallest(dn[None, c:c + d_tile] - 2.0 * (q @ xd[c:c + d_tile].T), c, best_d, best_i)
+            merge_smallest(q @ xd[c:c + d_tile].T, dn[c:c + d_tile], c, best_d, best_i)
         out[a:a + q_tile] = best_i
     return out
 
@@ -156,9 +170,10 @@ def knn_query_block(xd: np.ndarray, *, start: int = 0, xq: np.ndarray, t: int) -
 #: thread, t = 10 (docs/BENCHMARKS.md): 2e5 rows 49 us a row at recall 0.993; faiss' HNSW (the search
 #: before) 82 us at 0.972, 127 us at 0.991
 NND_KEYS = ("n_neighbors", "max_candidates", "n_iters")
-#: a cell of at most this many rows (own and ghosts) is searched exactly (:func:`candidates`): NN-descent
-#: needs rows to spare, and brute force on so few costs less
-EXACT_CELL_ROWS = 4096
+#: a cell of at most this many rows (own and ghosts) is searched exactly, by brute force
+#: (:func:`brute_candidates`): up to here that costs about what NN-descent does (32 768 x 16: MEASURED_EXACT),
+#: is exact, and spares the process pynndescent's compilation (~20 s the first time in each process)
+EXACT_CELL_ROWS = 32_768
 
 
 def nnd_settings(t: int, params: dict | None = None) -> dict:
@@ -315,10 +330,11 @@ def _nn_descent(xd, own, k, *, n_neighbors, max_candidates, n_iters, seed, exact
     """Candidate lists (``k`` wide, positions into ``xd``, each row's own
     entry removed) of the rows at positions ``own``: pynndescent's
     NN-descent graph of all of ``xd`` (float32, one thread, seeded), or
-    exact search (:func:`candidates`) for a cell of at most ``exact_rows``
-    rows (or four lists' worth)."""
+    brute force (:func:`brute_candidates`, whatever the number of features:
+    a k-d tree took 3 ms a row in 16 dimensions) for a cell of at most
+    ``exact_rows`` rows (or four lists' worth)."""
     if xd.shape[0] <= max(int(exact_rows), 4 * int(n_neighbors)):
-        return _without_own(candidates(xd[own], xd, min(k, xd.shape[0])), own)
+        return _without_own(brute_candidates(xd[own], xd, min(k, xd.shape[0])), own)
     from pynndescent import NNDescent
 
     graph = NNDescent(xd.astype(np.float32), n_neighbors=int(n_neighbors), max_candidates=max_candidates,
@@ -330,7 +346,7 @@ def _nn_descent(xd, own, k, *, n_neighbors, max_candidates, n_iters, seed, exact
 
 def cell_build(pieces: list, *, t: int, n_neighbors: int | None = None, max_candidates: int | None = None,
                n_iters: int | None = None, seed: int = 0, int32_ids: bool = False,
-               exact_rows: int = EXACT_CELL_ROWS) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+               exact_rows: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """One cell, in one task: its rows and ghosts gathered from every
     block's piece (:func:`cell_split`), their NN-descent graph (Dong,
     Charikar & Li 2011, pynndescent's ``NNDescent``: each row's list
@@ -340,7 +356,7 @@ def cell_build(pieces: list, *, t: int, n_neighbors: int | None = None, max_cand
     dropped when the task ends. The cell's rows are in the order of their
     global row numbers whatever the blocks, so the same rows and ``seed``
     give the same lists on every runner. A cell of at most ``exact_rows``
-    rows is searched exactly instead. Returns ``(ids, d2, idx)`` of the
+    rows (default :data:`EXACT_CELL_ROWS`) is searched exactly instead. Returns ``(ids, d2, idx)`` of the
     own rows (``(rows, t)``, padded inf / -1; ``idx`` int32 when
     ``int32_ids`` - the caller says so for fewer than 2**31 rows - else
     int64)."""
@@ -358,7 +374,7 @@ def cell_build(pieces: list, *, t: int, n_neighbors: int | None = None, max_cand
     if k <= 1 or own.size == 0:
         return ids[own], np.full((own.size, t), np.inf), np.full((own.size, t), -1, dtype=idx_dtype)
     ind = _nn_descent(xd, own, k, n_neighbors=n_neighbors, max_candidates=max_candidates, n_iters=n_iters,
-                      seed=seed, exact_rows=exact_rows)
+                      seed=seed, exact_rows=EXACT_CELL_ROWS if exact_rows is None else exact_rows)
     d2 = pair_distances(xd[own], xd, ind)
     d2, idx = knn_top(d2, np.where(ind >= 0, ids[np.maximum(ind, 0)], -1), t)
     # row numbers below 2**31 travel as int32: 40 bytes a row less in every answer held until the join
