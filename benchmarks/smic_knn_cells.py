@@ -11,7 +11,9 @@ thread each, recall against brute force on 1000 seeded rows, time per row.
   products and the compiled smallest-k selection (``candidates``' brute
   force, float64) (the approach
   of partition-based builders such as PiPNN);
-- an exact k-d tree (scipy's ``cKDTree``) on a sample of queries.
+- an exact k-d tree (scipy's ``cKDTree``) on a sample of queries;
+- then one cell of ``EXACT_CELL_ROWS`` rows (32 768) searched exactly by
+  brute force (what ``cell_build`` does up to that size) and by NN-descent.
 
     python benchmarks/smic_knn_cells.py --n 200000 --d 16
 
@@ -24,6 +26,8 @@ import argparse
 import time
 
 import numpy as np
+
+from infoclust_dask.kernels.knn import cell_build
 
 
 def truth(X, rows, t):
@@ -42,8 +46,6 @@ def recall(lists, rows, tr):
 
 
 def nn_descent(X, t, rows):
-    from infoclust_dask.kernels.knn import cell_build
-
     n = len(X)
     _, _, idx = cell_build([(X, np.arange(n), np.ones(n, bool))], t=t, seed=0, exact_rows=0)
     return idx[rows]
@@ -136,6 +138,18 @@ def main():
         per = (time.perf_counter() - t0) / len(q) * 1e6 + build / a.n * 1e6
         res["exact k-d tree"] = (per, 1.0)
         print(f"exact k-d tree (cKDTree): {per:.1f} us a row (build {build:.1f} s), recall 1", flush=True)
+        from infoclust_dask.kernels.knn import EXACT_CELL_ROWS
+
+        m = min(a.n, EXACT_CELL_ROWS)
+        cell = [(X[:m], np.arange(m), np.ones(m, bool))]
+        times = {}
+        for name, rows_exact in (("exact (brute force)", None), ("NN-descent", 0)):
+            t0 = time.perf_counter()
+            cell_build(cell, t=a.t, seed=0, exact_rows=rows_exact)
+            times[name] = time.perf_counter() - t0
+        print(f"a cell of {m} rows (EXACT_CELL_ROWS): exact {times['exact (brute force)']:.2f} s, NN-descent "
+              f"{times['NN-descent']:.2f} s (compiled); exact / NN-descent "
+              f"{times['exact (brute force)'] / times['NN-descent']:.2f}", flush=True)
     base = res["NN-descent"][0]
     print(f"\n| method (n = {a.n}, d = {a.d}, t = {a.t}, one thread) | us a row | recall | time / NN-descent |")
     print("|---|---|---|---|")

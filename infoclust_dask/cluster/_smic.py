@@ -160,8 +160,9 @@ class SMIC(ClusterMixin, InfoclustEstimator):
         NN-descent settings: ``n_neighbors`` (the list each row keeps while
         the graph improves; default ``ceil(2.5 t) + 1``), ``max_candidates``
         and ``n_iters`` (pynndescent's defaults); larger is slower and
-        closer to exact (``docs/BENCHMARKS.md``: recall 0.991 on a 1e6-row
-        cell of 16-dimensional Gaussian rows at 82 us a row, t = 10).
+        closer to exact (``docs/BENCHMARKS.md``: recall 0.993 on a 2e5-row
+        cell of 16-dimensional Gaussian rows at 51 us a row, t = 10, one
+        thread). Cells of at most 32 768 rows are searched exactly.
     random_state : int, numpy Generator or None, default=None
         Seeds LSMI's basis draw and folds (the same for every candidate t),
         the eigensolver's start vector and the rows of the recall estimate.

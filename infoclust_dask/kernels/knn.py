@@ -166,12 +166,13 @@ def knn_query_block(xd: np.ndarray, *, start: int = 0, xq: np.ndarray, t: int) -
 #: NN-descent settings of a cell's graph (pynndescent's ``NNDescent``): ``n_neighbors`` (the list each row
 #: keeps while the graph improves; default :func:`nnd_settings`: 2.5 t + 1) and ``max_candidates`` (new
 #: candidates a row takes per round; default pynndescent's, min(60, n_neighbors)), ``n_iters`` (rounds;
-#: pynndescent's default max(5, log2 rows)). Measured on cells of 16-dimensional standard Gaussian rows, one
-#: thread, t = 10 (docs/BENCHMARKS.md): 2e5 rows 49 us a row at recall 0.993; faiss' HNSW (the search
-#: before) 82 us at 0.972, 127 us at 0.991
+#: pynndescent's default max(5, log2 rows)). Measured on a cell of 2e5 16-dimensional standard Gaussian rows,
+#: one thread, t = 10 (benchmarks/smic_knn_cells.py, docs/BENCHMARKS.md): 51 us a row at recall 0.993; faiss'
+#: HNSW (the search before) 71 us at 0.972
 NND_KEYS = ("n_neighbors", "max_candidates", "n_iters")
 #: a cell of at most this many rows (own and ghosts) is searched exactly, by brute force
-#: (:func:`brute_candidates`): up to here that costs about what NN-descent does (32 768 x 16: MEASURED_EXACT),
+#: (:func:`brute_candidates`): up to here that costs about what NN-descent does (32 768 x 16, one thread:
+#: 1.78 s against 1.16 s, benchmarks/smic_knn_cells.py),
 #: is exact, and spares the process pynndescent's compilation (~20 s the first time in each process)
 EXACT_CELL_ROWS = 32_768
 

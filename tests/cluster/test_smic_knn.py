@@ -48,14 +48,16 @@ def _cells_graph(X, t, data, scheduler, **build):
     return np.asarray(d2), np.asarray(idx)
 
 
-@pytest.mark.parametrize("scheduler", ["sync", "threads", "distributed"])
-def test_blockwise_graph_matches_exact_and_is_the_same_on_every_runner(scheduler, request):
-    """SMIC's approximate lists (8 cells of ~750 rows: searched exactly)
-    against brute force; and the NN-descent path on the same rows (every
-    cell forced through it) the same bits on every runner and chunking as
-    in one process, with the recall the defaults promise."""
-    import dask.array as da
+#: the NN-descent path's tests: pynndescent compiles its loops in each new process (~20 s), so they run in
+#: make test-slow; make test runs the same tests on exactly searched cells
+NN_DESCENT = pytest.param(0, marks=pytest.mark.slow, id="nn-descent")
+EXACT = pytest.param(None, id="exact")
 
+
+@pytest.mark.parametrize("scheduler", ["sync", "threads", "distributed"])
+def test_blockwise_graph_matches_exact(scheduler, request):
+    """SMIC's approximate lists (8 cells of ~750 rows: searched exactly)
+    against brute force, on every runner."""
     sched = request.getfixturevalue("local_cluster_client") if scheduler == "distributed" else scheduler
     X, _ = _blobs(6000)
     t = 10
@@ -67,6 +69,20 @@ def test_blockwise_graph_matches_exact_and_is_the_same_on_every_runner(scheduler
     np.testing.assert_allclose(d2, ((X[:, None, :] - X[idx]) ** 2).sum(-1), rtol=1e-12)
     assert (np.diff(d2, axis=1) >= 0).all()
     assert _recall(exact, idx) >= 0.995  # exact cells: only the routing can miss
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("scheduler", ["threads", "distributed"])
+def test_nn_descent_cells_are_the_same_on_every_runner(scheduler, request):
+    """The NN-descent path (every cell forced through it) gives the same
+    bits on every runner and chunking as in one process, with the recall
+    the defaults promise."""
+    import dask.array as da
+
+    sched = request.getfixturevalue("local_cluster_client") if scheduler == "distributed" else scheduler
+    X, _ = _blobs(6000)
+    t = 10
+    exact = _exact(X, t)
     one_d2, one_idx = _cells_graph(X, t, X, "sync", exact_rows=0)
     got_d2, got_idx = _cells_graph(X, t, da.from_array(X, chunks=1100), sched, exact_rows=0)
     np.testing.assert_array_equal(got_idx, one_idx)
@@ -100,13 +116,17 @@ def test_smic_with_the_approximate_graph_clusters_as_with_the_exact_one():
     assert SMIC(6, t=7, random_state=0, scheduler="sync").fit(X).knn_ == "exact"
 
 
-def test_low_recall_warns_and_bad_params_are_named(monkeypatch):
-    X, _ = _blobs(3000, seed=3)
+@pytest.mark.slow
+def test_low_recall_warns(monkeypatch):
     big, _ = make_blobs(n_samples=40_000, centers=2, n_features=8, random_state=3)  # cells of ~5000 rows
     monkeypatch.setattr("infoclust_dask.kernels.knn.EXACT_CELL_ROWS", 1000)  # NN-descent on cells this small
     with pytest.warns(UserWarning, match=r"recall 0\.\d+ .* below 0.9; raise knn_params n_neighbors"):
         SMIC(2, t=10, random_state=0, scheduler="sync", knn="approximate",
              knn_params={"n_neighbors": 11, "max_candidates": 2, "n_iters": 1}).fit(big)
+
+
+def test_bad_params_are_named():
+    X, _ = _blobs(3000, seed=3)
     with pytest.raises(ValueError, match="'knn_params' parameter of SMIC must be None or a dict with keys"):
         SMIC(6, knn_params={"nprobe": 4}).fit(X)
     with pytest.raises(ValueError, match="the HNSW keys M, ef_construction and ef_search went with faiss"):
@@ -281,7 +301,7 @@ def test_result_join_keeps_the_t_nearest_of_all_pieces():
 
 
 @pytest.mark.parametrize("lazy", [False, True])
-@pytest.mark.parametrize("exact_rows", [None, 0])
+@pytest.mark.parametrize("exact_rows", [EXACT, NN_DESCENT])
 def test_the_cell_graph_equals_brute_force_on_small_cells(lazy, exact_rows):
     """The partitioned search (8 cells, routing across boundaries, answers
     sent back to 700-row blocks), with the cells searched exactly (the
@@ -333,7 +353,7 @@ def test_result_join_equals_a_row_by_row_merge(overlap, dtype):
         np.testing.assert_array_equal(got_idx[r], [c[1] for c in cands])
 
 
-@pytest.mark.parametrize("exact_rows", [None, 0])
+@pytest.mark.parametrize("exact_rows", [EXACT, NN_DESCENT])
 def test_a_cell_answers_its_own_rows(exact_rows):
     """One cell (:func:`cell_build`), searched exactly and by NN-descent on
     the same rows: ghosts are candidates, never answered, a row is never
@@ -360,7 +380,7 @@ def test_a_cell_answers_its_own_rows(exact_rows):
         assert _recall(ref_idx[:2000], idx) >= 0.99
 
 
-@pytest.mark.parametrize("exact_rows", [None, 0])
+@pytest.mark.parametrize("exact_rows", [EXACT, NN_DESCENT])
 def test_degenerate_cells(exact_rows):
     """Cells no friendly data makes: every row repeated (a cell of
     duplicates: the neighbours are the copies, at distance 0, the smaller
@@ -410,3 +430,42 @@ def test_predict_on_a_cluster_scatters_its_numpy_inputs(local_cluster_client):
         got = m.predict_proba(new)
     assert not [w for w in seen if "large graph" in str(w.message)], [str(w.message) for w in seen]
     np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.slow
+def test_one_huge_cell_beside_tiny_ones():
+    """90 % of the rows in one blob, the rest in six far blobs of 100 rows:
+    the plan's cells are one huge cell (the blob's pieces merged: a cut
+    through one cluster) and tiny ones; NN-descent on the huge cell and
+    exact search on the tiny ones (below four lists' worth) still give
+    recall >= 0.99 against brute force, every distance exact."""
+    from infoclust_dask.cluster._smic import _cell_plan
+
+    rng = np.random.default_rng(8)
+    far = rng.normal(0, 40, size=(6, 8))
+    X = np.vstack([rng.normal(size=(5400, 8))] + [c + rng.normal(size=(100, 8)) for c in far])
+    t = 8
+    centres, groups, radii = _cell_plan(X, 8, t, 0)
+    cells = groups[np.argmin(((X[:, None, :] - centres[None]) ** 2).sum(-1), axis=1)]
+    assert np.bincount(cells).max() >= 5400  # one cell holds the whole blob
+    d2, idx = _cells_graph(X, t, X, "sync", exact_rows=0)
+    _, ref_idx = _brute(X, t)
+    assert _recall(ref_idx, idx) >= 0.99
+    np.testing.assert_allclose(d2, ((X[:, None, :] - X[idx]) ** 2).sum(-1), rtol=1e-12)
+
+
+@pytest.mark.parametrize("k", [1, 5, 40])
+def test_brute_candidates_equal_a_stable_sort_of_the_expansion(k):
+    """The brute-force tiles folded by the compiled running top-k give what
+    a stable sort of the whole table gives (the smaller row first among
+    equal values: integer rows make many ties), across tile edges
+    (queries and data rows beyond one tile)."""
+    from infoclust_dask.kernels import knn
+
+    rng = np.random.default_rng(9)
+    xd = rng.integers(0, 3, size=(3000, 20)).astype(np.float64)
+    xq = rng.integers(0, 3, size=(600, 20)).astype(np.float64)
+    got = knn.brute_candidates(xq, xd, k)
+    expansion = (xd * xd).sum(1)[None, :] - 2.0 * (xq @ xd.T)
+    want = np.argsort(expansion, axis=1, kind="stable")[:, :k]
+    np.testing.assert_array_equal(got, want)
