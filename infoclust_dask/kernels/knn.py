@@ -182,11 +182,12 @@ def nnd_settings(t: int, params: dict | None = None) -> dict:
     :data:`NND_KEYS`) over the defaults, ``n_neighbors = ceil(2.5 t) + 1``
     (a row keeps 2.5 times the neighbours it needs, so that the ``t``
     nearest are found: recall 0.993 at t = 10 on 2e5 Gaussian rows in 16
-    dimensions against 0.817 with ``t + 1``; docs/BENCHMARKS.md)."""
-    out = {"n_neighbors": int(np.ceil(2.5 * t)) + 1, "max_candidates": None, "n_iters": None}
-    out.update({k: v for k, v in (params or {}).items() if k in NND_KEYS})
-    out["n_neighbors"] = max(int(out["n_neighbors"]), int(t) + 1)
-    return out
+    dimensions, docs/BENCHMARKS.md; 0.817 with ``t + 1`` in a one-off
+    run)."""
+    given = {k: v for k, v in (params or {}).items() if k in NND_KEYS}
+    wide = given.pop("n_neighbors", None)
+    wide = int(np.ceil(2.5 * t)) + 1 if wide is None else int(wide)
+    return {"n_neighbors": max(wide, int(t) + 1), "max_candidates": None, "n_iters": None, **given}
 
 
 #: block pairs: ``chunk(query_block, data_block, q_start=, d_start=, t=)``
