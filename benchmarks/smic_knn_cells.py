@@ -8,7 +8,7 @@ thread each, recall against brute force on 1000 seeded rows, time per row.
   each row searched from its own node: the cell search before issue 65);
 - partition + matrix products: K-means leaves of ``--leaf`` rows, each
   leaf's rows against the rows of its ``--probes`` nearest leaves by matrix
-  products and the compiled smallest-k selection (``candidates``' brute
+  products and the compiled smallest-k selection (``brute_candidates``, brute
   force, float64) (the approach
   of partition-based builders such as PiPNN);
 - an exact k-d tree (scipy's ``cKDTree``) on a sample of queries;
@@ -72,7 +72,7 @@ def hnsw(X, t, rows):
 
 def products(X, t, rows, leaf, probes):
     from infoclust_dask import KMeans
-    from infoclust_dask.kernels.knn import candidates
+    from infoclust_dask.kernels.knn import brute_candidates
 
     n = len(X)
     L = max(1, n // leaf)
@@ -94,7 +94,7 @@ def products(X, t, rows, leaf, probes):
         for a in range(0, q_rows.size, 512):
             Q = xf[q_rows[a:a + 512]] - C[A].astype(np.float32)
             k = min(t + 1, cand.size)
-            sel = cand[candidates(Q.astype(np.float64), Y.astype(np.float64), k)]
+            sel = cand[brute_candidates(Q.astype(np.float64), Y.astype(np.float64), k)]
             for i, r in enumerate(q_rows[a:a + 512]):
                 out[r, :k - 1] = [j for j in sel[i] if j != r][:k - 1]
     return out[rows]
