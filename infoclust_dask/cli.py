@@ -490,7 +490,7 @@ def _one_line_warning(message, category, filename, lineno, line=None) -> str:
     """Warnings of a CLI run as one line: ``infoclust: warning: <Category>:
     <message>`` (no file name and source line of the package). Replaces the
     formatting only, so that callers recording warnings still see them."""
-    from .storage.paths import redact
+    from ._support.redact import redact
 
     text = redact(" ".join(str(message).split()))
     return f"infoclust: warning: {category.__name__}: {text}\n"

@@ -2,16 +2,18 @@
 and what to do - a silent or unreachable object store, missing
 credentials, a damaged chunk, a bare system error of a write - with URL
 credentials and credential environment values redacted
-(:func:`infoclust_dask.storage.paths.redact`)."""
+(:func:`infoclust_dask._support.redact.redact`)."""
 
 from __future__ import annotations
 
 import errno
 import os
 
+from .redact import redact
 from .unreachable import is_connection_error  # re-exported: one check for the library and its messages
 
 __all__ = ["message", "is_connection_error"]
+
 
 def _endpoint() -> str:
     """The S3 endpoint this process uses, as configured (for messages)."""
@@ -21,9 +23,7 @@ def _endpoint() -> str:
 
 def message(exc: BaseException) -> str:
     """One line for the user, with URL credentials and credential
-    environment values redacted (:func:`infoclust_dask.storage.paths.redact`)."""
-    from ..storage.paths import redact
-
+    environment values redacted (:func:`infoclust_dask._support.redact.redact`)."""
     return redact(" ".join(_explain(exc).split()))
 
 

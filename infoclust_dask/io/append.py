@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from .. import engine
+from ..preprocess import feature_moments, moments_from_sums
 from ..storage.atomic import StoreError, _temp_name, _WriteLock, clean_stale_temporaries, clean_stale_temporaries_within
 from ..storage.bound import pending_entry
 from ..storage.commits import _row_chunk, committed_attributes, committed_rows, interrupted_rows, row_step
@@ -286,7 +287,6 @@ def _checked_rows(x: Any, attrs: dict, n_old: int, new_attrs: dict) -> tuple[Any
         _check_finite_rows("x", x)
         return x, None
     from ..kernels.stats import MOMENTS
-    from ..preprocess import feature_moments, moments_from_sums
 
     old_m, old_s = np.asarray(attrs["feature_mean"]), np.asarray(attrs["feature_std"])
     if lazy:

@@ -61,7 +61,7 @@ def fold_ids(ds: xr.Dataset, n_folds: int | None, kind: str = "ranges") -> Any:
         if "fold" not in ds:
             raise ValueError(
                 "The store has no 'fold' vector. Write one with `infoclust ingest SRC DEST --folds K` "
-                "(or preprocess_store(..., n_folds=K)), or use fold kind 'ranges'."
+                "(or infoclust_dask.io.preprocessed.preprocess_store(..., n_folds=K)), or use fold kind 'ranges'."
             )
         stored = int(ds.attrs.get("n_folds", 0))
         if stored and n_folds is not None and int(n_folds) != stored:

@@ -21,8 +21,10 @@ import numpy as np
 
 from .. import engine
 from ..datasets import BUNDLED
+from ..preprocess import fit_transform
 from ..storage.paths import local_path, url_protocol
 from . import readers as _readers
+from .preprocessed import preprocess_store, write_preprocessed
 from .readers import IngestError
 from .sources import _TABLES, _finish_labels, _open_table, _table_labels, read_source
 
@@ -84,7 +86,7 @@ def ingest(src: Any, dest: str | os.PathLike, *, label_column: str | None = None
     (a local path, or an fsspec URL such as ``s3://bucket/d.zarr``).
 
     ``src`` may also be an existing store, which is then preprocessed block by
-    block (:func:`infoclust_dask.preprocess.preprocess_store`) instead of
+    block (:func:`infoclust_dask.io.preprocessed.preprocess_store`) instead of
     being read into memory.
 
     Parameters
@@ -152,7 +154,6 @@ def ingest(src: Any, dest: str | os.PathLike, *, label_column: str | None = None
     dropped, and which chunk size and codec were chosen. A store at a URL
     is returned as its URL.
     """
-    from ..preprocess import preprocess_store
     from .store import check_destination
 
     if impute not in ("none", "mean"):
@@ -398,7 +399,6 @@ def _validate_and_write(src, X, labels, prov, finite, dest, *, drop_nonfinite, b
                         impute="none"):
     """Check the rows (numeric, finite, binary when asked) of numpy or lazy
     ``X``, then standardize / project and write the store."""
-    from ..preprocess import fit_transform, write_preprocessed
 
     lazy = engine.is_lazy(X)
     if not lazy:
@@ -492,7 +492,6 @@ def _ingest_sparse(X, labels, prov, dest, *, binary, standardize, pca, n_folds, 
                    overwrite, progress):
     """Write a scipy sparse matrix as a dense store, one chunk of rows at a
     time (the chunk densified inside its own write task)."""
-    from ..preprocess import write_preprocessed
     from .store import choose_chunk_rows
 
     if standardize or pca is not None:

@@ -25,31 +25,14 @@ import os
 import re
 from pathlib import Path
 
-__all__ = ["URLNotSupported", "url_protocol", "local_path", "is_url", "check_path", "redact", "CREDENTIAL_QUERY_WORDS",
+__all__ = ["URLNotSupported", "url_protocol", "local_path", "is_url", "check_path", "redact", "CREDENTIAL_QUERY_WORDS", "SECRET_ENV",
            "absolute_or_url"]
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://")
 #: ``scheme:`` with one slash or none (``s3:/b/x``, ``s3:b/x``): a mistyped URL, never a folder name
 _SHORT_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]+):(?!//)")
-#: the userinfo of a URL: from ``://`` to the last ``@`` of the token (a secret may hold ``/`` or ``+``)
-_URL_USERINFO = re.compile(r"(?<=://)[^\s'\"<>()\[\]]*@")
-#: ``KEY:SECRET@host`` without its scheme (as a client library may echo a bucket name)
-_BARE_USERINFO = re.compile(r"[^\s'\"<>()\[\]/:@]+:(?!//)[^\s'\"<>()\[\]@]+@")
-#: environment variables whose values are credentials (their values are redacted from messages)
-SECRET_ENV = re.compile(r"(secret|token|passw|credential|account_key|access_key|private|_sas|api_key)", re.I)
-_REDACTED = "***"
-#: a query parameter of a URL whose value is a credential: a presigned URL's ``X-Amz-Signature``,
-#: ``X-Amz-Credential``, ``X-Amz-Security-Token``, an Azure SAS ``sig``, ``?secret=``, ``?token=``, ``?key=``...
-CREDENTIAL_QUERY_WORDS = ("signature", "credential", "token", "secret", "passw", "key", "sig", "auth", "sas")
-_WORDS = "|".join(CREDENTIAL_QUERY_WORDS)
-_QUERY_SECRET = re.compile(
-    r"(?<=[?&;])([^=&;\s'\"#<>]*(?:" + _WORDS + r")[^=&;\s'\"#<>]*)="
-    r"[^&;\s'\"#<>]+", re.I)
-#: the same, URL-encoded inside another URL or an object key (``%3Fsecret%3D...``, as a client library echoes it)
-_ENCODED_QUERY_SECRET = re.compile(
-    r"(?<=%3F|%26)([^=&;%\s'\"#<>]*(?:" + _WORDS + r")[^=&;%\s'\"#<>]*)"
-    r"%3D(?:(?!%26)[^&;\s'\"#<>])+", re.I)
-
+# the redaction rules live in _support (the messages of every layer use them; storage imports nothing above it)
+from .._support.redact import CREDENTIAL_QUERY_WORDS, SECRET_ENV, has_query_secret, redact  # noqa: E402
 
 class URLNotSupported(ValueError):
     """A URL where this version takes a local path only."""
@@ -81,22 +64,6 @@ def is_url(path: Any) -> bool:
     return proto is not None and proto != "file"
 
 
-def redact(text: Any) -> str:
-    """``text`` with URL credentials (``scheme://USER:PASS@``, also without
-    the scheme), the values of credential query parameters (a presigned
-    URL's ``X-Amz-Signature=``, ``?secret=``, ``?token=``, ...) and the
-    values of credential environment variables (:data:`SECRET_ENV`, e.g.
-    ``AWS_SECRET_ACCESS_KEY``) replaced by ``***``."""
-    text = _URL_USERINFO.sub(_REDACTED + "@", str(text))
-    text = _QUERY_SECRET.sub(lambda m: f"{m.group(1)}={_REDACTED}", text)
-    text = _ENCODED_QUERY_SECRET.sub(lambda m: f"{m.group(1)}%3D{_REDACTED}", text)
-    text = _BARE_USERINFO.sub(_REDACTED + "@", text)
-    for name, value in os.environ.items():
-        if len(value) >= 6 and SECRET_ENV.search(name) and value in text:
-            text = text.replace(value, _REDACTED)
-    return text
-
-
 def _known_protocol(name: str) -> bool:
     try:
         import fsspec
@@ -122,7 +89,7 @@ def check_path(path: Any, what: str = "path") -> Any:
                 "refused (a URL is shown in logs, run summaries and task graphs). Remove them and give them the "
                 "standard way (S3: AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY or ~/.aws/credentials; GCS: "
                 "GOOGLE_APPLICATION_CREDENTIALS). A folder whose name holds '@' needs another name.")
-        if _QUERY_SECRET.search(text):
+        if has_query_secret(text):
             raise ValueError(
                 f"The {what} '{redact(text)}' carries credentials in its query string (a signature, token, "
                 "secret or key); they are refused (a URL is shown in logs, run summaries and task graphs). Remove "
