@@ -26,8 +26,8 @@ import numpy as np
 from _bench import best, interleaved
 
 from infoclust_dask import engine, journal
-from infoclust_dask._scheduler import thread_pool
 from infoclust_dask.engine import execute
+from infoclust_dask.engine.clients import thread_pool
 from infoclust_dask.engine.in_process import InProcess
 from infoclust_dask.kernels.kmeans import LLOYD_STEP, SOFT_KMEANS
 

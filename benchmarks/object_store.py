@@ -199,7 +199,7 @@ def run(a, data):
         child.wait()
         from infoclust_dask.io import store as store_mod
 
-        store_mod._OPENED.clear()
+        store_mod.forget_opened()
         rows = open_dataset(victim).sizes["sample"]
         problems = verify_store(victim)["problems"]
         print(f"kill -9 after {delay:.0f} s of an append: {rows} rows readable (before: {n_old}, after a "

@@ -34,7 +34,7 @@ def main():
     import dask.array as da
 
     from infoclust_dask import engine
-    from infoclust_dask.engine import runners
+    from infoclust_dask.engine import choose as runners
     from infoclust_dask.kernels.kmeans import SOFT_KMEANS, soft_kmeans_stats
 
     rng = np.random.default_rng(0)

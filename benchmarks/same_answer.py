@@ -112,7 +112,7 @@ def lazy(args, chunks):
 def placed(how):
     """Force a placement: ``stream`` (no lazy input read into memory or
     held by workers), ``passes`` (no whole fit on a worker)."""
-    from infoclust_dask.engine.runners import Distributed
+    from infoclust_dask.engine.choose import Distributed
 
     saved_env = {k: os.environ.get(k) for k in ("INFOCLUST_IN_PROCESS_BYTES", "INFOCLUST_PERSIST_BYTES")}
     saved_budget = Distributed.loop_budget

@@ -29,7 +29,7 @@ def main():
     from sklearn.datasets import load_digits, load_iris
 
     from infoclust_dask import DiscriminativeClustering, KMeans, SoftKMeans, engine
-    from infoclust_dask.engine.runners import Distributed
+    from infoclust_dask.engine.choose import Distributed
 
     client = engine.local_client(n_workers=2)
     whole_budget = Distributed.loop_budget
@@ -66,7 +66,7 @@ def lazy_cell(repeat):
     from pathlib import Path
 
     from infoclust_dask import crossval, engine
-    from infoclust_dask.engine.runners import Distributed
+    from infoclust_dask.engine.choose import Distributed
     from infoclust_dask.io.ingest import ingest
 
     client = engine.local_client(n_workers=2)

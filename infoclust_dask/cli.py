@@ -41,7 +41,7 @@ _SCHEDULER_HELP = ("local (a LocalCluster), threads, sync or tcp://HOST:PORT (de
 
 
 def _scheduler(args):
-    from ._scheduler import run_default
+    from .engine.clients import run_default
 
     return run_default(args.scheduler)
 
@@ -497,7 +497,7 @@ def _one_line_warning(message, category, filename, lineno, line=None) -> str:
 
 
 def _quiet_shutdown():
-    from ._scheduler import quiet_local_workers
+    from .engine.clients import quiet_local_workers
 
     quiet_local_workers()
 

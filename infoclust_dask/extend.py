@@ -26,8 +26,7 @@ from ._inputs import encode_labels, prepare_input
 from ._support.validation import ArrayLike, Interval, Options, check_n_clusters, check_random_state, validate_params
 from .cluster._base import SHARED_CONSTRAINTS, InfoclustEstimator, installs_runner, journaled
 from .cluster._xarray import data_method
-from .kernels import Pass
-from .kernels._common import sq_distances
+from .kernels import Pass, sq_distances
 from .registry import Method, Option, register, unregister
 
 __all__ = ["Pass", "sq_distances", "InfoclustEstimator", "SHARED_CONSTRAINTS", "journaled", "data_method", "installs_runner", "prepare_input", "encode_labels", "Interval",

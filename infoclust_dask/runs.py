@@ -123,16 +123,16 @@ def write_npy(path: PathLike, array: Any, *, overwrite: bool = False) -> Path:
     path = local_path(path, "file")
     if path.exists() and not overwrite:
         raise FileExistsError(f"{path} exists; pass overwrite=True to replace it.")
-    from .storage.atomic import _file_error, _temp_name, clean_stale_temporaries
+    from .storage.atomic import clean_stale_temporaries, file_error, temp_name
 
     clean_stale_temporaries(path)
-    tmp = _temp_name(path, "tmp")  # names this PID: a killed writer's leftover is recognised and removed
+    tmp = temp_name(path, "tmp")  # names this PID: a killed writer's leftover is recognised and removed
     try:
         with open(tmp, "wb") as f:
             np.save(f, np.asarray(array))
         os.replace(tmp, path)
     except OSError as exc:
-        raise _file_error(exc, path, int(np.asarray(array).nbytes)) from exc
+        raise file_error(exc, path, int(np.asarray(array).nbytes)) from exc
     finally:
         tmp.unlink(missing_ok=True)
     return path

@@ -27,4 +27,4 @@ os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "INFO")
 
 
-from infoclust_dask._scheduler import run_default as default_scheduler  # noqa: E402,F401  (the flows' default)
+from infoclust_dask.engine.clients import run_default as default_scheduler  # noqa: E402,F401  (the flows' default)

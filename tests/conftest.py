@@ -88,7 +88,7 @@ def s3_bucket(s3_server):
 @pytest.fixture(scope="session")
 def _shared_cluster():
     """Stops the engine's on-demand LocalCluster at the end of the session."""
-    from infoclust_dask import _scheduler
+    from infoclust_dask.engine import clients as _scheduler
 
     yield
     _scheduler.close_local_client()
@@ -101,7 +101,7 @@ def local_cluster_client(_shared_cluster):
     client running and both workers registered and running (waited for up to
     60 s); a cluster that cannot get them back is closed and started again.
     Tests that kill, restart or fill workers start clusters of their own."""
-    from infoclust_dask import _scheduler
+    from infoclust_dask.engine import clients as _scheduler
 
     client = _scheduler.local_client()  # a new one if the last was closed
     try:

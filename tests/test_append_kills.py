@@ -61,7 +61,7 @@ def test_an_append_killed_at_many_instants_never_damages_the_committed_version(p
             p.kill()
             kills += 1
         p.wait(60)
-        store_mod._OPENED.clear()
+        store_mod.forget_opened()
         report = verify_store(where)
         ds = open_dataset(where)
         assert report["problems"] == [], (fraction, report["problems"])
@@ -74,7 +74,7 @@ def test_an_append_killed_at_many_instants_never_damages_the_committed_version(p
     else:
         committed = False
     assert kills >= 4
-    store_mod._OPENED.clear()
+    store_mod.forget_opened()
     small = rows // 3  # smaller than the killed appends: their chunks beyond it must not stay
     append_dataset(where, np.random.default_rng(1).normal(size=(small, 8)), label=np.arange(small) % 3)
     report = verify_store(where)
@@ -107,14 +107,14 @@ def test_a_replaced_chunk_of_the_same_size_verifies_as_either_version(tmp_path):
     assert len(old) == len(new) and old != new
     write_pending(resolve(p), "x", {"x/c/0/0": pending_entry(new)})
     (p / "x/c/0/0").write_bytes(new)  # as the append's rename leaves it before its commit
-    store_mod._OPENED.clear()
+    store_mod.forget_opened()
     assert verify_store(p)["problems"] == []
     assert open_dataset(p)["x"].shape == (800, 3)
     (p / "x/c/0/0").write_bytes(old)  # and the committed version, as before the rename
-    store_mod._OPENED.clear()
+    store_mod.forget_opened()
     assert verify_store(p)["problems"] == []
     (p / "x/c/0/0").write_bytes(new[:-8] + bytes(8))  # neither version: refused
-    store_mod._OPENED.clear()
+    store_mod.forget_opened()
     assert any("different bytes" in q for q in verify_store(p)["problems"])
 
 
@@ -150,7 +150,7 @@ def test_two_appends_killed_in_a_row_leave_the_committed_version(tmp_path, monke
         raise _Killed
 
     def check_committed():
-        store_mod._OPENED.clear()
+        store_mod.forget_opened()
         report = verify_store(where)
         assert report["problems"] == [], report["problems"]
         ds = open_dataset(where)
@@ -158,25 +158,25 @@ def test_two_appends_killed_in_a_row_leave_the_committed_version(tmp_path, monke
         np.testing.assert_array_equal(ds["label"].values, lab)
         assert ds.attrs == attrs  # the committed attributes, not those of an append that did not commit
 
-    real_manifest = append_mod._write_manifest
+    real_manifest = append_mod.write_manifest
 
     def one_manifest(loc, arrays=None, changed=None):  # one array's manifest written, the next not
         real_manifest(loc, arrays[:1], changed=changed)
         raise _Killed
 
-    monkeypatch.setattr(append_mod, "_write_manifest", killed if first == "before_manifests" else one_manifest)
+    monkeypatch.setattr(append_mod, "write_manifest", killed if first == "before_manifests" else one_manifest)
     with pytest.raises(_Killed):
         append_dataset(where, rng.normal(size=(1000, 4)), label=np.arange(1000) % 3)
     check_committed()
     monkeypatch.undo()
-    monkeypatch.setattr(append_mod, "_write_staged" if second == "staged_write" else "_write_manifest", killed)
+    monkeypatch.setattr(append_mod, "_write_staged" if second == "staged_write" else "write_manifest", killed)
     with pytest.raises(_Killed):
         append_dataset(where, rng.normal(size=(400, 4)), label=np.arange(400) % 3)
     check_committed()
     monkeypatch.undo()
     new = rng.normal(size=(300, 4))
     append_dataset(where, new, label=np.arange(300) % 3)
-    store_mod._OPENED.clear()
+    store_mod.forget_opened()
     report = verify_store(where)
     assert report["problems"] == [] and report["notes"] == [], report  # nothing left of the killed appends
     n = len(X) + len(new)

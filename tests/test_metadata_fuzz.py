@@ -58,7 +58,7 @@ def _check(pristine, tmp, rel, mutate):
     doc = json.loads(meta.read_text())
     field = mutate(doc)
     meta.write_text(json.dumps(doc))
-    store_mod._OPENED.clear()
+    store_mod.forget_opened()
     if doc == before:  # the same values (60 written as 60.0, ...): refused as other bytes, or read unchanged
         try:
             np.testing.assert_array_equal(open_dataset(target)["x"].values, X)
@@ -111,7 +111,7 @@ def test_a_deleted_array_metadata_and_a_garbage_group_are_refused(pristine, tmp_
             (target / rel).unlink()
         else:
             (target / rel).write_bytes(edit)
-        store_mod._OPENED.clear()
+        store_mod.forget_opened()
         problems = verify_store(target)["problems"]
         assert problems, rel
         with pytest.raises(StoreError):

@@ -135,7 +135,7 @@ def test_an_interrupted_write_at_a_url_is_not_opened_and_overwrite_replaces_only
     def killed(loc, arrays=None):
         raise KeyboardInterrupt  # the write stops before its manifests, as a kill would
 
-    monkeypatch.setattr(store_mod, "_write_manifest", killed)
+    monkeypatch.setattr(store_mod, "write_manifest", killed)
     with pytest.raises(KeyboardInterrupt):
         write_dataset(url, X, chunks=300)
     monkeypatch.undo()
@@ -259,7 +259,7 @@ def test_append_applies_the_stored_standardization(tmp_path):
 def test_an_interrupted_append_leaves_the_previous_version_whole_and_can_run_again(where, monkeypatch, stop):
     X, z = _data(5000)
     write_dataset(where, X[:4000], label=z[:4000], chunks=700)
-    real_manifest, real_pending = append_mod._write_manifest, append_mod.write_pending
+    real_manifest, real_pending = append_mod.write_manifest, append_mod.write_pending
     real_write_text = append_mod.Location.write_text
 
     def write_text(self, rel, text):  # killed after the first array's metadata (x's rows grown, label's not)
@@ -279,12 +279,12 @@ def test_an_interrupted_append_leaves_the_previous_version_whole_and_can_run_aga
         raise KeyboardInterrupt
 
     monkeypatch.setattr(append_mod, "write_pending", pending)
-    monkeypatch.setattr(append_mod, "_write_manifest", manifest)
+    monkeypatch.setattr(append_mod, "write_manifest", manifest)
     monkeypatch.setattr(append_mod.Location, "write_text", write_text)
     with pytest.raises(KeyboardInterrupt):
         append_dataset(where, X[4000:], label=z[4000:])
     monkeypatch.undo()
-    store_mod._OPENED.clear()
+    store_mod.forget_opened()
     ds = open_dataset(where)
     np.testing.assert_array_equal(ds["x"].values, X[:4000])  # the old rows, all of them, unchanged
     np.testing.assert_array_equal(ds["label"].values, z[:4000])

@@ -64,7 +64,7 @@ def test_unguarded_main_reads_where_the_call_stands(tmp_path):
     a function that the guard calls."""
     script = tmp_path / "probe.py"
     script.write_text(textwrap.dedent("""
-        from infoclust_dask._scheduler import unguarded_main
+        from infoclust_dask.engine.clients import unguarded_main
         print("top", unguarded_main())
         def f():
             return unguarded_main()

@@ -38,7 +38,7 @@ from infoclust_dask import (
     open_dataset,
     write_dataset,
 )
-from infoclust_dask.engine.runners import Distributed
+from infoclust_dask.engine.choose import Distributed
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")  # small max_iter: quick
 

@@ -19,7 +19,7 @@ from helpers import CountLocalComputes, worker_info
 
 from infoclust_dask import engine, metrics, open_dataset, write_dataset
 from infoclust_dask.datasets import make_smic_toy
-from infoclust_dask.engine import runners
+from infoclust_dask.engine import choose as runners
 from infoclust_dask.io.ingest import ingest
 from infoclust_dask.kernels import Pass
 from infoclust_dask.kernels.stats import MOMENTS
@@ -239,7 +239,7 @@ def test_a_process_whose_scheduler_died_exits_quickly_without_a_traceback(tmp_pa
             except OSError:
                 assert time.monotonic() < deadline, "the dask scheduler did not start"
                 time.sleep(0.2)
-        code = ("import sys\nfrom infoclust_dask.engine import runners\n"
+        code = ("import sys\nfrom infoclust_dask.engine import choose as runners\n"
                 f"runners.resolve_scheduler('tcp://127.0.0.1:{port}')\nprint('connected', flush=True)\n"
                 "sys.stdin.readline()\n")
         child = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,

@@ -2,9 +2,9 @@
 
 import pytest
 
-from infoclust_dask._scheduler import connect_timeout
 from infoclust_dask._support.settings import env_number
-from infoclust_dask.engine.runners import in_process_budget
+from infoclust_dask.engine.choose import in_process_budget
+from infoclust_dask.engine.clients import connect_timeout
 
 
 def test_env_number(monkeypatch):

@@ -215,7 +215,7 @@ def test_a_store_being_written_is_waited_for_not_called_damaged(tmp_path, monkey
     import sys
     import threading
 
-    from infoclust_dask.storage.reading import _OPENED
+    from infoclust_dask.storage.reading import forget_opened
 
     store = write_dataset(tmp_path / "s.zarr", np.arange(40.0).reshape(20, 2), chunks=5)
     chunk = next(p for p in (store / "x" / "c").rglob("*") if p.is_file())
@@ -225,7 +225,7 @@ def test_a_store_being_written_is_waited_for_not_called_damaged(tmp_path, monkey
     try:
         lock.write_text(str(writer.pid))
         chunk.write_bytes(good[:-3])  # mid-write: the bytes do not match the manifests yet
-        _OPENED.clear()
+        forget_opened()
         monkeypatch.setenv("INFOCLUST_WRITER_WAIT", "1")
         with pytest.raises(StoreError, match=rf"being written by another process \(PID {writer.pid}.*not damaged"):
             open_dataset(store)
@@ -242,7 +242,7 @@ def test_a_store_being_written_is_waited_for_not_called_damaged(tmp_path, monkey
         writer.wait()
     chunk.write_bytes(good[:-3])
     lock.write_text(str(writer.pid))  # a dead writer's lock: the damage is reported as damage
-    _OPENED.clear()
+    forget_opened()
     with pytest.raises(StoreError, match="damaged"):
         open_dataset(store)
 
@@ -291,7 +291,7 @@ def test_a_reader_checking_a_grown_chunk_while_the_append_commits(tmp_path, monk
     write_dataset(path, X, label=np.arange(25) % 3, chunks=16, codec="none")
     before = open_dataset(path)
     held = []
-    monkeypatch.setattr(append_mod, "_write_manifest", lambda *a, **k: held.append((a, k)))
+    monkeypatch.setattr(append_mod, "write_manifest", lambda *a, **k: held.append((a, k)))
     append_dataset(path, rng.normal(size=(8, 4)), label=np.arange(8) % 3)  # chunk 1 rewritten, not committed
     assert held and (path / "x" / manifest.PENDING).exists()
     monkeypatch.undo()
@@ -302,7 +302,7 @@ def test_a_reader_checking_a_grown_chunk_while_the_append_commits(tmp_path, monk
         doc = real(loc, rel, what)
         if rel == f"x/{manifest.MANIFEST}" and held:  # the writer commits right after this read
             args, kwargs = held.pop()
-            manifest._write_manifest(*args, **kwargs)
+            manifest.write_manifest(*args, **kwargs)
             commits.append(rel)
         return doc
 

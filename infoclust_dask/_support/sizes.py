@@ -28,7 +28,7 @@ floor of rows; the targets were measured (``docs/BENCHMARKS.md``).
 The engine, ingest, preprocess, the store and the folds ask these functions;
 the in-process placement budget (how much data a fit keeps in this
 process) is a different question, answered in
-:mod:`infoclust_dask.engine.runners`.
+:mod:`infoclust_dask.engine.choose`.
 """
 
 from __future__ import annotations

@@ -181,7 +181,7 @@ class AssociativeClustering(InfoclustEstimator):
         Seeds the starts (K-means, CCA or random rows), the annealed
         restarts and the split of the width search.
     scheduler : None, str, distributed.Client or dask cluster, default=None
-        Where the passes run (see :mod:`infoclust_dask.engine.runners`),
+        Where the passes run (see :mod:`infoclust_dask.engine.choose`),
         chosen once per ``fit`` / ``predict`` / ``score`` call and used by
         every pass of it. ``None``: the scheduler at
         ``$DASK_SCHEDULER_ADDRESS``, else the active ``distributed.Client``,

@@ -44,7 +44,7 @@ SHARED_CONSTRAINTS = {
 #: meaning differs by method); every estimator's docstring holds this text (tests/cluster/test_base_adds.py)
 SHARED_PARAMETERS_DOC = """\
     scheduler : None, str, distributed.Client or dask cluster, default=None
-        Where the passes run (see :mod:`infoclust_dask.engine.runners`),
+        Where the passes run (see :mod:`infoclust_dask.engine.choose`),
         chosen once per ``fit`` / ``predict`` / ``score`` call and used by
         every pass of it. ``None``: the scheduler at
         ``$DASK_SCHEDULER_ADDRESS``, else the active ``distributed.Client``,

@@ -126,7 +126,7 @@ class CMBC(ClusterMixin, InfoclustEstimator):
         Seeds the random start of each run and the perturbation added at
         every temperature.
     scheduler : None, str, distributed.Client or dask cluster, default=None
-        Where the passes run (see :mod:`infoclust_dask.engine.runners`),
+        Where the passes run (see :mod:`infoclust_dask.engine.choose`),
         chosen once per ``fit`` / ``predict`` / ``score`` call and used by
         every pass of it. ``None``: the scheduler at
         ``$DASK_SCHEDULER_ADDRESS``, else the active ``distributed.Client``,

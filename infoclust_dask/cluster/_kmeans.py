@@ -258,7 +258,7 @@ class KMeans(ClusterColumnsOut, ClusterMixin, TransformerMixin, InfoclustEstimat
         the same final inertia as 5 in less than half the time.
     random_state : int, numpy Generator or None, default=None
     scheduler : None, str, distributed.Client or dask cluster, default=None
-        Where the passes run (see :mod:`infoclust_dask.engine.runners`),
+        Where the passes run (see :mod:`infoclust_dask.engine.choose`),
         chosen once per ``fit`` / ``predict`` / ``score`` call and used by
         every pass of it. ``None``: the scheduler at
         ``$DASK_SCHEDULER_ADDRESS``, else the active ``distributed.Client``,

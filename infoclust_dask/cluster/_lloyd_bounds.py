@@ -82,12 +82,12 @@ def use_bounds(X, k: int, bounds: str | bool, max_iter: int) -> bool:
     bounds that fit in a quarter of the memory available now. None of it
     changes the model: the bounded steps give the plain steps' bits."""
     from .. import journal
-    from ..kernels._compiled import NUMPY_FORM_MAX_BYTES
+    from ..kernels import numpy_form_fits
 
     if bounds is False or engine.is_lazy(X) or journal.active() is not None:
         return False
     least = 1 if k > HAMERLY_MAX_K else BOUNDS_MIN_ITER
-    if bounds is not True and not (X.nbytes > NUMPY_FORM_MAX_BYTES and max_iter >= least):
+    if bounds is not True and not (not numpy_form_fits(X.nbytes) and max_iter >= least):
         return False
     if bounds is not True and RowBounds.planned(X.shape[0], k, HAMERLY_MAX_K, X.nbytes)[1] > _bounds_room():
         return False  # the bounds would not fit beside what this process holds: plain steps
@@ -270,13 +270,13 @@ def _note_paths(line: str) -> None:
 def note_step_path(X, k: int) -> None:
     """``runner_["paths"]``: the step's kernel path for these rows (chosen by measurement in the process that runs
     it, :mod:`infoclust_dask.kernels._choice`)."""
-    from ..kernels import _choice, _compiled
+    from ..kernels import lloyd_choice, lloyd_paths, numpy_form_fits
 
-    paths = _compiled.lloyd_paths(k)
-    if len(paths) == 1 or X.nbytes <= _compiled.NUMPY_FORM_MAX_BYTES:  # no choice (tiny data: numpy's form)
+    paths = lloyd_paths(k)
+    if len(paths) == 1 or numpy_form_fits(X.nbytes):  # no choice (tiny data: numpy's form)
         return
     dtype = np.dtype(X.dtype if X.dtype in (np.float32, np.float64) else np.float64)
-    chosen = _choice.report("lloyd").get(("lloyd", dtype.str, k, X.shape[1]))
+    chosen = lloyd_choice(dtype.str, k, X.shape[1])
     if chosen is None or not engine.resolve_scheduler(None).in_this_process():
         _note_paths("Lloyd's step: the exact loops or the products, whichever was faster in each process running "
                     "it (the same bits)")

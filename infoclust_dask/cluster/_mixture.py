@@ -62,7 +62,7 @@ class _IsotropicMixture(InfoclustEstimator):
     random_state : int, numpy Generator or None, default=None
         Seeds the K-means start of the means.
     scheduler : None, str, distributed.Client or dask cluster, default=None
-        Where the passes run (see :mod:`infoclust_dask.engine.runners`),
+        Where the passes run (see :mod:`infoclust_dask.engine.choose`),
         chosen once per ``fit`` / ``predict`` / ``score`` call and used by
         every pass of it. ``None``: the scheduler at
         ``$DASK_SCHEDULER_ADDRESS``, else the active ``distributed.Client``,

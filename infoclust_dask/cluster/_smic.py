@@ -167,7 +167,7 @@ class SMIC(ClusterMixin, InfoclustEstimator):
         Seeds LSMI's basis draw and folds (the same for every candidate t),
         the eigensolver's start vector and the rows of the recall estimate.
     scheduler : None, str, distributed.Client or dask cluster, default=None
-        Where the passes run (see :mod:`infoclust_dask.engine.runners`),
+        Where the passes run (see :mod:`infoclust_dask.engine.choose`),
         chosen once per ``fit`` / ``predict`` / ``score`` call and used by
         every pass of it. ``None``: the scheduler at
         ``$DASK_SCHEDULER_ADDRESS``, else the active ``distributed.Client``,

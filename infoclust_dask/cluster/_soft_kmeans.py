@@ -193,7 +193,7 @@ class SoftKMeans(ClusterColumnsOut, ClusterMixin, TransformerMixin, InfoclustEst
         Seeds the k-means++ (or random) start and the perturbations between
         betas.
     scheduler : None, str, distributed.Client or dask cluster, default=None
-        Where the passes run (see :mod:`infoclust_dask.engine.runners`),
+        Where the passes run (see :mod:`infoclust_dask.engine.choose`),
         chosen once per ``fit`` / ``predict`` / ``score`` call and used by
         every pass of it. ``None``: the scheduler at
         ``$DASK_SCHEDULER_ADDRESS``, else the active ``distributed.Client``,

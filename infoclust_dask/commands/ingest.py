@@ -16,7 +16,7 @@ def ingest_command(args: Any) -> int:
     import dask
 
     from ..io.ingest import ingest
-    from ..kernels._compiled import light_process
+    from ..kernels import light_process
 
     if args.threads < 1:
         raise ValueError(f"--threads must be at least 1; got {args.threads}.")

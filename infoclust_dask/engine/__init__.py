@@ -22,7 +22,7 @@ Task keys carry the pass's name and a token of the pass, its parameters and
 its inputs (``dc_count_stats-<token>-<block>``), so the dashboard shows what
 runs and a key never names two different tasks.
 
-Where passes run is a runner (:mod:`.runners`: in this process, or a
+Where passes run is a runner (:mod:`.choose`: in this process, or a
 ``distributed`` scheduler), chosen once per fit by ``engine.installed(
 scheduler, data=X)`` - a named scheduler, else the data's size
 (:func:`place`) - and every engine call below it that is given no
@@ -33,7 +33,6 @@ chunking beyond float64 round-off.
 
 from __future__ import annotations
 
-from .._scheduler import close_local_client, local_client
 from .blocks import (
     DEFAULT_BLOCK_BYTES,
     INLINE_LOAD_BYTES,
@@ -43,12 +42,7 @@ from .blocks import (
     is_lazy,
     n_rows,
 )
-from .execute import ChecksumError, NoWorkersError, one_blas_thread
-from .pairs import block_pairs, cross_pairs, partition_pairs
-from .passes import fold_blocks, generate, map_blocks, map_reduce, n_blocks, rows_at
-from .placement import persist, persist_all, prepare, source_of, streams, take_rows
-from .rowblocks import RowBlocks, exchange
-from .runners import (
+from .choose import (
     Distributed,
     InProcess,
     Runner,
@@ -62,6 +56,12 @@ from .runners import (
     resolve_scheduler,
     runner_for,
 )
+from .clients import close_local_client, local_client
+from .execute import ChecksumError, NoWorkersError, one_blas_thread
+from .pairs import block_pairs, cross_pairs, partition_pairs
+from .passes import fold_blocks, generate, map_blocks, map_reduce, n_blocks, rows_at
+from .placement import persist, persist_all, prepare, source_of, streams, take_rows
+from .rowblocks import RowBlocks, exchange
 
 __all__ = [
     "ChecksumError",

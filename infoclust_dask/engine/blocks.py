@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from .._support.sizes import PASS_BLOCK_BYTES, aligned_rows, lazy_rows, logical_rows
-from ..kernels._common import Pass, run_chunk
+from ..kernels import Pass, numpy_form, run_chunk
 
 #: target size of a numpy row block (bytes of float64 data): the policy of :mod:`infoclust_dask._support.sizes`
 DEFAULT_BLOCK_BYTES = PASS_BLOCK_BYTES
@@ -254,12 +254,11 @@ def _reduce_chunk(bp, rows, n_leaves, split_every, small, whole, start, params, 
     chunk, the partial results grown into their subtrees of the pass's one
     tree (:func:`_grow`); with ``whole`` (the pass's only chunk) the tree's
     root, finalized (no task after it: on a cluster each costs a hop)."""
-    from ..kernels import _compiled
 
     blocks = _loaded(blocks)
     size = next(b for b in blocks if b is not None).shape[0]
     nodes = []
-    with _compiled.numpy_form(small):
+    with numpy_form(small):
         for s0, sl in _pieces(start, size, rows):
             part = run_chunk(bp, s0, [None if b is None else b[sl] for b in blocks], params)
             nodes.append((0, s0 // rows, part))
@@ -270,11 +269,10 @@ def _reduce_chunk(bp, rows, n_leaves, split_every, small, whole, start, params, 
 def _map_chunk(bp, rows, small, start, params, *blocks):
     """A map pass's task: the chunk kernel on every logical block of its
     chunk, outputs joined in row order."""
-    from ..kernels import _compiled
 
     blocks = _loaded(blocks)
     size = next(b for b in blocks if b is not None).shape[0]
-    with _compiled.numpy_form(small):
+    with numpy_form(small):
         outs = [np.asarray(run_chunk(bp, s0, [None if b is None else b[sl] for b in blocks], params))
                 for s0, sl in _pieces(start, size, rows)]
     return outs[0] if len(outs) == 1 else np.concatenate(outs, axis=0)

@@ -2,7 +2,7 @@
 call per pass, retried after re-sending scattered blocks lost with a
 worker), the registry of scattered blocks that makes the retry possible,
 chunk checksum errors named, and one BLAS thread while dask's threads run
-kernels in this process. The runners (:mod:`.runners`) call these."""
+kernels in this process. The runners (:mod:`.choose`) call these."""
 
 from __future__ import annotations
 

@@ -11,8 +11,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .. import _scheduler
-from . import execute
+from . import clients, execute
 from .blocks import _auto_rows, _is_dask, _on_blocks, as_array, block_rows_of, misaligned_note
 from .runner import Runner, _lazy, _size
 
@@ -175,7 +174,7 @@ def _share(func: Callable[[Any], Any], items: list, threads: int) -> list:
                 failed.append(exc)
                 return
 
-    helpers = [_scheduler.thread_pool().submit(drain) for _ in range(threads - 1)]
+    helpers = [clients.thread_pool().submit(drain) for _ in range(threads - 1)]
     drain()
     for h in helpers:  # a helper that never started has nothing left to take (and a busy pool cannot hold us)
         if not h.cancel():

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..kernels._common import Pass
+from ..kernels import Pass
 from .blocks import (
     _align,
     _auto_rows,
@@ -22,7 +22,7 @@ from .blocks import (
     _tree,
     as_array,
 )
-from .runners import compute
+from .choose import compute
 
 if TYPE_CHECKING:
     from ..kernels.knn import Cells

@@ -10,8 +10,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import journal
-from ..kernels import _compiled
-from ..kernels._common import Pass, run_chunk, run_fold_step
+from ..kernels import Pass, numpy_form, numpy_form_fits, run_chunk, run_fold_step
 from .blocks import (
     _align,
     _array_slices,
@@ -27,7 +26,7 @@ from .blocks import (
     as_array,
     build_reduction,
 )
-from .runners import current_runner, resolve_scheduler
+from .choose import current_runner, resolve_scheduler
 
 
 # --------------------------------------------------------------------------
@@ -55,7 +54,7 @@ def map_reduce(
         sample weights).
     params : dict, optional
         Small parameters, placed once in the graph.
-    scheduler : see :mod:`infoclust_dask._scheduler`.
+    scheduler : see :mod:`infoclust_dask.engine.choose`.
     split_every : int, default=8
         Fan-in of the reduction tree.
     block_rows : int, optional
@@ -103,7 +102,7 @@ def _in_process(bp, kind, arrays, scheduler, block_rows=None):
 
 def _tiny(arrays) -> bool:
     """Whether a pass reads so few bytes that its kernels take their numpy
-    forms (:func:`infoclust_dask.kernels._compiled.numpy_form`: a fit on
+    forms (:func:`infoclust_dask.kernels.numpy_form`: a fit on
     tiny data then never loads numba). Decided by the whole inputs' size
     (numpy or lazy), so a block gives the same bits in this process and
     in a task."""
@@ -114,7 +113,7 @@ def _tiny(arrays) -> bool:
             if nbytes is None:  # sparse blocks
                 return False
             total += int(nbytes)
-    return total <= _compiled.NUMPY_FORM_MAX_BYTES
+    return numpy_form_fits(total)
 
 
 def _rows(arrays, sl):
@@ -128,7 +127,7 @@ def _map_reduce(bp, arrays, params, scheduler, split_every, block_rows, progress
     if slices is not None:
 
         def run(sl):
-            with _compiled.numpy_form(small):
+            with numpy_form(small):
                 return run_chunk(bp, sl.start, _rows(arrays, sl), params)
 
         parts = sched.each(run, slices)
@@ -141,7 +140,7 @@ def _map_reduce(bp, arrays, params, scheduler, split_every, block_rows, progress
 
 
 def _fold_call(bp, small, start, state, params, sl, *blocks):
-    with _compiled.numpy_form(small):
+    with numpy_form(small):
         return run_fold_step(bp, start, state, [None if b is None else b[sl] for b in blocks], params)
 
 
@@ -163,7 +162,7 @@ def fold_blocks(bp: Pass, *arrays: Any, state: Any, params: dict | None = None, 
     arrays, sched, slices = _in_process(bp, "fold", arrays, scheduler, block_rows)
     small = _tiny(arrays)
     if slices is not None:
-        with _compiled.numpy_form(small):
+        with numpy_form(small):
             for i in (range(len(slices)) if order is None else order):
                 sl = slices[i]
                 state = run_fold_step(bp, sl.start, state, _rows(arrays, sl), params)
@@ -221,7 +220,7 @@ def map_blocks(
         small = _tiny(arrays)
 
         def run(sl):
-            with _compiled.numpy_form(small):
+            with numpy_form(small):
                 return np.asarray(run_chunk(bp, sl.start, _rows(arrays, sl), params))
 
         slices = _array_slices(arrays[0], block_rows)

@@ -1,7 +1,7 @@
 """Where the data of a many-pass fit live: :func:`prepare` (read small lazy
 input into this process, scatter numpy input to workers, persist small lazy
 input there), :func:`persist`, :func:`persist_all` and :func:`take_rows`;
-each asks the runner of the call (:mod:`.runners`)."""
+each asks the runner of the call (:mod:`.choose`)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from typing import Any
 
 import numpy as np
 
-from ..kernels._common import Pass
+from ..kernels import Pass
 from .blocks import _block_tasks, _is_dask, _token, as_array
-from .runners import resolve_scheduler
+from .choose import resolve_scheduler
 
 __all__ = ["prepare", "source_of", "streams", "persist", "persist_all", "take_rows"]
 
@@ -21,7 +21,7 @@ __all__ = ["prepare", "source_of", "streams", "persist", "persist_all", "take_ro
 # --------------------------------------------------------------------------
 def prepare(data: Any, *, scheduler: Any = None, limit: int | None = None) -> Any:
     """The one place that decides where the data of a many-pass fit live,
-    by asking the runner (:meth:`~.runners.Runner.prepare`):
+    by asking the runner (:meth:`~.choose.Runner.prepare`):
 
     - in this process: lazy input that fits the in-process budget (or
       ``limit`` bytes) is read into a numpy array once, so that every later

@@ -9,7 +9,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .blocks import _align, _auto_rows, _block_starts, _is_dask, _keyed_blocks, _same_rows, as_array
-from .runners import Runner, resolve_scheduler
+from .choose import Runner, resolve_scheduler
 
 
 class RowBlocks:

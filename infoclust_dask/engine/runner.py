@@ -2,7 +2,7 @@
 it runs, and the runner installed for the current call. The kinds: this
 process (:mod:`.in_process`) and a ``distributed`` scheduler
 (:mod:`.cluster_runner`); choosing one - resolving ``scheduler=`` and the
-placement rule - is :mod:`.runners`."""
+placement rule - is :mod:`.choose`."""
 
 from __future__ import annotations
 
@@ -138,5 +138,5 @@ def _lazy(o: Any) -> bool:
     return bool(dask.is_dask_collection(o))
 
 
-#: the runner installed by :func:`~.runners.installed` in this context (one fit, one predict), if any
+#: the runner installed by :func:`~.choose.installed` in this context (one fit, one predict), if any
 _INSTALLED: contextvars.ContextVar[Runner | None] = contextvars.ContextVar("infoclust_runner", default=None)

@@ -41,15 +41,15 @@ import numpy as np
 
 from .. import engine
 from ..preprocess import feature_moments, moments_from_sums
-from ..storage.atomic import StoreError, _temp_name, _WriteLock, clean_stale_temporaries, clean_stale_temporaries_within
+from ..storage.atomic import StoreError, WriteLock, clean_stale_temporaries, clean_stale_temporaries_within, temp_name
 from ..storage.bound import pending_entry
-from ..storage.commits import _row_chunk, committed_attributes, committed_rows, interrupted_rows, row_step
+from ..storage.commits import committed_attributes, committed_rows, interrupted_rows, row_chunk, row_step
 from ..storage.location import Location, resolve
 from ..storage.manifest import (
     PREVIOUS_ATTRS,
-    _arrays,
-    _read_manifests,
-    _write_manifest,
+    read_manifests,
+    stored_arrays,
+    write_manifest,
     write_pending,
 )
 
@@ -201,12 +201,12 @@ def append_dataset(path: str | os.PathLike, x: Any, *, label: Any = None, y: Any
     staged_vars = _staged_variables(ds, new_vars, first * rows, n_old, rows)
     staging = _staging_location(loc)
     encoding = _encodings(loc, staged_vars)
-    lock = _WriteLock(loc.local) if loc.local is not None else contextlib.nullcontext()
+    lock = WriteLock(loc.local) if loc.local is not None else contextlib.nullcontext()
     with lock:
         if loc.local is not None:
             clean_stale_temporaries(loc.local)
             clean_stale_temporaries_within(loc.local)
-        remove_leftovers(loc, _read_manifests(loc) or {}, keep=staging)
+        remove_leftovers(loc, read_manifests(loc) or {}, keep=staging)
         _write_staged(loc, staging, staged_vars, encoding, first, n_old + n_new, new_attrs, source, n_new,
                       progress, moments)
     return {"store": str(loc), "rows_before": n_old, "rows_added": n_new, "rows": n_old + n_new,
@@ -221,7 +221,7 @@ def _appendable(loc: Location) -> Any:
     if not loc.exists("zarr.json"):
         raise FileNotFoundError(f"No dataset store at '{loc}' to append to. Create it first with "
                                 f"`infoclust ingest SRC {loc}`.")
-    docs = _read_manifests(loc)
+    docs = read_manifests(loc)
     if docs is None or committed_rows(docs) is None:
         raise StoreError(f"The store at '{loc}' has no row-counting manifest (it was written by an older version "
                          "or another tool), so rows cannot be appended to it safely. Re-ingest it with this version.")
@@ -376,7 +376,7 @@ def _staging_location(loc: Location) -> Location:
     beside the store at a URL too (a killed append leaves it behind: remove
     ``STORE.append-*`` with your bucket tools)."""
     if loc.local is not None:
-        return resolve(_temp_name(loc.local, "append"), "store")
+        return resolve(temp_name(loc.local, "append"), "store")
     return resolve(f"{loc.url}.append-{os.getpid()}-{uuid.uuid4().hex[:8]}", "store", loc.storage_options or None)
 
 
@@ -414,7 +414,7 @@ def remove_leftovers(loc: Location, docs: dict[str, dict], keep: Location | None
         # lists chunks beyond them that nothing commits: they go too
         listed = doc["chunks"] if int(doc.get("rows", rows)) <= rows else {}
         for rel in loc.find(f"{var}/c"):
-            if _row_chunk(rel) >= first_beyond and rel not in listed:
+            if row_chunk(rel) >= first_beyond and rel not in listed:
                 loc.remove(rel, recursive=False)
                 removed.append(rel)
     if loc.local is None:
@@ -479,7 +479,7 @@ def _commit(loc: Location, staging: Location, names: list[str], first: int, n_to
     root = json.loads(loc.read_text("zarr.json"))
     # the attributes a reader keeps seeing until the manifests commit the rows they describe: those the
     # manifests committed (the group's metadata may hold those of an earlier append killed before its commit)
-    docs = _read_manifests(loc) or {}  # the committed manifests: nothing below rewrites them before _write_manifest
+    docs = read_manifests(loc) or {}  # the committed manifests: nothing below rewrites them before write_manifest
     committed = committed_attributes(docs)
     loc.write_text(f"x/{PREVIOUS_ATTRS}", json.dumps(root.get("attributes", {}) if committed is None else committed))
     prov = dict(attrs.get("provenance", {}))
@@ -489,11 +489,11 @@ def _commit(loc: Location, staging: Location, names: list[str], first: int, n_to
     prov["store_id"] = uuid.uuid4().hex  # new contents: caches keyed on the store see a new store
     root["attributes"] = {**attrs, "provenance": prov}
     loc.write_text("zarr.json", json.dumps(root, indent=2))
-    arrays = _arrays(loc)
+    arrays = stored_arrays(loc)
     # the appended arrays' manifests last; only the chunks written now are read for their CRC
     # an earlier killed append's chunks beyond the rows this one declares (it added more rows): removed before
     # the manifests, which record every chunk file they find
     remove_leftovers(loc, docs, keep=staging)
-    _write_manifest(loc, [a for a in arrays if a not in names] + names, changed=written)
+    write_manifest(loc, [a for a in arrays if a not in names] + names, changed=written)
     loc.remove(f"x/{PREVIOUS_ATTRS}", recursive=False)
 

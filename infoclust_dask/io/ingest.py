@@ -188,11 +188,11 @@ def ingest(src: Any, dest: str | os.PathLike, *, label_column: str | None = None
                                 fold_seed=fold_seed, chunks=chunks, codec=codec, overwrite=overwrite, progress=progress)
     path = Path(str(src))
     streamed = str(src) not in BUNDLED and path.suffix.lower() in _TABLES + (".npy",) and path.is_file()
-    from .store import _temp_name
+    from .store import temp_name
 
     # the scratch copy of a parsed table lives beside a local store, in the temporary folder for a URL
     scratch_near = Path(dest) if isinstance(dest, Path) else Path(tempfile.gettempdir()) / "infoclust-ingest"
-    scratch = _temp_name(scratch_near, "raw") if streamed and path.suffix.lower() in _TABLES else None
+    scratch = temp_name(scratch_near, "raw") if streamed and path.suffix.lower() in _TABLES else None
     try:
         if streamed:
             X, labels, prov, finite = _read_streamed(path, label_column, labels, encoding, scratch, progress,

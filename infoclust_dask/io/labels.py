@@ -15,14 +15,14 @@ import numpy as np
 from .. import engine
 from ..storage.atomic import (
     StoreError,
-    _disk_error,
-    _remove_tree,
-    _temp_name,
-    _WriteLock,
+    WriteLock,
     atomic_write_text,
     clean_stale_temporaries,
+    disk_error,
+    remove_tree,
+    temp_name,
 )
-from ..storage.manifest import _write_manifest, stamp_group
+from ..storage.manifest import stamp_group, write_manifest
 from ..storage.paths import URLNotSupported, is_url, local_path
 from ..storage.reading import SCHEMA_VERSION, open_dataset
 from .store import _compressors, is_store_of_ours
@@ -85,8 +85,8 @@ def add_labels(path: str | os.PathLike, name: str, labels: Any, *, overwrite: bo
     arr = (arr if engine.is_lazy(arr) else da.from_array(np.asarray(arr), chunks=rows)).astype(np.int32)
     arr = arr.rechunk(rows)
     clean_stale_temporaries(path)
-    with _WriteLock(path.parent / f"{path.name}.{name}"):
-        tmp = _temp_name(path, "var")
+    with WriteLock(path.parent / f"{path.name}.{name}"):
+        tmp = temp_name(path, "var")
         old = None
         try:
             piece = xr.Dataset({name: (("sample",), arr)}, attrs={"schema_version": SCHEMA_VERSION})
@@ -94,11 +94,11 @@ def add_labels(path: str | os.PathLike, name: str, labels: Any, *, overwrite: bo
                                    encoding={name: {"chunks": (rows,), "compressors": _compressors("lz4", 4)}},
                                    write_empty_chunks=True)
             engine.compute(writes)
-            _write_manifest(tmp)
+            write_manifest(tmp)
             # the manifest lists paths relative to the store root, which are the same in the target
             target = path / name
             if target.exists():
-                old = _temp_name(path, "old")
+                old = temp_name(path, "old")
                 os.rename(target, old)
             os.rename(tmp / name, target)
             meta = path / "zarr.json"
@@ -112,9 +112,9 @@ def add_labels(path: str | os.PathLike, name: str, labels: Any, *, overwrite: bo
             atomic_write_text(meta, json.dumps(doc, indent=2), overwrite=True)
             stamp_group(path)  # the manifests record the new attributes' hash
         except OSError as exc:
-            raise _disk_error(exc, path, int(arr.nbytes)) from exc
+            raise disk_error(exc, path, int(arr.nbytes)) from exc
         finally:
-            _remove_tree(tmp, wait=1.0)
+            remove_tree(tmp, wait=1.0)
             if old is not None:
                 shutil.rmtree(old, ignore_errors=True)
     return path

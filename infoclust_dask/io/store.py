@@ -46,29 +46,29 @@ from .. import engine
 from .._support.sizes import store_chunk_rows
 from ..storage.atomic import (  # noqa: F401 - StoreError and atomic_write_text are part of this module's interface
     StoreError,
-    _disk_error,
-    _remove_tree,
-    _temp_name,
-    _WriteLock,
+    WriteLock,
     atomic_write_text,
     clean_stale_temporaries,
+    disk_error,
+    remove_tree,
+    temp_name,
 )
 from ..storage.location import Location, resolve
 from ..storage.manifest import (  # noqa: F401
     MANIFEST,
     PREVIOUS_ATTRS,
-    _check_chunks,
-    _check_metadata,
-    _read_manifests,
-    _write_manifest,
     bound_store,
+    check_chunks,
     check_group,
+    check_metadata,
     committed_rows,
     manifest_problems,
+    read_manifests,
     stamp_group,
     unmanifested,
+    write_manifest,
 )
-from ..storage.reading import _OPENED, OPENED_MAX, SCHEMA_VERSION, open_dataset  # noqa: F401 - opening is part of this module's interface
+from ..storage.reading import OPENED_MAX, SCHEMA_VERSION, forget_opened, open_dataset  # noqa: F401 - opening is part of this module's interface
 from .verify import verify_store  # noqa: F401 - part of this module's interface
 
 __all__ = [
@@ -217,7 +217,7 @@ def _check_url_destination(loc: Location, overwrite: bool) -> str:
     if not is_store_of_ours(loc):
         raise StoreError(f"'{loc}' holds objects that are not an infoclust store; nothing there is replaced. "
                          "Choose another URL.")
-    if _read_manifests(loc) is not None:
+    if read_manifests(loc) is not None:
         raise StoreError(f"A store already exists at '{loc}'. At a URL a finished store is not replaced (an object "
                          "store cannot swap versions at once, so a killed write would lose both): write to a new "
                          "URL, or add rows with `infoclust ingest SRC STORE --append`.")
@@ -296,7 +296,7 @@ def write_dataset(
         Refuse NaN/inf in ``x`` and ``y`` (one extra pass for dask input).
     progress : bool, default=False
         Show a progress bar while writing.
-    scheduler : see :mod:`infoclust_dask._scheduler`, default=None
+    scheduler : see :mod:`infoclust_dask.engine.choose`, default=None
         Where the checks and the chunk writes of dask input run (the workers
         of a distributed scheduler: the store path must be reachable from
         them). Input given entirely as numpy arrays lives in this process and
@@ -460,20 +460,20 @@ def _write_local(path: Path, ds: Any, encoding: dict, overwrite: bool, progress:
     move it into place under the write lock."""
     path.parent.mkdir(parents=True, exist_ok=True)
     clean_stale_temporaries(path)
-    with _WriteLock(path):
+    with WriteLock(path):
         check_destination(path, overwrite)  # again, under the lock: another writer may have finished meanwhile
-        tmp = _temp_name(path, "tmp")
+        tmp = temp_name(path, "tmp")
         try:
             # metadata now; the chunk writes as one graph on the chosen scheduler
             writes = ds.to_zarr(tmp, mode="w-", zarr_format=3, encoding=encoding, consolidated=False,
                                 compute=False, write_empty_chunks=True)  # every chunk on disk: none reads as fill
             engine.compute(writes, progress=progress)
-            _write_manifest(tmp)
+            write_manifest(tmp)
             _replace(tmp, path, overwrite)
         except OSError as exc:
-            raise _disk_error(exc, path, int(ds.nbytes)) from exc
+            raise disk_error(exc, path, int(ds.nbytes)) from exc
         finally:
-            _remove_tree(tmp)
+            remove_tree(tmp)
     return path
 
 def _write_at_url(loc: Location, ds: Any, encoding: dict, overwrite: bool, progress: bool) -> str:
@@ -485,7 +485,7 @@ def _write_at_url(loc: Location, ds: Any, encoding: dict, overwrite: bool, progr
     writes = ds.to_zarr(loc.url, mode="w-", zarr_format=3, encoding=encoding, consolidated=False, compute=False,
                         write_empty_chunks=True, storage_options=loc.storage_options or None)
     engine.compute(writes, progress=progress)
-    _write_manifest(loc)
+    write_manifest(loc)
     return loc.url
 
 
@@ -498,7 +498,7 @@ def _replace(tmp: Path, path: Path, overwrite: bool):
     if not overwrite:
         raise StoreError(f"A store appeared at '{path}' while writing; not overwriting it.")
     check_destination(path, overwrite)
-    old = _temp_name(path, "old")
+    old = temp_name(path, "old")
     os.rename(path, old)
     try:
         os.rename(tmp, path)

@@ -13,14 +13,14 @@ from ..storage.commits import committed_rows
 from ..storage.location import Location, resolve
 from ..storage.manifest import (
     MANIFEST,
-    _check_chunks,
-    _check_metadata,
-    _read_manifests,
-    _well_formed,
     bound_store,
+    check_chunks,
+    check_metadata,
     manifest_problems,
+    read_manifests,
     unlisted_files,
     unmanifested,
+    well_formed,
 )
 
 
@@ -37,7 +37,7 @@ def verify_store(path: str | os.PathLike | Location, *, storage_options: dict | 
     loc = resolve(path, "store", storage_options)
     if not loc.exists("zarr.json"):
         raise FileNotFoundError(f"No zarr store at '{loc}'.")
-    docs = _read_manifests(loc)
+    docs = read_manifests(loc)
     if docs is None:
         return {"store": str(loc), "chunks": 0, "bytes": 0, "rows": None, "notes": [],
                 "problems": [f"no {MANIFEST}: the store was not written by this version, or its write did not "
@@ -46,15 +46,15 @@ def verify_store(path: str | os.PathLike | Location, *, storage_options: dict | 
     problems = [f"array {v!r} has no manifest (added outside infoclust_dask, or its write did not finish)"
                 for v in missing]
     problems += manifest_problems(docs)
-    meta_problems, notes = _check_metadata(loc, docs)
-    problems += _check_chunks(loc, docs, crc=True) + meta_problems
+    meta_problems, notes = check_metadata(loc, docs)
+    problems += check_chunks(loc, docs, crc=True) + meta_problems
     extra, extra_notes = unlisted_files(loc, docs)
     problems += extra
     notes += extra_notes
     if loc.local is None and not problems:
         problems += _read_every_chunk(loc, list(docs), docs)
     chunks = {k: v for d in docs.values() for k, v in d["chunks"].items()}
-    return {"store": str(loc), "chunks": len(chunks), "bytes": int(sum(v[0] for v in chunks.values() if _well_formed(v))),
+    return {"store": str(loc), "chunks": len(chunks), "bytes": int(sum(v[0] for v in chunks.values() if well_formed(v))),
             "rows": committed_rows(docs), "problems": problems, "notes": notes}
 
 

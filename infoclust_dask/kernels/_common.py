@@ -138,7 +138,7 @@ def _subset_indices(n: int, start: int, seed: int, frac: float, side: str) -> np
     return rows
 
 
-def run_chunk(bp: Pass, start: int, blocks, params: dict):
+def run_chunk(bp: Pass, start: int, blocks: Any, params: dict) -> Any:
     """Call ``bp``'s chunk kernel on one block: the row subset applied if
     the pass honours it, ``start`` given if the kernel takes it."""
     blocks, params = _select(list(blocks), params, start, bp)
@@ -147,7 +147,7 @@ def run_chunk(bp: Pass, start: int, blocks, params: dict):
     return bp.chunk(*blocks, **params)
 
 
-def run_fold_step(bp: Pass, start: int, state, blocks, params: dict):
+def run_fold_step(bp: Pass, start: int, state: Any, blocks: Any, params: dict) -> Any:
     """One step of a ``kind="fold"`` pass: ``state -> chunk(state, *blocks)``."""
     blocks, params = _select(list(blocks), params, start, bp)
     if bp.start:
@@ -193,7 +193,7 @@ def in_sub_blocks(rows_kernel, arrays, start, **params):
 # --------------------------------------------------------------------------
 # geometry and the one softmax
 # --------------------------------------------------------------------------
-def sq_distances(x, centers, x_sq=None):
+def sq_distances(x: np.ndarray, centers: np.ndarray, x_sq: np.ndarray | None = None) -> np.ndarray:
     """Squared Euclidean distances ``||x_n - m_k||^2`` of shape (n, k).
 
     One GEMM; the expansion ``|x|^2 - 2 x.m + |m|^2`` is clipped at 0 to

@@ -40,10 +40,11 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+from collections.abc import Iterator
 
 import numpy as np
 
-__all__ = ["as_rows", "numpy_form", "lloyd", "soft_kmeans", "soft_scatter", "dc_counts", "dc_grad", "ac_counts", "ac_grad",
+__all__ = ["as_rows", "numpy_form", "numpy_form_fits", "light_process", "lloyd_paths", "lloyd_choice", "lloyd", "soft_kmeans", "soft_scatter", "dc_counts", "dc_grad", "ac_counts", "ac_grad",
            "mixture_em", "cmbc_estep", "moments"]
 
 
@@ -59,7 +60,7 @@ _NUMPY_FORM: contextvars.ContextVar[bool] = contextvars.ContextVar("infoclust_nu
 
 
 @contextlib.contextmanager
-def numpy_form(allowed: bool = True):
+def numpy_form(allowed: bool = True) -> Iterator[None]:
     """Inside this context (in this thread) Lloyd's step and the moments
     (:func:`lloyd`, :func:`lloyd_sums`, :func:`moments`) run as numpy
     (:mod:`infoclust_dask.kernels._numpy_forms`) on calls of at most
@@ -76,11 +77,17 @@ def numpy_form(allowed: bool = True):
 
 
 #: set by :func:`light_process`: this process takes the numpy forms at every size
+def numpy_form_fits(nbytes: float) -> bool:
+    """Whether data of ``nbytes`` are small enough for the numpy forms
+    (at most :data:`NUMPY_FORM_MAX_BYTES`, read at the call)."""
+    return nbytes <= NUMPY_FORM_MAX_BYTES
+
+
 _LIGHT: list[bool] = [False]
 
 
 @contextlib.contextmanager
-def light_process():
+def light_process() -> Iterator[None]:
     """Inside this block every thread of this process runs Lloyd's step and
     the moments as numpy at every size and never loads numba (~150 MB with
     LLVM and the cached loops): for a command that makes a few passes only,
@@ -264,6 +271,17 @@ def lloyd_paths(k: int) -> tuple[str, ...]:
     if LLOYD_PATH is not None:
         return (LLOYD_PATH,)
     return ("loops", "products") if k >= LLOYD_PRODUCTS_MIN_K else ("loops",)
+
+
+def lloyd_choice(dtype: str, k: int, d: int) -> dict | None:
+    """What this process measured for Lloyd's step on rows of ``dtype``
+    (``np.dtype(...).str``) with ``k`` centres and ``d`` features: the
+    chosen path and each path's time per row
+    (:func:`infoclust_dask.kernels._choice.report`), or None when it has
+    not chosen (no call yet, or one path only)."""
+    from . import _choice
+
+    return _choice.report("lloyd").get(("lloyd", dtype, k, d))
 
 
 def lloyd(x, w=None, *, centers, with_sums=True):

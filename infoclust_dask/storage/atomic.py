@@ -19,9 +19,9 @@ from pathlib import Path
 from .paths import local_path
 
 __all__ = ["StoreError", "clean_stale_temporaries", "clean_stale_temporaries_within", "temporary_writer",
-           "atomic_write_text"]
+           "atomic_write_text", "WriteLock", "temp_name", "disk_error", "file_error", "remove_tree"]
 
-#: a temporary named by :func:`_temp_name`: ``.NAME.KIND-PID-HEX``
+#: a temporary named by :func:`temp_name`: ``.NAME.KIND-PID-HEX``
 _TEMPORARY = re.compile(r"^\.(?P<of>.+)\.(?P<kind>tmp|old|var|raw|append)-(?P<pid>\d+)-[0-9a-f]{8}$")
 
 
@@ -35,7 +35,7 @@ def _pid_alive(pid: int) -> bool:
     return psutil.pid_exists(pid)
 
 
-def _temp_name(path: Path, kind: str) -> Path:
+def temp_name(path: Path, kind: str) -> Path:
     """A hidden sibling of ``path`` that names its writer's PID, so that a
     later run can tell a crashed writer's leftovers from a live one's."""
     return path.parent / f".{path.name}.{kind}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
@@ -121,7 +121,7 @@ def live_writer(path: Path) -> str | None:
     return pid if pid.isdigit() and _pid_alive(int(pid)) else None
 
 
-class _WriteLock:
+class WriteLock:
     """``.NAME.lock-`` beside the destination, created exclusively: one writer
     per destination at a time; a second gets a clear error naming the first's
     PID. A lock left by a killed writer is removed by the next writer."""
@@ -158,7 +158,7 @@ class _WriteLock:
         return False
 
 
-def _disk_error(exc: OSError, path: Path, nbytes: int) -> Exception:
+def disk_error(exc: OSError, path: Path, nbytes: int) -> Exception:
     """An OSError of a store write as a message naming the path and the fix
     (the half-written temporary is removed by the caller)."""
     import errno
@@ -179,7 +179,7 @@ def _disk_error(exc: OSError, path: Path, nbytes: int) -> Exception:
     return StoreError(f"Writing the store '{path}' failed: {exc}. Nothing was written.")
 
 
-def _remove_tree(path: Path, wait: float = 10.0):
+def remove_tree(path: Path, wait: float = 10.0) -> None:
     """Remove a half-written folder. After a failed compute, tasks already
     running in the pool may still write a chunk or two, so retry until it
     stays gone."""
@@ -204,18 +204,18 @@ def atomic_write_bytes(path: Any, data: bytes, *, overwrite: bool = False) -> Pa
     if path.exists() and not overwrite:
         raise FileExistsError(f"'{path}' exists; pass overwrite=True to replace it.")
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _temp_name(path, "tmp")  # names this PID: a killed writer's leftover is recognised and removed
+    tmp = temp_name(path, "tmp")  # names this PID: a killed writer's leftover is recognised and removed
     try:
         tmp.write_bytes(data)
         os.replace(tmp, path)
     except OSError as exc:
-        raise _file_error(exc, path, len(data)) from exc
+        raise file_error(exc, path, len(data)) from exc
     finally:
         tmp.unlink(missing_ok=True)
     return path
 
 
-def _file_error(exc: OSError, path: Path, nbytes: int) -> OSError:
+def file_error(exc: OSError, path: Path, nbytes: int) -> OSError:
     """An OSError of a small-file write, naming the file, the space needed
     and free, and the fix (nothing was written)."""
     import errno

@@ -16,7 +16,7 @@ from typing import Any
 
 from .location import Location
 
-__all__ = ["committed_rows", "committed_attributes", "interrupted_rows", "row_step"]
+__all__ = ["committed_rows", "committed_attributes", "interrupted_rows", "row_step", "row_chunk"]
 
 
 def committed_rows(docs: dict[str, dict] | None) -> int | None:
@@ -30,7 +30,7 @@ def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def _row_chunk(rel: str) -> int:
+def row_chunk(rel: str) -> int:
     """The row index of a chunk key ``var/c/<i>/...`` (-1 for other keys)."""
     parts = rel.split("/")
     return int(parts[2]) if len(parts) >= 3 and parts[1] == "c" and parts[2].isdigit() else -1
@@ -86,7 +86,7 @@ def interrupted_rows(loc: Location, var: str, doc: dict, rows: int | None = None
         return None
     # an append writes the new rows' chunks before the metadata that declares them: they must be there
     step = row_step(want)
-    row_chunks = {_row_chunk(rel) for rel in loc.find(f"{var}/c")}
+    row_chunks = {row_chunk(rel) for rel in loc.find(f"{var}/c")}
     return declared if step > 0 and all(i in row_chunks for i in range(-(-declared // step))) else None
 
 

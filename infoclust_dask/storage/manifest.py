@@ -47,14 +47,16 @@ from .bound import tails as _tails
 from .commits import (
     _first_uncommitted_chunk,
     _is_int,
-    _row_chunk,
+    row_chunk,
     committed_rows,
     interrupted_rows,
     row_step,
 )
 from .location import Location, resolve
 
-__all__ = ["MANIFEST", "PENDING", "PREVIOUS_ATTRS", "committed_rows", "stamp_group", "check_group", "store_digest"]
+__all__ = ["MANIFEST", "PENDING", "PREVIOUS_ATTRS", "committed_rows", "stamp_group", "check_group", "store_digest",
+           "stored_arrays", "read_manifests", "write_manifest", "write_pending", "check_chunks", "check_metadata",
+           "well_formed"]
 
 MANIFEST = "infoclust-manifest.json"
 #: the manifest format written (readers take versions 1 to this one)
@@ -64,7 +66,7 @@ PENDING = "infoclust-pending.json"
 PREVIOUS_ATTRS = "infoclust-previous-attrs.json"
 
 
-def _arrays(loc: Location) -> list[str]:
+def stored_arrays(loc: Location) -> list[str]:
     """Names of the arrays of the group at ``loc``."""
     if loc.local is not None:
         if not loc.local.is_dir():
@@ -82,7 +84,7 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _write_manifest(loc: Location | Any, arrays: list[str] | None = None, *,
+def write_manifest(loc: Location | Any, arrays: list[str] | None = None, *,
                     changed: set[str] | None = None) -> None:
     """Record every chunk of the arrays (all, or ``arrays``) with its size
     and, on a local disk, its CRC-32, the row count and the hash of the
@@ -92,8 +94,8 @@ def _write_manifest(loc: Location | Any, arrays: list[str] | None = None, *,
     when their size is unchanged, so only the new chunks are read for their
     CRC. Pending records of those arrays are removed after their manifests."""
     loc = resolve(loc, "store")
-    old = (_read_manifests(loc) or {}) if changed is not None else {}
-    arrays = arrays if arrays is not None else _arrays(loc)
+    old = (read_manifests(loc) or {}) if changed is not None else {}
+    arrays = arrays if arrays is not None else stored_arrays(loc)
     group, group_attrs = _group(loc)
     for var in arrays:
         sizes = loc.find(f"{var}/c")
@@ -241,7 +243,7 @@ def _replaced(old_doc: dict, chunks: dict) -> dict[str, list]:
     earlier appends are kept."""
     out = {k: list(v) for k, v in old_doc.get("replaced", {}).items() if isinstance(v, list) and k in chunks}
     for rel, prev in old_doc.get("chunks", {}).items():
-        if rel in chunks and list(prev) != list(chunks[rel]) and _well_formed(prev):
+        if rel in chunks and list(prev) != list(chunks[rel]) and well_formed(prev):
             out.setdefault(rel, []).append(list(prev))
     return out
 
@@ -265,34 +267,34 @@ class GrownChunks:
         self.loc = loc
 
     def __call__(self, key: str, want: tuple) -> tuple:
-        doc = (_read_manifests(self.loc) or {}).get(key.split("/c/", 1)[0])
+        doc = (read_manifests(self.loc) or {}).get(key.split("/c/", 1)[0])
         if not doc:
             return ()
         current = doc["chunks"].get(key)
         lineage = [*doc.get("replaced", {}).get(key, []), *([current] if current is not None else [])]
-        lineage = [_version(e) for e in lineage if _well_formed(e)]
+        lineage = [_version(e) for e in lineage if well_formed(e)]
         mine = [i for i, v in enumerate(lineage) if v in want]
         if not mine:
             return ()
-        pending = [_version(e) for e in doc.get("pending", {}).get(key, []) if _well_formed(e)]
+        pending = [_version(e) for e in doc.get("pending", {}).get(key, []) if well_formed(e)]
         return (*lineage[mine[0] + 1:], *pending)
 
     def current(self, key: str) -> tuple:
         """The versions the store's manifests list for ``key`` now (committed and pending)."""
-        doc = (_read_manifests(self.loc) or {}).get(key.split("/c/", 1)[0])
-        if not doc or not _well_formed(doc["chunks"].get(key)):
+        doc = (read_manifests(self.loc) or {}).get(key.split("/c/", 1)[0])
+        if not doc or not well_formed(doc["chunks"].get(key)):
             return ()
         return (_version(doc["chunks"][key]),
-                *(_version(e) for e in doc.get("pending", {}).get(key, []) if _well_formed(e)))
+                *(_version(e) for e in doc.get("pending", {}).get(key, []) if well_formed(e)))
 
 
-def _read_manifests(loc: Location) -> dict[str, dict] | None:
+def read_manifests(loc: Location) -> dict[str, dict] | None:
     """Each array's manifest (``{array: doc}``) with its pending record merged
     in as ``doc["pending"]``, or None when no array has one (a store
     written by an older version or another tool)."""
     out: dict[str, dict] = {}
     loc.refresh()  # a writer in another process (or one killed) may have changed the store since our last look
-    for var in sorted(set(_arrays(loc)) | set(_manifested(loc))):
+    for var in sorted(set(stored_arrays(loc)) | set(_manifested(loc))):
         # the pending record before the manifest: a writer removes it only after writing the manifest that
         # commits its versions, so a reader that finds none reads that manifest or a later one. The other
         # way round, a commit between the two reads hides the version a reader of a grown chunk may already
@@ -317,17 +319,17 @@ def expected_chunks(docs: dict[str, dict] | None) -> dict[str, tuple[tuple[int, 
     for doc in (docs or {}).values():
         pending = doc.get("pending", {})
         for rel, entry in doc["chunks"].items():
-            if not _well_formed(entry):
+            if not well_formed(entry):
                 continue
             versions = [version(entry)]
-            versions += [version(e) for e in pending.get(rel, []) if _well_formed(e)]
+            versions += [version(e) for e in pending.get(rel, []) if well_formed(e)]
             out[rel] = tuple(versions)
     return out
 
 
 def unmanifested(loc: Location, docs: dict[str, dict] | None) -> list[str]:
     """The arrays of the group that have no manifest."""
-    return [v for v in _arrays(loc) if v not in (docs or {})]
+    return [v for v in stored_arrays(loc) if v not in (docs or {})]
 
 
 def _inside(loc: Location, rel: str) -> bool:
@@ -339,7 +341,7 @@ def _inside(loc: Location, rel: str) -> bool:
     return True
 
 
-def _well_formed(entry: Any) -> bool:
+def well_formed(entry: Any) -> bool:
     """A manifest entry is ``[size, crc or None(, trailer or None)]``:
     a non-negative integer size, integers (or null) after it."""
     return (isinstance(entry, list) and 1 <= len(entry) <= 3 and _is_int(entry[0]) and entry[0] >= 0
@@ -388,7 +390,7 @@ def manifest_problems(docs: dict[str, dict]) -> list[str]:
                 problems.append(f"array {var!r}: its manifest commits {rows} rows but the metadata it records "
                                 f"declares {declared}: the manifest was edited")
                 continue
-        bad = [rel for rel, e in doc["chunks"].items() if not _well_formed(e)]
+        bad = [rel for rel, e in doc["chunks"].items() if not well_formed(e)]
         for rel in bad[:3]:
             problems.append(f"manifest entry '{rel}' is malformed ({str(doc['chunks'][rel])[:60]}; expected "
                             "[size >= 0, CRC-32 or null, CRC-32C trailer or null] as integers)")
@@ -429,7 +431,7 @@ def unlisted_files(loc: Location, docs: dict[str, dict]) -> tuple[list[str], lis
             if temporary_writer(name) is not None:  # a writer's temporary (a killed one's: the next write removes it)
                 crumbs.append(rel)
                 continue
-            if rows >= 0 and step > 0 and _row_chunk(rel) >= -(-rows // step):
+            if rows >= 0 and step > 0 and row_chunk(rel) >= -(-rows // step):
                 beyond.append(rel)
                 continue
             problems.append(f"'{rel}' is in array {var!r}'s folder but no manifest names it (an extra or copied "
@@ -444,7 +446,7 @@ def unlisted_files(loc: Location, docs: dict[str, dict]) -> tuple[list[str], lis
     return problems, notes
 
 
-def _check_chunks(loc: Location | Any, docs: dict[str, dict], *, crc: bool = False) -> list[str]:
+def check_chunks(loc: Location | Any, docs: dict[str, dict], *, crc: bool = False) -> list[str]:
     """Problems of the stored chunks against the manifests: missing, wrong
     size, (with ``crc``, local files) wrong content. A chunk may also match
     its pending-append entry. Returns readable lines (empty: all good)."""
@@ -456,9 +458,9 @@ def _check_chunks(loc: Location | Any, docs: dict[str, dict], *, crc: bool = Fal
         pending = doc.get("pending", {})
         ahead = _first_uncommitted_chunk(doc, rows)
         for rel, entry in doc["chunks"].items():
-            if not _well_formed(entry):
+            if not well_formed(entry):
                 continue  # named by manifest_problems
-            if ahead is not None and _row_chunk(rel) >= ahead:
+            if ahead is not None and row_chunk(rel) >= ahead:
                 continue  # beyond the store's committed rows: not committed (the next append replaces it)
             size = entry[0]
             if not _inside(loc, rel):
@@ -468,7 +470,7 @@ def _check_chunks(loc: Location | Any, docs: dict[str, dict], *, crc: bool = Fal
             if got is None:
                 problems.append(f"{_describe_chunk(rel)} ('{rel}') is missing")
                 continue
-            versions = [entry] + [e for e in pending.get(rel, []) if _well_formed(e)]
+            versions = [entry] + [e for e in pending.get(rel, []) if well_formed(e)]
             sized = [v for v in versions if v[0] == got]  # an append replacing it: either version is whole
             if not sized:
                 problems.append(f"{_describe_chunk(rel)} ('{rel}') has {got} bytes, {size} were written")
@@ -483,10 +485,10 @@ def _check_chunks(loc: Location | Any, docs: dict[str, dict], *, crc: bool = Fal
 
 
 def _tails_of(docs: dict[str, dict]) -> set:
-    return {e[2] for d in docs.values() for _, e in d["chunks"].items() if _well_formed(e) and len(e) > 2}
+    return {e[2] for d in docs.values() for _, e in d["chunks"].items() if well_formed(e) and len(e) > 2}
 
 
-def _check_metadata(loc: Location, docs: dict[str, dict], *, group: bool = True) -> tuple[list[str], list[str]]:
+def check_metadata(loc: Location, docs: dict[str, dict], *, group: bool = True) -> tuple[list[str], list[str]]:
     """Problems of the arrays' metadata against the manifests' hashes, and
     notes (an interrupted append: the committed rows read as before)."""
     problems, notes = [], []

@@ -15,9 +15,9 @@ from .location import Location, resolve
 from .manifest import (
     MANIFEST,
     PREVIOUS_ATTRS,
-    _check_chunks,
-    _check_metadata,
-    _read_manifests,
+    check_chunks,
+    check_metadata,
+    read_manifests,
     bound_store,
     check_group,
     committed_rows,
@@ -25,7 +25,7 @@ from .manifest import (
     unmanifested,
 )
 
-__all__ = ["open_dataset", "OPENED_MAX", "SCHEMA_VERSION"]
+__all__ = ["open_dataset", "forget_opened", "OPENED_MAX", "SCHEMA_VERSION"]
 
 SCHEMA_VERSION = 1
 
@@ -37,6 +37,15 @@ _OPENED_LOCK = threading.Lock()
 _OPENED: dict = {}
 #: stores kept open per process (the most recently used ones)
 OPENED_MAX = 16
+
+
+def forget_opened() -> None:
+    """Forget the stores this process keeps open (:func:`open_dataset`
+    reads their manifests and chunks' checks again on the next open): for
+    a caller that changed a store's bytes behind the manifests' back (a
+    test, a repair)."""
+    with _OPENED_LOCK:
+        _OPENED.clear()
 
 
 def _refuse_unmanifested(loc: Location, docs: dict | None, path: Any) -> None:
@@ -253,7 +262,7 @@ def _open_dataset(path: str | os.PathLike | Location, *, storage_options: dict |
     with _OPENED_LOCK:
         ds = _OPENED.pop(key, None)
         if ds is None:
-            docs = _read_manifests(loc)
+            docs = read_manifests(loc)
             if not trust and loc.local is not None:
                 _refuse_unmanifested(loc, docs, path)
             if docs is None and loc.local is None:
@@ -261,7 +270,7 @@ def _open_dataset(path: str | os.PathLike | Location, *, storage_options: dict |
                                  "wrote it). Write it again (overwrite=True replaces an interrupted write).")
             problems = manifest_problems(docs) if docs is not None else []
             if not problems and docs is not None:
-                problems, _ = _check_metadata(loc, docs, group=False)
+                problems, _ = check_metadata(loc, docs, group=False)
             if problems:  # before zarr reads metadata that does not describe the bytes
                 raise StoreError(f"The store at '{path}' is damaged: " + "; ".join(problems[:3]) +
                                  ". Re-ingest it from its source (or restore the file); `infoclust verify` lists "
@@ -270,7 +279,7 @@ def _open_dataset(path: str | os.PathLike | Location, *, storage_options: dict |
                 ds = _open_group(loc, docs, bind=not trust)
             except Exception as exc:  # zarr raises many types for corrupt metadata
                 raise StoreError(f"Could not open the store at '{path}': {exc}") from exc
-            problems = _check_chunks(loc, docs) if docs is not None else []
+            problems = check_chunks(loc, docs) if docs is not None else []
             if problems:
                 more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
                 raise StoreError(f"The store at '{path}' is damaged: " + "; ".join(problems[:3]) + more +

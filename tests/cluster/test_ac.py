@@ -13,7 +13,7 @@ from scipy.stats import hypergeom
 from infoclust_dask import AssociativeClustering, KMeans
 from infoclust_dask.cluster._ac import ac_objective, cross_cluster_table
 from infoclust_dask.datasets import make_paired_dependency
-from infoclust_dask.engine.runners import Distributed
+from infoclust_dask.engine.choose import Distributed
 from infoclust_dask.objectives import ac as obj
 
 

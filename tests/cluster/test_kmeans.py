@@ -10,7 +10,7 @@ from sklearn.metrics import adjusted_rand_score
 
 from infoclust_dask import KMeans, write_dataset
 from infoclust_dask.cluster._kmeans import EmptyClusterWarning
-from infoclust_dask.engine.runners import Distributed
+from infoclust_dask.engine.choose import Distributed
 
 
 def py_kmeans(X, init, w=None):

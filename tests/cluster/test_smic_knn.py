@@ -158,7 +158,7 @@ def test_predict_in_two_passes_equals_the_blockwise_rule(normalization, monkeypa
     X, _ = _blobs(3000, seed=5)
     new = np.random.default_rng(1).normal(size=(10_000, 8)) * 3
     m = SMIC(6, t=6, random_state=0, scheduler="sync", kernel_normalization=normalization).fit(X)
-    from infoclust_dask.engine.runners import InProcess
+    from infoclust_dask.engine.choose import InProcess
 
     computes = []
     real = InProcess.compute  # every pass of the engine computes through its runner

@@ -14,7 +14,7 @@ from sklearn.datasets import load_iris
 from sklearn.exceptions import ConvergenceWarning
 
 from infoclust_dask import DiscriminativeClustering, KMeans, SoftKMeans, write_dataset
-from infoclust_dask.engine.runners import Distributed, InProcess
+from infoclust_dask.engine.choose import Distributed, InProcess
 
 X, Y = load_iris(return_X_y=True)
 

@@ -126,7 +126,7 @@ def test_the_logical_blocks_are_set_by_the_data_alone_and_give_the_same_bits_eve
     one thread, two threads and dask input in odd chunks give the same
     blocks and the same bits (the same-answer contract)."""
     from infoclust_dask._support.sizes import LOGICAL_MIN_ROWS, LOGICAL_PARTS, logical_rows
-    from infoclust_dask.engine.runners import InProcess
+    from infoclust_dask.engine.choose import InProcess
 
     assert (LOGICAL_MIN_ROWS, LOGICAL_PARTS) == (8192, 8)
     x = np.random.default_rng(n).normal(size=(n, 16)) * 1e3
@@ -188,7 +188,7 @@ def test_a_map_pass_gives_the_same_blocks_with_and_without_threads():
     """map_blocks over numpy inside a call whose runner has 2 threads runs
     the same logical blocks as one thread (a block per thread at a time),
     with the same result."""
-    from infoclust_dask.engine.runners import InProcess
+    from infoclust_dask.engine.choose import InProcess
 
     x = np.random.default_rng(3).normal(size=(40_000, 4))
     starts = []

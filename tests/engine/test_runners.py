@@ -1,4 +1,4 @@
-"""The runners and the placement rule (engine/runners.py): where a fit runs
+"""The runners and the placement rule (engine/choose.py): where a fit runs
 is decided once, from a named scheduler or the data's size, and every
 runner gives the same results."""
 
@@ -8,7 +8,7 @@ import pytest
 from helpers import CountLocalComputes, worker_info
 
 from infoclust_dask import KMeans, SoftKMeans, engine
-from infoclust_dask.engine import runners
+from infoclust_dask.engine import choose as runners
 
 
 @pytest.fixture

@@ -18,8 +18,8 @@ from distributed import Client, get_task_stream
 from helpers import worker_info
 
 from infoclust_dask import DiscriminativeClustering, KMeans
+from infoclust_dask.engine.choose import Distributed
 from infoclust_dask.engine.cluster_runner import SCATTER_KEY_PREFIX
-from infoclust_dask.engine.runners import Distributed
 
 
 @pytest.fixture

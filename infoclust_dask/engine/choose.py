@@ -1,7 +1,12 @@
-"""Where passes run: the runners, and the one rule that places a fit.
-
-A runner is chosen once per fit (``predict``, ``score``, ...) and every pass
-below it asks the runner, never a scheduler name:
+"""Where a fit runs: the one module that decides. A ``scheduler=`` (or,
+when none is named, the data's size) becomes one runner per fit
+(``predict``, ``score``, ...) here - :func:`resolve_scheduler` for a named
+scheduler through the registry :data:`NAMED_RUNNERS`, :func:`place` for the
+placement rule, :func:`installed` / :func:`entry_point` to install the
+choice for a call - and the runner records why it was chosen
+(``Runner.reason``, an estimator's ``runner_["reason"]``). Every pass below
+asks the installed runner, never a scheduler name. The runner kinds
+(:mod:`.runner`: the protocol):
 
 :class:`InProcess`
     this process, on the compiled kernels; numpy blocks are run directly
@@ -9,7 +14,7 @@ below it asks the runner, never a scheduler name:
     (``"threads"``); lazy input that fits :func:`in_process_budget` is read
     into memory once, by :meth:`Runner.prepare`.
 :class:`Distributed`
-    a ``distributed`` scheduler: the shared :func:`~infoclust_dask._scheduler.local_client`
+    a ``distributed`` scheduler: the shared :func:`~infoclust_dask.engine.clients.local_client`
     LocalCluster, a scheduler at an address, a ``Client`` or a cluster
     object. Numpy input is scattered once, small lazy input persisted on the
     workers, larger input streams from its store at every pass; a whole
@@ -42,7 +47,7 @@ this process), :meth:`~Runner.prepare`, :meth:`~Runner.persist`,
     a ``distributed.LocalCluster`` on this machine, started on first use and
     shared by every later call (2 single-threaded worker processes by default).
 ``"tcp://host:port"``
-    an existing dask scheduler (see :mod:`infoclust_dask._scheduler` for the
+    an existing dask scheduler (see :mod:`infoclust_dask.engine.clients` for the
     connection's deadline).
 a ``distributed.Client`` / a dask cluster object
     used as it is / a client of its ``scheduler_address``.
@@ -64,15 +69,14 @@ from typing import Any
 
 import numpy as np
 
-from .. import _scheduler
-from . import execute
+from . import clients, execute
 from .blocks import _is_dask
 from .cluster_runner import Distributed
 from .in_process import IN_PROCESS_MAX_BYTES, InProcess, in_process_budget
 from .runner import _INSTALLED, Runner, _size
 
 __all__ = ["Runner", "InProcess", "Distributed", "resolve_scheduler", "installed", "place", "in_process_budget",
-           "compute", "runner_for", "data_bytes", "IN_PROCESS_MAX_BYTES", "entry_point"]
+           "compute", "runner_for", "data_bytes", "IN_PROCESS_MAX_BYTES", "entry_point", "NAMED_RUNNERS"]
 
 # --------------------------------------------------------------------------
 # resolution and placement
@@ -81,12 +85,25 @@ __all__ = ["Runner", "InProcess", "Distributed", "resolve_scheduler", "installed
 _SYNC_NAMES = ("sync", "synchronous", "single-threaded")
 
 
+def _named(names: tuple[str, ...], make: Any) -> dict[str, Any]:
+    return dict.fromkeys(names, make)
+
+
+#: the registry of scheduler names: each name (and its aliases) makes its runner, with the reason it records
+NAMED_RUNNERS: dict[str, Any] = {
+    **_named(_SYNC_NAMES, lambda: InProcess(1, "scheduler='sync' named")),
+    **_named(("threads", "threading", "threaded"), lambda: InProcess(None, "scheduler='threads' named")),
+    **_named(("local", "distributed", "localcluster"),
+             lambda: Distributed(clients.local_client(), "scheduler='local' named")),
+}
+
+
 def _named_default() -> Runner | None:
     """The runner named by the environment: ``$DASK_SCHEDULER_ADDRESS`` or
     the active ``distributed.Client``; None when nothing is named."""
     address = os.environ.get("DASK_SCHEDULER_ADDRESS")
     if address:
-        return Distributed(_scheduler.remote_client(address), "$DASK_SCHEDULER_ADDRESS is set")
+        return Distributed(clients.remote_client(address), "$DASK_SCHEDULER_ADDRESS is set")
     if "distributed" not in sys.modules:  # no client can be active (importing it costs 0.25 s)
         return None
     try:
@@ -122,14 +139,10 @@ def resolve_scheduler(scheduler: Any = None) -> Runner:
     if isinstance(scheduler, str):
         s = scheduler.strip()
         low = s.lower()
-        if low in _SYNC_NAMES:
-            return InProcess(1, "scheduler='sync' named")
-        if low in ("threads", "threading", "threaded"):
-            return InProcess(None, "scheduler='threads' named")
-        if low in ("local", "distributed", "localcluster"):
-            return Distributed(_scheduler.local_client(), "scheduler='local' named")
-        if low.startswith(_scheduler.ADDRESS_PREFIXES):
-            return Distributed(_scheduler.remote_client(s), "a scheduler address named")
+        if low in NAMED_RUNNERS:
+            return NAMED_RUNNERS[low]()
+        if low.startswith(clients.ADDRESS_PREFIXES):
+            return Distributed(clients.remote_client(s), "a scheduler address named")
         raise ValueError(
             f"Unknown scheduler {scheduler!r}. Use None, 'sync', 'threads', 'local' "
             "(a LocalCluster), an address such as 'tcp://127.0.0.1:8786', or a "
@@ -138,8 +151,8 @@ def resolve_scheduler(scheduler: Any = None) -> Runner:
     if hasattr(scheduler, "scheduler") and hasattr(scheduler, "compute"):
         return Distributed(scheduler, "a distributed.Client named")
     address = getattr(scheduler, "scheduler_address", None)
-    if isinstance(address, str) and address.startswith(_scheduler.ADDRESS_PREFIXES):  # a Cluster object
-        return Distributed(_scheduler.remote_client(address), "a dask cluster named")
+    if isinstance(address, str) and address.startswith(clients.ADDRESS_PREFIXES):  # a Cluster object
+        return Distributed(clients.remote_client(address), "a dask cluster named")
     raise TypeError(
         f"scheduler must be None, a string, a distributed.Client or a dask cluster (with a scheduler_address); "
         f"got {type(scheduler).__name__}."
@@ -190,7 +203,7 @@ def place(scheduler: Any, nbytes: int, lazy: bool) -> Runner:
     if nbytes <= budget:
         return InProcess(None, f"{_size(nbytes)} of lazy input fit the in-process budget of {_size(budget)} "
                                "(1/8 of the available memory, at most 1 GiB; $INFOCLUST_IN_PROCESS_BYTES)")
-    return Distributed(_scheduler.local_client(),
+    return Distributed(clients.local_client(),
                        f"{_size(nbytes)} of lazy input exceed the in-process budget of {_size(budget)}: a "
                        "LocalCluster on this machine")
 

@@ -6,7 +6,8 @@ scheduler at the deadline), their quiet shutdown, and the thread pool of
 in-process passes.
 
 Which scheduler a call uses is decided by the runners of
-:mod:`infoclust_dask.engine.runners`; only they use this module. Nothing
+:mod:`infoclust_dask.engine.choose`; only the engine (and the CLI, for its
+default and its quiet shutdown) uses this module. Nothing
 here builds a graph.
 """
 
@@ -40,7 +41,7 @@ def thread_pool() -> ThreadPoolExecutor:
 # --------------------------------------------------------------------------
 # schedulers
 # --------------------------------------------------------------------------
-def local_client(n_workers: int | None = None, threads_per_worker: int = 1):
+def local_client(n_workers: int | None = None, threads_per_worker: int = 1) -> Any:
     """The on-demand ``LocalCluster`` client (started on first use, closed at
     exit). Worker processes, not threads: decompression of zarr chunks and the
     Python parts of the kernels then run in parallel."""
@@ -124,7 +125,7 @@ def _is_main_test(test) -> bool:
         any(isinstance(a, ast.Constant) and a.value == "__main__" for a in sides)
 
 
-def close_local_client():
+def close_local_client() -> None:
     """Stop the on-demand LocalCluster, if one was started."""
     with _LOCK:
         client, cluster = _LOCAL["client"], _LOCAL["cluster"]
@@ -148,7 +149,7 @@ def _silence():
     logging.disable(logging.CRITICAL)
 
 
-def quiet_local_workers():
+def quiet_local_workers() -> None:
     """After Ctrl-C / SIGTERM: the local cluster's workers stop logging, so
     that shutting down the interrupted work prints nothing (their errors about
     cancelled transfers are expected then). A no-op without a local cluster."""
@@ -163,7 +164,7 @@ def quiet_local_workers():
 def connect_timeout() -> float:
     """Seconds allowed to reach a scheduler: ``$INFOCLUST_CONNECT_TIMEOUT``
     (a number, or with an ``s`` suffix), default 10."""
-    from ._support.settings import env_number
+    from .._support.settings import env_number
 
     return float(env_number("INFOCLUST_CONNECT_TIMEOUT", 10.0, seconds=True))
 
@@ -246,7 +247,7 @@ def _quiet_half_made_clients() -> None:
     sys.unraisablehook = hook
 
 
-def remote_client(address: str):
+def remote_client(address: str) -> Any:
     """A client of the scheduler at ``address``, within one hard deadline
     (:func:`connect_timeout`): a refused port fails at once, and an address
     that accepts connections but does not speak dask (another server) fails
@@ -335,10 +336,10 @@ def close_remote_clients(timeout: float = 2.0) -> None:
 ADDRESS_PREFIXES = ("tcp://", "tls://", "inproc://", "ucx://", "ws://", "wss://")
 
 
-def run_default(scheduler=None):
+def run_default(scheduler: Any = None) -> Any:
     """The scheduler of command-line runs and flows: the one given, else
     ``$DASK_SCHEDULER_ADDRESS``, else ``None`` - the data decide
-    (:func:`infoclust_dask.engine.runners.place`: in this process when they
+    (:func:`infoclust_dask.engine.choose.place`: in this process when they
     fit its budget, else a LocalCluster on 127.0.0.1 started on demand)."""
     return scheduler or os.environ.get("DASK_SCHEDULER_ADDRESS") or None
 
