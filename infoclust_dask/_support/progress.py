@@ -48,7 +48,8 @@ def console(force: bool = False):
 
 
 def verbosity(est) -> int:
-    v = getattr(est, "verbose", 0)
+    """``est.verbose`` (0 when it has none, or is not a number); a number is its own verbosity."""
+    v = est if isinstance(est, (int, bool)) else getattr(est, "verbose", 0)
     return int(v) if isinstance(v, (int, bool)) else 0
 
 

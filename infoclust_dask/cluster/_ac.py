@@ -55,7 +55,7 @@ from ..kernels.ac import AC_COUNTS, AC_FUSED, AC_GRAD, AC_HARD_COUNTS, fused_gra
 from ..objectives import ac as obj
 from ..solvers import optimize
 from ._ac_cca import cca_start
-from ._base import SHARED_CONSTRAINTS, InfoclustEstimator, installs_runner, journaled, voronoi_labels
+from ._base import SHARED_CONSTRAINTS, InfoclustEstimator, installs_runner, journaled, shared_parameters, voronoi_labels
 from ._init import init_random
 from ._kmeans import KMeans
 from ._xarray import data_method
@@ -126,6 +126,7 @@ def _pair(value, name, est):
     return (a, b)
 
 
+@shared_parameters
 class AssociativeClustering(InfoclustEstimator):
     """Associative clustering of paired data (X, Y).
 
@@ -180,30 +181,7 @@ class AssociativeClustering(InfoclustEstimator):
     random_state : int, numpy Generator or None, default=None
         Seeds the starts (K-means, CCA or random rows), the annealed
         restarts and the split of the width search.
-    scheduler : None, str, distributed.Client or dask cluster, default=None
-        Where the passes run (see :mod:`infoclust_dask.engine.choose`),
-        chosen once per ``fit`` / ``predict`` / ``score`` call and used by
-        every pass of it. ``None``: the scheduler at
-        ``$DASK_SCHEDULER_ADDRESS``, else the active ``distributed.Client``,
-        else the runner of an enclosing call, else the data decide: numpy
-        input, and lazy input that fits the in-process budget (an eighth of
-        the available memory, at most 1 GiB), run in this process (a store
-        read into memory once); larger lazy input on a shared LocalCluster.
-        On a distributed scheduler a ``fit`` whose data fit one worker
-        (numpy input or a store path, at most an eighth of the smallest
-        worker's memory limit and 1 GiB) runs as one task on a worker
-        (:mod:`infoclust_dask.cluster._whole`). The fitted ``runner_``
-        says where the fit ran and why. Where it runs never changes the
-        model: the same data, parameters and ``random_state`` give the same
-        bits on every runner, thread count, chunking, worker count and
-        memory size (``docs/conventions.md``, "The same answer wherever it
-        runs").
-    sample_dim : str, optional
-        For xarray input: the dim that holds the samples (see
-        :mod:`infoclust_dask.cluster._xarray`); outputs are then DataArrays
-        over that dim.
-    variables : list of str, optional
-        For a Dataset: the data variables stacked as features.
+    {shared_parameters}
     verbose : int, default=0
         1: one line per restart and per width of the search; 2: also every
         evaluation of the conjugate-gradient optimizer.
@@ -291,7 +269,8 @@ class AssociativeClustering(InfoclustEstimator):
         lam = _pair(self.margin_weight, "margin_weight", self)
         return int(k), int(l_), sig, obj.check_prior(self.prior), (float(lam[0]), float(lam[1]))
 
-    def _initial(self, X, Y, k, l_, rng, dx, dy):
+    def _initial(self, X, Y, k, l_, rng, ix, iy):
+        dx, dy = ix.d, iy.d
         if not isinstance(self.init, str):
             mx, my = (np.array(a, dtype=np.float64) for a in self.init)
             if mx.shape != (k, dx) or my.shape != (l_, dy):
@@ -306,8 +285,8 @@ class AssociativeClustering(InfoclustEstimator):
             return self._centroid_start(k, l_, rng)
         if self.init == "cca":
             return cca_start(X, Y, k, l_, rng)
-        mx = KMeans(k, random_state=int(rng.integers(2**31))).fit(X).cluster_centers_
-        my = KMeans(l_, random_state=int(rng.integers(2**31))).fit(Y).cluster_centers_
+        mx = KMeans(k, random_state=int(rng.integers(2**31)))._fit_prepared(X, ix, labels=False).cluster_centers_
+        my = KMeans(l_, random_state=int(rng.integers(2**31)))._fit_prepared(Y, iy, labels=False).cluster_centers_
         return mx, my
 
     def _centroid_start(self, k, l_, rng):
@@ -403,7 +382,7 @@ class AssociativeClustering(InfoclustEstimator):
         k, l_, sig, prior, lam = self._check_params(ix.n)
         rng = check_random_state(self.random_state)
         self._moments = ((ix.mean, ix.var), (iy.mean, iy.var))
-        m0 = self._initial(X, Y, k, l_, rng, ix.d, iy.d)
+        m0 = self._initial(X, Y, k, l_, rng, ix, iy)
         scale = (float(np.sqrt(np.sum(ix.var))) or 1.0, float(np.sqrt(np.sum(iy.var))) or 1.0)
         if sig[0] == "auto":
             splits = [optimize.hashed_split(rng, self.validation_fraction) for _ in range(self.n_splits)]

@@ -26,8 +26,8 @@ from ..storage.location import pinned
 from ._whole import adopt, fit_whole, for_worker, gathered, whole_fit_bytes
 from ._xarray import XarrayIO, runner_for_call
 
-__all__ = ["InfoclustEstimator", "SHARED_CONSTRAINTS", "SHARED_PARAMETERS_DOC", "voronoi_labels", "journaled",
-           "ClusterColumnsOut", "stream_batch"]
+__all__ = ["InfoclustEstimator", "SHARED_CONSTRAINTS", "SHARED_PARAMETERS_DOC", "SHARED_PARAMETERS_MARK", "shared_parameters",
+           "voronoi_labels", "journaled", "ClusterColumnsOut", "stream_batch"]
 
 #: constraints of the parameters every estimator takes (merged into each
 #: estimator's ``_parameter_constraints``, as scikit-learn's ``_BaseKMeans`` does)
@@ -41,7 +41,7 @@ SHARED_CONSTRAINTS = {
 
 
 #: the documentation of the parameters every estimator takes besides ``random_state`` and ``verbose`` (whose
-#: meaning differs by method); every estimator's docstring holds this text (tests/cluster/test_base_adds.py)
+#: meaning differs by method), written once: :func:`shared_parameters` puts it into each estimator's docstring
 SHARED_PARAMETERS_DOC = """\
     scheduler : None, str, distributed.Client or dask cluster, default=None
         Where the passes run (see :mod:`infoclust_dask.engine.choose`),
@@ -67,6 +67,28 @@ SHARED_PARAMETERS_DOC = """\
         over that dim.
     variables : list of str, optional
         For a Dataset: the data variables stacked as features."""
+
+
+#: the line of an estimator's docstring that :func:`shared_parameters` replaces by :data:`SHARED_PARAMETERS_DOC`
+SHARED_PARAMETERS_MARK = "    {shared_parameters}"
+
+
+def shared_parameters(cls: type) -> type:
+    """Class decorator: the line ``{shared_parameters}`` of the class's
+    docstring (in its Parameters section, indented as the others) becomes
+    :data:`SHARED_PARAMETERS_DOC` - the parameters every estimator shares,
+    documented once; ``help()``, the site (autodoc reads ``__doc__``) and
+    the numpydoc check see the whole text. A docstring without the line is
+    refused (a decorated class must say where the text goes); under
+    ``python -OO`` (no docstrings) it does nothing."""
+    doc = cls.__doc__
+    if doc is None:
+        return cls
+    if doc.count(SHARED_PARAMETERS_MARK + "\n") != 1:
+        raise TypeError(f"{cls.__name__}: @shared_parameters needs one line '{SHARED_PARAMETERS_MARK.strip()}' in "
+                        "the docstring's Parameters section, indented as the other parameters.")
+    cls.__doc__ = doc.replace(SHARED_PARAMETERS_MARK, SHARED_PARAMETERS_DOC)
+    return cls
 
 
 class InfoclustEstimator(XarrayIO, BaseEstimator):

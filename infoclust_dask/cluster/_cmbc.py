@@ -39,7 +39,7 @@ from .._support.validation import ArrayLike, Interval, Options, check_n_clusters
 from ..kernels.cmbc import CMBC_ESTEP, CMBC_POSTERIOR
 from ..kernels.stats import GRAM
 from ..objectives import cmbc as obj
-from ._base import SHARED_CONSTRAINTS, InfoclustEstimator, installs_runner, journaled
+from ._base import SHARED_CONSTRAINTS, InfoclustEstimator, installs_runner, journaled, shared_parameters
 from ._cmbc_patterns import MIN_ROWS_PER_PATTERN, known_columns, pattern_model
 from ._conventions import BINARY, CMBC_DATA_CHECKS
 from ._xarray import data_method
@@ -68,6 +68,7 @@ def _no_positional_negatives(y):
                         "CMBC(...).fit(X, Y_minus=Y_minus) (or known=labels for known clusterings).")
 
 
+@shared_parameters
 class CMBC(ClusterMixin, InfoclustEstimator):
     """Clustering with model-level constraints (CMBC) of binary data.
 
@@ -125,30 +126,7 @@ class CMBC(ClusterMixin, InfoclustEstimator):
     random_state : int, numpy Generator or None, default=None
         Seeds the random start of each run and the perturbation added at
         every temperature.
-    scheduler : None, str, distributed.Client or dask cluster, default=None
-        Where the passes run (see :mod:`infoclust_dask.engine.choose`),
-        chosen once per ``fit`` / ``predict`` / ``score`` call and used by
-        every pass of it. ``None``: the scheduler at
-        ``$DASK_SCHEDULER_ADDRESS``, else the active ``distributed.Client``,
-        else the runner of an enclosing call, else the data decide: numpy
-        input, and lazy input that fits the in-process budget (an eighth of
-        the available memory, at most 1 GiB), run in this process (a store
-        read into memory once); larger lazy input on a shared LocalCluster.
-        On a distributed scheduler a ``fit`` whose data fit one worker
-        (numpy input or a store path, at most an eighth of the smallest
-        worker's memory limit and 1 GiB) runs as one task on a worker
-        (:mod:`infoclust_dask.cluster._whole`). The fitted ``runner_``
-        says where the fit ran and why. Where it runs never changes the
-        model: the same data, parameters and ``random_state`` give the same
-        bits on every runner, thread count, chunking, worker count and
-        memory size (``docs/conventions.md``, "The same answer wherever it
-        runs").
-    sample_dim : str, optional
-        For xarray input: the dim that holds the samples (see
-        :mod:`infoclust_dask.cluster._xarray`); outputs are then DataArrays
-        over that dim.
-    variables : list of str, optional
-        For a Dataset: the data variables stacked as features.
+    {shared_parameters}
     verbose : int, default=0
         1: one line per annealing run; 2: also one per temperature
         (iterations, objective, mean largest membership).

@@ -27,7 +27,7 @@ from sklearn.utils.validation import check_is_fitted
 from .. import engine, metrics
 from .._inputs import check_not_constant, encode_labels, prepare_input
 from .._support.hints import DataLike, Labels, NumbersLike, RandomStateLike, SchedulerLike, Sequence
-from .._support.progress import say
+from .._support.progress import say, verbosity
 from .._support.validation import (
     SIGMA_RANGE,
     ArrayLike,
@@ -42,7 +42,15 @@ from .._support.validation import (
 from ..kernels.dc import DC_COUNTS, DC_GRAD, DC_REG
 from ..objectives import dc as obj
 from ..solvers import optimize
-from ._base import SHARED_CONSTRAINTS, InfoclustEstimator, installs_runner, journaled, stream_batch, voronoi_labels
+from ._base import (
+    SHARED_CONSTRAINTS,
+    InfoclustEstimator,
+    installs_runner,
+    journaled,
+    shared_parameters,
+    stream_batch,
+    voronoi_labels,
+)
 from ._conventions import supervised_by_classes
 from ._dc_online import online_fit, online_update
 from ._dc_search import hard_counts, width_search
@@ -91,6 +99,7 @@ def dc_objective(X: DataLike, c: DataLike, centers: NumbersLike, sigma: float, *
     return value, grad, counts
 
 
+@shared_parameters
 class DiscriminativeClustering(InfoclustEstimator):
     """Discriminative clustering: Voronoi regions of x informative of labels c.
 
@@ -177,30 +186,7 @@ class DiscriminativeClustering(InfoclustEstimator):
         Seeds the start (K-means or random rows), the split of the width
         and strength searches, and the random steps of ``"sa"`` and
         ``"online"``.
-    scheduler : None, str, distributed.Client or dask cluster, default=None
-        Where the passes run (see :mod:`infoclust_dask.engine.choose`),
-        chosen once per ``fit`` / ``predict`` / ``score`` call and used by
-        every pass of it. ``None``: the scheduler at
-        ``$DASK_SCHEDULER_ADDRESS``, else the active ``distributed.Client``,
-        else the runner of an enclosing call, else the data decide: numpy
-        input, and lazy input that fits the in-process budget (an eighth of
-        the available memory, at most 1 GiB), run in this process (a store
-        read into memory once); larger lazy input on a shared LocalCluster.
-        On a distributed scheduler a ``fit`` whose data fit one worker
-        (numpy input or a store path, at most an eighth of the smallest
-        worker's memory limit and 1 GiB) runs as one task on a worker
-        (:mod:`infoclust_dask.cluster._whole`). The fitted ``runner_``
-        says where the fit ran and why. Where it runs never changes the
-        model: the same data, parameters and ``random_state`` give the same
-        bits on every runner, thread count, chunking, worker count and
-        memory size (``docs/conventions.md``, "The same answer wherever it
-        runs").
-    sample_dim : str, optional
-        For xarray input: the dim that holds the samples (see
-        :mod:`infoclust_dask.cluster._xarray`); outputs are then DataArrays
-        over that dim.
-    variables : list of str, optional
-        For a Dataset: the data variables stacked as features.
+    {shared_parameters}
     verbose : int, default=0
         1: one line per candidate of a width search and per optimization
         (its evaluations and final objective); 2: also one line per
@@ -306,8 +292,8 @@ class DiscriminativeClustering(InfoclustEstimator):
                 f"regularizes the smoothed objective); got optimizer={self.optimizer!r}."
             )
 
-    def _initial(self, X, rng, d):
-        k = self.n_clusters
+    def _initial(self, X, rng, info):
+        k, d = self.n_clusters, info.d
         if not isinstance(self.init, str):
             init = np.array(self.init, dtype=np.float64)
             if init.shape != (k, d):
@@ -318,8 +304,30 @@ class DiscriminativeClustering(InfoclustEstimator):
             return init
         if self.init == "random":
             return init_random(X, None, k, rng)
-        km = KMeans(k, random_state=int(rng.integers(2**31))).fit(X)
+        km = KMeans(k, random_state=int(rng.integers(2**31)))._fit_prepared(X, info, labels=False)
         return km.cluster_centers_
+
+    def _search(self, X, c, m0, sigmas, lams, n_classes, rng, info):
+        """The held-out choice of sigma and lambda (:func:`._dc_search.width_search`, given this fit's
+        optimizer); keeps its scores (``validation_scores_``, ``sigma_scores_``)."""
+        def optimize_from(Xg, c, centers, sigma, lam, subset):
+            centers, _, n_iter, _ = self._optimize(Xg, c, centers, sigma, n_classes, subset=subset, lam=lam, rng=rng)
+            return centers, n_iter
+
+        sigma, lam, table = width_search(
+            optimize_from, X, c, m0, sigmas, lams, n_classes=n_classes, prior=self.prior,
+            per_area=2 if self.regularization in ("mog", "vq") else 0,  # lambda's units: 1 / length^2, or none
+            validation_fraction=self.validation_fraction, n_splits=self.n_splits, rng=rng, info=info,
+            verbose=verbosity(self))
+        self.validation_scores_ = table
+        if self.sigma == "auto":
+            self.sigma_scores_ = {s: max((v for (s2, _), v in table.items() if s2 == s), key=lambda v: v["mean"])
+                                  for s in sigmas}
+        if not any(v["moved"] for v in table.values()) and self.optimizer == "cg":
+            warnings.warn(f"DiscriminativeClustering: at none of the candidate widths {[round(s, 4) for s in sigmas]} "
+                          "did conjugate gradients move from the K-means prototypes on the training rows; the fit "
+                          "is K-means'. Give larger widths in sigma_grid.", ConvergenceWarning, stacklevel=4)
+        return sigma, lam
 
     def _steps(self):
         if self.max_iter is not None:
@@ -424,14 +432,14 @@ class DiscriminativeClustering(InfoclustEstimator):
         n_classes = len(self.classes_)
         obj.prior_vector(self.prior, n_classes)  # validates the prior
         rng = check_random_state(self.random_state)
-        m0 = self._initial(X, rng, info.d)
+        m0 = self._initial(X, rng, info)
 
         sigmas = [float(self.sigma)] if self.sigma != "auto" else self._grid(
             "sigma_grid", self.sigma_grid, np.sqrt(float(np.sum(info.var))) * np.geomspace(0.02, 1.0, 9))
         lams = [float(self.reg_strength)] if self.reg_strength != "auto" else self._grid(
             "reg_grid", self.reg_grid, self._default_reg_grid(info))
         if len(sigmas) > 1 or len(lams) > 1:
-            sigma, lam = width_search(self, X, c, m0, sigmas, lams, n_classes, rng, info)
+            sigma, lam = self._search(X, c, m0, sigmas, lams, n_classes, rng, info)
         else:
             sigma, lam = sigmas[0], lams[0]
 

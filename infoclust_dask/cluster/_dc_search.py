@@ -6,11 +6,10 @@ the choice does not follow the last bits of the arithmetic."""
 
 from __future__ import annotations
 
-import warnings
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from sklearn.exceptions import ConvergenceWarning
 
 from .. import engine
 from .._support.progress import Steps, say
@@ -26,12 +25,20 @@ def hard_counts(X: Any, c: Any, centers: np.ndarray, n_classes: int, subset: Any
         DC_HARD_COUNTS, X, c, params={"centers": centers, "n_classes": n_classes, "subset": subset})["counts"]
 
 
-def width_search(est: Any, X: Any, c: Any, m0: np.ndarray, sigmas: list, lams: list, n_classes: int,
-                 rng: np.random.Generator, info: Any) -> tuple[float, float]:
+def width_search(optimize_from: Callable[..., tuple[np.ndarray, int]], X: Any, c: Any, m0: np.ndarray,
+                 sigmas: list, lams: list, *, n_classes: int, prior: Any, per_area: int, validation_fraction: float,
+                 n_splits: int, rng: np.random.Generator, info: Any, verbose: int = 0
+                 ) -> tuple[float, float, dict]:
     """The width (and strength) chosen on held-out rows by the unsmoothed posterior (9) (paper §3.1),
     per validation row, over ``n_splits`` hashed splits, by the one-standard-error rule preferring the
     larger width (then the smaller lambda) and a width at which the optimizer moved
     (:func:`infoclust_dask.solvers.optimize.repeated_held_out_search`).
+
+    ``optimize_from(X, c, centers, sigma, lam, subset) -> (centers, iterations)`` is the fit's optimizer
+    (the objective (10) by conjugate gradients, or the other optimizers) on the rows ``subset`` selects;
+    ``per_area`` is lambda's power of length (2 for the MoG and VQ regularizers, 0 otherwise). Returns
+    ``(sigma, lam, table)``: the choice and, per candidate ``(sigma, lam)``, the held-out scores
+    (``mean``, ``spread``, ``moved``) - the caller keeps them; nothing here reads or writes the estimator.
 
     The fits are chaotic: a difference in the last bit of the data grows to a different held-out score
     within about 100 CG evaluations (``benchmarks/dc_width.py``). So the search runs on the data
@@ -42,24 +49,22 @@ def width_search(est: Any, X: Any, c: Any, m0: np.ndarray, sigmas: list, lams: l
     mean = np.asarray(info.mean, dtype=np.float64)
     Xg = engine.map_blocks(ON_GRID, X, params={"mean": mean, "scale": scale}, trailing_shape=(info.d,))
     m0g = on_grid(m0, mean=mean, scale=scale)
-    per_area = 2 if est.regularization in ("mog", "vq") else 0  # lambda's units: 1 / length^2, or none
 
     def unit(value, power):
         return float(np.float32(value * scale ** power))  # float32: the ratio's last bits do not matter
 
-    splits = [optimize.hashed_split(rng, est.validation_fraction) for _ in range(est.n_splits)]
+    splits = [optimize.hashed_split(rng, validation_fraction) for _ in range(n_splits)]
 
     def fit_on_train(cand, split):
-        centers, _, n_iter, _ = est._optimize(Xg, c, m0g, cand[0], n_classes, subset=split[0], lam=cand[1],
-                                               rng=rng)
+        centers, n_iter = optimize_from(Xg, c, m0g, cand[0], cand[1], split[0])
         return centers, n_iter > 0 and not np.array_equal(centers, m0g)
 
     def valid_score(m, split):
         counts = hard_counts(Xg, c, m, n_classes, split[1])
-        return obj.log_posterior(counts, est.prior) / max(float(np.sum(counts)), 1.0)
+        return obj.log_posterior(counts, prior) / max(float(np.sum(counts)), 1.0)
 
     cands = [(unit(s, -1), unit(lam, per_area), i, j) for i, s in enumerate(sigmas) for j, lam in enumerate(lams)]
-    with Steps(est, len(cands) * len(splits), "DC: width search", unit="fit") as bar:
+    with Steps(verbose, len(cands) * len(splits), "DC: width search", unit="fit") as bar:
 
         seen: list = []
 
@@ -67,21 +72,12 @@ def width_search(est: Any, X: Any, c: Any, m0: np.ndarray, sigmas: list, lams: l
             s, lam = sigmas[step["candidate"][2]], lams[step["candidate"][3]]
             bar.update(1, sigma=f"{s:.3g}", score=f"{step['score']:.5g}")
             seen.append(step["score"])
-            if est.verbose and step["split"] == len(splits) - 1:  # one line per candidate
+            if verbose and step["split"] == len(splits) - 1:  # one line per candidate
                 say(f"[DC] sigma {s:.4g} lambda={lam:.4g}: held-out log posterior (9) per row "
                     f"{np.mean(seen[-len(splits):]):.6g} (mean of {len(splits)} splits)")
 
         choice, on_grid_table = optimize.repeated_held_out_search(
             cands, splits, fit_on_train, valid_score, smoother=lambda cand: (cand[0], -cand[1]),
             callback=progress)
-    sigma, lam = sigmas[choice[2]], lams[choice[3]]
     table = {(sigmas[i], lams[j]): v for (_, _, i, j), v in on_grid_table.items()}
-    est.validation_scores_ = table
-    if est.sigma == "auto":
-        est.sigma_scores_ = {s: max((v for (s2, _), v in table.items() if s2 == s), key=lambda v: v["mean"])
-                             for s in sigmas}
-    if not any(v["moved"] for v in table.values()) and est.optimizer == "cg":
-        warnings.warn(f"DiscriminativeClustering: at none of the candidate widths {[round(s, 4) for s in sigmas]} "
-                      "did conjugate gradients move from the K-means prototypes on the training rows; the fit "
-                      "is K-means'. Give larger widths in sigma_grid.", ConvergenceWarning, stacklevel=4)
-    return sigma, lam
+    return sigmas[choice[2]], lams[choice[3]], table

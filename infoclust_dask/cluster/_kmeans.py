@@ -31,6 +31,7 @@ from ._base import (
     InfoclustEstimator,
     installs_runner,
     journaled,
+    shared_parameters,
     stream_batch,
     voronoi_labels,
 )
@@ -223,6 +224,7 @@ SAMPLED_SEEDING_BYTES = 2**30
 #: in another order on workers of 500 MB than of 1 GB
 SEEDING_READ_BYTES = 2**33
 
+@shared_parameters
 class KMeans(ClusterColumnsOut, ClusterMixin, TransformerMixin, InfoclustEstimator):
     """K-means clustering whose every pass is a map-reduce over row blocks.
 
@@ -257,30 +259,7 @@ class KMeans(ClusterColumnsOut, ClusterMixin, TransformerMixin, InfoclustEstimat
         on 1e6 x 16 blobs (benchmarks/bench_kmeans.py data) 2 rounds reached
         the same final inertia as 5 in less than half the time.
     random_state : int, numpy Generator or None, default=None
-    scheduler : None, str, distributed.Client or dask cluster, default=None
-        Where the passes run (see :mod:`infoclust_dask.engine.choose`),
-        chosen once per ``fit`` / ``predict`` / ``score`` call and used by
-        every pass of it. ``None``: the scheduler at
-        ``$DASK_SCHEDULER_ADDRESS``, else the active ``distributed.Client``,
-        else the runner of an enclosing call, else the data decide: numpy
-        input, and lazy input that fits the in-process budget (an eighth of
-        the available memory, at most 1 GiB), run in this process (a store
-        read into memory once); larger lazy input on a shared LocalCluster.
-        On a distributed scheduler a ``fit`` whose data fit one worker
-        (numpy input or a store path, at most an eighth of the smallest
-        worker's memory limit and 1 GiB) runs as one task on a worker
-        (:mod:`infoclust_dask.cluster._whole`). The fitted ``runner_``
-        says where the fit ran and why. Where it runs never changes the
-        model: the same data, parameters and ``random_state`` give the same
-        bits on every runner, thread count, chunking, worker count and
-        memory size (``docs/conventions.md``, "The same answer wherever it
-        runs").
-    sample_dim : str, optional
-        For xarray input: the dim that holds the samples (see
-        :mod:`infoclust_dask.cluster._xarray`); outputs are then DataArrays
-        over that dim.
-    variables : list of str, optional
-        For a Dataset: the data variables stacked as features.
+    {shared_parameters}
     verbose : int, default=0
         Print one line per iteration when > 0.
 
@@ -448,6 +427,13 @@ class KMeans(ClusterColumnsOut, ClusterMixin, TransformerMixin, InfoclustEstimat
         """
         validate_params(self)
         X, info = prepare_input(self, X, reset=True, need_moments=True)
+        return self._fit_prepared(X, info, sample_weight)
+
+    def _fit_prepared(self, X: Any, info: Any, sample_weight: DataLike | None = None, labels: bool = True) -> Self:
+        """:meth:`fit` on input already prepared by the caller's fit (``X`` and its ``info`` from
+        :func:`~infoclust_dask._inputs.prepare_input`): the estimators that start from K-means' centres
+        (DC, AC, the mixtures) call this with their own prepared input, so that a fit prepares its input
+        once (no second check and moments pass). ``labels=False``: no ``labels_`` (their pass is skipped)."""
         n_init = self._check_params(info.n, info.d)
         w = check_sample_weight(sample_weight, X)
         rng = check_random_state(self.random_state)
@@ -469,19 +455,21 @@ class KMeans(ClusterColumnsOut, ClusterMixin, TransformerMixin, InfoclustEstimat
             if best is None or inertia < best[1]:
                 best = (centers, inertia, n_iter, counts, found.get("labels"))
         assert best is not None  # n_init >= 1
-        self.cluster_centers_, self.inertia_, self.n_iter_, self.cluster_sizes_, labels = best
+        self.cluster_centers_, self.inertia_, self.n_iter_, self.cluster_sizes_, found_labels = best
         self._weighted = w is not None
         if self.n_iter_ >= self.max_iter and self.max_iter > 1:
             warnings.warn(
                 f"KMeans stopped at max_iter={self.max_iter} before converging; increase "
                 "max_iter or tol.",
                 ConvergenceWarning,
-                stacklevel=3,
+                stacklevel=4,  # this method, fit, its wrapper: the caller's line
             )
-        if labels is None:
+        if not labels:
+            return self
+        if found_labels is None:
             self.labels_ = voronoi_labels(X, self.cluster_centers_, lazy=info.lazy_input)
         else:
-            self.labels_ = engine.as_lazy(labels) if info.lazy_input else labels
+            self.labels_ = engine.as_lazy(found_labels) if info.lazy_input else found_labels
         return self
 
     @installs_runner

@@ -31,7 +31,7 @@ from .._support.validation import (
     validate_params,
 )
 from ..kernels.mixture import MIXTURE_ASSIGN, MIXTURE_EM, MIXTURE_LOG_DENSITY, MIXTURE_POSTERIORS
-from ._base import SHARED_CONSTRAINTS, InfoclustEstimator, installs_runner, journaled, stream_batch
+from ._base import SHARED_CONSTRAINTS, InfoclustEstimator, installs_runner, journaled, shared_parameters, stream_batch
 from ._conventions import COMPONENT_PROBA, supervised_by_classes
 from ._kmeans import KMeans
 from ._xarray import data_method
@@ -39,6 +39,7 @@ from ._xarray import data_method
 __all__ = ["IsotropicGaussianMixture", "MDA2"]
 
 
+@shared_parameters
 class _IsotropicMixture(InfoclustEstimator):
     """Mixture of isotropic Gaussians fitted by EM ("MoG").
 
@@ -61,30 +62,7 @@ class _IsotropicMixture(InfoclustEstimator):
         Floor of a learned variance, relative to the mean feature variance.
     random_state : int, numpy Generator or None, default=None
         Seeds the K-means start of the means.
-    scheduler : None, str, distributed.Client or dask cluster, default=None
-        Where the passes run (see :mod:`infoclust_dask.engine.choose`),
-        chosen once per ``fit`` / ``predict`` / ``score`` call and used by
-        every pass of it. ``None``: the scheduler at
-        ``$DASK_SCHEDULER_ADDRESS``, else the active ``distributed.Client``,
-        else the runner of an enclosing call, else the data decide: numpy
-        input, and lazy input that fits the in-process budget (an eighth of
-        the available memory, at most 1 GiB), run in this process (a store
-        read into memory once); larger lazy input on a shared LocalCluster.
-        On a distributed scheduler a ``fit`` whose data fit one worker
-        (numpy input or a store path, at most an eighth of the smallest
-        worker's memory limit and 1 GiB) runs as one task on a worker
-        (:mod:`infoclust_dask.cluster._whole`). The fitted ``runner_``
-        says where the fit ran and why. Where it runs never changes the
-        model: the same data, parameters and ``random_state`` give the same
-        bits on every runner, thread count, chunking, worker count and
-        memory size (``docs/conventions.md``, "The same answer wherever it
-        runs").
-    sample_dim : str, optional
-        For xarray input: the dim that holds the samples (see
-        :mod:`infoclust_dask.cluster._xarray`); outputs are then DataArrays
-        over that dim.
-    variables : list of str, optional
-        For a Dataset: the data variables stacked as features.
+    {shared_parameters}
     verbose : int, default=0
         1: a log line when EM stops; 2: also the log likelihood of every
         iteration (see :mod:`infoclust_dask._support.progress`).
@@ -140,7 +118,7 @@ class _IsotropicMixture(InfoclustEstimator):
         """The first parameters: K-means means, one variance from K-means' inertia (or ``sigma``), equal
         weights and class probabilities."""
         k, d = self._k, info.d
-        km = KMeans(k, random_state=int(rng.integers(2**31))).fit(X)
+        km = KMeans(k, random_state=int(rng.integers(2**31)))._fit_prepared(X, info, labels=False)
         self._scale = float(np.mean(info.var)) or 1.0
         if self.sigma is None:
             variances = np.full(k, max(km.inertia_ / (info.n * d), self.min_variance * self._scale))

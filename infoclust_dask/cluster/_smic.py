@@ -54,7 +54,7 @@ from ..objectives.smic import (
     NORMALIZATIONS,
     check_prior,
 )
-from ._base import SHARED_CONSTRAINTS, InfoclustEstimator, installs_runner, journaled
+from ._base import SHARED_CONSTRAINTS, InfoclustEstimator, installs_runner, journaled, shared_parameters
 from ._knn_graph import (  # noqa: F401 - _cell_plan and the constants are read by tests and benchmarks
     CELL_SAMPLE_ROWS,
     EXACT_KNN_MAX_ROWS,
@@ -99,6 +99,7 @@ def choose_t(lsmi: dict[int, float], rtol: float = LSMI_TIE_RTOL) -> int:
     return min(t for t, v in lsmi.items() if v >= top - rtol * max(1.0, abs(top)))
 
 
+@shared_parameters
 class SMIC(ClusterMixin, InfoclustEstimator):
     """Squared-loss mutual information clustering (SMIC) with LSMI model selection.
 
@@ -166,30 +167,7 @@ class SMIC(ClusterMixin, InfoclustEstimator):
     random_state : int, numpy Generator or None, default=None
         Seeds LSMI's basis draw and folds (the same for every candidate t),
         the eigensolver's start vector and the rows of the recall estimate.
-    scheduler : None, str, distributed.Client or dask cluster, default=None
-        Where the passes run (see :mod:`infoclust_dask.engine.choose`),
-        chosen once per ``fit`` / ``predict`` / ``score`` call and used by
-        every pass of it. ``None``: the scheduler at
-        ``$DASK_SCHEDULER_ADDRESS``, else the active ``distributed.Client``,
-        else the runner of an enclosing call, else the data decide: numpy
-        input, and lazy input that fits the in-process budget (an eighth of
-        the available memory, at most 1 GiB), run in this process (a store
-        read into memory once); larger lazy input on a shared LocalCluster.
-        On a distributed scheduler a ``fit`` whose data fit one worker
-        (numpy input or a store path, at most an eighth of the smallest
-        worker's memory limit and 1 GiB) runs as one task on a worker
-        (:mod:`infoclust_dask.cluster._whole`). The fitted ``runner_``
-        says where the fit ran and why. Where it runs never changes the
-        model: the same data, parameters and ``random_state`` give the same
-        bits on every runner, thread count, chunking, worker count and
-        memory size (``docs/conventions.md``, "The same answer wherever it
-        runs").
-    sample_dim : str, optional
-        For xarray input: the dim that holds the samples (see
-        :mod:`infoclust_dask.cluster._xarray`); outputs are then DataArrays
-        over that dim.
-    variables : list of str, optional
-        For a Dataset: the data variables stacked as features.
+    {shared_parameters}
     verbose : int, default=0
         1: print the time of the neighbour search and one line per
         candidate ``t`` (LSMI, eigenvalues, cluster sizes); 2: also the

@@ -45,6 +45,7 @@ from ._base import (
     InfoclustEstimator,
     installs_runner,
     journaled,
+    shared_parameters,
     stream_batch,
     voronoi_labels,
 )
@@ -142,6 +143,7 @@ def critical_stiffness(R, Q, centers, groups):
     return out
 
 
+@shared_parameters
 class SoftKMeans(ClusterColumnsOut, ClusterMixin, TransformerMixin, InfoclustEstimator):
     """Soft K-means with stiffness beta, optionally annealed.
 
@@ -192,30 +194,7 @@ class SoftKMeans(ClusterColumnsOut, ClusterMixin, TransformerMixin, InfoclustEst
     random_state : int, numpy Generator or None, default=None
         Seeds the k-means++ (or random) start and the perturbations between
         betas.
-    scheduler : None, str, distributed.Client or dask cluster, default=None
-        Where the passes run (see :mod:`infoclust_dask.engine.choose`),
-        chosen once per ``fit`` / ``predict`` / ``score`` call and used by
-        every pass of it. ``None``: the scheduler at
-        ``$DASK_SCHEDULER_ADDRESS``, else the active ``distributed.Client``,
-        else the runner of an enclosing call, else the data decide: numpy
-        input, and lazy input that fits the in-process budget (an eighth of
-        the available memory, at most 1 GiB), run in this process (a store
-        read into memory once); larger lazy input on a shared LocalCluster.
-        On a distributed scheduler a ``fit`` whose data fit one worker
-        (numpy input or a store path, at most an eighth of the smallest
-        worker's memory limit and 1 GiB) runs as one task on a worker
-        (:mod:`infoclust_dask.cluster._whole`). The fitted ``runner_``
-        says where the fit ran and why. Where it runs never changes the
-        model: the same data, parameters and ``random_state`` give the same
-        bits on every runner, thread count, chunking, worker count and
-        memory size (``docs/conventions.md``, "The same answer wherever it
-        runs").
-    sample_dim : str, optional
-        For xarray input: the dim that holds the samples (see
-        :mod:`infoclust_dask.cluster._xarray`); outputs are then DataArrays
-        over that dim.
-    variables : list of str, optional
-        For a Dataset: the data variables stacked as features.
+    {shared_parameters}
     verbose : int, default=0
         1: a progress bar over the betas (on a terminal) and one log line per
         beta; 2: also every EM iteration (see :mod:`infoclust_dask._support.progress`).

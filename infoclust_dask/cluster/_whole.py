@@ -57,22 +57,15 @@ def _nbytes(value: Any, first: bool) -> int | None:
 def whole_fit_bytes(runner: Any, X: Any, args: tuple, kwargs: dict, folder: Any) -> tuple[int, int] | None:
     """``(bytes of the fit's data, the runner's loop budget)`` when the
     whole fit should run as one task on a worker of ``runner``; None when
-    it runs here, pass by pass (a runner of this process, data above the
-    budget or lazy, a run folder the workers cannot see)."""
+    it runs here, pass by pass. The rule is
+    :func:`infoclust_dask.engine.whole_call` (where a fit runs is decided in
+    the engine's one module); this measures what it needs: the arguments'
+    bytes and whether the run folder is an object store."""
     from ..storage.paths import is_url
 
-    budget = runner.loop_budget()
-    if budget <= 0:
-        return None
-    if folder is not None and not (is_url(folder) or runner.files_shared()):
-        return None
-    total = 0
-    for i, value in enumerate((X, *args, *kwargs.values())):
-        n = _nbytes(value, first=i == 0)
-        if n is None:
-            return None
-        total += n
-    return (total, budget) if total <= budget else None
+    sizes = [_nbytes(value, first=i == 0) for i, value in enumerate((X, *args, *kwargs.values()))]
+    return engine.whole_call(runner, sizes, folder_given=folder is not None,
+                             folder_is_url=folder is not None and is_url(folder))
 
 
 class Gathered:

@@ -55,6 +55,7 @@ from .choose import (
     place,
     resolve_scheduler,
     runner_for,
+    whole_call,
 )
 from .clients import close_local_client, local_client
 from .execute import ChecksumError, NoWorkersError, one_blas_thread
@@ -91,6 +92,7 @@ __all__ = [
     "Distributed",
     "place",
     "runner_for",
+    "whole_call",
     "data_bytes",
     "in_process_budget",
     "persist",

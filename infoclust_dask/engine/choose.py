@@ -76,7 +76,8 @@ from .in_process import IN_PROCESS_MAX_BYTES, InProcess, in_process_budget
 from .runner import _INSTALLED, Runner, _size
 
 __all__ = ["Runner", "InProcess", "Distributed", "resolve_scheduler", "installed", "place", "in_process_budget",
-           "compute", "runner_for", "data_bytes", "IN_PROCESS_MAX_BYTES", "entry_point", "NAMED_RUNNERS"]
+           "compute", "runner_for", "data_bytes", "IN_PROCESS_MAX_BYTES", "entry_point", "NAMED_RUNNERS",
+           "whole_call"]
 
 # --------------------------------------------------------------------------
 # resolution and placement
@@ -206,6 +207,27 @@ def place(scheduler: Any, nbytes: int, lazy: bool) -> Runner:
     return Distributed(clients.local_client(),
                        f"{_size(nbytes)} of lazy input exceed the in-process budget of {_size(budget)}: a "
                        "LocalCluster on this machine")
+
+
+def whole_call(runner: Runner, sizes: list[int | None], *, folder_given: bool = False, folder_is_url: bool = False
+               ) -> tuple[int, int] | None:
+    """The rule for running a whole call (a fit's loop) as one task on a
+    worker of ``runner`` (:meth:`Runner.run_whole`): ``(bytes, budget)``
+    when the runner has a loop budget (:meth:`Runner.loop_budget`: a
+    distributed scheduler), every argument can travel (``sizes``: bytes of
+    each, None for one that cannot, e.g. lazy input of unknown shape),
+    together within the budget, and a run folder (``folder_given``) is one
+    the workers see (an object store, or workers on this machine); None:
+    the call runs here, pass by pass. Never changes the model."""
+    budget = runner.loop_budget()
+    if budget <= 0:
+        return None
+    if folder_given and not (folder_is_url or runner.files_shared()):
+        return None
+    if any(n is None for n in sizes):
+        return None
+    total = int(sum(n for n in sizes if n is not None))
+    return (total, budget) if total <= budget else None
 
 
 def runner_for(scheduler: Any, data: Any) -> Runner:

@@ -282,3 +282,43 @@ def test_the_workers_seen_by_the_engine_never_drop_out_under_the_clients_periodi
         assert min(r.loop_budget() for _ in range(300)) > 0  # never "no worker: run pass by pass"
     finally:
         client.close()
+
+
+def test_every_registered_scheduler_name_makes_its_runner_and_says_why():
+    """The registry of scheduler names (``choose.NAMED_RUNNERS``): each name
+    and alias makes the runner of its kind, with the name in its reason;
+    an unknown name is refused with the names that work."""
+    for name in ("sync", "synchronous", "single-threaded", "threads", "threading", "threaded"):
+        runner = runners.resolve_scheduler(name)
+        assert runner.in_this_process() and "named" in runner.reason
+    assert runners.resolve_scheduler("sync").parallel_blocks() == 1
+    assert set(runners.NAMED_RUNNERS) >= {"sync", "threads", "local", "distributed", "localcluster"}
+    with pytest.raises(ValueError, match="Unknown scheduler 'nope'.*'sync', 'threads', 'local'"):
+        runners.resolve_scheduler("nope")
+
+
+class _Budget(runners.InProcess):
+    """A runner with a given loop budget and file visibility (the rule's inputs)."""
+
+    def __init__(self, budget, shared):
+        super().__init__(1, "test")
+        self._budget, self._shared = budget, shared
+
+    def loop_budget(self):
+        return self._budget
+
+    def files_shared(self):
+        return self._shared
+
+
+def test_the_whole_call_rule():
+    """``choose.whole_call``: a whole fit goes to one worker only with a loop
+    budget, every argument of known size, all within the budget, and a run
+    folder the workers see."""
+    assert runners.whole_call(_Budget(0, True), [10]) is None  # no budget: this process
+    assert runners.whole_call(_Budget(100, True), [10, 20]) == (30, 100)
+    assert runners.whole_call(_Budget(100, True), [60, 41]) is None  # above the budget
+    assert runners.whole_call(_Budget(100, True), [10, None]) is None  # an argument that cannot travel
+    assert runners.whole_call(_Budget(100, False), [10], folder_given=True) is None  # folder not seen there
+    assert runners.whole_call(_Budget(100, False), [10], folder_given=True, folder_is_url=True) == (10, 100)
+    assert runners.whole_call(_Budget(100, False), [10]) == (10, 100)  # no folder: nothing to see
