@@ -22,6 +22,7 @@ from .. import engine, metrics
 from .._inputs import check_sample_weight, prepare_input
 from .._support.hints import DataLike, Labels, NumbersLike, RandomStateLike, SchedulerLike, Sequence
 from .._support.progress import say
+from .._support.stack import user_stacklevel
 from .._support.validation import ArrayLike, Interval, Options, check_n_clusters, check_random_state, validate_params
 from ..kernels.kmeans import ASSIGN, DISTANCES, INERTIA, LABELLED_INERTIA, LLOYD_FAR, LLOYD_STEP
 from ..kernels.stats import SUM_SQ
@@ -162,7 +163,7 @@ def lloyd(X, w, centers, *, max_iter, tol, verbose=0, label="", warn_empty=True,
                     "re-seeded at the points farthest from their centres. Consider fewer "
                     "clusters or another init.",
                     EmptyClusterWarning,
-                    stacklevel=4,
+                    stacklevel=user_stacklevel(),
                 )
         shift = float(((new - centers) ** 2).sum())
         if verbose:
@@ -462,7 +463,7 @@ class KMeans(ClusterColumnsOut, ClusterMixin, TransformerMixin, InfoclustEstimat
                 f"KMeans stopped at max_iter={self.max_iter} before converging; increase "
                 "max_iter or tol.",
                 ConvergenceWarning,
-                stacklevel=4,  # this method, fit, its wrapper: the caller's line
+                stacklevel=user_stacklevel(),
             )
         if not labels:
             return self

@@ -49,12 +49,11 @@ def test_the_docstring_holds_the_shared_parameters_and_the_methods_their_decorat
     if "Parameters are those of" not in cls.__doc__:
         assert SHARED_PARAMETERS_DOC in cls.__doc__
         assert SHARED_PARAMETERS_MARK.strip() not in cls.__doc__
-        owner = next(c for c in cls.__mro__ if c.__doc__ and SHARED_PARAMETERS_DOC in c.__doc__)
-        source = inspect.getsource(owner)
-        assert "@shared_parameters" in inspect.getsource(inspect.getmodule(owner)) and SHARED_PARAMETERS_MARK in source
-    package = [inspect.getsource(m) for m in vars(cluster).values() if inspect.ismodule(m)] + [
-        inspect.getsource(_base)]
-    assert sum(src.count(SHARED_PARAMETERS_DOC) for src in package) <= 1  # the text once, in _base.py
+        owner = [c for c in cls.__mro__ if c.__module__.startswith("infoclust_dask")
+                 and SHARED_PARAMETERS_MARK in inspect.getsource(c)]
+        assert owner and "@shared_parameters" in inspect.getsource(inspect.getmodule(owner[0]))
+    modules = {m for m in vars(cluster).values() if inspect.ismodule(m)} | {_base}
+    assert sum(inspect.getsource(m).count(SHARED_PARAMETERS_DOC) for m in modules) == 1  # the text once: _base.py
     for name in PER_SAMPLE + OTHERS:
         f = getattr(cls, name, None)
         if f is not None and f.__module__.startswith("infoclust_dask"):
@@ -88,3 +87,28 @@ def test_shared_parameters_refuses_a_docstring_without_its_line():
     """
 
     assert SHARED_PARAMETERS_DOC in WithLine.__doc__ and "{shared_parameters}" not in WithLine.__doc__
+
+
+def test_kmeans_warnings_point_at_the_users_line_directly_and_inside_another_fit():
+    """K-means' warnings name the user's line (``_support.stack.user_stacklevel``),
+    whether KMeans is fitted directly or by another estimator's fit (DC
+    starts from K-means' centres on its own prepared input)."""
+    import warnings
+
+    import numpy as np
+
+    from infoclust_dask import DiscriminativeClustering, KMeans
+    from infoclust_dask.cluster._kmeans import EmptyClusterWarning
+
+    X = np.repeat(np.arange(4.0)[:, None], 5, axis=0)  # 4 distinct rows, 20 rows: 6 centres leave some empty
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        KMeans(6, init=np.array([[0.0], [0.1], [0.2], [3.0], [3.1], [3.2]]), n_init=1, max_iter=5).fit(X)
+    empty = [w for w in seen if issubclass(w.category, EmptyClusterWarning)]
+    assert empty and all(w.filename == __file__ for w in empty), [(w.filename, w.lineno) for w in seen]
+    rng = np.random.default_rng(0)
+    Xd = rng.normal(size=(300, 2))
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        DiscriminativeClustering(3, sigma=1.0, max_iter=2, random_state=0).fit(Xd, (Xd[:, 0] > 0).astype(int))
+    assert seen and all(w.filename == __file__ for w in seen), [(w.category.__name__, w.filename) for w in seen]
