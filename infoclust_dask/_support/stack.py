@@ -5,6 +5,7 @@ called directly, or from another estimator's fit)."""
 from __future__ import annotations
 
 import sys
+from types import FrameType
 
 __all__ = ["user_stacklevel"]
 
@@ -15,7 +16,7 @@ def user_stacklevel() -> int:
     """The ``stacklevel`` for ``warnings.warn`` in the function that calls
     this: the first frame above it whose module is not of this package
     (2 when its caller is already outside)."""
-    frame = sys._getframe(2)  # the warning function's caller
+    frame: FrameType | None = sys._getframe(2)  # the warning function's caller
     level = 2
     while frame is not None and frame.f_globals.get("__name__", "").split(".")[0] == PACKAGE:
         frame = frame.f_back
