@@ -1,6 +1,7 @@
 """Old import paths of modules that moved (the fourth shape step put the
 store's layout in ``storage/``, reading and writing stores in ``io/``, the
-solvers in ``solvers/``): for one release ``import infoclust_dask.store`` and
+solvers in ``solvers/``; the fifth, the engine's ``runners`` and the
+root's ``_scheduler`` in ``engine/choose.py`` and ``engine/clients.py``): for one release ``import infoclust_dask.store`` and
 ``from infoclust_dask.store import open_dataset`` still work, give the module
 at its new place (the same object: patching one patches the other) and warn
 once with a :class:`DeprecationWarning` that names the new path.
@@ -31,6 +32,9 @@ MOVED = {
     "infoclust_dask.folds": "infoclust_dask.io.folds",
     "infoclust_dask.eigen": "infoclust_dask.solvers.eigen",
     "infoclust_dask.optimize": "infoclust_dask.solvers.optimize",
+    # the fifth shape step (issue 66): where a fit runs is decided in engine/choose.py, connections in engine/clients.py
+    "infoclust_dask.engine.runners": "infoclust_dask.engine.choose",
+    "infoclust_dask._scheduler": "infoclust_dask.engine.clients",
 }
 
 
