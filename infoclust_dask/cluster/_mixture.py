@@ -114,11 +114,15 @@ class _IsotropicMixture(InfoclustEstimator):
     def _check(self, n):
         check_n_clusters(self, self._k, n, name="n_components" if self.n_components is not None else "n_clusters")
 
-    def _start(self, X, info, n_classes, rng) -> dict:
+    def _start(self, X, info, n_classes, rng, prepared=True) -> dict:
         """The first parameters: K-means means, one variance from K-means' inertia (or ``sigma``), equal
-        weights and class probabilities."""
+        weights and class probabilities. ``prepared``: ``X`` is the input ``info`` describes, so K-means
+        runs on it as it is (no second check or moments pass); ``partial_fit``'s first batch passes its
+        float64 rows, which K-means checks itself."""
         k, d = self._k, info.d
-        km = KMeans(k, random_state=int(rng.integers(2**31)))._fit_prepared(X, info, labels=False)
+        seed = int(rng.integers(2**31))
+        km = KMeans(k, random_state=seed)._fit_prepared(X, info, labels=False) if prepared else \
+            KMeans(k, random_state=seed).fit(X)
         self._scale = float(np.mean(info.var)) or 1.0
         if self.sigma is None:
             variances = np.full(k, max(km.inertia_ / (info.n * d), self.min_variance * self._scale))
@@ -177,7 +181,7 @@ class _IsotropicMixture(InfoclustEstimator):
         (K-means on it, as ``fit``)."""
         if first:
             self._check(len(X))
-            self._params = self._start(X, info, n_classes, check_random_state(self.random_state))
+            self._params = self._start(X, info, n_classes, check_random_state(self.random_state), prepared=False)
             self._totals = None
             self.loglik_history_, self.n_steps_ = [], 0
         st = engine.map_reduce(MIXTURE_EM, X, C, params=self._params)
