@@ -14,6 +14,7 @@ from infoclust_dask.extend import (
     installs_runner,
     journaled,
     prepare_input,
+    shared_parameters,
     validate_params,
 )
 
@@ -21,6 +22,7 @@ from . import objective
 from .kernel import NEAREST, STEP_STATS
 
 
+@shared_parameters
 class OneStepMeans(ClusterMixin, InfoclustEstimator):
     """One Lloyd step from the first ``n_clusters`` rows (a toy).
 
@@ -29,10 +31,7 @@ class OneStepMeans(ClusterMixin, InfoclustEstimator):
     n_clusters : int, default=2
     random_state : int, numpy Generator or None, default=None
         Unused (the start is the first rows).
-    scheduler : None, str, distributed.Client or dask cluster, default=None
-        Where the passes run.
-    sample_dim : str, optional
-    variables : list of str, optional
+    {shared_parameters}
     verbose : int, default=0
         Unused.
     """
