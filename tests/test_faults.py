@@ -88,6 +88,7 @@ def test_two_concurrent_ingests_one_wins_the_store_is_whole(tmp_path):
     assert verify_store(dest)["problems"] == []
 
 
+@pytest.mark.slow  # make test took 532-544 s on a fresh clone on 2026-11-29: in make test-slow (4.1 s)
 def test_ingest_killed_mid_write_leaves_nothing_and_a_rerun_succeeds(tmp_path):
     src = tmp_path / "big.npy"
     np.save(src, np.random.default_rng(0).normal(size=(3_000_000, 8)).astype(np.float32))
@@ -108,6 +109,7 @@ def test_ingest_killed_mid_write_leaves_nothing_and_a_rerun_succeeds(tmp_path):
     assert open_dataset(dest)["x"].shape == (3_000_000, 8)
 
 
+@pytest.mark.slow  # make test took 532-544 s on a fresh clone on 2026-11-29: in make test-slow (3.9 s)
 def test_sigterm_during_ingest_removes_the_temporary(tmp_path):
     src = tmp_path / "big.npy"
     np.save(src, np.random.default_rng(0).normal(size=(3_000_000, 8)).astype(np.float32))

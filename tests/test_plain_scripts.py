@@ -45,6 +45,7 @@ def test_a_script_without_a_main_guard_fits_once_on_threads(store, tmp_path):
     assert 'outside `if __name__ == "__main__":`' in r.stderr
 
 
+@pytest.mark.slow  # make test took 532-544 s on a fresh clone on 2026-11-29: in make test-slow (5.0 s)
 def test_a_guarded_script_keeps_worker_processes(store, tmp_path):
     r = _run(tmp_path, f"""
         print("BODY RAN", flush=True)

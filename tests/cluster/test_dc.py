@@ -320,6 +320,7 @@ def test_classes_keep_a_class_the_training_rows_miss(dcdata):
     assert np.isfinite(dc.score(X[:10], np.full(10, 2)))
 
 
+@pytest.mark.slow  # make test took 532-544 s on a fresh clone on 2026-11-29: in make test-slow (7.7 s)
 def test_partial_fit_streams_the_online_rule_to_near_the_online_fit(dcdata):
     """Issue 54: DC.partial_fit over 10 batches in random order (the loop
     dask_ml's Incremental runs) - the first fitted as fit(optimizer="online")
