@@ -63,7 +63,9 @@ def whole_fit_bytes(runner: Any, X: Any, args: tuple, kwargs: dict, folder: Any)
     bytes and whether the run folder is an object store."""
     from ..storage.paths import is_url
 
-    sizes = [_nbytes(value, first=i == 0) for i, value in enumerate((X, *args, *kwargs.values()))]
+    def sizes():
+        return [_nbytes(value, first=i == 0) for i, value in enumerate((X, *args, *kwargs.values()))]
+
     return engine.whole_call(runner, sizes, folder_given=folder is not None,
                              folder_is_url=folder is not None and is_url(folder))
 

@@ -65,7 +65,7 @@ import inspect
 import os
 import sys
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -209,13 +209,14 @@ def place(scheduler: Any, nbytes: int, lazy: bool) -> Runner:
                        "LocalCluster on this machine")
 
 
-def whole_call(runner: Runner, sizes: list[int | None], *, folder_given: bool = False, folder_is_url: bool = False
-               ) -> tuple[int, int] | None:
+def whole_call(runner: Runner, sizes: Callable[[], list[int | None]], *, folder_given: bool = False,
+               folder_is_url: bool = False) -> tuple[int, int] | None:
     """The rule for running a whole call (a fit's loop) as one task on a
     worker of ``runner`` (:meth:`Runner.run_whole`): ``(bytes, budget)``
     when the runner has a loop budget (:meth:`Runner.loop_budget`: a
-    distributed scheduler), every argument can travel (``sizes``: bytes of
-    each, None for one that cannot, e.g. lazy input of unknown shape),
+    distributed scheduler), every argument can travel (``sizes()``: bytes of
+    each, None for one that cannot, e.g. lazy input of unknown shape; asked
+    only once the runner has a budget - measuring may open a store),
     together within the budget, and a run folder (``folder_given``) is one
     the workers see (an object store, or workers on this machine); None:
     the call runs here, pass by pass. Never changes the model."""
@@ -224,9 +225,10 @@ def whole_call(runner: Runner, sizes: list[int | None], *, folder_given: bool = 
         return None
     if folder_given and not (folder_is_url or runner.files_shared()):
         return None
-    if any(n is None for n in sizes):
+    measured = sizes()
+    if any(n is None for n in measured):
         return None
-    total = int(sum(n for n in sizes if n is not None))
+    total = int(sum(n for n in measured if n is not None))
     return (total, budget) if total <= budget else None
 
 

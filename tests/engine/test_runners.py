@@ -315,10 +315,10 @@ def test_the_whole_call_rule():
     """``choose.whole_call``: a whole fit goes to one worker only with a loop
     budget, every argument of known size, all within the budget, and a run
     folder the workers see."""
-    assert runners.whole_call(_Budget(0, True), [10]) is None  # no budget: this process
-    assert runners.whole_call(_Budget(100, True), [10, 20]) == (30, 100)
-    assert runners.whole_call(_Budget(100, True), [60, 41]) is None  # above the budget
-    assert runners.whole_call(_Budget(100, True), [10, None]) is None  # an argument that cannot travel
-    assert runners.whole_call(_Budget(100, False), [10], folder_given=True) is None  # folder not seen there
-    assert runners.whole_call(_Budget(100, False), [10], folder_given=True, folder_is_url=True) == (10, 100)
-    assert runners.whole_call(_Budget(100, False), [10]) == (10, 100)  # no folder: nothing to see
+    assert runners.whole_call(_Budget(0, True), lambda: [10]) is None  # no budget: this process
+    assert runners.whole_call(_Budget(100, True), lambda: [10, 20]) == (30, 100)
+    assert runners.whole_call(_Budget(100, True), lambda: [60, 41]) is None  # above the budget
+    assert runners.whole_call(_Budget(100, True), lambda: [10, None]) is None  # an argument that cannot travel
+    assert runners.whole_call(_Budget(100, False), lambda: [10], folder_given=True) is None  # folder not seen there
+    assert runners.whole_call(_Budget(100, False), lambda: [10], folder_given=True, folder_is_url=True) == (10, 100)
+    assert runners.whole_call(_Budget(100, False), lambda: [10]) == (10, 100)  # no folder: nothing to see
