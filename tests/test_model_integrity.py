@@ -6,6 +6,8 @@ each row: a segfault at 1e6 columns, silent garbage at 6-50); a model with
 was opened by ``verify``. Each is refused now, with a message."""
 
 import json
+import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -220,6 +222,61 @@ def test_an_empty_stale_lock_does_not_block_the_next_write(tmp_path):
     old = time.time() - 3600
     os.utime(lock, (old, old))
     assert write_dataset(path, np.ones((4, 2))) == path and not lock.exists()
+
+
+def test_the_lock_names_its_writer_from_the_instant_it_exists(tmp_path, monkeypatch):
+    """(issue 65's CI) a writer SIGKILLed between creating the lock and
+    writing its PID into it left an empty lock, and the next append within
+    60 s was refused ("Another process (PID ?)"): the lock now appears by a
+    hard link of a file that already holds the PID."""
+    import os
+
+    from infoclust_dask.storage import atomic
+
+    seen = []
+    real_link = os.link
+
+    def link(src, dst):
+        real_link(src, dst)
+        seen.append(Path(dst).read_text())
+
+    monkeypatch.setattr(atomic.os, "link", link)
+    write_dataset(tmp_path / "s.zarr", np.ones((4, 2)))
+    assert seen == [str(os.getpid())]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.zarr"]  # no lock, no staged PID file left
+
+
+def test_a_writer_killed_before_its_lock_existed_leaves_nothing_in_the_way(tmp_path):
+    """The staged PID file of a writer killed before the link is removed by
+    the next writer, which takes the lock."""
+    import subprocess
+    import sys
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    staged = tmp_path / f".s.zarr.lock-{dead.pid}-0123abcd"
+    staged.write_text(str(dead.pid))
+    assert write_dataset(tmp_path / "s.zarr", np.ones((4, 2))) == tmp_path / "s.zarr"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.zarr"]
+
+
+def test_without_hard_links_the_lock_is_created_exclusively(tmp_path, monkeypatch):
+    """A file system without hard links (EPERM): the lock is created with
+    O_EXCL and the PID written after; a second writer is still refused."""
+    import errno
+
+    from infoclust_dask.storage import atomic
+    from infoclust_dask.storage.atomic import StoreError, WriteLock
+
+    def link(src, dst):
+        raise OSError(errno.EPERM, "Operation not permitted")
+
+    monkeypatch.setattr(atomic.os, "link", link)
+    with WriteLock(tmp_path / "s.zarr"):
+        assert (tmp_path / ".s.zarr.lock-").read_text() == str(os.getpid())
+        with pytest.raises(StoreError, match=rf"PID {os.getpid()}\) is writing"):
+            WriteLock(tmp_path / "s.zarr").__enter__()
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_cmbc_predict_refuses_non_binary_rows():

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import errno
 import os
 import re
 import shutil
@@ -133,25 +134,62 @@ class WriteLock:
     def __enter__(self):
         self.path.parent.mkdir(parents=True, exist_ok=True)
         for _ in range(2):
-            try:
-                fd = os.open(self.lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            except FileExistsError:
-                pid = _read_lock_pid(self.lock)
-                if (pid.isdigit() and not _pid_alive(int(pid))) or (not pid and _older_than(self.lock, 60.0)):
-                    # a dead writer's lock, or an empty one left when writing the PID failed (a full disk)
-                    self.lock.unlink(missing_ok=True)
-                    continue
-                raise StoreError(f"Another process (PID {pid or '?'}) is writing '{self.path}'; wait for it "
-                                 f"to finish (or, if no such process runs, remove '{self.lock}').") from None
-            try:
-                with os.fdopen(fd, "w") as fh:
-                    fh.write(str(os.getpid()))
-            except OSError as exc:  # e.g. no space left: no empty lock may stay behind
+            if self._claim():
+                return self
+            pid = _read_lock_pid(self.lock)
+            if (pid.isdigit() and not _pid_alive(int(pid))) or (not pid and _older_than(self.lock, 60.0)):
+                # a dead writer's lock, or an empty one (the fallback below, killed before it wrote its PID)
                 self.lock.unlink(missing_ok=True)
-                raise StoreError(f"Cannot take the write lock '{self.lock}' for '{self.path}': {exc.strerror}.") \
-                    from None
-            return self
+                continue
+            raise StoreError(f"Another process (PID {pid or '?'}) is writing '{self.path}'; wait for it "
+                             f"to finish (or, if no such process runs, remove '{self.lock}').")
         raise StoreError(f"Cannot take the write lock '{self.lock}' for '{self.path}'.")
+
+    def _claim(self) -> bool:
+        """Create the lock with this process' PID already in it, or return
+        False if it exists. The PID goes into a file of its own first, which
+        is then hard-linked as the lock (a link fails if the name exists):
+        a writer killed at any instant leaves either no lock or one naming
+        it, never an empty one that the next writer would have to take for
+        a live writer's (``.NAME.lock-PID-HEX``, left if killed before the
+        link, is removed by :func:`clean_stale_temporaries`). Where the file
+        system has no hard links, the lock is created exclusively and the PID
+        written after."""
+        staged = self.path.parent / f".{self.path.name}.lock-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        try:
+            try:
+                with open(staged, "x") as fh:
+                    fh.write(str(os.getpid()))
+            except OSError as exc:  # e.g. no space left
+                raise StoreError(f"Cannot take the write lock '{self.lock}' for '{self.path}': "
+                                 f"{exc.strerror}.") from None
+            try:
+                os.link(staged, self.lock)
+                return True
+            except FileExistsError:
+                return False
+            except OSError as exc:
+                if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS, errno.EXDEV):
+                    raise StoreError(f"Cannot take the write lock '{self.lock}' for '{self.path}': "
+                                     f"{exc.strerror}.") from None
+        finally:
+            staged.unlink(missing_ok=True)
+        return self._claim_exclusively()
+
+    def _claim_exclusively(self) -> bool:
+        """The lock created with ``O_EXCL``, then the PID written into it."""
+        try:
+            fd = os.open(self.lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            return False
+        try:
+            with os.fdopen(fd, "w") as fh:
+                fh.write(str(os.getpid()))
+        except OSError as exc:  # e.g. no space left: no empty lock may stay behind
+            self.lock.unlink(missing_ok=True)
+            raise StoreError(f"Cannot take the write lock '{self.lock}' for '{self.path}': {exc.strerror}.") \
+                from None
+        return True
 
     def __exit__(self, *exc):
         self.lock.unlink(missing_ok=True)
