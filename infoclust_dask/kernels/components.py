@@ -21,7 +21,12 @@ import numpy as np
 
 from ._common import Pass
 
-__all__ = ["knn_forest", "combine_forests", "component_labels", "COMPONENTS"]
+__all__ = ["knn_forest", "combine_forests", "component_labels", "COMPONENTS", "DENSE_SPAN_MAX"]
+
+#: node numbers spanning up to this many are numbered densely however few the edges (the union-find's arrays:
+#: 5 bytes a number in int32, 84 MB at most; a block of 65 536 rows of neighbour lists at 1e7 rows spans ~1e7
+#: numbers with 655 360 edges, whose sort costs more than the arrays); wider spans are numbered by np.unique
+DENSE_SPAN_MAX = 1 << 24
 
 
 def _forest(u, v):
@@ -36,41 +41,20 @@ def _forest(u, v):
     v = v.astype(dtype, copy=False)
     if u.size == 0:
         return {"node": np.zeros(0, dtype), "root": np.zeros(0, dtype)}
-    import scipy.sparse as sp
-    from scipy.sparse.csgraph import connected_components
+    from ._union_find import dense_forest
 
     e = u.size
     lo = int(min(u.min(), v.min()))
     span = int(max(u.max(), v.max())) - lo + 1
-    if span <= 8 * e + 1024 and span < 2**31:
+    if span <= 8 * e + 1024 or span <= DENSE_SPAN_MAX:
         # dense numbering of the span (a block's neighbours and the forests near the top of the tree
         # cover most rows): no sort, no inverse; untouched numbers are singletons and are left out
-        uu = (u - lo).astype(np.int32, copy=False)
-        vv = (v - lo).astype(np.int32, copy=False)
-        graph = sp.coo_matrix((np.ones(e, dtype=np.int8), (uu, vv)), shape=(span, span))
-        k, comp = connected_components(graph, directed=True, connection="weak")
-        del graph
-        touched = np.zeros(span, dtype=bool)
-        touched[uu] = True
-        touched[vv] = True
-        del uu, vv
-        pos = np.arange(span, dtype=np.int32)
-        root = np.full(k, span, dtype=np.int32)
-        np.minimum.at(root, comp, pos)  # smallest member of each component
-        r = root[comp]
-        keep = touched & (r != pos)
-        return {"node": (np.flatnonzero(keep) + lo).astype(dtype), "root": (r[keep] + lo).astype(dtype)}
-    nodes, inv = np.unique(np.concatenate([u, v]), return_inverse=True)
-    inv = inv.reshape(-1).astype(np.int32 if nodes.size < 2**31 else np.int64, copy=False)
-    graph = sp.coo_matrix((np.ones(e, dtype=np.int8), (inv[:e], inv[e:])), shape=(nodes.size, nodes.size))
-    del inv
-    k, comp = connected_components(graph, directed=True, connection="weak")
-    del graph
-    root = np.full(k, np.iinfo(dtype).max, dtype=dtype)
-    np.minimum.at(root, comp, nodes)  # nodes are sorted: the first of each component is its smallest
-    r = root[comp]
-    keep = r != nodes
-    return {"node": nodes[keep], "root": r[keep]}
+        node, root = dense_forest(u - dtype(lo), v - dtype(lo), span)
+        return {"node": node + dtype(lo), "root": root + dtype(lo)}
+    nodes, inv = np.unique(np.concatenate([u, v]), return_inverse=True)  # sorted: dense ids keep the order
+    inv = inv.reshape(-1).astype(dtype, copy=False)
+    node, root = dense_forest(inv[:e], inv[e:], nodes.size)
+    return {"node": nodes[node], "root": nodes[root]}
 
 
 def knn_forest(idx: np.ndarray, *, start: int, t: int) -> dict[str, np.ndarray]:
@@ -99,10 +83,13 @@ def combine_forests(parts: list[dict]) -> dict[str, np.ndarray]:
 def component_labels(forest: dict, n: int) -> tuple[np.ndarray, int]:
     """Component numbers ``0 .. k-1`` of the ``n`` nodes (numbered by their
     smallest node, so the labels do not depend on the blocks) and ``k``."""
+    if not n:
+        return np.zeros(0, dtype=np.int64), 0
     roots = np.arange(n, dtype=np.int32 if n < 2**31 else np.int64)
     roots[forest["node"]] = forest["root"]
-    _, labels = np.unique(roots, return_inverse=True)
-    return labels.reshape(-1), int(labels.max()) + 1 if n else 0
+    is_root = roots == np.arange(n, dtype=roots.dtype)  # a component's smallest node is its own root
+    number = np.cumsum(is_root) - 1  # components numbered in the order of their smallest nodes
+    return number[roots], int(number[-1]) + 1
 
 
 COMPONENTS = Pass("knn_components", knn_forest, inputs=("idx",), start=True, combine=combine_forests)

@@ -202,6 +202,37 @@ def test_the_dense_and_the_sorted_numbering_of_a_forest_agree(dtype):
     assert dict(zip(dense["node"].tolist(), dense["root"].tolist())) == {a: r for a, r in ref.items() if a != r}
 
 
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+@pytest.mark.parametrize("spread", [1, 10**4])
+def test_the_union_find_equals_scipy_with_self_loops_and_repeated_edges(dtype, spread, monkeypatch):
+    """The compiled union-find (:mod:`infoclust_dask.kernels._union_find`)
+    against ``scipy.sparse.csgraph.connected_components`` on edge lists
+    with self-loops, repeated and reversed edges and isolated nodes, on
+    both numberings (dense, and sorted: spread-out node numbers with a
+    small dense limit)."""
+    import scipy.sparse as sp
+
+    from infoclust_dask.kernels import components
+
+    monkeypatch.setattr(components, "DENSE_SPAN_MAX", 1000)
+    rng = np.random.default_rng(11)
+    n = 4000
+    u = rng.integers(0, n, 2500)
+    v = np.where(rng.random(2500) < 0.1, u, rng.integers(0, n, 2500))  # self-loops
+    u, v = np.concatenate([u, v[:300]]), np.concatenate([v, u[:300]])  # reversed repeats
+    u, v = np.concatenate([u, u[:200]]), np.concatenate([v, v[:200]])  # exact repeats
+    G = sp.coo_matrix((np.ones(u.size), (u, v)), shape=(n, n))
+    k_ref, lab_ref = connected_components(G, directed=True, connection="weak")
+    forest = components._forest((u * spread).astype(dtype), (v * spread).astype(dtype))
+    assert forest["node"].dtype == dtype and np.all(np.diff(forest["node"]) > 0)
+    assert np.all(forest["root"] < forest["node"])
+    labels, k = component_labels({"node": forest["node"] // spread, "root": forest["root"] // spread}, n)
+    assert k == k_ref > 100
+    assert ari(lab_ref, labels) == 1.0
+    first = np.array([np.flatnonzero(labels == q)[0] for q in range(k)])
+    assert np.all(np.diff(first) > 0)  # components numbered in the order of their smallest nodes
+
+
 def test_components_count_a_graph_of_isolated_points_and_padding():
     idx = np.array([[-1, -1], [0, -1], [-1, -1], [-1, -1]])
     labels, k = component_labels(engine.map_reduce(COMPONENTS, idx, params={"t": 2}, scheduler="sync"), 4)
