@@ -215,10 +215,12 @@ class SMIC(ClusterMixin, InfoclustEstimator):
         The training rows (kept by reference: numpy, or the lazy dask array
         of a store) for ``predict``.
     timings_ : dict
-        Seconds spent finding neighbours (``"knn"``), building kernels
-        (``"kernel"``), in the eigensolver (``"eigen"``), assigning
-        (``"assign"``) and computing LSMI (``"lsmi"``), summed over the
-        candidates (and the second solve of the chosen ``t``).
+        Seconds spent finding neighbours (``"knn"``; ``"knn_recall"``:
+        checking an approximate graph), finding the graph's connected
+        components (``"components"``), building kernels (``"kernel"``), in
+        the eigensolver (``"eigen"``), assigning (``"assign"``) and
+        computing LSMI (``"lsmi"``), summed over the candidates (and the
+        second solve of the chosen ``t``).
     n_features_in_ : int
 
     Notes
@@ -349,7 +351,7 @@ class SMIC(ClusterMixin, InfoclustEstimator):
         ts, prior = self._check_params(info.n)
         check_not_constant(info, "X")
         seed = int(check_random_state(self.random_state).integers(2**31 - 1))
-        timings = dict.fromkeys(("knn", "kernel", "eigen", "assign", "lsmi"), 0.0)
+        timings = dict.fromkeys(("knn", "components", "kernel", "eigen", "assign", "lsmi"), 0.0)
 
         t0 = time.perf_counter()
         method = self._knn_method(info.n)
@@ -383,7 +385,9 @@ class SMIC(ClusterMixin, InfoclustEstimator):
                 lists = [d2, idx] if len(ts) > 1 else [d2, idx, "release"]
                 if len(ts) == 1:
                     del d2, idx
+                t1 = time.perf_counter()
                 components[t] = graph_components(lists[1], t)
+                timings["components"] += time.perf_counter() - t1
                 solution = solve(self, lists, t, prior, seed, timings, on_workers, components[t])
                 fits[t] = solution[:2]
                 bar.update(1, t=t)

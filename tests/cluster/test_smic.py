@@ -141,7 +141,7 @@ def test_model_selection_takes_the_largest_lsmi():
     np.testing.assert_array_equal(fixed.labels_, m.labels_)
     assert fixed.lsmi_[m.t_] == pytest.approx(m.lsmi_[m.t_], abs=1e-12)
     assert ari(y, m.labels_) == 1.0
-    assert set(m.timings_) == {"knn", "kernel", "eigen", "assign", "lsmi"}
+    assert set(m.timings_) == {"knn", "components", "kernel", "eigen", "assign", "lsmi"}
 
 
 @pytest.mark.parametrize("lsmi,expected", [
