@@ -46,7 +46,7 @@ def _forest(u, v):
     e = u.size
     lo = int(min(u.min(), v.min()))
     span = int(max(u.max(), v.max())) - lo + 1
-    if span <= 8 * e + 1024 or span <= DENSE_SPAN_MAX:
+    if (span <= 8 * e + 1024 or span <= DENSE_SPAN_MAX) and span < 2**31:  # arrays of at most 2**31 numbers
         # dense numbering of the span (a block's neighbours and the forests near the top of the tree
         # cover most rows): no sort, no inverse; untouched numbers are singletons and are left out
         node, root = dense_forest(u - dtype(lo), v - dtype(lo), span)
