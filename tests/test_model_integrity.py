@@ -229,8 +229,6 @@ def test_the_lock_names_its_writer_from_the_instant_it_exists(tmp_path, monkeypa
     writing its PID into it left an empty lock, and the next append within
     60 s was refused ("Another process (PID ?)"): the lock now appears by a
     hard link of a file that already holds the PID."""
-    import os
-
     from infoclust_dask.storage import atomic
 
     seen = []

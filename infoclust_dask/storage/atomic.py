@@ -161,8 +161,7 @@ class WriteLock:
                 with open(staged, "x") as fh:
                     fh.write(str(os.getpid()))
             except OSError as exc:  # e.g. no space left
-                raise StoreError(f"Cannot take the write lock '{self.lock}' for '{self.path}': "
-                                 f"{exc.strerror}.") from None
+                raise self._failed(exc) from None
             try:
                 os.link(staged, self.lock)
                 return True
@@ -170,8 +169,7 @@ class WriteLock:
                 return False
             except OSError as exc:
                 if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS, errno.EXDEV):
-                    raise StoreError(f"Cannot take the write lock '{self.lock}' for '{self.path}': "
-                                     f"{exc.strerror}.") from None
+                    raise self._failed(exc) from None
         finally:
             staged.unlink(missing_ok=True)
         return self._claim_exclusively()
@@ -187,9 +185,12 @@ class WriteLock:
                 fh.write(str(os.getpid()))
         except OSError as exc:  # e.g. no space left: no empty lock may stay behind
             self.lock.unlink(missing_ok=True)
-            raise StoreError(f"Cannot take the write lock '{self.lock}' for '{self.path}': {exc.strerror}.") \
-                from None
+            raise self._failed(exc) from None
         return True
+
+    def _failed(self, exc: OSError) -> StoreError:
+        """The error of a lock that could not be written (e.g. no space left)."""
+        return StoreError(f"Cannot take the write lock '{self.lock}' for '{self.path}': {exc.strerror}.")
 
     def __exit__(self, *exc):
         self.lock.unlink(missing_ok=True)
