@@ -16,7 +16,17 @@ import numpy as np
 from .. import engine
 from .._inputs import open_input
 from .._support.hints import DataLike, SchedulerLike
-from ..kernels.knn import KNN, KNN_CELLS, KNN_QUERY, NND_KEYS, cell_radii, merge_cells, nnd_settings
+from ..kernels.knn import (
+    KNN,
+    KNN_CELLS,
+    KNN_QUERY,
+    NND_KEYS,
+    cell_radii,
+    cell_sizes,
+    cell_task_bytes,
+    merge_cells,
+    nnd_settings,
+)
 from ..objectives.smic import kernel_matrix
 
 __all__ = ["KnnParams", "knn_recall", "local_scaling_affinity", "EXACT_KNN_MAX_ROWS", "INDEX_MAX_ROWS", "MIN_CELLS", "CELL_SAMPLE_ROWS",
@@ -44,8 +54,8 @@ MIN_CELLS = 8
 #: two cells whose bisector test would send each other ghosts amounting to this fraction of their own rows
 #: share one index (a boundary through one natural cluster: in 16 dimensions nearly all of each half)
 MERGE_GHOSTS = 0.5
-#: a merged cell holds at most this many rows (its task keeps ~900 bytes a row: rows, float32 copy, NN-descent's
-#: lists and candidate heaps)
+#: a merged cell holds at most this many own rows (its task keeps ~1.3 kB a row with 16 features:
+#: :func:`~infoclust_dask.kernels.knn.cell_task_bytes`)
 MAX_CELL_ROWS = 2_000_000
 #: rows per cell in the sample that places the cells' centres and sets their routing radii
 CELL_SAMPLE_ROWS = 20_000
@@ -85,7 +95,9 @@ def _neighbour_lists(X, t, method="exact", params=None, progress=False, keep=Fal
         int32_ids = n < 2**31  # one decision: the cells answer with this type, the outputs declare it
         outputs = ((np.float64, (t,)), (np.int32 if int32_ids else np.int64, (t,)))
         n_cells = max(MIN_CELLS, -(-n // INDEX_MAX_ROWS))
-        centres, groups, radii = _cell_plan(X, n_cells, t, random_state)
+        centres, groups, radii, rows = _cell_plan(X, n_cells, t, random_state)
+        _check_cell_tasks(rows, int(X.shape[1]),
+                          nnd_settings(t, params)["n_neighbors"] / nnd_settings(t)["n_neighbors"])
         d2, idx = engine.partition_pairs(KNN_CELLS, X, n_parts=len(radii), outputs=outputs,
                                          params={"t": t, "centers": centres, "groups": groups, "radii": radii},
                                          build_params={"t": t, **nnd_settings(t, params),
@@ -114,8 +126,10 @@ def _cell_plan(X, n_cells, t, random_state):
     (:func:`~infoclust_dask.kernels.knn.cell_radii`, the
     :data:`ROUTE_QUANTILE` of its rows' estimated ``t``-th neighbour
     distance): the rows of other cells closer than that to the cell's
-    boundary are indexed with it. Returns ``(centres, groups, radii)``,
-    ``groups[j]`` the cell of centre ``j``, ``radii[g]`` cell ``g``'s."""
+    boundary are indexed with it. Returns ``(centres, groups, radii,
+    rows)``, ``groups[j]`` the cell of centre ``j``, ``radii[g]`` cell
+    ``g``'s and ``rows[g]`` the rows (own and ghosts) its task is estimated
+    to gather, from the same sample."""
     from ._kmeans import KMeans
 
     n = int(X.shape[0])
@@ -132,7 +146,26 @@ def _cell_plan(X, n_cells, t, random_state):
     groups = merge_cells(sample, centres, radii, n_rows=n, max_rows=MAX_CELL_ROWS, min_ghosts=MERGE_GHOSTS)
     if groups.max() + 1 < len(centres):
         radii = cell_radii(sample, centres, t=int(t), n_rows=n, quantile=ROUTE_QUANTILE, groups=groups)
-    return centres, groups, radii
+    return centres, groups, radii, cell_sizes(sample, centres, radii, n_rows=n, groups=groups)
+
+
+def _check_cell_tasks(rows, d, wider=1.0):
+    """Refuse, before any cell is searched, a plan whose largest cell (its
+    estimated own and ghost ``rows``, :func:`~infoclust_dask.kernels.knn.cell_sizes`)
+    needs more memory in its one task than any worker can take
+    (:func:`infoclust_dask.engine.check_task`): rows whose neighbours cross
+    every cell boundary (clusters that overlap, in many dimensions) make
+    one cell of nearly all rows, or cells whose ghosts are most rows; run,
+    the task would kill one worker after another. The plan, and so the
+    graph, never depends on the workers: only whether it can be built
+    there. ``wider``: the NN-descent lists' width over the default's (a
+    task's memory grows about in proportion: its lists and heaps)."""
+    largest = float(np.max(rows)) if len(rows) else 0.0
+    need = int(cell_task_bytes(largest, d) * max(1.0, float(wider)))
+    engine.check_task(need, f"SMIC's approximate neighbour search: its largest cell (about {largest:,.0f} rows "
+                            f"with the other cells' rows near its boundary, {len(rows)} cell{'s' * (len(rows) != 1)} in all)",
+                      "pass knn='exact' (block against block: memory bounded by two row blocks, time growing "
+                      "with the square of the rows), or fit on fewer rows")
 
 
 def knn_recall(X: DataLike, idx: Any, *, n_queries: int = 2000, random_state: int = 0,

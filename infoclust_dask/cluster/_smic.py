@@ -155,8 +155,14 @@ class SMIC(ClusterMixin, InfoclustEstimator):
         of each cell's rows and the rows of other cells near its boundary,
         answering its own rows - each row is searched once, so the time
         grows about linearly in n; its recall against exact search on 2000
-        seeded rows is ``knn_recall_`` (a warning below 0.9). ``"auto"``:
-        exact up to 50 000 rows, approximate above.
+        seeded rows is ``knn_recall_`` (a warning below 0.9). Each cell is
+        searched in one task of ~1.3 kB a row (16 features): where the
+        clusters overlap in many dimensions every row's neighbours cross
+        every boundary and the cells merge into one of nearly all rows
+        (2e6 rows: ~2.6 GB in one task, on one core); a plan whose
+        largest cell no worker can hold is refused before any search,
+        naming the memory limit that would do. ``"auto"``: exact up to
+        50 000 rows, approximate above.
     knn_params : dict, optional
         NN-descent settings: ``n_neighbors`` (the list each row keeps while
         the graph improves; default ``ceil(2.5 t) + 1``), ``max_candidates``

@@ -46,6 +46,7 @@ from .choose import (
     Distributed,
     InProcess,
     Runner,
+    check_task,
     compute,
     current_runner,
     data_bytes,
@@ -62,10 +63,13 @@ from .execute import ChecksumError, NoWorkersError, one_blas_thread
 from .pairs import block_pairs, cross_pairs, partition_pairs
 from .passes import fold_blocks, generate, map_blocks, map_reduce, n_blocks, rows_at
 from .placement import persist, persist_all, prepare, source_of, streams, take_rows
+from .pressure import WorkerMemoryError
 from .rowblocks import RowBlocks, exchange
 
 __all__ = [
     "ChecksumError",
+    "WorkerMemoryError",
+    "check_task",
     "rows_at",
     "NoWorkersError",
     "map_reduce",

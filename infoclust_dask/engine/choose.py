@@ -77,7 +77,7 @@ from .runner import _INSTALLED, Runner, _size
 
 __all__ = ["Runner", "InProcess", "Distributed", "resolve_scheduler", "installed", "place", "in_process_budget",
            "compute", "runner_for", "data_bytes", "IN_PROCESS_MAX_BYTES", "entry_point", "NAMED_RUNNERS",
-           "whole_call"]
+           "whole_call", "check_task"]
 
 # --------------------------------------------------------------------------
 # resolution and placement
@@ -302,3 +302,12 @@ def compute(obj: Any, *, scheduler: Any = None, progress: bool = False) -> Any:
     whose bytes fail their CRC-32C raises
     :class:`~infoclust_dask.engine.ChecksumError`."""
     return resolve_scheduler(scheduler).compute(obj, progress=progress)
+
+
+def check_task(nbytes: int, what: str, fix: str) -> None:
+    """Refuse, before a pass starts, one task of about ``nbytes`` that no
+    worker of the resolved runner can take (:meth:`Runner.check_task`: a
+    :class:`~infoclust_dask.engine.WorkerMemoryError` naming ``what``, the
+    memory limit that would do, and ``fix``); nothing is refused in this
+    process."""
+    resolve_scheduler(None).check_task(int(nbytes), what, fix)

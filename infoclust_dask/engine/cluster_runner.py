@@ -203,6 +203,26 @@ class Distributed(Runner):
         for f in blocks:
             f.release()
 
+    def check_task(self, nbytes: int, what: str, fix: str) -> None:
+        """Refuse a task of about ``nbytes`` that no worker can take below
+        dask's pause threshold after what its process uses
+        (:func:`~.pressure.worker_room_bytes`; a worker without a memory
+        limit takes anything): run, it would get its worker killed at 95 %
+        of the limit, then the next one, until the scheduler gives up."""
+        from .pressure import WORKER_BASE_BYTES, WorkerMemoryError, describe_workers, pause_fraction, worker_room_bytes
+
+        workers = execute._worker_info(self.client)
+        if not workers:
+            return
+        room = max(worker_room_bytes(w) for w in workers.values())
+        if nbytes > room:
+            need = (int(nbytes) + WORKER_BASE_BYTES) / pause_fraction()
+            raise WorkerMemoryError(
+                f"{what} needs about {_size(nbytes)} in one task, more than any worker can take ({_size(room)} at "
+                f"most below dask's pause threshold, after what the process uses; {describe_workers(workers)}). "
+                f"To fix it: give a worker a memory limit of at least {_size(need)} (`dask worker --memory-limit`, "
+                f"`deploy/local/up.sh --memory-limit`), or {fix}.")
+
     def loop_budget(self) -> int:
         """An eighth of the smallest worker's free memory once a whole fit
         has loaded the estimators there (:func:`~.pressure.worker_free_bytes`

@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 
 __all__ = ["WorkerMemoryError", "Watch", "PRESSURE_TIMEOUT", "worker_free_bytes", "WORKER_BASE_BYTES",
-           "describe_workers", "worker_room_bytes", "UNLIMITED_WORKER_BYTES", "WHOLE_FIT_BASE_BYTES"]
+           "describe_workers", "worker_room_bytes", "pause_fraction", "UNLIMITED_WORKER_BYTES", "WHOLE_FIT_BASE_BYTES"]
 
 #: seconds a worker may stay paused, or workers may keep being restarted, before the pass ends
 PRESSURE_TIMEOUT = 60.0
@@ -65,6 +65,11 @@ def worker_free_bytes(info: dict, base: int = WORKER_BASE_BYTES) -> int:
     (``target`` fraction of its limit) given its process memory now (at
     least ``base``: what the work to come loads)."""
     return _headroom(info, _TARGET, base)
+
+
+def pause_fraction() -> float:
+    """The fraction of its memory limit at which dask pauses a worker (distributed's default)."""
+    return _PAUSE
 
 
 def worker_room_bytes(info: dict) -> int:

@@ -114,6 +114,14 @@ class Runner(abc.ABC):
         """Free blocks made by :meth:`keep` (in this process: dropping them is enough)."""
         return None
 
+    def check_task(self, nbytes: int, what: str, fix: str) -> None:
+        """Refuse, before it starts, one task that needs about ``nbytes``
+        when no worker can take that much (a :class:`~.pressure.WorkerMemoryError`
+        naming ``what`` and ``fix``); in this process nothing is refused. The
+        task itself is the same wherever it runs: only whether it can run
+        depends on the workers."""
+        return None
+
     # ----- a whole loop in one place
     def loop_budget(self) -> int:
         """Bytes of data a whole iterative call may take to one worker and

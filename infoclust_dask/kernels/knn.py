@@ -34,6 +34,7 @@ from ._common import Pass, sq_distances
 
 __all__ = ["knn_block", "candidates", "knn_top", "knn_merge", "KNN", "knn_query_block", "KNN_QUERY",
            "NND_KEYS", "nnd_settings", "nearest_cells", "cell_radii", "cell_split", "merge_cells", "cell_build",
+           "cell_sizes", "cell_task_bytes", "CELL_BYTES_PER_ROW", "CELL_BYTES_PER_FEATURE",
            "result_split", "result_join", "Cells", "KNN_CELLS"]
 
 
@@ -326,6 +327,39 @@ def merge_cells(sample: np.ndarray, centers: np.ndarray, radii: np.ndarray, *, n
             size[a] += size[b]
     roots = np.array([root(j) for j in range(P)])
     return np.unique(roots, return_inverse=True)[1].astype(np.int64)
+
+
+#: bytes one cell's task takes per row (own or ghost) beyond ``CELL_BYTES_PER_FEATURE`` per feature and row
+#: (its pieces as received, their concatenation in row order and the float32 copy): NN-descent's lists,
+#: candidate heaps and random-projection forest, the candidates and their distances. Measured with 16 features
+#: (the task's peak resident memory over the pieces it received, one process, compiled loops warm;
+#: /tmp-style script over :func:`cell_build`): 1007-1044 B a row at 4e5 rows (Gaussian blobs apart or
+#: overlapping), 1125 at 8e5, + 137 the pieces: 850 + 28 x 16 = 1298 B a row
+CELL_BYTES_PER_ROW = 850
+#: ... and per feature and row (float64 pieces, their concatenation, the copy in row order, the float32 copy)
+CELL_BYTES_PER_FEATURE = 28
+
+
+def cell_sizes(sample: np.ndarray, centers: np.ndarray, radii: np.ndarray, *, n_rows: int,
+               groups: np.ndarray | None = None) -> np.ndarray:
+    """The rows (own and ghosts) each cell's task will gather, estimated on
+    a uniform ``sample`` of the ``n_rows`` rows by the routing of
+    :func:`cell_split` (its counts scaled by ``n_rows / len(sample)``)."""
+    scale = n_rows / max(len(sample), 1)
+    pieces = cell_split(np.asarray(sample, dtype=np.float64), start=0, centers=centers, radii=radii, groups=groups)
+    return np.array([ids.size * scale for _, ids, _ in pieces])
+
+
+def cell_task_bytes(rows: float, d: int, exact_rows: int | None = None) -> int:
+    """The peak bytes of one cell's task (:func:`cell_build`) over ``rows``
+    rows of ``d`` features: :data:`CELL_BYTES_PER_ROW` and
+    :data:`CELL_BYTES_PER_FEATURE` a row for an NN-descent graph; a cell
+    searched by brute force (at most ``exact_rows``, default
+    :data:`EXACT_CELL_ROWS`) holds little beyond its rows."""
+    per_feature = CELL_BYTES_PER_FEATURE * int(d)
+    if rows <= (EXACT_CELL_ROWS if exact_rows is None else exact_rows):
+        return int(rows * (per_feature + 8 * 16))
+    return int(rows * (CELL_BYTES_PER_ROW + per_feature))
 
 
 def _nn_descent(xd, own, k, *, n_neighbors, max_candidates, n_iters, seed, exact_rows):

@@ -37,7 +37,7 @@ def _cells_graph(X, t, data, scheduler, **build):
     from infoclust_dask.cluster._smic import _cell_plan
     from infoclust_dask.kernels.knn import nnd_settings
 
-    centres, groups, radii = _cell_plan(X, 8, t, 0)
+    centres, groups, radii, _ = _cell_plan(X, 8, t, 0)
     out = ((np.float64, (t,)), (np.int64, (t,)))
     d2, idx = engine.partition_pairs(KNN_CELLS, data, n_parts=len(radii), outputs=out, block_rows=700,
                                      params={"t": t, "centers": centres, "groups": groups, "radii": radii},
@@ -445,7 +445,7 @@ def test_one_huge_cell_beside_tiny_ones():
     far = rng.normal(0, 40, size=(6, 8))
     X = np.vstack([rng.normal(size=(5400, 8))] + [c + rng.normal(size=(100, 8)) for c in far])
     t = 8
-    centres, groups, radii = _cell_plan(X, 8, t, 0)
+    centres, groups, radii, _ = _cell_plan(X, 8, t, 0)
     cells = groups[np.argmin(((X[:, None, :] - centres[None]) ** 2).sum(-1), axis=1)]
     assert np.bincount(cells).max() >= 5400  # one cell holds the whole blob
     d2, idx = _cells_graph(X, t, X, "sync", exact_rows=0)
@@ -469,3 +469,51 @@ def test_brute_candidates_equal_a_stable_sort_of_the_expansion(k):
     expansion = (xd * xd).sum(1)[None, :] - 2.0 * (xq @ xd.T)
     want = np.argsort(expansion, axis=1, kind="stable")[:, :k]
     np.testing.assert_array_equal(got, want)
+
+
+def test_cell_sizes_count_the_rows_each_cell_task_gathers():
+    """The plan's estimate of each cell's rows (own and ghosts) equals
+    cell_split's pieces when the sample is every row, and scales a uniform
+    half sample to about the same counts."""
+    from infoclust_dask.kernels.knn import cell_radii, cell_sizes, cell_split
+
+    X, _ = make_blobs(n_samples=6000, centers=4, n_features=8, cluster_std=3.0, random_state=3)
+    centres = X[np.random.default_rng(0).choice(len(X), 5, replace=False)]
+    radii = cell_radii(X, centres, t=10, n_rows=len(X))
+    pieces = cell_split(X, start=0, centers=centres, radii=radii)
+    want = np.array([ids.size for _, ids, _ in pieces], dtype=float)
+    assert want.sum() > len(X)  # ghosts: some rows travel to two cells or more
+    np.testing.assert_array_equal(cell_sizes(X, centres, radii, n_rows=len(X)), want)
+    half = X[np.random.default_rng(1).permutation(len(X))[:3000]]
+    np.testing.assert_allclose(cell_sizes(half, centres, radii, n_rows=len(X)), want, rtol=0.1)
+
+
+def test_a_cell_too_large_for_any_worker_is_refused_before_it_is_searched():
+    """Overlapping clusters in 16 dimensions: every row's neighbours cross
+    every boundary, so the plan makes one cell of all 60 000 rows (~78 MB
+    in its task); on a worker of 400 MB (26 MB of room below dask's pause
+    threshold after the 280 MB a worker process counts for) the fit ends at
+    once with one error naming the cell, the memory limit that would do and
+    knn='exact' - not a worker killed again and again. The plan does not
+    depend on the worker: the same rows' plan on an unlimited runner is
+    searched (not tested here: ~30 s of NN-descent)."""
+    import re
+
+    from distributed import Client, LocalCluster
+
+    from infoclust_dask.engine import WorkerMemoryError
+
+    X, _ = make_blobs(n_samples=60_000, centers=10, n_features=16, cluster_std=5.0, center_box=(-10, 10),
+                      random_state=0)
+    with LocalCluster(n_workers=1, threads_per_worker=1, memory_limit="400MB", host="127.0.0.1",
+                      dashboard_address="127.0.0.1:0") as cluster, Client(cluster, set_as_default=False) as client:
+        with pytest.raises(WorkerMemoryError) as err:
+            SMIC(10, t=10, knn="approximate", random_state=0, scheduler=client).fit(X)
+        message = str(err.value)
+        rows = int(re.search(r"largest cell \(about ([\d,]+) rows with the other cells' rows near its boundary",
+                             message).group(1).replace(",", ""))
+        assert rows >= 59_000  # one cell of (nearly) every row
+        assert "memory limit of at least" in message and "knn='exact'" in message
+        assert "1 worker: 381 MB memory limit" in message
+        # nothing of the search ran on the worker: pynndescent was never imported there
+        assert not any(client.run(lambda: __import__("sys").modules.get("pynndescent") is not None).values())

@@ -62,3 +62,22 @@ def test_free_memory_and_room_count_what_a_worker_uses():
     assert worker_free_bytes(worker(mem=700, limit=1000)) == 0
     assert worker_room_bytes(worker(mem=500, limit=1000)) == int(0.8 * 1000 * MB) - 500 * MB
     assert worker_free_bytes({"memory_limit": 0}) == worker_room_bytes({"memory_limit": None}) > 10**9
+
+
+def test_a_task_no_worker_can_take_is_refused_naming_the_limit_that_would_do(local_cluster_client):
+    """engine.check_task on a cluster: a task within a worker's room passes,
+    one beyond every worker's room ends in one WorkerMemoryError naming it,
+    the workers, the memory limit that would hold it and the caller's other
+    fix; in this process nothing is refused (the fit's own memory is the
+    machine's)."""
+    from infoclust_dask import engine
+
+    with engine.installed(local_cluster_client):
+        engine.check_task(2**20, "a small task", "shrink it")
+        with pytest.raises(WorkerMemoryError) as err:
+            engine.check_task(2**40, "the big task", "split it")
+    message = str(err.value)
+    assert message.startswith("the big task needs about 1.02e+03 GiB in one task, more than any worker can take")
+    assert "memory limit of at least 1.28e+03 GiB" in message and message.endswith("or split it.")
+    with engine.installed("sync"):
+        engine.check_task(2**50, "anything", "-")
