@@ -73,11 +73,11 @@ def compute_distributed(client: Any, obj: Any, *, progress: bool = False, held: 
 
 
 def _compute(client: Any, obj: Any, place: dict, progress: bool, held: int) -> Any:
+    watch = Watch(held)  # one across the attempts: workers dying near their limit count however often it retries
     for attempt in range(RESCATTER_ATTEMPTS + 1):
         fut = client.compute(obj, optimize_graph=False, **place)
         if progress:
             _show_progress(fut)
-        watch = Watch(held)
         try:
             return result(client, fut, watch)
         except Exception as exc:
@@ -88,6 +88,8 @@ def _compute(client: Any, obj: Any, place: dict, progress: bool, held: int) -> A
                 raise
             if isinstance(exc, (NoWorkersError, WorkerMemoryError)):
                 raise
+            if type(exc).__name__ == "KilledWorker" or "cancel" in type(exc).__name__.lower():
+                watch.see(_worker_info(client))  # a worker gone since the last look (raises if that settles it)
             memory = watch.killed(exc)
             if memory is not None:
                 raise memory from None

@@ -34,6 +34,10 @@ UNLIMITED_WORKER_BYTES = 2 * 2**30
 #: distributed's default fractions of a worker's memory limit (``distributed.worker.memory``)
 _TARGET, _PAUSE = 0.60, 0.80
 
+#: how a pass ends when its workers keep dying: dask gave up on a task, or the pass was cancelled because data it
+#: needed went with a worker (a scattered block: "already forgotten")
+_GAVE_UP = ("KilledWorker", "FutureCancelledError", "CancelledError")
+
 _FIX = ("give each worker more memory (`dask worker --memory-limit`, `deploy/local/up.sh --memory-limit`; a "
         "worker needs about {base} before it holds any data), run fewer threads per worker, let the store stream "
         "from disk instead of being held (INFOCLUST_PERSIST_BYTES=0), or write it with smaller chunks "
@@ -146,10 +150,10 @@ class Watch:
                 "To fix it: " + _FIX.format(base=_mb(WORKER_BASE_BYTES)) + ".")
 
     def killed(self, exc: BaseException) -> WorkerMemoryError | None:
-        """A ``KilledWorker`` as a :class:`WorkerMemoryError` when workers
-        were seen leaving near their limit (else None: another cause)."""
-        if type(exc).__name__ != "KilledWorker":
-            return None
-        if not self.died_full:
+        """A ``KilledWorker``, or a pass cancelled because its data went
+        with the workers (``FutureCancelledError``: "already forgotten"), as
+        a :class:`WorkerMemoryError` when workers were seen leaving near
+        their limit (else None: another cause)."""
+        if type(exc).__name__ not in _GAVE_UP or not self.died_full:
             return None
         return WorkerMemoryError(self.message(self.deaths() + f"; dask gave up ({exc})", self.last))

@@ -49,6 +49,23 @@ def test_workers_leaving_near_their_limit_end_the_pass_and_explain_killed_worker
         w.see({"d": worker(mem=100), "b": worker()}, now=36)
 
 
+def test_a_pass_cancelled_after_deaths_near_the_limit_is_a_memory_error():
+    """Workers restarted by their nanny took a scattered block with them, so
+    dask cancels the pass ("already forgotten") before any KilledWorker: the
+    user is told about memory, not about a cancelled future (seen: a 60 000-row
+    SMIC cell on a 400 MB worker, 2026-11-29). Without such deaths a
+    cancellation is not a memory error."""
+    cancelled = type("FutureCancelledError", (Exception,), {})("list-1 cancelled for reason: already forgotten.")
+    w = Watch(timeout=60)
+    w.see({"a": worker(mem=300)}, now=0)
+    assert w.killed(cancelled) is None
+    w.see({"b": worker(mem=290)}, now=3)  # a left at 300 of 500 MB (60 %): near its limit
+    err = w.killed(cancelled)
+    assert isinstance(err, WorkerMemoryError)
+    assert "1 workers left the cluster near their memory limit (the last, a, at 300 MB of 500 MB" in str(err)
+    assert "already forgotten" in str(err) and "To fix it: give each worker more memory" in str(err)
+
+
 def test_a_worker_lost_with_room_to_spare_is_not_a_memory_error():
     w = Watch(timeout=1)
     w.see({"a": worker(mem=150), "b": worker()}, now=0)
