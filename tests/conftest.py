@@ -17,9 +17,30 @@ os.environ.pop("DASK_SCHEDULER_ADDRESS", None)
 
 
 def _free_port():
+    """A free port on 127.0.0.1 below the kernel's ephemeral range. The S3
+    server takes it only when the first object-store test runs, minutes
+    later; a port the kernel hands out for ``bind(0)`` could meanwhile go to
+    a dask scheduler or worker (CI, 2026-11-29: the S3 tests' requests were
+    answered in dask's protocol), while ports below the range are never
+    handed out on their own."""
+    import random
     import socket
 
-    with socket.socket() as s:
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768  # Linux's default range starts here
+    rng = random.Random(os.getpid())
+    for _ in range(200):
+        port = rng.randrange(max(1024, low - 12000), low)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    with socket.socket() as s:  # every port tried is taken: the kernel's choice, as before
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
@@ -56,13 +77,19 @@ def s3_server():
     try:
         deadline = time.monotonic() + 60
         while True:
+            if proc.poll() is not None:  # it could not listen there (another process has the port)
+                raise RuntimeError(f"moto's S3 server did not start on 127.0.0.1:{S3_PORT} (exit {proc.returncode})")
             try:
                 socket.create_connection(("127.0.0.1", S3_PORT), 0.2).close()
                 break
             except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
+                if time.monotonic() > deadline:
                     raise RuntimeError(f"moto's S3 server did not start on 127.0.0.1:{S3_PORT}") from None
                 time.sleep(0.1)
+        time.sleep(0.3)
+        if proc.poll() is not None:  # the connection reached another listener, and moto gave up
+            raise RuntimeError(f"moto's S3 server did not start on 127.0.0.1:{S3_PORT} (exit {proc.returncode}): "
+                               "another process listens there")
         yield f"http://127.0.0.1:{S3_PORT}"
     finally:
         proc.terminate()
