@@ -332,8 +332,8 @@ def merge_cells(sample: np.ndarray, centers: np.ndarray, radii: np.ndarray, *, n
 #: bytes one cell's task takes per row (own or ghost) beyond ``CELL_BYTES_PER_FEATURE`` per feature and row
 #: (its pieces as received, their concatenation in row order and the float32 copy): NN-descent's lists,
 #: candidate heaps and random-projection forest, the candidates and their distances. Measured with 16 features
-#: (the task's peak resident memory over the pieces it received, one process, compiled loops warm;
-#: /tmp-style script over :func:`cell_build`): 1007-1044 B a row at 4e5 rows (Gaussian blobs apart or
+#: (the task's peak resident memory over the pieces it received, sampled every 20 ms in one process with
+#: the compiled loops warm, a one-off script over :func:`cell_build`): 1007-1044 B a row at 4e5 rows (blobs apart or
 #: overlapping), 1125 at 8e5, + 137 the pieces: 850 + 28 x 16 = 1298 B a row
 CELL_BYTES_PER_ROW = 850
 #: ... and per feature and row (float64 pieces, their concatenation, the copy in row order, the float32 copy)
