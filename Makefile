@@ -67,17 +67,26 @@ demo-s3: install
 	. $(S3_STATE)/env.sh && $(PY) -c "from infoclust_pipelines.demo import keep_local; keep_local('$(CURDIR)/storage/demo-s3')"; \
 	$(PY) deploy/local/services.py down --state-dir $(S3_STATE); exit $$rc
 
+# pytest-xdist: the tests in this many processes, a test module per process at a time (its module fixtures set up
+# once). One pytest process used ~1.2 of 2 cores (its tests start processes and wait on services): make test took
+# 586 s with two against 1005 s with one on a 2-core EPYC (docs/testing.md). PYTEST_WORKERS=0: one process.
+PYTEST_WORKERS ?= 2
+XDIST := -n $(PYTEST_WORKERS) --dist loadfile
+
 # the slowest 30 tests are listed at the end (docs/testing.md: what is slow is marked slow and run by CI)
 test: install
-	$(PY) -m pytest -m "not slow" -q --durations=30
+	$(PY) -m pytest -m "not slow" -q --durations=30 $(XDIST)
 
 # ruff: pyflakes, import order and bugbear over the package, flows, tests and benchmarks (pyproject [tool.ruff])
 lint: install
 	$(VENV)/bin/ruff check infoclust_dask pipelines tests benchmarks
 	$(PY) -m mypy
 
+# the deployment guide (marked slow, deploy and first) runs here too: the files of the tests marked first (several
+# minutes each) go to the two processes first, in collection order (--no-loadscope-reorder: xdist would otherwise
+# send the files with the most tests first and these last), the rest after; .ci/run no longer runs make test-deploy
 test-slow: install
-	$(PY) -m pytest -m "slow and not deploy and not hosts" -q
+	$(PY) -m pytest -m "slow and not hosts" -q --durations=20 $(XDIST) --no-loadscope-reorder
 
 # the cluster on hosts of its own: a scheduler, an S3 server and three workers, each in a network namespace with its
 # own address, the workers without the client's folder; faults a network makes (tests/hosts; root; ~3.5 min here)

@@ -49,7 +49,10 @@ def _free_port():
 # fixture) listens on 127.0.0.1 only. Its address and fake credentials are in the environment before
 # anything imports fsspec, so that this process, the CLI's subprocesses and the LocalCluster's worker
 # processes all find them the standard way (fsspec's FSSPEC_S3_* configuration, AWS_* variables).
-S3_PORT = int(os.environ.setdefault("INFOCLUST_TEST_S3_PORT", str(_free_port())))  # once, if imported twice
+# once, if imported twice; each pytest-xdist worker (PYTEST_XDIST_WORKER, set before this runs) starts a server of
+# its own, so each keeps a port of its own: the variable its controller set is inherited by every worker
+_PORT_VAR = "INFOCLUST_TEST_S3_PORT" + "".join("_" + w for w in [os.environ.get("PYTEST_XDIST_WORKER", "")] if w)
+S3_PORT = int(os.environ.setdefault(_PORT_VAR, str(_free_port())))
 S3_SECRET = f"infoclust-test-secret-{os.getpid()}-{S3_PORT}"
 os.environ["FSSPEC_S3_ENDPOINT_URL"] = f"http://127.0.0.1:{S3_PORT}"
 os.environ["AWS_ENDPOINT_URL"] = f"http://127.0.0.1:{S3_PORT}"  # botocore's own setting: no request leaves 127.0.0.1
@@ -163,3 +166,12 @@ def prefect_harness():
 
     with prefect_test_harness(server_startup_timeout=120):
         yield
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``first`` (runs of several minutes, each in a file of its
+    own) are collected before the others, keeping their order: with
+    pytest-xdist's ``--dist loadfile`` (the Makefile) a file goes to a
+    process whole, in collection order, so the longest files start at once
+    instead of leaving one process running them alone at the end."""
+    items.sort(key=lambda item: item.get_closest_marker("first") is None)

@@ -12,7 +12,7 @@ About 4.5 minutes (2026-11-29: the demo on the cluster 119 s, the guide's
 90-cell sweep on Letter 48 s, the nightly sweep's other 30 cells 28 s, the
 weekly bootstrap's 50 AC replicates 22 s - each fit of a fold or a replicate
 runs whole on a worker since issue 61; before, a round trip per pass made
-them 5.5-8 min, 864 s and 676 s): ``make test-deploy``, which CI runs after ``make test-slow``. Each step's seconds
+them 5.5-8 min, 864 s and 676 s): ``make test-deploy`` alone; CI runs it within ``make test-slow``, started first. Each step's seconds
 are printed (``pytest -s``)."""
 
 import json
@@ -61,6 +61,7 @@ def _sourced(env_sh: Path) -> dict:
 
 @pytest.mark.slow
 @pytest.mark.deploy
+@pytest.mark.first  # make test-slow starts it in one process while the other runs the rest
 @pytest.mark.timeout(1800)  # the whole guide: ~4.5 min here
 def test_the_deployment_guide_runs_as_written(tmp_path):
     project = tmp_path / "project"

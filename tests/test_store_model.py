@@ -407,14 +407,5 @@ def test_the_store_against_its_model_on_s3_with_faults(tmp_path, s3_bucket, monk
     _s3(tmp_path, s3_bucket, monkeypatch, examples=1, steps=8)
 
 
-@pytest.mark.slow
-@pytest.mark.timeout(900)
-def test_the_store_against_its_model_on_a_local_disk_long(tmp_path):
-    _local(tmp_path, examples=30, steps=15)
-
-
-@pytest.mark.slow
-@pytest.mark.timeout(900)
-def test_the_store_against_its_model_on_s3_with_faults_long(tmp_path, s3_bucket, monkeypatch):
-    tally, cut = _s3(tmp_path, s3_bucket, monkeypatch, examples=10, steps=12)
-    assert cut >= 1 and tally.get("append failed: connection cut", 0) >= 1, tally
+# the long runs (30 and 10 examples) are in test_store_model_long_disk.py and test_store_model_long_s3.py: a
+# file of their own each, collected first (marker ``first``), so that make test-slow's two processes run them at once
