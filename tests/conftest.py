@@ -51,7 +51,8 @@ def _free_port():
 # processes all find them the standard way (fsspec's FSSPEC_S3_* configuration, AWS_* variables).
 # once, if imported twice; each pytest-xdist worker (PYTEST_XDIST_WORKER, set before this runs) starts a server of
 # its own, so each keeps a port of its own: the variable its controller set is inherited by every worker
-_PORT_VAR = "INFOCLUST_TEST_S3_PORT" + "".join("_" + w for w in [os.environ.get("PYTEST_XDIST_WORKER", "")] if w)
+_XDIST_WORKER = os.environ.get("PYTEST_XDIST_WORKER")
+_PORT_VAR = f"INFOCLUST_TEST_S3_PORT_{_XDIST_WORKER}" if _XDIST_WORKER else "INFOCLUST_TEST_S3_PORT"
 S3_PORT = int(os.environ.setdefault(_PORT_VAR, str(_free_port())))
 S3_SECRET = f"infoclust-test-secret-{os.getpid()}-{S3_PORT}"
 os.environ["FSSPEC_S3_ENDPOINT_URL"] = f"http://127.0.0.1:{S3_PORT}"
