@@ -89,7 +89,7 @@ test-slow: install
 	$(PY) -m pytest -m "slow and not hosts" -q --durations=20 $(XDIST) --no-loadscope-reorder
 
 # the cluster on hosts of its own: a scheduler, an S3 server and three workers, each in a network namespace with its
-# own address, the workers without the client's folder; faults a network makes (tests/hosts; root; ~3.5 min here)
+# own address, the workers without the client's folder; faults a network makes (tests/hosts; root; 783 s on the 2-core EPYC, docs/testing.md)
 test-hosts: install
 	$(PY) -m pytest -m hosts -q tests/hosts
 

@@ -416,5 +416,5 @@ def test_the_store_against_its_model_on_s3_with_faults(tmp_path, s3_bucket, monk
     _s3(tmp_path, s3_bucket, monkeypatch, examples=1, steps=8)
 
 
-# the long runs (30 and 10 examples) are in test_store_model_long_disk.py and test_store_model_long_s3.py: a
+# the long runs (15 and 5 examples) are in test_store_model_long_disk.py and test_store_model_long_s3.py: a
 # file of their own each, collected first (marker ``first``), so that make test-slow's two processes run them at once
