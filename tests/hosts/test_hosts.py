@@ -146,22 +146,30 @@ def test_a_worker_that_cannot_reach_the_object_store_leaves_its_reads_to_the_oth
                                                                                       client, monkeypatch, caplog):
     """Worker 2's connections to the S3 host refused while it still reaches
     the scheduler (the fault that failed a whole fit): its reads run on the
-    other workers, one line names it, the model is the in-process one."""
+    other workers, one line names it, the model is the in-process one.
+
+    The scheduler may hand worker 2 no read at all in a fit (seen in CI on
+    the 2-core EPYC: its passes' blocks came from the others); the fit is
+    then run again, up to four times, until worker 2 has tried a read."""
     from infoclust_dask.engine import execute
 
     monkeypatch.setattr(execute, "_AVOIDED", {})
     if not held:
         monkeypatch.setenv("INFOCLUST_PERSIST_BYTES", "0")
     s3 = on_hosts.net.address("s3")
+    here = _kmeans("sync").fit(stores["big"])
+    lines: list = []
     on_hosts.net.refuse("w2", s3)
     try:
-        with caplog.at_level(logging.WARNING, logger="infoclust_dask"):
-            there = _kmeans(client).fit(BIG)
+        for _ in range(4):
+            with caplog.at_level(logging.WARNING, logger="infoclust_dask"):
+                _same(_kmeans(client).fit(BIG), here)
+            lines = [r.getMessage() for r in caplog.records if "could not reach the object store" in r.getMessage()]
+            if lines:
+                break
     finally:
         on_hosts.net.allow("w2", s3)
-    _same(there, _kmeans("sync").fit(stores["big"]))
     w2 = on_hosts.net.address("w2")
-    lines = [r.getMessage() for r in caplog.records if "could not reach the object store" in r.getMessage()]
     assert lines and all(f"tcp://{w2}:" in m for m in lines), lines
 
 
