@@ -173,18 +173,21 @@ def around_unreachable(client: Any, run: Any) -> Any:
             if exc.worker in failed:
                 if exc.worker not in avoided(client):
                     raise
-                # The run just sent was kept off that worker, so its error is the old one: the scheduler keeps an
-                # erred read while another result still depends on it - blocks of the same store held on the
-                # workers for an earlier model (its lazy labels_), perhaps one no longer referenced but not yet
-                # collected (a reference cycle) - and hands the error back for the same key (tests/hosts).
-                # Collected, and sent again a bounded number of times; then one line saying so.
+                # The run just sent was kept off that worker, so its error is an old one: the scheduler keeps a
+                # failed task while results of this client still hold blocks computed from it, and hands its error
+                # back for the same key. Seen in tests/hosts: futures of blocks an earlier fit of the same store held,
+                # kept alive by a reference cycle until Python's collector ran. Collected, and sent again a
+                # bounded number of times; then one line saying so.
                 if stale == STALE_ATTEMPTS:
                     raise StorageUnreachable(exc.worker, (
-                        f"{exc.args[1]}; the scheduler keeps this failed read because another result still "
-                        "depends on the same store's blocks held on the workers (an earlier model's lazy "
-                        "labels_, for one): delete that result, or let this worker reach the object store, "
-                        "then fit again")) from None
+                        f"{exc.args[1]}; the scheduler handed back this failed read although the fit was sent "
+                        "without this worker: it keeps a failed task while results of this client still hold "
+                        "blocks computed from it (an earlier fit of the same store): release them, or let this "
+                        "worker reach the object store, then fit again")) from None
                 stale += 1
+                logging.getLogger("infoclust_dask").debug(
+                    "the scheduler handed back the old error of dask worker %s; sending the run again (%d of %d)",
+                    exc.worker, stale, STALE_ATTEMPTS)
                 gc.collect()
                 time.sleep(0.5 * 2 ** stale)
                 continue

@@ -85,7 +85,7 @@ def test_an_error_kept_for_good_ends_after_bounded_attempts(scheduler):
     with pytest.raises(StorageUnreachable) as err:
         execute.around_unreachable(object(), run)
     assert err.value.worker == w and not isinstance(err.value, NoWorkerReachesStorage)
-    assert "another result still depends on the same store" in str(err.value)
+    assert "handed back this failed read" in str(err.value)
     assert len(calls) == execute.STALE_ATTEMPTS + 2
     assert scheduler == [0.5 * 2 ** k for k in range(1, execute.STALE_ATTEMPTS + 1)]
 
