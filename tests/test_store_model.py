@@ -309,15 +309,6 @@ class StoreMachine(RuleBasedStateMachine):
             while not stop.is_set():
                 try:
                     got = open_dataset(self.where)["x"].values
-                except OSError as exc:
-                    if "Internal Server Error" in str(exc):
-                        # the S3 server answered 500 (moto, beside an append through the faulty proxy: once in
-                        # a CI run on the 2-core EPYC, 2026-11-30); S3 documents 500 as one to retry, and this
-                        # package does not retry it yet: the reader reads again, and the tally shows how often
-                        _tally("read answered 500 beside an append, read again")
-                        continue
-                    errors.append(exc)
-                    return
                 except Exception as exc:  # noqa: BLE001 - reported below
                     errors.append(exc)
                     return

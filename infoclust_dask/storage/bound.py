@@ -23,6 +23,7 @@ from zarr.storage import WrapperStore
 
 from .._support.unreachable import StorageUnreachable, is_connection_error
 from .atomic import StoreError
+from .server_errors import retry_server_errors
 
 __all__ = ["BoundStore", "missing_chunk_message", "read_rows", "tail_of", "describe_chunk", "crc_and_tail", "tails", "pending_entry",
 ]
@@ -64,10 +65,11 @@ def read_rows(array: Any, start: int, stop: int) -> Any:
     """Rows ``start:stop`` of a zarr array (every column): the task that
     reads one row chunk of a store (:mod:`infoclust_dask.storage.reading`). It
     lives here, beside the bound store it reads through, so that a worker
-    running it imports zarr and this module only. On a dask worker, a read
+    running it imports zarr and this module only (and its small helpers). On a dask worker, a read
     the object store did not answer (after its configured attempts) raises
     :class:`StorageUnreachable` naming the
     worker: the engine runs the reads again on the other workers."""
+    retry_server_errors()  # on a worker that reads from S3: its first read installs the rule (once)
     try:
         return array[start:stop]
     except Exception as exc:

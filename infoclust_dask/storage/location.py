@@ -22,7 +22,9 @@ own retry loop, the public class attribute ``S3FileSystem.retries``, when it
 is still s3fs's default; botocore makes one attempt per try), so an
 endpoint that accepts connections and never answers fails after attempts x
 the read timeout per request (``infoclust info`` on such an endpoint: about
-a minute with the defaults, two requests) instead of hanging.
+a minute with the defaults, two requests) instead of hanging. An answer of
+HTTP 500-504 (the server's own transient failure) is tried again within
+those attempts (:mod:`infoclust_dask.storage.server_errors`).
 ``storage_options`` or fsspec's configuration that set ``config_kwargs``
 themselves win. The file system objects carry botocore's settings into the
 task graphs (fsspec pickles them with their options), so the workers keep
@@ -101,6 +103,9 @@ def _install_object_store_defaults() -> None:
         return
     if s3fs.S3FileSystem.retries == _S3FS_RETRIES:  # s3fs's default: bound it too (not a value someone set)
         s3fs.S3FileSystem.retries = env_number("INFOCLUST_S3_ATTEMPTS", S3_ATTEMPTS, kind=int)
+    from .server_errors import retry_server_errors
+
+    retry_server_errors()  # a 500 from the server is tried again within those attempts
 
 
 #: s3fs's own default number of retries of a request
