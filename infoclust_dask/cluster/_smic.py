@@ -68,7 +68,7 @@ from ._knn_graph import (  # noqa: F401 - _cell_plan and the constants are read 
     knn_recall,
     local_scaling_affinity,
 )
-from ._smic_solve import graph_components, solve
+from ._smic_solve import graph_components, locality_rank, solve
 from ._xarray import data_method
 
 __all__ = ["SMIC", "local_scaling_affinity"]
@@ -223,7 +223,9 @@ class SMIC(ClusterMixin, InfoclustEstimator):
     timings_ : dict
         Seconds spent finding neighbours (``"knn"``; ``"knn_recall"``:
         checking an approximate graph), finding the graph's connected
-        components (``"components"``), building kernels (``"kernel"``), in
+        components (``"components"``), ordering the rows for the kernel's
+        products where the kernel is kept as row blocks (``"locality"``,
+        that path only), building kernels (``"kernel"``), in
         the eigensolver (``"eigen"``), assigning (``"assign"``) and
         computing LSMI (``"lsmi"``), summed over the candidates (and the
         second solve of the chosen ``t``).
@@ -383,6 +385,12 @@ class SMIC(ClusterMixin, InfoclustEstimator):
             say(f"[SMIC] {ts[-1]} nearest neighbours of {info.n} rows ({method}): {timings['knn']:.1f} s"
                 + (f", recall {self.knn_recall_:.4f}" if method == "approximate" else ""))
 
+        # the rows' locality order for the kernel's products on the workers (the same results, faster)
+        rank = None
+        if on_workers:
+            t1 = time.perf_counter()
+            rank = locality_rank(A, seed)
+            timings["locality"] = time.perf_counter() - t1
         fits = {}  # t -> (labels, eigenvalues); the eigenvectors of the chosen t are solved again below
         components = {}  # t -> (component labels, number of components) of the neighbour graph
         with Steps(self, len(ts), "SMIC: kernel + eigenvectors per t", unit="t") as bar:
@@ -394,7 +402,7 @@ class SMIC(ClusterMixin, InfoclustEstimator):
                 t1 = time.perf_counter()
                 components[t] = graph_components(lists[1], t)
                 timings["components"] += time.perf_counter() - t1
-                solution = solve(self, lists, t, prior, seed, timings, on_workers, components[t])
+                solution = solve(self, lists, t, prior, seed, timings, on_workers, components[t], rank)
                 fits[t] = solution[:2]
                 bar.update(1, t=t)
 
@@ -422,7 +430,7 @@ class SMIC(ClusterMixin, InfoclustEstimator):
         best = choose_t(covered or self.lsmi_)
         if best != ts[-1]:  # keeping every candidate's n x c eigenvectors would cost len(ts) times the memory
             solution = solve(self, [d2, idx, "release"], best, prior, seed, timings, on_workers,
-                                   components[best])
+                             components[best], rank)
         (self.labels_, self.eigenvalues_, self.eigenvectors_, self.eigen_rotation_, self.local_scales_,
          self.degree_) = solution
         self.t_ = best

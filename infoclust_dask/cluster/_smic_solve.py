@@ -18,11 +18,14 @@ from ..kernels.components import COMPONENTS, component_labels
 from ..kernels.smic import kernel_row_block, kernel_row_sums, kernel_transpose_pieces, sparse_matmat
 from ..objectives.smic import align, assign, kernel_matrix, operator_eigenvectors, orient, top_eigenvectors
 
-__all__ = ["graph_components", "solve", "component_vectors", "norm_bound", "eigen_on_workers",
-           "KERNEL_BLOCK_ROWS"]
+__all__ = ["graph_components", "solve", "component_vectors", "norm_bound", "eigen_on_workers", "locality_rank",
+           "KERNEL_BLOCK_ROWS", "LOCALITY_ROWS"]
 
 #: rows per kernel row block on the workers (at least 8 blocks)
 KERNEL_BLOCK_ROWS = 1 << 20
+#: rows per cell of the locality order of the kernel's rows (:func:`locality_rank`): a cell's share of a
+#: product's input vector, 512 KiB of float64, stays in a core's cache while the cell's rows are multiplied
+LOCALITY_ROWS = 1 << 16
 
 
 def graph_components(idx, t):
@@ -38,7 +41,32 @@ def graph_components(idx, t):
     forest = engine.map_reduce(COMPONENTS, idx, params={"t": int(t)}, split_every=2)
     return component_labels(forest, int(idx.shape[0]))
 
-def solve(est, lists, t, prior, seed, timings, on_workers=False, components=None):
+def locality_rank(A, seed):
+    """A locality order of the rows of ``A`` for the kernel's products on
+    the workers (:class:`~infoclust_dask.kernels.smic.RankedRows`): the
+    rank of each row when the rows are grouped by their nearest of
+    ``ceil(n /`` :data:`LOCALITY_ROWS` ``)`` centres (this package's
+    K-means on a seeded sample of 32 rows per centre, in this process;
+    ties by row number). The products' results do not depend on it (the
+    same bits in any order), only their speed. None below two cells."""
+    from ..kernels.kmeans import ASSIGN
+    from ._kmeans import KMeans
+
+    n = int(A.shape[0])
+    cells = -(-n // LOCALITY_ROWS)
+    if cells < 2:
+        return None
+    rows = np.sort(np.random.default_rng([int(seed), 26]).choice(n, size=min(n, 32 * cells), replace=False))
+    sample = np.asarray(engine.rows_at(A, rows), dtype=np.float64)
+    k = min(cells, len(np.unique(sample, axis=0)))
+    centres = KMeans(k, random_state=int(seed), n_init=1, max_iter=20, scheduler="sync").fit(sample).cluster_centers_
+    label = np.asarray(engine.compute(engine.map_blocks(ASSIGN, A, params={"centers": centres.astype(A.dtype)})))
+    rank = np.empty(n, dtype=np.int32 if n < 2**31 else np.int64)
+    rank[np.argsort(label, kind="stable")] = np.arange(n, dtype=rank.dtype)
+    return rank
+
+
+def solve(est, lists, t, prior, seed, timings, on_workers=False, components=None, rank=None):
     """Kernel (7) at ``t``, its top-c eigenvectors, the alignment of
     (nearly) repeated eigenspaces, the sign rule and the in-sample
     assignment; adds the stage times to ``timings``. The solution is
@@ -50,6 +78,8 @@ def solve(est, lists, t, prior, seed, timings, on_workers=False, components=None
     ``O(n c)`` numbers). ``lists`` is ``[dist2, index]`` of the
     neighbours, with a third entry ``"release"`` when this is their
     last use (they are dropped once the kernel is made).
+    ``rank``: a locality order of the rows for the products on the workers
+    (:func:`locality_rank`; the results do not depend on it).
     ``components``: ``(labels, count)`` of the neighbour graph; with
     at least ``n_clusters`` components and the ``"symmetric"`` kernel no
     eigensolver runs: the top eigenspace is spanned by the components'
@@ -61,7 +91,7 @@ def solve(est, lists, t, prior, seed, timings, on_workers=False, components=None
     t0 = time.perf_counter()
     if on_workers:
         lam, V, sigma, degree, t1 = eigen_on_workers(est, lists, t, seed, skip=by_components,
-                                                           components=components)
+                                                           components=components, rank=rank)
     else:
         K, sigma, degree = kernel_matrix(lists[0], lists[1], t, normalization=est.kernel_normalization)
         if len(lists) > 2:
@@ -113,11 +143,14 @@ def norm_bound(degree, normalization):
     ``"symmetric"`` kernel, whose top eigenvalue is 1)."""
     return 1.0 if normalization == "symmetric" else float(np.max(degree))
 
-def eigen_on_workers(est, lists, t, seed, skip=False, components=None):
+def eigen_on_workers(est, lists, t, seed, skip=False, components=None, rank=None):
     """Kernel row blocks made where the neighbour lists are (an
     all-to-all exchange transposes the directed kernel:
     :func:`infoclust_dask.engine.exchange`), then Krylov-Schur on
-    their products (``skip``: only the degrees). Returns
+    their products (``skip``: only the degrees); with ``rank``, the blocks
+    hold their rows in that locality order
+    (:class:`~infoclust_dask.kernels.smic.RankedRows`: the same products,
+    faster). Returns
     ``(eigenvalues, eigenvectors, local scales, degrees, time the kernel
     was ready)``."""
     d2, idx = lists[:2]
@@ -127,8 +160,9 @@ def eigen_on_workers(est, lists, t, seed, skip=False, components=None):
     if est.verbose:
         say(f"[SMIC] t={t}: kernel row blocks on the workers ({-(-n // rows)} blocks), then Krylov-Schur "
             "on their products")
+    shared = {"sigma": sigma} if rank is None else {"sigma": sigma, "rank": rank}
     K = engine.exchange(kernel_transpose_pieces, kernel_row_block, d2, idx, params={"t": t},
-                        shared={"sigma": sigma}, block_rows=rows, name="smic-kernel",
+                        shared=shared, block_rows=rows, name="smic-kernel",
                         progress=est.verbose >= 1)
     del d2, idx
     if len(lists) > 2:
@@ -140,17 +174,29 @@ def eigen_on_workers(est, lists, t, seed, skip=False, components=None):
             return None, None, sigma, degree, t1
         scale = 1.0 / np.sqrt(degree)[:, None] if est.kernel_normalization == "symmetric" else None
 
+        order = None
+        if rank is not None:  # the blocks take a product's input in rank order
+            order = np.empty(n, dtype=np.int64)
+            order[rank] = np.arange(n)
+
+        spent = [0.0]  # seconds in the products (sending, the workers' products, gathering)
+
         def matvec(X):
-            if scale is not None:
-                return scale * np.concatenate(K.apply(sparse_matmat, scale * X))
-            return np.concatenate(K.apply(sparse_matmat, X))
+            Y = X if scale is None else scale * X
+            Y = Y if order is None else Y[order]
+            t_apply = time.perf_counter()
+            Y = np.concatenate(K.apply(sparse_matmat, Y))
+            spent[0] += time.perf_counter() - t_apply
+            return Y if scale is None else scale * Y
 
         with Steps(est, None, f"SMIC t={t}: eigensolver products", unit="product") as bar:
             lam, V = operator_eigenvectors(matvec, n, est.n_clusters, random_state=seed,
                                            components=None if components is None else components[0],
                                            norm=norm_bound(degree, est.kernel_normalization), callback=lambda: bar.update(1))
         if est.verbose > 1:
-            say(f"[SMIC] t={t}: {K.calls - 1} kernel products on {len(K.sizes)} row blocks")
+            say(f"[SMIC] t={t}: {K.calls - 1} kernel products on {len(K.sizes)} row blocks, {spent[0]:.1f} s in "
+                f"them (sent, multiplied, gathered), {time.perf_counter() - t1 - spent[0]:.1f} s in this process"
+                + ("" if rank is None else ", rows in a locality order"))
     finally:
         K.release()
     return lam, V, sigma, degree, t1

@@ -15,7 +15,7 @@ from ._common import Pass, in_sub_blocks, sq_distances
 from .stats import hashed_fold_ids
 
 __all__ = ["local_scaling_values", "directed_kernel_entries", "kernel_transpose_pieces", "kernel_row_block",
-           "kernel_row_sums", "sparse_matmat", "smic_oos_stats", "SMIC_OOS", "gaussian_basis", "lsmi_stats", "LSMI",
+           "RankedRows", "kernel_row_sums", "sparse_matmat", "smic_oos_stats", "SMIC_OOS", "gaussian_basis", "lsmi_stats", "LSMI",
            "LSMI_TINY"]
 
 
@@ -50,12 +50,13 @@ def directed_kernel_entries(d2: np.ndarray, idx: np.ndarray, *, start: int, t: i
 
 
 def kernel_transpose_pieces(d2: np.ndarray, idx: np.ndarray, *, start: int, t: int, sigma: np.ndarray,
-                            bounds: np.ndarray) -> list[tuple]:
+                            bounds: np.ndarray, rank: np.ndarray | None = None) -> list[tuple]:
     """This block's directed entries (:func:`directed_kernel_entries`)
     transposed and split by the row block of their column: piece ``b`` holds
     ``(row local to block b, global column = this block's row, value)`` for
     the rows ``bounds[b] .. bounds[b + 1]``. Indices are int32 when they fit
-    (the pieces travel between workers)."""
+    (the pieces travel between workers). ``rank`` is
+    :func:`kernel_row_block`'s (not used here)."""
     rows, cols, vals = directed_kernel_entries(d2, idx, start=start, t=t, sigma=sigma)
     bounds = np.asarray(bounds, dtype=np.int64)
     itype = np.int32 if bounds[-1] < 2**31 else np.int64
@@ -69,15 +70,16 @@ def kernel_transpose_pieces(d2: np.ndarray, idx: np.ndarray, *, start: int, t: i
     return pieces
 
 
-def kernel_row_block(d2: np.ndarray, idx: np.ndarray, incoming: list, *, start: int, t: int, sigma: np.ndarray, n: int
-                    ) -> Any:
+def kernel_row_block(d2: np.ndarray, idx: np.ndarray, incoming: list, *, start: int, t: int, sigma: np.ndarray, n: int,
+                     rank: np.ndarray | None = None) -> Any:
     """Rows ``start .. start + len(d2)`` of the symmetric kernel (7): the
     elementwise maximum of the directed kernel and its transpose (the "or"
     rule), ``K_ii = 1``, exact zeros removed - the rows of what
     :func:`infoclust_dask.objectives.smic.kernel_matrix` assembles.
     ``incoming`` are the pieces (:func:`kernel_transpose_pieces`) every
     block sent to this one. Returns a ``scipy.sparse.csr_matrix`` of shape
-    ``(rows, n)``."""
+    ``(rows, n)``, or with ``rank`` (the position of every row in a
+    locality order) the same rows as :class:`RankedRows`."""
     import scipy.sparse as sp
 
     m = np.asarray(d2).shape[0]
@@ -91,16 +93,62 @@ def kernel_row_block(d2: np.ndarray, idx: np.ndarray, incoming: list, *, start: 
     eye = sp.csr_matrix((np.ones(m), (np.arange(m), start + np.arange(m))), shape=(m, n))
     K = A.maximum(eye).tocsr()  # values are <= 1: the maximum with the identity sets the diagonal to 1
     K.eliminate_zeros()
-    return K
+    return K if rank is None else RankedRows(K, rank, start)
+
+
+class RankedRows:
+    """One row block of the kernel held for fast products: its rows in the
+    order of their ``rank`` (a locality order of all rows: rows near each
+    other in the data get near ranks, e.g. grouped by the cell of a coarse
+    partition) and its columns renamed to the ranks of their rows, while
+    each row keeps its entries in their stored order.
+
+    A product then takes its input in rank order (``V[order]``,
+    ``order = argsort(rank)``): consecutive rows read neighbouring entries of
+    it, which stay in the core's cache - the rows of a kernel made from a
+    store in its own order read all of it at random (2e6 rows, 4e7 entries,
+    one thread: 577 ms a product at random against 129 ms with every row's
+    entries within 2e5 rows). Each row's sum runs over the same entries in
+    the same order, so :func:`sparse_matmat` and :func:`kernel_row_sums`
+    return the same bits as on the plain block, in the block's own row
+    order. ``local``: the block's rows in rank order (positions within the
+    block)."""
+
+    __slots__ = ("csr", "local")
+
+    def __init__(self, K: Any, rank: np.ndarray, start: int) -> None:
+        rank = np.asarray(rank)
+        self.local = np.argsort(rank[start:start + K.shape[0]], kind="stable")
+        csr = K[self.local]  # row fancy indexing copies each row's entries in their order
+        csr.indices = rank[csr.indices].astype(csr.indices.dtype, copy=False)
+        csr.has_sorted_indices = False  # renamed in place: the stored order is kept, no longer sorted
+        self.csr = csr
+
+    @property
+    def shape(self) -> tuple:
+        return self.csr.shape
+
+    def unranked(self, rows_in_rank_order: np.ndarray) -> np.ndarray:
+        """Per-row results in rank order, back in the block's row order."""
+        out = np.empty_like(rows_in_rank_order)
+        out[self.local] = rows_in_rank_order
+        return out
 
 
 def kernel_row_sums(K: Any, _: Any = None) -> np.ndarray:
-    """Row sums of one row block of the kernel (the degrees ``D``)."""
+    """Row sums of one row block of the kernel (the degrees ``D``), in the
+    block's row order (also of a :class:`RankedRows` block)."""
+    if isinstance(K, RankedRows):
+        return K.unranked(kernel_row_sums(K.csr))
     return np.asarray(K.sum(axis=1), dtype=np.float64).ravel()
 
 
 def sparse_matmat(K: Any, V: np.ndarray) -> np.ndarray:
-    """``K @ V`` of one row block (dense float64 result)."""
+    """``K @ V`` of one row block (dense float64 result); a
+    :class:`RankedRows` block takes ``V`` in rank order and returns its rows
+    in the block's order."""
+    if isinstance(K, RankedRows):
+        return K.unranked(sparse_matmat(K.csr, V))
     return np.asarray(K @ np.asarray(V, dtype=np.float64))
 
 

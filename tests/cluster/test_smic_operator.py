@@ -15,7 +15,13 @@ from sklearn.datasets import make_blobs
 from infoclust_dask import SMIC, engine
 from infoclust_dask.cluster import _smic, _smic_solve
 from infoclust_dask.cluster._smic import _neighbour_lists
-from infoclust_dask.kernels.smic import kernel_row_block, kernel_row_sums, kernel_transpose_pieces, sparse_matmat
+from infoclust_dask.kernels.smic import (
+    RankedRows,
+    kernel_row_block,
+    kernel_row_sums,
+    kernel_transpose_pieces,
+    sparse_matmat,
+)
 from infoclust_dask.objectives.smic import kernel_matrix, operator_eigenvectors
 
 
@@ -51,6 +57,66 @@ def test_row_blocks_equal_the_assembled_kernel(scheduler, rows):
         blocks.release()
     with pytest.raises(RuntimeError, match="released"):
         blocks.apply(kernel_row_sums)
+
+
+@pytest.mark.parametrize("order", ["locality", "random"])
+def test_ranked_row_blocks_give_the_same_bits_in_the_blocks_order(scheduler, order):
+    """Row blocks held in a locality order (RankedRows: rows sorted by rank,
+    columns renamed to ranks, each row's entries in their stored order) give
+    the plain blocks' products and row sums bit for bit, in the blocks' own
+    row order, when the input comes in rank order - whatever the rank."""
+    X, _ = _data(3000, seed=3)
+    t = 7
+    d2, idx = _neighbour_lists(X, t)
+    if order == "locality":
+        rank = _smic_solve.locality_rank(X, 0)
+        assert rank is None  # one cell of LOCALITY_ROWS rows: no order
+        rank = np.empty(3000, dtype=np.int32)
+        rank[np.argsort(np.round(X[:, 0]), kind="stable")] = np.arange(3000, dtype=np.int32)
+    else:
+        rank = np.random.default_rng(5).permutation(3000).astype(np.int32)
+    sigma = np.sqrt(d2[:, t - 1])
+    plain = _row_blocks(d2, idx, t, scheduler, 700)
+    ranked = engine.exchange(kernel_transpose_pieces, kernel_row_block, d2, idx, params={"t": t},
+                             shared={"sigma": sigma, "rank": rank}, block_rows=700, scheduler=scheduler,
+                             name="test-ranked")
+    order_ = np.empty(3000, dtype=np.int64)
+    order_[rank] = np.arange(3000)
+    try:
+        if scheduler == "sync":
+            assert all(isinstance(b, RankedRows) for b in ranked.blocks)
+            assert not all(np.array_equal(b.local, np.arange(len(b.local))) for b in ranked.blocks)
+        for V in (np.random.default_rng(1).normal(size=3000), np.random.default_rng(2).normal(size=(3000, 3))):
+            want = np.concatenate(plain.apply(sparse_matmat, V))
+            got = np.concatenate(ranked.apply(sparse_matmat, V[order_]))
+            assert np.array_equal(got, want)
+        assert np.array_equal(np.concatenate(ranked.apply(kernel_row_sums)),
+                              np.concatenate(plain.apply(kernel_row_sums)))
+        wrong = np.concatenate(ranked.apply(sparse_matmat, np.random.default_rng(1).normal(size=3000)))
+        assert not np.allclose(wrong, np.concatenate(plain.apply(sparse_matmat,
+                                                                 np.random.default_rng(1).normal(size=3000))))
+    finally:
+        plain.release()
+        ranked.release()
+
+
+def test_smic_on_the_workers_gives_the_same_model_with_the_locality_order(monkeypatch):
+    """The kernel's products in the locality order (cells of 400 rows here)
+    and in the rows' own order: the same model, bit for bit."""
+    X, _ = _data(3000, seed=2)
+    monkeypatch.setattr(_smic, "DRIVER_KERNEL_MAX_ROWS", 0)
+    monkeypatch.setattr(_smic_solve, "KERNEL_BLOCK_ROWS", 500)
+    monkeypatch.setattr(_smic_solve, "LOCALITY_ROWS", 400)
+    ranks = []
+    real = _smic_solve.locality_rank
+    monkeypatch.setattr(_smic, "locality_rank", lambda A, seed: ranks.append(real(A, seed)) or ranks[-1])
+    ordered = SMIC(4, t=8, random_state=0, scheduler="threads").fit(X)
+    assert ranks and ranks[0] is not None and sorted(ranks[0].tolist()) == list(range(3000))
+    assert not np.array_equal(ranks[0], np.arange(3000))
+    monkeypatch.setattr(_smic, "locality_rank", lambda A, seed: None)
+    plain = SMIC(4, t=8, random_state=0, scheduler="threads").fit(X)
+    for key in ("labels_", "eigenvalues_", "eigenvectors_", "degree_", "local_scales_"):
+        assert np.array_equal(getattr(ordered, key), getattr(plain, key)), key
 
 
 def test_row_blocks_drop_padded_neighbours():
