@@ -124,9 +124,11 @@ class RankedRows:
         csr.has_sorted_indices = False  # renamed in place: the stored order is kept, no longer sorted
         self.csr = csr
 
-    @property
-    def shape(self) -> tuple:
-        return self.csr.shape
+    def __sizeof__(self) -> int:
+        """Bytes held (what dask's ``sizeof`` reports to a worker's memory
+        accounting, as it does for the plain block)."""
+        csr = self.csr
+        return int(csr.data.nbytes + csr.indices.nbytes + csr.indptr.nbytes + self.local.nbytes) + 64
 
     def unranked(self, rows_in_rank_order: np.ndarray) -> np.ndarray:
         """Per-row results in rank order, back in the block's row order."""

@@ -84,8 +84,12 @@ def test_ranked_row_blocks_give_the_same_bits_in_the_blocks_order(scheduler, ord
     order_[rank] = np.arange(3000)
     try:
         if scheduler == "sync":
+            from dask.sizeof import sizeof
+
             assert all(isinstance(b, RankedRows) for b in ranked.blocks)
             assert not all(np.array_equal(b.local, np.arange(len(b.local))) for b in ranked.blocks)
+            # a worker's memory accounting sees the block's bytes, as it does a plain block's
+            assert all(sizeof(r) >= sizeof(p) for r, p in zip(ranked.blocks, plain.blocks, strict=True))
         for V in (np.random.default_rng(1).normal(size=3000), np.random.default_rng(2).normal(size=(3000, 3))):
             want = np.concatenate(plain.apply(sparse_matmat, V))
             got = np.concatenate(ranked.apply(sparse_matmat, V[order_]))
