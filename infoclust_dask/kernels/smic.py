@@ -107,8 +107,9 @@ class RankedRows:
     ``order = argsort(rank)``): consecutive rows read neighbouring entries of
     it, which stay in the core's cache - the rows of a kernel made from a
     store in its own order read all of it at random (2e6 rows, 4e7 entries,
-    one thread: 577 ms a product at random against 129 ms with every row's
-    entries within 2e5 rows). Each row's sum runs over the same entries in
+    one thread, a 2-core AMD EPYC: 539.7 ms a product in store order
+    against 203.5 ms in a locality order, ``benchmarks/smic_product_order.py``,
+    docs/BENCHMARKS.md). Each row's sum runs over the same entries in
     the same order, so :func:`sparse_matmat` and :func:`kernel_row_sums`
     return the same bits as on the plain block, in the block's own row
     order. ``local``: the block's rows in rank order (positions within the
