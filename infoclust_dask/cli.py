@@ -262,6 +262,14 @@ def _preflight_scheduler(args):
         engine.resolve_scheduler(address)
 
 
+def _cmd_compile(args):
+    from .commands.compile import compile_kernels
+
+    report = compile_kernels(verbose=not args.quiet)
+    print(json.dumps(report if args.verbose else {k: report[k] for k in ("cached", "seconds")}, indent=2))
+    return 0
+
+
 def _cmd_demo(args):
     from .registry import load_flow
 
@@ -436,6 +444,12 @@ def build_parser() -> CommandParser:
 
     add_crossval_arguments(pc)
     pc.set_defaults(func=_cmd_crossval)
+
+    pk = sub.add_parser("compile", help="compile the numba kernels into their on-disk cache now (once after an "
+                                         "install or in a worker image's build) instead of in the first fits")
+    pk.add_argument("--quiet", action="store_true", help="no line per fit on stderr")
+    pk.add_argument("--verbose", action="store_true", help="seconds of every fit in the JSON")
+    pk.set_defaults(func=_cmd_compile)
 
     pd = sub.add_parser("demo", help="run the demo Prefect flow (ingest, fit, report, plot)")
     pd.add_argument("--dataset", default=None,

@@ -33,8 +33,9 @@ Nothing here imports dask; :mod:`infoclust_dask.engine` runs the passes.
 
 # the kernels' face to the layers above (the engine runs passes; the estimators ask which path ran); the
 # underscore modules are this package's own
+from ._cache import can_cache
 from ._common import Pass, run_chunk, run_fold_step, sq_distances
 from ._compiled import light_process, lloyd_choice, lloyd_paths, numpy_form, numpy_form_fits
 
 __all__ = ["Pass", "run_chunk", "run_fold_step", "sq_distances", "light_process", "lloyd_choice", "lloyd_paths",
-           "numpy_form", "numpy_form_fits"]
+           "numpy_form", "numpy_form_fits", "can_cache"]
