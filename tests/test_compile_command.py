@@ -27,8 +27,9 @@ print(json.dumps({f: [len(d.stats.cache_hits), len(d.stats.cache_misses)] for f,
 @pytest.mark.slow
 def test_compile_fills_the_cache_that_a_later_process_loads(tmp_path):
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
-    r = subprocess.run([sys.executable, "-m", "infoclust_dask.cli", "compile", "--verbose"], env=env,
-                       capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    # in this process even where the environment names a scheduler (nothing listens on port 1)
+    r = subprocess.run([sys.executable, "-m", "infoclust_dask.cli", "compile", "--verbose"],
+                       env={**env, "DASK_SCHEDULER_ADDRESS": "tcp://127.0.0.1:1"}, capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert r.returncode == 0, r.stderr[-3000:]
     report = json.loads(r.stdout)
     assert report["cached"] is True
