@@ -26,8 +26,6 @@ import numpy as np
 
 __all__ = ["compile_kernels"]
 
-#: every fit in this process, on its threads, even where $DASK_SCHEDULER_ADDRESS names a cluster
-HERE = "threads"
 #: rows of the generated data: enough that each estimator takes its compiled passes
 ROWS = 4000
 
@@ -36,19 +34,20 @@ def _fits(X: np.ndarray, y: np.ndarray) -> list[tuple[str, Callable[[], object]]
     """The fits whose passes compile the kernels, on rows ``X`` and labels ``y``."""
     import infoclust_dask as ic
 
+    # scheduler="threads": every fit in this process, even where $DASK_SCHEDULER_ADDRESS names a cluster
     Y = np.ascontiguousarray(X[:, ::-1])
     binary = (X > 0).astype(X.dtype)
     return [
-        ("KMeans", lambda: ic.KMeans(3, random_state=0, scheduler=HERE).fit(X)),
-        ("KMeans, 20 clusters", lambda: ic.KMeans(20, random_state=0, scheduler=HERE).fit(X)),
-        ("SoftKMeans", lambda: ic.SoftKMeans(3, random_state=0, scheduler=HERE).fit(X)),
-        ("SoftKMeans, 20 clusters", lambda: ic.SoftKMeans(20, random_state=0, scheduler=HERE).fit(X)),
-        ("DiscriminativeClustering", lambda: ic.DiscriminativeClustering(3, sigma=1.0, random_state=0, scheduler=HERE).fit(X, y)),
+        ("KMeans", lambda: ic.KMeans(3, random_state=0, scheduler="threads").fit(X)),
+        ("KMeans, 20 clusters", lambda: ic.KMeans(20, random_state=0, scheduler="threads").fit(X)),
+        ("SoftKMeans", lambda: ic.SoftKMeans(3, random_state=0, scheduler="threads").fit(X)),
+        ("SoftKMeans, 20 clusters", lambda: ic.SoftKMeans(20, random_state=0, scheduler="threads").fit(X)),
+        ("DiscriminativeClustering", lambda: ic.DiscriminativeClustering(3, sigma=1.0, random_state=0, scheduler="threads").fit(X, y)),
         ("DiscriminativeClustering, 20 clusters",
-         lambda: ic.DiscriminativeClustering(20, sigma=1.0, random_state=0, scheduler=HERE).fit(X, y)),
-        ("AssociativeClustering", lambda: ic.AssociativeClustering((3, 3), sigma=(1.0, 1.0), random_state=0, scheduler=HERE).fit(X, Y)),
-        ("CMBC", lambda: ic.CMBC(2, random_state=0, scheduler=HERE).fit(binary, known=y)),
-        ("SMIC", lambda: ic.SMIC(3, t=5, random_state=0, scheduler=HERE).fit(X[:1000])),
+         lambda: ic.DiscriminativeClustering(20, sigma=1.0, random_state=0, scheduler="threads").fit(X, y)),
+        ("AssociativeClustering", lambda: ic.AssociativeClustering((3, 3), sigma=(1.0, 1.0), random_state=0, scheduler="threads").fit(X, Y)),
+        ("CMBC", lambda: ic.CMBC(2, random_state=0, scheduler="threads").fit(binary, known=y)),
+        ("SMIC", lambda: ic.SMIC(3, t=5, random_state=0, scheduler="threads").fit(X[:1000])),
     ]
 
 
