@@ -34,20 +34,22 @@ def _fits(X: np.ndarray, y: np.ndarray) -> list[tuple[str, Callable[[], object]]
     """The fits whose passes compile the kernels, on rows ``X`` and labels ``y``."""
     import infoclust_dask as ic
 
-    # scheduler="threads": every fit in this process, even where $DASK_SCHEDULER_ADDRESS names a cluster
+    def here(cls, *args, **params):  # in this process, even where $DASK_SCHEDULER_ADDRESS names a cluster
+        return cls(*args, random_state=0, scheduler="threads", **params)
+
     Y = np.ascontiguousarray(X[:, ::-1])
     binary = (X > 0).astype(X.dtype)
     return [
-        ("KMeans", lambda: ic.KMeans(3, random_state=0, scheduler="threads").fit(X)),
-        ("KMeans, 20 clusters", lambda: ic.KMeans(20, random_state=0, scheduler="threads").fit(X)),
-        ("SoftKMeans", lambda: ic.SoftKMeans(3, random_state=0, scheduler="threads").fit(X)),
-        ("SoftKMeans, 20 clusters", lambda: ic.SoftKMeans(20, random_state=0, scheduler="threads").fit(X)),
-        ("DiscriminativeClustering", lambda: ic.DiscriminativeClustering(3, sigma=1.0, random_state=0, scheduler="threads").fit(X, y)),
+        ("KMeans", lambda: here(ic.KMeans, 3).fit(X)),
+        ("KMeans, 20 clusters", lambda: here(ic.KMeans, 20).fit(X)),
+        ("SoftKMeans", lambda: here(ic.SoftKMeans, 3).fit(X)),
+        ("SoftKMeans, 20 clusters", lambda: here(ic.SoftKMeans, 20).fit(X)),
+        ("DiscriminativeClustering", lambda: here(ic.DiscriminativeClustering, 3, sigma=1.0).fit(X, y)),
         ("DiscriminativeClustering, 20 clusters",
-         lambda: ic.DiscriminativeClustering(20, sigma=1.0, random_state=0, scheduler="threads").fit(X, y)),
-        ("AssociativeClustering", lambda: ic.AssociativeClustering((3, 3), sigma=(1.0, 1.0), random_state=0, scheduler="threads").fit(X, Y)),
-        ("CMBC", lambda: ic.CMBC(2, random_state=0, scheduler="threads").fit(binary, known=y)),
-        ("SMIC", lambda: ic.SMIC(3, t=5, random_state=0, scheduler="threads").fit(X[:1000])),
+         lambda: here(ic.DiscriminativeClustering, 20, sigma=1.0).fit(X, y)),
+        ("AssociativeClustering", lambda: here(ic.AssociativeClustering, (3, 3), sigma=(1.0, 1.0)).fit(X, Y)),
+        ("CMBC", lambda: here(ic.CMBC, 2).fit(binary, known=y)),
+        ("SMIC", lambda: here(ic.SMIC, 3, t=5).fit(X[:1000])),
     ]
 
 
