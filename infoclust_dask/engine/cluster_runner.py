@@ -31,6 +31,7 @@ class Distributed(Runner):
     def __init__(self, client: Any, reason: str = "") -> None:
         super().__init__(reason)
         self.client = client
+        execute.set_up_workers(client)  # once per client: the workers' mmap threshold (execute.set_up_workers)
         #: bytes of lazy input this runner read into the workers' memory (for messages)
         self.held = 0
 

@@ -72,6 +72,31 @@ def compute_distributed(client: Any, obj: Any, *, progress: bool = False, held: 
     return around_unreachable(client, lambda place: _compute(client, obj, place, progress, held))
 
 
+_SET_UP_LOCK = threading.Lock()
+_SET_UP: set = set()  # (id of a client, its scheduler's address) whose workers got the plugin
+
+
+def set_up_workers(client: Any) -> None:
+    """Register :class:`~.worker_setup.LargeBlocks` with ``client``'s
+    scheduler, once per client: every worker, and every worker that joins
+    later, fixes its mmap threshold before it runs a pass (3.5-4x faster
+    kernels that allocate product tiles under the nanny's
+    ``MALLOC_TRIM_THRESHOLD_``, :mod:`.worker_setup`). A scheduler that
+    does not answer is left alone here: the pass that follows reports it
+    with the engine's own message."""
+    key = (id(client), _address(client))
+    with _SET_UP_LOCK:
+        if key in _SET_UP:
+            return
+        from .worker_setup import LargeBlocks
+
+        try:
+            client.register_plugin(LargeBlocks())
+        except (OSError, TimeoutError):  # (distributed's CommClosedError is an OSError)
+            return
+        _SET_UP.add(key)
+
+
 def _compute(client: Any, obj: Any, place: dict, progress: bool, held: int) -> Any:
     watch = Watch(held)  # one across the attempts: workers dying near their limit count however often it retries
     for attempt in range(RESCATTER_ATTEMPTS + 1):
