@@ -151,7 +151,7 @@ class SMIC(ClusterMixin, InfoclustEstimator):
         coarse partition (K-means centres from a seeded sample; at least 8
         cells, one per 1e6 rows; two cells whose boundary cuts through one
         cluster, so that each would index most of the other's rows, share
-        one), the NN-descent graph (Dong, Charikar & Li 2011; pynndescent)
+        one), the NN-descent graph (Dong, Charikar & Li 2011; compiled here)
         of each cell's rows and the rows of other cells near its boundary,
         answering its own rows - each row is searched once, so the time
         grows about linearly in n; its recall against exact search on 2000
@@ -167,9 +167,10 @@ class SMIC(ClusterMixin, InfoclustEstimator):
         NN-descent settings: ``n_neighbors`` (the list each row keeps while
         the graph improves; default ``ceil(2.5 t) + 1``), ``max_candidates``
         and ``n_iters`` (pynndescent's defaults); larger is slower and
-        closer to exact (``docs/BENCHMARKS.md``: recall 0.993 on a 2e5-row
-        cell of 16-dimensional Gaussian rows at 51 us a row, t = 10, one
-        thread). Cells of at most 32 768 rows are searched exactly.
+        closer to exact (``docs/BENCHMARKS.md``: recall 0.994-0.996 on a
+        2e5-row cell of 16-dimensional Gaussian rows at 88 us a row, t =
+        10, one thread; 40 independent Gaussian features need longer
+        lists). Cells of at most 32 768 rows are searched exactly.
     random_state : int, numpy Generator or None, default=None
         Seeds LSMI's basis draw and folds (the same for every candidate t),
         the eigensolver's start vector and the rows of the recall estimate.

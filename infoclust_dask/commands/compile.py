@@ -33,6 +33,7 @@ ROWS = 4000
 def _fits(X: np.ndarray, y: np.ndarray) -> list[tuple[str, Callable[[], object]]]:
     """The fits whose passes compile the kernels, on rows ``X`` and labels ``y``."""
     import infoclust_dask as ic
+    from infoclust_dask.kernels import nn_descent
 
     def here(cls, *args, **params):  # in this process, even where $DASK_SCHEDULER_ADDRESS names a cluster
         return cls(*args, random_state=0, scheduler="threads", **params)
@@ -50,6 +51,8 @@ def _fits(X: np.ndarray, y: np.ndarray) -> list[tuple[str, Callable[[], object]]
         ("AssociativeClustering", lambda: here(ic.AssociativeClustering, (3, 3), sigma=(1.0, 1.0)).fit(X, Y)),
         ("CMBC", lambda: here(ic.CMBC, 2).fit(binary, known=y)),
         ("SMIC", lambda: here(ic.SMIC, 3, t=5).fit(X[:1000])),
+        # SMIC's cells above 32 768 rows: its NN-descent graph (float32 whatever the rows)
+        ("SMIC's NN-descent graph", lambda: nn_descent(X, 26, seed=0)),
     ]
 
 

@@ -33,9 +33,20 @@ Nothing here imports dask; :mod:`infoclust_dask.engine` runs the passes.
 
 # the kernels' face to the layers above (the engine runs passes; the estimators ask which path ran); the
 # underscore modules are this package's own
+from typing import Any
+
 from ._cache import can_cache
 from ._common import Pass, run_chunk, run_fold_step, sq_distances
 from ._compiled import light_process, lloyd_choice, lloyd_paths, numpy_form, numpy_form_fits
 
 __all__ = ["Pass", "run_chunk", "run_fold_step", "sq_distances", "light_process", "lloyd_choice", "lloyd_paths",
-           "numpy_form", "numpy_form_fits", "can_cache"]
+           "numpy_form", "numpy_form_fits", "can_cache", "nn_descent"]
+
+
+def nn_descent(x: Any, n_neighbors: int, **settings: Any) -> Any:
+    """SMIC's NN-descent graph of the rows ``x``
+    (:func:`infoclust_dask.kernels._nn_descent.nn_descent`, imported on
+    first use: numba compiles or loads it then)."""
+    from ._nn_descent import nn_descent as graph
+
+    return graph(x, n_neighbors, **settings)

@@ -9,7 +9,9 @@ rows of other cells that lie within its routing radius of its boundary
 (ghosts, the bisector test of :func:`cell_split`, radius from a sample by
 :func:`cell_radii`) and builds their NN-descent graph (Dong, Charikar & Li
 2011, *Efficient k-nearest neighbor graph construction for generic
-similarity measures*, WWW; pynndescent's ``NNDescent``), which answers the
+similarity measures*, WWW; this package's compiled
+:func:`~infoclust_dask.kernels._nn_descent.nn_descent`, pynndescent's
+``NNDescent`` before: its loops compiled again in every worker), which answers the
 cell's own rows and is dropped when its task ends, so each row is searched
 once and no graph waits for another task. (Earlier designs: an HNSW index
 per row block queried by every block searched every row ``B`` times for
@@ -164,17 +166,17 @@ def knn_query_block(xd: np.ndarray, *, start: int = 0, xq: np.ndarray, t: int) -
     return knn_block(xq, xd, q_start=None, d_start=start, t=t)
 
 
-#: NN-descent settings of a cell's graph (pynndescent's ``NNDescent``): ``n_neighbors`` (the list each row
-#: keeps while the graph improves; default :func:`nnd_settings`: 2.5 t + 1) and ``max_candidates`` (new
-#: candidates a row takes per round; default pynndescent's, min(60, n_neighbors)), ``n_iters`` (rounds;
-#: pynndescent's default max(5, log2 rows)). Measured on a cell of 2e5 16-dimensional standard Gaussian rows,
-#: one thread, t = 10 (benchmarks/smic_knn_cells.py, docs/BENCHMARKS.md): 51 us a row at recall 0.993; faiss'
-#: HNSW (the search before) 71 us at 0.972
+#: NN-descent settings of a cell's graph (:func:`~infoclust_dask.kernels._nn_descent.nn_descent`):
+#: ``n_neighbors`` (the list each row keeps while the graph improves; default :func:`nnd_settings`: 2.5 t + 1)
+#: and ``max_candidates`` (new candidates a row takes per round; default min(60, n_neighbors)), ``n_iters``
+#: (rounds; default max(5, log2 rows)), pynndescent's defaults. Measured on a cell of 2e5 16-dimensional standard
+#: Gaussian rows, one thread, t = 10 (docs/BENCHMARKS.md): 88 us a row at recall 0.9955 (pynndescent 66 us
+#: warm, 227 us in a new process; faiss' HNSW 71 us at 0.972)
 NND_KEYS = ("n_neighbors", "max_candidates", "n_iters")
 #: a cell of at most this many rows (own and ghosts) is searched exactly, by brute force
 #: (:func:`brute_candidates`): up to here that costs about what NN-descent does (32 768 x 16, one thread:
 #: 1.78 s against 1.16 s, benchmarks/smic_knn_cells.py),
-#: is exact, and spares the process pynndescent's compilation (~20 s the first time in each process)
+#: and is exact
 EXACT_CELL_ROWS = 32_768
 
 
@@ -364,20 +366,18 @@ def cell_task_bytes(rows: float, d: int, exact_rows: int | None = None) -> int:
 
 def _nn_descent(xd, own, k, *, n_neighbors, max_candidates, n_iters, seed, exact_rows):
     """Candidate lists (``k`` wide, positions into ``xd``, each row's own
-    entry removed) of the rows at positions ``own``: pynndescent's
-    NN-descent graph of all of ``xd`` (float32, one thread, seeded), or
-    brute force (:func:`brute_candidates`, whatever the number of features:
-    a k-d tree took 3 ms a row in 16 dimensions) for a cell of at most
-    ``exact_rows`` rows (or four lists' worth)."""
+    entry removed) of the rows at positions ``own``: the NN-descent graph
+    of all of ``xd`` (:func:`~infoclust_dask.kernels._nn_descent.nn_descent`:
+    float32, one thread, seeded), or brute force
+    (:func:`brute_candidates`, whatever the number of features: a k-d tree
+    took 3 ms a row in 16 dimensions) for a cell of at most ``exact_rows``
+    rows (or four lists' worth)."""
     if xd.shape[0] <= max(int(exact_rows), 4 * int(n_neighbors)):
         return _without_own(brute_candidates(xd[own], xd, min(k, xd.shape[0])), own)
-    from pynndescent import NNDescent
+    from ._nn_descent import nn_descent
 
-    graph = NNDescent(xd.astype(np.float32), n_neighbors=int(n_neighbors), max_candidates=max_candidates,
-                      n_iters=n_iters, random_state=int(seed), n_jobs=1, low_memory=True, verbose=False)
-    ind = np.asarray(graph.neighbor_graph[0])[own]
-    del graph
-    return _without_own(np.asarray(ind, dtype=np.int64), own)
+    ind = nn_descent(xd, int(n_neighbors), max_candidates=max_candidates, n_iters=n_iters, seed=int(seed))[own]
+    return _without_own(ind, own)
 
 
 def cell_build(pieces: list, *, t: int, n_neighbors: int | None = None, max_candidates: int | None = None,
@@ -385,7 +385,7 @@ def cell_build(pieces: list, *, t: int, n_neighbors: int | None = None, max_cand
                exact_rows: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """One cell, in one task: its rows and ghosts gathered from every
     block's piece (:func:`cell_split`), their NN-descent graph (Dong,
-    Charikar & Li 2011, pynndescent's ``NNDescent``: each row's list
+    Charikar & Li 2011, :func:`~infoclust_dask.kernels._nn_descent.nn_descent`: each row's list
     improved by its neighbours' neighbours; settings :func:`nnd_settings`)
     and each own row's ``t`` nearest other rows among its candidates, by
     exact float64 distances (ties: the smaller row number). The graph is

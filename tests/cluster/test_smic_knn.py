@@ -48,8 +48,8 @@ def _cells_graph(X, t, data, scheduler, **build):
     return np.asarray(d2), np.asarray(idx)
 
 
-#: the NN-descent path's tests: pynndescent compiles its loops in each new process (~20 s), so they run in
-#: make test-slow; make test runs the same tests on exactly searched cells
+#: the NN-descent path's tests (cells of tens of thousands of rows: seconds each) run in make test-slow; make
+#: test runs the same tests on exactly searched cells
 NN_DESCENT = pytest.param(0, marks=pytest.mark.slow, id="nn-descent")
 EXACT = pytest.param(None, id="exact")
 
@@ -515,5 +515,6 @@ def test_a_cell_too_large_for_any_worker_is_refused_before_it_is_searched():
         assert rows >= 59_000  # one cell of (nearly) every row
         assert "memory limit of at least" in message and "knn='exact'" in message
         assert "1 worker: 381 MB memory limit" in message
-        # nothing of the search ran on the worker: pynndescent was never imported there
-        assert not any(client.run(lambda: __import__("sys").modules.get("pynndescent") is not None).values())
+        # nothing of the search ran on the worker: its NN-descent was never imported there
+        assert not any(client.run(
+            lambda: __import__("sys").modules.get("infoclust_dask.kernels._nn_descent") is not None).values())
