@@ -68,12 +68,6 @@ def _below(state, m):  # pragma: no cover - compiled
     return np.int64(_next(state) % np.uint64(m))
 
 
-@numba.njit(cache=CACHE, nogil=True)
-def _unit(state):  # pragma: no cover - compiled
-    """A float32 draw in [0, 1)."""
-    return np.float32(_next(state) >> np.uint64(40)) * np.float32(1.0 / (1 << 24))
-
-
 @numba.njit(cache=CACHE, nogil=True, fastmath=True)
 def _dist(x, a, b):  # pragma: no cover - compiled
     """Squared distance of rows ``a`` and ``b`` (float32; the compiler may
@@ -224,24 +218,17 @@ def _candidates(ids, flags, n_cand, state):  # pragma: no cover - compiled
     old_i = np.full((n, n_cand), -1, dtype=np.int32)
     new_seen = np.zeros(n, dtype=np.int64)
     old_seen = np.zeros(n, dtype=np.int64)
-    for i in range(n):  # a row's own entries: distinct
-        for s in range(k):
-            j = ids[i, s]
-            if j < 0:
-                continue
-            if flags[i, s] == 1:
-                _keep(new_i, new_seen, i, j, False, state)
-            else:
-                _keep(old_i, old_seen, i, j, False, state)
-    for i in range(n):  # the reverse entries: a row listing j may be listed by j
-        for s in range(k):
-            j = ids[i, s]
-            if j < 0:
-                continue
-            if flags[i, s] == 1:
-                _keep(new_i, new_seen, j, i, True, state)
-            else:
-                _keep(old_i, old_seen, j, i, True, state)
+    for reverse in range(2):  # a row's own entries (distinct), then its reverse ones (j listing i may be listed by i)
+        for i in range(n):
+            for s in range(k):
+                j = ids[i, s]
+                if j < 0:
+                    continue
+                row, other = (j, i) if reverse else (i, j)
+                if flags[i, s] == 1:
+                    _keep(new_i, new_seen, row, other, reverse == 1, state)
+                else:
+                    _keep(old_i, old_seen, row, other, reverse == 1, state)
     for i in range(n):
         for s in range(k):
             if flags[i, s] == 1:
