@@ -219,7 +219,7 @@ def test_auto_solver_shifts_components_and_falls_back_to_the_block_method():
     ref = scipy.linalg.eigh(A.toarray(), eigvals_only=True)[::-1][:5]
     rep = {}
     lam, V = operator_eigenvectors(lambda X: A @ X, 3 * n_each, 5, components=comp, norm=10.0, report=rep)
-    assert rep["shifted"] and rep["block_size"] == 1
+    assert rep["per_component"] and rep["block_size"] == 1
     np.testing.assert_allclose(lam, ref, rtol=0, atol=1e-8)
     np.testing.assert_allclose(A @ V, V * lam, rtol=0, atol=1e-7)
     plain, _ = operator_eigenvectors(lambda X: A @ X, 3 * n_each, 5, block_size=1)
@@ -232,7 +232,7 @@ def test_auto_solver_shifts_components_and_falls_back_to_the_block_method():
     rep = {}
     lam, V = operator_eigenvectors(lambda X: A30 @ X, 1200, 4, components=np.repeat(np.arange(30), 40), norm=10.0,
                                    report=rep)
-    assert rep["block_size"] == 6 and not rep["shifted"]
+    assert rep["block_size"] == 6 and not rep["per_component"]
     np.testing.assert_allclose(lam, ref30, rtol=0, atol=1e-8)
 
     Q, _ = np.linalg.qr(rng.normal(size=(300, 300)))
@@ -241,5 +241,5 @@ def test_auto_solver_shifts_components_and_falls_back_to_the_block_method():
     M = (Q * d) @ Q.T
     rep = {}
     lam, V = operator_eigenvectors(lambda X: M @ X, 300, 4, report=rep)
-    assert rep["block_size"] == 6 and not rep["shifted"]
+    assert rep["block_size"] == 6 and not rep["per_component"]
     np.testing.assert_allclose(lam, np.sort(d)[::-1][:4], rtol=0, atol=1e-9)
