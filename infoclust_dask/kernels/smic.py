@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from ._common import Pass, in_sub_blocks, sq_distances
+from ._exp import _gaussian_rows
 from .stats import hashed_fold_ids
 
 __all__ = ["local_scaling_values", "directed_kernel_entries", "kernel_transpose_pieces", "kernel_row_block",
@@ -253,23 +254,17 @@ def _lsmi_stats_rows(x, labels, *, start=0, centers, widths, n_classes, n_folds,
     reach = -np.log(LSMI_TINY)
     nearest = d2.min(axis=1)
     buf = np.empty_like(d2)
+    scratch = np.empty(max(16384, centers.shape[0]))  # tiles of rows whose values stay in cache
     for w, width in enumerate(widths):
         a = 0.5 / (width * width)
         live = np.flatnonzero(nearest * a < reach)
         if live.size == 0:
             continue
         full = live.size == d2.shape[0]
-        if full:
-            phi, cuts = buf, bounds
-            np.multiply(d2, -a, out=phi)
-        else:
-            phi, cuts = buf[:live.size], np.searchsorted(live, bounds)
-            np.multiply(d2[live], -a, out=phi)
-        # exp is ~3x slower where it underflows; arguments below -reach - 1
-        # give values under LSMI_TINY, floored to 0 below either way
-        np.maximum(phi, -reach - 1.0, out=phi)
-        np.exp(phi, out=phi)
-        phi[phi < LSMI_TINY] = 0.0  # no subnormals in the products below
+        phi, cuts = (buf, bounds) if full else (buf[:live.size], np.searchsorted(live, bounds))
+        # exp(-a d2) of the live rows, arguments below -reach - 1 clipped (they give values under LSMI_TINY,
+        # floored to 0: no subnormals in the products below), in cache-sized tiles (compiled: _exp)
+        _gaussian_rows(d2, live.astype(np.int64), a, -reach - 1.0, LSMI_TINY, phi, scratch)
         for m in range(n_folds):
             lo, hi = cuts[m], cuts[m + 1]
             if hi > lo:

@@ -414,6 +414,28 @@ def test_vectorized_exp_against_numpy():
     assert got[-3] == 0.0 and got[-2] == 0.0 and np.isnan(got[-1])
 
 
+@pytest.mark.parametrize("rows, scratch", [(37, 200 * 4 + 7), (37, 200), (37, 16384), (0, 200)])
+def test_gaussian_rows_against_numpy(rows, scratch):
+    """LSMI's basis values of a subset of rows (``_gaussian_rows``) against
+    numpy: ``exp(max(-a d2, lo))``, below ``tiny`` 0, within 1 ulp, in tiles
+    of every length (a scratch of 4 rows and a remainder, of one row, of
+    all rows); rows in any order, repeated; ``out`` rows past the subset
+    untouched; a scratch smaller than a row refused."""
+    rng = np.random.default_rng(1)
+    d2 = np.ascontiguousarray(rng.uniform(0, 60, (50, 200)) ** 2)
+    d2[3, :5] = 0.0
+    take = rng.integers(0, 50, rows).astype(np.int64)
+    a, lo, tiny = 0.5 / 1.7 ** 2, -231.0, 1e-100
+    out = np.full((rows + 2, 200), -7.0)
+    _exp._gaussian_rows(d2, take, a, lo, tiny, out, np.empty(scratch))
+    ref = np.exp(np.maximum(d2[take] * -a, lo))
+    ref[ref < tiny] = 0.0
+    np.testing.assert_allclose(out[:rows], ref, rtol=4.5e-16, atol=0)
+    assert (out[:rows][ref == 0] == 0).all() and (out[rows:] == -7.0).all()
+    with pytest.raises(ValueError, match="at least one row"):
+        _exp._gaussian_rows(d2, take, a, lo, tiny, out, np.empty(199))
+
+
 def test_float32_exp_is_within_one_ulp():
     """Issue 55: soft K-means' products for float32 rows take a float32 exp
     (eight SIMD lanes): within one float32 ulp of exp in float64, 0 below
