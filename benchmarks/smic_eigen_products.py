@@ -69,7 +69,8 @@ def main():
                      ("the degrees / sqrt(component size)", degree / np.sqrt(np.bincount(comp)[comp]))]:
         count[0] = 0
         krylov_schur(shifted, a.n, 10, v0=v0, tol=1e-12, m=basis_size(a.n, 10), random_state=0)
-        print(f"start vector {name}: {count[0]} products", flush=True)
+        print(f"the rule before (single vector on the shifted kernel), start vector {name}: {count[0]} products",
+              flush=True)
 
 
 if __name__ == "__main__":
