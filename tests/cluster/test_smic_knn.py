@@ -231,6 +231,34 @@ def test_every_neighbour_within_the_cell_radius_is_indexed_with_the_row(groups):
     assert all(p[2].all() for p in bare)
 
 
+@pytest.mark.parametrize("n_rows", [300, 3000, 10**6])
+def test_cell_radii_equal_brute_force(n_rows):
+    """Each cell's radius against numpy: the quantile of its first sampled
+    rows' distance to their ``k``-th nearest other sampled row of the cell,
+    ``k = ceil(t m / n_rows)`` (t, ceil(10 * 300 / 3000) = 1, and 1), with
+    duplicate rows (distance 0) and a cell too small for any (inf)."""
+    from infoclust_dask.kernels.knn import cell_radii, nearest_cells
+
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(300, 3))
+    X[10:14] = X[9]  # duplicates
+    centres = np.vstack([X[:3], [[50.0, 50.0, 50.0]]])
+    X[-2:] = centres[3] + 0.1 * rng.normal(size=(2, 3))  # cell 3: two rows, fewer than k + 1 when k = 5
+    t, quantile, queries = 5, 0.8, 60
+    got = cell_radii(X, centres, t=t, n_rows=n_rows, quantile=quantile, max_queries=queries)
+    k = int(min(t, max(1, np.ceil(t * len(X) / n_rows))))
+    cells = nearest_cells(X, centres)
+    for g in range(4):
+        rows = X[cells == g]
+        if len(rows) <= k:
+            assert np.isinf(got[g])
+            continue
+        d2 = ((rows[:queries, None, :] - rows[None, :, :]) ** 2).sum(-1)
+        d2[np.arange(min(queries, len(rows))), np.arange(min(queries, len(rows)))] = np.inf
+        want = np.sqrt(np.quantile(np.sort(d2, axis=1)[:, k - 1], quantile))
+        assert got[g] == pytest.approx(want, rel=1e-9, abs=1e-12), (g, k)
+
+
 def test_cells_cut_through_one_cluster_are_merged():
     """Two blobs far apart in 16 dimensions, each cut in half by two of
     four centres: nearly every row of a half is a ghost of the other half,
