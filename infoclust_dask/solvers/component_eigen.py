@@ -36,7 +36,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .eigen import ConvergenceError
+from .eigen import ConvergenceError, gram_schmidt
 
 __all__ = ["component_krylov_schur"]
 
@@ -111,21 +111,13 @@ def _sym(S):
 
 
 def _project(V, w):
-    """``h = V^T w``, ``w -= V h`` in place (classical Gram-Schmidt, again
-    while a pass removes more than 30 % of the norm, at most three passes:
-    ARPACK's rule); returns ``(h, ||w||)``, the norm 0 when ``w`` lies in
-    the span of ``V`` to working precision."""
-    h = np.zeros(V.shape[0])
-    before = float(np.linalg.norm(w))
-    for _ in range(3):
-        g = V @ w
+    """``h = V^T w``, ``w -= V h`` in place against the rows of ``V``
+    (:func:`~infoclust_dask.solvers.eigen.gram_schmidt`); returns ``(h, ||w||)``."""
+
+    def remove(g, w):
         w -= g @ V
-        h += g
-        after = float(np.linalg.norm(w))
-        if after > 0.717 * before:
-            return h, after
-        before = after
-    return h, 0.0
+
+    return gram_schmidt(w, V.shape[0], lambda w: V @ w, remove)
 
 
 def _new_direction(V, rng):

@@ -39,7 +39,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["BLOCK", "ConvergenceError", "basis_size", "block_size", "krylov_schur"]
+__all__ = ["BLOCK", "ConvergenceError", "basis_size", "block_size", "gram_schmidt", "krylov_schur"]
 
 #: entries per column block of the basis (its ``m + 1`` rows of a block are contiguous)
 BLOCK = 1 << 18
@@ -79,6 +79,27 @@ def block_size(n: int, k: int, budget: float | None = None, margin: int = 2) -> 
     return max(1, min(b, (n - k) // 3))
 
 
+def gram_schmidt(w: np.ndarray, j: int, coefficients: Callable[[np.ndarray], np.ndarray],
+                 remove: Callable[[np.ndarray, np.ndarray], None]) -> tuple[np.ndarray, float]:
+    """Classical Gram-Schmidt of ``w`` against ``j`` orthonormal vectors
+    with the DGKS correction (ARPACK's ``dsaitr`` rule: project again while
+    a projection removes more than 30 % of the norm, at most three passes):
+    ``coefficients(w)`` gives ``V^T w``, ``remove(g, w)`` does ``w -= V g``
+    in place. Returns ``(h, ||w||)``, ``h`` the summed coefficients; the
+    norm is 0 when ``w`` lies in the span to working precision."""
+    h = np.zeros(j)
+    before = float(np.linalg.norm(w))
+    for _ in range(3):
+        g = coefficients(w)
+        remove(g, w)
+        h += g
+        after = float(np.linalg.norm(w))
+        if after > 0.717 * before:
+            return h, after
+        before = after
+    return h, 0.0
+
+
 class _Basis:
     """``rows`` orthonormal vectors of length ``n`` held as column blocks
     ``(rows, BLOCK)``: projections and updates run block by block (BLAS
@@ -105,20 +126,18 @@ class _Basis:
         norm, at most twice). Returns ``(h, ||w||)``; the norm is 0 when
         ``w`` lies in the span of the basis to working precision (the
         caller must then replace it)."""
-        h = np.zeros(j)
-        before = float(np.linalg.norm(w))
         if j == 0:
-            return h, before
-        for _ in range(3):
-            g = sum(blk[:j] @ w[a:b] for blk, (a, b) in zip(self.blocks, self.bounds, strict=True))
-            for blk, (a, b) in zip(self.blocks, self.bounds, strict=True):
+            return np.zeros(0), float(np.linalg.norm(w))
+        pairs = list(zip(self.blocks, self.bounds, strict=True))
+
+        def coefficients(w):
+            return sum(blk[:j] @ w[a:b] for blk, (a, b) in pairs)
+
+        def remove(g, w):
+            for blk, (a, b) in pairs:
                 w[a:b] -= g @ blk[:j]
-            h += g
-            after = float(np.linalg.norm(w))
-            if after > 0.717 * before:
-                return h, after
-            before = after
-        return h, 0.0
+
+        return gram_schmidt(w, j, coefficients, remove)
 
     def project_block(self, j, W):
         """``G = V[:j]^T W`` and ``W -= V[:j] G`` in place for an ``(n, b)``
