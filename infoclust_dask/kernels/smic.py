@@ -12,7 +12,6 @@ from typing import Any
 import numpy as np
 
 from ._common import Pass, in_sub_blocks, sq_distances
-from ._exp import _gaussian_rows
 from .stats import hashed_fold_ids
 
 __all__ = ["local_scaling_values", "directed_kernel_entries", "kernel_transpose_pieces", "kernel_row_block",
@@ -233,6 +232,8 @@ def _lsmi_stats_rows(x, labels, *, start=0, centers, widths, n_classes, n_folds,
     ``count (L, M, c)``): SMIC scores all its candidate clusterings in one
     pass.
     """
+    from ._exp import _gaussian_rows  # numba loads with the first pass, not with the estimators (tests/test_startup.py)
+
     z = (np.asarray(x, dtype=np.float64) - shift) / scale
     lab = np.asarray(labels).astype(np.intp)
     single = lab.ndim == 1
