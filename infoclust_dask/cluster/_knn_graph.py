@@ -20,7 +20,9 @@ from ..kernels.knn import (
     KNN,
     KNN_CELLS,
     KNN_QUERY,
+    NND_BASE_ROWS,
     NND_KEYS,
+    cell_neighbors,
     cell_radii,
     cell_sizes,
     cell_task_bytes,
@@ -96,8 +98,10 @@ def _neighbour_lists(X, t, method="exact", params=None, progress=False, keep=Fal
         outputs = ((np.float64, (t,)), (np.int32 if int32_ids else np.int64, (t,)))
         n_cells = max(MIN_CELLS, -(-n // INDEX_MAX_ROWS))
         centres, groups, radii, rows = _cell_plan(X, n_cells, t, random_state)
+        given = nnd_settings(t, params)["n_neighbors"]
+        largest = int(np.max(rows)) if len(rows) else 0
         _check_cell_tasks(rows, int(X.shape[1]),
-                          nnd_settings(t, params)["n_neighbors"] / nnd_settings(t)["n_neighbors"])
+                          (given or cell_neighbors(t, largest)) / cell_neighbors(t, NND_BASE_ROWS))
         d2, idx = engine.partition_pairs(KNN_CELLS, X, n_parts=len(radii), outputs=outputs,
                                          params={"t": t, "centers": centres, "groups": groups, "radii": radii},
                                          build_params={"t": t, **nnd_settings(t, params),

@@ -35,7 +35,8 @@ import numpy as np
 from ._common import Pass, sq_distances
 
 __all__ = ["knn_block", "candidates", "knn_top", "knn_merge", "KNN", "knn_query_block", "KNN_QUERY",
-           "NND_KEYS", "nnd_settings", "nearest_cells", "cell_radii", "cell_split", "merge_cells", "cell_build",
+           "NND_KEYS", "NND_BASE_ROWS", "NND_WIDEN", "cell_neighbors", "nnd_settings", "nearest_cells", "cell_radii",
+           "cell_split", "merge_cells", "cell_build",
            "cell_sizes", "cell_task_bytes", "CELL_BYTES_PER_ROW", "CELL_BYTES_PER_FEATURE",
            "result_split", "result_join", "Cells", "KNN_CELLS"]
 
@@ -167,7 +168,8 @@ def knn_query_block(xd: np.ndarray, *, start: int = 0, xq: np.ndarray, t: int) -
 
 
 #: NN-descent settings of a cell's graph (:func:`~infoclust_dask.kernels._nn_descent.nn_descent`):
-#: ``n_neighbors`` (the list each row keeps while the graph improves; default :func:`nnd_settings`: 2.5 t + 1)
+#: ``n_neighbors`` (the list each row keeps while the graph improves; default :func:`cell_neighbors`: 2.5 t + 1,
+#: wider in cells of more than :data:`NND_BASE_ROWS` rows)
 #: and ``max_candidates`` (new candidates a row takes per round; default min(60, n_neighbors)), ``n_iters``
 #: (rounds; default max(5, log2 rows)), pynndescent's defaults. Measured on a cell of 2e5 16-dimensional standard
 #: Gaussian rows, one thread, t = 10 (docs/BENCHMARKS.md): 88 us a row at recall 0.9955 (pynndescent 66 us
@@ -180,17 +182,39 @@ NND_KEYS = ("n_neighbors", "max_candidates", "n_iters")
 EXACT_CELL_ROWS = 32_768
 
 
+#: a cell of more rows than this keeps :data:`NND_WIDEN` more entries a row per doubling of its rows (rounded up):
+#: NN-descent's recall at a fixed width falls as the cell grows. One cell of 16-dimensional standard Gaussian
+#: rows, t = 10, one thread on the 2-core EPYC (docs/BENCHMARKS.md): 2e5 rows, width 26: recall 0.9945; 1e6 rows,
+#: width 26 / 28 / 30: recall 0.9906 / 0.9934 / 0.9960 at 80.5 / 96.8 / 98.1 s
+NND_BASE_ROWS = 300_000
+NND_WIDEN = 2
+
+
+def cell_neighbors(t: int, rows: int) -> int:
+    """The default NN-descent list width of a cell of ``rows`` rows (own
+    and ghosts) for ``t`` neighbours: ``ceil(2.5 t) + 1`` (a row keeps 2.5
+    times the neighbours it needs, so that the ``t`` nearest are found:
+    recall 0.993 at t = 10 on 2e5 Gaussian rows in 16 dimensions,
+    docs/BENCHMARKS.md; 0.817 with ``t + 1`` in a one-off run), plus
+    :data:`NND_WIDEN` per doubling of ``rows`` beyond
+    :data:`NND_BASE_ROWS`. A function of the cell's rows alone: the same
+    cell has the same width on every runner."""
+    base = int(np.ceil(2.5 * int(t))) + 1
+    rows = int(rows)
+    doublings = 0
+    while rows > NND_BASE_ROWS << doublings:
+        doublings += 1
+    return max(base + NND_WIDEN * doublings, int(t) + 1)
+
+
 def nnd_settings(t: int, params: dict | None = None) -> dict:
     """NN-descent's settings for ``t`` neighbours: ``params`` (keys among
-    :data:`NND_KEYS`) over the defaults, ``n_neighbors = ceil(2.5 t) + 1``
-    (a row keeps 2.5 times the neighbours it needs, so that the ``t``
-    nearest are found: recall 0.993 at t = 10 on 2e5 Gaussian rows in 16
-    dimensions, docs/BENCHMARKS.md; 0.817 with ``t + 1`` in a one-off
-    run)."""
+    :data:`NND_KEYS`) over the defaults; ``n_neighbors`` None unless given
+    (each cell's own, :func:`cell_neighbors`), at least ``t + 1``."""
     given = {k: v for k, v in (params or {}).items() if k in NND_KEYS}
     wide = given.pop("n_neighbors", None)
-    wide = int(np.ceil(2.5 * t)) + 1 if wide is None else int(wide)
-    return {"n_neighbors": max(wide, int(t) + 1), "max_candidates": None, "n_iters": None, **given}
+    wide = None if wide is None else max(int(wide), int(t) + 1)
+    return {"n_neighbors": wide, "max_candidates": None, "n_iters": None, **given}
 
 
 #: block pairs: ``chunk(query_block, data_block, q_start=, d_start=, t=)``
@@ -384,7 +408,8 @@ def cell_build(pieces: list, *, t: int, n_neighbors: int | None = None, max_cand
     """One cell, in one task: its rows and ghosts gathered from every
     block's piece (:func:`cell_split`), their NN-descent graph (Dong,
     Charikar & Li 2011, :func:`~infoclust_dask.kernels._nn_descent.nn_descent`: each row's list
-    improved by its neighbours' neighbours; settings :func:`nnd_settings`)
+    improved by its neighbours' neighbours; settings :func:`nnd_settings`,
+    ``n_neighbors`` None: :func:`cell_neighbors` of the cell's rows)
     and each own row's ``t`` nearest other rows among its candidates, by
     exact float64 distances (ties: the smaller row number). The graph is
     dropped when the task ends. The cell's rows are in the order of their
@@ -403,7 +428,7 @@ def cell_build(pieces: list, *, t: int, n_neighbors: int | None = None, max_cand
     xd, ids = xd[order], ids[order]
     own = np.flatnonzero(np.concatenate([p[2] for p in pieces])[order])
     if n_neighbors is None:
-        n_neighbors = nnd_settings(t)["n_neighbors"]
+        n_neighbors = cell_neighbors(t, xd.shape[0])
     k = min(max(int(n_neighbors), t + 1), xd.shape[0])
     if k <= 1 or own.size == 0:
         return ids[own], np.full((own.size, t), np.inf), np.full((own.size, t), -1, dtype=idx_dtype)

@@ -408,6 +408,52 @@ def test_a_cell_answers_its_own_rows(exact_rows):
         assert _recall(ref_idx[:2000], idx) >= 0.99
 
 
+def test_the_default_list_width_grows_with_the_cell_rows():
+    """``ceil(2.5 t) + 1`` up to NND_BASE_ROWS rows, then NND_WIDEN more per
+    doubling (rounded up), against the closed form; a width given by the
+    caller is kept (at least ``t + 1``)."""
+    from infoclust_dask.kernels.knn import NND_BASE_ROWS, NND_WIDEN, cell_neighbors, nnd_settings
+
+    for t in (1, 3, 10, 25):
+        base = int(np.ceil(2.5 * t)) + 1
+        for rows in (2, 50_000, NND_BASE_ROWS, NND_BASE_ROWS + 1, 2 * NND_BASE_ROWS, 2 * NND_BASE_ROWS + 1,
+                     1_000_000, 10_000_000, 2**31):
+            doublings = int(np.ceil(np.log2(rows / NND_BASE_ROWS))) if rows > NND_BASE_ROWS else 0
+            assert cell_neighbors(t, rows) == base + NND_WIDEN * doublings, (t, rows)
+    assert cell_neighbors(10, 200_000) == 26 and cell_neighbors(10, 1_000_000) == 30
+    assert nnd_settings(10)["n_neighbors"] is None
+    assert nnd_settings(10, {"n_neighbors": 40})["n_neighbors"] == 40
+    assert nnd_settings(10, {"n_neighbors": 5})["n_neighbors"] == 11
+
+
+def test_a_cell_searched_by_nn_descent_takes_the_width_of_its_rows(monkeypatch):
+    """A cell of 4000 rows with NND_BASE_ROWS at 1000 (two doublings): its
+    graph is built with lists of 26 + 2 NND_WIDEN at t = 10, the same
+    answer as that width given explicitly; a width given is used as is."""
+    import infoclust_dask.kernels._nn_descent as nnd_module
+    from infoclust_dask.kernels import knn as knn_module
+
+    widths = []
+    real = nnd_module.nn_descent
+
+    def spy(x, n_neighbors, **kw):
+        widths.append((x.shape[0], n_neighbors))
+        return real(x, n_neighbors, **kw)
+
+    monkeypatch.setattr(nnd_module, "nn_descent", spy)
+    monkeypatch.setattr(knn_module, "NND_BASE_ROWS", 1000)
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(4000, 6))
+    pieces = [(X, np.arange(4000), np.ones(4000, bool))]
+    default = cell_build(pieces, t=10, exact_rows=0)
+    given = cell_build(pieces, t=10, exact_rows=0, n_neighbors=26 + 2 * knn_module.NND_WIDEN)
+    narrow = cell_build(pieces, t=10, exact_rows=0, n_neighbors=12)
+    assert widths == [(4000, 26 + 2 * knn_module.NND_WIDEN)] * 2 + [(4000, 12)]
+    for a, b in zip(default, given, strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert narrow[2].shape == (4000, 10)
+
+
 @pytest.mark.parametrize("exact_rows", [EXACT, NN_DESCENT])
 def test_degenerate_cells(exact_rows):
     """Cells no friendly data makes: every row repeated (a cell of
