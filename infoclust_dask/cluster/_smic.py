@@ -165,13 +165,13 @@ class SMIC(ClusterMixin, InfoclustEstimator):
         50 000 rows, approximate above.
     knn_params : dict, optional
         NN-descent settings: ``n_neighbors`` (the list each row keeps while
-        the graph improves; default ``ceil(2.5 t) + 1``, and 2 more per
-        doubling of a cell's rows beyond 300 000: 30 for a cell of 1e6
-        rows at t = 10), ``max_candidates`` and ``n_iters`` (pynndescent's
-        defaults); larger is slower and closer to exact
-        (``docs/BENCHMARKS.md``: recall 0.994-0.996 on a 2e5-row cell of
-        16-dimensional Gaussian rows at 88 us a row, t = 10, one thread;
-        on a 1e6-row cell 0.9906 with 26, 0.9960 with 30; 40 independent
+        the graph improves; default ``ceil(2.5 t) + 1``, and 2 more in a
+        cell of 707 107 rows or more, 2 more at each doubling of that: 28
+        for a cell of 1e6 rows at t = 10), ``max_candidates`` and
+        ``n_iters`` (pynndescent's defaults); larger is slower and closer
+        to exact (``docs/BENCHMARKS.md``: recall 0.994-0.996 on a 2e5-row
+        cell of 16-dimensional Gaussian rows at 88 us a row, t = 10, one
+        thread; on a 1e6-row cell 0.9906 with 26, 0.9934 with 28; 40 independent
         Gaussian features need longer lists). Cells of at most 32 768 rows
         are searched exactly.
     random_state : int, numpy Generator or None, default=None

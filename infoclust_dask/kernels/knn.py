@@ -182,11 +182,13 @@ NND_KEYS = ("n_neighbors", "max_candidates", "n_iters")
 EXACT_CELL_ROWS = 32_768
 
 
-#: a cell of more rows than this keeps :data:`NND_WIDEN` more entries a row per doubling of its rows (rounded up):
-#: NN-descent's recall at a fixed width falls as the cell grows. One cell of 16-dimensional standard Gaussian
-#: rows, t = 10, one thread on the 2-core EPYC (docs/BENCHMARKS.md): 2e5 rows, width 26: recall 0.9945; 1e6 rows,
-#: width 26 / 28 / 30: recall 0.9906 / 0.9934 / 0.9960 at 80.5 / 96.8 / 98.1 s
-NND_BASE_ROWS = 300_000
+#: a cell of at least this many rows keeps :data:`NND_WIDEN` more entries a row, and as many again each time its
+#: rows double: NN-descent's recall at a fixed width falls as the cell grows. One cell of 16-dimensional standard
+#: Gaussian rows, t = 10, one thread on the 2-core EPYC (docs/BENCHMARKS.md): 2e5 rows, width 26: recall 0.9945;
+#: 1e6 rows, width 26 / 28 / 30: recall 0.9906 / 0.9934 / 0.9960 at 81.0 / 88.2 / 98.1 s. The threshold sits
+#: between 2**19 and 2**20 so that cells of 0.71-1.41 million rows (one natural cluster of a 1e7-row store in
+#: 10) take 28: 30 made the 1e7 fit's graph 36 % slower for recall 0.9954
+NND_BASE_ROWS = 707_107
 NND_WIDEN = 2
 
 
@@ -196,13 +198,14 @@ def cell_neighbors(t: int, rows: int) -> int:
     times the neighbours it needs, so that the ``t`` nearest are found:
     recall 0.993 at t = 10 on 2e5 Gaussian rows in 16 dimensions,
     docs/BENCHMARKS.md; 0.817 with ``t + 1`` in a one-off run), plus
-    :data:`NND_WIDEN` per doubling of ``rows`` beyond
-    :data:`NND_BASE_ROWS`. A function of the cell's rows alone: the same
-    cell has the same width on every runner."""
+    :data:`NND_WIDEN` for each of :data:`NND_BASE_ROWS`, twice that, four
+    times that, ... that ``rows`` reaches (28 for a cell of 1e6 rows at
+    t = 10). A function of the cell's rows alone: the same cell has the
+    same width on every runner."""
     base = int(np.ceil(2.5 * int(t))) + 1
     rows = int(rows)
     doublings = 0
-    while rows > NND_BASE_ROWS << doublings:
+    while rows >= NND_BASE_ROWS << doublings:
         doublings += 1
     return max(base + NND_WIDEN * doublings, int(t) + 1)
 

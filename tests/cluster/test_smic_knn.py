@@ -409,27 +409,28 @@ def test_a_cell_answers_its_own_rows(exact_rows):
 
 
 def test_the_default_list_width_grows_with_the_cell_rows():
-    """``ceil(2.5 t) + 1`` up to NND_BASE_ROWS rows, then NND_WIDEN more per
-    doubling (rounded up), against the closed form; a width given by the
-    caller is kept (at least ``t + 1``)."""
+    """``ceil(2.5 t) + 1`` below NND_BASE_ROWS rows, then NND_WIDEN more at
+    NND_BASE_ROWS and at each doubling of it, against the closed form; a
+    width given by the caller is kept (at least ``t + 1``)."""
     from infoclust_dask.kernels.knn import NND_BASE_ROWS, NND_WIDEN, cell_neighbors, nnd_settings
 
     for t in (1, 3, 10, 25):
         base = int(np.ceil(2.5 * t)) + 1
-        for rows in (2, 50_000, NND_BASE_ROWS, NND_BASE_ROWS + 1, 2 * NND_BASE_ROWS, 2 * NND_BASE_ROWS + 1,
-                     1_000_000, 10_000_000, 2**31):
-            doublings = int(np.ceil(np.log2(rows / NND_BASE_ROWS))) if rows > NND_BASE_ROWS else 0
+        for rows in (2, 50_000, NND_BASE_ROWS - 1, NND_BASE_ROWS, 2 * NND_BASE_ROWS - 1, 2 * NND_BASE_ROWS,
+                     1_000_000, 1_500_000, 10_000_000, 2**31):
+            doublings = int(np.floor(np.log2(rows / NND_BASE_ROWS))) + 1 if rows >= NND_BASE_ROWS else 0
             assert cell_neighbors(t, rows) == base + NND_WIDEN * doublings, (t, rows)
-    assert cell_neighbors(10, 200_000) == 26 and cell_neighbors(10, 1_000_000) == 30
+    assert cell_neighbors(10, 400_000) == 26 and cell_neighbors(10, 1_000_000) == 28
     assert nnd_settings(10)["n_neighbors"] is None
     assert nnd_settings(10, {"n_neighbors": 40})["n_neighbors"] == 40
     assert nnd_settings(10, {"n_neighbors": 5})["n_neighbors"] == 11
 
 
 def test_a_cell_searched_by_nn_descent_takes_the_width_of_its_rows(monkeypatch):
-    """A cell of 4000 rows with NND_BASE_ROWS at 1000 (two doublings): its
-    graph is built with lists of 26 + 2 NND_WIDEN at t = 10, the same
-    answer as that width given explicitly; a width given is used as is."""
+    """A cell of 4000 rows with NND_BASE_ROWS at 1000 (1000, 2000 and 4000
+    reached): its graph is built with lists of 26 + 3 NND_WIDEN at t = 10,
+    the same answer as that width given explicitly; a width given is used
+    as is."""
     import infoclust_dask.kernels._nn_descent as nnd_module
     from infoclust_dask.kernels import knn as knn_module
 
@@ -446,9 +447,9 @@ def test_a_cell_searched_by_nn_descent_takes_the_width_of_its_rows(monkeypatch):
     X = rng.normal(size=(4000, 6))
     pieces = [(X, np.arange(4000), np.ones(4000, bool))]
     default = cell_build(pieces, t=10, exact_rows=0)
-    given = cell_build(pieces, t=10, exact_rows=0, n_neighbors=26 + 2 * knn_module.NND_WIDEN)
+    given = cell_build(pieces, t=10, exact_rows=0, n_neighbors=26 + 3 * knn_module.NND_WIDEN)
     narrow = cell_build(pieces, t=10, exact_rows=0, n_neighbors=12)
-    assert widths == [(4000, 26 + 2 * knn_module.NND_WIDEN)] * 2 + [(4000, 12)]
+    assert widths == [(4000, 26 + 3 * knn_module.NND_WIDEN)] * 2 + [(4000, 12)]
     for a, b in zip(default, given, strict=True):
         np.testing.assert_array_equal(a, b)
     assert narrow[2].shape == (4000, 10)
