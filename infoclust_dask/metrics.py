@@ -299,9 +299,13 @@ def lsmi_many(X: DataLike, labels: DataLike, *, n_classes: int | None = None, n_
     centers = (np.asarray(rows, dtype=np.float64) - mean) / std
     seed = int(rng.integers(2**31))
     if c <= np.iinfo(np.int16).max:
-        lab = lab.astype(np.int16)  # the labels travel with the graph: keep them small
+        lab = lab.astype(np.int16)  # keep the labels small
+    # for dask rows the labels go to the workers block by block, in the rows' blocks (scattered on a cluster),
+    # not inside the pass's graph: 19 MiB of labels in the graph of a 1e7-row fit made distributed warn
+    # "Sending large graph" and travel with every task's description
+    lab_in = engine.persist(lab, chunk_rows=int(A.chunks[0][0])) if engine.is_lazy(A) and n else lab
     stats = engine.map_reduce(
-        LSMI, A, lab,
+        LSMI, A, lab_in,
         params={"centers": centers, "widths": widths, "n_classes": c, "n_folds": int(n_folds), "seed": seed,
                 "shift": np.asarray(mean, dtype=np.float64), "scale": np.asarray(std, dtype=np.float64)}, progress=progress,
     )
