@@ -169,7 +169,7 @@ def knn_query_block(xd: np.ndarray, *, start: int = 0, xq: np.ndarray, t: int) -
 
 #: NN-descent settings of a cell's graph (:func:`~infoclust_dask.kernels._nn_descent.nn_descent`):
 #: ``n_neighbors`` (the list each row keeps while the graph improves; default :func:`cell_neighbors`: 2.5 t + 1,
-#: wider in cells of more than :data:`NND_BASE_ROWS` rows)
+#: wider in cells of at least :data:`NND_BASE_ROWS` rows)
 #: and ``max_candidates`` (new candidates a row takes per round; default min(60, n_neighbors)), ``n_iters``
 #: (rounds; default max(5, log2 rows)), pynndescent's defaults. Measured on a cell of 2e5 16-dimensional standard
 #: Gaussian rows, one thread, t = 10 (docs/BENCHMARKS.md): 88 us a row at recall 0.9955 (pynndescent 66 us
