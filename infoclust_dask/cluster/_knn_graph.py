@@ -20,7 +20,6 @@ from ..kernels.knn import (
     KNN,
     KNN_CELLS,
     KNN_QUERY,
-    NND_BASE_ROWS,
     NND_KEYS,
     cell_neighbors,
     cell_radii,
@@ -101,7 +100,7 @@ def _neighbour_lists(X, t, method="exact", params=None, progress=False, keep=Fal
         given = nnd_settings(t, params)["n_neighbors"]
         largest = int(np.max(rows)) if len(rows) else 0
         _check_cell_tasks(rows, int(X.shape[1]),
-                          (given or cell_neighbors(t, largest)) / cell_neighbors(t, NND_BASE_ROWS))
+                          (given or cell_neighbors(t, largest)) / cell_neighbors(t, 0))  # over the width measured
         d2, idx = engine.partition_pairs(KNN_CELLS, X, n_parts=len(radii), outputs=outputs,
                                          params={"t": t, "centers": centres, "groups": groups, "radii": radii},
                                          build_params={"t": t, **nnd_settings(t, params),

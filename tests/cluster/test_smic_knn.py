@@ -426,6 +426,38 @@ def test_the_default_list_width_grows_with_the_cell_rows():
     assert nnd_settings(10, {"n_neighbors": 5})["n_neighbors"] == 11
 
 
+@pytest.mark.parametrize(("params", "base_rows"), [({"n_neighbors": 52}, None), (None, 1000)])
+def test_the_memory_check_scales_with_the_width_over_the_default(params, base_rows, monkeypatch):
+    """The largest cell's memory estimate (measured at the default width
+    ``ceil(2.5 t) + 1`` = 26 for t = 10) is scaled by the width the cell
+    will get over 26: a width given as 52 doubles it; a default width
+    widened by the cell's rows (NND_BASE_ROWS at 1000: the plan's largest
+    cell of a few thousand rows widened once per 1000, 2000, 4000, ...
+    reached) scales it by that width over 26."""
+    from infoclust_dask.cluster import _knn_graph
+    from infoclust_dask.kernels import knn as knn_module
+
+    if base_rows is not None:
+        monkeypatch.setattr(knn_module, "NND_BASE_ROWS", base_rows)
+    seen = []
+
+    def check(rows, d, wider=1.0):
+        seen.append((float(np.max(rows)), wider))
+        raise RuntimeError("stop before the search")
+
+    monkeypatch.setattr(_knn_graph, "_check_cell_tasks", check)
+    X, _ = _blobs(24_000, seed=2)
+    with pytest.raises(RuntimeError, match="stop before the search"):
+        _neighbour_lists(X, 10, method="approximate", params=params)
+    largest, got = seen[0]
+    if base_rows is None:
+        assert got == pytest.approx(2.0)
+    else:
+        assert largest >= 2 * base_rows, largest  # widened at least twice
+        width = 26 + 2 * (int(np.floor(np.log2(largest / base_rows))) + 1)
+        assert got == pytest.approx(width / 26)
+
+
 def test_a_cell_searched_by_nn_descent_takes_the_width_of_its_rows(monkeypatch):
     """A cell of 4000 rows with NND_BASE_ROWS at 1000 (1000, 2000 and 4000
     reached): its graph is built with lists of 26 + 3 NND_WIDEN at t = 10,
