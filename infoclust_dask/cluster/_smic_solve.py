@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import engine
 from .._support.progress import Steps, say
-from ..kernels.components import COMPONENTS, component_labels
+from ..kernels.components import COMPONENT_BLOCK_ROWS, COMPONENTS, component_labels
 from ..kernels.smic import kernel_row_block, kernel_row_sums, kernel_transpose_pieces, sparse_matmat
 from ..objectives.smic import align, assign, kernel_matrix, operator_eigenvectors, orient, top_eigenvectors
 
@@ -34,11 +34,18 @@ def graph_components(idx, t):
     neighbour lists, where the lists are, tree-combined
     (:data:`~infoclust_dask.kernels.components.COMPONENTS`); this
     process receives the forest and numbers the components. Returns
-    ``(labels, n_components)``. The forests combine two at a time:
-    near the root of the tree each holds about one entry per row (1e7
-    rows: 80 MB of int32 pairs), and a combine holds its parts, their
-    union and scipy's graph of it."""
-    forest = engine.map_reduce(COMPONENTS, idx, params={"t": int(t)}, split_every=2)
+    ``(labels, n_components)``. A block is a chunk of lazy lists (the
+    largest chunk's rows) or :data:`~infoclust_dask.kernels.components.COMPONENT_BLOCK_ROWS`
+    rows of numpy lists, not the passes' 4 MiB logical blocks: every
+    block's union-find spans all row numbers its edges reach (at 1e7
+    rows, 191 blocks of 52 428 rows took 29 s on two workers, 20 chunks
+    of 524 288 rows 10 s, docs/BENCHMARKS.md). The components are exact
+    integers, the same for any blocks. The forests combine two at a
+    time: near the root of the tree each holds about one entry per row
+    (1e7 rows: 80 MB of int32 pairs), and a combine holds its parts,
+    their union and the union-find's arrays."""
+    rows = max(idx.chunks[0]) if engine.is_lazy(idx) else COMPONENT_BLOCK_ROWS
+    forest = engine.map_reduce(COMPONENTS, idx, params={"t": int(t)}, split_every=2, block_rows=int(rows))
     return component_labels(forest, int(idx.shape[0]))
 
 def locality_rank(A, seed):

@@ -21,12 +21,15 @@ import numpy as np
 
 from ._common import Pass
 
-__all__ = ["knn_forest", "combine_forests", "component_labels", "COMPONENTS", "DENSE_SPAN_MAX"]
+__all__ = ["knn_forest", "combine_forests", "component_labels", "COMPONENTS", "DENSE_SPAN_MAX", "COMPONENT_BLOCK_ROWS"]
 
 #: node numbers spanning up to this many are numbered densely however few the edges (the union-find's arrays:
 #: 5 bytes a number in int32, 84 MB at most; a block of 65 536 rows of neighbour lists at 1e7 rows spans ~1e7
 #: numbers with 655 360 edges, whose sort costs more than the arrays); wider spans are numbered by np.unique
 DENSE_SPAN_MAX = 1 << 24
+#: rows of numpy neighbour lists per block of SMIC's components pass (lazy lists: a chunk a block): one union-find
+#: per block spans every row number its edges reach, so few large blocks (5.2e6 edges each at t = 10)
+COMPONENT_BLOCK_ROWS = 1 << 19
 
 
 def _forest(u, v):
