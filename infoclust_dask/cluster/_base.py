@@ -54,7 +54,7 @@ SHARED_PARAMETERS_DOC = """\
         read into memory once); larger lazy input on a shared LocalCluster.
         On a distributed scheduler a ``fit`` whose data fit one worker
         (numpy input or a store path, at most an eighth of the smallest
-        worker's memory limit and 1 GiB) runs as one task on a worker
+        worker's memory limit and 1 GiB; SMIC: 1 MiB) runs as one task on a worker
         (:mod:`infoclust_dask.cluster._whole`). The fitted ``runner_``
         says where the fit ran and why. Where it runs never changes the
         model: the same data, parameters and ``random_state`` give the same
@@ -113,6 +113,10 @@ class InfoclustEstimator(XarrayIO, BaseEstimator):
 
     #: a model saved by ``infoclust fit`` (``model.json``) predicts new rows without the training data
     predicts_from_saved_model = True
+    #: the most bytes of data a fit runs with as one task on a worker (:mod:`._whole`), below the runner's
+    #: budget; None: the budget alone. Estimators whose fit is a few heavy passes set it (SMIC): one worker's
+    #: threads instead of the cluster's cost them more than the round trips they save
+    _whole_fit_max_bytes: int | None = None
 
 
 
@@ -194,7 +198,7 @@ def journaled(fit):
             self.runner_ = runner.describe()  # where the fit runs, and why
             X, args, kwargs, finish = prepare_call(self, "fit", X, args, kwargs)  # xarray in: see _xarray
             folder = resume if resume is not None else checkpoint
-            whole = whole_fit_bytes(runner, X, args, kwargs, folder)
+            whole = whole_fit_bytes(runner, X, args, kwargs, folder, self._whole_fit_max_bytes)
             if whole is not None:  # a distributed scheduler, data that fit one worker: the loop runs there
                 nbytes, budget = whole
                 fingerprint = _fingerprint(self, X) if folder is not None else None

@@ -3,7 +3,8 @@ loop there, as one task (issue 37): its passes then cost the kernel, not a
 scheduler round trip each (~20 ms here, more than a pass over small data).
 
 :func:`whole_fit_bytes` decides (the runner's :meth:`~infoclust_dask.engine.Runner.loop_budget`:
-an eighth of the smallest worker's memory limit, at most 1 GiB; numpy input,
+an eighth of the smallest worker's memory limit, at most 1 GiB, and at most
+the estimator's ``_whole_fit_max_bytes`` (SMIC: 1 MiB); numpy input,
 a store path, or lazy (dask) input of known shape; a run folder only where
 the workers see it - an object store, or workers on this machine);
 :func:`gathered` computes the lazy arguments (one compute on the cluster)
@@ -54,10 +55,12 @@ def _nbytes(value: Any, first: bool) -> int | None:
     return None
 
 
-def whole_fit_bytes(runner: Any, X: Any, args: tuple, kwargs: dict, folder: Any) -> tuple[int, int] | None:
+def whole_fit_bytes(runner: Any, X: Any, args: tuple, kwargs: dict, folder: Any, max_bytes: int | None = None
+                    ) -> tuple[int, int] | None:
     """``(bytes of the fit's data, the runner's loop budget)`` when the
     whole fit should run as one task on a worker of ``runner``; None when
-    it runs here, pass by pass. The rule is
+    it runs here, pass by pass. ``max_bytes``: the estimator's own cap
+    (``_whole_fit_max_bytes``). The rule is
     :func:`infoclust_dask.engine.whole_call` (where a fit runs is decided in
     the engine's one module); this measures what it needs: the arguments'
     bytes and whether the run folder is an object store."""
@@ -67,7 +70,7 @@ def whole_fit_bytes(runner: Any, X: Any, args: tuple, kwargs: dict, folder: Any)
         return [_nbytes(value, first=i == 0) for i, value in enumerate((X, *args, *kwargs.values()))]
 
     return engine.whole_call(runner, sizes, folder_given=folder is not None,
-                             folder_is_url=folder is not None and is_url(folder))
+                             folder_is_url=folder is not None and is_url(folder), max_bytes=max_bytes)
 
 
 class Gathered:

@@ -210,7 +210,7 @@ def place(scheduler: Any, nbytes: int, lazy: bool) -> Runner:
 
 
 def whole_call(runner: Runner, sizes: Callable[[], list[int | None]], *, folder_given: bool = False,
-               folder_is_url: bool = False) -> tuple[int, int] | None:
+               folder_is_url: bool = False, max_bytes: int | None = None) -> tuple[int, int] | None:
     """The rule for running a whole call (a fit's loop) as one task on a
     worker of ``runner`` (:meth:`Runner.run_whole`): ``(bytes, budget)``
     when the runner has a loop budget (:meth:`Runner.loop_budget`: a
@@ -219,8 +219,13 @@ def whole_call(runner: Runner, sizes: Callable[[], list[int | None]], *, folder_
     only once the runner has a budget - measuring may open a store),
     together within the budget, and a run folder (``folder_given``) is one
     the workers see (an object store, or workers on this machine); None:
-    the call runs here, pass by pass. Never changes the model."""
+    the call runs here, pass by pass. ``max_bytes``: the caller's own cap
+    on the budget (a call whose few passes are heavy loses more by taking
+    one worker's threads instead of the cluster's than it saves in round
+    trips). Never changes the model."""
     budget = runner.loop_budget()
+    if max_bytes is not None:
+        budget = min(budget, int(max_bytes))
     if budget <= 0:
         return None
     if folder_given and not (folder_is_url or runner.files_shared()):

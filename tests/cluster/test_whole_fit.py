@@ -109,3 +109,33 @@ def test_a_refit_drops_the_attributes_the_new_fit_does_not_set(local_cluster_cli
     assert hasattr(est, "predicted_critical_path_")
     est.set_params(beta_schedule=[0.5, 10.0]).fit(X)
     assert not hasattr(est, "predicted_critical_path_")
+
+
+def test_smic_runs_pass_by_pass_above_its_own_cap_with_the_same_labels(local_cluster_client, monkeypatch):
+    """SMIC's few heavy passes gain more from the cluster's threads than the
+    round trips cost (``SMIC._whole_fit_max_bytes``, measured in its
+    comment): above its cap the fit runs pass by pass, below it whole;
+    the labels are the same either way. K-means, whose many light passes
+    are round-trip bound, keeps the runner's budget for the same rows."""
+    from infoclust_dask import SMIC
+    from infoclust_dask.cluster._whole import whole_fit_bytes
+    from infoclust_dask.engine.choose import resolve_scheduler
+
+    here = SMIC(3, t=5, random_state=0, scheduler="sync").fit(X)
+    monkeypatch.setattr(SMIC, "_whole_fit_max_bytes", X.nbytes - 1)
+    passes = SMIC(3, t=5, random_state=0, scheduler=local_cluster_client).fit(X)
+    assert "whole_fit_on" not in passes.runner_
+    monkeypatch.setattr(SMIC, "_whole_fit_max_bytes", X.nbytes)
+    whole = SMIC(3, t=5, random_state=0, scheduler=local_cluster_client).fit(X)
+    assert whole.runner_["whole_fit_on"] in set(worker_info(local_cluster_client))
+    for est in (passes, whole):
+        np.testing.assert_array_equal(est.labels_, here.labels_)
+        np.testing.assert_allclose(est.eigenvalues_, here.eigenvalues_, rtol=1e-10)
+    monkeypatch.undo()
+    runner = resolve_scheduler(local_cluster_client)
+    rows = np.zeros((2**20 // 128 + 1, 16))  # 1 MiB and a row: above SMIC's cap, far below the budget
+    assert whole_fit_bytes(runner, rows, (), {}, None, SMIC._whole_fit_max_bytes) is None
+    assert whole_fit_bytes(runner, rows, (), {}, None, KMeans._whole_fit_max_bytes) == (rows.nbytes,
+                                                                                        runner.loop_budget())
+    assert whole_fit_bytes(runner, rows[:-1], (), {}, None, SMIC._whole_fit_max_bytes) == (rows[:-1].nbytes,
+                                                                                           2**20)
