@@ -138,3 +138,33 @@ def test_a_block_space_that_runs_out_continues_from_random_vectors():
     np.testing.assert_allclose(lam, [5.0] * 4, rtol=0, atol=1e-12)
     np.testing.assert_allclose(d[:, None] * V, V * lam, rtol=0, atol=1e-10)
     np.testing.assert_allclose(V.T @ V, np.eye(4), rtol=0, atol=1e-12)
+
+
+def test_a_random_direction_is_a_unit_vector_orthogonal_to_the_basis_or_an_error_naming_the_solver():
+    """The one helper both Krylov-Schur solvers restart from
+    (``random_direction``): orthogonal to the basis and of unit norm, the
+    same vector for the same seed; a basis that leaves nothing after five
+    draws is an error naming the caller."""
+    from infoclust_dask.solvers.eigen import random_direction
+
+    n = 40
+    Q, _ = np.linalg.qr(np.random.default_rng(0).standard_normal((n, 7)))
+
+    def project(w, B=Q):
+        h = B.T @ w
+        w -= B @ h
+        h2 = B.T @ w  # twice: orthogonal to rounding
+        w -= B @ h2
+        return h + h2, float(np.linalg.norm(w))
+
+    w = random_direction(project, n, np.random.default_rng(3), "a test")
+    np.testing.assert_allclose(Q.T @ w, 0.0, atol=1e-14)
+    assert np.linalg.norm(w) == pytest.approx(1.0, abs=1e-14)
+    np.testing.assert_array_equal(w, random_direction(project, n, np.random.default_rng(3), "a test"))
+
+    def nothing_left(w):  # a basis of the whole space (in exact arithmetic)
+        w[:] = 0.0
+        return None, 0.0
+
+    with pytest.raises(ConvergenceError, match="the solver under test: no direction orthogonal"):
+        random_direction(nothing_left, n, np.random.default_rng(3), "the solver under test")

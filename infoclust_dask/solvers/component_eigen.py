@@ -36,7 +36,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .eigen import ConvergenceError, gram_schmidt
+from .eigen import ConvergenceError, gram_schmidt, random_direction
 
 __all__ = ["component_krylov_schur"]
 
@@ -121,13 +121,9 @@ def _project(V, w):
 
 
 def _new_direction(V, rng):
-    """A random unit vector orthogonal to the rows of ``V``."""
-    for _ in range(5):
-        w = rng.standard_normal(V.shape[1])
-        _, norm = _project(V, w)
-        if norm > 0:
-            return w / norm
-    raise ConvergenceError("component_krylov_schur: no direction orthogonal to a block's basis was found.")
+    """A random unit vector orthogonal to the rows of ``V``
+    (:func:`~infoclust_dask.solvers.eigen.random_direction`)."""
+    return random_direction(lambda w: _project(V, w), V.shape[1], rng, "component_krylov_schur (a block's basis)")
 
 
 def _wanted(blocks, ritz, k, tol):

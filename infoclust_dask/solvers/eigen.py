@@ -39,7 +39,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["BLOCK", "ConvergenceError", "basis_size", "block_size", "gram_schmidt", "krylov_schur"]
+__all__ = ["BLOCK", "ConvergenceError", "basis_size", "block_size", "gram_schmidt", "krylov_schur", "random_direction"]
 
 #: entries per column block of the basis (its ``m + 1`` rows of a block are contiguous)
 BLOCK = 1 << 18
@@ -172,15 +172,25 @@ class _Basis:
         return out
 
 
-def _new_direction(V, j, rng, n):
-    """A unit vector orthogonal to ``V[:j]`` from random draws (an exhausted
-    Krylov space, or a start column in the span of the others)."""
+def random_direction(project: Callable[[np.ndarray], tuple], n: int, rng: np.random.Generator,
+                     what: str) -> np.ndarray:
+    """A unit vector of length ``n`` orthogonal to a basis, from random
+    draws (an exhausted Krylov space, or a start column in the span of the
+    others): ``project(w)`` removes the basis from ``w`` in place and
+    returns ``(coefficients, norm left)``. Five draws, then
+    :class:`ConvergenceError` naming ``what``."""
     for _ in range(5):
         w = rng.standard_normal(n)
-        _, beta = V.project(j, w)
+        _, beta = project(w)
         if beta > 0.0:
             return w / beta
-    raise ConvergenceError(f"krylov_schur: no direction orthogonal to {j} basis vectors of length {n} was found.")
+    raise ConvergenceError(f"{what}: no direction orthogonal to the basis was found.")
+
+
+def _new_direction(V, j, rng, n):
+    """:func:`random_direction` orthogonal to ``V[:j]``."""
+    return random_direction(lambda w: V.project(j, w), n, rng,
+                            f"krylov_schur ({j} basis vectors of length {n})")
 
 
 def _expand_block(V, H, W, s, b, rng, n):
