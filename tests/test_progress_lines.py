@@ -116,3 +116,23 @@ def test_soft_kmeans_annealing_reports_its_position_along_the_beta_range_and_pas
     assert any(", passes=" in line for line in steps), err
     final = [line for line in steps if " %" in line and "(done)" in line]
     assert final and final[-1].startswith("SoftKMeans: annealing: 100/100 %"), steps[-3:]
+
+
+def test_a_cluster_computation_writes_plain_lines_to_a_file_and_a_bar_to_a_terminal(local_cluster_client):
+    """Futures on a distributed scheduler (a persist with progress, e.g.
+    SMIC's neighbour search): off a terminal, periodic plain lines and no
+    carriage returns (distributed's bar wrote ten fragments a second into
+    the log); on a terminal, distributed's bar; the futures are done
+    either way."""
+    out = io.StringIO()
+    futures = local_cluster_client.map(lambda i: time.sleep(0.4) or i, range(4), pure=False)
+    _progress.futures_progress(futures, out=out, every=0.1)
+    assert all(f.done() for f in futures) and [f.result() for f in futures] == [0, 1, 2, 3]
+    text = out.getvalue()
+    assert "\r" not in text and text.count("\n") >= 2, text
+    assert all(line.startswith("infoclust: ") and "/4 tasks, " in line for line in text.splitlines())
+    persisted = local_cluster_client.persist(_slow_sum(4, 0.1))
+    tty = _Tty()
+    _progress.futures_progress(persisted, out=tty)
+    assert "Completed" in tty.getvalue()
+    assert local_cluster_client.compute(persisted).result() == 8

@@ -6,7 +6,6 @@ call whose data fit one worker run there as one task."""
 
 from __future__ import annotations
 
-import contextlib
 import uuid
 from typing import Any, Callable
 
@@ -336,12 +335,9 @@ def _assemble(a: Any, blocks: list) -> Any:
 
 
 def _progress_bar(futures: Any) -> None:
-    import sys
+    from .._support.progress import futures_progress
 
-    from distributed import progress as dprogress
-
-    with contextlib.redirect_stdout(sys.stderr):  # its text bar writes to stdout, which is for results
-        dprogress(futures)
+    futures_progress(futures)  # stderr: a bar on a terminal, plain periodic lines in a log
 
 
 def _on_this_machine(addresses: Any) -> bool:
