@@ -150,11 +150,23 @@ def test_sub_blocks_give_the_same_sums(monkeypatch):
         np.testing.assert_allclose(split_oos[key], oos[key], rtol=1e-10, atol=1e-14)
 
 
-def test_lsmi_stats_equal_explicit_sums_when_small_widths_skip_rows():
+@pytest.mark.parametrize("sparse_max", [-1.0, None, 1.0])
+def test_lsmi_stats_equal_explicit_sums_when_small_widths_skip_rows(sparse_max, monkeypatch):
     """The pass skips rows whose every basis value is below LSMI_TINY (small
     widths touch only rows near a centre) and clamps exp's argument: the sums
     equal the per-fold sums written out, for two labelings at once, at widths
-    where every row, some rows and no row is skipped."""
+    where every row, some rows and no row is skipped; on both paths (every
+    width by the dense product: ``sparse_max`` -1; every width by the sums
+    of nonzero values: 1; the default: the small widths sparse, the others
+    dense)."""
+    from infoclust_dask.kernels import _exp
+    from infoclust_dask.kernels import smic as kernel_module
+
+    if sparse_max is not None:
+        monkeypatch.setattr(kernel_module, "LSMI_SPARSE_MAX", sparse_max)
+    calls = []
+    sparse = _exp._gaussian_sparse_sums
+    monkeypatch.setattr(_exp, "_gaussian_sparse_sums", lambda *a: calls.append(a[2]) or sparse(*a))
     rng = np.random.default_rng(4)
     X = np.concatenate([rng.normal(size=(150, 3)), rng.normal(size=(150, 3)) + 6.0])
     labs = np.stack([(X[:, 0] > 0).astype(int) + 2 * (X[:, 2] > 3), rng.integers(0, 4, 300)], axis=1)
@@ -175,6 +187,10 @@ def test_lsmi_stats_equal_explicit_sums_when_small_widths_skip_rows():
                 onehot = np.eye(4)[labs[folds == m, k]]
                 np.testing.assert_allclose(stats["S"][k, m, w], onehot.T @ p, rtol=1e-10, atol=1e-14)
                 np.testing.assert_array_equal(stats["count"][k, m], onehot.sum(0))
+    # the widths each path took (calls: one per fold, with a = 1 / (2 width^2))
+    sparse_widths = sorted({float(np.sqrt(0.5 / a)) for a in calls})
+    expected = {-1.0: [], 1.0: list(widths), None: [1e-4, 0.02]}[sparse_max]
+    np.testing.assert_allclose(sparse_widths, expected, rtol=1e-12)
     # smallest width: only the rows that are centres (X[200:205]) count, once
     np.testing.assert_array_equal(stats["G"][:, 0].sum(0), np.diag([0.0] * 7 + [1.0] * 5))
     assert np.all(np.diagonal(stats["G"][:, 1], axis1=1, axis2=2).sum(0)[:7] > 0)
