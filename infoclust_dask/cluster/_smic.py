@@ -271,12 +271,8 @@ class SMIC(ClusterMixin, InfoclustEstimator):
     True
     """
 
-    #: a fit on more bytes than this runs pass by pass on a distributed scheduler, not as one task on a worker
-    #: (:mod:`._whole`): its few passes are heavy (the neighbour graph, LSMI), so the cluster's threads gain
-    #: more than the round trips cost. ``SMIC(10, t=10)`` on 16-dimensional blobs, a LocalCluster of 2
-    #: single-threaded workers (8 GB), whole / pass by pass: 3e3 rows (384 KB) 0.26 / 0.37-0.39 s, 1e4 (1.3 MB)
-    #: 1.00 / 0.90 s, 3e4 5.5-5.9 / 3.5-3.6 s, 1e5 12.5-13.1 / 7.7-8.0 s; 2e6 from a store: 182.6 s
-    #: whole (one core) (docs/BENCHMARKS.md). K-means keeps the budget: 1e6 rows 1.2 s whole, 1.9-2.0 s by passes
+    #: above this many bytes a fit runs pass by pass on a cluster, not whole on one worker (:mod:`._whole`): its few
+    #: heavy passes gain more from the cluster's threads than the round trips cost (measured: docs/in-depth.md)
     _whole_fit_max_bytes = 1 << 20
 
     @property  # (the base class's plain True: every other estimator predicts from its saved prototypes)
