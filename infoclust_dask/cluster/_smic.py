@@ -25,7 +25,9 @@ Where the work happens:
   ``n x c`` eigenvectors);
 - LSMI of every candidate clustering comes from ONE map-reduce pass over
   the row blocks (:func:`infoclust_dask.metrics.lsmi_many`: the bases, folds
-  and ``Phi^T Phi`` are shared, only the per-class sums differ);
+  and ``Phi^T Phi`` are shared, only the per-class sums differ), on a
+  seeded sample of ``lsmi_max_rows`` rows when there are more
+  (:mod:`._smic_select`);
 - ``predict`` makes two passes over the training rows per block of new rows
   (their neighbours among the training rows, then the kernel sums).
 """
@@ -43,7 +45,7 @@ from sklearn.base import ClusterMixin
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
-from .. import engine, metrics
+from .. import engine
 from .._inputs import check_not_constant, prepare_input
 from .._support.hints import DataLike, Labels, NumbersLike, RandomStateLike, SchedulerLike, Sequence
 from .._support.progress import Steps, say
@@ -68,6 +70,7 @@ from ._knn_graph import (  # noqa: F401 - _cell_plan and the constants are read 
     knn_recall,
     local_scaling_affinity,
 )
+from ._smic_select import LSMI_MAX_ROWS, LSMI_TIE_RTOL, candidate_lsmi, choose_t  # noqa: F401 - re-exported
 from ._smic_solve import graph_components, locality_rank, solve
 from ._xarray import data_method
 
@@ -83,21 +86,6 @@ MAX_UNCOVERED_FRACTION = 0.01
 #: up to this many rows the kernel is assembled and solved in this process; above, its row blocks stay on
 #: the workers and the eigensolver's products are map-reduce passes
 DRIVER_KERNEL_MAX_ROWS = 200_000
-#: LSMI values within this relative distance of the largest are a tie (the smallest such t wins)
-LSMI_TIE_RTOL = 1e-9
-
-
-def choose_t(lsmi: dict[int, float], rtol: float = LSMI_TIE_RTOL) -> int:
-    """The candidate ``t`` of maximal LSMI (Sugiyama et al. 2011, Fig. 1),
-    the smallest among near ties. Two candidates whose clusterings are the
-    same partition have the same LSMI in exact arithmetic (it depends only
-    on the labels, the shared bases and folds), but their computed values
-    differ by round-off that depends on the chunking and on the BLAS:
-    values within ``rtol * max(1, |best|)`` of the best count as equal, so
-    that the choice does not depend on which machine sums them."""
-    top = max(lsmi.values())
-    return min(t for t, v in lsmi.items() if v >= top - rtol * max(1.0, abs(top)))
-
 
 @shared_parameters
 class SMIC(ClusterMixin, InfoclustEstimator):
@@ -134,6 +122,13 @@ class SMIC(ClusterMixin, InfoclustEstimator):
         Gaussian bases of LSMI (the paper's 200).
     n_folds : int, default=5
         Folds of LSMI's cross-validation of its width and regularization.
+    lsmi_max_rows : int, None or "auto", default="auto"
+        Above this many rows LSMI is estimated on a seeded sample of this
+        many (the same rows for every candidate); None: on all rows.
+        ``"auto"``: 262 144 when there is one candidate ``t`` (its LSMI only
+        reports: 2e6 rows 2 s instead of 16), all rows when LSMI chooses
+        ``t`` (on overlapping clusters a sample swapped close candidates,
+        ``docs/BENCHMARKS.md``).
     eigen_solver : {"auto", "dense", "operator"}, default="auto"
         Where the kernel lives while its top eigenvectors are found.
         ``"dense"``: assembled in this process (LAPACK ``eigh`` up to 1500
@@ -198,6 +193,8 @@ class SMIC(ClusterMixin, InfoclustEstimator):
         against exact search on 2000 seeded rows.
     lsmi_ : dict {t: float}
         LSMI (14) of the clustering at every candidate ``t``.
+    lsmi_rows_ : int
+        The number of rows LSMI was computed on.
     lsmi_details_ : dict {t: LSMIResult}
         With the chosen Gaussian width, regularization and CV table.
     eigenvalues_ : ndarray, shape (n_clusters,)
@@ -286,6 +283,7 @@ class SMIC(ClusterMixin, InfoclustEstimator):
     def __init__(self, n_clusters: int = 8, *, t: int | str = "auto",
                  t_candidates: Sequence[int] = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10), class_prior: NumbersLike | None = None,
                  kernel_normalization: str = "none", lsmi_n_bases: int = 200, n_folds: int = 5,
+                 lsmi_max_rows: int | str | None = "auto",
                  eigen_solver: str = "auto", knn: str = "auto", knn_params: dict | None = None,
                  random_state: RandomStateLike = None, scheduler: SchedulerLike = None, sample_dim: str | None = None,
                  variables: Sequence[str] | None = None, verbose: int = 0):
@@ -296,6 +294,7 @@ class SMIC(ClusterMixin, InfoclustEstimator):
         self.kernel_normalization = kernel_normalization
         self.lsmi_n_bases = lsmi_n_bases
         self.n_folds = n_folds
+        self.lsmi_max_rows = lsmi_max_rows
         self.eigen_solver = eigen_solver
         self.knn = knn
         self.knn_params = knn_params
@@ -315,6 +314,7 @@ class SMIC(ClusterMixin, InfoclustEstimator):
         "kernel_normalization": [Options(*NORMALIZATIONS)],
         "lsmi_n_bases": [Interval(int, 1)],
         "n_folds": [Interval(int, 2)],
+        "lsmi_max_rows": [Interval(int, 2), Options(None, "auto")],
         "eigen_solver": [Options("auto", "dense", "operator")],
         "knn": [Options("auto", "exact", "approximate")],
         "knn_params": [KnnParams()],
@@ -415,13 +415,9 @@ class SMIC(ClusterMixin, InfoclustEstimator):
                 bar.update(1, t=t)
 
         # LSMI of every candidate clustering in ONE pass (shared bases, folds, Phi^T Phi)
-        if self.verbose:
-            say(f"[SMIC] LSMI of {len(ts)} candidate clustering(s): one pass over the rows")
         t0 = time.perf_counter()
-        results = metrics.lsmi_many(A, np.stack([fits[t][0] for t in ts], axis=1), n_classes=self.n_clusters,
-                                    n_bases=self.lsmi_n_bases, n_folds=self.n_folds, random_state=seed,
-                                    mean=info.mean, std=np.sqrt(info.var),
-                                    progress=self.verbose >= 1)
+        results, self.lsmi_rows_ = candidate_lsmi(A, np.stack([fits[t][0] for t in ts], axis=1), est=self, seed=seed,
+                                                  mean=info.mean, std=np.sqrt(info.var))
         timings["lsmi"] = time.perf_counter() - t0
         self.lsmi_ = {t: r.value for t, r in zip(ts, results, strict=True)}
         self.lsmi_details_ = dict(zip(ts, results, strict=True))

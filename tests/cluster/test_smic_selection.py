@@ -78,3 +78,57 @@ def test_the_choice_of_t_is_the_same_in_other_units():
     for m in fits[1:]:
         assert m.t_ == fits[0].t_ and np.array_equal(m.labels_, fits[0].labels_)
         assert all(abs(m.lsmi_[t] - fits[0].lsmi_[t]) < 1e-12 for t in m.lsmi_)
+
+
+def _sampled_lsmi_reference(X, labels, max_rows, random_state):
+    """LSMI of ``labels`` on the rows SMIC documents for its sample, computed here with metrics.lsmi_many
+    (the fit's seed drawn as the estimator draws it; the rows by numpy's choice without replacement)."""
+    from infoclust_dask import metrics
+
+    seed = int(np.random.default_rng(random_state).integers(2**31 - 1))
+    rows = np.sort(np.random.default_rng([seed, 1]).choice(len(X), size=max_rows, replace=False))
+    return metrics.lsmi_many(X[rows], labels[rows][:, None], n_classes=3, random_state=seed,
+                             mean=X.mean(axis=0), std=X.std(axis=0))[0].value, rows
+
+
+def test_lsmi_is_estimated_on_a_seeded_sample_above_lsmi_max_rows(scheduler):
+    """Above ``lsmi_max_rows`` the fit's LSMI is the LSMI of its labels (features standardized by all rows' moments) on the
+    documented seeded sample (not of all rows: it differs), the same value on every scheduler and for lazy rows;
+    at or below it, LSMI of all rows. Three blobs of 200, 400 and 600 rows: unequal, so a sample changes the value."""
+    import dask.array as da
+
+    rng = np.random.default_rng(3)
+    X = np.concatenate([c + rng.normal(size=(m, 3)) for c, m in zip(([0, 0, 0], [9, 0, 0], [0, 9, 0]), (200, 400, 600))])
+    sm = SMIC(3, t=5, lsmi_max_rows=300, random_state=7, scheduler=scheduler).fit(da.from_array(X, chunks=(256, 3)))
+    ref, rows = _sampled_lsmi_reference(X, np.asarray(sm.labels_), 300, 7)
+    assert sm.lsmi_rows_ == 300 and rows.size == 300 and np.unique(rows).size == 300
+    np.testing.assert_allclose(sm.lsmi_[5], ref, rtol=1e-10)
+    whole = SMIC(3, t=5, lsmi_max_rows=None, random_state=7, scheduler="sync").fit(X)
+    same = SMIC(3, t=5, lsmi_max_rows=1200, random_state=7, scheduler="sync").fit(X)
+    assert whole.lsmi_rows_ == same.lsmi_rows_ == 1200 and whole.lsmi_ == same.lsmi_
+    np.testing.assert_array_equal(whole.labels_, sm.labels_)
+    assert abs(whole.lsmi_[5] - sm.lsmi_[5]) > 1e-6  # the sample is not all rows
+    numpy_fit = SMIC(3, t=5, lsmi_max_rows=300, random_state=7, scheduler="sync").fit(X)
+    np.testing.assert_allclose(numpy_fit.lsmi_[5], sm.lsmi_[5], rtol=1e-12)
+
+
+def test_lsmi_max_rows_auto_samples_only_a_single_candidate(monkeypatch):
+    """``"auto"``: the sample (LSMI_MAX_ROWS rows, lowered here) when one t is fitted, whose LSMI only reports;
+    all rows when LSMI chooses among candidates (a sample can swap close ones on overlapping clusters)."""
+    from infoclust_dask.cluster import _smic_select
+
+    monkeypatch.setattr(_smic_select, "LSMI_MAX_ROWS", 300)
+    rng = np.random.default_rng(4)
+    X = np.concatenate([c + rng.normal(size=(400, 2)) for c in ([0, 0], [8, 0], [0, 8])])
+    one = SMIC(3, t=5, random_state=1, scheduler="sync").fit(X)
+    ref, _ = _sampled_lsmi_reference(X, np.asarray(one.labels_), 300, 1)
+    assert one.lsmi_max_rows == "auto" and one.lsmi_rows_ == 300
+    np.testing.assert_allclose(one.lsmi_[5], ref, rtol=1e-10)
+    several = SMIC(3, t_candidates=(4, 5), random_state=1, scheduler="sync").fit(X)
+    assert several.lsmi_rows_ == 1200
+    assert several.lsmi_[5] == SMIC(3, t=5, lsmi_max_rows=None, random_state=1, scheduler="sync").fit(X).lsmi_[5]
+
+
+def test_lsmi_max_rows_is_checked():
+    with pytest.raises(ValueError, match="lsmi_max_rows"):
+        SMIC(3, lsmi_max_rows=1).fit(np.random.default_rng(0).normal(size=(50, 2)))
