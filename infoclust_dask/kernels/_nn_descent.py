@@ -211,8 +211,13 @@ def _keep(cand, seen, row, j, check, state):  # pragma: no cover - compiled
 def _candidates(ids, flags, n_cand, state):  # pragma: no cover - compiled
     """Each row's new and old candidates: its own list's entries, then the
     rows listing it (reverse neighbours), up to ``n_cand`` each by seeded
-    reservoir sampling; the new entries sampled are flagged old in the
-    lists."""
+    reservoir sampling, the new ones first; old ones only for rows with a
+    new one (the join pairs a row's old candidates only with its new ones:
+    in the last rounds most rows have none, and sampling their old ones
+    took 0.35 of a round's 0.38 s on a 2e5-row cell; the whole search of
+    2e5 Gaussian rows, one thread, Zen 4: 11.0-11.5 s before, 9.8-10.6 s,
+    recall 0.9936 -> 0.9939). The new entries sampled are flagged old in
+    the lists."""
     n, k = ids.shape
     new_i = np.full((n, n_cand), -1, dtype=np.int32)
     old_i = np.full((n, n_cand), -1, dtype=np.int32)
@@ -222,13 +227,22 @@ def _candidates(ids, flags, n_cand, state):  # pragma: no cover - compiled
         for i in range(n):
             for s in range(k):
                 j = ids[i, s]
-                if j < 0:
-                    continue
-                row, other = (j, i) if reverse else (i, j)
-                if flags[i, s] == 1:
-                    _keep(new_i, new_seen, row, other, reverse == 1, state)
-                else:
-                    _keep(old_i, old_seen, row, other, reverse == 1, state)
+                if j >= 0 and flags[i, s] == 1:
+                    if reverse:
+                        _keep(new_i, new_seen, j, i, True, state)
+                    else:
+                        _keep(new_i, new_seen, i, j, False, state)
+    for reverse in range(2):  # the old ones, for the rows with a new one
+        for i in range(n):
+            if not reverse and new_seen[i] == 0:
+                continue
+            for s in range(k):
+                j = ids[i, s]
+                if j >= 0 and flags[i, s] != 1:
+                    if not reverse:
+                        _keep(old_i, old_seen, i, j, False, state)
+                    elif new_seen[j] > 0:
+                        _keep(old_i, old_seen, j, i, True, state)
     for i in range(n):
         for s in range(k):
             if flags[i, s] == 1:
