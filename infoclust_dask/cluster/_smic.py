@@ -70,7 +70,7 @@ from ._knn_graph import (  # noqa: F401 - _cell_plan and the constants are read 
     knn_recall,
     local_scaling_affinity,
 )
-from ._smic_select import LSMI_MAX_ROWS, LSMI_TIE_RTOL, candidate_lsmi, choose_t  # noqa: F401 - re-exported
+from ._smic_select import candidate_lsmi, choose_t
 from ._smic_solve import graph_components, locality_rank, solve
 from ._xarray import data_method
 
