@@ -136,3 +136,29 @@ def test_a_cluster_computation_writes_plain_lines_to_a_file_and_a_bar_to_a_termi
     _progress.futures_progress(persisted, out=tty)
     assert "Completed" in tty.getvalue()
     assert local_cluster_client.compute(persisted).result() == 8
+
+
+def test_plain_lines_name_the_upstream_tasks_finished_while_the_results_wait(local_cluster_client):
+    """A result that waits on long upstream tasks (SMIC's neighbour search:
+    16 results behind 10 cell builds; its lines read "0/16 tasks" for five
+    minutes at 1e7 rows): the plain lines also count the tasks the cluster
+    finished, by name, so a long pass shows it is moving."""
+    import dask
+
+    def step(i):
+        time.sleep(0.3)
+        return i
+
+    parts = [dask.delayed(step, pure=False)(i, dask_key_name=f"slowstep-{i}") for i in range(4)]
+    total = dask.delayed(sum, pure=False)(parts, dask_key_name="total-0")
+    out = io.StringIO()
+    (persisted,) = local_cluster_client.persist([total])
+    _progress.futures_progress(persisted, out=out, every=0.1)
+    assert local_cluster_client.compute(persisted).result() == 6
+    lines = out.getvalue().splitlines()
+    assert lines and all(line.startswith("infoclust: 0/1 tasks, ") for line in lines[:1]), lines
+    counted = [line for line in lines if "; finished: slowstep " in line]
+    assert counted, lines
+    # the counts grow as the steps finish, and never exceed the four there are
+    numbers = [int(line.split("slowstep ")[1].split(",")[0]) for line in counted]
+    assert numbers == sorted(numbers) and 1 <= numbers[-1] <= 4, counted
