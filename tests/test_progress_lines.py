@@ -140,8 +140,8 @@ def test_a_cluster_computation_writes_plain_lines_to_a_file_and_a_bar_to_a_termi
 
 def test_plain_lines_name_the_upstream_tasks_finished_while_the_results_wait(local_cluster_client):
     """A result that waits on long upstream tasks (SMIC's neighbour search:
-    16 results behind 10 cell builds; its lines read "0/16 tasks" for five
-    minutes at 1e7 rows): the plain lines also count the tasks the cluster
+    at 1e7 rows, 40 results behind 10 cell builds; its lines read "0/40
+    tasks" for over five minutes): the plain lines also count the tasks the cluster
     finished, by name, so a long pass shows it is moving."""
     import dask
 

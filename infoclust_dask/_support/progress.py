@@ -208,9 +208,9 @@ def futures_progress(work: Any, out=None, every: float | None = None) -> None:
 class _TaskStream:
     """The tasks the cluster finished since this was made, by name
     (distributed's public ``Client.get_task_stream``, started here): the
-    results awaited may all come from a last task (a SMIC neighbour
-    search's 16 results waited on 10 cells' builds of 100 s each and its
-    lines read "0/16 tasks" for 5 minutes); this says which tasks before
+    results awaited may all come from a last task (the 1e7-row SMIC
+    neighbour search's 40 results waited on its 10 cells' builds and its
+    lines read "0/40 tasks" for over 5 minutes); this says which tasks before
     them are done, e.g. "; finished: knn_cells-split 20, knn_cells-build 3".
     Tasks of other clients of the same cluster are counted too. Quiet when
     the scheduler does not answer."""
