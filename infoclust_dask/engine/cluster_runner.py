@@ -50,6 +50,9 @@ class Distributed(Runner):
     def workers(self) -> list[str]:
         return sorted(execute._workers(self.client))
 
+    def threads_total(self) -> int:
+        return max(1, sum(int(v) for v in self.client.nthreads().values()))
+
     def compute(self, obj: Any, *, progress: bool = False) -> Any:
         import dask
 

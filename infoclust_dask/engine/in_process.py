@@ -51,6 +51,9 @@ class InProcess(Runner):
     def parallel_blocks(self) -> int:
         return self.threads
 
+    def threads_total(self) -> int:
+        return self.threads
+
     @property
     def kind(self) -> str:
         return "sync" if self.threads == 1 else "threads"

@@ -154,8 +154,13 @@ def _cells_split(bp, params, start, x):
     return bp.split(x, start=start, **params)
 
 
-def _cells_build(bp, params, *pieces):
-    return bp.build(list(pieces), **params)
+def _cells_build(bp, params, threads, *pieces):
+    """One part's build with up to ``threads`` threads (no more than this
+    host's cores): its share of the runner's threads."""
+    import os
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return bp.build(list(pieces), threads=max(1, min(int(threads), cores)), **params)
 
 
 def _cells_scatter(bp, bounds, answer):
@@ -176,7 +181,10 @@ def partition_pairs(bp: Cells, data: Any, *, n_parts: int, outputs: tuple, param
        (``bp.split``: a part's own rows and the rows of other parts it
        needs beside them);
     2. every part gathers its pieces and answers its own rows in one task
-       (``bp.build``: e.g. an index over the part, searched and dropped);
+       (``bp.build``: e.g. an index over the part, searched and dropped;
+       called with ``threads``: the runner's threads over the parts, at
+       least 1 and at most the host's cores - a build must give the same
+       answer for any number);
     3. the answers travel back to the row blocks (``bp.scatter``, one piece
        per block) and each block joins its pieces (``bp.join``).
 
@@ -212,7 +220,12 @@ def partition_pairs(bp: Cells, data: Any, *, n_parts: int, outputs: tuple, param
 
     splits = [task(partial(_cells_split, bp, params), bounds[b], blocks[b], key=f"split-{b}")
               for b in range(len(sizes))]
-    answers = [task(partial(_cells_build, bp, build_params), *[splits[b][g] for b in range(len(sizes))],
+    # a part's build may use the runner's threads that the parts leave idle (the same answer for any number:
+    # the blueprint's promise; left out of the keys)
+    from .choose import resolve_scheduler
+
+    threads = max(1, resolve_scheduler(scheduler).threads_total() // P)
+    answers = [task(partial(_cells_build, bp, build_params, threads), *[splits[b][g] for b in range(len(sizes))],
                     key=f"build-{g}") for g in range(P)]
     back = [task(partial(_cells_scatter, bp, bounds), answers[g], key=f"scatter-{g}") for g in range(P)]
     joins = [task(partial(_cells_join, bp, join_params), sizes[b], *[back[g][b] for g in range(P)], key=f"join-{b}")

@@ -72,6 +72,11 @@ class Runner(abc.ABC):
         array is cut into at least this many blocks when they stay large)."""
         return 1
 
+    def threads_total(self) -> int:
+        """Threads that run this runner's tasks, on all its workers (a task
+        alone on the cluster may use several: :func:`~.pairs.partition_pairs`)."""
+        return 1
+
     @abc.abstractmethod
     def workers(self) -> list[str]:
         """Where the passes run: worker addresses, or this process."""

@@ -29,10 +29,17 @@ The search runs on the rows in the leaf order of one more tree (rows near
 each other in space near each other in memory) and answers in the rows'
 own numbers.
 
-Deterministic: one thread, a seeded splitmix64 stream, entries offered in
-row order, equal distances keeping the entry already listed: the same
-rows and seed give the same graph on every runner, thread count and
-memory size. The float32 distances that steer the search are summed in
+A round's local join runs in steps of :data:`STEP_ROWS` rows: the pairs
+of a step's rows are measured against the lists as they stand (blocks of
+the step side by side on ``threads`` threads), then the pairs that may
+enter a list are pushed, each row's in the order they were met (parts of
+the rows side by side). A list keeps the nearest of the entries offered
+to it whatever their order, but for equal distances and the count of
+changes that ends the rounds: both fixed by the steps, not the threads.
+
+Deterministic: a seeded splitmix64 stream, entries offered in row order,
+equal distances keeping the entry already listed: the same rows and seed
+give the same graph on every runner, thread count and memory size. The float32 distances that steer the search are summed in
 the order the compiler picks for the CPU (``fastmath``, as pynndescent's;
 summed strictly in order they cost 29 ns a pair against 10), so two CPU
 models may differ in the last bit of a distance and, on a near tie, in a
@@ -41,6 +48,9 @@ distances (:func:`~infoclust_dask.kernels.knn.cell_build`).
 """
 
 from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 
 import numba
 import numpy as np
@@ -267,19 +277,24 @@ def _leaf_order(x, leaf, seed):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=CACHE, nogil=True, fastmath=True)
-def _join(x, dist, ids, flags, new_i, old_i):  # pragma: no cover - compiled
-    """One round's local join: for each row, every pair of its candidates
-    (new with new, new with old) offered to both rows' lists; a row's
-    distances are computed together before any list changes (their reads
-    overlap: half the time of offering pair by pair). Returns the entries
-    changed."""
-    n, nc = new_i.shape
+def _join_updates(x, dist, new_i, old_i, lo, hi, n_parts):  # pragma: no cover - compiled
+    """The local join of rows ``lo .. hi - 1`` (:func:`_join`'s pairs) against
+    the lists as they stand (read only): every pair closer than one of its
+    rows' largest listed distance becomes an update ``(row, distance,
+    other)`` for that row, in the order met; returned grouped by the
+    row's part (``(row >> 4) % n_parts``, order kept within a part) with
+    each part's offsets."""
+    nc = new_i.shape[1]
     dim = x.shape[1]
+    cap = 1024
+    up_r = np.empty(cap, dtype=np.int32)
+    up_j = np.empty(cap, dtype=np.int32)
+    up_d = np.empty(cap, dtype=np.float32)
     buf_d = np.empty(2 * nc, dtype=np.float32)
     buf_q = np.empty(2 * nc, dtype=np.int64)
     xp = np.empty(dim, dtype=np.float32)
-    changed = 0
-    for i in range(n):
+    m_up = 0
+    for i in range(lo, hi):
         for a in range(nc):
             p = new_i[i, a]
             if p < 0:
@@ -295,8 +310,7 @@ def _join(x, dist, ids, flags, new_i, old_i):  # pragma: no cover - compiled
                 if q >= 0 and q != p:
                     buf_q[m] = q
                     m += 1
-            # _dist and _offer written out here: calling them per pair (the same graph) took 23.5 s a 2e5-row
-            # cell against 14.1
+            # the distances written out here: _dist called per pair took 23.5 s a 2e5-row cell against 14.1
             for k in range(dim):
                 xp[k] = x[p, k]
             for u in range(m):
@@ -306,18 +320,70 @@ def _join(x, dist, ids, flags, new_i, old_i):  # pragma: no cover - compiled
                     t = xp[k] - x[q, k]
                     s += t * t
                 buf_d[u] = s
+            if m_up + 2 * m > cap:  # room for this candidate's updates
+                while m_up + 2 * m > cap:
+                    cap *= 2
+                up_r = _grown(up_r, cap, m_up)
+                up_j = _grown(up_j, cap, m_up)
+                up_d = _grown(up_d, cap, m_up)
+            tp = dist[p, 0]
             for u in range(m):
                 d = buf_d[u]
                 q = buf_q[u]
-                if d < dist[p, 0]:
-                    changed += _push(dist, ids, flags, p, d, q, np.uint8(1))
+                if d < tp:
+                    up_r[m_up] = p
+                    up_j[m_up] = q
+                    up_d[m_up] = d
+                    m_up += 1
                 if d < dist[q, 0]:
-                    changed += _push(dist, ids, flags, q, d, p, np.uint8(1))
+                    up_r[m_up] = q
+                    up_j[m_up] = p
+                    up_d[m_up] = d
+                    m_up += 1
+    # grouped by part, stable (a counting sort)
+    offsets = np.zeros(n_parts + 1, dtype=np.int64)
+    for u in range(m_up):
+        offsets[((up_r[u] >> 4) % n_parts) + 1] += 1
+    for g in range(n_parts):
+        offsets[g + 1] += offsets[g]
+    fill = offsets[:-1].copy()
+    out_r = np.empty(m_up, dtype=np.int32)
+    out_j = np.empty(m_up, dtype=np.int32)
+    out_d = np.empty(m_up, dtype=np.float32)
+    for u in range(m_up):
+        g = (up_r[u] >> 4) % n_parts
+        v = fill[g]
+        out_r[v] = up_r[u]
+        out_j[v] = up_j[u]
+        out_d[v] = up_d[u]
+        fill[g] = v + 1
+    return out_r, out_j, out_d, offsets
+
+
+@numba.njit(cache=CACHE, nogil=True)
+def _grown(a, cap, used):  # pragma: no cover - compiled
+    out = np.empty(cap, dtype=a.dtype)
+    out[:used] = a[:used]
+    return out
+
+
+@numba.njit(cache=CACHE, nogil=True)
+def _apply_updates(dist, ids, flags, up_r, up_j, up_d, start, stop):  # pragma: no cover - compiled
+    """Updates ``start .. stop - 1`` pushed in order (:func:`_push`);
+    returns the entries changed."""
+    changed = 0
+    for u in range(start, stop):
+        r = up_r[u]
+        d = up_d[u]
+        if d < dist[r, 0]:
+            changed += _push(dist, ids, flags, r, d, up_j[u], np.uint8(1))
     return changed
 
 
 @numba.njit(cache=CACHE, nogil=True)
-def _descend(x, n_neighbors, n_cand, n_iters, n_trees, leaf, delta, seed):  # pragma: no cover - compiled
+def _start(x, n_neighbors, n_trees, leaf, seed):  # pragma: no cover - compiled
+    """The lists after the random-projection trees (and random rows for
+    lists still short), with the stream's state for the rounds."""
     n = x.shape[0]
     state = np.empty(1, dtype=np.uint64)
     state[0] = np.uint64(seed)
@@ -331,23 +397,66 @@ def _descend(x, n_neighbors, n_cand, n_iters, n_trees, leaf, delta, seed):  # pr
         while ids[i, 0] < 0 and tries < 4 * n_neighbors:
             _offer(x, dist, ids, flags, i, _below(state, n))
             tries += 1
-    for _ in range(n_iters):
-        new_i, old_i = _candidates(ids, flags, n_cand, state)
-        changed = _join(x, dist, ids, flags, new_i, old_i)
-        if changed <= delta * n * n_neighbors:
-            break
-    return dist, ids
+    return dist, ids, flags, state
+
+
+#: rows of one step of a round: the lists change only between steps (the join of a step's rows reads them, then
+#: its updates are pushed), so a step's blocks may be joined in parallel and its parts updated in parallel -
+#: the same lists for any number of threads
+STEP_ROWS = 8192
+#: blocks of a step (joined independently) and parts of the rows (updated independently): fixed numbers, not the
+#: threads'
+STEP_BLOCKS = 4
+ROW_PARTS = 8
+
+
+def _round(x, dist, ids, flags, new_i, old_i, pool, workers):
+    """One round's local join in steps of :data:`STEP_ROWS` rows: a step's
+    :data:`STEP_BLOCKS` blocks joined against the lists as they stand
+    (:func:`_join_updates`), then its updates pushed part by part
+    (:data:`ROW_PARTS` parts of the rows, each part's updates in the
+    blocks' order, :func:`_apply_updates`). ``pool`` (a thread pool of
+    ``workers`` threads, or None) runs the blocks, then the parts, side by
+    side; the lists are the same for any number. Returns the entries
+    changed."""
+    n = x.shape[0]
+    run = map if pool is None else pool.map
+    block = -(-STEP_ROWS // STEP_BLOCKS)
+    shares = [range(w, ROW_PARTS, workers) for w in range(workers)]
+    changed = 0
+    for lo in range(0, n, STEP_ROWS):
+        spans = [(a, min(n, lo + STEP_ROWS, a + block)) for a in range(lo, min(n, lo + STEP_ROWS), block)]
+        ups = list(run(partial(_joined, x, dist, new_i, old_i), spans))
+        changed += sum(run(partial(_applied, dist, ids, flags, ups), shares))
+    return changed
+
+
+def _joined(x, dist, new_i, old_i, span):
+    return _join_updates(x, dist, new_i, old_i, span[0], span[1], ROW_PARTS)
+
+
+def _applied(dist, ids, flags, ups, parts):
+    """The updates of the rows of ``parts``, every block's in order."""
+    changed = 0
+    for g in parts:
+        for r, j, d, off in ups:
+            if off[g + 1] > off[g]:
+                changed += _apply_updates(dist, ids, flags, r, j, d, off[g], off[g + 1])
+    return changed
 
 
 def nn_descent(x: np.ndarray, n_neighbors: int, *, max_candidates: int | None = None, n_iters: int | None = None,
-               seed: int = 0, delta: float = 0.001) -> np.ndarray:
+               seed: int = 0, delta: float = 0.001, threads: int = 1) -> np.ndarray:
     """The approximate ``n_neighbors`` nearest other rows of every row of
     ``x`` (module notes), as ``(n, n_neighbors)`` int64 row numbers sorted
     by their float32 squared distance (ties: the smaller row), ``-1``
     where a row has fewer. ``max_candidates``: candidates a row takes per
     round (default ``min(60, n_neighbors)``); ``n_iters``: rounds at most
     (default ``max(5, round(log2 n))``); the random-projection trees:
-    ``max(3, min(12, round(2 log10 n)))`` (pynndescent 0.7's defaults)."""
+    ``max(3, min(12, round(2 log10 n)))`` (pynndescent 0.7's defaults).
+    ``threads``: the rounds' joins and updates on that many threads (the
+    trees and the candidates' sampling on one): the same graph for any
+    number."""
     x = np.ascontiguousarray(x, dtype=np.float32)
     n = x.shape[0]
     k = int(n_neighbors)
@@ -360,7 +469,18 @@ def nn_descent(x: np.ndarray, n_neighbors: int, *, max_candidates: int | None = 
     # the search runs on the rows in a tree's leaf order (its random reads then fall near each other: fewer
     # cache and TLB misses), the answer is given in the rows' own numbers
     perm = _leaf_order(x, 256, seed ^ 0x2545F4914F6CDD1D)
-    dist, ids = _descend(x[perm], k, n_cand, iters, trees, max(k, 10), float(delta), seed)
+    xp = x[perm]
+    dist, ids, flags, state = _start(xp, k, trees, max(k, 10), seed)
+    workers = max(1, int(threads))
+    pool = ThreadPoolExecutor(workers) if workers > 1 else None
+    try:
+        for _ in range(iters):
+            new_i, old_i = _candidates(ids, flags, n_cand, state)
+            if _round(xp, dist, ids, flags, new_i, old_i, pool, workers) <= float(delta) * n * k:
+                break
+    finally:
+        if pool is not None:
+            pool.shutdown()
     inverse = np.empty(n, dtype=np.int64)
     inverse[perm] = np.arange(n)
     dist, ids = dist[inverse], ids[inverse]

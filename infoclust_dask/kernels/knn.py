@@ -389,11 +389,11 @@ def cell_task_bytes(rows: float, d: int, exact_rows: int | None = None) -> int:
     return int(rows * (CELL_BYTES_PER_ROW + per_feature))
 
 
-def _nn_descent(xd, own, k, *, n_neighbors, max_candidates, n_iters, seed, exact_rows):
+def _nn_descent(xd, own, k, *, n_neighbors, max_candidates, n_iters, seed, exact_rows, threads=1):
     """Candidate lists (``k`` wide, positions into ``xd``, each row's own
     entry removed) of the rows at positions ``own``: the NN-descent graph
     of all of ``xd`` (:func:`~infoclust_dask.kernels._nn_descent.nn_descent`:
-    float32, one thread, seeded), or brute force
+    float32, seeded, the same graph on ``threads`` threads as on one), or brute force
     (:func:`brute_candidates`, whatever the number of features: a k-d tree
     took 3 ms a row in 16 dimensions) for a cell of at most ``exact_rows``
     rows (or four lists' worth)."""
@@ -401,13 +401,14 @@ def _nn_descent(xd, own, k, *, n_neighbors, max_candidates, n_iters, seed, exact
         return _without_own(brute_candidates(xd[own], xd, min(k, xd.shape[0])), own)
     from ._nn_descent import nn_descent
 
-    ind = nn_descent(xd, int(n_neighbors), max_candidates=max_candidates, n_iters=n_iters, seed=int(seed))[own]
+    ind = nn_descent(xd, int(n_neighbors), max_candidates=max_candidates, n_iters=n_iters, seed=int(seed),
+                     threads=threads)[own]
     return _without_own(ind, own)
 
 
 def cell_build(pieces: list, *, t: int, n_neighbors: int | None = None, max_candidates: int | None = None,
                n_iters: int | None = None, seed: int = 0, int32_ids: bool = False,
-               exact_rows: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+               exact_rows: int | None = None, threads: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """One cell, in one task: its rows and ghosts gathered from every
     block's piece (:func:`cell_split`), their NN-descent graph (Dong,
     Charikar & Li 2011, :func:`~infoclust_dask.kernels._nn_descent.nn_descent`: each row's list
@@ -418,7 +419,8 @@ def cell_build(pieces: list, *, t: int, n_neighbors: int | None = None, max_cand
     dropped when the task ends. The cell's rows are in the order of their
     global row numbers whatever the blocks, so the same rows and ``seed``
     give the same lists on every runner. A cell of at most ``exact_rows``
-    rows (default :data:`EXACT_CELL_ROWS`) is searched exactly instead. Returns ``(ids, d2, idx)`` of the
+    rows (default :data:`EXACT_CELL_ROWS`) is searched exactly instead. ``threads``: NN-descent's threads
+    (the same lists for any number). Returns ``(ids, d2, idx)`` of the
     own rows (``(rows, t)``, padded inf / -1; ``idx`` int32 when
     ``int32_ids`` - the caller says so for fewer than 2**31 rows - else
     int64)."""
@@ -436,7 +438,7 @@ def cell_build(pieces: list, *, t: int, n_neighbors: int | None = None, max_cand
     if k <= 1 or own.size == 0:
         return ids[own], np.full((own.size, t), np.inf), np.full((own.size, t), -1, dtype=idx_dtype)
     ind = _nn_descent(xd, own, k, n_neighbors=n_neighbors, max_candidates=max_candidates, n_iters=n_iters,
-                      seed=seed, exact_rows=EXACT_CELL_ROWS if exact_rows is None else exact_rows)
+                      seed=seed, exact_rows=EXACT_CELL_ROWS if exact_rows is None else exact_rows, threads=threads)
     d2 = pair_distances(xd[own], xd, ind)
     d2, idx = knn_top(d2, np.where(ind >= 0, ids[np.maximum(ind, 0)], -1), t)
     # row numbers below 2**31 travel as int32: 40 bytes a row less in every answer held until the join
@@ -497,7 +499,9 @@ class Cells:
     """The blueprint of a search through a coarse partition, run by
     :func:`infoclust_dask.engine.partition_pairs`: ``split`` (row block ->
     one piece per cell), ``build`` (a cell's pieces -> the answers of its
-    rows, in one task), ``scatter`` (answers -> one piece per row block)
+    rows, in one task, called with ``threads``: it may use that many and
+    must give the same answers for any number), ``scatter`` (answers ->
+    one piece per row block)
     and ``join`` (a row block's pieces -> its ``(d2, idx)``)."""
 
     name: str

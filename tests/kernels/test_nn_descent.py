@@ -106,3 +106,30 @@ def test_settings_are_honoured():
     default = _recall(x, nn_descent(x, 26, seed=0), rows, 10)
     assert one < default - 0.01
     assert _recall(x, nn_descent(x, 26, seed=0, max_candidates=40), rows, 10) >= default - 0.005
+
+
+@pytest.mark.parametrize("step_rows", [None, 1000])
+def test_the_same_graph_on_any_number_of_threads(step_rows, monkeypatch):
+    """A round joins a step's blocks side by side, then pushes its updates
+    part by part: the lists must not depend on the threads. A list takes
+    the nearest of what it is offered whatever the order, except on equal
+    distances (the entry listed first stays) and in the count of changes
+    that ends the rounds: so duplicate rows (equal distances to every other
+    row) and a constant column, over several steps (the last one short).
+    Pushing a part's updates in another order of the blocks on several
+    threads fails this test."""
+    from infoclust_dask.kernels import _nn_descent
+
+    if step_rows is not None:  # many steps, blocks not dividing them
+        monkeypatch.setattr(_nn_descent, "STEP_ROWS", step_rows)
+        monkeypatch.setattr(_nn_descent, "STEP_BLOCKS", 3)
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((9_500, 16))
+    x[:, 5] = 1.0
+    x[1000:1400] = x[:400]  # 400 rows twice
+    for rounds in (2, None):  # stopped early (lists still moving: a different order of updates shows), and done
+        one = nn_descent(x, 26, seed=4, n_iters=rounds)
+        for threads in (2, 3, 5):
+            np.testing.assert_array_equal(nn_descent(x, 26, seed=4, n_iters=rounds, threads=threads), one)
+    rows = np.sort(rng.choice(len(x), 400, replace=False))
+    assert _recall(x, one, rows, 10) >= 0.99
