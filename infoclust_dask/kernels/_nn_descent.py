@@ -138,9 +138,11 @@ def _offer(x, dist, ids, flags, p, q):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=CACHE, nogil=True, fastmath=True)
-def _tree_start(x, dist, ids, flags, leaf, state, offer=True):  # pragma: no cover - compiled
-    """One random-projection tree: its leaves' pairs offered to the lists
-    (``offer``); returns the rows in the order of its leaves."""
+def _tree_leaves(x, leaf, seed):  # pragma: no cover - compiled
+    """One random-projection tree (seeded): the rows in the order of its
+    leaves, and the leaves (first, end) in the order they were reached."""
+    state = np.empty(1, dtype=np.uint64)
+    state[0] = np.uint64(seed)
     n, dim = x.shape
     order = np.arange(n)
     stack = np.empty((2 * n + 2, 2), dtype=np.int64)
@@ -148,17 +150,17 @@ def _tree_start(x, dist, ids, flags, leaf, state, offer=True):  # pragma: no cov
     stack[0, 1] = n
     top = 1
     side = np.empty(n, dtype=np.uint8)
+    leaves = np.empty((n + 1, 2), dtype=np.int64)
+    n_leaves = 0
     while top > 0:
         top -= 1
         lo = stack[top, 0]
         hi = stack[top, 1]
         size = hi - lo
         if size <= leaf:
-            if not offer:
-                continue
-            for a in range(lo, hi):
-                for b in range(a + 1, hi):
-                    _offer(x, dist, ids, flags, order[a], order[b])
+            leaves[n_leaves, 0] = lo
+            leaves[n_leaves, 1] = hi
+            n_leaves += 1
             continue
         a = order[lo + _below(state, size)]
         b = order[lo + _below(state, size)]
@@ -194,14 +196,24 @@ def _tree_start(x, dist, ids, flags, leaf, state, offer=True):  # pragma: no cov
         stack[top + 1, 0] = lo + left
         stack[top + 1, 1] = hi
         top += 2
-    return order
+    return order, leaves[:n_leaves].copy()
 
 
 @numba.njit(cache=CACHE, nogil=True)
-def _keep(cand, seen, row, j, check, state):  # pragma: no cover - compiled
+def _mix(seed, row, s):  # pragma: no cover - compiled
+    """A draw for the ``s``-th offer to ``row``'s reservoir in one round
+    (``seed``): a function of the three, not of the order rows are served."""
+    state = np.empty(1, dtype=np.uint64)
+    state[0] = seed ^ (np.uint64(row) * np.uint64(0xD1B54A32D192ED03)) ^ (np.uint64(s) * np.uint64(0x8CB92BA72F3D8DD7))
+    return _next(state)
+
+
+@numba.njit(cache=CACHE, nogil=True)
+def _keep_at(cand, seen, row, j, check, seed):  # pragma: no cover - compiled
     """Offer ``j`` to ``row``'s candidates, a reservoir of ``cand.shape[1]``
     slots (each of the ``seen[row]`` distinct rows offered so far kept with
-    equal chance); ``check``: skip a row already kept."""
+    equal chance, the draw from :func:`_mix`); ``check``: skip a row
+    already kept."""
     m = cand.shape[1]
     s = seen[row]
     if check:
@@ -212,68 +224,90 @@ def _keep(cand, seen, row, j, check, state):  # pragma: no cover - compiled
     if s < m:
         cand[row, s] = j
     else:
-        r = _below(state, s + 1)
+        r = np.int64(_mix(seed, row, s) % np.uint64(s + 1))
         if r < m:
             cand[row, r] = j
 
 
 @numba.njit(cache=CACHE, nogil=True)
-def _candidates(ids, flags, n_cand, state):  # pragma: no cover - compiled
-    """Each row's new and old candidates: its own list's entries, then the
-    rows listing it (reverse neighbours), up to ``n_cand`` each by seeded
-    reservoir sampling, the new ones first; old ones only for rows with a
-    new one (the join pairs a row's old candidates only with its new ones:
-    in the last rounds most rows have none, and sampling their old ones
-    took 0.35 of a round's 0.38 s on a 2e5-row cell; the whole search of
-    2e5 Gaussian rows, one thread, Zen 4: 11.0-11.5 s before, 9.8-10.6 s,
-    recall 0.9936 -> 0.9939). The new entries sampled are flagged old in
-    the lists."""
+def _candidates_part(ids, flags, seed, mask, stage, new_i, old_i, new_seen, old_seen):  # pragma: no cover
+    """One stage of a round's candidates for the rows of the parts ``mask``
+    holds (``mask[(row >> 4) % len(mask)]``). Each row's new and old
+    candidates: its own list's entries, then the rows listing it (reverse
+    neighbours), up to ``n_cand`` each by reservoir sampling, the new ones
+    first; old ones only for rows with a new one (the join pairs a row's
+    old candidates only with its new ones: in the last rounds most rows
+    have none, and sampling their old ones took 0.35 of a round's 0.38 s on
+    a 2e5-row cell). Stage 0: the new candidates; 1: the old ones (after
+    stage 0 of every part); 2: the new entries sampled flagged old in the
+    lists (after stage 1). A row's offers come in the same order whatever
+    the threads serving the parts (its own entries, then the rows listing
+    it in row order) and its draws from :func:`_mix`: the same candidates
+    for any number."""
     n, k = ids.shape
+    n_cand = new_i.shape[1]
+    n_parts = mask.shape[0]
+    if stage == 2:
+        for i in range(n):
+            if not mask[(i >> 4) % n_parts]:
+                continue
+            for s in range(k):
+                if flags[i, s] == 1:
+                    j = ids[i, s]
+                    for c in range(n_cand):
+                        if new_i[i, c] == j:
+                            flags[i, s] = 0
+                            break
+        return
+    for reverse in range(2):
+        for i in range(n):
+            mine = mask[(i >> 4) % n_parts]
+            if not reverse and not mine:
+                continue
+            if stage == 1 and not reverse and new_seen[i] == 0:
+                continue
+            for s in range(k):
+                j = ids[i, s]
+                if j < 0 or (flags[i, s] == 1) != (stage == 0):
+                    continue
+                if reverse:
+                    if not mask[(j >> 4) % n_parts]:
+                        continue
+                    if stage == 0:
+                        _keep_at(new_i, new_seen, j, i, True, seed)
+                    elif new_seen[j] > 0:
+                        _keep_at(old_i, old_seen, j, i, True, seed)
+                elif stage == 0:
+                    _keep_at(new_i, new_seen, i, j, False, seed)
+                else:
+                    _keep_at(old_i, old_seen, i, j, False, seed)
+
+
+def _candidates_on(ids, flags, n_cand, state, pool, workers):
+    """A round's new and old candidates of every row, the new entries
+    sampled flagged old: :func:`_candidates_part`'s stages, each part by
+    part on ``pool`` (or here), the round's draws seeded from ``state``."""
+    n = ids.shape[0]
     new_i = np.full((n, n_cand), -1, dtype=np.int32)
     old_i = np.full((n, n_cand), -1, dtype=np.int32)
     new_seen = np.zeros(n, dtype=np.int64)
     old_seen = np.zeros(n, dtype=np.int64)
-    for reverse in range(2):  # a row's own entries (distinct), then its reverse ones (j listing i may be listed by i)
-        for i in range(n):
-            for s in range(k):
-                j = ids[i, s]
-                if j >= 0 and flags[i, s] == 1:
-                    if reverse:
-                        _keep(new_i, new_seen, j, i, True, state)
-                    else:
-                        _keep(new_i, new_seen, i, j, False, state)
-    for reverse in range(2):  # the old ones, for the rows with a new one
-        for i in range(n):
-            if not reverse and new_seen[i] == 0:
-                continue
-            for s in range(k):
-                j = ids[i, s]
-                if j >= 0 and flags[i, s] != 1:
-                    if not reverse:
-                        _keep(old_i, old_seen, i, j, False, state)
-                    elif new_seen[j] > 0:
-                        _keep(old_i, old_seen, j, i, True, state)
-    for i in range(n):
-        for s in range(k):
-            if flags[i, s] == 1:
-                j = ids[i, s]
-                for c in range(n_cand):
-                    if new_i[i, c] == j:
-                        flags[i, s] = 0
-                        break
+    seed = np.uint64(_next(state))
+    run = map if pool is None else pool.map
+    shares = [np.isin(np.arange(ROW_PARTS), np.arange(w, ROW_PARTS, workers)) for w in range(workers)]
+    for stage in range(3):
+        list(run(partial(_stage, ids, flags, seed, stage, new_i, old_i, new_seen, old_seen), shares))
     return new_i, old_i
 
 
-@numba.njit(cache=CACHE, nogil=True)
-def _leaf_order(x, leaf, seed):  # pragma: no cover - compiled
+def _stage(ids, flags, seed, stage, new_i, old_i, new_seen, old_seen, mask):
+    _candidates_part(ids, flags, seed, mask, stage, new_i, old_i, new_seen, old_seen)
+
+
+def _leaf_order(x, leaf, seed):
     """The rows in the leaf order of one random-projection tree (seeded):
     rows near each other in space near each other in memory."""
-    state = np.empty(1, dtype=np.uint64)
-    state[0] = np.uint64(seed)
-    none_f = np.empty((0, 1), dtype=np.float32)
-    none_i = np.empty((0, 1), dtype=np.int32)
-    none_u = np.empty((0, 1), dtype=np.uint8)
-    return _tree_start(x, none_f, none_i, none_u, leaf, state, False)
+    return _tree_leaves(x, leaf, seed)[0]
 
 
 @numba.njit(cache=CACHE, nogil=True, fastmath=True)
@@ -340,7 +374,13 @@ def _join_updates(x, dist, new_i, old_i, lo, hi, n_parts):  # pragma: no cover -
                     up_j[m_up] = p
                     up_d[m_up] = d
                     m_up += 1
-    # grouped by part, stable (a counting sort)
+    return _grouped(up_r, up_j, up_d, m_up, n_parts)
+
+
+@numba.njit(cache=CACHE, nogil=True)
+def _grouped(up_r, up_j, up_d, m_up, n_parts):  # pragma: no cover - compiled
+    """The first ``m_up`` updates grouped by their row's part, the order
+    kept within a part (a counting sort), with each part's offsets."""
     offsets = np.zeros(n_parts + 1, dtype=np.int64)
     for u in range(m_up):
         offsets[((up_r[u] >> 4) % n_parts) + 1] += 1
@@ -380,24 +420,85 @@ def _apply_updates(dist, ids, flags, up_r, up_j, up_d, start, stop):  # pragma: 
     return changed
 
 
+@numba.njit(cache=CACHE, nogil=True, fastmath=True)
+def _leaf_updates(x, dist, order, leaves, a, b, n_parts):  # pragma: no cover - compiled
+    """Every pair inside leaves ``a .. b - 1`` of one tree (rows ``order``)
+    against the lists as they stand: an update for each row of a pair
+    closer than its largest listed distance, grouped as
+    :func:`_join_updates`'s."""
+    rows = 0
+    for f in range(a, b):
+        size = leaves[f, 1] - leaves[f, 0]
+        rows += size * (size - 1)
+    up_r = np.empty(rows, dtype=np.int32)
+    up_j = np.empty(rows, dtype=np.int32)
+    up_d = np.empty(rows, dtype=np.float32)
+    m_up = 0
+    for f in range(a, b):
+        for u in range(leaves[f, 0], leaves[f, 1]):
+            p = order[u]
+            for v in range(u + 1, leaves[f, 1]):
+                q = order[v]
+                d = np.float32(0.0)
+                for k in range(x.shape[1]):
+                    t = x[p, k] - x[q, k]
+                    d += t * t
+                if d < dist[p, 0]:
+                    up_r[m_up] = p
+                    up_j[m_up] = q
+                    up_d[m_up] = d
+                    m_up += 1
+                if d < dist[q, 0]:
+                    up_r[m_up] = q
+                    up_j[m_up] = p
+                    up_d[m_up] = d
+                    m_up += 1
+    return _grouped(up_r, up_j, up_d, m_up, n_parts)
+
+
 @numba.njit(cache=CACHE, nogil=True)
-def _start(x, n_neighbors, n_trees, leaf, seed):  # pragma: no cover - compiled
-    """The lists after the random-projection trees (and random rows for
-    lists still short), with the stream's state for the rounds."""
+def _fill_short(x, dist, ids, flags, state):  # pragma: no cover - compiled
+    """Random rows offered to the lists still short after the trees."""
+    n, n_neighbors = ids.shape
+    for i in range(n):
+        tries = 0
+        while ids[i, 0] < 0 and tries < 4 * n_neighbors:
+            _offer(x, dist, ids, flags, i, _below(state, n))
+            tries += 1
+
+
+def _start(x, n_neighbors, n_trees, leaf, seed, pool, workers):
+    """The lists after the random-projection trees (each seeded from the
+    stream, built side by side; their leaves' pairs offered tree after
+    tree, in steps as a round's, :func:`_leaf_updates`) and random rows for
+    lists still short, with the stream's state for the rounds."""
     n = x.shape[0]
     state = np.empty(1, dtype=np.uint64)
     state[0] = np.uint64(seed)
     dist = np.full((n, n_neighbors), np.inf, dtype=np.float32)
     ids = np.full((n, n_neighbors), -1, dtype=np.int32)
     flags = np.zeros((n, n_neighbors), dtype=np.uint8)
-    for _ in range(n_trees):
-        _tree_start(x, dist, ids, flags, leaf, state)
-    for i in range(n):  # lists still short: random rows
-        tries = 0
-        while ids[i, 0] < 0 and tries < 4 * n_neighbors:
-            _offer(x, dist, ids, flags, i, _below(state, n))
-            tries += 1
+    run = map if pool is None else pool.map
+    seeds = [int(_next(state)) & 0x3FFFFFFFFFFFFFFF for _ in range(n_trees)]
+    shares = [range(w, ROW_PARTS, workers) for w in range(workers)]
+    for order, leaves in run(partial(_tree_leaves, x, leaf), seeds):
+        rows = np.cumsum(leaves[:, 1] - leaves[:, 0])  # a step: the leaves reached until STEP_ROWS rows more
+        cuts = np.unique(np.searchsorted(rows, np.arange(STEP_ROWS, n + STEP_ROWS, STEP_ROWS), side="right"))
+        lo = 0
+        for hi in cuts.tolist():
+            if hi <= lo:
+                continue
+            block = -(-(hi - lo) // STEP_BLOCKS)
+            spans = [(a, min(hi, a + block)) for a in range(lo, hi, block)]
+            ups = list(run(partial(_leaves_joined, x, dist, order, leaves), spans))
+            sum(run(partial(_applied, dist, ids, flags, ups), shares))
+            lo = hi
+    _fill_short(x, dist, ids, flags, state)
     return dist, ids, flags, state
+
+
+def _leaves_joined(x, dist, order, leaves, span):
+    return _leaf_updates(x, dist, order, leaves, span[0], span[1], ROW_PARTS)
 
 
 #: rows of one step of a round: the lists change only between steps (the join of a step's rows reads them, then
@@ -470,12 +571,12 @@ def nn_descent(x: np.ndarray, n_neighbors: int, *, max_candidates: int | None = 
     # cache and TLB misses), the answer is given in the rows' own numbers
     perm = _leaf_order(x, 256, seed ^ 0x2545F4914F6CDD1D)
     xp = x[perm]
-    dist, ids, flags, state = _start(xp, k, trees, max(k, 10), seed)
     workers = max(1, int(threads))
     pool = ThreadPoolExecutor(workers) if workers > 1 else None
     try:
+        dist, ids, flags, state = _start(xp, k, trees, max(k, 10), seed, pool, workers)
         for _ in range(iters):
-            new_i, old_i = _candidates(ids, flags, n_cand, state)
+            new_i, old_i = _candidates_on(ids, flags, n_cand, state, pool, workers)
             if _round(xp, dist, ids, flags, new_i, old_i, pool, workers) <= float(delta) * n * k:
                 break
     finally:
