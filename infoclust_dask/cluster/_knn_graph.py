@@ -55,7 +55,7 @@ MIN_CELLS = 8
 #: two cells whose bisector test would send each other ghosts amounting to this fraction of their own rows
 #: share one index (a boundary through one natural cluster: in 16 dimensions nearly all of each half)
 MERGE_GHOSTS = 0.5
-#: a merged cell holds at most this many own rows (its task keeps ~1.3 kB a row with 16 features:
+#: a merged cell holds at most this many own rows (its task keeps ~1.5 kB a row with 16 features:
 #: :func:`~infoclust_dask.kernels.knn.cell_task_bytes`)
 MAX_CELL_ROWS = 2_000_000
 #: rows per cell in the sample that places the cells' centres and sets their routing radii

@@ -151,10 +151,12 @@ class SMIC(ClusterMixin, InfoclustEstimator):
         answering its own rows - each row is searched once, so the time
         grows about linearly in n; its recall against exact search on 2000
         seeded rows is ``knn_recall_`` (a warning below 0.9). Each cell is
-        searched in one task of ~1.3 kB a row (16 features): where the
-        clusters overlap in many dimensions every row's neighbours cross
-        every boundary and the cells merge into one of nearly all rows
-        (2e6 rows: ~2.6 GB in one task, on one core); a plan whose
+        searched in one task of ~1.5 kB a row (16 features), whose
+        NN-descent rounds use the threads the other cells leave idle (the
+        same graph for any number): where the clusters overlap in many
+        dimensions every row's neighbours cross every boundary and the
+        cells merge into one of nearly all rows (2e6 rows: ~2.9 GB in one
+        task, on all the runner's threads up to the host's cores); a plan whose
         largest cell no worker can hold is refused before any search,
         naming the memory limit that would do. ``"auto"``: exact up to
         50 000 rows, approximate above.

@@ -203,9 +203,11 @@ def _tree_leaves(x, leaf, seed):  # pragma: no cover - compiled
 def _mix(seed, row, s):  # pragma: no cover - compiled
     """A draw for the ``s``-th offer to ``row``'s reservoir in one round
     (``seed``): a function of the three, not of the order rows are served."""
-    state = np.empty(1, dtype=np.uint64)
-    state[0] = seed ^ (np.uint64(row) * np.uint64(0xD1B54A32D192ED03)) ^ (np.uint64(s) * np.uint64(0x8CB92BA72F3D8DD7))
-    return _next(state)
+    z = (seed ^ (np.uint64(row) * np.uint64(0xD1B54A32D192ED03)) ^ (np.uint64(s) * np.uint64(0x8CB92BA72F3D8DD7))
+         ) + np.uint64(0x9E3779B97F4A7C15)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)  # splitmix64's finalizer, as _next's
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
 
 
 @numba.njit(cache=CACHE, nogil=True)
@@ -481,7 +483,7 @@ def _start(x, n_neighbors, n_trees, leaf, seed, pool, workers):
     run = map if pool is None else pool.map
     seeds = [int(_next(state)) & 0x3FFFFFFFFFFFFFFF for _ in range(n_trees)]
     shares = [range(w, ROW_PARTS, workers) for w in range(workers)]
-    for order, leaves in run(partial(_tree_leaves, x, leaf), seeds):
+    for order, leaves in _trees(run, partial(_tree_leaves, x, leaf), seeds, workers):
         rows = np.cumsum(leaves[:, 1] - leaves[:, 0])  # a step: the leaves reached until STEP_ROWS rows more
         cuts = np.unique(np.searchsorted(rows, np.arange(STEP_ROWS, n + STEP_ROWS, STEP_ROWS), side="right"))
         lo = 0
@@ -495,6 +497,13 @@ def _start(x, n_neighbors, n_trees, leaf, seed, pool, workers):
             lo = hi
     _fill_short(x, dist, ids, flags, state)
     return dist, ids, flags, state
+
+
+def _trees(run, build, seeds, workers):
+    """The trees of ``seeds``, in their order, built ``workers`` at a time
+    (no more held at once: 8 bytes a row each)."""
+    for a in range(0, len(seeds), workers):
+        yield from list(run(build, seeds[a:a + workers]))
 
 
 def _leaves_joined(x, dist, order, leaves, span):
@@ -577,7 +586,9 @@ def nn_descent(x: np.ndarray, n_neighbors: int, *, max_candidates: int | None = 
         dist, ids, flags, state = _start(xp, k, trees, max(k, 10), seed, pool, workers)
         for _ in range(iters):
             new_i, old_i = _candidates_on(ids, flags, n_cand, state, pool, workers)
-            if _round(xp, dist, ids, flags, new_i, old_i, pool, workers) <= float(delta) * n * k:
+            changed = _round(xp, dist, ids, flags, new_i, old_i, pool, workers)
+            del new_i, old_i  # not held while the next round's are sampled: 8 bytes a row and candidate
+            if changed <= float(delta) * n * k:
                 break
     finally:
         if pool is not None:

@@ -361,8 +361,10 @@ def merge_cells(sample: np.ndarray, centers: np.ndarray, radii: np.ndarray, *, n
 #: candidate heaps and random-projection forest, the candidates and their distances. Measured with 16 features
 #: (the task's peak resident memory over the pieces it received, sampled every 20 ms in one process with
 #: the compiled loops warm, a one-off script over :func:`cell_build`): 1007-1044 B a row at 4e5 rows (blobs apart or
-#: overlapping), 1125 at 8e5, + 137 the pieces: 850 + 28 x 16 = 1298 B a row
-CELL_BYTES_PER_ROW = 850
+#: overlapping), 1125 at 8e5, + 137 the pieces: 850 + 28 x 16 = 1298 B a row. With the rounds on two threads
+#: (each step's updates, two trees at a time, a thread's malloc arena): 1381 B a row at 4e5 overlapping rows,
+#: 1451 at 8e5 (one thread 1309 / 1384; before 1203 / 1294, 2026-12-06): 1010 + 28 x 16 = 1458
+CELL_BYTES_PER_ROW = 1010
 #: ... and per feature and row (float64 pieces, their concatenation, the copy in row order, the float32 copy)
 CELL_BYTES_PER_FEATURE = 28
 
