@@ -625,3 +625,54 @@ def test_a_cell_too_large_for_any_worker_is_refused_before_it_is_searched():
         # nothing of the search ran on the worker: its NN-descent was never imported there
         assert not any(client.run(
             lambda: __import__("sys").modules.get("infoclust_dask.kernels._nn_descent") is not None).values())
+
+
+@pytest.mark.parametrize("data_kind", ["numpy", "dask"])
+def test_one_cell_builds_on_the_runners_threads_with_the_graph_of_one(data_kind):
+    """Clusters that overlap merge into one cell: its task is given the
+    runner's threads over the cells (at most the host's cores), four cells
+    on two threads one each; the answers are those of one thread."""
+    import dataclasses
+    import os
+
+    import dask.array as da
+
+    from infoclust_dask.engine.in_process import InProcess
+
+    given = []
+
+    def build(pieces, **kw):
+        given.append(kw["threads"])
+        return cell_build(pieces, **kw)
+
+    bp = dataclasses.replace(KNN_CELLS, build=build)
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(3000, 8))
+    X[100:300] = X[:200]  # duplicate rows: equal distances, where the order of the updates would show
+    data = X if data_kind == "numpy" else da.from_array(X, chunks=700)
+    t = 10
+    out = ((np.float64, (t,)), (np.int64, (t,)))
+    cores = len(os.sched_getaffinity(0))
+
+    def graph(runner, parts):
+        centres = X[:parts]
+        d2, idx = engine.partition_pairs(bp, data, n_parts=parts, outputs=out, block_rows=700,
+                                         params={"t": t, "centers": centres, "groups": np.arange(parts),
+                                                 "radii": np.full(parts, np.inf)},
+                                         build_params={"t": t, "n_iters": 2, "exact_rows": 0},
+                                         join_params={"t": t}, scheduler=runner)
+        if engine.is_lazy(d2):
+            d2, idx = engine.compute((d2, idx), scheduler=runner)
+        return np.asarray(d2), np.asarray(idx)
+
+    one = graph(InProcess(1), 1)
+    assert given == [1]
+    for threads in (2, 3):
+        given.clear()
+        got = graph(InProcess(threads), 1)
+        assert given == [min(threads, cores)]
+        np.testing.assert_array_equal(got[1], one[1])
+        np.testing.assert_array_equal(got[0], one[0])
+    given.clear()
+    graph(InProcess(2), 4)
+    assert given == [1, 1, 1, 1]
