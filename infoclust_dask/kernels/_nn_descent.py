@@ -427,7 +427,9 @@ def _leaf_updates(x, dist, order, leaves, a, b, n_parts):  # pragma: no cover - 
     """Every pair inside leaves ``a .. b - 1`` of one tree (rows ``order``)
     against the lists as they stand: an update for each row of a pair
     closer than its largest listed distance, grouped as
-    :func:`_join_updates`'s."""
+    :func:`_join_updates`'s. (The updates written out here as there: one
+    inlined helper for both made a 2e5-row cell 16.4 s against 11.8 on
+    one thread.)"""
     rows = 0
     for f in range(a, b):
         size = leaves[f, 1] - leaves[f, 0]
