@@ -232,7 +232,7 @@ def _keep_at(cand, seen, row, j, check, seed):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=CACHE, nogil=True)
-def _candidates_part(ids, flags, seed, mask, stage, new_i, old_i, new_seen, old_seen):  # pragma: no cover
+def _candidates_part(ids, flags, seed, stage, new_i, old_i, new_seen, old_seen, mask):  # pragma: no cover
     """One stage of a round's candidates for the rows of the parts ``mask``
     holds (``mask[(row >> 4) % len(mask)]``). Each row's new and old
     candidates: its own list's entries, then the rows listing it (reverse
@@ -298,23 +298,13 @@ def _candidates_on(ids, flags, n_cand, state, pool, workers):
     run = map if pool is None else pool.map
     shares = [np.isin(np.arange(ROW_PARTS), np.arange(w, ROW_PARTS, workers)) for w in range(workers)]
     for stage in range(3):
-        list(run(partial(_stage, ids, flags, seed, stage, new_i, old_i, new_seen, old_seen), shares))
+        list(run(partial(_candidates_part, ids, flags, seed, stage, new_i, old_i, new_seen, old_seen), shares))
     return new_i, old_i
-
-
-def _stage(ids, flags, seed, stage, new_i, old_i, new_seen, old_seen, mask):
-    _candidates_part(ids, flags, seed, mask, stage, new_i, old_i, new_seen, old_seen)
-
-
-def _leaf_order(x, leaf, seed):
-    """The rows in the leaf order of one random-projection tree (seeded):
-    rows near each other in space near each other in memory."""
-    return _tree_leaves(x, leaf, seed)[0]
 
 
 @numba.njit(cache=CACHE, nogil=True, fastmath=True)
 def _join_updates(x, dist, new_i, old_i, lo, hi, n_parts):  # pragma: no cover - compiled
-    """The local join of rows ``lo .. hi - 1`` (:func:`_join`'s pairs) against
+    """The local join of rows ``lo .. hi - 1`` (new with new, new with old) against
     the lists as they stand (read only): every pair closer than one of its
     rows' largest listed distance becomes an update ``(row, distance,
     other)`` for that row, in the order met; returned grouped by the
@@ -580,7 +570,7 @@ def nn_descent(x: np.ndarray, n_neighbors: int, *, max_candidates: int | None = 
     seed = int(seed) & 0x3FFFFFFFFFFFFFFF
     # the search runs on the rows in a tree's leaf order (its random reads then fall near each other: fewer
     # cache and TLB misses), the answer is given in the rows' own numbers
-    perm = _leaf_order(x, 256, seed ^ 0x2545F4914F6CDD1D)
+    perm = _tree_leaves(x, 256, seed ^ 0x2545F4914F6CDD1D)[0]
     xp = x[perm]
     workers = max(1, int(threads))
     pool = ThreadPoolExecutor(workers) if workers > 1 else None
