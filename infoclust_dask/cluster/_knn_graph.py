@@ -105,7 +105,7 @@ def _neighbour_lists(X, t, method="exact", params=None, progress=False, keep=Fal
                                          params={"t": t, "centers": centres, "groups": groups, "radii": radii},
                                          build_params={"t": t, **nnd_settings(t, params),
                                                        "seed": int(random_state), "int32_ids": int32_ids},
-                                         join_params={"t": t}, progress=progress)
+                                         join_params={"t": t}, costs=rows, progress=progress)
     else:
         d2, idx = engine.block_pairs(KNN, X, params={"t": t}, outputs=outputs, min_rows=t + 1,
                                      progress=progress)

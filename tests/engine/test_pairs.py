@@ -55,3 +55,47 @@ def test_smic_toys(name):
     assert np.all(np.bincount(y) == 200 // len(np.unique(y)))
     with pytest.raises(ValueError, match="Unknown toy set"):
         make_smic_toy("moons")
+
+
+def test_partition_builds_start_costliest_first(local_cluster_client):
+    """``costs``: the parts' builds start in the order of their costs on a
+    cluster (dask priorities; without them the parts in key order), and the
+    answers are those without costs. Costs of the wrong length are refused."""
+    from distributed import get_task_stream
+
+    from infoclust_dask.kernels.knn import KNN_CELLS
+
+    client = local_cluster_client
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(4000, 4))
+    parts, t = 6, 5
+    params = {"t": t, "centers": X[:parts], "groups": np.arange(parts), "radii": np.full(parts, np.inf)}
+    out = ((np.float64, (t,)), (np.int64, (t,)))
+    costs = [1.0, 2.0, 3.0, 4.0, 6.0, 5.0]  # the last parts the costliest: the order of the keys would start 0, 1
+
+    def run(costs):
+        data = da.from_array(X, chunks=1000)
+        d2, idx = engine.partition_pairs(KNN_CELLS, data, n_parts=parts, outputs=out, params=params,
+                                         build_params={"t": t, "exact_rows": 10_000}, join_params={"t": t},
+                                         costs=costs, scheduler=client)
+        with get_task_stream(client) as ts:
+            got = engine.compute((d2, idx), scheduler=client)
+        starts = {}
+        for rec in ts.data:
+            key = rec["key"][0] if isinstance(rec["key"], tuple) else rec["key"]
+            if "-build-" in key:
+                starts[int(key.split("-build-")[1].split("-")[0])] = min(
+                    s["start"] for s in rec["startstops"] if s["action"] == "compute")
+        return got, sorted(starts, key=starts.get)
+
+    plain, _ = run(None)
+    got, order = run(costs)
+    threads = sum(client.nthreads().values())
+    assert len(order) == parts
+    assert set(order[:threads]) == set(np.argsort(costs)[::-1][:threads].tolist())
+    assert 0 not in order[:threads]
+    np.testing.assert_array_equal(got[1], plain[1])
+    np.testing.assert_array_equal(got[0], plain[0])
+    with pytest.raises(ValueError, match="costs has 2 numbers; there are n_parts = 6"):
+        engine.partition_pairs(KNN_CELLS, X, n_parts=parts, outputs=out, params=params, costs=[1.0, 2.0],
+                               scheduler=client)
