@@ -208,59 +208,61 @@ def _join_updates(x, dist, new_i, old_i, lo, hi, n_parts):  # pragma: no cover -
     rows' largest listed distance becomes an update ``(row, distance,
     other)`` for that row, in the order met; returned grouped by the
     row's part (``(row >> 4) % n_parts``, order kept within a part) with
-    each part's offsets."""
+    each part's offsets. A row's candidates (new, then old) and their
+    lists' largest distances are copied side by side first (per pair from
+    the rows in place: 1.57-1.61 s a round of a 2e5-row cell against
+    1.30-1.39)."""
     nc = new_i.shape[1]
     dim = x.shape[1]
     cap = 1024
     up_r = np.empty(cap, dtype=np.int32)
     up_j = np.empty(cap, dtype=np.int32)
     up_d = np.empty(cap, dtype=np.float32)
-    buf_d = np.empty(2 * nc, dtype=np.float32)
-    buf_q = np.empty(2 * nc, dtype=np.int64)
-    xp = np.empty(dim, dtype=np.float32)
+    cid = np.empty(2 * nc, dtype=np.int64)
+    top = np.empty(2 * nc, dtype=np.float32)
+    cx = np.empty((2 * nc, dim), dtype=np.float32)
     m_up = 0
     for i in range(lo, hi):
+        n_new = 0
         for a in range(nc):
-            p = new_i[i, a]
-            if p < 0:
-                continue
-            m = 0
-            for b in range(a + 1, nc):
-                q = new_i[i, b]
-                if q >= 0:
-                    buf_q[m] = q
-                    m += 1
-            for b in range(nc):
-                q = old_i[i, b]
-                if q >= 0 and q != p:
-                    buf_q[m] = q
-                    m += 1
-            # the distances written out here: _dist called per pair took 23.5 s a 2e5-row cell against 14.1
+            if new_i[i, a] >= 0:
+                cid[n_new] = new_i[i, a]
+                n_new += 1
+        if n_new == 0:
+            continue
+        m = n_new
+        for b in range(nc):
+            if old_i[i, b] >= 0:
+                cid[m] = old_i[i, b]
+                m += 1
+        for u in range(m):  # the candidates' rows and largest listed distances copied once a row
+            q = cid[u]
+            top[u] = dist[q, 0]
             for k in range(dim):
-                xp[k] = x[p, k]
-            for u in range(m):
-                q = buf_q[u]
-                s = np.float32(0.0)
+                cx[u, k] = x[q, k]
+        if m_up + 2 * n_new * m > cap:  # room for this row's updates (at most two a pair)
+            while m_up + 2 * n_new * m > cap:
+                cap *= 2
+            up_r = _grown(up_r, cap, m_up)
+            up_j = _grown(up_j, cap, m_up)
+            up_d = _grown(up_d, cap, m_up)
+        for a in range(n_new):
+            p = cid[a]
+            tp = top[a]
+            for u in range(a + 1, m):
+                q = cid[u]
+                if q == p:  # an old candidate that is also new
+                    continue
+                d = np.float32(0.0)
                 for k in range(dim):
-                    t = xp[k] - x[q, k]
-                    s += t * t
-                buf_d[u] = s
-            if m_up + 2 * m > cap:  # room for this candidate's updates
-                while m_up + 2 * m > cap:
-                    cap *= 2
-                up_r = _grown(up_r, cap, m_up)
-                up_j = _grown(up_j, cap, m_up)
-                up_d = _grown(up_d, cap, m_up)
-            tp = dist[p, 0]
-            for u in range(m):
-                d = buf_d[u]
-                q = buf_q[u]
+                    t = cx[a, k] - cx[u, k]
+                    d += t * t
                 if d < tp:
                     up_r[m_up] = p
                     up_j[m_up] = q
                     up_d[m_up] = d
                     m_up += 1
-                if d < dist[q, 0]:
+                if d < top[u]:
                     up_r[m_up] = q
                     up_j[m_up] = p
                     up_d[m_up] = d
