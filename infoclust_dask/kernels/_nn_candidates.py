@@ -63,7 +63,7 @@ def _keep_at(cand, seen, which, j, check, seed, row):  # pragma: no cover - comp
 @numba.njit(cache=CACHE, nogil=True)
 def _reverse(ids, flags, mask):  # pragma: no cover - compiled
     """The rows listing each row of the parts ``mask`` holds
-    (``mask[(row >> 4) % len(mask)]``), in row order, with the entry's
+    (``mask[(row >> 4) % len(mask)]``, a power of two long: the part by a mask, not a division), in row order, with the entry's
     flag: offsets ``ptr`` (row ``j``'s at ``ptr[j] .. ptr[j + 1] - 1``),
     ``src``, ``flag`` (a counting sort of the lists' entries)."""
     n, k = ids.shape
@@ -72,7 +72,7 @@ def _reverse(ids, flags, mask):  # pragma: no cover - compiled
     for i in range(n):
         for s in range(k):
             j = ids[i, s]
-            if j >= 0 and mask[(j >> 4) % n_parts]:
+            if j >= 0 and mask[(j >> 4) & (n_parts - 1)]:
                 ptr[j + 1] += 1
     for j in range(n):
         ptr[j + 1] += ptr[j]
@@ -82,7 +82,7 @@ def _reverse(ids, flags, mask):  # pragma: no cover - compiled
     for i in range(n):
         for s in range(k):
             j = ids[i, s]
-            if j >= 0 and mask[(j >> 4) % n_parts]:
+            if j >= 0 and mask[(j >> 4) & (n_parts - 1)]:
                 src[fill[j]] = i
                 flag[fill[j]] = flags[i, s]
                 fill[j] += 1
@@ -105,7 +105,7 @@ def _candidates_rows(ids, flags, seed, new_i, old_i, mask, ptr, src, flag):  # p
     n_cand = new_i.shape[1]
     seen = np.zeros(2, dtype=np.int64)
     for i in range(n):
-        if not mask[(i >> 4) % n_parts]:
+        if not mask[(i >> 4) & (n_parts - 1)]:
             continue
         for stage in range(2):  # 0: the new candidates (flag 1), 1: the old ones (flag 0)
             cand = new_i if stage == 0 else old_i
@@ -134,7 +134,10 @@ def candidates(ids: np.ndarray, flags: np.ndarray, n_cand: int, seed: int, run: 
     ``flags`` (:func:`_candidates_rows`; draws seeded by ``seed``).
     ``shares``: which of the ``n_parts`` parts of the rows (row ``i`` in
     part ``(i >> 4) % n_parts``) each call of ``run`` (``map`` or a thread
-    pool's) serves, all by default: the same candidates for any split."""
+    pool's) serves, all by default: the same candidates for any split
+    (``n_parts`` a power of two)."""
+    if n_parts < 1 or n_parts & (n_parts - 1):
+        raise ValueError(f"n_parts must be a power of two (a row's part is a mask of its number); got {n_parts}.")
     n = ids.shape[0]
     new_i = np.full((n, n_cand), -1, dtype=np.int32)
     old_i = np.full((n, n_cand), -1, dtype=np.int32)
