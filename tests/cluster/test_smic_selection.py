@@ -132,3 +132,33 @@ def test_lsmi_max_rows_auto_samples_only_a_single_candidate(monkeypatch):
 def test_lsmi_max_rows_is_checked():
     with pytest.raises(ValueError, match="lsmi_max_rows"):
         SMIC(3, lsmi_max_rows=1).fit(np.random.default_rng(0).normal(size=(50, 2)))
+
+
+def test_the_lsmi_sample_is_split_over_the_workers_with_the_same_value(monkeypatch, local_cluster_client):
+    """The seeded LSMI sample of lazy rows goes back to the workers in
+    ``LSMI_SAMPLE_CHUNKS`` chunks of whole logical blocks, so its pass has
+    tasks for every worker; the value is the same bits as in one chunk."""
+    import dask.array as da
+
+    from infoclust_dask.cluster import _smic_select
+
+    rng = np.random.default_rng(8)
+    X = np.concatenate([c + rng.normal(size=(m, 4)) for c, m in zip(([0] * 4, [9, 0, 0, 0], [0, 9, 0, 0]),
+                                                                     (12000, 14000, 16000), strict=True)])
+    seen = []
+    real = _smic_select.metrics.lsmi_many
+
+    def spy(A, *args, **kwargs):
+        seen.append(len(A.chunks[0]))
+        return real(A, *args, **kwargs)
+
+    monkeypatch.setattr(_smic_select.metrics, "lsmi_many", spy)
+    monkeypatch.setattr(SMIC, "_whole_fit_max_bytes", 0)  # pass by pass, as a large fit: the sample is persisted
+    values = {}
+    for chunks in (1, 4):
+        monkeypatch.setattr(_smic_select, "LSMI_SAMPLE_CHUNKS", chunks)
+        fit = SMIC(3, t=5, lsmi_max_rows=32768, random_state=2,
+                   scheduler=local_cluster_client).fit(da.from_array(X, chunks=(8192, 4)))
+        values[chunks] = fit.lsmi_[5]
+    assert seen == [1, 4]
+    assert values[1] == values[4]
