@@ -5,8 +5,11 @@ cached on disk like every kernel of this package: ``infoclust compile``
 builds it once per installation, where pynndescent's loops compiled
 again in every worker process: 48-66 s before a worker's first cell).
 One 2e5-row cell of 16-dimensional Gaussian rows, ``n_neighbors`` 26, one
-thread on the 2-core EPYC: 13.8-14.5 s at recall 0.9942 (pynndescent 0.7:
-13.2 s warm, 45.4 s in a new process).
+thread on a 2-core Zen 4 EPYC: 8.4-8.8 s at recall 0.9940, 5.1 s on two
+threads (2026-12-06; 11.4-12.7 s before the candidates were sampled row
+by row, the updates prefetched and a row's candidates copied side by
+side; on the Zen 3 EPYC 13.8-14.5 s then, pynndescent 0.7 13.2 s warm,
+45.4 s in a new process).
 
 The algorithm, as in the paper with the refinements of pynndescent
 (McInnes), which this module replaces:
@@ -18,9 +21,10 @@ The algorithm, as in the paper with the refinements of pynndescent
 2. **Rounds**: each row's neighbours flagged *new* since the last round
    and its *old* ones, together with the reverse neighbours (the rows
    listing it), sampled down to ``max_candidates`` each (a seeded
-   reservoir: a row's own entries first; random priorities in a heap,
-   pynndescent's way, took 1.1-1.4 s a round of a 2e5-row cell against
-   0.4-0.65); every pair of candidates of a row (new with new, new with
+   reservoir: a row's own entries first,
+   :mod:`~infoclust_dask.kernels._nn_candidates`; random
+   priorities in a heap, pynndescent's way, took 1.1-1.4 s a round of a
+   2e5-row cell against 0.4-0.65); every pair of candidates of a row (new with new, new with
    old) is offered to both rows' lists (the *local join*: a neighbour of
    my neighbour is likely my neighbour). Stops after ``n_iters`` rounds
    or when a round changes fewer than ``delta * n * n_neighbors`` entries.
@@ -36,6 +40,9 @@ enter a list are pushed, each row's in the order they were met (parts of
 the rows side by side). A list keeps the nearest of the entries offered
 to it whatever their order, but for equal distances and the count of
 changes that ends the rounds: both fixed by the steps, not the threads.
+The updates ask for the heap of the update :data:`AHEAD` on before they
+reach it (:func:`~infoclust_dask.kernels._prefetch.prefetch`): the lists
+are larger than the caches and a row's heap is met at random.
 
 Deterministic: a seeded splitmix64 stream, entries offered in row order,
 equal distances keeping the entry already listed: the same rows and seed

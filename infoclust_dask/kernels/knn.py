@@ -363,8 +363,9 @@ def merge_cells(sample: np.ndarray, centers: np.ndarray, radii: np.ndarray, *, n
 #: the compiled loops warm, a one-off script over :func:`cell_build`): 1007-1044 B a row at 4e5 rows (blobs apart or
 #: overlapping), 1125 at 8e5, + 137 the pieces: 850 + 28 x 16 = 1298 B a row. With the rounds on two threads
 #: (each step's updates, two trees at a time, a thread's malloc arena): 1381 B a row at 4e5 overlapping rows,
-#: 1451 at 8e5 (one thread 1309 / 1384; before 1203 / 1294, 2026-12-06): 1010 + 28 x 16 = 1458
-CELL_BYTES_PER_ROW = 1010
+#: 1451 at 8e5 (one thread 1309 / 1384; before 1203 / 1294, 2026-12-06); with each thread's reverse lists of the
+#: candidates (later on 2026-12-06): 1456 / 1463 (one thread 1294 / 1384): 1020 + 28 x 16 = 1468
+CELL_BYTES_PER_ROW = 1020
 #: ... and per feature and row (float64 pieces, their concatenation, the copy in row order, the float32 copy)
 CELL_BYTES_PER_FEATURE = 28
 
