@@ -15,6 +15,8 @@ and llvmlite's IR builder.
 
 from __future__ import annotations
 
+from typing import Callable, cast
+
 from llvmlite import ir
 from numba.core import types
 from numba.extending import intrinsic
@@ -23,7 +25,7 @@ __all__ = ["prefetch"]
 
 
 @intrinsic
-def prefetch(typingctx, address):  # pragma: no cover - compiled
+def _prefetch(typingctx, address):  # pragma: no cover - compiled
     """Prefetch (for reading, kept in all cache levels) the line holding
     byte ``address`` (an integer, e.g. ``a.ctypes.data + row *
     a.strides[0]``). Usable inside numba-compiled functions only."""
@@ -39,3 +41,7 @@ def prefetch(typingctx, address):  # pragma: no cover - compiled
         return context.get_dummy_value()
 
     return types.void(address), codegen
+
+
+#: typed for callers: numba passes the typing context itself
+prefetch = cast(Callable[[int], None], _prefetch)
