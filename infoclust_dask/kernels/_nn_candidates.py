@@ -8,7 +8,7 @@ The reverse neighbours are gathered first (a counting sort of the lists'
 entries), then every row's reservoirs are filled from its own entries and
 its reverse ones in one sweep of the row (the reverse neighbours scattered
 into every row's reservoir straight from the lists took 0.61 s of a
-2e5-row cell's first round against 0.37). A row's offers come in the same
+2.5e5-row cell's first round against 0.37). A row's offers come in the same
 order (its own entries, then the rows listing it in row order) and its
 draws are a function of (round seed, row, offer number), so the parts of
 the rows may be served by any number of threads with the same result.

@@ -217,7 +217,7 @@ def _join_updates(x, dist, new_i, old_i, lo, hi, n_parts):  # pragma: no cover -
     row's part (``(row >> 4) % n_parts``, ``n_parts`` a power of two; order kept within a part) with
     each part's offsets. A row's candidates (new, then old) and their
     lists' largest distances are copied side by side first (per pair from
-    the rows in place: 1.57-1.61 s a round of a 2e5-row cell against
+    the rows in place: 1.57-1.61 s a round of a 2.5e5-row cell against
     1.30-1.39)."""
     nc = new_i.shape[1]
     dim = x.shape[1]
@@ -313,7 +313,7 @@ def _apply_updates(dist, ids, flags, up_r, up_j, up_d, start, stop):  # pragma: 
     returns the entries changed."""
     changed = 0
     for u in range(start, stop):
-        if u + AHEAD < stop:  # the heap of the update AHEAD on asked for now: 0.87 -> 0.52 s a round of a 2e5-row cell
+        if u + AHEAD < stop:  # the heap of the update AHEAD on asked for now (AHEAD: measured)
             _prefetch_rows(dist, ids, flags, up_r[u + AHEAD])
         r = up_r[u]
         d = up_d[u]
@@ -423,7 +423,7 @@ def _leaves_joined(x, dist, order, leaves, span):
 
 
 #: updates looked ahead: the row of the update this many on is prefetched (:func:`_apply_updates`; 8 / 16 / 32:
-#: 0.52 / 0.52 / 0.56 s a round of a 2e5-row cell, none 0.87)
+#: 0.52 / 0.52 / 0.56 s a round of a 2.5e5-row cell, none 0.87)
 AHEAD = 16
 #: rows of one step of a round: the lists change only between steps (the join of a step's rows reads them, then
 #: its updates are pushed), so a step's blocks may be joined in parallel and its parts updated in parallel -
