@@ -24,20 +24,34 @@ import numpy as np
 
 from ._cache import can_cache
 
-__all__ = ["candidates"]
+__all__ = ["candidates", "mix64", "row_part"]
 
 CACHE = can_cache()
+
+
+@numba.njit(cache=CACHE, nogil=True)
+def mix64(z):  # pragma: no cover - compiled
+    """splitmix64's finalizer of the 64-bit value ``z`` (Steele, Lea &
+    Flood 2014): NN-descent's stream (``_next``) and the reservoirs'
+    draws (:func:`_mix`)."""
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+@numba.njit(cache=CACHE, nogil=True)
+def row_part(row, n_parts):  # pragma: no cover - compiled
+    """The part of ``row`` among ``n_parts`` (a power of two): runs of 16
+    rows dealt out in turn, by a mask rather than a division."""
+    return (row >> 4) & (n_parts - 1)
 
 
 @numba.njit(cache=CACHE, nogil=True)
 def _mix(seed, row, s):  # pragma: no cover - compiled
     """A draw for the ``s``-th offer to ``row``'s reservoir in one round
     (``seed``): a function of the three, not of the order rows are served."""
-    z = (seed ^ (np.uint64(row) * np.uint64(0xD1B54A32D192ED03)) ^ (np.uint64(s) * np.uint64(0x8CB92BA72F3D8DD7))
-         ) + np.uint64(0x9E3779B97F4A7C15)
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)  # splitmix64's finalizer, as _next's
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
+    return mix64((seed ^ (np.uint64(row) * np.uint64(0xD1B54A32D192ED03))
+                  ^ (np.uint64(s) * np.uint64(0x8CB92BA72F3D8DD7))) + np.uint64(0x9E3779B97F4A7C15))
 
 
 @numba.njit(cache=CACHE, nogil=True)
@@ -63,8 +77,8 @@ def _keep_at(cand, seen, which, j, check, seed, row):  # pragma: no cover - comp
 @numba.njit(cache=CACHE, nogil=True)
 def _reverse(ids, flags, mask):  # pragma: no cover - compiled
     """The rows listing each row of the parts ``mask`` holds
-    (``mask[(row >> 4) % len(mask)]``, a power of two long: the part by a mask, not a division), in row order, with the entry's
-    flag: offsets ``ptr`` (row ``j``'s at ``ptr[j] .. ptr[j + 1] - 1``),
+    (``mask[row_part(row, len(mask))]``, a power of two long), in row
+    order, with the entry's flag: offsets ``ptr`` (row ``j``'s at ``ptr[j] .. ptr[j + 1] - 1``),
     ``src``, ``flag`` (a counting sort of the lists' entries)."""
     n, k = ids.shape
     n_parts = mask.shape[0]
@@ -72,7 +86,7 @@ def _reverse(ids, flags, mask):  # pragma: no cover - compiled
     for i in range(n):
         for s in range(k):
             j = ids[i, s]
-            if j >= 0 and mask[(j >> 4) & (n_parts - 1)]:
+            if j >= 0 and mask[row_part(j, n_parts)]:
                 ptr[j + 1] += 1
     for j in range(n):
         ptr[j + 1] += ptr[j]
@@ -82,7 +96,7 @@ def _reverse(ids, flags, mask):  # pragma: no cover - compiled
     for i in range(n):
         for s in range(k):
             j = ids[i, s]
-            if j >= 0 and mask[(j >> 4) & (n_parts - 1)]:
+            if j >= 0 and mask[row_part(j, n_parts)]:
                 src[fill[j]] = i
                 flag[fill[j]] = flags[i, s]
                 fill[j] += 1
@@ -105,7 +119,7 @@ def _candidates_rows(ids, flags, seed, new_i, old_i, mask, ptr, src, flag):  # p
     n_cand = new_i.shape[1]
     seen = np.zeros(2, dtype=np.int64)
     for i in range(n):
-        if not mask[(i >> 4) & (n_parts - 1)]:
+        if not mask[row_part(i, n_parts)]:
             continue
         for stage in range(2):  # 0: the new candidates (flag 1), 1: the old ones (flag 0)
             cand = new_i if stage == 0 else old_i
@@ -133,7 +147,7 @@ def candidates(ids: np.ndarray, flags: np.ndarray, n_cand: int, seed: int, run: 
     int32, -1 padded) and the new entries sampled flagged old in
     ``flags`` (:func:`_candidates_rows`; draws seeded by ``seed``).
     ``shares``: which of the ``n_parts`` parts of the rows (row ``i`` in
-    part ``(i >> 4) % n_parts``) each call of ``run`` (``map`` or a thread
+    part :func:`row_part`) each call of ``run`` (``map`` or a thread
     pool's) serves, all by default: the same candidates for any split
     (``n_parts`` a power of two)."""
     if n_parts < 1 or n_parts & (n_parts - 1):

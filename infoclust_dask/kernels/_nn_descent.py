@@ -63,7 +63,7 @@ import numba
 import numpy as np
 
 from ._cache import can_cache
-from ._nn_candidates import candidates
+from ._nn_candidates import candidates, mix64, row_part
 from ._prefetch import prefetch
 
 __all__ = ["nn_descent"]
@@ -75,10 +75,7 @@ CACHE = can_cache()
 def _next(state):  # pragma: no cover - compiled
     """splitmix64: the next 64-bit value of the stream ``state`` (a 1-element uint64 array)."""
     state[0] += np.uint64(0x9E3779B97F4A7C15)
-    z = state[0]
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
+    return mix64(state[0])
 
 
 @numba.njit(cache=CACHE, nogil=True)
@@ -214,7 +211,7 @@ def _join_updates(x, dist, new_i, old_i, lo, hi, n_parts):  # pragma: no cover -
     the lists as they stand (read only): every pair closer than one of its
     rows' largest listed distance becomes an update ``(row, distance,
     other)`` for that row, in the order met; returned grouped by the
-    row's part (``(row >> 4) % n_parts``, ``n_parts`` a power of two; order kept within a part) with
+    row's part (:func:`~infoclust_dask.kernels._nn_candidates.row_part`; order kept within a part) with
     each part's offsets. A row's candidates (new, then old) and their
     lists' largest distances are copied side by side first (per pair from
     the rows in place: 1.57-1.61 s a round of a 2.5e5-row cell against
@@ -283,7 +280,7 @@ def _grouped(up_r, up_j, up_d, m_up, n_parts):  # pragma: no cover - compiled
     kept within a part (a counting sort), with each part's offsets."""
     offsets = np.zeros(n_parts + 1, dtype=np.int64)
     for u in range(m_up):
-        offsets[((up_r[u] >> 4) & (n_parts - 1)) + 1] += 1
+        offsets[row_part(up_r[u], n_parts) + 1] += 1
     for g in range(n_parts):
         offsets[g + 1] += offsets[g]
     fill = offsets[:-1].copy()
@@ -291,7 +288,7 @@ def _grouped(up_r, up_j, up_d, m_up, n_parts):  # pragma: no cover - compiled
     out_j = np.empty(m_up, dtype=np.int32)
     out_d = np.empty(m_up, dtype=np.float32)
     for u in range(m_up):
-        g = (up_r[u] >> 4) & (n_parts - 1)
+        g = row_part(up_r[u], n_parts)
         v = fill[g]
         out_r[v] = up_r[u]
         out_j[v] = up_j[u]
@@ -432,7 +429,7 @@ STEP_ROWS = 8192
 #: blocks of a step (joined independently) and parts of the rows (updated independently): fixed numbers, not the
 #: threads'
 STEP_BLOCKS = 4
-ROW_PARTS = 8  # a power of two: a row's part is (row >> 4) & (ROW_PARTS - 1)
+ROW_PARTS = 8  # a power of two: a row's part is row_part(row, ROW_PARTS)
 
 
 def _round(x, dist, ids, flags, new_i, old_i, run, shares):
