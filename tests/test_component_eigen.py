@@ -142,3 +142,38 @@ def test_bad_arguments_and_no_convergence():
         component_krylov_schur(lambda v: (A @ v)[:-1], labels, 2, v0=np.ones(200), m=10)
     with pytest.raises(ConvergenceError, match="did not reach"):
         component_krylov_schur(lambda v: A @ v, labels, 2, v0=np.ones(200), m=4, max_restarts=0, tol=1e-15)
+
+
+def test_a_looser_tol_ends_the_per_component_runs_sooner_but_never_the_block_method():
+    """``operator_eigenvectors(tol=1e-8)`` (SMIC's default ``eigen_tol``):
+    the per-component runs take fewer products than at 1e-12, with the
+    same eigenvalues (LAPACK, 1e-10) and eigenvectors within 1e-6, each
+    still zero outside its block; the block method, chosen for many
+    components, stops at ``BLOCK_TOL`` whatever ``tol`` (its vectors mix
+    the blocks at about the tolerance): the same products and bits at
+    1e-6 as at 1e-12."""
+    from infoclust_dask.objectives.smic import BLOCK_TOL
+
+    mats = [graph_kernel(n, 4, 25, seed) for n, seed in ((900, 1), (1100, 2), (1300, 3))]
+    A, labels = _blocks(mats, perm_seed=5)
+    runs = {}
+    for tol in (1e-12, 1e-8):
+        rep = {}
+        runs[tol] = (*operator_eigenvectors(lambda X: A @ X, A.shape[0], 3, components=labels // 3 - 2, tol=tol,
+                                            report=rep), rep["products"])
+        assert rep["per_component"]
+    (lam12, V12, p12), (lam8, V8, p8) = runs[1e-12], runs[1e-8]
+    assert p8 < p12
+    _check(A, labels, 3, lam8, V8, atol=1e-10)
+    np.testing.assert_allclose(lam8, lam12, rtol=1e-13, atol=0)
+    np.testing.assert_allclose(np.abs(V8), np.abs(V12), rtol=0, atol=1e-6)
+    # many components (more than c + 2): the block method, at BLOCK_TOL for any tol
+    many, many_labels = _blocks([graph_kernel(60 + 10 * q, 3, 12, q) for q in range(8)], perm_seed=6)
+    out = {}
+    for tol in (BLOCK_TOL, 1e-6):
+        rep = {}
+        out[tol] = (*operator_eigenvectors(lambda X: many @ X, many.shape[0], 3, components=many_labels // 3 - 2, tol=tol,
+                                           report=rep), rep)
+        assert out[tol][2]["block_size"] > 1
+    assert out[1e-6][2]["products"] == out[BLOCK_TOL][2]["products"]
+    np.testing.assert_array_equal(out[1e-6][1], out[BLOCK_TOL][1])

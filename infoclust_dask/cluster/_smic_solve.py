@@ -106,7 +106,7 @@ def solve(est, lists, t, prior, seed, timings, on_workers=False, components=None
         t1 = time.perf_counter()
         lam = V = None
         if not by_components:
-            lam, V = top_eigenvectors(K, est.n_clusters, random_state=seed,
+            lam, V = top_eigenvectors(K, est.n_clusters, random_state=seed, tol=est.eigen_tol,
                                       components=None if components is None else components[0],
                                       norm=norm_bound(degree, est.kernel_normalization))
         del K
@@ -197,7 +197,7 @@ def eigen_on_workers(est, lists, t, seed, skip=False, components=None, rank=None
             return Y if scale is None else scale * Y
 
         with Steps(est, None, f"SMIC t={t}: eigensolver products", unit="product") as bar:
-            lam, V = operator_eigenvectors(matvec, n, est.n_clusters, random_state=seed,
+            lam, V = operator_eigenvectors(matvec, n, est.n_clusters, random_state=seed, tol=est.eigen_tol,
                                            components=None if components is None else components[0],
                                            norm=norm_bound(degree, est.kernel_normalization), callback=lambda: bar.update(1))
         if est.verbose > 1:

@@ -266,6 +266,11 @@ def component_eigenvectors(K: Any, c: int, components: Any = None, *, tol: float
 OPERATOR_BYTES = 3 * 2**29
 #: block size of the eigensolver beyond ``c``: eigenvalues repeated up to ``c + 2`` times are found whole
 BLOCK_MARGIN = 2
+#: the block method's tolerance when :func:`operator_eigenvectors` chooses it (``block_size="auto"``) whatever
+#: ``tol``: its vectors mix the graph's components at about the tolerance, and a vector's entries in components it
+#: does not cover must stay below :data:`ROUNDOFF` (at 1e-8, 170 of 760 rows of eight blobs in three clusters changed
+#: cluster); the per-component runs' vectors are zero outside their component by construction
+BLOCK_TOL = 1e-12
 
 
 def eigen_block_size(n: int, c: int) -> int:
@@ -284,7 +289,8 @@ def operator_eigenvectors(matvec: Callable[[np.ndarray], np.ndarray], n: int, c:
     through products ``matvec(X) -> K X`` of ``(n, b)`` blocks (e.g. a
     map-reduce pass over kernel row blocks kept on the workers), by the
     (block) Krylov-Schur method of :func:`infoclust_dask.solvers.eigen.krylov_schur`
-    with ARPACK's tolerance rule; the first start column is
+    with ARPACK's tolerance rule (``tol``; the block method when chosen by
+    ``block_size="auto"`` at most :data:`BLOCK_TOL`); the first start column is
     ``top_eigenvectors``' seeded vector.
 
     A single-vector Krylov space holds ONE vector of each eigenspace, so an
@@ -340,7 +346,7 @@ def operator_eigenvectors(matvec: Callable[[np.ndarray], np.ndarray], n: int, c:
             callback()
         return matvec(X)
 
-    def solve(bs, op):
+    def solve(bs, op, tol=tol):
         budget = max(OPERATOR_BYTES - 2 * bs * 8 * n, 0)
         return krylov_schur(op if bs > 1 else (lambda v: op(v[:, None])[:, 0]), n, c, v0=v0, tol=tol,
                             m=m or basis_size(n, c, budget, block_size=bs), block_size=bs,
@@ -354,7 +360,7 @@ def operator_eigenvectors(matvec: Callable[[np.ndarray], np.ndarray], n: int, c:
         # many components (small ones: their equal spectra are exact ties, which a block takes whole, while
         # shifts eps q would turn them into a crowd of near ties that converge slowly)
         report["block_size"] = b
-        return solve(b, counted)
+        return solve(b, counted, min(tol, BLOCK_TOL))
     if n_comp > 1 and comp is not None:
         report["per_component"] = True
         budget = max(OPERATOR_BYTES - 6 * 8 * n, 0)  # the basis, and a product's input and output (copies)
@@ -370,12 +376,12 @@ def operator_eigenvectors(matvec: Callable[[np.ndarray], np.ndarray], n: int, c:
         except ConvergenceError:
             pass
         report.update(per_component=False, block_size=b)
-        return solve(b, counted)
+        return solve(b, counted, min(tol, BLOCK_TOL))
     lam, V = solve(1, counted)
     if any(len(g) > 1 for g in eigen_groups(lam)):
         del V
         report["block_size"] = b
-        lam, V = solve(b, counted)
+        lam, V = solve(b, counted, min(tol, BLOCK_TOL))
     return lam, V
 
 

@@ -298,6 +298,9 @@ def test_bad_input():
         SMIC(2, t=3, class_prior=[1.0, 0.0]).fit(X)
     with pytest.raises(ValueError, match="'t' parameter"):
         SMIC(2, t="best").fit(X)
+    for tol in (0.0, 1.0, float("nan")):
+        with pytest.raises(ValueError, match="'eigen_tol' parameter"):
+            SMIC(2, t=3, eigen_tol=tol).fit(X)
     m = SMIC(2, t=3, scheduler="sync").fit(X)
     with pytest.raises(ValueError, match="has 3 features, but SMIC is expecting 2"):
         m.predict(np.zeros((2, 3)))
