@@ -381,14 +381,15 @@ class SMIC(ClusterMixin, InfoclustEstimator):
             say(f"[SMIC] searching the {ts[-1]} nearest neighbours of {info.n:,} rows ({method})")
         on_workers = self.eigen_solver == "operator" or (self.eigen_solver == "auto"
                                                           and info.n > DRIVER_KERNEL_MAX_ROWS)
-        d2, idx = _neighbour_lists(A, ts[-1], method, self.knn_params,
-                                   progress=self.verbose >= 1, keep=on_workers, random_state=seed)
+        plan: dict = {}
+        d2, idx = _neighbour_lists(A, ts[-1], method, self.knn_params, progress=self.verbose >= 1,
+                                   keep=on_workers, random_state=seed, plan=plan)
         timings["knn"] = time.perf_counter() - t0
         self.knn_ = method
         self.knn_recall_ = 1.0
         if method == "approximate":
             t1 = time.perf_counter()
-            self.knn_recall_ = knn_recall(A, idx, random_state=seed)
+            self.knn_recall_ = knn_recall(A, idx, random_state=seed, d2=d2, centers=plan.get("centers"))
             timings["knn_recall"] = time.perf_counter() - t1
             if self.knn_recall_ < MIN_RECALL:
                 warnings.warn(

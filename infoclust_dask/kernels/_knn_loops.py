@@ -70,3 +70,24 @@ def pair_distances(xq: np.ndarray, xd: np.ndarray, ind: np.ndarray) -> np.ndarra
                 s += z * z
             out[r, j] = s
     return out
+
+
+@numba.njit(cache=CACHE, nogil=True)
+def nearest_centres(x: np.ndarray, centers: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
+    """Each row's nearest centre (ties: the first), by squared distances
+    summed over the features in order from the differences."""
+    n, d = x.shape
+    out = np.empty(n, dtype=np.int64)
+    for r in range(n):
+        best = np.inf
+        arg = 0
+        for c in range(centers.shape[0]):
+            s = 0.0
+            for f in range(d):
+                z = x[r, f] - centers[c, f]
+                s += z * z
+            if s < best:
+                best = s
+                arg = c
+        out[r] = arg
+    return out

@@ -35,6 +35,7 @@ import numpy as np
 from ._common import Pass, sq_distances
 
 __all__ = ["knn_block", "candidates", "knn_top", "knn_merge", "KNN", "knn_query_block", "KNN_QUERY",
+           "knn_query_bounded", "KNN_QUERY_BOUNDED",
            "NND_KEYS", "NND_BASE_ROWS", "NND_WIDEN", "cell_neighbors", "nnd_settings", "nearest_cells", "cell_radii",
            "cell_split", "merge_cells", "cell_build",
            "cell_sizes", "cell_task_bytes", "CELL_BYTES_PER_ROW", "CELL_BYTES_PER_FEATURE",
@@ -221,8 +222,78 @@ def nnd_settings(t: int, params: dict | None = None) -> dict:
 
 
 #: block pairs: ``chunk(query_block, data_block, q_start=, d_start=, t=)``
+def knn_query_bounded(xd: np.ndarray, *, start: int = 0, xq: np.ndarray, t: int, centers: np.ndarray,
+                      reach: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`knn_query_block` for queries whose ``t`` nearest rows are
+    known to lie within distance ``reach[q]`` (e.g. an approximate list's
+    ``t``-th distance: its rows are real, so the true ones are no farther),
+    skipping the rows no nearer than that. Each row of the block belongs to
+    its nearest of ``centers`` (squared distances from the differences); a
+    row of centre ``c`` lies on ``c``'s side of the bisector with every other
+    centre ``a``, so its distance to query ``q`` is at least
+    ``(|q - mu_c|^2 - |q - mu_a|^2) / (2 |mu_a - mu_c|)``: the rows of a centre
+    whose bound exceeds ``reach[q] (1 + 1e-6)`` are not measured against
+    ``q``. The same answer as :func:`knn_query_block` (the rows measured hold
+    every row within ``reach``; which of the rows tied at the ``t``-th
+    distance are kept may differ); where the centres separate the data, a
+    fraction of its work (SMIC's recall check: 2000 rows against 2e6 in 8
+    cells)."""
+    xd, xq = np.asarray(xd, dtype=np.float64), np.asarray(xq, dtype=np.float64)
+    centers = np.asarray(centers, dtype=np.float64)
+    nq, nd = xq.shape[0], xd.shape[0]
+    k = min(int(t), nd)
+    if nq == 0 or k == 0:
+        return knn_top(np.zeros((nq, 0)), np.zeros((nq, 0), dtype=np.int64), t)
+    near = _by_differences(xq, centers)  # (nq, P) squared distances
+    gap = np.sqrt(_by_differences(centers, centers))
+    bound = np.zeros((nq, len(centers)))
+    for c in range(len(centers)):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            side = (near[:, [c]] - near) / (2.0 * gap[c][None, :])
+        side[:, gap[c] == 0] = 0.0  # a centre repeated: no bisector
+        bound[:, c] = np.maximum(side.max(axis=1), 0.0)
+    keep = ~(bound > np.asarray(reach, dtype=np.float64)[:, None] * (1.0 + 1e-6))
+    if keep.all():  # nothing to skip (centres that do not separate the rows)
+        return knn_query_block(xd, start=start, xq=xq, t=t)
+    from ._knn_loops import merge_smallest, nearest_centres
+
+    label = nearest_centres(np.ascontiguousarray(xd), centers)
+    order = np.argsort(label, kind="stable")
+    cuts = np.searchsorted(label[order], np.arange(len(centers) + 1))
+    ind = np.full((nq, k), -1, dtype=np.int64)
+    best = np.full((nq, k), np.inf)
+    xs = xd[order]  # the rows centre by centre: running lists hold positions in this order
+    dn = np.einsum("ij,ij->i", xs, xs)
+    for c in range(len(centers)):
+        qs = np.flatnonzero(keep[:, c])
+        if cuts[c + 1] == cuts[c] or qs.size == 0:
+            continue
+        for a in range(0, qs.size, BRUTE_QUERY_ROWS):
+            q = qs[a:a + BRUTE_QUERY_ROWS]
+            bd, bi = best[q], ind[q]
+            d_tile = max(k, BRUTE_TILE_BYTES // (8 * q.size))
+            for b in range(cuts[c], cuts[c + 1], d_tile):
+                e = min(cuts[c + 1], b + d_tile)
+                merge_smallest(xq[q] @ xs[b:e].T, dn[b:e], b, bd, bi)
+            best[q], ind[q] = bd, bi
+    ind = np.where(ind >= 0, order[np.maximum(ind, 0)], -1)
+    diff = xq[:, None, :] - xd[np.maximum(ind, 0)]
+    d2 = np.where(ind >= 0, np.einsum("ijk,ijk->ij", diff, diff), np.inf)
+    return knn_top(d2, np.where(ind >= 0, ind + start, -1), t)
+
+
+def _by_differences(x, centers):
+    """``(rows, P)`` squared distances to the centres, summed from the differences."""
+    out = np.empty((x.shape[0], len(centers)))
+    for c in range(len(centers)):
+        diff = x - centers[c]
+        out[:, c] = np.einsum("ij,ij->i", diff, diff)
+    return out
+
+
 KNN = Pass("knn_block", knn_block, combine=knn_merge, inputs=("xq", "xd"))
 KNN_QUERY = Pass("knn_query_block", knn_query_block, combine=knn_merge, inputs=("xd",), start=True)
+KNN_QUERY_BOUNDED = Pass("knn_query_bounded", knn_query_bounded, combine=knn_merge, inputs=("xd",), start=True)
 
 
 # --------------------------------------------------------------------------

@@ -676,3 +676,78 @@ def test_one_cell_builds_on_the_runners_threads_with_the_graph_of_one(data_kind)
     given.clear()
     graph(InProcess(2), 4)
     assert given == [1, 1, 1, 1]
+
+
+def _lists_with_d2(X, idx):
+    ok = idx >= 0
+    diff = X[:, None, :] - X[np.maximum(idx, 0)]
+    return np.where(ok, np.einsum("ijk,ijk->ij", diff, diff), np.inf)
+
+
+@pytest.mark.parametrize("data", ["touching", "separate", "one_gaussian", "duplicates"])
+def test_the_bounded_exact_search_equals_the_plain_one(data, monkeypatch):
+    """``knn_query_bounded`` (rows measured only against the centres whose
+    bisector bound does not exceed the query's reach) against
+    ``knn_query_block`` and brute force, with the reach exactly the true
+    t-th distance (no slack: a bound too large would drop true neighbours
+    of the rows near a boundary): the same lists. On separated blobs it
+    measures a fraction of the pairs; a repeated centre has no bisector."""
+    import infoclust_dask.kernels._knn_loops as loops
+    from infoclust_dask.kernels.knn import knn_query_block, knn_query_bounded
+
+    rng = np.random.default_rng(4)
+    t = 7
+    if data == "one_gaussian":
+        X = rng.normal(size=(3000, 5))
+        centers = rng.normal(size=(4, 5))
+    else:
+        gap = {"touching": 2.0, "separate": 40.0, "duplicates": 3.0}[data]
+        mu = np.arange(4)[:, None] * gap * np.eye(5)[0]
+        X = mu[rng.integers(0, 4, 3000)] + rng.normal(size=(3000, 5))
+        if data == "duplicates":
+            X[1000:1400] = X[:400]  # exact copies: distance ties and zero reach
+            X[2000:2100] = X[2000]
+        centers = np.vstack([mu, mu[:1]])  # the first centre repeated
+    q = rng.choice(len(X), 300, replace=False)
+    exact_d2, exact_idx = knn_query_block(X, xq=X[q], t=t + 1)
+    reach = np.sqrt(exact_d2[:, -1])
+    pairs = []
+    real = loops.merge_smallest
+    monkeypatch.setattr(loops, "merge_smallest", lambda prod, *a: pairs.append(prod.size) or real(prod, *a))
+    d2, idx = knn_query_bounded(X, start=100, xq=X[q], t=t + 1, centers=centers, reach=reach)
+    if data == "duplicates":  # ties at the t-th distance: any tied row is a right answer
+        np.testing.assert_array_equal(d2, exact_d2)
+        diff = X[q][:, None, :] - X[idx - 100]
+        np.testing.assert_array_equal(np.einsum("ijk,ijk->ij", diff, diff), d2)  # real rows at those distances
+    else:
+        np.testing.assert_array_equal(idx, exact_idx + 100)
+        np.testing.assert_array_equal(d2, exact_d2)
+    measured = sum(pairs) / (300 * len(X))
+    if data == "separate":
+        assert measured < 0.4
+    if data == "one_gaussian":
+        assert measured in (0.0, 1.0) or measured > 0.5  # the plain search, or most pairs
+
+
+def test_the_recall_check_with_the_cells_equals_the_brute_force_count():
+    """``knn_recall(d2=, centers=)``: the bounded exact search gives the
+    same recall as the plain one and a brute-force count, with the cells'
+    centres and with a list padded where the search found fewer rows."""
+    from infoclust_dask.cluster._smic import _cell_plan
+
+    X, _ = _blobs(3000, seed=2)
+    t = 8
+    exact = _exact(X, t)
+    noisy = exact.copy()
+    rng = np.random.default_rng(1)
+    wrong = rng.random(noisy.shape) < 0.2
+    noisy[wrong] = (np.nonzero(wrong)[0] + 1500) % 3000
+    d2 = _lists_with_d2(X, noisy)
+    order = np.argsort(d2, axis=1, kind="stable")
+    noisy, d2 = np.take_along_axis(noisy, order, 1), np.take_along_axis(d2, order, 1)
+    noisy[5, -1], d2[5, -1] = -1, np.inf  # a short list: its row is measured against every row
+    centres = _cell_plan(X, 8, t, 0)[0]
+    plain = knn_recall(X, noisy, n_queries=3000, scheduler="sync")
+    bounded = knn_recall(X, noisy, n_queries=3000, scheduler="sync", d2=d2, centers=centres)
+    assert bounded == plain
+    np.testing.assert_allclose(bounded, _recall(exact, noisy), rtol=0, atol=1e-12)
