@@ -115,8 +115,6 @@ def brute_candidates(xq: np.ndarray, xd: np.ndarray, k: int) -> np.ndarray:
     (:func:`~infoclust_dask.kernels._knn_loops.merge_smallest`). Returns
     ``(len(xq), k)`` indices into ``xd``, sorted by that expansion."""
     nq = xq.shape[0]
-    from ._knn_loops import merge_smallest
-
     dn = np.einsum("ij,ij->i", xd, xd)
     nd = xd.shape[0]
     q_tile = max(1, min(nq, BRUTE_QUERY_ROWS))
@@ -126,10 +124,21 @@ def brute_candidates(xq: np.ndarray, xd: np.ndarray, k: int) -> np.ndarray:
         q = xq[a:a + q_tile]
         best_d = np.full((q.shape[0], k), np.inf)
         best_i = np.full((q.shape[0], k), -1, dtype=np.int64)
-        for c in range(0, nd, d_tile):
-            merge_smallest(q @ xd[c:c + d_tile].T, dn[c:c + d_tile], c, best_d, best_i)
+        _fold_rows(q, xd, dn, 0, nd, d_tile, best_d, best_i)
         out[a:a + q_tile] = best_i
     return out
+
+
+def _fold_rows(q, xd, dn, lo, hi, d_tile, best_d, best_i):
+    """Rows ``lo .. hi - 1`` of ``xd`` (``dn``: their squared norms) folded
+    into the running lists ``best_d`` / ``best_i`` of the queries ``q``, a
+    tile of ``d_tile`` rows at a time (one matrix product each); the lists
+    number the rows from 0 of ``xd``."""
+    from ._knn_loops import merge_smallest
+
+    for c in range(lo, hi, d_tile):
+        e = min(hi, c + d_tile)
+        merge_smallest(q @ xd[c:e].T, dn[c:e], c, best_d, best_i)
 
 
 def _without_own(ind, own):
@@ -221,7 +230,6 @@ def nnd_settings(t: int, params: dict | None = None) -> dict:
     return {"n_neighbors": wide, "max_candidates": None, "n_iters": None, **given}
 
 
-#: block pairs: ``chunk(query_block, data_block, q_start=, d_start=, t=)``
 def knn_query_bounded(xd: np.ndarray, *, start: int = 0, xq: np.ndarray, t: int, centers: np.ndarray,
                       reach: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """:func:`knn_query_block` for queries whose ``t`` nearest rows are
@@ -255,7 +263,7 @@ def knn_query_bounded(xd: np.ndarray, *, start: int = 0, xq: np.ndarray, t: int,
     keep = ~(bound > np.asarray(reach, dtype=np.float64)[:, None] * (1.0 + 1e-6))
     if keep.all():  # nothing to skip (centres that do not separate the rows)
         return knn_query_block(xd, start=start, xq=xq, t=t)
-    from ._knn_loops import merge_smallest, nearest_centres
+    from ._knn_loops import nearest_centres
 
     label = nearest_centres(np.ascontiguousarray(xd), centers)
     order = np.argsort(label, kind="stable")
@@ -271,10 +279,7 @@ def knn_query_bounded(xd: np.ndarray, *, start: int = 0, xq: np.ndarray, t: int,
         for a in range(0, qs.size, BRUTE_QUERY_ROWS):
             q = qs[a:a + BRUTE_QUERY_ROWS]
             bd, bi = best[q], ind[q]
-            d_tile = max(k, BRUTE_TILE_BYTES // (8 * q.size))
-            for b in range(cuts[c], cuts[c + 1], d_tile):
-                e = min(cuts[c + 1], b + d_tile)
-                merge_smallest(xq[q] @ xs[b:e].T, dn[b:e], b, bd, bi)
+            _fold_rows(xq[q], xs, dn, cuts[c], cuts[c + 1], max(k, BRUTE_TILE_BYTES // (8 * q.size)), bd, bi)
             best[q], ind[q] = bd, bi
     ind = np.where(ind >= 0, order[np.maximum(ind, 0)], -1)
     diff = xq[:, None, :] - xd[np.maximum(ind, 0)]
@@ -291,6 +296,7 @@ def _by_differences(x, centers):
     return out
 
 
+#: block pairs: ``chunk(query_block, data_block, q_start=, d_start=, t=)``
 KNN = Pass("knn_block", knn_block, combine=knn_merge, inputs=("xq", "xd"))
 KNN_QUERY = Pass("knn_query_block", knn_query_block, combine=knn_merge, inputs=("xd",), start=True)
 KNN_QUERY_BOUNDED = Pass("knn_query_bounded", knn_query_bounded, combine=knn_merge, inputs=("xd",), start=True)
