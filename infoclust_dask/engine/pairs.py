@@ -191,8 +191,9 @@ def partition_pairs(bp: Cells, data: Any, *, n_parts: int, outputs: tuple, param
     ``params`` go to split, ``build_params`` to build, ``join_params`` to
     join; ``outputs`` gives ``(dtype, trailing_shape)`` of each array of a
     join's tuple. ``costs``: a number per part (e.g. its expected rows);
-    the builds start costliest first (dask task priorities: the longest
-    first keeps the last one short - the 8 cells of 2e6 rows, two of them
+    the builds get dask priorities by cost, so a worker starts the
+    costliest of the builds it holds first (which worker takes which is
+    the scheduler's choice; the longest first keeps the last one short - the 8 cells of 2e6 rows, two of them
     twice the others' size, built in 62-73 s on 2 single-threaded workers
     in the parts' order, 55 s costliest first), a scheduling hint only: the
     answers do not depend on it. Returns them as a tuple of lazy dask arrays of ``n`` rows

@@ -58,11 +58,12 @@ def test_smic_toys(name):
 
 
 def test_partition_builds_start_costliest_first(local_cluster_client):
-    """``costs``: the parts' builds start in the order of their costs on a
-    cluster (dask priorities; without them the parts in key order), and the
-    answers are those without costs. Costs of the wrong length are refused."""
-    from distributed import get_task_stream
-
+    """``costs``: the parts' builds get dask priorities ranked by their
+    costs (without costs all 0: the parts in key order), and on a cluster
+    the answers are those without costs. Which worker takes which build is
+    the scheduler's choice, so the order the builds start in is not
+    asserted (it was, and one CI run in three saw {2, 5} start first).
+    Costs of the wrong length are refused."""
     from infoclust_dask.kernels.knn import KNN_CELLS
 
     client = local_cluster_client
@@ -78,22 +79,14 @@ def test_partition_builds_start_costliest_first(local_cluster_client):
         d2, idx = engine.partition_pairs(KNN_CELLS, data, n_parts=parts, outputs=out, params=params,
                                          build_params={"t": t, "exact_rows": 10_000}, join_params={"t": t},
                                          costs=costs, scheduler=client)
-        with get_task_stream(client) as ts:
-            got = engine.compute((d2, idx), scheduler=client)
-        starts = {}
-        for rec in ts.data:
-            key = rec["key"][0] if isinstance(rec["key"], tuple) else rec["key"]
-            if "-build-" in key:
-                starts[int(key.split("-build-")[1].split("-")[0])] = min(
-                    s["start"] for s in rec["startstops"] if s["action"] == "compute")
-        return got, sorted(starts, key=starts.get)
+        priority = {int(name.split("-build-")[1].split("-")[0]): layer.annotations["priority"]
+                    for name, layer in d2.__dask_graph__().layers.items() if "-build-" in name}
+        return engine.compute((d2, idx), scheduler=client), [priority[g] for g in range(parts)]
 
-    plain, _ = run(None)
-    got, order = run(costs)
-    threads = sum(client.nthreads().values())
-    assert len(order) == parts
-    assert set(order[:threads]) == set(np.argsort(costs)[::-1][:threads].tolist())
-    assert 0 not in order[:threads]
+    plain, flat = run(None)
+    got, ranks = run(costs)
+    assert flat == [0] * parts
+    assert ranks == [0, 1, 2, 3, 5, 4]  # the costliest part (4, cost 6.0) the highest
     np.testing.assert_array_equal(got[1], plain[1])
     np.testing.assert_array_equal(got[0], plain[0])
     with pytest.raises(ValueError, match="costs has 2 numbers; there are n_parts = 6"):
