@@ -18,7 +18,15 @@ is above the bound is measured again, up to :data:`ROUNDS` rounds in all, and
 passes if one round is within it: a slower path is slower in every round, a
 busy spell of the machine (another process on one of the 2 cores) is not
 (measured: 1.04 in one round, above 1.10 in one CI run, at k = 16 overlapping
-float32, both sides on the same path)."""
+float32, both sides on the same path). A round in which every fit as shipped
+ran the plain loops (the bounds lost earlier in this process, Lloyd's exact
+loops chosen or the only candidate, as ``runner_["paths"]`` says) ran the plain
+side's code: there the only cost of the automatic choice is its check
+(:func:`~infoclust_dask.cluster._lloyd_bounds.use_bounds`), which is timed
+and must stay under 1 % of a plain fit, and the two fits' times are not
+compared (one CI run saw 1.14x, 1.18x and 1.36x in three such rounds while
+another process was busy: noise between two runs of one path, at k = 4 where
+the loops are the only candidate)."""
 
 import time
 import warnings
@@ -58,18 +66,44 @@ def _plain(monkeypatch):
     monkeypatch.setattr(_kmeans, "_use_bounds", lambda *a: False)
 
 
+def _ran_plain_loops(model, k):
+    """The fit as shipped ran the plain side's code: plain steps from the
+    first (the bounds lost earlier in this process), Lloyd's exact loops."""
+    from infoclust_dask.kernels import lloyd_paths
+
+    notes = model.runner_.get("paths", "").split("; ")
+    bounds = [n for n in notes if n.startswith("Lloyd: ")]  # the bounds' fate: one line, plain from the first step
+    loops = len(lloyd_paths(k)) == 1 or any(n.startswith("Lloyd's step: the loops") for n in notes)
+    return len(bounds) == 1 and bounds[0].startswith("Lloyd: plain steps (bounds did not pay") and loops
+
+
 def _best_alternating(X, init, monkeypatch, repeat=5):
-    """Best time of each side, the sides' fits alternating."""
+    """Best time of each side, the sides' fits alternating; and whether every
+    fit as shipped ran the plain loops."""
     auto = plain = np.inf
     auto_model = plain_model = None
+    same = True
     for _ in range(repeat):
         t, auto_model = _fit_time(X, init)
         auto = min(auto, t)
+        same = same and _ran_plain_loops(auto_model, len(init))
         with monkeypatch.context() as m:
             _plain(m)
             t, plain_model = _fit_time(X, init)
         plain = min(plain, t)
-    return auto, auto_model, plain, plain_model
+    return auto, auto_model, plain, plain_model, same
+
+
+def _check_seconds(X, k):
+    """Best time of the automatic choice's check (whether bounds may be kept)."""
+    from infoclust_dask.cluster import _kmeans
+
+    best = np.inf
+    for _ in range(20):
+        t0 = time.perf_counter()
+        _kmeans._use_bounds(X, k, "auto", 10)
+        best = min(best, time.perf_counter() - t0)
+    return best
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float32", "float64"])
@@ -84,10 +118,14 @@ def test_automatic_paths_are_not_slower_than_the_plain_loops(k, spread, dtype, m
         warnings.simplefilter("ignore")  # 10 iterations do not converge: that is the measurement
         rounds = []
         for _ in range(ROUNDS):
-            auto, auto_model, plain, plain_model = _best_alternating(X, init, monkeypatch)
+            auto, auto_model, plain, plain_model, same = _best_alternating(X, init, monkeypatch)
             np.testing.assert_array_equal(auto_model.cluster_centers_, plain_model.cluster_centers_)
             assert auto_model.inertia_ == plain_model.inertia_
             rounds.append(f"as shipped {auto:.4f} s, plain loops {plain:.4f} s ({auto / plain:.2f}x)")
-            if auto <= SLOWER_AT_MOST * plain:
+            if same or auto <= SLOWER_AT_MOST * plain:
                 break
-    assert auto <= SLOWER_AT_MOST * plain, f"{'; '.join(rounds)}: {auto_model.runner_}"
+    if same:  # one path on both sides: the automatic choice costs its check only
+        check = _check_seconds(X, k)
+        assert check < 0.01 * plain, f"the check took {check:.3g} s, a plain fit {plain:.3g} s"
+    else:
+        assert auto <= SLOWER_AT_MOST * plain, f"{'; '.join(rounds)}: {auto_model.runner_}"
