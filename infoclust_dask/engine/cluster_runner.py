@@ -227,19 +227,30 @@ class Distributed(Runner):
                 f"`deploy/local/up.sh --memory-limit`), or {fix}.")
 
     def loop_budget(self) -> int:
-        """An eighth of the smallest worker's free memory once a whole fit
-        has loaded the estimators there (:func:`~.pressure.worker_free_bytes`
-        with :data:`~.pressure.WHOLE_FIT_BASE_BYTES`; 0 on workers too small
-        for that: the fit then runs pass by pass, which loads less), at most
-        :data:`IN_PROCESS_MAX_BYTES` (the in-process rule, on a worker)."""
-        from .pressure import WHOLE_FIT_BASE_BYTES, worker_free_bytes
+        """An eighth of the smallest worker's room once a whole fit has
+        loaded the estimators there (:func:`~.pressure.worker_capacity_bytes`
+        with :data:`~.pressure.WHOLE_FIT_BASE_BYTES`: from the memory limit,
+        not from what the process holds now; 0 on workers too small for
+        that: the fit then runs pass by pass, which loads less), at most
+        :data:`IN_PROCESS_MAX_BYTES` (the in-process rule, on a worker).
+
+        From the limits only, so that the same fit on the same cluster runs
+        the same way at every call: the rule used to subtract the workers'
+        process memory now, and a worker of 1 GB holding 600 MB for a
+        moment (another whole fit running there) sent the next fit pass by
+        pass - a round trip per pass, queued behind whole fits on one-thread
+        workers: the deployment guide's nightly sweep 415 s and weekly
+        bootstrap over 950 s in CI (35-42 s and 32-54 s when every fit ran
+        whole). Memory short while a fit runs is the pressure watch's
+        (:class:`~.pressure.Watch`)."""
+        from .pressure import WHOLE_FIT_BASE_BYTES, worker_capacity_bytes
 
         workers = list(execute._worker_info(self.client).values())
         if not workers:
             return 0
-        free = [worker_free_bytes(w, WHOLE_FIT_BASE_BYTES) if w.get("memory_limit") else 8 * IN_PROCESS_MAX_BYTES
+        room = [worker_capacity_bytes(w, WHOLE_FIT_BASE_BYTES) if w.get("memory_limit") else 8 * IN_PROCESS_MAX_BYTES
                 for w in workers]
-        return int(min(IN_PROCESS_MAX_BYTES, min(free) // 8))
+        return int(min(IN_PROCESS_MAX_BYTES, min(room) // 8))
 
     def files_shared(self) -> bool:
         """True when every worker runs on this machine (127.0.0.1, localhost)."""

@@ -18,7 +18,8 @@ from __future__ import annotations
 import time
 
 __all__ = ["WorkerMemoryError", "Watch", "PRESSURE_TIMEOUT", "worker_free_bytes", "WORKER_BASE_BYTES",
-           "describe_workers", "worker_room_bytes", "pause_fraction", "UNLIMITED_WORKER_BYTES", "WHOLE_FIT_BASE_BYTES"]
+           "describe_workers", "worker_room_bytes", "pause_fraction", "UNLIMITED_WORKER_BYTES", "WHOLE_FIT_BASE_BYTES",
+           "worker_capacity_bytes"]
 
 #: seconds a worker may stay paused, or workers may keep being restarted, before the pass ends
 PRESSURE_TIMEOUT = 60.0
@@ -69,6 +70,19 @@ def worker_free_bytes(info: dict, base: int = WORKER_BASE_BYTES) -> int:
     (``target`` fraction of its limit) given its process memory now (at
     least ``base``: what the work to come loads)."""
     return _headroom(info, _TARGET, base)
+
+
+def worker_capacity_bytes(info: dict, base: int = WORKER_BASE_BYTES) -> int:
+    """Bytes a worker of this memory limit can take before distributed
+    starts spilling (``target`` fraction of its limit) once its process
+    holds ``base``, never below 0; :data:`UNLIMITED_WORKER_BYTES` without a
+    limit. The limit only, not the process memory now: a choice made from
+    it (:meth:`~.cluster_runner.Distributed.loop_budget`) is the same at
+    every call on the same cluster, whatever the workers happen to hold."""
+    limit = int(info.get("memory_limit") or 0)
+    if not limit:
+        return UNLIMITED_WORKER_BYTES
+    return max(0, int(_TARGET * limit) - int(base))
 
 
 def pause_fraction() -> float:

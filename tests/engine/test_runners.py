@@ -2,6 +2,8 @@
 is decided once, from a named scheduler or the data's size, and every
 runner gives the same results."""
 
+import time
+
 import dask.array as da
 import numpy as np
 import pytest
@@ -322,3 +324,37 @@ def test_the_whole_call_rule():
     assert runners.whole_call(_Budget(100, False), lambda: [10], folder_given=True) is None  # folder not seen there
     assert runners.whole_call(_Budget(100, False), lambda: [10], folder_given=True, folder_is_url=True) == (10, 100)
     assert runners.whole_call(_Budget(100, False), lambda: [10]) == (10, 100)  # no folder: nothing to see
+
+
+def test_the_whole_fit_budget_comes_from_the_memory_limits_not_from_what_the_workers_hold_now(local_cluster_client):
+    """``Distributed.loop_budget`` (a fit whose data are within it runs whole
+    on a worker): an eighth of the smallest worker's room under its limit
+    once a whole fit has loaded the estimators there, the same while a worker
+    holds 400 MB more. The rule used to subtract the process memory of the
+    moment: a 1 GB worker holding 600 MB for a moment sent the next fit pass
+    by pass (the deployment guide in CI); here the old rule's budget drops
+    while the 400 MB are held (checked)."""
+    from infoclust_dask.engine.in_process import IN_PROCESS_MAX_BYTES
+    from infoclust_dask.engine.pressure import WHOLE_FIT_BASE_BYTES, worker_capacity_bytes
+
+    r = runners.Distributed(local_cluster_client)
+    info = worker_info(local_cluster_client)
+    limits = [w["memory_limit"] for w in info.values()]
+    before = r.loop_budget()
+    assert before == min(IN_PROCESS_MAX_BYTES, (int(0.6 * min(limits)) - WHOLE_FIT_BASE_BYTES) // 8) > 0
+    address = next(iter(info))
+    used = info[address]["metrics"]["memory"]
+    held = local_cluster_client.scatter(np.ones(400 * 2**20, np.uint8), workers=[address])
+    try:
+        deadline = time.monotonic() + 30
+        while worker_info(local_cluster_client)[address]["metrics"]["memory"] < used + 300 * 2**20:
+            assert time.monotonic() < deadline, "the worker's process memory never showed the 400 MB"
+            time.sleep(0.2)
+        assert r.loop_budget() == before
+    finally:
+        del held
+    # the rule's pieces: no limit counts as a large worker, a limit below the base leaves nothing
+    assert worker_capacity_bytes({"memory_limit": 0, "metrics": {"memory": 10**9}}) > 2**30
+    assert worker_capacity_bytes({"memory_limit": 500 * 2**20}, WHOLE_FIT_BASE_BYTES) == 0
+    one_gb = {"memory_limit": 10**9, "metrics": {"memory": 600 * 2**20}}
+    assert worker_capacity_bytes(one_gb, WHOLE_FIT_BASE_BYTES) == int(0.6 * 10**9) - WHOLE_FIT_BASE_BYTES
