@@ -162,3 +162,35 @@ def test_plain_lines_name_the_upstream_tasks_finished_while_the_results_wait(loc
     # the counts grow as the steps finish, and never exceed the four there are
     numbers = [int(line.split("slowstep ")[1].split(",")[0]) for line in counted]
     assert numbers == sorted(numbers) and 1 <= numbers[-1] <= 4, counted
+
+
+def test_with_the_graph_the_lines_count_all_its_tasks_and_each_name_out_of_its_total(local_cluster_client):
+    """Given the collections before the persist (``graph_of``), the first
+    number counts every task of their graph - it moves while the results
+    wait - and each name reads "finished/total"; results held from an
+    earlier persist are not counted as tasks to run."""
+    import dask
+    import dask.array as da
+
+    from infoclust_dask._support.progress import graph_keys
+
+    def step(i):
+        time.sleep(0.3)
+        return i
+
+    held = local_cluster_client.persist(da.ones((3, 2), chunks=(1, 2)))
+    assert graph_keys(held) == set() and len(graph_keys(held + 1)) == 3
+    parts = [dask.delayed(step, pure=False)(i, dask_key_name=f"slowpart-{i}") for i in range(4)]
+    total = dask.delayed(sum, pure=False)(parts, dask_key_name="grand-0")
+    assert graph_keys([total]) == {f"slowpart-{i}" for i in range(4)} | {"grand-0"}
+    out = io.StringIO()
+    (persisted,) = local_cluster_client.persist([total])
+    _progress.futures_progress(persisted, out=out, every=0.1, graph_of=[total])
+    assert local_cluster_client.compute(persisted).result() == 6
+    lines = out.getvalue().splitlines()
+    assert lines and all(line.startswith("infoclust: ") and "/5 tasks, " in line for line in lines), lines
+    heads = [int(line.split("infoclust: ")[1].split("/")[0]) for line in lines]
+    assert heads == sorted(heads) and 1 <= heads[-1] <= 4, lines  # the last task's end ends the wait
+    parts_done = [int(line.split("slowpart ")[1].split("/")[0]) for line in lines if "slowpart " in line]
+    assert parts_done and parts_done[-1] >= 1 and all(f"slowpart {n}/4" in out.getvalue() for n in parts_done)
+    assert heads[-1] == parts_done[-1]  # only this graph's tasks: the grand total has not finished yet

@@ -159,7 +159,7 @@ class Distributed(Runner):
         def hold(place: dict) -> tuple:
             out = self.client.persist(list(arrays), optimize_graph=False, **place)
             if progress:
-                _progress_bar(out)
+                _progress_bar(out, arrays)
             try:
                 execute.wait_futures(self.client, futures_of(out), self.held)
             except BaseException:
@@ -180,7 +180,7 @@ class Distributed(Runner):
         def run(place: dict) -> list:
             blocks = self.client.compute(tasks, optimize_graph=False, **place)
             if progress:
-                _progress_bar(blocks)
+                _progress_bar(blocks, tasks)
             try:
                 execute.wait_futures(self.client, blocks, self.held)
             except BaseException:
@@ -348,10 +348,11 @@ def _assemble(a: Any, blocks: list) -> Any:
     return concatenate3(grid.tolist())
 
 
-def _progress_bar(futures: Any) -> None:
+def _progress_bar(futures: Any, graph_of: Any) -> None:
     from .._support.progress import futures_progress
 
-    futures_progress(futures)  # stderr: a bar on a terminal, plain periodic lines in a log
+    # stderr: a bar on a terminal; in a log, plain periodic lines counting the tasks of graph_of's graph
+    futures_progress(futures, graph_of=graph_of)
 
 
 def _on_this_machine(addresses: Any) -> bool:

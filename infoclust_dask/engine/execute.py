@@ -35,29 +35,14 @@ def checksums_named() -> Iterator[None]:
             "re-ingest the store from its source.") from None
 
 
-def _show_progress(fut: Any) -> None:
+def _show_progress(fut: Any, obj: Any) -> None:
     """distributed's progress bar on a terminal (on stderr: stdout is for
     results); otherwise a plain line every ``PLAIN_EVERY`` seconds until the
-    result is there."""
-    import sys
-    import time
+    result is there, counting the tasks of ``obj``'s graph done
+    (:func:`~infoclust_dask._support.progress.futures_progress`)."""
+    from .._support.progress import futures_progress
 
-    from .._support.progress import PLAIN_EVERY
-
-    if sys.stderr.isatty():
-        from distributed import progress as dprogress
-
-        with contextlib.redirect_stdout(sys.stderr):  # its text bar writes to stdout
-            dprogress(fut)
-        return
-    t0 = time.perf_counter()
-    lines = 0
-    while not fut.done():
-        time.sleep(min(0.2, PLAIN_EVERY))
-        if not fut.done() and time.perf_counter() - t0 >= PLAIN_EVERY * (1 + lines):
-            lines += 1
-            print(f"infoclust: computing on the cluster, {time.perf_counter() - t0:.0f} s", file=sys.stderr,
-                  flush=True)
+    futures_progress([fut], graph_of=obj)
 
 
 def compute_distributed(client: Any, obj: Any, *, progress: bool = False, held: int = 0) -> Any:
@@ -102,7 +87,7 @@ def _compute(client: Any, obj: Any, place: dict, progress: bool, held: int) -> A
     for attempt in range(RESCATTER_ATTEMPTS + 1):
         fut = client.compute(obj, optimize_graph=False, **place)
         if progress:
-            _show_progress(fut)
+            _show_progress(fut, obj)
         try:
             return result(client, fut, watch)
         except Exception as exc:
