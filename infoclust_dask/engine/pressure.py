@@ -54,14 +54,14 @@ def _mb(n: float) -> str:
     return f"{n / 2**20:.0f} MB"
 
 
-def _headroom(info: dict, fraction: float, base: int) -> int:
+def _headroom(info: dict, fraction: float, base: int, now: bool = True) -> int:
     """``fraction`` of a worker's limit minus its process memory now (at
-    least ``base``), never below 0; :data:`UNLIMITED_WORKER_BYTES` without
-    a limit."""
+    least ``base``; only ``base`` when not ``now``), never below 0;
+    :data:`UNLIMITED_WORKER_BYTES` without a limit."""
     limit = int(info.get("memory_limit") or 0)
     if not limit:
         return UNLIMITED_WORKER_BYTES
-    used = int((info.get("metrics") or {}).get("memory") or 0)
+    used = int((info.get("metrics") or {}).get("memory") or 0) if now else 0
     return max(0, int(fraction * limit) - max(used, int(base)))
 
 
@@ -79,10 +79,7 @@ def worker_capacity_bytes(info: dict, base: int = WORKER_BASE_BYTES) -> int:
     limit. The limit only, not the process memory now: a choice made from
     it (:meth:`~.cluster_runner.Distributed.loop_budget`) is the same at
     every call on the same cluster, whatever the workers happen to hold."""
-    limit = int(info.get("memory_limit") or 0)
-    if not limit:
-        return UNLIMITED_WORKER_BYTES
-    return max(0, int(_TARGET * limit) - int(base))
+    return _headroom(info, _TARGET, base, now=False)
 
 
 def pause_fraction() -> float:
