@@ -9,7 +9,7 @@ the local-scaling kernel (7) of Sugiyama, Niu, Yamada, Kimura & Hachiya
 from __future__ import annotations
 
 import numbers
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -31,7 +31,7 @@ from ..kernels.knn import (
 )
 from ..objectives.smic import kernel_matrix
 
-__all__ = ["KnnParams", "knn_recall", "local_scaling_affinity", "EXACT_KNN_MAX_ROWS", "INDEX_MAX_ROWS", "MIN_CELLS", "CELL_SAMPLE_ROWS",
+__all__ = ["KnnParams", "CellPlan", "cell_plan", "knn_recall", "local_scaling_affinity", "EXACT_KNN_MAX_ROWS", "INDEX_MAX_ROWS", "MIN_CELLS", "CELL_SAMPLE_ROWS",
            "ROUTE_QUANTILE", "MIN_RECALL", "MERGE_GHOSTS", "MAX_CELL_ROWS"]
 
 
@@ -87,8 +87,10 @@ def _neighbour_lists(X, t, method="exact", params=None, progress=False, keep=Fal
     row searched once; no task holds more than one cell, and no graph
     outlives the task that built it. ``params``: NN-descent's settings
     (:func:`~infoclust_dask.kernels.knn.nnd_settings`); ``random_state``
-    also seeds each cell's graph; ``plan`` (a dict) receives the cells'
-    ``"centers"`` (for :func:`knn_recall`)."""
+    also seeds each cell's graph; ``plan``: the cells (:func:`cell_plan`
+    of the same ``X``, ``t`` and ``random_state``; made here when None) -
+    the caller that measures the recall passes its centres to
+    :func:`knn_recall`."""
     n = int(X.shape[0])
     t = int(t)
     if not 1 <= t < n:
@@ -97,10 +99,7 @@ def _neighbour_lists(X, t, method="exact", params=None, progress=False, keep=Fal
     if method == "approximate":
         int32_ids = n < 2**31  # one decision: the cells answer with this type, the outputs declare it
         outputs = ((np.float64, (t,)), (np.int32 if int32_ids else np.int64, (t,)))
-        n_cells = max(MIN_CELLS, -(-n // INDEX_MAX_ROWS))
-        centres, groups, radii, rows = _cell_plan(X, n_cells, t, random_state)
-        if plan is not None:
-            plan["centers"] = centres
+        centres, groups, radii, rows = cell_plan(X, t, random_state) if plan is None else plan
         given = nnd_settings(t, params)["n_neighbors"]
         largest = int(np.max(rows)) if len(rows) else 0
         _check_cell_tasks(rows, int(X.shape[1]),
@@ -121,7 +120,24 @@ def _neighbour_lists(X, t, method="exact", params=None, progress=False, keep=Fal
     return np.asarray(d2), np.asarray(idx)
 
 
-def _cell_plan(X, n_cells, t, random_state):
+class CellPlan(NamedTuple):
+    """The cells of the approximate search (:func:`_cell_plan`)."""
+
+    centres: np.ndarray
+    groups: np.ndarray
+    radii: np.ndarray
+    rows: np.ndarray
+
+
+def cell_plan(X, t, random_state=0) -> CellPlan:
+    """The cells of the approximate search of the ``t`` nearest neighbours
+    of every row of ``X``: :func:`_cell_plan` with one cell per
+    :data:`INDEX_MAX_ROWS` rows, at least :data:`MIN_CELLS`."""
+    n = int(X.shape[0])
+    return _cell_plan(X, max(MIN_CELLS, -(-n // INDEX_MAX_ROWS)), int(t), random_state)
+
+
+def _cell_plan(X, n_cells, t, random_state) -> CellPlan:
     """Centres, cells and routing radii of the approximate search: K-means
     (this package's, k-means++ start) on a seeded sample of
     :data:`CELL_SAMPLE_ROWS` rows per cell, fitted in this process (distinct
@@ -153,7 +169,7 @@ def _cell_plan(X, n_cells, t, random_state):
     groups = merge_cells(sample, centres, radii, n_rows=n, max_rows=MAX_CELL_ROWS, min_ghosts=MERGE_GHOSTS)
     if groups.max() + 1 < len(centres):
         radii = cell_radii(sample, centres, t=int(t), n_rows=n, quantile=ROUTE_QUANTILE, groups=groups)
-    return centres, groups, radii, cell_sizes(sample, centres, radii, n_rows=n, groups=groups)
+    return CellPlan(centres, groups, radii, cell_sizes(sample, centres, radii, n_rows=n, groups=groups))
 
 
 def _check_cell_tasks(rows, d, wider=1.0):

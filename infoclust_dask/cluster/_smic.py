@@ -50,7 +50,7 @@ from ..objectives.smic import (
     check_prior,
 )
 from ._base import SHARED_CONSTRAINTS, InfoclustEstimator, installs_runner, journaled, shared_parameters
-from ._knn_graph import (  # noqa: F401 - _cell_plan and the constants are read by tests and benchmarks
+from ._knn_graph import (  # noqa: F401 - the constants are read by tests and benchmarks
     CELL_SAMPLE_ROWS,
     EXACT_KNN_MAX_ROWS,
     INDEX_MAX_ROWS,
@@ -58,8 +58,8 @@ from ._knn_graph import (  # noqa: F401 - _cell_plan and the constants are read 
     MIN_RECALL,
     ROUTE_QUANTILE,
     KnnParams,
-    _cell_plan,
     _neighbour_lists,
+    cell_plan,
     knn_recall,
     local_scaling_affinity,
 )
@@ -381,7 +381,7 @@ class SMIC(ClusterMixin, InfoclustEstimator):
             say(f"[SMIC] searching the {ts[-1]} nearest neighbours of {info.n:,} rows ({method})")
         on_workers = self.eigen_solver == "operator" or (self.eigen_solver == "auto"
                                                           and info.n > DRIVER_KERNEL_MAX_ROWS)
-        plan: dict = {}
+        plan = cell_plan(A, ts[-1], seed) if method == "approximate" else None
         d2, idx = _neighbour_lists(A, ts[-1], method, self.knn_params, progress=self.verbose >= 1,
                                    keep=on_workers, random_state=seed, plan=plan)
         timings["knn"] = time.perf_counter() - t0
@@ -389,7 +389,7 @@ class SMIC(ClusterMixin, InfoclustEstimator):
         self.knn_recall_ = 1.0
         if method == "approximate":
             t1 = time.perf_counter()
-            self.knn_recall_ = knn_recall(A, idx, random_state=seed, d2=d2, centers=plan.get("centers"))
+            self.knn_recall_ = knn_recall(A, idx, random_state=seed, d2=d2, centers=plan and plan.centres)
             timings["knn_recall"] = time.perf_counter() - t1
             if self.knn_recall_ < MIN_RECALL:
                 warnings.warn(

@@ -34,7 +34,7 @@ def _recall(a, b):
 def _cells_graph(X, t, data, scheduler, **build):
     """The partitioned search of ``X`` (``data``: numpy or dask) with the
     plan SMIC makes and ``build`` over the cells' defaults."""
-    from infoclust_dask.cluster._smic import _cell_plan
+    from infoclust_dask.cluster._knn_graph import _cell_plan
     from infoclust_dask.kernels.knn import nnd_settings
 
     centres, groups, radii, _ = _cell_plan(X, 8, t, 0)
@@ -546,7 +546,7 @@ def test_one_huge_cell_beside_tiny_ones():
     through one cluster) and tiny ones; NN-descent on the huge cell and
     exact search on the tiny ones (below four lists' worth) still give
     recall >= 0.99 against brute force, every distance exact."""
-    from infoclust_dask.cluster._smic import _cell_plan
+    from infoclust_dask.cluster._knn_graph import _cell_plan
 
     rng = np.random.default_rng(8)
     far = rng.normal(0, 40, size=(6, 8))
@@ -733,7 +733,7 @@ def test_the_recall_check_with_the_cells_equals_the_brute_force_count():
     """``knn_recall(d2=, centers=)``: the bounded exact search gives the
     same recall as the plain one and a brute-force count, with the cells'
     centres and with a list padded where the search found fewer rows."""
-    from infoclust_dask.cluster._smic import _cell_plan
+    from infoclust_dask.cluster._knn_graph import _cell_plan
 
     X, _ = _blobs(3000, seed=2)
     t = 8
