@@ -212,14 +212,14 @@ class Distributed(Runner):
         (:func:`~.pressure.worker_room_bytes`; a worker without a memory
         limit takes anything): run, it would get its worker killed at 95 %
         of the limit, then the next one, until the scheduler gives up."""
-        from .pressure import WORKER_BASE_BYTES, WorkerMemoryError, describe_workers, pause_fraction, worker_room_bytes
+        from .pressure import WorkerMemoryError, describe_workers, limit_to_take, worker_room_bytes
 
         workers = execute._worker_info(self.client)
         if not workers:
             return
         room = max(worker_room_bytes(w) for w in workers.values())
         if nbytes > room:
-            need = (int(nbytes) + WORKER_BASE_BYTES) / pause_fraction()
+            need = min(limit_to_take(w, nbytes) for w in workers.values())
             raise WorkerMemoryError(
                 f"{what} needs about {_size(nbytes)} in one task, more than any worker can take ({_size(room)} at "
                 f"most below dask's pause threshold, after what the process uses; {describe_workers(workers)}). "

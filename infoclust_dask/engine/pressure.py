@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 
 __all__ = ["WorkerMemoryError", "Watch", "PRESSURE_TIMEOUT", "worker_free_bytes", "WORKER_BASE_BYTES",
-           "describe_workers", "worker_room_bytes", "pause_fraction", "UNLIMITED_WORKER_BYTES", "WHOLE_FIT_BASE_BYTES",
+           "describe_workers", "worker_room_bytes", "limit_to_take", "pause_fraction", "UNLIMITED_WORKER_BYTES", "WHOLE_FIT_BASE_BYTES",
            "worker_capacity_bytes"]
 
 #: seconds a worker may stay paused, or workers may keep being restarted, before the pass ends
@@ -92,6 +92,16 @@ def worker_room_bytes(info: dict) -> int:
     fraction of its limit) given its process memory now (at least
     :data:`WORKER_BASE_BYTES`)."""
     return _headroom(info, _PAUSE, WORKER_BASE_BYTES)
+
+
+def limit_to_take(info: dict, nbytes: int) -> int:
+    """The memory limit at which this worker, using what its process uses
+    now (at least :data:`WORKER_BASE_BYTES`), could take ``nbytes`` more
+    below the pause threshold: the limit :func:`worker_room_bytes` would
+    need. From the process memory now, not only the base: workers that
+    hold a store were told a limit below the one they had."""
+    used = int((info.get("metrics") or {}).get("memory") or 0)
+    return int(-(-(int(nbytes) + max(used, WORKER_BASE_BYTES)) // _PAUSE))
 
 
 def describe_workers(workers: dict) -> str:

@@ -9,6 +9,7 @@ from infoclust_dask.engine.pressure import (
     WORKER_BASE_BYTES,
     Watch,
     WorkerMemoryError,
+    limit_to_take,
     worker_free_bytes,
     worker_room_bytes,
 )
@@ -81,6 +82,27 @@ def test_free_memory_and_room_count_what_a_worker_uses():
     assert worker_free_bytes({"memory_limit": 0}) == worker_room_bytes({"memory_limit": None}) > 10**9
 
 
+def test_the_limit_named_for_a_refused_task_counts_what_the_worker_holds_now():
+    """The 1e7-row SMIC fit on 3 GB workers holding the store was told "a
+    memory limit of at least 2.21 GiB" - below the 2.79 GiB they had - from
+    the task alone plus the base. The limit named is the one at which the
+    worker's room (what it uses now counted) would take the task: above
+    the limit a refused worker has, and exactly enough."""
+    held = worker(mem=870, limit=2861)  # 3 GB, holding its half of the store
+    task = 1526 * MB
+    assert worker_room_bytes(held) < task  # refused
+    need = limit_to_take(held, task)
+    assert need > held["memory_limit"]
+    assert worker_room_bytes({**held, "memory_limit": need}) >= task
+    assert worker_room_bytes({**held, "memory_limit": need - 2}) < task
+    fresh = worker(mem=100, limit=2861)  # a worker below the base: the base counts
+    assert limit_to_take(fresh, task) == -(-(task + WORKER_BASE_BYTES) // 0.8)
+    for mem in range(0, 3000, 97):  # refused exactly when the limit named is above the worker's own
+        for size in range(1, 3000, 89):
+            w = worker(mem=mem, limit=1500)
+            assert (worker_room_bytes(w) < size * MB) == (limit_to_take(w, size * MB) > w["memory_limit"]), (mem, size)
+
+
 def test_a_task_no_worker_can_take_is_refused_naming_the_limit_that_would_do(local_cluster_client):
     """engine.check_task on a cluster: a task within a worker's room passes,
     one beyond every worker's room ends in one WorkerMemoryError naming it,
@@ -98,3 +120,19 @@ def test_a_task_no_worker_can_take_is_refused_naming_the_limit_that_would_do(loc
     assert "memory limit of at least 1.28e+03 GiB" in message and message.endswith("or split it.")
     with engine.installed("sync"):
         engine.check_task(2**50, "anything", "-")
+
+
+def test_the_cluster_names_the_limit_from_what_its_workers_hold(local_cluster_client, monkeypatch):
+    """The 1e7-row SMIC refusal: 3 GB workers each holding ~870 MB of the
+    store, a cell task of ~1.49 GiB. The message names the limit at which
+    the worker would take it - 2.92 GiB, above the 2.79 GiB they have -
+    where it named 2.21 GiB (the task and the base only)."""
+    from infoclust_dask import engine
+    from infoclust_dask.engine import execute
+
+    monkeypatch.setattr(execute, "_worker_info", lambda client: {"a": worker(mem=870, limit=2861),
+                                                                   "b": worker(mem=900, limit=2861)})
+    with engine.installed(local_cluster_client):
+        with pytest.raises(WorkerMemoryError) as err:
+            engine.check_task(1526 * MB, "the cell", "fewer rows")
+    assert "memory limit of at least 2.92 GiB" in str(err.value), str(err.value)
