@@ -18,8 +18,8 @@ from __future__ import annotations
 import time
 
 __all__ = ["WorkerMemoryError", "Watch", "PRESSURE_TIMEOUT", "worker_free_bytes", "WORKER_BASE_BYTES",
-           "describe_workers", "worker_room_bytes", "limit_to_take", "pause_fraction", "UNLIMITED_WORKER_BYTES", "WHOLE_FIT_BASE_BYTES",
-           "worker_capacity_bytes"]
+           "describe_workers", "worker_room_bytes", "limit_to_take", "pause_fraction", "UNLIMITED_WORKER_BYTES",
+           "WHOLE_FIT_BASE_BYTES", "worker_capacity_bytes"]
 
 #: seconds a worker may stay paused, or workers may keep being restarted, before the pass ends
 PRESSURE_TIMEOUT = 60.0
