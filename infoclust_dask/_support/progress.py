@@ -241,22 +241,20 @@ class _TaskStream:
     them are done, e.g. "; finished: knn_cells-split 20, knn_cells-build 3".
     With ``keys`` (the computation's tasks, :func:`graph_keys`) only those
     count, out of their totals ("knn_cells-build 3/10"); without, tasks of
-    other clients of the same cluster count too. Quiet when the scheduler
-    does not answer. Finished keys are kept between looks: the scheduler
-    keeps only its last records (``distributed.scheduler.dashboard.status.
-    task-stream-length``)."""
+    other clients of the same cluster count too (each key once). Quiet when
+    the scheduler does not answer. Finished keys are kept between looks:
+    the scheduler keeps only its last records
+    (``distributed.scheduler.dashboard.status.task-stream-length``)."""
 
     def __init__(self, client: Any, keys: set | None = None) -> None:
         import time
+        from collections import Counter
 
         from dask.utils import key_split
 
         self.client, self.since, self.keys = client, time.time(), keys
-        self.done: set = set()
-        self.counts: dict = {}
-        self.totals: dict = {}
-        for k in keys or ():
-            self.totals[key_split(k)] = self.totals.get(key_split(k), 0) + 1
+        self.done: set = set()  # the keys seen finished (of ``keys`` when given)
+        self.totals = Counter(key_split(k) for k in keys or ())
         try:
             client.get_task_stream(start=self.since)  # starts the scheduler's recording
         except Exception:  # noqa: BLE001 - a progress line must never fail the computation
@@ -273,27 +271,23 @@ class _TaskStream:
     def finished(self) -> str:
         if self.client is None:
             return ""
+        from collections import Counter
+
         from dask.utils import key_split
 
         try:
             records = self.client.get_task_stream(start=self.since)
         except Exception:  # noqa: BLE001 - a progress line must never fail the computation
             records = []
-        if self.keys is None:
-            self.counts = {}
         for rec in records:
             key = rec.get("key", "")
-            if rec.get("status", "OK") != "OK":
-                continue
-            if self.keys is None:
-                self.counts[key_split(key)] = self.counts.get(key_split(key), 0) + 1
-            elif key in self.keys and key not in self.done:
+            if rec.get("status", "OK") == "OK" and (self.keys is None or key in self.keys):
                 self.done.add(key)
-                self.counts[key_split(key)] = self.counts.get(key_split(key), 0) + 1
-        if not self.counts:
+        if not self.done:
             return ""
+        counts = Counter(key_split(k) for k in self.done)
         return "; finished: " + ", ".join(f"{k} {v}" + (f"/{self.totals[k]}" if k in self.totals else "")
-                                          for k, v in sorted(self.counts.items()))
+                                          for k, v in sorted(counts.items()))
 
 
 #: seconds between two looks at the futures of :func:`futures_progress` off a terminal

@@ -35,16 +35,6 @@ def checksums_named() -> Iterator[None]:
             "re-ingest the store from its source.") from None
 
 
-def _show_progress(fut: Any, obj: Any) -> None:
-    """distributed's progress bar on a terminal (on stderr: stdout is for
-    results); otherwise a plain line every ``PLAIN_EVERY`` seconds until the
-    result is there, counting the tasks of ``obj``'s graph done
-    (:func:`~infoclust_dask._support.progress.futures_progress`)."""
-    from .._support.progress import futures_progress
-
-    futures_progress([fut], graph_of=obj)
-
-
 def compute_distributed(client: Any, obj: Any, *, progress: bool = False, held: int = 0) -> Any:
     """``obj`` computed on a distributed ``client``: a pass whose scattered
     blocks were lost with a worker is retried after they are sent again
@@ -87,7 +77,9 @@ def _compute(client: Any, obj: Any, place: dict, progress: bool, held: int) -> A
     for attempt in range(RESCATTER_ATTEMPTS + 1):
         fut = client.compute(obj, optimize_graph=False, **place)
         if progress:
-            _show_progress(fut, obj)
+            from .._support.progress import futures_progress
+
+            futures_progress([fut], graph_of=obj)  # stderr: a bar on a terminal, else plain lines
         try:
             return result(client, fut, watch)
         except Exception as exc:

@@ -54,6 +54,11 @@ def _mb(n: float) -> str:
     return f"{n / 2**20:.0f} MB"
 
 
+def _used(info: dict) -> int:
+    """A worker's process memory now, as the scheduler last reported it (0 when unreported)."""
+    return int((info.get("metrics") or {}).get("memory") or 0)
+
+
 def _headroom(info: dict, fraction: float, base: int, now: bool = True) -> int:
     """``fraction`` of a worker's limit minus its process memory now (at
     least ``base``; only ``base`` when not ``now``), never below 0;
@@ -61,8 +66,7 @@ def _headroom(info: dict, fraction: float, base: int, now: bool = True) -> int:
     limit = int(info.get("memory_limit") or 0)
     if not limit:
         return UNLIMITED_WORKER_BYTES
-    used = int((info.get("metrics") or {}).get("memory") or 0) if now else 0
-    return max(0, int(fraction * limit) - max(used, int(base)))
+    return max(0, int(fraction * limit) - max(_used(info) if now else 0, int(base)))
 
 
 def worker_free_bytes(info: dict, base: int = WORKER_BASE_BYTES) -> int:
@@ -100,8 +104,7 @@ def limit_to_take(info: dict, nbytes: int) -> int:
     below the pause threshold: the limit :func:`worker_room_bytes` would
     need. From the process memory now, not only the base: workers that
     hold a store were told a limit below the one they had."""
-    used = int((info.get("metrics") or {}).get("memory") or 0)
-    return int(-(-(int(nbytes) + max(used, WORKER_BASE_BYTES)) // _PAUSE))
+    return int(-(-(int(nbytes) + max(_used(info), WORKER_BASE_BYTES)) // _PAUSE))
 
 
 def describe_workers(workers: dict) -> str:
@@ -109,7 +112,7 @@ def describe_workers(workers: dict) -> str:
     if not workers:
         return "no workers"
     limits = sorted({int(w.get("memory_limit") or 0) for w in workers.values()})
-    used = [int((w.get("metrics") or {}).get("memory") or 0) for w in workers.values()]
+    used = [_used(w) for w in workers.values()]
     lim = " / ".join(_mb(v) if v else "no" for v in limits)
     return (f"{len(workers)} worker{'s' if len(workers) != 1 else ''}: {lim} memory limit"
             f"{' each' if len(workers) > 1 and len(limits) == 1 else ''}, using "
@@ -138,7 +141,7 @@ class Watch:
         for addr, old in self.last.items():
             if addr not in workers:
                 limit = int(old.get("memory_limit") or 0)
-                mem = int((old.get("metrics") or {}).get("memory") or 0)
+                mem = _used(old)
                 if limit and mem >= _TARGET * limit:  # it left near its limit: the nanny's kill, most likely
                     self.died_full.append((addr, mem, limit))
                     self.first_death = self.first_death or now
