@@ -94,7 +94,7 @@ test-slow: install
 # the cluster on hosts of its own: a scheduler, an S3 server and three workers, each in a network namespace with its
 # own address, the workers without the client's folder; faults a network makes (tests/hosts; root; 783 s on the 2-core EPYC, docs/testing.md)
 test-hosts: install
-	$(PY) -m pytest -m hosts -q tests/hosts
+	$(PY) -m pytest -m hosts -q --durations=20 tests/hosts
 
 # docs/deployment.md run as written against real services on 127.0.0.1, every shipped deployment with its default
 # parameters (~4.5 min here: the demo on the cluster, the guide's 90-cell sweep and the weekly bootstrap's 50 AC replicates
