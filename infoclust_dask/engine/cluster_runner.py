@@ -11,6 +11,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .._support.progress import futures_progress
 from . import execute
 from .blocks import _auto_rows, _is_dask, _on_blocks, _row_slices, as_array, block_rows_of, misaligned_note
 from .in_process import IN_PROCESS_MAX_BYTES, InProcess
@@ -159,7 +160,7 @@ class Distributed(Runner):
         def hold(place: dict) -> tuple:
             out = self.client.persist(list(arrays), optimize_graph=False, **place)
             if progress:
-                _progress_bar(out, arrays)
+                futures_progress(out, graph_of=arrays)  # a bar on a terminal, else lines counting the graph's tasks
             try:
                 execute.wait_futures(self.client, futures_of(out), self.held)
             except BaseException:
@@ -180,7 +181,7 @@ class Distributed(Runner):
         def run(place: dict) -> list:
             blocks = self.client.compute(tasks, optimize_graph=False, **place)
             if progress:
-                _progress_bar(blocks, tasks)
+                futures_progress(blocks, graph_of=tasks)
             try:
                 execute.wait_futures(self.client, blocks, self.held)
             except BaseException:
@@ -346,13 +347,6 @@ def _assemble(a: Any, blocks: list) -> Any:
     for i, b in enumerate(blocks):
         grid.flat[i] = b
     return concatenate3(grid.tolist())
-
-
-def _progress_bar(futures: Any, graph_of: Any) -> None:
-    from .._support.progress import futures_progress
-
-    # stderr: a bar on a terminal; in a log, plain periodic lines counting the tasks of graph_of's graph
-    futures_progress(futures, graph_of=graph_of)
 
 
 def _on_this_machine(addresses: Any) -> bool:
