@@ -190,7 +190,9 @@ def test_with_the_graph_the_lines_count_all_its_tasks_and_each_name_out_of_its_t
     lines = out.getvalue().splitlines()
     assert lines and all(line.startswith("infoclust: ") and "/5 tasks, " in line for line in lines), lines
     heads = [int(line.split("infoclust: ")[1].split("/")[0]) for line in lines]
-    assert heads == sorted(heads) and 1 <= heads[-1] <= 4, lines  # the last task's end ends the wait
+    assert heads == sorted(heads) and 1 <= heads[-1] <= 5, lines
     parts_done = [int(line.split("slowpart ")[1].split("/")[0]) for line in lines if "slowpart " in line]
     assert parts_done and parts_done[-1] >= 1 and all(f"slowpart {n}/4" in out.getvalue() for n in parts_done)
-    assert heads[-1] == parts_done[-1]  # only this graph's tasks: the grand total has not finished yet
+    # only this graph's tasks, each once: the parts, and the grand total when it finished between the last look at
+    # the result and the read of the task stream for that line (a fast-suite run printed "5/5 tasks ... grand 1/1")
+    assert heads[-1] == parts_done[-1] + ("grand 1/1" in lines[-1]), lines
