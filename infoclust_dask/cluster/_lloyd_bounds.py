@@ -282,4 +282,6 @@ def note_step_path(X, k: int) -> None:
                     "it (the same bits)")
         return
     figures = ", ".join(f"{p} {ns:.3g} ns" for p, ns in chosen["ns_per_row"].items())
-    _note_paths(f"Lloyd's step: the {chosen['path']} (measured in this process, per row: {figures}; the same bits)")
+    ratios = ", ".join(f"{p} {r:.2f}x" for p, r in chosen["times_chosen"].items())
+    _note_paths(f"Lloyd's step: the {chosen['path']} (measured in this process on the same rows, "
+                f"{chosen['pairs']} pairs: {ratios} its time; per row: {figures}; the same bits)")

@@ -3,21 +3,31 @@ in the process that runs it (issue 63).
 
 A path chosen by a constant measured on one CPU loses on another (Lloyd's
 products for many centres were 2.3x slower than the exact loops at k = 16
-on an AVX2 machine with half this one's sgemm rate). Here the first calls
-of a kernel family on one class of work - ``(family, dtype, k, d)`` - run
-each candidate path in turn and are timed; once every candidate has
-:data:`TIMED` timed calls (after one untimed call each: the first call of a
-compiled function may load or compile it), the path with the least median
-time per row runs every later call of that class in this process (a timed
-call of another thread that ends after the choice re-decides it with its
-time), and the choice is kept with its figures (:func:`report`).
+on an AVX2 machine with half this one's sgemm rate). Here a class of work -
+``(family, dtype, k, d)`` - is measured by *pairs*: one call runs every
+candidate path on the same rows, one after the other on the same thread
+(the order turns from pair to pair), and keeps the ratio of their times.
+The first pair is not timed (the first call of a compiled function may load
+or compile it); after :data:`TIMED` timed pairs the path whose time the
+median ratio says is least runs every call of that class in this process.
+Later calls go on pairing now and then - every :data:`EXPLORE_FIRST` calls
+at first, the gap doubling (up to :data:`EXPLORE_MOST`) while the pairs
+agree with the choice and back to the first gap when one does not - and
+each pair re-decides by the median of the last :data:`WINDOW` ratios: a
+choice made in a busy spell is corrected, a right one costs one extra run
+of the other path in up to 256 calls.
 
-The median, not the best: a fit pays a path's typical call. Compared by
-their best of two calls, Lloyd's products (k = 16, 3e5 x 16 float32,
-overlapping) once measured 49.7 ns a row against the loops' 50 ns and were
-kept, and the fit as shipped took 1.27-1.36x the loops' (a CI run); their
-calls here ranged over 52-607 ns a row (the second call of a path can still
-be warming up: 291 and 607 ns), the loops' over 40-66 ns.
+Why pairs, and why the choice is never final: on a shared 2-core machine
+(another process busy on one core) a call of either path takes its usual
+time or 3-4x it, at random (this Xeon, k = 16, 3e5 x 16 float32: the loops
+36-201 ns a row, the products 49-240). Two CI runs decided on three such
+calls of each path, made at different moments: once by the best
+(the products' lucky 49.7 ns against the loops' 50) and once by the median
+(the loops at 179 ns, the products at 118); both times the fit as shipped
+took 1.25-1.6x the loops' time in every later fit. The two paths of one
+pair see the same moment of the machine, so a busy spell slows both or
+only the one it falls on, either way at random: the median ratio stays
+near the true one, and later pairs outvote early ones.
 
 Only paths that give the same numbers bit for bit may be chosen so (Lloyd's
 exact loops and its products, whose near ties and chosen distances are the
@@ -32,74 +42,130 @@ Thread-safe: the in-process passes call kernels from several threads.
 
 from __future__ import annotations
 
+import itertools
+import math
 import statistics
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["TIMED", "choose", "report", "forget"]
+__all__ = ["TIMED", "WINDOW", "EXPLORE_FIRST", "EXPLORE_MOST", "choose", "report", "forget"]
 
-#: timed calls of every candidate before the choice (each after one untimed call): their median is robust to
-#: one call slowed or sped up by another process on a shared core
+#: timed pairs before the first choice (after one untimed pair)
 TIMED = 3
+#: the last pairs' ratios (and each path's times) that a choice weighs
+WINDOW = 9
+#: after the choice, a pair every this many calls of the class ...
+EXPLORE_FIRST = 4
+#: ... the gap doubling, while the pairs agree with the choice, up to this
+EXPLORE_MOST = 256
 
 _LOCK = threading.Lock()
-#: class -> {"calls": {path: n}, "times": {path: [seconds per row]}, "chosen": path or None}
 _CLASSES: dict[tuple, dict[str, Any]] = {}
+
+
+def _new_entry(candidates: Sequence[str]) -> dict[str, Any]:
+    return {"started": 0, "warm": False, "chosen": None, "since": 0, "every": EXPLORE_FIRST, "pairs": 0,
+            "ratios": {pair: deque(maxlen=WINDOW) for pair in itertools.combinations(candidates, 2)},
+            "times": {c: deque(maxlen=WINDOW) for c in candidates}}
 
 
 def choose(key: tuple, candidates: Sequence[str], rows: int, run: Callable[[str], Any]) -> Any:
     """Run ``run(path)`` for one call of the class ``key`` on ``rows`` rows
-    and return its result: with the chosen path once the class is decided,
-    else with the candidate that has had the fewest calls (timed after its
-    first). One candidate: no measurement."""
+    and return its result: the chosen path's, or - in a pair - every
+    candidate's run on these rows, the last one's result returned (they are
+    the same bits: ``run`` must give the same result and outputs when
+    called again). One candidate: no measurement."""
     if len(candidates) == 1:
         return run(candidates[0])
     with _LOCK:
-        entry = _CLASSES.setdefault(key, {"calls": {c: 0 for c in candidates},
-                                          "times": {c: [] for c in candidates}, "chosen": None})
-        path, timed = entry["chosen"], False
-        if path is None:  # still measuring: the candidate with the fewest calls
-            path = min(candidates, key=lambda c: entry["calls"][c])
-            entry["calls"][path] += 1
-            timed = entry["calls"][path] > 1  # its first call may load or compile the path: not timed
-    if not timed:
+        entry = _CLASSES.setdefault(key, _new_entry(candidates))
+        if entry["chosen"] is None:
+            turn = entry["started"]
+            entry["started"] += 1
+            mode = "warm" if turn == 0 else "pair" if entry["warm"] else "single"
+        else:
+            entry["since"] += 1
+            turn, mode = entry["pairs"], "single"
+            if entry["since"] >= entry["every"]:
+                entry["since"], mode = 0, "pair"
+        path = entry["chosen"] or candidates[0]
+    if mode == "single":  # the chosen path; or, while another thread's first pair loads the paths, the first
         return run(path)
-    t0 = time.perf_counter()
-    out = run(path)
-    seconds = (time.perf_counter() - t0) / max(rows, 1)
+    order = list(candidates[turn % len(candidates):]) + list(candidates[:turn % len(candidates)])
+    seconds, out = {}, None
+    for p in order:
+        t0 = time.perf_counter()
+        out = run(p)
+        seconds[p] = (time.perf_counter() - t0) / max(rows, 1)
     with _LOCK:
-        _record(entry, candidates, path, seconds)
+        if mode == "warm":
+            entry["warm"] = True
+        else:
+            _record(entry, candidates, seconds)
     return out
 
 
-def _record(entry: dict[str, Any], candidates: Sequence[str], path: str, seconds: float) -> None:
-    """Add one timed call of ``path`` to a class and decide (or re-decide) its
-    path: once every candidate has :data:`TIMED` times, the least median
-    time per row.
-    A time that arrives after the choice (a call of another thread still
-    running when the choice was made) re-decides it: the CI run where the
-    products were kept at 67.3 ns a row while a late call of the loops took
-    55.1 ns (k = 16, 3e5 x 16 float64, overlapping) was 1.2x slower than it
-    had to be."""
-    times = entry["times"]
-    times[path].append(seconds)
-    if all(len(times[c]) >= TIMED for c in candidates):
-        entry["chosen"] = min(candidates, key=lambda c: _median(times[c]))
+def _record(entry: dict[str, Any], candidates: Sequence[str], seconds: dict[str, float]) -> None:
+    """Add one timed pair (every candidate's seconds per row on the same
+    rows) and decide or re-decide the class's path; set the gap to the next
+    pair: doubled when this pair agrees with the choice, the first gap when
+    it does not or the choice changed."""
+    for (a, b), ratios in entry["ratios"].items():
+        ratios.append(math.log(seconds[b] / seconds[a]) if seconds[a] > 0 and seconds[b] > 0 else 0.0)
+    for c in candidates:
+        entry["times"][c].append(seconds[c])
+    entry["pairs"] += 1
+    before = entry["chosen"]
+    if before is None and entry["pairs"] < TIMED:
+        return
+    entry["chosen"] = _decide(entry, candidates, before or candidates[0])
+    agrees = min(candidates, key=lambda c: seconds[c]) == entry["chosen"]
+    if before is not None and entry["chosen"] == before and agrees:
+        entry["every"] = min(2 * entry["every"], EXPLORE_MOST)
+    else:
+        entry["every"] = EXPLORE_FIRST
 
 
-def _median(seconds: Sequence[float]) -> float:
-    return float(statistics.median(seconds))
+def _log_ratio(entry: dict[str, Any], a: str, b: str) -> float:
+    """Median of log(time of b / time of a) over the kept pairs."""
+    if (a, b) in entry["ratios"]:
+        return float(statistics.median(entry["ratios"][(a, b)]))
+    return -float(statistics.median(entry["ratios"][(b, a)]))
+
+
+def _decide(entry: dict[str, Any], candidates: Sequence[str], incumbent: str) -> str:
+    """The path the median ratios say is fastest: the incumbent, replaced
+    by any candidate whose median ratio to it is below 1 (with two
+    candidates, exactly the faster one by median ratio; a tie keeps the
+    incumbent)."""
+    best = incumbent
+    for c in candidates:
+        if c != best and _log_ratio(entry, best, c) < 0:
+            best = c
+    return best
 
 
 def report(family: str | None = None) -> dict[tuple, dict[str, Any]]:
     """The classes decided in this process (``family`` only, if given):
-    ``{key: {"path": chosen, "ns_per_row": {path: median of its timed calls}}}``."""
+    ``{key: {"path": chosen, "ns_per_row": {path: median of its kept timed
+    runs}, "times_chosen": {other path: median ratio of its time to the
+    chosen path's}, "pairs": timed pairs so far}}``."""
     with _LOCK:
-        return {key: {"path": e["chosen"],
-                      "ns_per_row": {c: round(_median(t) * 1e9, 2) for c, t in e["times"].items() if t}}
-                for key, e in _CLASSES.items() if e["chosen"] is not None and (family is None or key[0] == family)}
+        out = {}
+        for key, e in _CLASSES.items():
+            if e["chosen"] is None or (family is not None and key[0] != family):
+                continue
+            chosen = e["chosen"]
+            out[key] = {"path": chosen,
+                        "ns_per_row": {c: round(float(statistics.median(t)) * 1e9, 2)
+                                       for c, t in e["times"].items() if t},
+                        "times_chosen": {c: round(math.exp(_log_ratio(e, chosen, c)), 3)
+                                         for c in e["times"] if c != chosen},
+                        "pairs": e["pairs"]}
+        return out
 
 
 def forget() -> None:
