@@ -11,11 +11,17 @@ The first pair is not timed (the first call of a compiled function may load
 or compile it); after :data:`TIMED` timed pairs the path whose time the
 median ratio says is least runs every call of that class in this process.
 Later calls go on pairing now and then - every :data:`EXPLORE_FIRST` calls
-at first, the gap doubling (up to :data:`EXPLORE_MOST`) while the pairs
-agree with the choice and back to the first gap when one does not - and
-each pair re-decides by the median of the last :data:`WINDOW` ratios: a
-choice made in a busy spell is corrected, a right one costs one extra run
-of the other path in up to 256 calls.
+at first, the gap doubling (up to :data:`EXPLORE_MOST`) after a pair that
+the chosen path wins or loses by at most :data:`MARGIN`, halving after one
+it loses by more, back to the first gap when the choice changes - and each
+pair re-decides by the median of the last :data:`WINDOW` ratios, a chosen
+path giving way only to one faster by more than :data:`MARGIN`: a choice
+made in a busy spell is corrected, a right one costs one extra run of the
+other path in up to 256 calls, and two paths within a few per cent of each
+other (a tie, which pairs decide at random) neither swap back and forth nor
+keep pairing every few calls. Each pair runs the slower path once more, so
+pairing every 4 calls at a tie made fits 8-10 % slower in a simulation of
+this rule's predecessor (``docs/testing.md``); this rule, 1-4 %.
 
 Why pairs, and why the choice is never final: on a shared 2-core machine
 (another process busy on one core) a call of either path takes its usual
@@ -51,7 +57,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["TIMED", "WINDOW", "EXPLORE_FIRST", "EXPLORE_MOST", "choose", "report", "forget"]
+__all__ = ["TIMED", "WINDOW", "EXPLORE_FIRST", "EXPLORE_MOST", "MARGIN", "choose", "report", "forget"]
 
 #: timed pairs before the first choice (after one untimed pair)
 TIMED = 3
@@ -59,8 +65,10 @@ TIMED = 3
 WINDOW = 9
 #: after the choice, a pair every this many calls of the class ...
 EXPLORE_FIRST = 4
-#: ... the gap doubling, while the pairs agree with the choice, up to this
+#: ... the gap doubling, while the choice stands, up to this
 EXPLORE_MOST = 256
+#: a chosen path is replaced only by one faster by more than this fraction (median ratio)
+MARGIN = 0.05
 
 _LOCK = threading.Lock()
 _CLASSES: dict[tuple, dict[str, Any]] = {}
@@ -111,8 +119,9 @@ def choose(key: tuple, candidates: Sequence[str], rows: int, run: Callable[[str]
 def _record(entry: dict[str, Any], candidates: Sequence[str], seconds: dict[str, float]) -> None:
     """Add one timed pair (every candidate's seconds per row on the same
     rows) and decide or re-decide the class's path; set the gap to the next
-    pair: doubled when this pair agrees with the choice, the first gap when
-    it does not or the choice changed."""
+    pair: the first gap when the choice is new or changed; else halved
+    (not below the first) when another path beat the chosen one in this
+    pair by more than MARGIN, doubled (up to EXPLORE_MOST) when none did."""
     for (a, b), ratios in entry["ratios"].items():
         ratios.append(math.log(seconds[b] / seconds[a]) if seconds[a] > 0 and seconds[b] > 0 else 0.0)
     for c in candidates:
@@ -121,12 +130,14 @@ def _record(entry: dict[str, Any], candidates: Sequence[str], seconds: dict[str,
     before = entry["chosen"]
     if before is None and entry["pairs"] < TIMED:
         return
-    entry["chosen"] = _decide(entry, candidates, before or candidates[0])
-    agrees = min(candidates, key=lambda c: seconds[c]) == entry["chosen"]
-    if before is not None and entry["chosen"] == before and agrees:
-        entry["every"] = min(2 * entry["every"], EXPLORE_MOST)
-    else:
+    entry["chosen"] = _decide(entry, candidates, before)
+    chosen = entry["chosen"]
+    if before is None or chosen != before:
         entry["every"] = EXPLORE_FIRST
+    elif any(seconds[c] * (1 + MARGIN) < seconds[chosen] for c in candidates):
+        entry["every"] = max(entry["every"] // 2, EXPLORE_FIRST)
+    else:
+        entry["every"] = min(2 * entry["every"], EXPLORE_MOST)
 
 
 def _log_ratio(entry: dict[str, Any], a: str, b: str) -> float:
@@ -136,14 +147,21 @@ def _log_ratio(entry: dict[str, Any], a: str, b: str) -> float:
     return -float(statistics.median(entry["ratios"][(b, a)]))
 
 
-def _decide(entry: dict[str, Any], candidates: Sequence[str], incumbent: str) -> str:
-    """The path the median ratios say is fastest: the incumbent, replaced
-    by any candidate whose median ratio to it is below 1 (with two
-    candidates, exactly the faster one by median ratio; a tie keeps the
-    incumbent)."""
+def _decide(entry: dict[str, Any], candidates: Sequence[str], incumbent: str | None) -> str:
+    """The path the median ratios say is fastest. The first choice (no
+    incumbent) is the faster by median ratio, a tie going to the first
+    candidate; later, a candidate replaces the incumbent only if its median
+    ratio to it is below ``1 / (1 + MARGIN)``: paths within :data:`MARGIN`
+    of each other are a tie, which keeps the path already running."""
+    if incumbent is None:
+        best = candidates[0]
+        for c in candidates[1:]:
+            if _log_ratio(entry, best, c) < 0:
+                best = c
+        return best
     best = incumbent
     for c in candidates:
-        if c != best and _log_ratio(entry, best, c) < 0:
+        if c != best and _log_ratio(entry, best, c) < -math.log1p(MARGIN):
             best = c
     return best
 

@@ -1,6 +1,7 @@
 """Kernel paths chosen by measurement where they run (issue 63,
 :mod:`infoclust_dask.kernels._choice`)."""
 
+import math
 import threading
 import time
 
@@ -120,6 +121,34 @@ def test_busy_pairs_either_way_do_not_move_a_right_choice():
     assert entry["chosen"] == "loops"
     entry = _pairs(key, [(50.0, 80.0)] * 3 + [(50.0, 80.0)] * 10)
     assert entry["every"] == _choice.EXPLORE_MOST == 256
+
+
+def test_paths_within_the_margin_neither_swap_nor_keep_pairing():
+    """Two paths within MARGIN of each other are a tie that pairs decide at
+    random: the chosen path stays, and the gaps still double. The rule this
+    replaced swapped on every median crossing and went back to a pair every
+    4 calls after each pair the other path won: ~25 % more work at a tie
+    (each pair runs the other path once more), measured as fits 8-10 %
+    slower in ``benchmarks/choice_rule.py``."""
+    key = ("test", "<f4", 64, 16)
+    first = [(50.0, 60.0), (50.0, 60.0), (50.0, 60.0)]  # loops chosen
+    tie = [(50.0, 49.0), (50.0, 51.0), (50.0, 48.5), (50.0, 49.5)] * 3  # products 0-3 % faster
+    entry = _pairs(key, first + tie)
+    assert entry["chosen"] == "loops"
+    assert math.exp(_choice._log_ratio(entry, "loops", "products")) < 1  # the median says products, by < MARGIN
+    assert entry["every"] == _choice.EXPLORE_MOST
+
+
+def test_a_path_faster_by_more_than_the_margin_takes_over_and_lost_pairs_halve_the_gap():
+    key = ("test", "<f4", 64, 16)
+    entry = _pairs(key, [(50.0, 60.0)] * 3 + [(50.0, 60.0)] * 4)  # loops, the gap doubled 4 times
+    assert entry["chosen"] == "loops" and entry["every"] == 64
+    entry = _pairs(key, [(50.0, 60.0)] * 7 + [(50.0, 45.0)])  # products 10 % faster in one pair: halved
+    assert entry["chosen"] == "loops" and entry["every"] == 32
+    entry = _pairs(key, [(50.0, 60.0)] * 7 + [(50.0, 45.0)] * 5)  # ... in 5 of the last 9: replaced
+    assert entry["chosen"] == "products" and entry["every"] == _choice.EXPLORE_FIRST
+    entry = _pairs(key, [(50.0, 60.0)] * 7 + [(50.0, 48.0)] * 9)  # 4 % faster in all 9: within the margin
+    assert entry["chosen"] == "loops" and entry["every"] == _choice.EXPLORE_MOST
 
 
 def test_pairs_after_the_choice_are_few(monkeypatch):
