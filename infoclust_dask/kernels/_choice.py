@@ -19,9 +19,10 @@ path giving way only to one faster by more than :data:`MARGIN`: a choice
 made in a busy spell is corrected, a right one costs one extra run of the
 other path in up to 256 calls, and two paths within a few per cent of each
 other (a tie, which pairs decide at random) neither swap back and forth nor
-keep pairing every few calls. Each pair runs the slower path once more, so
-pairing every 4 calls at a tie made fits 8-10 % slower in a simulation of
-this rule's predecessor (``docs/testing.md``); this rule, 1-4 %.
+keep pairing every few calls. Each pair runs the slower path once more:
+simulated at a tie (``benchmarks/choice_rule.py``), this rule's predecessor
+(a pair every 4 calls after any pair the other path won) did 1.075-1.104x
+the faster path's work, this rule 1.026-1.039x (``docs/testing.md``).
 
 Why pairs, and why the choice is never final: on a shared 2-core machine
 (another process busy on one core) a call of either path takes its usual

@@ -127,9 +127,9 @@ def test_paths_within_the_margin_neither_swap_nor_keep_pairing():
     """Two paths within MARGIN of each other are a tie that pairs decide at
     random: the chosen path stays, and the gaps still double. The rule this
     replaced swapped on every median crossing and went back to a pair every
-    4 calls after each pair the other path won: ~25 % more work at a tie
-    (each pair runs the other path once more), measured as fits 8-10 %
-    slower in ``benchmarks/choice_rule.py``."""
+    4 calls after each pair the other path won (each pair runs the other
+    path once more): 1.075-1.104x the faster path's work at a tie, simulated
+    in ``benchmarks/choice_rule.py``, against 1.026-1.039x now."""
     key = ("test", "<f4", 64, 16)
     first = [(50.0, 60.0), (50.0, 60.0), (50.0, 60.0)]  # loops chosen
     tie = [(50.0, 49.0), (50.0, 51.0), (50.0, 48.5), (50.0, 49.5)] * 3  # products 0-3 % faster
