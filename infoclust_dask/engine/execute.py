@@ -99,6 +99,13 @@ def _compute(client: Any, obj: Any, place: dict, progress: bool, held: int) -> A
                 raise NoWorkersError(f"The dask scheduler at {_address(client)} stopped answering "
                                      "during a pass, which was cancelled. Start it again (and its workers); a "
                                      "fit with a run folder continues with --resume.") from None
+            # the scheduler cut off may also end the pass with the client's own connection error (distributed's
+            # CommClosedError, an OSError, around "TimeoutError: [Errno 110] Connection timed out"), whichever
+            # of the client's comms notices first: the same message, not that text (a CI run on the hosts)
+            if isinstance(exc, (OSError, TimeoutError)) and not _scheduler_alive(client):
+                raise NoWorkersError(f"The dask scheduler at {_address(client)} stopped answering "
+                                     f"during a pass ({type(exc).__name__}). Start it again (and its workers); "
+                                     "a fit with a run folder continues with --resume.") from None
             if attempt == RESCATTER_ATTEMPTS or not _SCATTERED:
                 raise
             cancelled = "cancel" in type(exc).__name__.lower()
@@ -277,10 +284,19 @@ def _worker_info(client: Any) -> dict:
                              "again (and its workers); a fit with a run folder continues with --resume.") from None
 
 
+#: seconds a scheduler has to answer whether it is there, after a pass ended with a connection error
+SCHEDULER_ANSWER_TIMEOUT = 20.0
+
+
 def _scheduler_alive(client: Any) -> bool:
+    """Whether the client is connected and its scheduler answers within
+    :data:`SCHEDULER_ANSWER_TIMEOUT` (a scheduler cut off drops packets
+    silently: an unbounded question could wait for TCP's own timeout)."""
+    if client.status != "running":
+        return False
     try:
-        client.scheduler_info()
-        return client.status == "running"
+        client.sync(client.scheduler.identity, n_workers=0, callback_timeout=SCHEDULER_ANSWER_TIMEOUT)
+        return True
     except Exception:  # noqa: BLE001 - unreachable in any way
         return False
 
