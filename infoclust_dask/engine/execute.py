@@ -95,20 +95,15 @@ def _compute(client: Any, obj: Any, place: dict, progress: bool, held: int) -> A
             memory = watch.killed(exc)
             if memory is not None:
                 raise memory from None
-            if "cancel" in type(exc).__name__.lower() and not _scheduler_alive(client):
-                raise NoWorkersError(f"The dask scheduler at {_address(client)} stopped answering "
-                                     "during a pass, which was cancelled. Start it again (and its workers); a "
-                                     "fit with a run folder continues with --resume.") from None
-            # the scheduler cut off may also end the pass with the client's own connection error (distributed's
-            # CommClosedError, an OSError, around "TimeoutError: [Errno 110] Connection timed out"), whichever
-            # of the client's comms notices first: the same message, not that text (a CI run on the hosts)
-            if isinstance(exc, (OSError, TimeoutError)) and not _scheduler_alive(client):
-                raise NoWorkersError(f"The dask scheduler at {_address(client)} stopped answering "
-                                     f"during a pass ({type(exc).__name__}). Start it again (and its workers); "
-                                     "a fit with a run folder continues with --resume.") from None
+            # the scheduler cut off ends the pass cancelled or with the client's own connection error
+            # (distributed's CommClosedError, an OSError, around "TimeoutError: [Errno 110] Connection timed out"),
+            # whichever of the client's comms notices first: the same message either way (a CI run on the hosts)
+            cancelled = "cancel" in type(exc).__name__.lower()
+            if (cancelled or isinstance(exc, (OSError, TimeoutError))) and not _scheduler_alive(client):
+                raise _stopped_answering(client, ", which was cancelled" if cancelled else
+                                         f" ({type(exc).__name__})") from None
             if attempt == RESCATTER_ATTEMPTS or not _SCATTERED:
                 raise
-            cancelled = "cancel" in type(exc).__name__.lower()
             if not cancelled and not _lost_keys(client):
                 raise  # an error of the pass itself
             # let the scheduler notice the dead worker first: blocks re-sent before it does may be
@@ -280,8 +275,14 @@ def _worker_info(client: Any) -> dict:
     try:
         return dict(client.sync(client.scheduler.identity, n_workers=-1)["workers"])
     except Exception:  # noqa: BLE001 - unreachable in any way
-        raise NoWorkersError(f"The dask scheduler at {_address(client)} stopped answering during a pass. Start it "
-                             "again (and its workers); a fit with a run folder continues with --resume.") from None
+        raise _stopped_answering(client) from None
+
+
+def _stopped_answering(client: Any, how: str = "") -> NoWorkersError:
+    """The one error of a pass whose scheduler stopped answering (``how``:
+    what the pass saw, after "during a pass")."""
+    return NoWorkersError(f"The dask scheduler at {_address(client)} stopped answering during a pass{how}. Start it "
+                          "again (and its workers); a fit with a run folder continues with --resume.")
 
 
 #: seconds a scheduler has to answer whether it is there, after a pass ended with a connection error

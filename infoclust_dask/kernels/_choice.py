@@ -154,15 +154,9 @@ def _decide(entry: dict[str, Any], candidates: Sequence[str], incumbent: str | N
     candidate; later, a candidate replaces the incumbent only if its median
     ratio to it is below ``1 / (1 + MARGIN)``: paths within :data:`MARGIN`
     of each other are a tie, which keeps the path already running."""
-    if incumbent is None:
-        best = candidates[0]
-        for c in candidates[1:]:
-            if _log_ratio(entry, best, c) < 0:
-                best = c
-        return best
-    best = incumbent
+    best, bar = (candidates[0], 0.0) if incumbent is None else (incumbent, math.log1p(MARGIN))
     for c in candidates:
-        if c != best and _log_ratio(entry, best, c) < -math.log1p(MARGIN):
+        if c != best and _log_ratio(entry, best, c) < -bar:
             best = c
     return best
 
