@@ -54,6 +54,9 @@ class Distributed(Runner):
     def threads_total(self) -> int:
         return max(1, sum(int(v) for v in self.client.nthreads().values()))
 
+    def slots(self) -> dict[str, int]:
+        return {str(w): max(1, int(v)) for w, v in self.client.nthreads().items()}
+
     def compute(self, obj: Any, *, progress: bool = False) -> Any:
         import dask
 

@@ -192,11 +192,12 @@ def partition_pairs(bp: Cells, data: Any, *, n_parts: int, outputs: tuple, param
     join; ``outputs`` gives ``(dtype, trailing_shape)`` of each array of a
     join's tuple. ``costs``: a number per part (e.g. its expected rows);
     the builds get dask priorities by cost, so a worker starts the
-    costliest of the builds it holds first (which worker takes which is
-    the scheduler's choice; the longest first keeps the last one short - the 8 cells of 2e6 rows, two of them
+    costliest of the builds it holds first (the longest first keeps the last one short - the 8 cells of 2e6 rows, two of them
     twice the others' size, built in 62-73 s on 2 single-threaded workers
-    in the parts' order, 55 s costliest first), a scheduling hint only: the
-    answers do not depend on it. Returns them as a tuple of lazy dask arrays of ``n`` rows
+    in the parts' order, 55 s costliest first), and on a ``distributed``
+    scheduler each build is placed on a worker by :func:`placed` (the
+    scheduler may still move it): scheduling hints only, the
+    answers do not depend on them. Returns them as a tuple of lazy dask arrays of ``n`` rows
     (for dask input) or numpy arrays (computed here). No task holds more
     than one part and its pieces, and nothing a part builds outlives its
     task: only the answers (one per row) wait for the join."""
@@ -230,15 +231,19 @@ def partition_pairs(bp: Cells, data: Any, *, n_parts: int, outputs: tuple, param
     # the blueprint's promise; left out of the keys)
     from .choose import resolve_scheduler
 
-    threads = max(1, resolve_scheduler(scheduler).threads_total() // P)
+    runner = resolve_scheduler(scheduler)
+    threads = max(1, runner.threads_total() // P)
+    where: list = [None] * P
     if costs is not None:
         if len(costs) != P:
             raise ValueError(f"costs has {len(costs)} numbers; there are n_parts = {P} parts.")
         ranks = np.empty(P, dtype=np.int64)  # the costliest part gets the highest priority (ties: the first part)
         ranks[np.lexsort((-np.arange(P), np.asarray(costs, dtype=np.float64)))] = np.arange(P)
+        where = placed(costs, runner.slots())
     answers = []
     for g in range(P):  # the costliest parts first: the last one started is not the longest (dask priorities)
-        with dask.annotate(priority=0 if costs is None else int(ranks[g])):
+        hint = {} if where[g] is None else {"workers": [where[g]], "allow_other_workers": True}
+        with dask.annotate(priority=0 if costs is None else int(ranks[g]), **hint):
             answers.append(task(partial(_cells_build, bp, build_params, threads),
                                 *[splits[b][g] for b in range(len(sizes))], key=f"build-{g}"))
     back = [task(partial(_cells_scatter, bp, bounds), answers[g], key=f"scatter-{g}") for g in range(P)]
@@ -251,6 +256,34 @@ def partition_pairs(bp: Cells, data: Any, *, n_parts: int, outputs: tuple, param
     if lazy:
         return result
     return tuple(np.asarray(r) for r in compute(result, scheduler=scheduler, progress=progress))
+
+
+def placed(costs: Any, slots: dict[str, int]) -> list:
+    """The worker each part's build is placed on: the longest-processing-
+    time-first rule (Graham 1969) on the parts' ``costs``, each part in
+    turn (costliest first, ties: the first part) to the worker whose
+    placed cost with it, per thread, is least (ties: the first address) - a hint
+    the scheduler may override (a worker lost, a task stolen), never an
+    input of the answers. ``None`` for every part when ``slots`` (address
+    -> threads, :meth:`~.runner.Runner.slots`) has fewer than two workers.
+
+    Left to the scheduler, the 8 builds of a 2e6-row SMIC search, whose
+    durations it cannot know before the first ends, went 6 to one worker
+    and 2 to the other: the other stood idle 8-16 s of the search's 56 s
+    in the first fit on a new cluster (docs/BENCHMARKS.md)."""
+    costs = np.asarray(costs, dtype=np.float64)
+    if len(slots) < 2:
+        return [None] * len(costs)
+    names = sorted(slots)
+    per = np.array([float(slots[w]) for w in names])
+    load = np.zeros(len(names))
+    out: list = [None] * len(costs)
+    for g in np.lexsort((np.arange(len(costs)), -costs)).tolist():
+        c = max(0.0, float(costs[g]))
+        w = int(np.argmin((load + c) / per))  # argmin: the first of equal loads
+        out[g] = names[w]
+        load[w] += c
+    return out
 
 
 def _pick(result, key):

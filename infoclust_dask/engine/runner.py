@@ -77,6 +77,13 @@ class Runner(abc.ABC):
         alone on the cluster may use several: :func:`~.pairs.partition_pairs`)."""
         return 1
 
+    def slots(self) -> dict[str, int]:
+        """Each worker's address and threads, for tasks placed on a worker
+        by their expected cost (:func:`~.pairs.partition_pairs`); empty
+        where the runner places nothing (one process: its threads take
+        the tasks in priority order)."""
+        return {}
+
     @abc.abstractmethod
     def workers(self) -> list[str]:
         """Where the passes run: worker addresses, or this process."""

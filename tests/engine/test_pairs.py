@@ -83,12 +83,74 @@ def test_partition_builds_start_costliest_first(local_cluster_client):
                     for name, layer in d2.__dask_graph__().layers.items() if "-build-" in name}
         return engine.compute((d2, idx), scheduler=client), [priority[g] for g in range(parts)]
 
-    plain, flat = run(None)
-    got, ranks = run(costs)
+    from distributed.diagnostics.plugin import SchedulerPlugin
+
+    class Restrictions(SchedulerPlugin):
+        """Each build's worker restrictions as it starts (the function sent to the scheduler is a copy: it
+        keeps its record in the plugin, read back by name)."""
+
+        name = "test-restrictions"
+
+        def __init__(self, scheduler):
+            self.scheduler = scheduler
+            self.seen = {}
+
+        def transition(self, key, start, finish, *args, **kwargs):
+            if finish == "processing" and "-build-" in str(key):
+                ts = self.scheduler.tasks[key]
+                self.seen[int(str(key).split("-build-")[1].split("-")[0])] = (
+                    sorted(ts.worker_restrictions or ()), bool(ts.loose_restrictions))
+
+    def add(dask_scheduler):
+        dask_scheduler.add_plugin(Restrictions(dask_scheduler), name=Restrictions.name)
+
+    def taken(dask_scheduler):
+        seen = dict(dask_scheduler.plugins[Restrictions.name].seen)
+        dask_scheduler.plugins[Restrictions.name].seen.clear()
+        return seen
+
+    def remove(dask_scheduler):
+        dask_scheduler.remove_plugin(name=Restrictions.name)
+
+    client.run_on_scheduler(add)
+    try:
+        plain, flat = run(None)
+        unplaced = client.run_on_scheduler(taken)
+        got, ranks = run(costs)
+        seen = client.run_on_scheduler(taken)
+    finally:
+        client.run_on_scheduler(remove)
     assert flat == [0] * parts
     assert ranks == [0, 1, 2, 3, 5, 4]  # the costliest part (4, cost 6.0) the highest
+    # without costs the scheduler places the builds; with them each is placed by the LPT rule, loosely
+    assert unplaced == {g: ([], False) for g in range(parts)}
+    where = engine.pairs.placed(costs, {str(k): int(v) for k, v in client.nthreads().items()})
+    assert len(set(where)) == 2
+    assert seen == {g: ([where[g]], True) for g in range(parts)}
     np.testing.assert_array_equal(got[1], plain[1])
     np.testing.assert_array_equal(got[0], plain[0])
     with pytest.raises(ValueError, match="costs has 2 numbers; there are n_parts = 6"):
         engine.partition_pairs(KNN_CELLS, X, n_parts=parts, outputs=out, params=params, costs=[1.0, 2.0],
                                scheduler=client)
+
+
+def test_placed_spreads_the_costliest_first_over_the_workers_threads():
+    """:func:`~infoclust_dask.engine.pairs.placed` (longest processing time
+    first, Graham 1969) against the schedule worked by hand, ties to the
+    first part and the first address; nothing placed with one worker."""
+    from infoclust_dask.engine.pairs import placed
+
+    # the 2e6-row SMIC search's cells: two of twice the rows; each worker gets one of them and three others
+    costs = [8.5, 8.5, 8.5, 17.0, 8.5, 17.0, 8.5, 8.5]
+    slots = {"tcp://b:2": 1, "tcp://a:1": 1}
+    where = placed(costs, slots)
+    assert where == ["tcp://a:1", "tcp://b:2", "tcp://a:1", "tcp://a:1", "tcp://b:2", "tcp://b:2",
+                     "tcp://a:1", "tcp://b:2"]
+    for w in slots:
+        assert sum(c for c, p in zip(costs, where) if p == w) == 42.5
+    # a worker of 3 threads takes 3 of 4 equal parts (the third a tie: 3 / 3 against 1 / 1); a negative cost is 0
+    assert placed([1.0, 1.0, 1.0, 1.0], {"a": 3, "b": 1}) == ["a", "a", "a", "b"]
+    assert placed([-1.0, 0.0, 2.0], {"a": 1, "b": 1}) == ["b", "b", "a"]
+    assert placed([5.0, 4.0, 3.0, 3.0, 3.0], {"a": 1, "b": 1}) == ["a", "b", "b", "a", "b"]
+    assert placed([1.0, 2.0], {"a": 4}) == [None, None]
+    assert placed([1.0, 2.0], {}) == [None, None]
