@@ -8,6 +8,8 @@ then two sums that the stage times (``timings_``) cannot give:
 - the CPU-seconds of the neighbour search's cell builds (``knn_cells-build``)
   and the longest one: the search's work, apart from the driver's plan and
   the scheduling around it;
+- per worker, its builds and the seconds it stood idle between the first
+  build's start and the last one's end (the builds' placement);
 - the seconds the workers computed during the eigensolver's products
   (``smic-kernel-apply``) against that phase's length: the rest is the
   driver's (sending the vector, gathering, Gram-Schmidt).
@@ -88,6 +90,18 @@ def main():
                       for s in r["startstops"] if s["action"] == "compute"]
             if builds:
                 print(f"cell builds: {len(builds)}, {sum(builds):.1f} CPU-s, the longest {max(builds):.1f} s")
+                spans = {}  # per worker: its builds' seconds, and the search's span (first start to last end)
+                for r in stream.data:
+                    if key_split(r["key"]) == "knn_cells-build":
+                        for s in r["startstops"]:
+                            if s["action"] == "compute":
+                                spans.setdefault(r["worker"], []).append((s["start"], s["stop"]))
+                first = min(a for v in spans.values() for a, _ in v)
+                last = max(b for v in spans.values() for _, b in v)
+                for w, v in sorted(spans.items()):
+                    busy = sum(b - a for a, b in v)
+                    print(f"  builds on {w}: {len(v)}, busy {busy:.1f} s, idle {last - first - busy:.1f} s "
+                          f"of the builds' {last - first:.1f} s")
             for w, runs in phases(stream.data, t0).items():
                 print(f"worker {w}")
                 for s, e, name, k, busy in runs:
