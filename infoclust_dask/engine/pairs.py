@@ -267,10 +267,10 @@ def placed(costs: Any, slots: dict[str, int]) -> list:
     input of the answers. ``None`` for every part when ``slots`` (address
     -> threads, :meth:`~.runner.Runner.slots`) has fewer than two workers.
 
-    Left to the scheduler, the 8 builds of a 2e6-row SMIC search, whose
-    durations it cannot know before the first ends, went 6 to one worker
-    and 2 to the other: the other stood idle 8-16 s of the search's 56 s
-    in the first fit on a new cluster (docs/BENCHMARKS.md)."""
+    Left to the scheduler, which cannot know the builds' durations before
+    the first ends, the 8 builds of a 2e6-row SMIC search were held mostly
+    by one worker in the first fit on a new cluster, and the other stood
+    idle 8-16 s of the search's 56 s (docs/BENCHMARKS.md)."""
     costs = np.asarray(costs, dtype=np.float64)
     if len(slots) < 2:
         return [None] * len(costs)
