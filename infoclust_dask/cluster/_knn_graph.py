@@ -102,13 +102,14 @@ def _neighbour_lists(X, t, method="exact", params=None, progress=False, keep=Fal
         centres, groups, radii, rows = cell_plan(X, t, random_state) if plan is None else plan
         given = nnd_settings(t, params)["n_neighbors"]
         largest = int(np.max(rows)) if len(rows) else 0
-        _check_cell_tasks(rows, int(X.shape[1]),
-                          (given or cell_neighbors(t, largest)) / cell_neighbors(t, 0))  # over the width measured
+        needs = _check_cell_tasks(rows, int(X.shape[1]),
+                                  (given or cell_neighbors(t, largest)) / cell_neighbors(t, 0))  # over the width measured
         d2, idx = engine.partition_pairs(KNN_CELLS, X, n_parts=len(radii), outputs=outputs,
                                          params={"t": t, "centers": centres, "groups": groups, "radii": radii},
                                          build_params={"t": t, **nnd_settings(t, params),
                                                        "seed": int(random_state), "int32_ids": int32_ids},
-                                         join_params={"t": t}, costs=_build_cost(rows), progress=progress)
+                                         join_params={"t": t}, costs=_build_cost(rows), needs=needs,
+                                         progress=progress)
     else:
         d2, idx = engine.block_pairs(KNN, X, params={"t": t}, outputs=outputs, min_rows=t + 1,
                                      progress=progress)
@@ -190,13 +191,16 @@ def _check_cell_tasks(rows, d, wider=1.0):
     the task would kill one worker after another. The plan, and so the
     graph, never depends on the workers: only whether it can be built
     there. ``wider``: the NN-descent lists' width over the default's (a
-    task's memory grows about in proportion: its lists and heaps)."""
+    task's memory grows about in proportion: its lists and heaps). Returns
+    every cell's bytes, estimated the same way (where its build may be
+    placed: :func:`infoclust_dask.engine.partition_pairs`)."""
+    needs = np.array([int(cell_task_bytes(float(r), d) * max(1.0, float(wider))) for r in rows], dtype=np.int64)
     largest = float(np.max(rows)) if len(rows) else 0.0
-    need = int(cell_task_bytes(largest, d) * max(1.0, float(wider)))
-    engine.check_task(need, f"SMIC's approximate neighbour search: its largest cell (about {largest:,.0f} rows "
+    engine.check_task(int(needs.max(initial=0)), f"SMIC's approximate neighbour search: its largest cell (about {largest:,.0f} rows "
                             f"with the other cells' rows near its boundary, {len(rows)} cell{'s' * (len(rows) != 1)} in all)",
                       "pass knn='exact' (block against block: memory bounded by two row blocks, time growing "
                       "with the square of the rows), or fit on fewer rows")
+    return needs
 
 
 def knn_recall(X: DataLike, idx: Any, *, n_queries: int = 2000, random_state: int = 0,

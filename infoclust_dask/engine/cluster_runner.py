@@ -54,8 +54,11 @@ class Distributed(Runner):
     def threads_total(self) -> int:
         return max(1, sum(int(v) for v in self.client.nthreads().values()))
 
-    def slots(self) -> dict[str, int]:
-        return {str(w): max(1, int(v)) for w, v in self.client.nthreads().items()}
+    def slots(self) -> dict[str, tuple[int, int]]:
+        from .pressure import worker_room_bytes
+
+        return {str(a): (max(1, int(w.get("nthreads") or 1)), worker_room_bytes(w))
+                for a, w in execute._worker_info(self.client).items() if w.get("status", "running") == "running"}
 
     def compute(self, obj: Any, *, progress: bool = False) -> Any:
         import dask

@@ -173,7 +173,7 @@ def _cells_join(bp, params, rows, *pieces):
 
 def partition_pairs(bp: Cells, data: Any, *, n_parts: int, outputs: tuple, params: dict | None = None,
                     build_params: dict | None = None, join_params: dict | None = None, block_rows: int | None = None,
-                    costs: Any = None, scheduler: Any = None, progress: bool = False) -> tuple:
+                    costs: Any = None, needs: Any = None, scheduler: Any = None, progress: bool = False) -> tuple:
     """A search through a coarse partition of the rows (``bp``: a
     :class:`~infoclust_dask.kernels.knn.Cells` blueprint), in one graph:
 
@@ -196,8 +196,9 @@ def partition_pairs(bp: Cells, data: Any, *, n_parts: int, outputs: tuple, param
     twice the others' size, built in 62-73 s on 2 single-threaded workers
     in the parts' order, 55 s costliest first), and on a ``distributed``
     scheduler each build is placed on a worker by :func:`placed` (the
-    scheduler may still move it): scheduling hints only, the
-    answers do not depend on them. Returns them as a tuple of lazy dask arrays of ``n`` rows
+    scheduler may still move it; ``needs``: the bytes each part's build
+    holds, so that none is placed on a worker without room for it):
+    scheduling hints only, the answers do not depend on them. Returns them as a tuple of lazy dask arrays of ``n`` rows
     (for dask input) or numpy arrays (computed here). No task holds more
     than one part and its pieces, and nothing a part builds outlives its
     task: only the answers (one per row) wait for the join."""
@@ -239,7 +240,7 @@ def partition_pairs(bp: Cells, data: Any, *, n_parts: int, outputs: tuple, param
             raise ValueError(f"costs has {len(costs)} numbers; there are n_parts = {P} parts.")
         ranks = np.empty(P, dtype=np.int64)  # the costliest part gets the highest priority (ties: the first part)
         ranks[np.lexsort((-np.arange(P), np.asarray(costs, dtype=np.float64)))] = np.arange(P)
-        where = placed(costs, runner.slots())
+        where = placed(costs, runner.slots(), needs)
     answers = []
     for g in range(P):  # the costliest parts first: the last one started is not the longest (dask priorities)
         hint = {} if where[g] is None else {"workers": [where[g]], "allow_other_workers": True}
@@ -258,14 +259,17 @@ def partition_pairs(bp: Cells, data: Any, *, n_parts: int, outputs: tuple, param
     return tuple(np.asarray(r) for r in compute(result, scheduler=scheduler, progress=progress))
 
 
-def placed(costs: Any, slots: dict[str, int]) -> list:
+def placed(costs: Any, slots: dict[str, tuple[int, int]], needs: Any = None) -> list:
     """The worker each part's build is placed on: the longest-processing-
     time-first rule (Graham 1969) on the parts' ``costs``, each part in
     turn (costliest first, ties: the first part) to the worker whose
-    placed cost with it, per thread, is least (ties: the first address) - a hint
-    the scheduler may override (a worker lost, a task stolen), never an
-    input of the answers. ``None`` for every part when ``slots`` (address
-    -> threads, :meth:`~.runner.Runner.slots`) has fewer than two workers.
+    placed cost with it, per thread, is least (ties: the first address),
+    among the workers with room for the part (``needs[g]`` bytes at most
+    their room; ``None`` for a part no worker has room for: the scheduler
+    places it) - a hint the scheduler may override (a worker lost, a task
+    stolen), never an input of the answers. ``slots``: address ->
+    (threads, room in bytes), :meth:`~.runner.Runner.slots`; ``None`` for
+    every part when it has fewer than two workers.
 
     Left to the scheduler, which cannot know the builds' durations before
     the first ends, the 8 builds of a 2e6-row SMIC search were held mostly
@@ -275,12 +279,17 @@ def placed(costs: Any, slots: dict[str, int]) -> list:
     if len(slots) < 2:
         return [None] * len(costs)
     names = sorted(slots)
-    per = np.array([float(slots[w]) for w in names])
+    per = np.array([float(max(1, slots[w][0])) for w in names])
+    room = np.array([float(slots[w][1]) for w in names])
+    need = np.zeros(len(costs)) if needs is None else np.asarray(needs, dtype=np.float64)
     load = np.zeros(len(names))
     out: list = [None] * len(costs)
     for g in np.lexsort((np.arange(len(costs)), -costs)).tolist():
         c = max(0.0, float(costs[g]))
-        w = int(np.argmin((load + c) / per))  # argmin: the first of equal loads
+        finish = np.where(room >= need[g], (load + c) / per, np.inf)
+        if not np.isfinite(finish).any():
+            continue  # no worker has room now: the scheduler's choice
+        w = int(np.argmin(finish))  # argmin: the first of equal loads
         out[g] = names[w]
         load[w] += c
     return out

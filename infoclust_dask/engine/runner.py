@@ -77,11 +77,12 @@ class Runner(abc.ABC):
         alone on the cluster may use several: :func:`~.pairs.partition_pairs`)."""
         return 1
 
-    def slots(self) -> dict[str, int]:
-        """Each worker's address and threads, for tasks placed on a worker
-        by their expected cost (:func:`~.pairs.partition_pairs`); empty
-        where the runner places nothing (one process: its threads take
-        the tasks in priority order)."""
+    def slots(self) -> dict[str, tuple[int, int]]:
+        """Each worker's address, threads and the bytes it can take now
+        (:func:`~.pressure.worker_room_bytes`), for tasks placed on a
+        worker by their expected cost (:func:`~.pairs.partition_pairs`);
+        empty where the runner places nothing (one process: its threads
+        take the tasks in priority order)."""
         return {}
 
     @abc.abstractmethod

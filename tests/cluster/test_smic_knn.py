@@ -751,3 +751,31 @@ def test_the_recall_check_with_the_cells_equals_the_brute_force_count():
     bounded = knn_recall(X, noisy, n_queries=3000, scheduler="sync", d2=d2, centers=centres)
     assert bounded == plain
     np.testing.assert_allclose(bounded, _recall(exact, noisy), rtol=0, atol=1e-12)
+
+
+def test_the_search_gives_the_engine_each_cells_cost_and_bytes(monkeypatch):
+    """The approximate search hands :func:`~infoclust_dask.engine.partition_pairs`
+    each cell's cost (``n log2 n`` of its estimated rows: the builds'
+    order and placement) and the bytes its build holds
+    (:func:`~infoclust_dask.kernels.knn.cell_task_bytes` of those rows: no
+    build placed on a worker without room for it), from the same plan."""
+    from infoclust_dask import engine
+    from infoclust_dask.cluster import _knn_graph
+    from infoclust_dask.kernels.knn import cell_task_bytes
+
+    seen = {}
+
+    def capture(bp, X, **kw):
+        seen.update(kw)
+        raise RuntimeError("stop before the search")
+
+    monkeypatch.setattr(engine, "partition_pairs", capture)
+    X, _ = _blobs(24_000, seed=2)
+    plan = _knn_graph.cell_plan(X, 10, 0)
+    with pytest.raises(RuntimeError, match="stop before the search"):
+        _neighbour_lists(X, 10, method="approximate", plan=plan)
+    rows = np.asarray(plan.rows, dtype=np.float64)
+    assert len(rows) >= 2
+    np.testing.assert_allclose(seen["costs"], rows * np.log2(rows))
+    np.testing.assert_array_equal(seen["needs"], [int(cell_task_bytes(r, X.shape[1])) for r in rows])
+    assert seen["n_parts"] == len(rows)

@@ -124,7 +124,7 @@ def test_partition_builds_start_costliest_first(local_cluster_client):
     assert ranks == [0, 1, 2, 3, 5, 4]  # the costliest part (4, cost 6.0) the highest
     # without costs the scheduler places the builds; with them each is placed by the LPT rule, loosely
     assert unplaced == {g: ([], False) for g in range(parts)}
-    where = engine.pairs.placed(costs, {str(k): int(v) for k, v in client.nthreads().items()})
+    where = engine.pairs.placed(costs, {str(k): (int(v), 2**40) for k, v in client.nthreads().items()})
     assert len(set(where)) == 2
     assert seen == {g: ([where[g]], True) for g in range(parts)}
     np.testing.assert_array_equal(got[1], plain[1])
@@ -142,15 +142,21 @@ def test_placed_spreads_the_costliest_first_over_the_workers_threads():
 
     # the 2e6-row SMIC search's cells: two of twice the rows; each worker gets one of them and three others
     costs = [8.5, 8.5, 8.5, 17.0, 8.5, 17.0, 8.5, 8.5]
-    slots = {"tcp://b:2": 1, "tcp://a:1": 1}
+    big = 2**40
+    slots = {"tcp://b:2": (1, big), "tcp://a:1": (1, big)}
     where = placed(costs, slots)
     assert where == ["tcp://a:1", "tcp://b:2", "tcp://a:1", "tcp://a:1", "tcp://b:2", "tcp://b:2",
                      "tcp://a:1", "tcp://b:2"]
     for w in slots:
         assert sum(c for c, p in zip(costs, where) if p == w) == 42.5
     # a worker of 3 threads takes 3 of 4 equal parts (the third a tie: 3 / 3 against 1 / 1); a negative cost is 0
-    assert placed([1.0, 1.0, 1.0, 1.0], {"a": 3, "b": 1}) == ["a", "a", "a", "b"]
-    assert placed([-1.0, 0.0, 2.0], {"a": 1, "b": 1}) == ["b", "b", "a"]
-    assert placed([5.0, 4.0, 3.0, 3.0, 3.0], {"a": 1, "b": 1}) == ["a", "b", "b", "a", "b"]
-    assert placed([1.0, 2.0], {"a": 4}) == [None, None]
+    assert placed([1.0, 1.0, 1.0, 1.0], {"a": (3, big), "b": (1, big)}) == ["a", "a", "a", "b"]
+    assert placed([-1.0, 0.0, 2.0], {"a": (1, big), "b": (1, big)}) == ["b", "b", "a"]
+    assert placed([5.0, 4.0, 3.0, 3.0, 3.0], {"a": (1, big), "b": (1, big)}) == ["a", "b", "b", "a", "b"]
+    assert placed([1.0, 2.0], {"a": (4, big)}) == [None, None]
     assert placed([1.0, 2.0], {}) == [None, None]
+    # room: the two large parts (800 MB) only on b, the worker of 1 GB; a part no worker has room for: the
+    # scheduler's (None); the small parts then fill a first
+    mb = 2**20
+    assert placed([17.0, 17.0, 8.5, 8.5, 3.0], {"a": (1, 500 * mb), "b": (1, 1000 * mb)},
+                  needs=[800 * mb, 800 * mb, 100 * mb, 100 * mb, 2000 * mb]) == ["b", "b", "a", "a", None]
