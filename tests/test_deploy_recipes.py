@@ -32,6 +32,23 @@ def test_the_worker_environment_has_one_thread_a_cache_and_the_endpoint_but_no_s
     assert "do-not-copy" not in repr(env) and not any("SECRET" in k or "KEY" in k for k in env)
 
 
+def test_the_worker_environment_carries_the_kernel_choices_set_here(monkeypatch):
+    """The BLAS's and numpy's kernel choices of this process go to the
+    workers when set (a worker without ``OPENBLAS_CORETYPE`` picks its own
+    kernels: on this machine's image, SkylakeX's against the client's
+    Haswell, and K-means' centres 1e-15 apart), and only then."""
+    r = _recipes()
+    for k in r.KERNEL_CHOICES:
+        monkeypatch.delenv(k, raising=False)
+    assert not set(r.KERNEL_CHOICES) & set(r.worker_env())
+    monkeypatch.setenv("OPENBLAS_CORETYPE", "Haswell")
+    monkeypatch.setenv("OPENBLAS_L2_SIZE", "512")
+    monkeypatch.setenv("NPY_DISABLE_CPU_FEATURES", "")
+    env = r.worker_env()
+    assert env["OPENBLAS_CORETYPE"] == "Haswell" and env["OPENBLAS_L2_SIZE"] == "512"
+    assert "NPY_DISABLE_CPU_FEATURES" not in env  # empty: not set
+
+
 @pytest.mark.parametrize("recipe, package", [("slurm", "dask-jobqueue"), ("pbs", "dask-jobqueue"),
                                              ("kubernetes", "dask-kubernetes"), ("coiled", "coiled")])
 def test_each_recipe_names_its_missing_package(recipe, package):

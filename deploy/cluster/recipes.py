@@ -11,7 +11,13 @@ needs. Every recipe passes the same :func:`worker_env` to its workers:
   read-only, or a container running as another user, cannot cache beside
   the package);
 - for an S3-protocol store outside AWS, the endpoint
-  (``FSSPEC_S3_ENDPOINT_URL``), copied from this process's environment.
+  (``FSSPEC_S3_ENDPOINT_URL``), copied from this process's environment;
+- the BLAS's and numpy's kernel choices set in this process's environment
+  (:data:`KERNEL_CHOICES`: ``OPENBLAS_CORETYPE``, ...): a worker without
+  them picks its own kernels by the CPU, which may round otherwise (a
+  machine image that sets ``OPENBLAS_CORETYPE=Haswell`` on an AVX-512 CPU:
+  workers started without it took OpenBLAS' SkylakeX kernels, and
+  K-means' centres came out 1e-15 apart from the client's).
 
 Credentials are never in :func:`worker_env`: give them the platform's way
 (an IAM role / workload identity, a Kubernetes secret mounted as
@@ -39,12 +45,18 @@ PASSED_THROUGH = ("FSSPEC_S3_ENDPOINT_URL", "AWS_ENDPOINT_URL", "AWS_DEFAULT_REG
                   "INFOCLUST_STORAGE")
 
 
+#: the variables that choose the BLAS's and numpy's kernels, copied from this process to the workers when set: the
+#: same kernels round the same way (docs/conventions.md, the same answer everywhere)
+KERNEL_CHOICES = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "MKL_CBWR", "MKL_ENABLE_INSTRUCTIONS",
+                  "NPY_DISABLE_CPU_FEATURES", "NPY_ENABLE_CPU_FEATURES")
+
+
 def worker_env(numba_cache: str = "/tmp/infoclust-numba-cache") -> dict[str, str]:
     """The environment every dask worker of this project needs (module notes)."""
     env = {name: "1" for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                                   "NUMBA_NUM_THREADS")}
     env["NUMBA_CACHE_DIR"] = numba_cache
-    env.update({k: os.environ[k] for k in PASSED_THROUGH if os.environ.get(k)})
+    env.update({k: os.environ[k] for k in PASSED_THROUGH + KERNEL_CHOICES if os.environ.get(k)})
     return env
 
 

@@ -36,6 +36,14 @@ def services():
     return mod
 
 
+def _recipes():
+    """``deploy/cluster/recipes.py`` as a module (a file to copy, not part of the package)."""
+    spec = importlib.util.spec_from_file_location("cluster_recipes", ROOT / "deploy" / "cluster" / "recipes.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def _bin(name: str) -> str:
     return str(Path(sys.executable).with_name(name))
 
@@ -67,8 +75,12 @@ class HostCluster:
 
     def env(self, home: Path) -> dict:
         """A host's environment: nothing of the client's but PATH, the
-        deployment's worker settings (one BLAS thread) and the endpoint and
-        keys of the object store."""
+        deployment's worker settings (one BLAS thread; the BLAS's and
+        numpy's kernel choices of the machine's image, as
+        ``deploy/cluster/recipes.py::KERNEL_CHOICES`` passes them: this
+        machine's sets ``OPENBLAS_CORETYPE=Haswell`` on an AVX-512 CPU, and
+        workers without it took other kernels and rounded K-means' centres
+        otherwise) and the endpoint and keys of the object store."""
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "LANG": "C.UTF-8",
                "PYTHONDONTWRITEBYTECODE": "1", **S3_KEYS,
                "FSSPEC_S3_ENDPOINT_URL": self.s3_url, "AWS_ENDPOINT_URL": self.s3_url}
@@ -76,6 +88,7 @@ class HostCluster:
                                       "NUMBA_NUM_THREADS")})
         if os.environ.get("NUMBA_CACHE_DIR"):
             env["NUMBA_CACHE_DIR"] = os.environ["NUMBA_CACHE_DIR"]
+        env.update({k: os.environ[k] for k in _recipes().KERNEL_CHOICES if os.environ.get(k)})
         return env
 
     def up(self, timeout: float = 120.0) -> HostCluster:
