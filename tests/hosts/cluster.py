@@ -28,20 +28,22 @@ S3_KEYS = {"AWS_ACCESS_KEY_ID": "infoclust-hosts", "AWS_SECRET_ACCESS_KEY": "inf
            "AWS_DEFAULT_REGION": "us-east-1"}
 
 
-def services():
-    """``deploy/local/services.py`` as a module (a script, not part of the package)."""
-    spec = importlib.util.spec_from_file_location("local_services", ROOT / "deploy" / "local" / "services.py")
+def _script(name: str, *parts: str):
+    """A file of ``deploy/`` (a script or a file to copy, not part of the package) as a module."""
+    spec = importlib.util.spec_from_file_location(name, ROOT.joinpath("deploy", *parts))
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+def services():
+    """``deploy/local/services.py`` as a module."""
+    return _script("local_services", "local", "services.py")
 
 
 def _recipes():
-    """``deploy/cluster/recipes.py`` as a module (a file to copy, not part of the package)."""
-    spec = importlib.util.spec_from_file_location("cluster_recipes", ROOT / "deploy" / "cluster" / "recipes.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    """``deploy/cluster/recipes.py`` as a module."""
+    return _script("cluster_recipes", "cluster", "recipes.py")
 
 
 def _bin(name: str) -> str:
