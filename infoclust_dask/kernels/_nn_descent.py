@@ -43,6 +43,10 @@ changes that ends the rounds: both fixed by the steps, not the threads.
 The updates ask for the heap of the update :data:`AHEAD` on before they
 reach it (:func:`~infoclust_dask.kernels._prefetch.prefetch`): the lists
 are larger than the caches and a row's heap is met at random.
+Each list's largest distance (its heap's root) is also kept in ``tops``,
+4 bytes a row: the join and the updates compare with it there (a 1e6-row
+cell's ``tops`` fits the caches, its lists do not), and the join asks for
+the next row's candidates' rows while it joins this row's.
 
 Deterministic: a seeded splitmix64 stream, entries offered in row order,
 equal distances keeping the entry already listed: the same rows and seed
@@ -130,16 +134,18 @@ def _push(keys, ids, flags, row, key, j, flag):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=CACHE, nogil=True)
-def _offer(x, dist, ids, flags, p, q):  # pragma: no cover - compiled
+def _offer(x, dist, ids, flags, tops, p, q):  # pragma: no cover - compiled
     """The pair ``(p, q)`` offered to both rows' lists (as new entries)."""
     if p == q:
         return 0
     d = _dist(x, p, q)
     c = 0
-    if d < dist[p, 0]:
-        c += _push(dist, ids, flags, p, d, q, np.uint8(1))
-    if d < dist[q, 0]:
-        c += _push(dist, ids, flags, q, d, p, np.uint8(1))
+    if d < tops[p] and _push(dist, ids, flags, p, d, q, np.uint8(1)):
+        tops[p] = dist[p, 0]
+        c += 1
+    if d < tops[q] and _push(dist, ids, flags, q, d, p, np.uint8(1)):
+        tops[q] = dist[q, 0]
+        c += 1
     return c
 
 
@@ -206,7 +212,7 @@ def _tree_leaves(x, leaf, seed):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=CACHE, nogil=True, fastmath=True)
-def _join_updates(x, dist, new_i, old_i, lo, hi, n_parts):  # pragma: no cover - compiled
+def _join_updates(x, tops, new_i, old_i, lo, hi, n_parts):  # pragma: no cover - compiled
     """The local join of rows ``lo .. hi - 1`` (new with new, new with old) against
     the lists as they stand (read only): every pair closer than one of its
     rows' largest listed distance becomes an update ``(row, distance,
@@ -227,6 +233,8 @@ def _join_updates(x, dist, new_i, old_i, lo, hi, n_parts):  # pragma: no cover -
     cx = np.empty((2 * nc, dim), dtype=np.float32)
     m_up = 0
     for i in range(lo, hi):
+        if i + 1 < hi:  # the next row's candidates asked for now: they arrive while this row is joined
+            _prefetch_candidates(x, new_i, old_i, i + 1)
         n_new = 0
         for a in range(nc):
             if new_i[i, a] >= 0:
@@ -241,7 +249,7 @@ def _join_updates(x, dist, new_i, old_i, lo, hi, n_parts):  # pragma: no cover -
                 m += 1
         for u in range(m):  # the candidates' rows and largest listed distances copied once a row
             q = cid[u]
-            top[u] = dist[q, 0]
+            top[u] = tops[q]
             for k in range(dim):
                 cx[u, k] = x[q, k]
         if m_up + 2 * n_new * m > cap:  # room for this row's updates (at most two a pair)
@@ -275,6 +283,26 @@ def _join_updates(x, dist, new_i, old_i, lo, hi, n_parts):  # pragma: no cover -
 
 
 @numba.njit(cache=CACHE, nogil=True)
+def _prefetch_candidates(x, new_i, old_i, i):  # pragma: no cover - compiled
+    """The rows of ``x`` of row ``i``'s candidates asked for (old ones only
+    when it has a new one: the join skips it otherwise)."""
+    if new_i[i, 0] < 0:
+        return
+    base = x.ctypes.data
+    step = x.strides[0]
+    for a in range(new_i.shape[1]):
+        q = new_i[i, a]
+        if q >= 0:
+            prefetch(base + q * step)
+            prefetch(base + q * step + step - 1)
+    for a in range(old_i.shape[1]):
+        q = old_i[i, a]
+        if q >= 0:
+            prefetch(base + q * step)
+            prefetch(base + q * step + step - 1)
+
+
+@numba.njit(cache=CACHE, nogil=True)
 def _grouped(up_r, up_j, up_d, m_up, n_parts):  # pragma: no cover - compiled
     """The first ``m_up`` updates grouped by their row's part, the order
     kept within a part (a counting sort), with each part's offsets."""
@@ -305,17 +333,19 @@ def _grown(a, cap, used):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=CACHE, nogil=True)
-def _apply_updates(dist, ids, flags, up_r, up_j, up_d, start, stop):  # pragma: no cover - compiled
-    """Updates ``start .. stop - 1`` pushed in order (:func:`_push`);
-    returns the entries changed."""
+def _apply_updates(dist, ids, flags, tops, up_r, up_j, up_d, start, stop):  # pragma: no cover - compiled
+    """Updates ``start .. stop - 1`` pushed in order (:func:`_push`), each
+    row's largest listed distance kept in ``tops``; returns the entries
+    changed."""
     changed = 0
     for u in range(start, stop):
         if u + AHEAD < stop:  # the heap of the update AHEAD on asked for now (AHEAD: measured)
             _prefetch_rows(dist, ids, flags, up_r[u + AHEAD])
         r = up_r[u]
         d = up_d[u]
-        if d < dist[r, 0]:
-            changed += _push(dist, ids, flags, r, d, up_j[u], np.uint8(1))
+        if d < tops[r] and _push(dist, ids, flags, r, d, up_j[u], np.uint8(1)):
+            tops[r] = dist[r, 0]
+            changed += 1
     return changed
 
 
@@ -332,7 +362,7 @@ def _prefetch_rows(dist, ids, flags, r):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=CACHE, nogil=True, fastmath=True)
-def _leaf_updates(x, dist, order, leaves, a, b, n_parts):  # pragma: no cover - compiled
+def _leaf_updates(x, tops, order, leaves, a, b, n_parts):  # pragma: no cover - compiled
     """Every pair inside leaves ``a .. b - 1`` of one tree (rows ``order``)
     against the lists as they stand: an update for each row of a pair
     closer than its largest listed distance, grouped as
@@ -356,12 +386,12 @@ def _leaf_updates(x, dist, order, leaves, a, b, n_parts):  # pragma: no cover - 
                 for k in range(x.shape[1]):
                     t = x[p, k] - x[q, k]
                     d += t * t
-                if d < dist[p, 0]:
+                if d < tops[p]:
                     up_r[m_up] = p
                     up_j[m_up] = q
                     up_d[m_up] = d
                     m_up += 1
-                if d < dist[q, 0]:
+                if d < tops[q]:
                     up_r[m_up] = q
                     up_j[m_up] = p
                     up_d[m_up] = d
@@ -370,13 +400,13 @@ def _leaf_updates(x, dist, order, leaves, a, b, n_parts):  # pragma: no cover - 
 
 
 @numba.njit(cache=CACHE, nogil=True)
-def _fill_short(x, dist, ids, flags, state):  # pragma: no cover - compiled
+def _fill_short(x, dist, ids, flags, tops, state):  # pragma: no cover - compiled
     """Random rows offered to the lists still short after the trees."""
     n, n_neighbors = ids.shape
     for i in range(n):
         tries = 0
         while ids[i, 0] < 0 and tries < 4 * n_neighbors:
-            _offer(x, dist, ids, flags, i, _below(state, n))
+            _offer(x, dist, ids, flags, tops, i, _below(state, n))
             tries += 1
 
 
@@ -391,6 +421,7 @@ def _start(x, n_neighbors, n_trees, leaf, seed, run, shares):
     dist = np.full((n, n_neighbors), np.inf, dtype=np.float32)
     ids = np.full((n, n_neighbors), -1, dtype=np.int32)
     flags = np.zeros((n, n_neighbors), dtype=np.uint8)
+    tops = np.full(n, np.inf, dtype=np.float32)  # each list's largest distance (dist[:, 0]) in 4 bytes a row
     seeds = [int(_next(state)) & 0x3FFFFFFFFFFFFFFF for _ in range(n_trees)]
     for order, leaves in _trees(run, partial(_tree_leaves, x, leaf), seeds, len(shares)):
         rows = np.cumsum(leaves[:, 1] - leaves[:, 0])  # a step: the leaves reached until STEP_ROWS rows more
@@ -401,11 +432,11 @@ def _start(x, n_neighbors, n_trees, leaf, seed, run, shares):
                 continue
             block = -(-(hi - lo) // STEP_BLOCKS)
             spans = [(a, min(hi, a + block)) for a in range(lo, hi, block)]
-            ups = list(run(partial(_leaves_joined, x, dist, order, leaves), spans))
-            sum(run(partial(_applied, dist, ids, flags, ups), shares))
+            ups = list(run(partial(_leaves_joined, x, tops, order, leaves), spans))
+            sum(run(partial(_applied, dist, ids, flags, tops, ups), shares))
             lo = hi
-    _fill_short(x, dist, ids, flags, state)
-    return dist, ids, flags, state
+    _fill_short(x, dist, ids, flags, tops, state)
+    return dist, ids, flags, tops, state
 
 
 def _trees(run, build, seeds, workers):
@@ -415,8 +446,8 @@ def _trees(run, build, seeds, workers):
         yield from list(run(build, seeds[a:a + workers]))
 
 
-def _leaves_joined(x, dist, order, leaves, span):
-    return _leaf_updates(x, dist, order, leaves, span[0], span[1], ROW_PARTS)
+def _leaves_joined(x, tops, order, leaves, span):
+    return _leaf_updates(x, tops, order, leaves, span[0], span[1], ROW_PARTS)
 
 
 #: updates looked ahead: the row of the update this many on is prefetched (:func:`_apply_updates`; 8 / 16 / 32:
@@ -432,7 +463,7 @@ STEP_BLOCKS = 4
 ROW_PARTS = 8  # a power of two: a row's part is row_part(row, ROW_PARTS)
 
 
-def _round(x, dist, ids, flags, new_i, old_i, run, shares):
+def _round(x, dist, ids, flags, tops, new_i, old_i, run, shares):
     """One round's local join in steps of :data:`STEP_ROWS` rows: a step's
     :data:`STEP_BLOCKS` blocks joined against the lists as they stand
     (:func:`_join_updates`), then its updates pushed part by part
@@ -446,22 +477,22 @@ def _round(x, dist, ids, flags, new_i, old_i, run, shares):
     changed = 0
     for lo in range(0, n, STEP_ROWS):
         spans = [(a, min(n, lo + STEP_ROWS, a + block)) for a in range(lo, min(n, lo + STEP_ROWS), block)]
-        ups = list(run(partial(_joined, x, dist, new_i, old_i), spans))
-        changed += sum(run(partial(_applied, dist, ids, flags, ups), shares))
+        ups = list(run(partial(_joined, x, tops, new_i, old_i), spans))
+        changed += sum(run(partial(_applied, dist, ids, flags, tops, ups), shares))
     return changed
 
 
-def _joined(x, dist, new_i, old_i, span):
-    return _join_updates(x, dist, new_i, old_i, span[0], span[1], ROW_PARTS)
+def _joined(x, tops, new_i, old_i, span):
+    return _join_updates(x, tops, new_i, old_i, span[0], span[1], ROW_PARTS)
 
 
-def _applied(dist, ids, flags, ups, parts):
+def _applied(dist, ids, flags, tops, ups, parts):
     """The updates of the rows of ``parts``, every block's in order."""
     changed = 0
     for g in parts:
         for r, j, d, off in ups:
             if off[g + 1] > off[g]:
-                changed += _apply_updates(dist, ids, flags, r, j, d, off[g], off[g + 1])
+                changed += _apply_updates(dist, ids, flags, tops, r, j, d, off[g], off[g + 1])
     return changed
 
 
@@ -495,10 +526,10 @@ def nn_descent(x: np.ndarray, n_neighbors: int, *, max_candidates: int | None = 
     run = map if pool is None else pool.map
     shares = [range(w, ROW_PARTS, workers) for w in range(workers)]  # each thread's parts of the rows
     try:
-        dist, ids, flags, state = _start(xp, k, trees, max(k, 10), seed, run, shares)
+        dist, ids, flags, tops, state = _start(xp, k, trees, max(k, 10), seed, run, shares)
         for _ in range(iters):
             new_i, old_i = candidates(ids, flags, n_cand, int(_next(state)), run, shares, ROW_PARTS)
-            changed = _round(xp, dist, ids, flags, new_i, old_i, run, shares)
+            changed = _round(xp, dist, ids, flags, tops, new_i, old_i, run, shares)
             del new_i, old_i  # not held while the next round's are sampled: 8 bytes a row and candidate
             if changed <= float(delta) * n * k:
                 break
@@ -507,9 +538,32 @@ def nn_descent(x: np.ndarray, n_neighbors: int, *, max_candidates: int | None = 
             pool.shutdown()
     inverse = np.empty(n, dtype=np.int64)
     inverse[perm] = np.arange(n)
-    dist, ids = dist[inverse], ids[inverse]
-    order = np.lexsort((ids, dist), axis=1)  # (ties: the smaller position in leaf order)
-    ids = np.take_along_axis(ids, order, 1).astype(np.int64)
-    dist = np.take_along_axis(dist, order, 1)
-    out = np.where(np.isfinite(dist) & (ids >= 0), perm[np.maximum(ids, 0)], -1)
+    return _answer(dist, ids, perm, inverse)
+
+
+@numba.njit(cache=CACHE, nogil=True)
+def _answer(dist, ids, perm, inverse):  # pragma: no cover - compiled
+    """The lists in the rows' own order and numbers: row ``r``'s is row
+    ``inverse[r]``'s of the search, sorted by distance (ties: the smaller
+    position in leaf order; an insertion sort of each list, where numpy's
+    ``lexsort`` and gathers of the whole arrays took 3.4 s of a 1e6-row
+    cell), its entries mapped through ``perm``, ``-1`` where empty."""
+    n, k = ids.shape
+    out = np.empty((n, k), dtype=np.int64)
+    d = np.empty(k, dtype=np.float32)
+    j = np.empty(k, dtype=np.int64)
+    for r in range(n):
+        p = inverse[r]
+        for s in range(k):  # insert entry s into the sorted d[:s], j[:s]
+            ds = dist[p, s]
+            js = np.int64(ids[p, s])
+            c = s
+            while c > 0 and (d[c - 1] > ds or (d[c - 1] == ds and j[c - 1] > js)):
+                d[c] = d[c - 1]
+                j[c] = j[c - 1]
+                c -= 1
+            d[c] = ds
+            j[c] = js
+        for s in range(k):
+            out[r, s] = perm[j[s]] if j[s] >= 0 and d[s] < np.inf else -1
     return out

@@ -133,3 +133,50 @@ def test_the_same_graph_on_any_number_of_threads(step_rows, monkeypatch):
             np.testing.assert_array_equal(nn_descent(x, 26, seed=4, n_iters=rounds, threads=threads), one)
     rows = np.sort(rng.choice(len(x), 400, replace=False))
     assert _recall(x, one, rows, 10) >= 0.99
+
+
+def test_the_answer_sorts_each_list_as_lexsort_does():
+    """The lists are handed back sorted by distance, ties by the smaller
+    position in leaf order, mapped to the rows' numbers, -1 where empty
+    (:func:`_answer`, a compiled insertion sort) - the same as numpy's
+    ``lexsort`` and gathers they replace, on lists with ties, empty
+    entries and a list with none."""
+    from infoclust_dask.kernels._nn_descent import _answer
+
+    rng = np.random.default_rng(12)
+    n, k = 300, 9
+    dist = rng.integers(0, 4, (n, k)).astype(np.float32)  # few values: many ties
+    ids = np.stack([rng.permutation(n)[:k] for _ in range(n)]).astype(np.int32)
+    empty = rng.random((n, k)) < 0.2
+    dist[empty], ids[empty] = np.inf, -1
+    dist[7], ids[7] = np.inf, -1  # a row with no entries
+    perm = rng.permutation(n)
+    inverse = np.empty(n, dtype=np.int64)
+    inverse[perm] = np.arange(n)
+    d, i = dist[inverse], ids[inverse]
+    order = np.lexsort((i, d), axis=1)
+    i = np.take_along_axis(i, order, 1).astype(np.int64)
+    d = np.take_along_axis(d, order, 1)
+    want = np.where(np.isfinite(d) & (i >= 0), perm[np.maximum(i, 0)], -1)
+    np.testing.assert_array_equal(_answer(dist, ids, perm, inverse), want)
+
+
+def test_each_lists_largest_distance_is_kept_beside_it():
+    """The join and the updates read a list's largest distance from
+    ``tops`` (4 bytes a row, cached) instead of the list: after the start
+    and after every round it must equal ``dist[:, 0]``, the heap's root
+    (a stale, smaller value would drop neighbours; a larger one only costs
+    time)."""
+    from infoclust_dask.kernels import _nn_descent as M
+    from infoclust_dask.kernels._nn_candidates import candidates
+
+    rng = np.random.default_rng(13)
+    x = rng.standard_normal((6_000, 8)).astype(np.float32)
+    x[100:300] = x[:200]
+    shares = [range(M.ROW_PARTS)]
+    dist, ids, flags, tops, state = M._start(x, 12, 3, 12, 5, map, shares)
+    np.testing.assert_array_equal(tops, dist[:, 0])
+    for _ in range(3):
+        new_i, old_i = candidates(ids, flags, 12, int(M._next(state)), map, shares, M.ROW_PARTS)
+        M._round(x, dist, ids, flags, tops, new_i, old_i, map, shares)
+        np.testing.assert_array_equal(tops, dist[:, 0])
