@@ -9,7 +9,11 @@ thread on a 2-core Zen 4 EPYC: 8.4-8.8 s at recall 0.9940, 5.1 s on two
 threads (2026-12-06; 11.4-12.7 s before the candidates were sampled row
 by row, the updates prefetched and a row's candidates copied side by
 side; on the Zen 3 EPYC 13.8-14.5 s then, pynndescent 0.7 13.2 s warm,
-45.4 s in a new process).
+45.4 s in a new process). On a 2-core Zen 5 EPYC, width 28, interleaved
+with the code before ``tops``, the next row's prefetch and the compiled
+answer sort (``benchmarks/nn_descent_ab.py``, 2026-12-07): 2e5 rows
+8.87 s against 10.30 (medians of 3), 1e6 rows 55.8 against 59.7 (one
+turn of three the other way: the lists' random reads dominate there).
 
 The algorithm, as in the paper with the refinements of pynndescent
 (McInnes), which this module replaces:
