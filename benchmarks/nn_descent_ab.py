@@ -47,6 +47,18 @@ def _old_modules(rev: str, folder: Path):
     return module
 
 
+def _start_of(module):
+    """``build(x, width, seed)`` running only ``module``'s start, as its
+    ``nn_descent`` would (the trees' count and leaf size), returning the
+    lists' ids (equal ids: the same start)."""
+    def build(x, width, seed=0):
+        n = x.shape[0]
+        trees = int(max(3, min(12, round(2.0 * np.log10(max(n, 2))))))
+        out = module._start(x, width, trees, max(width, 10), seed, map, [range(module.ROW_PARTS)])
+        return out[1]
+    return build
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--rev", required=True, help="the earlier revision (a commit or tag)")
@@ -54,17 +66,21 @@ def main() -> None:
     p.add_argument("--d", type=int, default=16)
     p.add_argument("--width", type=int, default=28, help="n_neighbors (28: SMIC's cells of 1e6 rows at t = 10)")
     p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--start-only", action="store_true",
+                   help="time only the start (the random-projection trees and their leaves' pairs, `_start`)")
     a = p.parse_args()
 
     from infoclust_dask.kernels import _nn_descent as here
 
     with tempfile.TemporaryDirectory() as tmp:
-        builders = {a.rev: _old_modules(a.rev, Path(tmp)).nn_descent, "here": here.nn_descent}
+        modules = {a.rev: _old_modules(a.rev, Path(tmp)), "here": here}
+        builders = {k: (_start_of(m) if a.start_only else m.nn_descent) for k, m in modules.items()}
         x = np.random.default_rng(0).standard_normal((a.n, a.d)).astype(np.float32)
         for build in builders.values():  # compiled before any turn is timed
             build(x[:3000], a.width)
         spent: dict[str, list[float]] = {k: [] for k in builders}
-        print(f"NN-descent, {a.n} Gaussian rows x {a.d}, width {a.width}, one thread: {a.rev} against this checkout")
+        what = "NN-descent's start" if a.start_only else "NN-descent"
+        print(f"{what}, {a.n} Gaussian rows x {a.d}, width {a.width}, one thread: {a.rev} against this checkout")
         for turn in range(a.repeats):
             graphs = {}
             for name, build in builders.items():
