@@ -79,8 +79,24 @@ def _keep_at(cand, row, seen, which, j, check, seed):  # pragma: no cover - comp
 
 
 @numba.njit(cache=CACHE, nogil=True)
-def _reverse(ids, flags, mask):  # pragma: no cover - compiled
-    """The rows listing each row of the parts ``mask`` holds
+def _active(ids, flags):  # pragma: no cover - compiled
+    """The rows that take part in a round: those with a new entry in
+    their own list or listed by another row as new (every other row has
+    no new candidate, so the join skips it; in the last rounds they are
+    most rows)."""
+    n, k = ids.shape
+    active = np.zeros(n, dtype=np.uint8)
+    for i in range(n):
+        for s in range(k):
+            if flags[i, s] == 1 and ids[i, s] >= 0:
+                active[i] = 1
+                active[ids[i, s]] = 1
+    return active
+
+
+@numba.njit(cache=CACHE, nogil=True)
+def _reverse(ids, flags, mask, active):  # pragma: no cover - compiled
+    """The rows listing each ``active`` row of the parts ``mask`` holds
     (``mask[row_part(row, len(mask))]``, a power of two long), in row
     order, with the entry's flag: offsets ``ptr`` (row ``j``'s at ``ptr[j] .. ptr[j + 1] - 1``),
     ``src``, ``flag`` (a counting sort of the lists' entries)."""
@@ -90,7 +106,7 @@ def _reverse(ids, flags, mask):  # pragma: no cover - compiled
     for i in range(n):
         for s in range(k):
             j = ids[i, s]
-            if j >= 0 and mask[row_part(j, n_parts)]:
+            if j >= 0 and active[j] and mask[row_part(j, n_parts)]:
                 ptr[j + 1] += 1
     for j in range(n):
         ptr[j + 1] += ptr[j]
@@ -100,7 +116,7 @@ def _reverse(ids, flags, mask):  # pragma: no cover - compiled
     for i in range(n):
         for s in range(k):
             j = ids[i, s]
-            if j >= 0 and mask[row_part(j, n_parts)]:
+            if j >= 0 and active[j] and mask[row_part(j, n_parts)]:
                 src[fill[j]] = i
                 flag[fill[j]] = flags[i, s]
                 fill[j] += 1
@@ -108,7 +124,7 @@ def _reverse(ids, flags, mask):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=CACHE, nogil=True)
-def _candidates_rows(ids, flags, seed, new_i, old_i, mask, ptr, src, flag):  # pragma: no cover - compiled
+def _candidates_rows(ids, flags, seed, new_i, old_i, mask, active, ptr, src, flag):  # pragma: no cover - compiled
     """A round's candidates for the rows of the parts ``mask`` holds, row
     by row (``ptr, src, flag``: :func:`_reverse` of the lists as the round
     began). Each row's new and old candidates: its own list's entries, then
@@ -123,7 +139,7 @@ def _candidates_rows(ids, flags, seed, new_i, old_i, mask, ptr, src, flag):  # p
     n_cand = new_i.shape[1]
     seen = np.zeros(2, dtype=np.int64)
     for i in range(n):
-        if not mask[row_part(i, n_parts)]:
+        if not (active[i] and mask[row_part(i, n_parts)]):
             continue
         for stage in range(2):  # 0: the new candidates (flag 1), 1: the old ones (flag 0)
             cand = new_i if stage == 0 else old_i
@@ -160,7 +176,8 @@ def candidates(ids: np.ndarray, flags: np.ndarray, n_cand: int, seed: int, run: 
     new_i = np.full((n, n_cand), -1, dtype=np.int32)
     old_i = np.full((n, n_cand), -1, dtype=np.int32)
     masks = [np.isin(np.arange(n_parts), list(share)) for share in (shares or [range(n_parts)])]
-    reverse = list(run(partial(_reverse, ids, flags), masks))  # all read before any row's flags change
-    list(run(lambda mask, rev: _candidates_rows(ids, flags, np.uint64(seed), new_i, old_i, mask, *rev), masks,
-             reverse))
+    active = _active(ids, flags)  # (rows with no new candidate: nothing to sample, no flag to change)
+    reverse = list(run(partial(_reverse, ids, flags, active=active), masks))  # all read before any flag changes
+    list(run(lambda mask, rev: _candidates_rows(ids, flags, np.uint64(seed), new_i, old_i, mask, active, *rev),
+             masks, reverse))
     return new_i, old_i

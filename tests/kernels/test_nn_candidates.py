@@ -90,3 +90,31 @@ def test_candidates_are_the_rule_read_row_by_row(threads, n, k, n_cand):
     np.testing.assert_array_equal(new, want_new)
     np.testing.assert_array_equal(old, want_old)
     np.testing.assert_array_equal(got_flags, want_flags)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_late_round_with_few_new_entries_is_the_rule_too(threads):
+    """The last rounds: a few new entries, most rows with no new
+    candidate (their reverse lists are not gathered and they are not
+    swept). A row active only because another row lists it as new, a row
+    active only by its own new entry, and every other row: as the rule."""
+    n, k, n_cand = 400, 8, 6
+    ids, _ = _lists(n, k, seed=7)
+    flags = np.zeros_like(ids, dtype=np.uint8)
+    flags[30, 2] = 1  # row 30: its own new entry ...
+    target = int(ids[30, 2])
+    flags[50, :] = 0
+    flags[61, 0] = 1  # ... and row ids[61, 0] listed as new by row 61, with nothing new of its own
+    only_reverse = int(ids[61, 0])
+    flags[only_reverse] = 0
+    flags[ids < 0] = 0
+    seed = 0x0F0F_1234_5678_9ABC
+    want_new, want_old, want_flags = _reference(ids, flags, n_cand, seed)
+    assert (want_new[only_reverse] >= 0).any() and (want_new[30] >= 0).any() and (want_new[target] >= 0).any()
+    assert (want_new >= 0).any(axis=1).sum() <= 6  # most rows take no part
+    got_flags = flags.copy()
+    with ThreadPoolExecutor(threads) as pool:
+        new, old = candidates(ids, got_flags, n_cand, seed, pool.map, [range(w, 8, threads) for w in range(threads)], 8)
+    np.testing.assert_array_equal(new, want_new)
+    np.testing.assert_array_equal(old, want_old)
+    np.testing.assert_array_equal(got_flags, want_flags)
