@@ -1,7 +1,7 @@
 """The compiled loops (numba) of the neighbour searches
 (:mod:`infoclust_dask.kernels.knn`): the ``k`` smallest entries of each row
-of the rows of a distance table, and the exact squared distances of
-candidate pairs.
+of the rows of a distance table, the exact squared distances of
+candidate pairs, and each row's smallest entries of a table sorted.
 
 One thread each, without the GIL (``nogil``), as the other compiled loops
 (:mod:`infoclust_dask.kernels._loops`): a dask worker runs as many as it
@@ -91,3 +91,45 @@ def nearest_centres(x: np.ndarray, centers: np.ndarray) -> np.ndarray:  # pragma
                 arg = c
         out[r] = arg
     return out
+
+
+@numba.njit(cache=CACHE, nogil=True)
+def _before(da, ia, db, ib):  # pragma: no cover - compiled
+    """``(da, ia)`` sorts before ``(db, ib)``: by the value, NaN last (as
+    numpy sorts), then by the index."""
+    if da < db or (db != db and da == da):
+        return True
+    if da == db or (da != da and db != db):
+        return ia < ib
+    return False
+
+
+@numba.njit(cache=CACHE, nogil=True)
+def smallest_sorted(d2: np.ndarray, idx: np.ndarray, t: int) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover
+    """Each row's ``t`` smallest entries of ``d2`` (``t`` at most the
+    columns) with their ``idx``, sorted by value, ties by the smaller
+    index, equal pairs in column order: what a stable ``np.lexsort((idx,
+    d2), axis=1)[:, :t]`` picks (NaN last), by one insertion sort of ``t``
+    a row (1e6 x 28 to 10: 2.2 s by ``lexsort`` and ``take_along_axis``)."""
+    n, m = d2.shape
+    od = np.empty((n, t), dtype=np.float64)
+    oi = np.empty((n, t), dtype=np.int64)
+    for r in range(n):
+        c = 0
+        for j in range(m):
+            dv = d2[r, j]
+            iv = idx[r, j]
+            if c < t:
+                p = c
+                c += 1
+            elif _before(dv, iv, od[r, t - 1], oi[r, t - 1]):
+                p = t - 1
+            else:
+                continue
+            while p > 0 and _before(dv, iv, od[r, p - 1], oi[r, p - 1]):
+                od[r, p] = od[r, p - 1]
+                oi[r, p] = oi[r, p - 1]
+                p -= 1
+            od[r, p] = dv
+            oi[r, p] = iv
+    return od, oi

@@ -152,14 +152,21 @@ def _without_own(ind, own):
 
 def knn_top(d2: np.ndarray, idx: np.ndarray, t: int) -> tuple[np.ndarray, np.ndarray]:
     """The ``t`` smallest entries per row of ``d2`` with their ``idx``
-    (ties broken by the smaller index), sorted; padded with inf / -1."""
+    (ties broken by the smaller index), sorted; padded with inf / -1
+    (compiled: :func:`~infoclust_dask.kernels._knn_loops.smallest_sorted`;
+    float64 values, ``idx``'s integer type kept)."""
+    from ._knn_loops import smallest_sorted
+
     n, m = d2.shape
+    idx = np.asarray(idx)
     if m < t:
         d2 = np.hstack([d2, np.full((n, t - m), np.inf)])
-        idx = np.hstack([idx, np.full((n, t - m), -1)])
-        m = t
-    order = np.lexsort((idx, d2), axis=1)[:, :t] if n else np.zeros((0, t), dtype=np.intp)
-    return np.take_along_axis(d2, order, 1), np.take_along_axis(np.asarray(idx), order, 1)
+        idx = np.hstack([idx, np.full((n, t - m), -1, dtype=idx.dtype)])
+    if n == 0:
+        return np.zeros((0, t)), np.zeros((0, t), dtype=idx.dtype)
+    od, oi = smallest_sorted(np.ascontiguousarray(d2, dtype=np.float64), np.ascontiguousarray(idx, dtype=np.int64),
+                             int(t))
+    return od, oi.astype(idx.dtype, copy=False)
 
 
 def knn_merge(parts: list[dict]) -> tuple[np.ndarray, np.ndarray]:
