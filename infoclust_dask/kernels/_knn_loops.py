@@ -14,6 +14,7 @@ import numba
 import numpy as np
 
 from ._cache import can_cache
+from ._prefetch import prefetch
 
 CACHE = can_cache()
 
@@ -58,7 +59,15 @@ def pair_distances(xq: np.ndarray, xd: np.ndarray, ind: np.ndarray) -> np.ndarra
     m, k = ind.shape
     d = xq.shape[1]
     out = np.empty((m, k), dtype=np.float64)
+    base = xd.ctypes.data
+    step = xd.strides[0]
     for r in range(m):
+        if r + 1 < m:  # the next row's candidates asked for now (1e6 x 28 at random: 1.8-2.3 -> 1.4 s)
+            for j in range(k):
+                c = ind[r + 1, j]
+                if c >= 0:
+                    prefetch(base + c * step)
+                    prefetch(base + c * step + step - 1)
         for j in range(k):
             c = ind[r, j]
             if c < 0:

@@ -1,6 +1,7 @@
 """Each row's t smallest entries (kernels.knn.knn_top, compiled) against
 numpy's stable lexsort by (value, index): ties, infinities, NaN, padding,
-int32 indices, narrow tables."""
+int32 indices, narrow tables; and the candidates' exact distances
+(kernels._knn_loops.pair_distances) against numpy's."""
 
 import numpy as np
 import pytest
@@ -51,3 +52,23 @@ def test_real_distances_with_equal_values_order_by_index():
     want = _numpy_top(d2, idx, 10)
     np.testing.assert_array_equal(got[0], want[0])
     np.testing.assert_array_equal(got[1], want[1])
+
+
+def test_pair_distances_are_numpys_bits():
+    """The re-ranking's float64 distances: numpy's differences squared and
+    summed left to right, ``inf`` for empty entries, on rows far apart in
+    memory (the loop asks for the next row's candidates ahead)."""
+    from infoclust_dask.kernels._knn_loops import pair_distances
+
+    rng = np.random.default_rng(5)
+    xd = rng.standard_normal((5000, 16)) * 10.0 ** rng.integers(-3, 4, (5000, 1))
+    ind = rng.integers(0, 5000, (700, 28))
+    ind[::5, -3:] = -1
+    xq = xd[rng.integers(0, 5000, 700)]
+    got = pair_distances(xq, xd, ind)
+    diff = xq[:, None, :] - xd[np.maximum(ind, 0)]
+    want = np.zeros(ind.shape)
+    for f in range(16):  # in order, as the loop sums
+        want += diff[:, :, f] * diff[:, :, f]
+    want[ind < 0] = np.inf
+    np.testing.assert_array_equal(got, want)
