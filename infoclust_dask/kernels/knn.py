@@ -16,13 +16,13 @@ cell's own rows and is dropped when its task ends, so each row is searched
 once and no graph waits for another task. (Earlier designs: an HNSW index
 per row block queried by every block searched every row ``B`` times for
 ``B`` blocks; an HNSW index per cell kept until the rows near its boundary
-had asked it held every cell's index in memory at once: 4.9 GB at 1e7
-rows; an HNSW index per cell answering its own rows, faiss'
-``IndexHNSWFlat``, cost 1.7-2.6x NN-descent's time at lower recall,
-docs/BENCHMARKS.md; a partition into cells of ~1000 rows with each row's
-candidates from the nearest 8-16 cells by matrix products reached recall
-0.31-0.45 on 16-dimensional Gaussian rows: in 16 dimensions a row's tenth
-neighbour lies beyond most small cells' boundaries.)
+had asked it held every cell's index in memory at once: 4.9 GB at 1e7 rows;
+an HNSW index per cell answering its own rows, faiss' ``IndexHNSWFlat``,
+cost 1.7-2.6x NN-descent's time at lower recall, docs/BENCHMARKS.md; a
+partition into cells of ~1000 rows with each row's candidates from the
+nearest 8-16 cells by matrix products reached recall 0.31-0.45 on
+16-dimensional Gaussian rows: in 16 dimensions a row's tenth neighbour
+lies beyond most small cells' boundaries.)
 """
 
 from __future__ import annotations
@@ -151,10 +151,9 @@ def _without_own(ind, own):
 
 
 def knn_top(d2: np.ndarray, idx: np.ndarray, t: int) -> tuple[np.ndarray, np.ndarray]:
-    """The ``t`` smallest entries per row of ``d2`` with their ``idx``
-    (ties broken by the smaller index), sorted; padded with inf / -1
-    (compiled: :func:`~infoclust_dask.kernels._knn_loops.smallest_sorted`;
-    float64 values, ``idx``'s integer type kept)."""
+    """The ``t`` smallest entries per row of ``d2`` with their ``idx`` (ties
+    broken by the smaller index), sorted, padded with inf / -1; float64 values,
+    ``idx``'s integer type (compiled: :func:`~infoclust_dask.kernels._knn_loops.smallest_sorted`)."""
     from ._knn_loops import smallest_sorted
 
     n, m = d2.shape
@@ -164,8 +163,8 @@ def knn_top(d2: np.ndarray, idx: np.ndarray, t: int) -> tuple[np.ndarray, np.nda
         idx = np.hstack([idx, np.full((n, t - m), -1, dtype=idx.dtype)])
     if n == 0:
         return np.zeros((0, t)), np.zeros((0, t), dtype=idx.dtype)
-    od, oi = smallest_sorted(np.ascontiguousarray(d2, dtype=np.float64), np.ascontiguousarray(idx, dtype=np.int64),
-                             int(t))
+    d2, wide = np.ascontiguousarray(d2, dtype=np.float64), np.ascontiguousarray(idx, dtype=np.int64)
+    od, oi = smallest_sorted(d2, wide, int(t))
     return od, oi.astype(idx.dtype, copy=False)
 
 
