@@ -14,7 +14,7 @@ import numba
 import numpy as np
 
 from ._cache import can_cache
-from ._prefetch import prefetch
+from ._prefetch import prefetch_row
 
 CACHE = can_cache()
 
@@ -59,15 +59,11 @@ def pair_distances(xq: np.ndarray, xd: np.ndarray, ind: np.ndarray) -> np.ndarra
     m, k = ind.shape
     d = xq.shape[1]
     out = np.empty((m, k), dtype=np.float64)
-    base = xd.ctypes.data
-    step = xd.strides[0]
     for r in range(m):
         if r + 1 < m:  # the next row's candidates asked for now (1e6 x 28 at random: 1.8-2.3 -> 1.4 s)
             for j in range(k):
-                c = ind[r + 1, j]
-                if c >= 0:
-                    prefetch(base + c * step)
-                    prefetch(base + c * step + step - 1)
+                if ind[r + 1, j] >= 0:
+                    prefetch_row(xd, ind[r + 1, j])
         for j in range(k):
             c = ind[r, j]
             if c < 0:

@@ -72,7 +72,7 @@ import numpy as np
 
 from ._cache import can_cache
 from ._nn_candidates import candidates, mix64, row_part
-from ._prefetch import prefetch
+from ._prefetch import prefetch, prefetch_row
 
 __all__ = ["nn_descent"]
 
@@ -171,8 +171,6 @@ def _tree_leaves(x, leaf, seed):  # pragma: no cover - compiled
     tmp = np.empty(n, dtype=np.int64)
     leaves = np.empty((n + 1, 2), dtype=np.int64)
     n_leaves = 0
-    base = x.ctypes.data
-    step = x.strides[0]
     while top > 0:
         top -= 1
         lo = stack[top, 0]
@@ -188,9 +186,7 @@ def _tree_leaves(x, leaf, seed):  # pragma: no cover - compiled
         left = 0
         for s in range(lo, hi):
             if s + TREE_AHEAD < hi:
-                q = order[s + TREE_AHEAD]
-                prefetch(base + q * step)
-                prefetch(base + q * step + step - 1)
+                prefetch_row(x, order[s + TREE_AHEAD])
             r = order[s]
             v = np.float32(0.0)
             for k in range(dim):  # which side of the bisector of rows a and b
@@ -300,18 +296,12 @@ def _prefetch_candidates(x, new_i, old_i, i):  # pragma: no cover - compiled
     when it has a new one: the join skips it otherwise)."""
     if new_i[i, 0] < 0:
         return
-    base = x.ctypes.data
-    step = x.strides[0]
     for a in range(new_i.shape[1]):
-        q = new_i[i, a]
-        if q >= 0:
-            prefetch(base + q * step)
-            prefetch(base + q * step + step - 1)
+        if new_i[i, a] >= 0:
+            prefetch_row(x, new_i[i, a])
     for a in range(old_i.shape[1]):
-        q = old_i[i, a]
-        if q >= 0:
-            prefetch(base + q * step)
-            prefetch(base + q * step + step - 1)
+        if old_i[i, a] >= 0:
+            prefetch_row(x, old_i[i, a])
 
 
 @numba.njit(cache=CACHE, nogil=True)
@@ -363,13 +353,10 @@ def _apply_updates(dist, ids, flags, tops, up_r, up_j, up_d, start, stop):  # pr
 
 @numba.njit(cache=CACHE, nogil=True)
 def _prefetch_rows(dist, ids, flags, r):  # pragma: no cover - compiled
-    """Row ``r`` of the lists asked for (its first and last byte in each)."""
-    at = dist.ctypes.data + r * dist.strides[0]
-    prefetch(at)
-    prefetch(at + dist.strides[0] - 1)
-    at = ids.ctypes.data + r * ids.strides[0]
-    prefetch(at)
-    prefetch(at + ids.strides[0] - 1)
+    """Row ``r`` of the lists asked for (its first and last byte in each;
+    the flags' first)."""
+    prefetch_row(dist, r)
+    prefetch_row(ids, r)
     prefetch(flags.ctypes.data + r * flags.strides[0])
 
 
@@ -416,13 +403,9 @@ def _leaf_updates(x, tops, order, leaves, a, b, n_parts):  # pragma: no cover - 
 @numba.njit(cache=CACHE, nogil=True)
 def _prefetch_leaf(x, tops, order, lo, hi):  # pragma: no cover - compiled
     """The rows ``order[lo .. hi - 1]`` of ``x`` and their ``tops`` asked for."""
-    base = x.ctypes.data
-    step = x.strides[0]
     for u in range(lo, hi):
-        q = order[u]
-        prefetch(base + q * step)
-        prefetch(base + q * step + step - 1)
-        prefetch(tops.ctypes.data + q * tops.strides[0])
+        prefetch_row(x, order[u])
+        prefetch(tops.ctypes.data + order[u] * tops.strides[0])
 
 
 @numba.njit(cache=CACHE, nogil=True)

@@ -17,11 +17,14 @@ from __future__ import annotations
 
 from typing import Callable, cast
 
+import numba
 from llvmlite import ir
 from numba.core import types
 from numba.extending import intrinsic
 
-__all__ = ["prefetch"]
+from ._cache import can_cache
+
+__all__ = ["prefetch", "prefetch_row"]
 
 
 @intrinsic
@@ -45,3 +48,12 @@ def _prefetch(typingctx, address):  # pragma: no cover - compiled
 
 #: typed for callers: numba passes the typing context itself
 prefetch = cast(Callable[[int], None], _prefetch)
+
+
+@numba.njit(cache=can_cache(), nogil=True)
+def prefetch_row(a, r):  # pragma: no cover - compiled
+    """Row ``r`` of the C-ordered array ``a`` asked for: the lines of its
+    first and last byte (a row of up to 64 bytes may straddle two)."""
+    at = a.ctypes.data + r * a.strides[0]
+    prefetch(at)
+    prefetch(at + a.strides[0] - 1)
