@@ -49,6 +49,21 @@ def directed_kernel_entries(d2: np.ndarray, idx: np.ndarray, *, start: int, t: i
     return rows, cols, local_scaling_values(d2, sigma[start + rows], sigma[cols])
 
 
+def _directed_values(d2, idx, *, start, t, sigma):
+    """The directed entries of :func:`directed_kernel_entries` as two
+    tables: ``idx[:, :t]`` (``-1`` padded) and each entry's value (0 where
+    padded), made by a compiled loop and numpy's ``exp``: the same bits,
+    without the coordinate arrays."""
+    from ._kernel_loops import scaled_distances
+
+    d2 = np.asarray(d2, dtype=np.float64)[:, :t]
+    idx = np.asarray(idx)[:, :t]
+    vals = scaled_distances(d2, idx, np.asarray(sigma, dtype=np.float64), int(start), int(t))
+    np.negative(vals, out=vals)
+    np.exp(vals, out=vals)
+    return idx, vals
+
+
 def kernel_transpose_pieces(d2: np.ndarray, idx: np.ndarray, *, start: int, t: int, sigma: np.ndarray,
                             bounds: np.ndarray, rank: np.ndarray | None = None) -> list[tuple]:
     """This block's directed entries (:func:`directed_kernel_entries`)
@@ -57,17 +72,16 @@ def kernel_transpose_pieces(d2: np.ndarray, idx: np.ndarray, *, start: int, t: i
     the rows ``bounds[b] .. bounds[b + 1]``. Indices are int32 when they fit
     (the pieces travel between workers). ``rank`` is
     :func:`kernel_row_block`'s (not used here)."""
-    rows, cols, vals = directed_kernel_entries(d2, idx, start=start, t=t, sigma=sigma)
+    from ._kernel_loops import split_by_block
+
+    idx, vals = _directed_values(d2, idx, start=start, t=t, sigma=sigma)
     bounds = np.asarray(bounds, dtype=np.int64)
     itype = np.int32 if bounds[-1] < 2**31 else np.int64
-    dest = np.searchsorted(bounds, cols, side="right") - 1
-    order = np.argsort(dest, kind="stable")
-    cuts = np.searchsorted(dest[order], np.arange(len(bounds)))
-    pieces = []
-    for b in range(len(bounds) - 1):
-        sel = order[cuts[b]:cuts[b + 1]]
-        pieces.append(((cols[sel] - bounds[b]).astype(itype), (rows[sel] + start).astype(itype), vals[sel]))
-    return pieces
+    size = int(np.count_nonzero(idx >= 0))
+    local, glob = np.empty(size, dtype=itype), np.empty(size, dtype=itype)
+    out_vals = np.empty(size, dtype=np.float64)
+    cuts = split_by_block(idx, vals, bounds, int(start), local, glob, out_vals)
+    return [(local[a:b], glob[a:b], out_vals[a:b]) for a, b in zip(cuts[:-1].tolist(), cuts[1:].tolist(), strict=True)]
 
 
 def kernel_row_block(d2: np.ndarray, idx: np.ndarray, incoming: list, *, start: int, t: int, sigma: np.ndarray, n: int,
@@ -82,17 +96,21 @@ def kernel_row_block(d2: np.ndarray, idx: np.ndarray, incoming: list, *, start: 
     locality order) the same rows as :class:`RankedRows`."""
     import scipy.sparse as sp
 
+    from ._kernel_loops import symmetric_rows
+
     m = np.asarray(d2).shape[0]
-    rows, cols, vals = directed_kernel_entries(d2, idx, start=start, t=t, sigma=sigma)
-    A = sp.csr_matrix((vals, (rows, cols)), shape=(m, n))
+    idx, vals = _directed_values(d2, idx, start=start, t=t, sigma=sigma)
     if incoming:
-        tr = sp.csr_matrix((np.concatenate([p[2] for p in incoming]),
-                            (np.concatenate([p[0] for p in incoming]).astype(np.int64),
-                             np.concatenate([p[1] for p in incoming]).astype(np.int64))), shape=(m, n))
-        A = A.maximum(tr)
-    eye = sp.csr_matrix((np.ones(m), (np.arange(m), start + np.arange(m))), shape=(m, n))
-    K = A.maximum(eye).tocsr()  # values are <= 1: the maximum with the identity sets the diagonal to 1
-    K.eliminate_zeros()
+        in_rows = np.concatenate([np.asarray(p[0]) for p in incoming])
+        in_cols = np.concatenate([np.asarray(p[1]) for p in incoming])
+        in_vals = np.concatenate([np.asarray(p[2], dtype=np.float64) for p in incoming])
+    else:
+        in_rows = in_cols = np.zeros(0, dtype=np.int64)
+        in_vals = np.zeros(0)
+    indptr, indices, data = symmetric_rows(idx, vals, in_rows, in_cols, in_vals, int(start))
+    itype = np.int32 if max(int(n), int(indptr[-1])) < 2**31 else np.int64
+    K = sp.csr_matrix((data, indices.astype(itype), indptr.astype(itype)), shape=(m, n))
+    K.has_sorted_indices = True
     return K if rank is None else RankedRows(K, rank, start)
 
 
@@ -118,11 +136,16 @@ class RankedRows:
     __slots__ = ("csr", "local")
 
     def __init__(self, K: Any, rank: np.ndarray, start: int) -> None:
+        import scipy.sparse as sp
+
+        from ._kernel_loops import rows_renamed
+
         rank = np.asarray(rank)
+        K = sp.csr_matrix(K)
         self.local = np.argsort(rank[start:start + K.shape[0]], kind="stable")
-        csr = K[self.local]  # row fancy indexing copies each row's entries in their order
-        csr.indices = rank[csr.indices].astype(csr.indices.dtype, copy=False)
-        csr.has_sorted_indices = False  # renamed in place: the stored order is kept, no longer sorted
+        indptr, indices, data = rows_renamed(K.indptr, K.indices, K.data, self.local, rank)
+        csr = sp.csr_matrix((data, indices.astype(K.indices.dtype, copy=False), indptr), shape=K.shape)
+        csr.has_sorted_indices = False  # renamed: the stored order is kept, no longer sorted
         self.csr = csr
 
     def __sizeof__(self) -> int:
