@@ -262,3 +262,63 @@ def moments_stats(x, w=None, *, shift=None):
         s1, s2 = s1[0], s2[0]
     return {"n": np.array(x.shape[0], dtype=np.int64), "n_bad": np.array(int(bad.sum()), dtype=np.int64),
             "w": np.array(wt.sum()), "s1": np.asarray(s1), "s2": np.asarray(s2)}
+
+
+def smic_directed(d2, idx, *, start, t, sigma):
+    """The directed entries of SMIC's kernel (7) (Sugiyama et al. 2014) of
+    the rows ``start ..`` of one block: ``(local rows, global columns,
+    exp(-d2 / (2 sigma_i sigma_j)))``, padded entries (-1) left out, a zero
+    scale giving 1 for a zero distance and 0 else."""
+    d2 = np.asarray(d2, dtype=np.float64)[:, :t]
+    cols = np.asarray(idx)[:, :t].ravel()
+    rows = np.repeat(np.arange(d2.shape[0], dtype=np.int64), t)
+    ok = cols >= 0
+    rows, cols, d2 = rows[ok], cols[ok].astype(np.int64), d2.ravel()[ok]
+    sigma = np.asarray(sigma, dtype=np.float64)
+    denom = 2.0 * sigma[start + rows] * sigma[cols]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(d2 <= 0.0, 0.0, d2 / denom)
+    return rows, cols, np.exp(-ratio)
+
+
+def smic_kernel_pieces(d2, idx, *, start, t, sigma, bounds):
+    """One block's directed entries transposed and split by the block of
+    their column (stable): ``(row local to block b, global column, value)``."""
+    rows, cols, vals = smic_directed(d2, idx, start=start, t=t, sigma=sigma)
+    bounds = np.asarray(bounds, dtype=np.int64)
+    itype = np.int32 if bounds[-1] < 2**31 else np.int64
+    dest = np.searchsorted(bounds, cols, side="right") - 1
+    order = np.argsort(dest, kind="stable")
+    cuts = np.searchsorted(dest[order], np.arange(len(bounds)))
+    out = []
+    for b in range(len(bounds) - 1):
+        sel = order[cuts[b]:cuts[b + 1]]
+        out.append(((cols[sel] - bounds[b]).astype(itype), (rows[sel] + start).astype(itype), vals[sel]))
+    return out
+
+
+def smic_kernel_block(d2, idx, incoming, *, start, t, sigma, n, rank=None):
+    """One block's rows of ``max(A, A^T, I)`` by scipy (coordinates to CSR,
+    ``maximum`` twice, exact zeros removed), columns sorted; with ``rank``
+    also ``(local, csr)``: the rows in the order of their rank with each
+    column ``c`` renamed ``rank[c]``, each row's entries in stored order."""
+    import scipy.sparse as sp
+
+    m = np.asarray(d2).shape[0]
+    rows, cols, vals = smic_directed(d2, idx, start=start, t=t, sigma=sigma)
+    A = sp.csr_matrix((vals, (rows, cols)), shape=(m, n))
+    if incoming:
+        tr = sp.csr_matrix((np.concatenate([p[2] for p in incoming]),
+                            (np.concatenate([p[0] for p in incoming]).astype(np.int64),
+                             np.concatenate([p[1] for p in incoming]).astype(np.int64))), shape=(m, n))
+        A = A.maximum(tr)
+    eye = sp.csr_matrix((np.ones(m), (np.arange(m), start + np.arange(m))), shape=(m, n))
+    K = A.maximum(eye).tocsr()
+    K.eliminate_zeros()
+    K.sort_indices()
+    if rank is None:
+        return K
+    local = np.argsort(rank[start:start + m], kind="stable")
+    R = K[local]
+    R.indices = rank[R.indices].astype(R.indices.dtype)
+    return local, R

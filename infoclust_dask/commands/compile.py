@@ -30,6 +30,22 @@ __all__ = ["compile_kernels"]
 ROWS = 4000
 
 
+def _kernel_blocks(X: np.ndarray, itype: type) -> None:
+    """SMIC's kernel row blocks of ``X`` (exact lists, row numbers ``itype``)
+    in two blocks, ranked."""
+    from infoclust_dask.kernels.knn import brute_candidates
+    from infoclust_dask.kernels.smic import kernel_row_block, kernel_transpose_pieces
+
+    n, t = X.shape[0], 5
+    idx: np.ndarray = brute_candidates(X, X, t + 1)[:, 1:].astype(itype)
+    d2 = ((X[:, None, :] - X[idx]) ** 2).sum(axis=2)
+    sigma, bounds, rank = np.sqrt(d2[:, -1]), np.array([0, n // 2, n]), np.arange(n)[::-1].copy()
+    pieces = [kernel_transpose_pieces(d2[a:b], idx[a:b], start=a, t=t, sigma=sigma, bounds=bounds)
+              for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+    for s, (a, b) in enumerate(zip(bounds[:-1], bounds[1:], strict=True)):
+        kernel_row_block(d2[a:b], idx[a:b], [p[s] for p in pieces], start=a, t=t, sigma=sigma, n=n, rank=rank)
+
+
 def _fits(X: np.ndarray, y: np.ndarray) -> list[tuple[str, Callable[[], object]]]:
     """The fits whose passes compile the kernels, on rows ``X`` and labels ``y``."""
     import infoclust_dask as ic
@@ -51,6 +67,9 @@ def _fits(X: np.ndarray, y: np.ndarray) -> list[tuple[str, Callable[[], object]]
         ("AssociativeClustering", lambda: here(ic.AssociativeClustering, (3, 3), sigma=(1.0, 1.0)).fit(X, Y)),
         ("CMBC", lambda: here(ic.CMBC, 2).fit(binary, known=y)),
         ("SMIC", lambda: here(ic.SMIC, 3, t=5).fit(X[:1000])),
+        # the kernel as row blocks (kernels/_kernel_loops.py), as on a cluster above DRIVER_KERNEL_MAX_ROWS rows
+        ("SMIC, kernel row blocks", lambda: here(ic.SMIC, 3, t=5, eigen_solver="operator").fit(X[:1000])),
+        ("SMIC's kernel row blocks, int32 lists (the cells' search)", lambda: _kernel_blocks(X[:1000], np.int32)),
         # SMIC's cells above 32 768 rows: its NN-descent graph (float32 whatever the rows)
         ("SMIC's NN-descent graph", lambda: nn_descent(X, 26, seed=0)),
     ]

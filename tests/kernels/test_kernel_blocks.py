@@ -1,5 +1,6 @@
 """SMIC's kernel row blocks, compiled (kernels._kernel_loops), against the
-scipy chain they replaced, written out here as the reference: the pieces
+scipy chain they replaced (``tests/reference_kernels.py``, which does not
+import the package): the pieces
 grouped by a stable sort of their column's block, and each block's rows
 ``csr_matrix`` from coordinates, ``maximum`` with the transposed pieces,
 ``maximum`` with the identity, ``eliminate_zeros``. Both must give the same
@@ -9,44 +10,14 @@ their stored order)."""
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from reference_kernels import smic_kernel_block, smic_kernel_pieces
 
 from infoclust_dask.kernels.smic import (
     RankedRows,
-    directed_kernel_entries,
     kernel_row_block,
     kernel_transpose_pieces,
     sparse_matmat,
 )
-
-
-def _reference_pieces(d2, idx, *, start, t, sigma, bounds):
-    rows, cols, vals = directed_kernel_entries(d2, idx, start=start, t=t, sigma=sigma)
-    bounds = np.asarray(bounds, dtype=np.int64)
-    itype = np.int32 if bounds[-1] < 2**31 else np.int64
-    dest = np.searchsorted(bounds, cols, side="right") - 1
-    order = np.argsort(dest, kind="stable")
-    cuts = np.searchsorted(dest[order], np.arange(len(bounds)))
-    pieces = []
-    for b in range(len(bounds) - 1):
-        sel = order[cuts[b]:cuts[b + 1]]
-        pieces.append(((cols[sel] - bounds[b]).astype(itype), (rows[sel] + start).astype(itype), vals[sel]))
-    return pieces
-
-
-def _reference_block(d2, idx, incoming, *, start, t, sigma, n):
-    m = d2.shape[0]
-    rows, cols, vals = directed_kernel_entries(d2, idx, start=start, t=t, sigma=sigma)
-    A = sp.csr_matrix((vals, (rows, cols)), shape=(m, n))
-    if incoming:
-        tr = sp.csr_matrix((np.concatenate([p[2] for p in incoming]),
-                            (np.concatenate([p[0] for p in incoming]).astype(np.int64),
-                             np.concatenate([p[1] for p in incoming]).astype(np.int64))), shape=(m, n))
-        A = A.maximum(tr)
-    eye = sp.csr_matrix((np.ones(m), (np.arange(m), start + np.arange(m))), shape=(m, n))
-    K = A.maximum(eye).tocsr()
-    K.eliminate_zeros()
-    K.sort_indices()
-    return K
 
 
 def _lists(n, t, width, seed, *, pad=0.0, dups=0.0, selfs=0.0, far=0.0, hub=None):
@@ -95,7 +66,7 @@ def test_blocks_equal_the_scipy_chain(case, bounds):
     d2, idx, sigma = _lists(2000, t, 9, seed=len(case) + len(bounds), **CASES[case])
     bounds = np.asarray(bounds)
     got, pieces = _exchange(d2, idx, sigma, t, bounds, kernel_transpose_pieces, kernel_row_block)
-    want, ref_pieces = _exchange(d2, idx, sigma, t, bounds, _reference_pieces, _reference_block)
+    want, ref_pieces = _exchange(d2, idx, sigma, t, bounds, smic_kernel_pieces, smic_kernel_block)
     for out, ref in zip(pieces, ref_pieces):
         assert len(out) == len(ref)
         for p, q in zip(out, ref):
@@ -119,16 +90,14 @@ def test_ranked_blocks_hold_the_same_rows():
     bounds = np.array([0, 500, 1000, 1500])
     rank = np.random.default_rng(4).permutation(1500)
     got, _ = _exchange(d2, idx, sigma, t, bounds, kernel_transpose_pieces, kernel_row_block, rank=rank)
-    want, _ = _exchange(d2, idx, sigma, t, bounds, _reference_pieces, _reference_block)
-    for K, R, a in zip(got, want, bounds[:-1]):
+    ranked, _ = _exchange(d2, idx, sigma, t, bounds, smic_kernel_pieces, smic_kernel_block, rank=rank)
+    plain, _ = _exchange(d2, idx, sigma, t, bounds, smic_kernel_pieces, smic_kernel_block)
+    v = np.random.default_rng(5).normal(size=(1500, 2))
+    for K, (local, ref), R in zip(got, ranked, plain, strict=True):
         assert isinstance(K, RankedRows)
-        local = np.argsort(rank[a:a + R.shape[0]], kind="stable")
-        ref = R[local]  # scipy's row indexing keeps each row's stored order
-        ref.indices = rank[ref.indices].astype(ref.indices.dtype)
+        np.testing.assert_array_equal(K.local, local)
         for name in ("indptr", "indices", "data"):
             np.testing.assert_array_equal(getattr(K.csr, name), getattr(ref, name))
-        np.testing.assert_array_equal(K.local, local)
-        v = np.random.default_rng(5).normal(size=(1500, 2))
         np.testing.assert_array_equal(sparse_matmat(K, v[np.argsort(rank)]), R @ v)  # the same sums, bit for bit
 
 
