@@ -96,17 +96,21 @@ def kernel_row_block(d2: np.ndarray, idx: np.ndarray, incoming: list, *, start: 
     locality order) the same rows as :class:`RankedRows`."""
     import scipy.sparse as sp
 
+    from ._kernel_loops import symmetric_rows
+
     m = np.asarray(d2).shape[0]
-    rows, cols, vals = directed_kernel_entries(d2, idx, start=start, t=t, sigma=sigma)
-    A = sp.csr_matrix((vals, (rows, cols)), shape=(m, n))
+    idx, vals = _directed_values(d2, idx, start=start, t=t, sigma=sigma)
     if incoming:
-        tr = sp.csr_matrix((np.concatenate([p[2] for p in incoming]),
-                            (np.concatenate([p[0] for p in incoming]).astype(np.int64),
-                             np.concatenate([p[1] for p in incoming]).astype(np.int64))), shape=(m, n))
-        A = A.maximum(tr)
-    eye = sp.csr_matrix((np.ones(m), (np.arange(m), start + np.arange(m))), shape=(m, n))
-    K = A.maximum(eye).tocsr()  # values are <= 1: the maximum with the identity sets the diagonal to 1
-    K.eliminate_zeros()
+        in_rows = np.concatenate([np.asarray(p[0]) for p in incoming])
+        in_cols = np.concatenate([np.asarray(p[1]) for p in incoming])
+        in_vals = np.concatenate([np.asarray(p[2], dtype=np.float64) for p in incoming])
+    else:
+        in_rows = in_cols = np.zeros(0, dtype=np.int64)
+        in_vals = np.zeros(0)
+    indptr, indices, data = symmetric_rows(idx, vals, in_rows, in_cols, in_vals, int(start))
+    itype = np.int32 if max(int(n), int(indptr[-1])) < 2**31 else np.int64
+    K = sp.csr_matrix((data, indices.astype(itype), indptr.astype(itype)), shape=(m, n))
+    K.has_sorted_indices = True
     return K if rank is None else RankedRows(K, rank, start)
 
 
@@ -132,11 +136,16 @@ class RankedRows:
     __slots__ = ("csr", "local")
 
     def __init__(self, K: Any, rank: np.ndarray, start: int) -> None:
+        import scipy.sparse as sp
+
+        from ._kernel_loops import rows_renamed
+
         rank = np.asarray(rank)
+        K = sp.csr_matrix(K)
         self.local = np.argsort(rank[start:start + K.shape[0]], kind="stable")
-        csr = K[self.local]  # row fancy indexing copies each row's entries in their order
-        csr.indices = rank[csr.indices].astype(csr.indices.dtype, copy=False)
-        csr.has_sorted_indices = False  # renamed in place: the stored order is kept, no longer sorted
+        indptr, indices, data = rows_renamed(K.indptr, K.indices, K.data, self.local, rank)
+        csr = sp.csr_matrix((data, indices.astype(K.indices.dtype, copy=False), indptr), shape=K.shape)
+        csr.has_sorted_indices = False  # renamed: the stored order is kept, no longer sorted
         self.csr = csr
 
     def __sizeof__(self) -> int:
