@@ -91,9 +91,13 @@ def kernel_row_block(d2: np.ndarray, idx: np.ndarray, incoming: list, *, start: 
     rule), ``K_ii = 1``, exact zeros removed - the rows of what
     :func:`infoclust_dask.objectives.smic.kernel_matrix` assembles.
     ``incoming`` are the pieces (:func:`kernel_transpose_pieces`) every
-    block sent to this one. Returns a ``scipy.sparse.csr_matrix`` of shape
-    ``(rows, n)``, or with ``rank`` (the position of every row in a
-    locality order) the same rows as :class:`RankedRows`."""
+    block sent to this one. Built row by row by a compiled loop
+    (:func:`~infoclust_dask.kernels._kernel_loops.symmetric_rows`: the
+    arrays scipy's ``csr_matrix``, ``maximum`` and ``eliminate_zeros`` made,
+    bit for bit, in fewer passes over the entries). Returns a
+    ``scipy.sparse.csr_matrix`` of shape ``(rows, n)``, or with ``rank``
+    (the position of every row in a locality order) the same rows as
+    :class:`RankedRows`."""
     import scipy.sparse as sp
 
     from ._kernel_loops import symmetric_rows
