@@ -20,6 +20,7 @@ then two sums that the stage times (``timings_``) cannot give:
 
     python benchmarks/smic_timeline.py --n 2000000
     python benchmarks/smic_timeline.py --n 2000000 --min-cells 16 --cell-sample-rows 10000
+    python benchmarks/smic_timeline.py --n 10000000 --worker-memory 8GB --short 1.0
 """
 
 import argparse
@@ -55,6 +56,7 @@ def main():
     p.add_argument("--min-cells", type=int, default=None)
     p.add_argument("--cell-sample-rows", type=int, default=None)
     p.add_argument("--repeats", type=int, default=1)
+    p.add_argument("--worker-memory", default="3GB", help="each worker's memory limit (1e7 rows: 8GB)")
     p.add_argument("--short", type=float, default=0.2, help="leave out runs of tasks shorter than this (seconds)")
     a = p.parse_args()
 
@@ -77,7 +79,7 @@ def main():
         write_dataset(path, X, label=lab, check_finite=False)
     ds = open_dataset(path)
     labels = np.asarray(ds["label"].values)
-    with LocalCluster(n_workers=2, threads_per_worker=1, memory_limit="3GB") as cluster, Client(cluster) as client:
+    with LocalCluster(n_workers=2, threads_per_worker=1, memory_limit=a.worker_memory) as cluster, Client(cluster) as client:
         for _ in range(a.repeats):
             t0 = time.time()
             with get_task_stream(client) as stream:
