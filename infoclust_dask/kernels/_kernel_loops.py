@@ -30,7 +30,7 @@ import numba
 import numpy as np
 
 from ._cache import can_cache
-from ._prefetch import prefetch
+from ._prefetch import prefetch_item
 
 CACHE = can_cache()
 
@@ -157,8 +157,8 @@ def symmetric_rows(idx, own_vals, in_rows, in_cols, in_vals, start):  # pragma: 
     for e in range(in_rows.shape[0]):
         if e + AHEAD < in_rows.shape[0]:  # the slots of the entry AHEAD on asked for: rows met at random
             q = fill[in_rows[e + AHEAD]]
-            prefetch(keys.ctypes.data + q * 8)
-            prefetch(vals.ctypes.data + q * 8)
+            prefetch_item(keys, q)
+            prefetch_item(vals, q)
         r = in_rows[e]
         p = fill[r]
         keys[p] = np.int64(in_cols[e]) * 4 + 1
@@ -220,7 +220,7 @@ def rows_renamed(indptr, indices, data, local, rank):  # pragma: no cover - comp
         if w + AHEAD < m:
             f = local[w + AHEAD]
             for e in range(indptr[f], indptr[f + 1]):
-                prefetch(rank.ctypes.data + indices[e] * rank.strides[0])
+                prefetch_item(rank, indices[e])
         r = local[w]
         p = out_ptr[w]
         for e in range(indptr[r], indptr[r + 1]):

@@ -72,7 +72,7 @@ import numpy as np
 
 from ._cache import can_cache
 from ._nn_candidates import candidates, mix64, row_part
-from ._prefetch import prefetch, prefetch_row
+from ._prefetch import prefetch_item, prefetch_row
 
 __all__ = ["nn_descent"]
 
@@ -357,7 +357,7 @@ def _prefetch_rows(dist, ids, flags, r):  # pragma: no cover - compiled
     the flags' first)."""
     prefetch_row(dist, r)
     prefetch_row(ids, r)
-    prefetch(flags.ctypes.data + r * flags.strides[0])
+    prefetch_item(flags, r)
 
 
 @numba.njit(cache=CACHE, nogil=True, fastmath=True)
@@ -405,7 +405,7 @@ def _prefetch_leaf(x, tops, order, lo, hi):  # pragma: no cover - compiled
     """The rows ``order[lo .. hi - 1]`` of ``x`` and their ``tops`` asked for."""
     for u in range(lo, hi):
         prefetch_row(x, order[u])
-        prefetch(tops.ctypes.data + order[u] * tops.strides[0])
+        prefetch_item(tops, order[u])
 
 
 @numba.njit(cache=CACHE, nogil=True)

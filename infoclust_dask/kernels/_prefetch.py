@@ -24,7 +24,7 @@ from numba.extending import intrinsic
 
 from ._cache import can_cache
 
-__all__ = ["prefetch", "prefetch_row"]
+__all__ = ["prefetch", "prefetch_item", "prefetch_row"]
 
 
 @intrinsic
@@ -48,6 +48,13 @@ def _prefetch(typingctx, address):  # pragma: no cover - compiled
 
 #: typed for callers: numba passes the typing context itself
 prefetch = cast(Callable[[int], None], _prefetch)
+
+
+@numba.njit(cache=can_cache(), nogil=True)
+def prefetch_item(a, i):  # pragma: no cover - compiled
+    """The line of the first byte of ``a[i]`` (an entry of a 1-d array,
+    the start of a row of a C-ordered one) asked for."""
+    prefetch(a.ctypes.data + i * a.strides[0])
 
 
 @numba.njit(cache=can_cache(), nogil=True)
